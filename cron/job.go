@@ -1,0 +1,386 @@
+package cron
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Status is the outcome of a run, as stored in a job's last_status and in
+// run records. The words are the specification's.
+type Status string
+
+// The statuses a run can end with.
+const (
+	StatusSuccess Status = "success" // the callback answered 2xx
+	StatusFailed  Status = "failed"  // a non-retryable answer, or retries exhausted
+	StatusTimeout Status = "timeout" // the last attempt ran out of time
+	StatusSkipped Status = "skipped" // a slot came while the previous run was still in flight
+	StatusPaused  Status = "paused"  // the job was paused
+	StatusMissed  Status = "missed"  // a once job was past due when the runner saw it
+)
+
+// Schedule kinds.
+const (
+	KindOnce  = "once"
+	KindEvery = "every"
+	KindCron  = "cron"
+)
+
+// JobTypeHTTP is the only job type: an HTTP callback.
+const JobTypeHTTP = "http"
+
+// Defaults applied by [Job.Normalize] and the runner when a field is zero.
+const (
+	DefaultTimeout      = 10 * time.Second
+	DefaultMaxRetries   = 3
+	DefaultRetryBackoff = 5 * time.Second
+)
+
+// Duration is a time.Duration that reads and writes JSON as a Go duration
+// string such as "5s" or "1m30s". An empty string reads as zero.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String formats d like time.Duration.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a duration string ("" is zero).
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string such as \"5s\": %s", b)
+	}
+	if s == "" {
+		*d = 0
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("invalid duration %q", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// HTTPConfig is the callback a job makes.
+type HTTPConfig struct {
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    string            `json:"body"`
+}
+
+// ScheduleSpec describes when a job runs, as stored and sent over the API.
+//
+//   - kind "once": RunAt.
+//   - kind "every": Every, optional StartAt (default: when the job is
+//     created) and optional Jitter (default 0, must be below Every).
+//   - kind "cron": Cron, a cron expression (see [ParseCron]), and optional
+//     TZ, an IANA zone name (default UTC).
+type ScheduleSpec struct {
+	Kind    string
+	RunAt   time.Time
+	Every   Duration
+	StartAt time.Time
+	Jitter  Duration
+	Cron    string
+	TZ      string
+}
+
+type scheduleWire struct {
+	Kind    string   `json:"kind"`
+	RunAt   string   `json:"run_at,omitempty"`
+	Every   Duration `json:"every,omitempty"`
+	StartAt *string  `json:"start_at,omitempty"`
+	Jitter  Duration `json:"jitter,omitempty"`
+	Cron    string   `json:"cron,omitempty"`
+	TZ      string   `json:"tz,omitempty"`
+}
+
+// MarshalJSON writes the fields of the spec's kind; times are RFC3339 UTC.
+func (s ScheduleSpec) MarshalJSON() ([]byte, error) {
+	w := scheduleWire{Kind: s.Kind, RunAt: formatTime(s.RunAt), Every: s.Every, Jitter: s.Jitter, Cron: s.Cron, TZ: s.TZ}
+	if s.Kind == KindEvery {
+		st := formatTime(s.StartAt)
+		w.StartAt = &st
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads a schedule object; unknown fields are an error.
+func (s *ScheduleSpec) UnmarshalJSON(b []byte) error {
+	var w scheduleWire
+	if err := strictUnmarshal(b, &w); err != nil {
+		return err
+	}
+	runAt, err := parseTime("schedule.run_at", w.RunAt)
+	if err != nil {
+		return err
+	}
+	var startAt time.Time
+	if w.StartAt != nil {
+		if startAt, err = parseTime("schedule.start_at", *w.StartAt); err != nil {
+			return err
+		}
+	}
+	*s = ScheduleSpec{Kind: w.Kind, RunAt: runAt, Every: w.Every, StartAt: startAt, Jitter: w.Jitter, Cron: w.Cron, TZ: w.TZ}
+	return nil
+}
+
+// Job is a timed HTTP callback and its bookkeeping. Its JSON form is the one
+// of the jobs.json file and of the REST API: times are RFC3339 in UTC, an
+// unset time is "", durations are strings such as "5s".
+//
+// LastRunAt, NextRunAt, LastStatus and LastError are system fields: the
+// runner maintains them.
+type Job struct {
+	ID           string       `json:"id"`
+	Name         string       `json:"name"`
+	Enabled      bool         `json:"enabled"`
+	Type         string       `json:"type"`
+	HTTP         HTTPConfig   `json:"http"`
+	Schedule     ScheduleSpec `json:"schedule"`
+	Timeout      Duration     `json:"timeout"`
+	MaxRetries   int          `json:"max_retries"`
+	RetryBackoff Duration     `json:"retry_backoff"`
+	// MisfireGrace, when positive, lets a slot missed by less than this
+	// still run once (see [Misfire]). Zero keeps the specification's rule:
+	// no catch-up.
+	MisfireGrace Duration `json:"misfire_grace,omitempty"`
+
+	LastRunAt  time.Time `json:"last_run_at"`
+	NextRunAt  time.Time `json:"next_run_at"`
+	LastStatus Status    `json:"last_status"`
+	LastError  string    `json:"last_error"`
+}
+
+type jobWire struct {
+	ID           string       `json:"id"`
+	Name         string       `json:"name"`
+	Enabled      bool         `json:"enabled"`
+	Type         string       `json:"type"`
+	HTTP         HTTPConfig   `json:"http"`
+	Schedule     ScheduleSpec `json:"schedule"`
+	Timeout      Duration     `json:"timeout"`
+	MaxRetries   int          `json:"max_retries"`
+	RetryBackoff Duration     `json:"retry_backoff"`
+	MisfireGrace Duration     `json:"misfire_grace,omitempty"`
+	LastRunAt    string       `json:"last_run_at"`
+	NextRunAt    string       `json:"next_run_at"`
+	LastStatus   Status       `json:"last_status"`
+	LastError    string       `json:"last_error"`
+}
+
+// MarshalJSON writes the job with the field names of the specification.
+func (j Job) MarshalJSON() ([]byte, error) {
+	return json.Marshal(jobWire{
+		ID: j.ID, Name: j.Name, Enabled: j.Enabled, Type: j.Type, HTTP: j.HTTP, Schedule: j.Schedule,
+		Timeout: j.Timeout, MaxRetries: j.MaxRetries, RetryBackoff: j.RetryBackoff, MisfireGrace: j.MisfireGrace,
+		LastRunAt: formatTime(j.LastRunAt), NextRunAt: formatTime(j.NextRunAt), LastStatus: j.LastStatus, LastError: j.LastError,
+	})
+}
+
+// UnmarshalJSON reads a job; unknown fields are an error.
+func (j *Job) UnmarshalJSON(b []byte) error {
+	var w jobWire
+	if err := strictUnmarshal(b, &w); err != nil {
+		return err
+	}
+	last, err := parseTime("last_run_at", w.LastRunAt)
+	if err != nil {
+		return err
+	}
+	next, err := parseTime("next_run_at", w.NextRunAt)
+	if err != nil {
+		return err
+	}
+	*j = Job{
+		ID: w.ID, Name: w.Name, Enabled: w.Enabled, Type: w.Type, HTTP: w.HTTP, Schedule: w.Schedule,
+		Timeout: w.Timeout, MaxRetries: w.MaxRetries, RetryBackoff: w.RetryBackoff, MisfireGrace: w.MisfireGrace,
+		LastRunAt: last, NextRunAt: next, LastStatus: w.LastStatus, LastError: w.LastError,
+	}
+	return nil
+}
+
+// Normalize fills the defaults of unset fields: type "http", method GET,
+// timeout 10s, retry_backoff 5s. MaxRetries is left alone: 0 means no retry.
+// Times become UTC.
+func (j *Job) Normalize() {
+	if j.Type == "" {
+		j.Type = JobTypeHTTP
+	}
+	if j.HTTP.Method == "" {
+		j.HTTP.Method = "GET"
+	}
+	j.HTTP.Method = strings.ToUpper(j.HTTP.Method)
+	if j.Timeout == 0 {
+		j.Timeout = Duration(DefaultTimeout)
+	}
+	if j.RetryBackoff == 0 {
+		j.RetryBackoff = Duration(DefaultRetryBackoff)
+	}
+	j.Schedule.RunAt = utc(j.Schedule.RunAt)
+	j.Schedule.StartAt = utc(j.Schedule.StartAt)
+	j.LastRunAt = utc(j.LastRunAt)
+	j.NextRunAt = utc(j.NextRunAt)
+}
+
+// ValidationError names the field of a job that is wrong and why.
+// Field uses the JSON names, dotted: "schedule.every", "http.url".
+type ValidationError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ValidationError) Error() string { return "cron: invalid job: " + e.Field + ": " + e.Reason }
+
+// Is reports whether target is ErrInvalidJob.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalidJob }
+
+// ErrInvalidJob matches every *ValidationError with errors.Is.
+var ErrInvalidJob = errors.New("cron: invalid job")
+
+func invalid(field, format string, a ...any) error {
+	return &ValidationError{Field: field, Reason: fmt.Sprintf(format, a...)}
+}
+
+var allowedMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true}
+
+// Validate checks the job's configuration and returns a *ValidationError
+// naming the first bad field. It does not look at the system fields.
+func (j *Job) Validate() error {
+	if j.Type != JobTypeHTTP {
+		return invalid("type", "must be %q, got %q", JobTypeHTTP, j.Type)
+	}
+	if !allowedMethods[j.HTTP.Method] {
+		return invalid("http.method", "must be one of GET, POST, PUT, PATCH, DELETE, got %q", j.HTTP.Method)
+	}
+	if j.HTTP.URL == "" {
+		return invalid("http.url", "is required")
+	}
+	u, err := url.Parse(j.HTTP.URL)
+	if err != nil {
+		return invalid("http.url", "cannot be parsed: %v", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return invalid("http.url", "scheme must be http or https, got %q", u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return invalid("http.url", "has no host")
+	}
+	if j.Timeout <= 0 {
+		return invalid("timeout", "must be > 0, got %s", j.Timeout)
+	}
+	if j.MaxRetries < 0 {
+		return invalid("max_retries", "must be >= 0, got %d", j.MaxRetries)
+	}
+	if j.RetryBackoff < 0 {
+		return invalid("retry_backoff", "must be >= 0, got %s", j.RetryBackoff)
+	}
+	if j.MisfireGrace < 0 {
+		return invalid("misfire_grace", "must be >= 0, got %s", j.MisfireGrace)
+	}
+	return j.Schedule.Validate()
+}
+
+// Validate checks the schedule and returns a *ValidationError naming the
+// first bad field ("schedule.kind", "schedule.every", ...).
+func (s *ScheduleSpec) Validate() error {
+	switch s.Kind {
+	case KindOnce:
+		if s.RunAt.IsZero() {
+			return invalid("schedule.run_at", "is required for kind once")
+		}
+	case KindEvery:
+		if s.Every <= 0 {
+			return invalid("schedule.every", "must be > 0, got %s", s.Every)
+		}
+		if s.Jitter < 0 {
+			return invalid("schedule.jitter", "must be >= 0, got %s", s.Jitter)
+		}
+		if s.Jitter >= s.Every {
+			return invalid("schedule.jitter", "must be less than every (%s), got %s", s.Every, s.Jitter)
+		}
+	case KindCron:
+		if s.Cron == "" {
+			return invalid("schedule.cron", "is required for kind cron")
+		}
+		if _, err := s.Build(0); err != nil {
+			var ve *ValidationError
+			if errors.As(err, &ve) {
+				return err
+			}
+			return invalid("schedule.cron", "%v", err)
+		}
+	case "":
+		return invalid("schedule.kind", "is required: once, every or cron")
+	default:
+		return invalid("schedule.kind", "must be once, every or cron, got %q", s.Kind)
+	}
+	return nil
+}
+
+// Build turns the spec into a Schedule. seed spreads the jitter of an every
+// schedule (see [SeedFor]). An every spec with no StartAt gets its grid from
+// the zero time: set StartAt (the runner sets it to the creation time) first.
+func (s *ScheduleSpec) Build(seed uint64) (Schedule, error) {
+	switch s.Kind {
+	case KindOnce:
+		return Once{At: s.RunAt}, nil
+	case KindEvery:
+		return Every{Interval: s.Every.D(), Start: s.StartAt, Jitter: s.Jitter.D(), Seed: seed}, nil
+	case KindCron:
+		var opts []CronOption
+		if s.TZ != "" {
+			loc, err := time.LoadLocation(s.TZ)
+			if err != nil {
+				return nil, invalid("schedule.tz", "unknown time zone %q", s.TZ)
+			}
+			opts = append(opts, WithLocation(loc))
+		}
+		return ParseCron(s.Cron, opts...)
+	}
+	return nil, invalid("schedule.kind", "must be once, every or cron, got %q", s.Kind)
+}
+
+func strictUnmarshal(b []byte, v any) error {
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.DisallowUnknownFields()
+	return d.Decode(v)
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func parseTime(field, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, invalid(field, "must be an RFC3339 time, got %q", s)
+	}
+	return t.UTC(), nil
+}
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}

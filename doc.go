@@ -1,0 +1,40 @@
+// Package ksana is a library of scheduling building blocks for Go services,
+// with small reference binaries that wire them together.
+//
+// The root package holds no code: it is the map of the module.
+//
+// # Packages
+//
+// Core packages import only the standard library and golang.org/x/sync;
+// their decisions (schedule math, planning, transitions, selection) are pure
+// functions of their inputs and of a time passed in.
+//
+//   - [github.com/ksana-dev/ksana/cron]: schedules (once, every with start_at
+//     and jitter, cron expressions with time zones), misfire rules, and the
+//     timed-job Runner with its HTTP callback executor.
+//   - [github.com/ksana-dev/ksana/cron/httpapi]: the REST management API of
+//     the timed-job service, as an http.Handler.
+//   - [github.com/ksana-dev/ksana/claim]: decentralized placement of
+//     long-running deployments onto node-units that share one SQL table.
+//   - [github.com/ksana-dev/ksana/fsm]: the dispatched job's state machine.
+//   - [github.com/ksana-dev/ksana/affinity]: turn affinity rules.
+//   - [github.com/ksana-dev/ksana/scheduler]: the multi-instance dispatch
+//     plane's parts: presence, ownership, node snapshots, delivery, storm
+//     protection.
+//
+// Adapters implement the core packages' interfaces on real storage:
+//
+//   - [github.com/ksana-dev/ksana/store/jsonstore]: the one-JSON-file job store.
+//   - [github.com/ksana-dev/ksana/store/sqlstore]: PostgreSQL and SQLite (sqlx).
+//   - [github.com/ksana-dev/ksana/store/redisstore]: Redis, standalone or
+//     cluster (rueidis).
+//   - [github.com/ksana-dev/ksana/store/storetest]: the conformance suites
+//     every adapter of an interface runs.
+//
+// # Binaries and examples
+//
+// cmd/ksana is the timed-job service (REST API over the JSON file store),
+// cmd/nodeunit the node-unit agent, cmd/dispatcher a dispatch instance.
+// The examples directory holds one small runnable program per main flow;
+// every package also has runnable Examples in its reference.
+package ksana

@@ -1,0 +1,108 @@
+// Package testenv tells tests where the real servers they need are.
+//
+// The README's test command (./test.sh) starts PostgreSQL, a standalone Redis
+// and a private 3-master Redis Cluster, and exports their addresses in the
+// environment variables below. A test that needs a server calls one of the
+// functions here: when the server cannot be reached the test fails, except
+// under go test -short, where it is skipped.
+//
+//	KSANA_TEST_POSTGRES_URL        default postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable
+//	KSANA_TEST_REDIS_URL           default redis://127.0.0.1:6379
+//	KSANA_TEST_REDIS_CLUSTER_URLS  no default: set by ./test.sh
+package testenv
+
+import (
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Default addresses, used when the environment names none.
+const (
+	DefaultPostgresURL = "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	DefaultRedisURL    = "redis://127.0.0.1:6379"
+)
+
+// PostgresURL returns the URL of the test PostgreSQL server.
+// Tests must keep to their own schema or tables (see
+// store/sqlstore's helpers): packages run in parallel against one server.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	u := env("KSANA_TEST_POSTGRES_URL", DefaultPostgresURL)
+	need(t, "PostgreSQL", "KSANA_TEST_POSTGRES_URL", u, hostPort(u, "5432"))
+	return u
+}
+
+// RedisURL returns the redis:// URL of the standalone test Redis server.
+// Tests must use a key prefix of their own and never flush the server.
+func RedisURL(t testing.TB) string {
+	t.Helper()
+	u := env("KSANA_TEST_REDIS_URL", DefaultRedisURL)
+	need(t, "Redis", "KSANA_TEST_REDIS_URL", u, hostPort(u, "6379"))
+	return u
+}
+
+// RedisClusterURLs returns the redis:// seed URLs of the test Redis Cluster.
+func RedisClusterURLs(t testing.TB) []string {
+	t.Helper()
+	v := os.Getenv("KSANA_TEST_REDIS_CLUSTER_URLS")
+	if v == "" {
+		if testing.Short() {
+			t.Skip("no Redis Cluster: KSANA_TEST_REDIS_CLUSTER_URLS is empty (run ./test.sh)")
+		}
+		t.Fatal("no Redis Cluster: KSANA_TEST_REDIS_CLUSTER_URLS is empty; ./test.sh starts one (go test -short skips this test)")
+	}
+	var urls []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			urls = append(urls, s)
+		}
+	}
+	need(t, "Redis Cluster", "KSANA_TEST_REDIS_CLUSTER_URLS", urls[0], hostPort(urls[0], "6379"))
+	return urls
+}
+
+// Addr strips the scheme from a redis:// URL: "redis://h:p" becomes "h:p".
+func Addr(redisURL string) string {
+	if u, err := url.Parse(redisURL); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return strings.TrimPrefix(redisURL, "redis://")
+}
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func hostPort(raw, defPort string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), defPort)
+	}
+	return u.Host
+}
+
+func need(t testing.TB, what, envName, u, addr string) {
+	t.Helper()
+	if addr == "" {
+		t.Fatalf("%s: cannot parse %s=%q", what, envName, u)
+	}
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err == nil {
+		c.Close()
+		return
+	}
+	if testing.Short() {
+		t.Skipf("%s not reachable at %s (%v); skipped under -short", what, addr, err)
+	}
+	t.Fatalf("%s not reachable at %s (%v): run ./test.sh, which starts it, or set %s", what, addr, err, envName)
+}

@@ -1,0 +1,106 @@
+package redisstore
+
+import "strings"
+
+// DefaultPrefix is the key prefix used when none is configured.
+const DefaultPrefix = "ksana"
+
+// Keys builds every Redis key this package uses, following the key layout of
+// the dispatch-plane specification under a configurable prefix. It is the
+// only place a key is spelled out: call sites never concatenate keys.
+//
+// Keys that a Lua script touches together carry one hash tag ({job:<id>},
+// {node:<id>}, {instance:<id>}) so that they fall in one Redis Cluster slot.
+type Keys struct {
+	prefix string
+}
+
+// NewKeys returns the key builder for prefix ("" means [DefaultPrefix]).
+func NewKeys(prefix string) Keys {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return Keys{prefix: prefix}
+}
+
+// Prefix returns the configured prefix.
+func (k Keys) Prefix() string { return k.prefix }
+
+// key joins the prefix and parts with ':'. Every key goes through here.
+func (k Keys) key(parts ...string) string {
+	var b strings.Builder
+	n := len(k.prefix)
+	for _, p := range parts {
+		n += 1 + len(p)
+	}
+	b.Grow(n)
+	b.WriteString(k.prefix)
+	for _, p := range parts {
+		b.WriteByte(':')
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+func tag(kind, id string) string { return "{" + kind + ":" + id + "}" }
+
+// SchedulerPresence is {prefix}:schedulers:presence:<instance_id> (string, TTL).
+func (k Keys) SchedulerPresence(instanceID string) string {
+	return k.key("schedulers", "presence", instanceID)
+}
+
+// NodeOwner is {prefix}:nodes:owner:{node:<node_id>} (string: owning instance id, TTL).
+func (k Keys) NodeOwner(nodeID string) string { return k.key("nodes", "owner", tag("node", nodeID)) }
+
+// SessionOwner is {prefix}:sessions:owner:{session:<session_id>} (string: owning instance id, TTL).
+func (k Keys) SessionOwner(sessionID string) string {
+	return k.key("sessions", "owner", tag("session", sessionID))
+}
+
+// Inbox is {prefix}:streams:{instance:<instance_id>}:inbox (stream).
+func (k Keys) Inbox(instanceID string) string {
+	return k.key("streams", tag("instance", instanceID), "inbox")
+}
+
+// DLQ is {prefix}:streams:{instance:<instance_id>}:dlq (stream).
+func (k Keys) DLQ(instanceID string) string {
+	return k.key("streams", tag("instance", instanceID), "dlq")
+}
+
+// NodesAll is {prefix}:v1:nodes:all (set of node ids).
+func (k Keys) NodesAll() string { return k.key("v1", "nodes", "all") }
+
+// NodesLastSeen is {prefix}:v1:nodes:last_seen (zset: node id scored by last-seen ms).
+func (k Keys) NodesLastSeen() string { return k.key("v1", "nodes", "last_seen") }
+
+// NodePresence is {prefix}:v1:nodes:presence:<node_id> (string, TTL): the node is online.
+func (k Keys) NodePresence(nodeID string) string { return k.key("v1", "nodes", "presence", nodeID) }
+
+// NodeSnapshot is {prefix}:v1:nodes:snapshot:<node_id> (JSON string, TTL).
+func (k Keys) NodeSnapshot(nodeID string) string { return k.key("v1", "nodes", "snapshot", nodeID) }
+
+// RequestLock is {prefix}:v1:requests:lock:<request_id> (SET NX PX).
+func (k Keys) RequestLock(requestID string) string {
+	return k.key("v1", "requests", "lock", requestID)
+}
+
+// RequestBinding is {prefix}:v1:requests:binding:<request_id> (JSON string, TTL).
+func (k Keys) RequestBinding(requestID string) string {
+	return k.key("v1", "requests", "binding", requestID)
+}
+
+// NodeReserved is {prefix}:v1:nodes:{node:<node_id>}:reserved (zset: job id scored by expiry ms).
+func (k Keys) NodeReserved(nodeID string) string {
+	return k.key("v1", "nodes", tag("node", nodeID), "reserved")
+}
+
+// JobFSM is {prefix}:v1:jobs:{job:<job_id>}:fsm (hash with a TTL).
+func (k Keys) JobFSM(jobID string) string { return k.key("v1", "jobs", tag("job", jobID), "fsm") }
+
+// Turn is {prefix}:scheduler:turn:<turn_id> (hash; field affinity_node_id).
+func (k Keys) Turn(turnID string) string { return k.key("scheduler", "turn", turnID) }
+
+// Session is {prefix}:scheduler:session:<session_id> (hash; field current_turn_id).
+func (k Keys) Session(sessionID string) string { return k.key("scheduler", "session", sessionID) }
+
+// Keys of the storm protection primitive follow below this line.

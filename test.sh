@@ -7,7 +7,9 @@
 # go vet and the race-enabled test suite, and stops the cluster again.
 #
 #   ./test.sh                 everything
-#   ./test.sh ./cron/...      only some packages (extra arguments go to go test)
+#   ./test.sh ./cron/...      only some packages (extra arguments go to go test;
+#                             go vet gets the package arguments)
+#   ./test.sh -run TestX ./cron/
 #
 # Environment read by the tests (set here, override to point elsewhere):
 #   KSANA_TEST_POSTGRES_URL        postgres://... for the SQL adapters
@@ -114,7 +116,10 @@ ensure_postgres
 ensure_redis
 start_cluster
 
-log "go vet ./..."
-go vet ./...
+pkgs=()
+for a in "$@"; do case "$a" in -*) ;; *) pkgs+=("$a") ;; esac; done
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
+log "go vet ${pkgs[*]}"
+go vet "${pkgs[@]}"
 log "go test -race ${*:-./...}"
 go test -race -timeout 30m "${@:-./...}"

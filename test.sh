@@ -117,7 +117,7 @@ ensure_redis
 start_cluster
 
 pkgs=()
-for a in "$@"; do case "$a" in -*) ;; *) pkgs+=("$a") ;; esac; done
+for a in "$@"; do case "$a" in -*) ;; ./*|*/*) pkgs+=("$a") ;; esac; done
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
 log "go vet ${pkgs[*]}"
 go vet "${pkgs[@]}"

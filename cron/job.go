@@ -259,25 +259,22 @@ var allowedMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PA
 
 // Validate checks the job's configuration and returns a *ValidationError
 // naming the first bad field. It does not look at the system fields.
-func (j *Job) Validate() error {
+func (j *Job) Validate() error { return j.validate(false) }
+
+// validate is Validate; urlKnownGood skips parsing a URL that the caller
+// has already seen pass (the runner remembers the last one, which spares
+// bulk adds of jobs calling one service a parse each).
+func (j *Job) validate(urlKnownGood bool) error {
 	if j.Type != JobTypeHTTP {
 		return invalid("type", "must be %q, got %q", JobTypeHTTP, j.Type)
 	}
 	if !allowedMethods[j.HTTP.Method] {
 		return invalid("http.method", "must be one of GET, POST, PUT, PATCH, DELETE, got %q", j.HTTP.Method)
 	}
-	if j.HTTP.URL == "" {
-		return invalid("http.url", "is required")
-	}
-	u, err := url.Parse(j.HTTP.URL)
-	if err != nil {
-		return invalid("http.url", "cannot be parsed: %v", err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return invalid("http.url", "scheme must be http or https, got %q", u.Scheme)
-	}
-	if u.Hostname() == "" {
-		return invalid("http.url", "has no host")
+	if !urlKnownGood {
+		if err := validateURL(j.HTTP.URL); err != nil {
+			return err
+		}
 	}
 	if j.Timeout <= 0 {
 		return invalid("timeout", "must be > 0, got %s", j.Timeout)
@@ -292,6 +289,24 @@ func (j *Job) Validate() error {
 		return invalid("misfire_grace", "must be >= 0, got %s", j.MisfireGrace)
 	}
 	return j.Schedule.Validate()
+}
+
+// validateURL checks a callback URL: http or https, with a host.
+func validateURL(raw string) error {
+	if raw == "" {
+		return invalid("http.url", "is required")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return invalid("http.url", "cannot be parsed: %v", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return invalid("http.url", "scheme must be http or https, got %q", u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return invalid("http.url", "has no host")
+	}
+	return nil
 }
 
 // Validate checks the schedule and returns a *ValidationError naming the

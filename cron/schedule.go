@@ -32,7 +32,8 @@ func (o Once) Next(after time.Time) time.Time {
 // moving the grid. The offset of slot k is a hash of (Seed, k): it looks
 // random but is a pure function, so Next gives the same answer each time it
 // is asked and a restart does not re-roll it. Jitter must be below Interval,
-// which keeps the run times strictly increasing.
+// which keeps the run times strictly increasing ([ScheduleSpec.Validate]
+// checks it; a larger Jitter is clamped to Interval).
 type Every struct {
 	Interval time.Duration
 	Start    time.Time
@@ -41,7 +42,9 @@ type Every struct {
 }
 
 // Next returns the first run time (slot plus its jitter) strictly after after.
-// It returns the zero time when Interval is not positive.
+// It returns the zero time when Interval is not positive. Before Start, the
+// first run is slot 0. The cost is constant, however far after lies from
+// Start.
 func (e Every) Next(after time.Time) time.Time {
 	if e.Interval <= 0 {
 		return time.Time{}
@@ -49,31 +52,31 @@ func (e Every) Next(after time.Time) time.Time {
 	if after.Before(e.Start) {
 		return e.Start.Add(e.offset(0))
 	}
-	k := int64(after.Sub(e.Start) / e.Interval)
-	for {
-		t := e.Start.Add(time.Duration(k) * e.Interval)
-		t = t.Add(e.offset(k))
-		if t.After(after) {
-			return t
-		}
-		k++
+	k, slot := gridFloor(e.Start, e.Interval, after)
+	if t := slot.Add(e.offset(k)); t.After(after) {
+		return t
 	}
+	return slot.Add(e.Interval).Add(e.offset(k + 1))
 }
 
 // Slot returns the grid slot that run time t belongs to: t less its jitter.
+// Times before Start, and every t when Interval is not positive, are
+// returned unchanged.
 func (e Every) Slot(t time.Time) time.Time {
 	if e.Interval <= 0 || t.Before(e.Start) {
 		return t
 	}
-	k := int64(t.Sub(e.Start) / e.Interval)
-	return e.Start.Add(time.Duration(k) * e.Interval)
+	_, slot := gridFloor(e.Start, e.Interval, t)
+	return slot
 }
 
+// offset is the jitter of slot k: a hash of (Seed, k) reduced to [0, Jitter).
 func (e Every) offset(k int64) time.Duration {
-	if e.Jitter <= 0 {
+	j := min(e.Jitter, e.Interval) // a Jitter at or above Interval is clamped
+	if j <= 0 {
 		return 0
 	}
-	return time.Duration(splitmix64(e.Seed^uint64(k)) % uint64(e.Jitter))
+	return time.Duration(splitmix64(e.Seed^splitmix64(uint64(k))) % uint64(j))
 }
 
 // splitmix64 is a fast, well-mixed 64-bit hash (Steele, Lea, Flood 2014).

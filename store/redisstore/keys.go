@@ -104,3 +104,22 @@ func (k Keys) Turn(turnID string) string { return k.key("scheduler", "turn", tur
 func (k Keys) Session(sessionID string) string { return k.key("scheduler", "session", sessionID) }
 
 // Keys of the storm protection primitive follow below this line.
+
+// StormWindow is {prefix}:v1:storm:{model:<model>}:window:<node_id> (counter
+// with a PX TTL): the debounce window of MODEL_NOT_AVAILABLE reports of one
+// node and model, counting the reports.
+func (k Keys) StormWindow(model, nodeID string) string {
+	return k.key("v1", "storm", tag("model", model), "window", nodeID)
+}
+
+// StormUnavailable is {prefix}:v1:storm:{model:<model>}:unavailable:<node_id>
+// (string with a PX TTL): the model is unavailable on the node for the cool-down.
+func (k Keys) StormUnavailable(model, nodeID string) string {
+	return k.key("v1", "storm", tag("model", model), "unavailable", nodeID)
+}
+
+// StormRate is {prefix}:v1:storm:{model:<model>}:rate (counter with a
+// one-second PX TTL): the actions taken for the model in the current second.
+func (k Keys) StormRate(model string) string {
+	return k.key("v1", "storm", tag("model", model), "rate")
+}

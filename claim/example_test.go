@@ -1,0 +1,59 @@
+package claim_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ksana-dev/ksana/claim"
+	"github.com/ksana-dev/ksana/claim/claimtest"
+)
+
+// Two node-units share one deployment table. Each cycle, the nodes with the
+// fewest deployments claim one each (the tied nodes take different
+// candidates), and every node runs the daemon.
+func Example() {
+	ctx := context.Background()
+	now := func() time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }
+	db := claimtest.NewStore(now) // store/sqlstore in production
+	for i, id := range []string{"web", "worker", "cron", "mailer"} {
+		db.Put(claim.Deployment{ID: id, Type: claim.TypeDeployment, Enabled: true,
+			UpdatedAt: now().Add(time.Duration(i) * time.Minute)})
+	}
+	db.Put(claim.Deployment{ID: "log-shipper", Type: claim.TypeDaemon, Enabled: true})
+
+	policy, err := claim.PolicyFromEnv(func(string) string { return "" }) // NODE_UNIT_CLAIM_POLICY unset: deployment_count
+	if err != nil {
+		panic(err)
+	}
+	var loops []*claim.Loop
+	var runners []*claimtest.Runner
+	for _, addr := range []string{"node-a", "node-b"} {
+		_ = db.Heartbeat(ctx, claim.NodeUnit{Address: addr})
+		r := claimtest.NewRunner() // a process runner in production
+		l, err := claim.New(db, db, r, nil, claim.Config{Address: addr, Policy: policy, Now: now})
+		if err != nil {
+			panic(err)
+		}
+		loops, runners = append(loops, l), append(runners, r)
+	}
+	for cycle := 1; cycle <= 2; cycle++ {
+		for i, l := range loops {
+			rep, err := l.Cycle(ctx) // Run(ctx) calls this every Interval
+			if err != nil {
+				panic(err)
+			}
+			fmt.Printf("cycle %d node-%c claimed %v\n", cycle, 'a'+i, rep.Claimed)
+		}
+	}
+	for i, r := range runners {
+		fmt.Printf("node-%c runs %v\n", 'a'+i, r.Running())
+	}
+	// Output:
+	// cycle 1 node-a claimed [web]
+	// cycle 1 node-b claimed [worker]
+	// cycle 2 node-a claimed [cron]
+	// cycle 2 node-b claimed [mailer]
+	// node-a runs [cron log-shipper web]
+	// node-b runs [log-shipper mailer worker]
+}

@@ -1,0 +1,169 @@
+package claim_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ksana-dev/ksana/claim"
+	"github.com/ksana-dev/ksana/claim/claimtest"
+)
+
+// clock is a fake clock shared by a store and its loops.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: t0} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// logRecord is one captured log record.
+type logRecord struct {
+	Level slog.Level
+	Msg   string
+	Attrs map[string]string
+}
+
+// logs captures slog records.
+type logs struct {
+	mu      sync.Mutex
+	records []logRecord
+	attrs   []slog.Attr
+	parent  *logs
+}
+
+func (l *logs) root() *logs {
+	if l.parent != nil {
+		return l.parent.root()
+	}
+	return l
+}
+
+func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
+
+func (l *logs) Handle(_ context.Context, r slog.Record) error {
+	rec := logRecord{Level: r.Level, Msg: r.Message, Attrs: map[string]string{}}
+	for _, a := range l.attrs {
+		rec.Attrs[a.Key] = a.Value.String()
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		rec.Attrs[a.Key] = a.Value.String()
+		return true
+	})
+	root := l.root()
+	root.mu.Lock()
+	root.records = append(root.records, rec)
+	root.mu.Unlock()
+	return nil
+}
+
+func (l *logs) WithAttrs(as []slog.Attr) slog.Handler {
+	return &logs{attrs: append(append([]slog.Attr{}, l.attrs...), as...), parent: l.root()}
+}
+
+func (l *logs) WithGroup(string) slog.Handler { return l }
+
+// withCode returns the records carrying code.
+func (l *logs) withCode(code claim.Code) []logRecord {
+	root := l.root()
+	root.mu.Lock()
+	defer root.mu.Unlock()
+	var out []logRecord
+	for _, r := range root.records {
+		if r.Attrs["code"] == string(code) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// node is one node-unit under test: its loop and runner over a shared store.
+type node struct {
+	addr   string
+	loop   *claim.Loop
+	runner *claimtest.Runner
+	logs   *logs
+}
+
+func newNode(t *testing.T, store claim.Store, members claim.Membership, probe claim.UsageProbe, cfg claim.Config) *node {
+	t.Helper()
+	n := &node{addr: cfg.Address, runner: claimtest.NewRunner(), logs: &logs{}}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(n.logs)
+	}
+	loop, err := claim.New(store, members, n.runner, probe, cfg)
+	if err != nil {
+		t.Fatalf("New(%s): %v", cfg.Address, err)
+	}
+	n.loop = loop
+	return n
+}
+
+func (n *node) cycle(t *testing.T) claim.Report {
+	t.Helper()
+	r, err := n.loop.Cycle(context.Background())
+	if err != nil {
+		t.Fatalf("%s: Cycle: %v", n.addr, err)
+	}
+	return r
+}
+
+// noAddressWrites is a Store that fails the test on any address write.
+type noAddressWrites struct {
+	claim.Store
+	t *testing.T
+}
+
+func (s noAddressWrites) Claim(ctx context.Context, id, address string, lost []string) (bool, error) {
+	s.t.Errorf("Claim(%q, %q, %q) called: an address write", id, address, lost)
+	return false, fmt.Errorf("address write")
+}
+
+func (s noAddressWrites) ClaimMany(ctx context.Context, ids []string, address string, lost []string) ([]string, error) {
+	s.t.Errorf("ClaimMany(%q, %q, %q) called: an address write", ids, address, lost)
+	return nil, fmt.Errorf("address write")
+}
+
+func (s noAddressWrites) Release(ctx context.Context, id, address string) (bool, error) {
+	s.t.Errorf("Release(%q, %q) called: an address write", id, address)
+	return false, fmt.Errorf("address write")
+}
+
+// recordingStore records the ids passed to Claim and ClaimMany.
+type recordingStore struct {
+	claim.Store
+	mu      sync.Mutex
+	claimed []string
+}
+
+func (s *recordingStore) Claim(ctx context.Context, id, address string, lost []string) (bool, error) {
+	s.mu.Lock()
+	s.claimed = append(s.claimed, id)
+	s.mu.Unlock()
+	return s.Store.Claim(ctx, id, address, lost)
+}
+
+func (s *recordingStore) ClaimMany(ctx context.Context, ids []string, address string, lost []string) ([]string, error) {
+	s.mu.Lock()
+	s.claimed = append(s.claimed, ids...)
+	s.mu.Unlock()
+	return s.Store.ClaimMany(ctx, ids, address, lost)
+}
+
+// membershipOnly hides the optional HeartbeatActiver.
+type membershipOnly struct{ claim.Membership }

@@ -1,0 +1,393 @@
+package claim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// ErrRunning is returned by [Loop.Run] when the loop already runs.
+var ErrRunning = errors.New("claim: loop already running")
+
+// Report is what one cycle did, given to the [Observer] and returned by
+// [Loop.Cycle].
+type Report struct {
+	Start    time.Time     // when the cycle began (Config.Now)
+	Duration time.Duration // how long it took, by Config.Now
+	// Active is the number of active node-units seen.
+	Active int
+	// Deployments is the number of enabled deployments read.
+	Deployments int
+	// ProbeFailures is the number of usage probes that failed or timed out.
+	ProbeFailures int
+	// Eligible reports whether this node was eligible to claim.
+	Eligible bool
+	// Claimed are the ids this node bound to itself.
+	Claimed []string
+	// Conflicts are the ids another node claimed first (ERR_CLAIM_CONFLICT).
+	Conflicts []string
+	// Released are the ids released by the rebalance opt-in.
+	Released []string
+	// Started and Stopped are the ids started and stopped on the Runner.
+	Started []string
+	Stopped []string
+	// Missing are the enabled daemons found not running and started again
+	// (ERR_DAEMON_MISSING).
+	Missing []string
+	// Restarted are the ids restarted because what they run changed.
+	Restarted []string
+	// Problems are the errors about single records: ERR_INVALID_TYPE,
+	// ERR_DAEMON_ADDRESS_SET, ERR_DAEMON_MISSING ([*Error]s), and Runner
+	// failures.
+	Problems []error
+	// Fenced reports that self-fencing stopped this node's deployments.
+	Fenced bool
+	// Err is the cycle's error, also returned by Cycle: the membership or
+	// the store could not be read, or a claim or release failed.
+	Err error
+}
+
+// Loop is one node-unit's claim loop. Create it with [New]; call [Loop.Run]
+// once, or [Loop.Cycle] to drive cycles one at a time. Its methods must not
+// be called concurrently with each other.
+type Loop struct {
+	store   Store
+	members Membership
+	runner  Runner
+	probe   UsageProbe
+	cfg     Config
+	log     *slog.Logger
+
+	running atomic.Bool
+
+	mu          sync.Mutex // serializes cycles
+	state       State
+	lastRenewed time.Time
+	types       map[string]Type // type of every id seen in the latest list
+	logged      map[string]bool // problems already logged, by key
+	refused     map[string]bool // refusals already logged, by id and version
+	noneLogged  bool
+}
+
+// New returns a loop over store, members and runner. probe is needed only
+// when the policy uses resource usage (nil then is an error). cfg is
+// validated; a bad field is an [*ConfigError] naming it.
+func New(store Store, members Membership, runner Runner, probe UsageProbe, cfg Config) (*Loop, error) {
+	switch {
+	case store == nil:
+		return nil, &ConfigError{Name: "store", Value: "nil", Err: errors.New("a Store is required")}
+	case members == nil:
+		return nil, &ConfigError{Name: "members", Value: "nil", Err: errors.New("a Membership is required")}
+	case runner == nil:
+		return nil, &ConfigError{Name: "runner", Value: "nil", Err: errors.New("a Runner is required")}
+	}
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if probe == nil && UsesResourceUsage(c.Policy) {
+		return nil, &ConfigError{Name: "probe", Value: "nil", Err: fmt.Errorf("policy %s needs a UsageProbe", c.Policy.Name())}
+	}
+	return &Loop{
+		store: store, members: members, runner: runner, probe: probe, cfg: c,
+		log:         c.Logger.With("address", c.Address),
+		lastRenewed: c.Now(),
+		types:       map[string]Type{},
+		logged:      map[string]bool{},
+		refused:     map[string]bool{},
+	}, nil
+}
+
+// Run runs a cycle at once and then every Config.Interval until ctx ends.
+// A failed cycle is logged and the loop goes on. When ctx ends, Run stops
+// the node's processes of type deployment, leaves the membership so that
+// other nodes can take them over, and returns nil. Daemons are left to the
+// Runner's owner.
+func (l *Loop) Run(ctx context.Context) error {
+	if !l.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer l.running.Store(false)
+	t := time.NewTicker(l.cfg.Interval)
+	defer t.Stop()
+	for {
+		if _, err := l.Cycle(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("claim cycle failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			l.shutdown()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (l *Loop) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Interval)
+	defer cancel()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, id := range l.stopDeployments(ctx) {
+		l.log.Info("stopped deployment on shutdown", "id", id)
+	}
+	if err := l.members.Leave(ctx, l.cfg.Address); err != nil {
+		l.log.Warn("leaving the membership failed", "err", err)
+	}
+}
+
+// stopDeployments stops every running id that is not a known daemon.
+func (l *Loop) stopDeployments(ctx context.Context) []string {
+	var stopped []string
+	for _, id := range l.runner.Running() {
+		if l.types[id] == TypeDaemon {
+			continue
+		}
+		if err := l.runner.Stop(ctx, id); err != nil {
+			l.log.Error("stopping deployment failed", "id", id, "err", err)
+			continue
+		}
+		stopped = append(stopped, id)
+	}
+	slices.Sort(stopped)
+	return stopped
+}
+
+// Cycle runs exactly one cycle: membership, deployments, usage probes (under
+// resource_usage), [Plan], claims and releases, and the Runner's reconcile.
+func (l *Loop) Cycle(ctx context.Context) (Report, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := Report{Start: l.cfg.Now()}
+	err := l.cycle(ctx, &r)
+	r.Err = err
+	r.Duration = l.cfg.Now().Sub(r.Start)
+	if l.cfg.Observer != nil {
+		l.cfg.Observer.ObserveCycle(r)
+	}
+	return r, err
+}
+
+func (l *Loop) cycle(ctx context.Context, r *Report) error {
+	self := NodeUnit{Address: l.cfg.Address, UsageEndpoint: l.cfg.UsageEndpoint, StartedAt: l.cfg.StartedAt}
+	nodes, err := l.heartbeat(ctx, self)
+	if err != nil {
+		// Under none nobody takes deployments over, so there is nothing to
+		// fence against (R2: bound deployments keep running).
+		if l.cfg.SelfFence && !IsNone(l.cfg.Policy) && l.cfg.Now().Sub(l.lastRenewed) >= l.cfg.MembershipTTL/2 {
+			r.Stopped = l.stopDeployments(ctx)
+			r.Fenced = true
+			if len(r.Stopped) > 0 {
+				l.log.Warn("membership not renewed; fenced: stopped deployments", "since", l.lastRenewed, "stopped", r.Stopped)
+			}
+		}
+		return fmt.Errorf("claim: membership: %w", err)
+	}
+	l.lastRenewed = r.Start
+	r.Active = len(nodes)
+
+	deps, err := l.store.Deployments(ctx)
+	if err != nil {
+		return fmt.Errorf("claim: listing deployments: %w", err)
+	}
+	r.Deployments = len(deps)
+	clear(l.types)
+	for _, d := range deps {
+		l.types[d.ID] = d.Type
+	}
+
+	var usage map[string]Usage
+	if !IsNone(l.cfg.Policy) && UsesResourceUsage(l.cfg.Policy) {
+		usage, r.ProbeFailures = l.probeAll(ctx, nodes)
+	}
+
+	active := make([]string, len(nodes))
+	for i, n := range nodes {
+		active[i] = n.Address
+	}
+	act := Plan(Inputs{
+		Self:              l.cfg.Address,
+		Policy:            l.cfg.Policy,
+		Active:            active,
+		Deployments:       deps,
+		Usage:             usage,
+		ProbeFailure:      l.cfg.ProbeFailure,
+		Running:           l.runner.Running(),
+		LostAfter:         l.cfg.LostAfter,
+		MaxClaimsPerCycle: l.cfg.MaxClaimsPerCycle,
+		Rebalance:         l.cfg.Rebalance,
+		State:             l.state,
+	}, r.Start)
+	l.state = act.State
+	r.Eligible = act.Eligible
+	r.Missing = act.Missing
+	r.Restarted = act.Restart
+	for _, id := range act.Restart {
+		l.log.Info("deployment changed; restarting it", "id", id)
+	}
+	r.Problems = act.Problems
+	l.logProblems(act)
+
+	// Stop first: what should not run, and what is about to be released.
+	for _, id := range act.Stop {
+		if err := l.runner.Stop(ctx, id); err != nil {
+			r.Problems = append(r.Problems, fmt.Errorf("claim: stopping %q: %w", id, err))
+			l.log.Error("stopping deployment failed", "id", id, "err", err)
+			continue
+		}
+		r.Stopped = append(r.Stopped, id)
+	}
+
+	var applyErr error
+	for _, d := range act.Release {
+		ok, err := l.store.Release(ctx, d.ID, l.cfg.Address)
+		if err != nil {
+			applyErr = fmt.Errorf("claim: releasing %q: %w", d.ID, err)
+			break
+		}
+		if ok {
+			r.Released = append(r.Released, d.ID)
+			l.log.Info("released deployment to rebalance", "id", d.ID)
+		}
+	}
+
+	start := act.Start
+	if len(act.Claim) > 0 && applyErr == nil {
+		claimed, err := l.claim(ctx, act)
+		if err != nil {
+			applyErr = err
+		}
+		won := map[string]bool{}
+		for _, id := range claimed {
+			won[id] = true
+		}
+		for _, d := range act.Claim {
+			if won[d.ID] {
+				r.Claimed = append(r.Claimed, d.ID)
+				d.Address = l.cfg.Address
+				start = append(start, d)
+				continue
+			}
+			if err == nil {
+				r.Conflicts = append(r.Conflicts, d.ID)
+				l.log.Debug("claim lost to another node", "code", CodeClaimConflict, "id", d.ID)
+			}
+		}
+		if len(r.Claimed) > 0 {
+			l.log.Info("claimed deployments", "ids", r.Claimed)
+		}
+	}
+
+	for _, d := range start {
+		if err := l.runner.Start(ctx, d); err != nil {
+			r.Problems = append(r.Problems, fmt.Errorf("claim: starting %q: %w", d.ID, err))
+			key := d.ID + "\x00" + d.UpdatedAt.String()
+			if errors.Is(err, ErrRefused) {
+				if !l.refused[key] {
+					l.refused[key] = true
+					l.log.Warn("runner refused deployment", "id", d.ID, "err", err)
+				}
+				continue
+			}
+			l.log.Error("starting deployment failed", "id", d.ID, "err", err)
+			continue
+		}
+		r.Started = append(r.Started, d.ID)
+	}
+	return applyErr
+}
+
+func (l *Loop) heartbeat(ctx context.Context, self NodeUnit) ([]NodeUnit, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.Interval)
+	defer cancel()
+	if ha, ok := l.members.(HeartbeatActiver); ok {
+		return ha.HeartbeatActive(ctx, self, l.cfg.MembershipTTL)
+	}
+	if err := l.members.Heartbeat(ctx, self); err != nil {
+		return nil, err
+	}
+	return l.members.Active(ctx, l.cfg.MembershipTTL)
+}
+
+// probeAll reads every node's usage at once under ProbeTimeout; a node whose
+// probe fails has no entry.
+func (l *Loop) probeAll(ctx context.Context, nodes []NodeUnit) (map[string]Usage, int) {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.ProbeTimeout)
+	defer cancel()
+	readings := make([]Usage, len(nodes))
+	errs := make([]error, len(nodes))
+	var g errgroup.Group
+	for i, n := range nodes {
+		g.Go(func() error {
+			readings[i], errs[i] = l.probe.Usage(ctx, n)
+			return nil
+		})
+	}
+	_ = g.Wait() // the goroutines never fail; errors are per node
+	usage := make(map[string]Usage, len(nodes))
+	failures := 0
+	for i, n := range nodes {
+		if errs[i] != nil {
+			failures++
+			l.log.Debug("usage probe failed", "node", n.Address, "err", errs[i])
+			continue
+		}
+		usage[n.Address] = readings[i]
+	}
+	return usage, failures
+}
+
+func (l *Loop) claim(ctx context.Context, act Actions) ([]string, error) {
+	if len(act.Claim) == 1 {
+		ok, err := l.store.Claim(ctx, act.Claim[0].ID, l.cfg.Address, act.Lost)
+		if err != nil {
+			return nil, fmt.Errorf("claim: claiming %q: %w", act.Claim[0].ID, err)
+		}
+		if ok {
+			return []string{act.Claim[0].ID}, nil
+		}
+		return nil, nil
+	}
+	ids := make([]string, len(act.Claim))
+	for i, d := range act.Claim {
+		ids[i] = d.ID
+	}
+	claimed, err := l.store.ClaimMany(ctx, ids, l.cfg.Address, act.Lost)
+	if err != nil {
+		return nil, fmt.Errorf("claim: claiming %d deployments: %w", len(ids), err)
+	}
+	return claimed, nil
+}
+
+// logProblems logs each record problem when it first appears (again after
+// it was fixed), ERR_DAEMON_MISSING every time, and ERR_POLICY_DISABLED once.
+func (l *Loop) logProblems(act Actions) {
+	if act.PolicyDisabled && !l.noneLogged {
+		l.noneLogged = true
+		l.log.Info("claim policy is none: claims are skipped", "code", CodePolicyDisabled)
+	}
+	current := map[string]bool{}
+	for _, p := range act.Problems {
+		var e *Error
+		if !errors.As(p, &e) {
+			continue
+		}
+		if e.Code == CodeDaemonMissing {
+			l.log.Warn("enabled daemon not running; starting it again", "code", e.Code, "id", e.ID)
+			continue
+		}
+		key := string(e.Code) + "\x00" + e.ID + "\x00" + e.Field + "\x00" + e.Value
+		current[key] = true
+		if !l.logged[key] {
+			l.log.Error("invalid deployment record", "code", e.Code, "id", e.ID, "field", e.Field, "value", e.Value, "err", e)
+		}
+	}
+	l.logged = current
+}

@@ -1,0 +1,312 @@
+package main
+
+// Acceptance tests: each item of the specification's sections 2.2 and 12,
+// through the HTTP API of a running service with callback servers.
+// Intervals are short so that the package stays fast; deadlines are long
+// because the machines running them are loaded.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ksana-dev/ksana/cron"
+)
+
+func TestOnceFiresOnTime(t *testing.T) {
+	cb := newCallback(t, 200, 0)
+	ts := startService(t, t.TempDir(), nil)
+	runAt := time.Now().Add(700 * time.Millisecond).UTC()
+	j := ts.create(t, fmt.Sprintf(`{"name":"once","http":{"url":%q},"schedule":{"kind":"once","run_at":%q}}`, cb.URL, rfc(runAt)))
+	if !j.NextRunAt.Equal(runAt) {
+		t.Errorf("next_run_at = %v, want run_at %v", j.NextRunAt, runAt)
+	}
+	runs := ts.waitRuns(t, j.ID, 1)
+	r := runs[0]
+	if r.Status != cron.StatusSuccess || r.Attempts != 1 || r.HTTPStatus != 200 {
+		t.Errorf("run = %+v, want success after 1 attempt with 200", r)
+	}
+	if !r.ScheduledAt.Equal(runAt) {
+		t.Errorf("scheduled_at = %v, want %v", r.ScheduledAt, runAt)
+	}
+	if r.TriggeredAt.Before(runAt) {
+		t.Errorf("fired early: triggered_at %v before run_at %v", r.TriggeredAt, runAt)
+	}
+	if lag := r.TriggeredAt.Sub(runAt); lag > 2*time.Second {
+		t.Errorf("fired %v late", lag)
+	}
+	waitFor(t, "the job's bookkeeping", func() bool { return ts.job(t, j.ID).LastStatus == cron.StatusSuccess })
+	got := ts.job(t, j.ID)
+	if !got.NextRunAt.IsZero() || got.LastRunAt.IsZero() {
+		t.Errorf("after its run a once job has next_run_at %v last_run_at %v, want none and set", got.NextRunAt, got.LastRunAt)
+	}
+	if n := cb.count(); n != 1 {
+		t.Errorf("callback called %d times, want 1", n)
+	}
+}
+
+func TestOncePastDueIsMissed(t *testing.T) {
+	cb := newCallback(t, 200, 0)
+	dir := t.TempDir()
+	past := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	// A once job that came due while the service was down.
+	file := fmt.Sprintf(`{"version":1,"updated_at":"","jobs":[{"id":"down","name":"n","enabled":true,"type":"http",
+	"http":{"method":"GET","url":%q,"body":""},"schedule":{"kind":"once","run_at":%q},
+	"timeout":"1s","max_retries":0,"retry_backoff":"1s","last_run_at":"","next_run_at":%q,"last_status":"","last_error":""}]}`,
+		cb.URL, rfc(past), rfc(past))
+	if err := os.WriteFile(filepath.Join(dir, "jobs.json"), []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts := startService(t, dir, nil)
+	// And one created already past due.
+	created := ts.create(t, fmt.Sprintf(`{"id":"late","http":{"url":%q},"schedule":{"kind":"once","run_at":%q}}`, cb.URL, rfc(past)))
+	if created.LastStatus != cron.StatusMissed {
+		t.Errorf("created past due: last_status %q, want missed", created.LastStatus)
+	}
+	for _, id := range []string{"down", "late"} {
+		j := ts.job(t, id)
+		if j.LastStatus != cron.StatusMissed || !j.NextRunAt.IsZero() || !j.LastRunAt.IsZero() {
+			t.Errorf("job %s: last_status %q next_run_at %v last_run_at %v, want missed, none, none", id, j.LastStatus, j.NextRunAt, j.LastRunAt)
+		}
+		runs := ts.waitRuns(t, id, 1)
+		if runs[0].Status != cron.StatusMissed || runs[0].Attempts != 0 {
+			t.Errorf("job %s: run record %+v, want missed with 0 attempts", id, runs[0])
+		}
+	}
+	// Never run: give a wrongly scheduled run time to show up.
+	time.Sleep(300 * time.Millisecond)
+	if n := cb.count(); n != 0 {
+		t.Errorf("a missed once job called back %d times", n)
+	}
+	// Missed survives a restart and still never runs.
+	ts.stop()
+	ts = startService(t, dir, nil)
+	if j := ts.job(t, "down"); j.LastStatus != cron.StatusMissed {
+		t.Errorf("after restart: last_status %q, want missed", j.LastStatus)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := cb.count(); n != 0 {
+		t.Errorf("after restart a missed once job called back %d times", n)
+	}
+}
+
+func TestEveryRollsAndRestartSkipsToNextSlot(t *testing.T) {
+	cb := newCallback(t, 200, 0)
+	dir := t.TempDir()
+	ts := startService(t, dir, nil)
+	const every = 200 * time.Millisecond
+	j := ts.create(t, fmt.Sprintf(`{"name":"tick","http":{"url":%q},"schedule":{"kind":"every","every":"200ms"}}`, cb.URL))
+	start := j.Schedule.StartAt
+	if start.IsZero() {
+		t.Fatal("every job without start_at got none")
+	}
+	onGrid := func(at time.Time) bool { return at.Sub(start)%every == 0 && !at.Before(start) }
+	runs := ts.waitRuns(t, j.ID, 3)
+	for _, r := range runs {
+		if !onGrid(r.ScheduledAt) {
+			t.Errorf("run scheduled at %v is off the grid start_at %v + k*%v", r.ScheduledAt, start, every)
+		}
+	}
+	if runs[0].ScheduledAt.Equal(runs[1].ScheduledAt) {
+		t.Errorf("two runs of the same slot: %v", runs[0].ScheduledAt)
+	}
+	ts.stop()
+
+	// Down for several slots: no catch-up, next_run_at rolls to the next
+	// future slot.
+	down := time.Now()
+	time.Sleep(5 * every)
+	ts = startService(t, dir, nil)
+	up := time.Now()
+	got := ts.job(t, j.ID)
+	if !onGrid(got.NextRunAt) {
+		t.Errorf("next_run_at %v after restart is off the grid", got.NextRunAt)
+	}
+	if got.NextRunAt.Before(up.Add(-time.Second)) {
+		t.Errorf("next_run_at %v after restart at %v is in the past", got.NextRunAt, up)
+	}
+	before := len(ts.runs(t, j.ID))
+	after := ts.waitRuns(t, j.ID, before+2)
+	for _, r := range after[:len(after)-before] {
+		if r.ScheduledAt.After(down) && r.ScheduledAt.Before(up.Add(-time.Second)) {
+			t.Errorf("a slot of the downtime (%v) was run after the restart", r.ScheduledAt)
+		}
+	}
+}
+
+func TestRunNowLeavesNextRunAt(t *testing.T) {
+	cb := newCallback(t, 200, 0)
+	ts := startService(t, t.TempDir(), nil)
+	j := ts.create(t, fmt.Sprintf(`{"http":{"url":%q},"schedule":{"kind":"every","every":"1h"}}`, cb.URL))
+	var rn struct {
+		RunID string `json:"run_id"`
+	}
+	if code := call(t, "POST", ts.url+"/jobs/"+j.ID+"/run-now", "", &rn); code != 202 {
+		t.Fatalf("run-now: %d", code)
+	}
+	runs := ts.waitRuns(t, j.ID, 1)
+	if runs[0].ID != rn.RunID || runs[0].Status != cron.StatusSuccess {
+		t.Errorf("run %+v, want %s success", runs[0], rn.RunID)
+	}
+	cb.mu.Lock()
+	gotHeader := cb.runIDs[0]
+	cb.mu.Unlock()
+	if gotHeader != rn.RunID {
+		t.Errorf("callback got X-Ksana-Run-Id %q, want %q", gotHeader, rn.RunID)
+	}
+	waitFor(t, "bookkeeping of the run", func() bool { return !ts.job(t, j.ID).LastRunAt.IsZero() })
+	if got := ts.job(t, j.ID).NextRunAt; !got.Equal(j.NextRunAt) {
+		t.Errorf("run-now moved next_run_at from %v to %v", j.NextRunAt, got)
+	}
+}
+
+func TestRetriesAndTimeouts(t *testing.T) {
+	tests := []struct {
+		name         string
+		status       int
+		delay        time.Duration
+		job          string // extra fields
+		wantStatus   cron.Status
+		wantAttempts int
+		wantHTTP     int
+	}{
+		{"5xx retried then failed", 503, 0, `"max_retries":2,"retry_backoff":"20ms"`, cron.StatusFailed, 3, 503},
+		{"408 retried", 408, 0, `"max_retries":1,"retry_backoff":"20ms"`, cron.StatusFailed, 2, 408},
+		{"4xx not retried", 404, 0, `"max_retries":3,"retry_backoff":"20ms"`, cron.StatusFailed, 1, 404},
+		{"timeout retried then timeout", 200, 2 * time.Second, `"max_retries":1,"retry_backoff":"20ms","timeout":"100ms"`, cron.StatusTimeout, 2, 0},
+		{"no retries by explicit 0", 500, 0, `"max_retries":0`, cron.StatusFailed, 1, 500},
+		{"success", 204, 0, `"max_retries":3`, cron.StatusSuccess, 1, 204},
+	}
+	ts := startService(t, t.TempDir(), nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cb := newCallback(t, tt.status, tt.delay)
+			j := ts.create(t, fmt.Sprintf(`{"http":{"url":%q},"schedule":{"kind":"every","every":"1h"},%s}`, cb.URL, tt.job))
+			if code := call(t, "POST", ts.url+"/jobs/"+j.ID+"/run-now", "", nil); code != 202 {
+				t.Fatalf("run-now: %d", code)
+			}
+			r := ts.waitRuns(t, j.ID, 1)[0]
+			got := fmt.Sprintf("%s attempts=%d http=%d", r.Status, r.Attempts, r.HTTPStatus)
+			want := fmt.Sprintf("%s attempts=%d http=%d", tt.wantStatus, tt.wantAttempts, tt.wantHTTP)
+			if got != want {
+				t.Errorf("run = %s (error %q), want %s", got, r.Error, want)
+			}
+			if n := cb.count(); n != tt.wantAttempts {
+				t.Errorf("callback called %d times, want %d", n, tt.wantAttempts)
+			}
+			waitFor(t, "last_status", func() bool { return ts.job(t, j.ID).LastStatus == tt.wantStatus })
+			if tt.wantStatus != cron.StatusSuccess && ts.job(t, j.ID).LastError == "" {
+				t.Errorf("last_error empty after a %s run", tt.wantStatus)
+			}
+		})
+	}
+}
+
+func TestRestartKeepsJobsAndBookkeeping(t *testing.T) {
+	cb := newCallback(t, 200, 0)
+	bad := newCallback(t, 500, 0)
+	dir := t.TempDir()
+	ts := startService(t, dir, nil)
+	ts.create(t, fmt.Sprintf(`{"id":"a","name":"A","http":{"method":"POST","url":%q,"headers":{"X-T":"1"},"body":"{\"k\":1}"},"schedule":{"kind":"every","every":"1h","jitter":"1s"},"timeout":"2s","max_retries":1,"retry_backoff":"10ms"}`, cb.URL))
+	ts.create(t, fmt.Sprintf(`{"id":"b","http":{"url":%q},"schedule":{"kind":"once","run_at":%q}}`, cb.URL, rfc(time.Now().Add(time.Hour))))
+	ts.create(t, fmt.Sprintf(`{"id":"c","http":{"url":%q},"schedule":{"kind":"every","every":"1h"},"max_retries":0}`, bad.URL))
+	if code := call(t, "POST", ts.url+"/jobs/b/pause", "", nil); code != 200 {
+		t.Fatalf("pause: %d", code)
+	}
+	for _, id := range []string{"a", "c"} {
+		call(t, "POST", ts.url+"/jobs/"+id+"/run-now", "", nil)
+		ts.waitRuns(t, id, 1)
+	}
+	waitFor(t, "bookkeeping", func() bool {
+		return ts.job(t, "a").LastStatus == cron.StatusSuccess && ts.job(t, "c").LastStatus == cron.StatusFailed
+	})
+	wantJobs := ts.jobs(t)
+	wantRuns := map[string][]cron.Run{"a": ts.runs(t, "a"), "c": ts.runs(t, "c")}
+	ts.stop()
+	if diff := cmp.Diff(wantJobs, readJobsFile(t, dir)); diff != "" {
+		t.Errorf("jobs.json after shutdown (-API +file):\n%s", diff)
+	}
+
+	ts = startService(t, dir, nil)
+	if diff := cmp.Diff(wantJobs, ts.jobs(t)); diff != "" {
+		t.Errorf("jobs after restart (-before +after):\n%s", diff)
+	}
+	for id, want := range wantRuns {
+		if diff := cmp.Diff(want, ts.runs(t, id)); diff != "" {
+			t.Errorf("runs of %s after restart (-before +after):\n%s", id, diff)
+		}
+	}
+}
+
+// TestShutdownDrainsRuns: a run in flight at SIGTERM finishes and its
+// outcome is on disk.
+func TestShutdownDrainsRuns(t *testing.T) {
+	cb := newCallback(t, 200, 400*time.Millisecond)
+	dir := t.TempDir()
+	ts := startService(t, dir, nil)
+	j := ts.create(t, fmt.Sprintf(`{"http":{"url":%q},"schedule":{"kind":"every","every":"1h"}}`, cb.URL))
+	call(t, "POST", ts.url+"/jobs/"+j.ID+"/run-now", "", nil)
+	waitFor(t, "the callback to be called", func() bool { return cb.count() == 1 })
+	ts.stop()
+	jobs := readJobsFile(t, dir)
+	if len(jobs) != 1 || jobs[0].LastStatus != cron.StatusSuccess {
+		t.Errorf("after shutdown jobs.json holds %+v, want the drained run's success", jobs)
+	}
+}
+
+func TestDrainTimeoutCancels(t *testing.T) {
+	cb := newCallback(t, 200, 30*time.Second)
+	dir := t.TempDir()
+	ts := startService(t, dir, map[string]string{"DRAIN_TIMEOUT": "200ms"})
+	j := ts.create(t, fmt.Sprintf(`{"http":{"url":%q},"schedule":{"kind":"every","every":"1h"},"timeout":"1m","max_retries":0}`, cb.URL))
+	call(t, "POST", ts.url+"/jobs/"+j.ID+"/run-now", "", nil)
+	waitFor(t, "the callback to be called", func() bool { return cb.count() == 1 })
+	start := time.Now()
+	ts.stop()
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("shutdown took %v with DRAIN_TIMEOUT 200ms", d)
+	}
+	if jobs := readJobsFile(t, dir); len(jobs) != 1 || jobs[0].LastStatus == cron.StatusSuccess {
+		t.Errorf("cancelled run recorded as %+v", jobs)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	cb := newCallback(t, 200, 0)
+	ts := startService(t, t.TempDir(), nil)
+	j := ts.create(t, fmt.Sprintf(`{"http":{"url":%q},"schedule":{"kind":"every","every":"1h"}}`, cb.URL))
+	ts.create(t, fmt.Sprintf(`{"http":{"url":%q},"schedule":{"kind":"every","every":"1h"},"enabled":false}`, cb.URL))
+	call(t, "POST", ts.url+"/jobs/"+j.ID+"/run-now", "", nil)
+	ts.waitRuns(t, j.ID, 1)
+	resp, err := httpGet(ts.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`ksana_jobs{state="enabled"} 1`,
+		`ksana_jobs{state="paused"} 1`,
+		`ksana_runs_total{status="success"} 1`,
+		`ksana_run_lag_seconds_count 1`,
+		`ksana_callback_latency_seconds_count 1`,
+		`ksana_store_flush_seconds_count `,
+		`ksana_http_requests_total{route="/jobs",code="201"} 2`,
+	} {
+		if !strings.Contains(resp, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, resp)
+		}
+	}
+}
+
+func TestTokenAndAllowList(t *testing.T) {
+	ts := startService(t, t.TempDir(), map[string]string{"KSANA_API_TOKEN": "tok", "KSANA_CALLBACK_ALLOW": "*.internal"})
+	if code := call(t, "GET", ts.url+"/jobs", "", nil); code != 401 {
+		t.Errorf("GET /jobs without token: %d, want 401", code)
+	}
+	if code := call(t, "GET", ts.url+"/health", "", nil); code != 200 {
+		t.Errorf("GET /health without token: %d, want 200", code)
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ksana-dev/ksana/cron/httpapi"
+	"github.com/ksana-dev/ksana/store/jsonstore"
+)
+
+// config is the service's configuration, read from the environment.
+type config struct {
+	Port           int
+	DataDir        string
+	Workers        int
+	DefaultTimeout time.Duration
+	MaxRetries     int
+	RetryBackoff   time.Duration
+	DrainTimeout   time.Duration
+	LogLevel       slog.Level
+	LogFormat      string
+	Token          string
+	CallbackAllow  []string
+}
+
+// envVar documents one variable for -h.
+type envVar struct {
+	name, def, help string
+}
+
+var envVars = []envVar{
+	{"PORT", "7100", "TCP port of the REST API (0: any free port, logged at start)"},
+	{"KSANA_DATA", "", "data directory holding jobs.json and runs.jsonl; wins over DATA_DIR"},
+	{"DATA_DIR", "./data", "data directory, when KSANA_DATA is not set"},
+	{"WORKERS", "4", "callbacks executed at the same time"},
+	{"DEFAULT_TIMEOUT", "10s", "per-attempt timeout of jobs created without timeout"},
+	{"MAX_RETRIES", "3", "retries of jobs created without max_retries (0: none)"},
+	{"RETRY_BACKOFF", "5s", "wait between attempts of jobs created without retry_backoff"},
+	{"DRAIN_TIMEOUT", "30s", "on SIGINT/SIGTERM, how long runs in flight may finish before they are cancelled"},
+	{"LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"LOG_FORMAT", "text", "text or json (log records go to stderr)"},
+	{"KSANA_API_TOKEN", "", "when set, every endpoint but /health requires Authorization: Bearer <token>"},
+	{"KSANA_CALLBACK_ALLOW", "", "comma-separated host patterns job URLs must match, such as *.internal,api.example.com (empty: any host)"},
+}
+
+// ConfigError names the environment variable that is wrong.
+type ConfigError struct {
+	Var   string
+	Value string
+	Want  string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("%s=%q: %s", e.Var, e.Value, e.Want)
+}
+
+// loadConfig reads the environment through getenv.
+func loadConfig(getenv func(string) string) (config, error) {
+	c := config{DataDir: jsonstore.DirFromEnv(getenv)}
+	var err error
+	get := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	intVar := func(name, def string, lo, hi int, dst *int) {
+		if err != nil {
+			return
+		}
+		v := get(name, def)
+		n, perr := strconv.Atoi(v)
+		if perr != nil || n < lo || n > hi {
+			err = &ConfigError{Var: name, Value: v, Want: fmt.Sprintf("must be an integer from %d to %d", lo, hi)}
+			return
+		}
+		*dst = n
+	}
+	durVar := func(name, def string, dst *time.Duration) {
+		if err != nil {
+			return
+		}
+		v := get(name, def)
+		d, perr := time.ParseDuration(v)
+		if perr != nil || d <= 0 {
+			err = &ConfigError{Var: name, Value: v, Want: "must be a positive duration such as 10s or 1m30s"}
+			return
+		}
+		*dst = d
+	}
+	intVar("PORT", "7100", 0, 65535, &c.Port)
+	intVar("WORKERS", "4", 1, 65536, &c.Workers)
+	durVar("DEFAULT_TIMEOUT", "10s", &c.DefaultTimeout)
+	intVar("MAX_RETRIES", "3", 0, 1000, &c.MaxRetries)
+	durVar("RETRY_BACKOFF", "5s", &c.RetryBackoff)
+	durVar("DRAIN_TIMEOUT", "30s", &c.DrainTimeout)
+	if err != nil {
+		return c, err
+	}
+	switch v := strings.ToLower(get("LOG_LEVEL", "info")); v {
+	case "debug":
+		c.LogLevel = slog.LevelDebug
+	case "info":
+		c.LogLevel = slog.LevelInfo
+	case "warn", "warning":
+		c.LogLevel = slog.LevelWarn
+	case "error":
+		c.LogLevel = slog.LevelError
+	default:
+		return c, &ConfigError{Var: "LOG_LEVEL", Value: getenv("LOG_LEVEL"), Want: "must be debug, info, warn or error"}
+	}
+	switch v := strings.ToLower(get("LOG_FORMAT", "text")); v {
+	case "text", "json":
+		c.LogFormat = v
+	default:
+		return c, &ConfigError{Var: "LOG_FORMAT", Value: getenv("LOG_FORMAT"), Want: "must be text or json"}
+	}
+	c.Token = getenv("KSANA_API_TOKEN")
+	allow, aerr := httpapi.ParseAllowList(getenv("KSANA_CALLBACK_ALLOW"))
+	if aerr != nil {
+		return c, &ConfigError{Var: "KSANA_CALLBACK_ALLOW", Value: getenv("KSANA_CALLBACK_ALLOW"), Want: aerr.Error()}
+	}
+	c.CallbackAllow = allow
+	return c, nil
+}
+
+// usage is the text of -h.
+func usage() string {
+	var b strings.Builder
+	b.WriteString(`ksana: the timed-job service. It serves the REST API (POST/GET /jobs,
+GET/PATCH/DELETE /jobs/{id}, POST /jobs/{id}/run-now|pause|resume,
+GET /jobs/{id}/runs, GET /health, GET /metrics) and keeps its jobs in
+one JSON file, <data dir>/jobs.json. SIGINT or SIGTERM stops it cleanly.
+
+Usage: ksana [-h]
+
+Environment:
+`)
+	for _, v := range envVars {
+		def := v.def
+		if def == "" {
+			def = "unset"
+		}
+		fmt.Fprintf(&b, "  %-21s %s (default %s)\n", v.name, v.help, def)
+	}
+	return b.String()
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLoadConfigDefaults(t *testing.T) {
+	got, err := loadConfig(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config{Port: 7100, DataDir: "./data", Workers: 4, DefaultTimeout: 10 * time.Second, MaxRetries: 3,
+		RetryBackoff: 5 * time.Second, DrainTimeout: 30 * time.Second, LogLevel: slog.LevelInfo, LogFormat: "text"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	tests := []struct {
+		env     map[string]string
+		check   func(c config) bool
+		wantErr string // the start of the message, naming the variable
+	}{
+		{env: map[string]string{"PORT": "8080", "WORKERS": "16", "MAX_RETRIES": "0", "DEFAULT_TIMEOUT": "1m", "RETRY_BACKOFF": "250ms", "LOG_LEVEL": "DEBUG"},
+			check: func(c config) bool {
+				return c.Port == 8080 && c.Workers == 16 && c.MaxRetries == 0 && c.DefaultTimeout == time.Minute &&
+					c.RetryBackoff == 250*time.Millisecond && c.LogLevel == slog.LevelDebug
+			}},
+		{env: map[string]string{"DATA_DIR": "/d"}, check: func(c config) bool { return c.DataDir == "/d" }},
+		{env: map[string]string{"DATA_DIR": "/d", "KSANA_DATA": "/k"}, check: func(c config) bool { return c.DataDir == "/k" }},
+		{env: map[string]string{"KSANA_API_TOKEN": "t", "KSANA_CALLBACK_ALLOW": "*.internal, a.com"},
+			check: func(c config) bool { return c.Token == "t" && cmp.Equal(c.CallbackAllow, []string{"*.internal", "a.com"}) }},
+		{env: map[string]string{"PORT": "http"}, wantErr: `PORT="http": must be an integer from 0 to 65535`},
+		{env: map[string]string{"PORT": "70000"}, wantErr: `PORT="70000"`},
+		{env: map[string]string{"WORKERS": "0"}, wantErr: `WORKERS="0": must be an integer from 1`},
+		{env: map[string]string{"MAX_RETRIES": "-1"}, wantErr: `MAX_RETRIES="-1"`},
+		{env: map[string]string{"DEFAULT_TIMEOUT": "10"}, wantErr: `DEFAULT_TIMEOUT="10": must be a positive duration`},
+		{env: map[string]string{"RETRY_BACKOFF": "-5s"}, wantErr: `RETRY_BACKOFF="-5s"`},
+		{env: map[string]string{"DRAIN_TIMEOUT": "x"}, wantErr: `DRAIN_TIMEOUT="x"`},
+		{env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: `LOG_LEVEL="loud": must be debug, info, warn or error`},
+		{env: map[string]string{"LOG_FORMAT": "xml"}, wantErr: `LOG_FORMAT="xml"`},
+		{env: map[string]string{"KSANA_CALLBACK_ALLOW": "http://a.com"}, wantErr: `KSANA_CALLBACK_ALLOW="http://a.com": host pattern`},
+	}
+	for _, tt := range tests {
+		c, err := loadConfig(func(k string) string { return tt.env[k] })
+		if tt.wantErr != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+				t.Errorf("loadConfig(%v) error = %v, want one starting %q", tt.env, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("loadConfig(%v): %v", tt.env, err)
+			continue
+		}
+		if !tt.check(c) {
+			t.Errorf("loadConfig(%v) = %+v", tt.env, c)
+		}
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		env        map[string]string
+		wantCode   int
+		wantStdout []string
+		wantStderr []string
+	}{
+		{"help", []string{"-h"}, nil, 0, []string{"PORT", "KSANA_DATA", "DATA_DIR", "WORKERS", "DEFAULT_TIMEOUT", "MAX_RETRIES",
+			"RETRY_BACKOFF", "LOG_LEVEL", "KSANA_API_TOKEN", "KSANA_CALLBACK_ALLOW", "DRAIN_TIMEOUT", "LOG_FORMAT"}, nil},
+		{"bad flag", []string{"-x"}, nil, 2, nil, []string{"flag provided but not defined: -x", "Environment:"}},
+		{"argument", []string{"serve"}, nil, 2, nil, []string{`unexpected argument "serve"`}},
+		{"bad variable", nil, map[string]string{"WORKERS": "many"}, 2, nil, []string{`ksana: bad configuration: WORKERS="many"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), tt.args, func(k string) string { return tt.env[k] }, &out, &errOut)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d (stderr %s)", code, tt.wantCode, errOut.String())
+			}
+			for _, w := range tt.wantStdout {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out.String())
+				}
+			}
+			for _, w := range tt.wantStderr {
+				if !strings.Contains(errOut.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut.String())
+				}
+			}
+		})
+	}
+}
+
+// TestRunServesAndStops runs main's body with a context that ends, as a
+// signal would end it: exit 0.
+func TestRunServesAndStops(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var out, errOut syncBuffer
+	go func() {
+		done <- run(ctx, nil, func(k string) string {
+			return map[string]string{"KSANA_DATA": dir, "PORT": "0", "LOG_FORMAT": "json"}[k]
+		}, &out, &errOut)
+	}()
+	waitFor(t, "listening", func() bool { return strings.Contains(errOut.String(), `"msg":"ksana: listening"`) })
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d after the signal, want 0; logs:\n%s", code, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+	if !strings.Contains(errOut.String(), `"msg":"ksana: stopped"`) {
+		t.Errorf("no clean stop in the logs:\n%s", errOut.String())
+	}
+	readJobsFile(t, dir)
+}

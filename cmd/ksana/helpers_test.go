@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ksana-dev/ksana/cron"
+)
+
+// testService is the whole service running in this process over a data
+// directory, serving on a local port.
+type testService struct {
+	url  string
+	svc  *service
+	stop func() // graceful shutdown; checks that run returns nil
+}
+
+func startService(t *testing.T, dir string, env map[string]string) *testService {
+	t.Helper()
+	vars := map[string]string{"KSANA_DATA": dir, "PORT": "0", "LOG_LEVEL": "warn"}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cfg, err := loadConfig(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	var logs syncBuffer
+	svc, err := newService(cfg, newLogger(cfg, &logs))
+	if err != nil {
+		t.Fatalf("newService: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.run(ctx, ln) }()
+	ts := &testService{url: "http://" + ln.Addr().String(), svc: svc}
+	var once sync.Once
+	ts.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("service run: %v\nlogs:\n%s", err, logs.String())
+				}
+			case <-time.After(60 * time.Second):
+				t.Errorf("service did not stop within 60s")
+			}
+		})
+	}
+	t.Cleanup(ts.stop)
+	waitFor(t, "the service answers /health", func() bool {
+		resp, err := http.Get(ts.url + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return ts
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor polls cond every 10ms for up to 20s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// call sends a request and decodes a JSON answer into out (when not nil).
+func call(t *testing.T, method, url, body string, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %d %s: %v", method, url, resp.StatusCode, b, err)
+		}
+	}
+	if resp.StatusCode >= 300 && out != nil {
+		t.Logf("%s %s: %d %s", method, url, resp.StatusCode, b)
+	}
+	return resp.StatusCode
+}
+
+func (ts *testService) create(t *testing.T, body string) cron.Job {
+	t.Helper()
+	var j cron.Job
+	if code := call(t, "POST", ts.url+"/jobs", body, &j); code != 201 {
+		t.Fatalf("create %s: status %d", body, code)
+	}
+	return j
+}
+
+func (ts *testService) job(t *testing.T, id string) cron.Job {
+	t.Helper()
+	var j cron.Job
+	if code := call(t, "GET", ts.url+"/jobs/"+id, "", &j); code != 200 {
+		t.Fatalf("get %s: status %d", id, code)
+	}
+	return j
+}
+
+func (ts *testService) jobs(t *testing.T) []cron.Job {
+	t.Helper()
+	var js []cron.Job
+	if code := call(t, "GET", ts.url+"/jobs", "", &js); code != 200 {
+		t.Fatalf("list: status %d", code)
+	}
+	return js
+}
+
+func (ts *testService) runs(t *testing.T, id string) []cron.Run {
+	t.Helper()
+	var rs []cron.Run
+	if code := call(t, "GET", ts.url+"/jobs/"+id+"/runs", "", &rs); code != 200 {
+		t.Fatalf("runs %s: status %d", id, code)
+	}
+	return rs
+}
+
+// waitRuns polls the runs of id until there are at least n.
+func (ts *testService) waitRuns(t *testing.T, id string, n int) []cron.Run {
+	t.Helper()
+	var rs []cron.Run
+	waitFor(t, fmt.Sprintf("%d runs of job %s", n, id), func() bool {
+		rs = ts.runs(t, id)
+		return len(rs) >= n
+	})
+	return rs
+}
+
+// callback is an HTTP server that jobs call; it answers with status after
+// delay and counts the calls.
+type callback struct {
+	*httptest.Server
+	mu     sync.Mutex
+	calls  []time.Time
+	runIDs []string
+	status int
+	delay  time.Duration
+}
+
+func newCallback(t *testing.T, status int, delay time.Duration) *callback {
+	c := &callback{status: status, delay: delay}
+	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		c.calls = append(c.calls, time.Now())
+		c.runIDs = append(c.runIDs, r.Header.Get("X-Ksana-Run-Id"))
+		st, d := c.status, c.delay
+		c.mu.Unlock()
+		if d > 0 {
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+			}
+		}
+		w.WriteHeader(st)
+	}))
+	t.Cleanup(c.Close)
+	return c
+}
+
+func (c *callback) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.calls)
+}
+
+// readJobsFile decodes dir/jobs.json as a user's program would.
+func readJobsFile(t *testing.T, dir string) []cron.Job {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "jobs.json"))
+	if err != nil {
+		t.Fatalf("read jobs.json: %v", err)
+	}
+	var doc struct {
+		Version int        `json:"version"`
+		Jobs    []cron.Job `json:"jobs"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("jobs.json does not parse: %v\n%.2000s", err, data)
+	}
+	if doc.Version != 1 {
+		t.Fatalf("jobs.json version %d", doc.Version)
+	}
+	return doc.Jobs
+}
+
+func badFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "jobs.bad*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func rfc(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func httpGet(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}

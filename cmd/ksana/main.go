@@ -1,0 +1,79 @@
+// Command ksana is the timed-job service: the REST API of cron/httpapi over
+// a cron.Runner that keeps its jobs in one JSON file (store/jsonstore) and
+// calls HTTP callbacks.
+//
+//	go run ./cmd/ksana
+//
+// serves the API on port 7100 with the jobs in ./data/jobs.json; nothing
+// else is needed. ksana -h lists the environment variables it reads (PORT,
+// KSANA_DATA or DATA_DIR, WORKERS, DEFAULT_TIMEOUT, MAX_RETRIES,
+// RETRY_BACKOFF, DRAIN_TIMEOUT, LOG_LEVEL, LOG_FORMAT, KSANA_API_TOKEN,
+// KSANA_CALLBACK_ALLOW); a bad value stops the start with a message naming
+// the variable, and exit status 2.
+//
+// Logs are structured (log/slog) on stderr: every run is logged with
+// job_id, name, status, latency_ms and error.
+//
+// On SIGINT or SIGTERM it stops accepting requests, lets the runs in flight
+// finish for up to DRAIN_TIMEOUT and cancels the rest, writes the last
+// bookkeeping to jobs.json, and exits 0.
+//
+// docs/ksana-service.md walks through a first session with curl.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: it returns the exit status.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ksana", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fmt.Fprint(stdout, usage())
+			return 0
+		}
+		fmt.Fprint(stderr, usage())
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ksana: unexpected argument %q (configuration comes from the environment; see ksana -h)\n", fs.Arg(0))
+		return 2
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "ksana: bad configuration: %v (see ksana -h)\n", err)
+		return 2
+	}
+	log := newLogger(cfg, stderr)
+	svc, err := newService(cfg, log)
+	if err != nil {
+		log.Error("ksana: start", "error", err)
+		return 1
+	}
+	ln, err := listen(cfg.Port)
+	if err != nil {
+		log.Error("ksana: start", "error", err)
+		svc.store.Close()
+		return 1
+	}
+	if err := svc.run(ctx, ln); err != nil {
+		return 1
+	}
+	return 0
+}

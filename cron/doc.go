@@ -1,0 +1,156 @@
+// Package cron runs timed HTTP callback jobs: schedules (once, every, cron
+// expressions), the misfire rules, and the [Runner] that fires jobs from one
+// min-heap with one timer goroutine and a fixed pool of workers, calling
+// each job's URL through the [HTTPExecutor] with a timeout and retries.
+//
+// A job ([Job]) is an HTTP callback (method, URL, headers, body) plus a
+// schedule ([ScheduleSpec]), a per-attempt timeout, a retry count and
+// backoff, and the bookkeeping the runner keeps (last_run_at, next_run_at,
+// last_status, last_error). Its JSON form uses the field names of the
+// jobs.json file and of the REST API (cron/httpapi): times RFC3339 in UTC,
+// durations as strings such as "5s".
+//
+//	store := cron.NewMemStore() // or store/jsonstore for a file
+//	r, err := cron.New(store, cron.NewHTTPExecutor(cron.HTTPExecutorConfig{}), cron.Config{})
+//	...
+//	_, err = r.Add(ctx, cron.Job{Name: "ping", Enabled: true,
+//		HTTP:     cron.HTTPConfig{URL: "https://example.com/ping"},
+//		Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(5 * time.Minute)}})
+//	...
+//	err = r.Run(ctx) // fires jobs until ctx ends, then drains and flushes
+//
+// The program examples/every (go run ./examples/every) schedules a few jobs
+// against a local callback server and prints them firing.
+//
+// # Schedules
+//
+// A [Schedule] is a pure function: Next(after) returns the first run time
+// strictly after after, or the zero time when there is none. [ScheduleSpec]
+// (kind "once", "every" or "cron") builds one with [ScheduleSpec.Build].
+//
+//   - [Once] runs a single time, at run_at.
+//   - [Every] runs on the grid start_at + k*every. The next slot is computed
+//     from the grid, never from when a run finished, so a schedule does not
+//     drift however long its runs take. A job added without start_at gets
+//     the time of the Add. Jitter, below the interval, delays each run by an
+//     offset in [0, jitter) without moving the grid; the offset is a hash of
+//     the job id and the slot, so it is the same after a restart
+//     ([SeedFor]).
+//   - [CronSchedule] runs at the times a cron expression matches (below).
+//
+// # Cron expressions
+//
+// [ParseCron] reads five fields (minute hour day-of-month month
+// day-of-week) or six with seconds first; names JAN-DEC and SUN-SAT; lists,
+// ranges and steps; ? in the day fields; Quartz's L, W and # in the day
+// fields; the descriptors @yearly, @annually, @monthly, @weekly, @daily,
+// @midnight, @hourly and @every <duration>; and a CRON_TZ= or TZ= prefix.
+// The location defaults to UTC ([WithLocation]; a job's schedule.tz). A
+// parse error names the field and the token, as in
+// "cron: hour field: 25 is out of range [0,23]". [CronSchedule] documents
+// the syntax in full.
+//
+// # Daylight saving
+//
+// A cron schedule runs at wall-clock times in its location. A wall time
+// skipped by a spring-forward runs once, at the first instant after the gap;
+// a wall time that occurs twice in a fall-back runs once, at its first
+// occurrence. Schedules that cover all 24 hours follow the clock as it is.
+// [CronSchedule] gives the details and examples in America/New_York,
+// Europe/Berlin and Australia/Lord_Howe. Once and every schedules count
+// absolute time and ignore daylight saving.
+//
+// # Misfires
+//
+// A slot is misfired when the runner sees it later than
+// [Config.MisfireTolerance] (default 1s): at start-up ([Runner.Load]) for
+// slots that passed while the process was down, and whenever the timer
+// goroutine wakes late, after a suspend or under overload. [Misfire]
+// decides, as a pure function:
+//
+//   - a once job past due is marked missed and never runs;
+//   - an every or cron job rolls on to its next future slot, with no
+//     catch-up of the slots in between;
+//   - beyond the specification, a job's misfire_grace (default 0: off) lets
+//     a slot missed by less than the grace still run once, at once.
+//
+// # The runner
+//
+// A [Runner] keeps every job in memory in a compact form, with one 4-ary
+// min-heap keyed by next_run_at. One timer goroutine sleeps until the
+// earliest deadline (at most a second at a time, so that a wall clock that
+// jumps is noticed) and hands due runs to a fixed pool of workers
+// ([Config.Workers], default 4). A change that moves the earliest deadline
+// (Add, Update, Resume) wakes it at once. Its methods are safe for
+// concurrent use.
+//
+//   - [Runner.Add], [Runner.Update], [Runner.Remove], [Runner.Pause] and
+//     [Runner.Resume] write the job to the [Store] durably before they
+//     return, then update the heap.
+//   - [Runner.RunNow] queues a run at once; next_run_at does not change.
+//   - A slot that comes while the job's previous run is still queued or
+//     running is not run: it is recorded as skipped (last_status, the run
+//     history and the observer) and the job rolls on to its next slot.
+//   - Each run gets an id of 128 random bits in hex, the same across its
+//     retries; its bookkeeping (last_run_at = when it started,
+//     last_status, last_error, next_run_at) goes to [Store.Record] from one
+//     recorder goroutine, newest state last, and the run itself to
+//     [RunStore.AppendRun] when the store keeps history.
+//   - The status words are the specification's: success, failed, timeout,
+//     skipped, paused, missed.
+//
+// [Runner.Run] calls [Runner.Load] if that was not done, then fires jobs
+// until its context ends. Then nothing new is dispatched (runs still
+// waiting for a worker are dropped), runs in flight get
+// [Config.DrainTimeout] (default 30s) to finish and are then cancelled
+// through their context, the pending bookkeeping is written, and the store
+// is flushed when it is a [Flusher].
+//
+// The runner's guarantees are at most once per slot in a process, and no
+// exactly-once across a crash: a run that was in flight when the process
+// died is not retried, and its slot is treated by the misfire rules at the
+// next start. Callbacks should be idempotent on X-Ksana-Run-Id.
+//
+// # The HTTP callback
+//
+// [HTTPExecutor] makes each run's request with one shared [http.Client]
+// ([DefaultHTTPClient]: MaxIdleConns 100, IdleConnTimeout 90s,
+// TLSHandshakeTimeout 10s, ExpectContinueTimeout 1s). Every request carries
+// X-Ksana-Job-Id, X-Ksana-Run-Id, X-Ksana-Scheduled-At and
+// X-Ksana-Triggered-At (RFC3339Nano, UTC) after the job's own headers
+// (a "Host" header sets the request's host). When the job sets no
+// Content-Type and its body starts like JSON ("{" or "["), the
+// Content-Type is application/json. The body's placeholders {{job_id}},
+// {{run_id}}, {{scheduled_at}} and {{triggered_at}} are replaced on each
+// run ([ExpandBody]).
+//
+// Each attempt is bounded by the job's timeout (default 10s) through its
+// context. A 2xx answer is success. 408, 429, 5xx, timeouts and connection
+// errors are retried up to max_retries times (0: no retry), waiting
+// retry_backoff (default 5s) between attempts, or the Retry-After of a 429
+// or 503 answer (seconds or an HTTP date) when that is longer, capped by
+// [HTTPExecutorConfig.MaxRetryAfter] (default 5m). Other 4xx answers fail
+// at once. The final status is success, timeout (the last attempt timed
+// out) or failed; last_error holds a short reason: "http 503: " and the
+// first 200 bytes of the body, or the error. Response bodies are read up to
+// [HTTPExecutorConfig.MaxBodyBytes] (default 64 KiB) and drained so that
+// connections are reused.
+//
+// # Stores
+//
+// The runner reads and writes jobs through [Store], declared here and
+// implemented by adapters: [MemStore] in memory (with a run history of the
+// newest 50 runs per job), store/jsonstore in one JSON file. Save and
+// Delete are durable; Record (bookkeeping) and [RunStore.AppendRun] may be
+// batched, and [Flusher.Flush] makes them durable at shutdown. Every
+// adapter passes the conformance suite store/storetest.CronStore.
+//
+// # Observing runs
+//
+// [Config.Observer] sees every finished run as a [Run]: scheduled,
+// triggered and finished times, status, attempts, HTTP status, error,
+// latency, and [Run.Lag] (triggered minus scheduled); skipped and missed
+// slots come through it too, with no attempts. It is the hook for metrics:
+// the package has no metrics dependency. [Config.Logger] receives
+// structured records with job_id, name, status, latency_ms and error.
+package cron

@@ -1,0 +1,280 @@
+package cron
+
+import (
+	"maps"
+	"time"
+)
+
+// entry is the runner's compact record of one job: its configuration with
+// times as Unix nanoseconds, its bookkeeping, and its scheduling state. The
+// Job value is rebuilt from it on demand (Get, List, each run). Entries live
+// in fixed slabs of a [table] (no per-job allocation, no per-job object for
+// the garbage collector), so a job costs 160 bytes here plus its id, its
+// map slot, its heap item and its place in the creation order. Fields that
+// most jobs leave empty live behind x.
+type entry struct {
+	id      string
+	name    string
+	url     string
+	body    string
+	headers map[string]string
+	x       *entryExt // cron schedule, misfire grace, last error; nil when all are empty
+
+	start    int64 // once: run_at; every: start_at (Unix ns)
+	interval int64 // every: interval (ns)
+	jitter   int64 // every: jitter (ns)
+	timeout  int64 // ns
+	backoff  int64 // ns
+
+	next     int64 // next_run_at (Unix ns, 0 = none)
+	last     int64 // last_run_at (Unix ns, 0 = never)
+	queuedAt int64 // at of the entry's live heap item, 0 = not in the heap
+
+	pos      int32  // index in Runner.order
+	gen      uint32 // bumped each time the slot is freed
+	retries  uint16
+	inflight uint8 // runs queued or executing
+	method   uint8
+	kind     uint8
+	status   uint8
+	enabled  bool
+	dirty    bool // bookkeeping waits for the recorder
+}
+
+// maxInflight bounds the runs of one job queued or running at once.
+const maxInflight = 255
+
+// slabBits sets the slab size of a table: 1024 entries (160 KiB).
+const slabBits = 10
+
+// table holds the entries in slabs that never move, so an *entry stays
+// valid; freed slots are reused, with their gen bumped so that heap items
+// and tasks of the old job can tell.
+type table struct {
+	slabs []*[1 << slabBits]entry
+	n     int32 // slots handed out so far
+	free  []int32
+}
+
+func (t *table) at(i int32) *entry { return &t.slabs[i>>slabBits][i&(1<<slabBits-1)] }
+
+// alloc returns a free slot, empty but for its gen.
+func (t *table) alloc() (int32, *entry) {
+	if k := len(t.free); k > 0 {
+		i := t.free[k-1]
+		t.free = t.free[:k-1]
+		return i, t.at(i)
+	}
+	if int(t.n) == len(t.slabs)<<slabBits {
+		t.slabs = append(t.slabs, new([1 << slabBits]entry))
+	}
+	i := t.n
+	t.n++
+	return i, t.at(i)
+}
+
+// release empties slot i (dropping its strings and maps) for reuse.
+func (t *table) release(i int32) {
+	e := t.at(i)
+	*e = entry{gen: e.gen + 1}
+	t.free = append(t.free, i)
+}
+
+type entryExt struct {
+	cronSpec string
+	tz       string
+	cron     Schedule
+	grace    int64
+	lastErr  string
+}
+
+const (
+	kindOnceID uint8 = iota
+	kindEveryID
+	kindCronID
+)
+
+var kindNames = [...]string{KindOnce, KindEvery, KindCron}
+
+var methodNames = [...]string{"GET", "POST", "PUT", "PATCH", "DELETE"}
+
+var statusNames = [...]Status{"", StatusSuccess, StatusFailed, StatusTimeout, StatusSkipped, StatusPaused, StatusMissed}
+
+func statusID(s Status) uint8 {
+	for i, n := range statusNames {
+		if n == s {
+			return uint8(i)
+		}
+	}
+	return 0
+}
+
+func methodID(m string) uint8 {
+	for i, n := range methodNames {
+		if n == m {
+			return uint8(i)
+		}
+	}
+	return 0
+}
+
+// toNano converts t to Unix nanoseconds; the zero time (and anything past
+// the range of int64 nanoseconds) is 0, "none".
+func toNano(t time.Time) int64 {
+	if t.IsZero() || !inNanoRange(t) {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// The times an int64 of Unix nanoseconds holds, kept to whole years.
+var (
+	minNanoTime = time.Date(1679, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxNanoTime = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// inNanoRange reports whether t can be held as int64 Unix nanoseconds.
+func inNanoRange(t time.Time) bool {
+	return !t.Before(minNanoTime) && t.Before(maxNanoTime)
+}
+
+func (e *entry) ext() *entryExt {
+	if e.x == nil {
+		e.x = &entryExt{}
+	}
+	return e.x
+}
+
+func (e *entry) grace() int64 {
+	if e.x == nil {
+		return 0
+	}
+	return e.x.grace
+}
+
+func (e *entry) lastErr() string {
+	if e.x == nil {
+		return ""
+	}
+	return e.x.lastErr
+}
+
+func (e *entry) setLastErr(s string) {
+	if s == "" && e.x == nil {
+		return
+	}
+	e.ext().lastErr = s
+}
+
+// setConfig copies the configuration of c (built by compile) into e,
+// keeping e's bookkeeping and scheduling state.
+func (e *entry) setConfig(c *entry) {
+	e.name, e.url, e.body, e.headers = c.name, c.url, c.body, c.headers
+	e.start, e.interval, e.jitter, e.timeout, e.backoff = c.start, c.interval, c.jitter, c.timeout, c.backoff
+	e.retries, e.method, e.kind, e.enabled = c.retries, c.method, c.kind, c.enabled
+	lastErr := e.lastErr()
+	e.x = nil
+	if c.x != nil {
+		x := *c.x
+		e.x = &x
+	}
+	e.setLastErr(lastErr)
+}
+
+// sameSchedule reports whether e and c run at the same times.
+func (e *entry) sameSchedule(c *entry) bool {
+	if e.kind != c.kind || e.start != c.start || e.interval != c.interval || e.jitter != c.jitter {
+		return false
+	}
+	var es, et, cs, ct string
+	if e.x != nil {
+		es, et = e.x.cronSpec, e.x.tz
+	}
+	if c.x != nil {
+		cs, ct = c.x.cronSpec, c.x.tz
+	}
+	return es == cs && et == ct
+}
+
+// schedule returns the entry's Schedule value (allocates; used off the hot
+// path, by Misfire).
+func (e *entry) schedule() Schedule {
+	switch e.kind {
+	case kindOnceID:
+		return Once{At: fromNano(e.start)}
+	case kindEveryID:
+		return e.every()
+	default:
+		return e.x.cron
+	}
+}
+
+func (e *entry) every() Every {
+	ev := Every{Interval: time.Duration(e.interval), Start: fromNano(e.start), Jitter: time.Duration(e.jitter)}
+	if e.jitter > 0 {
+		ev.Seed = SeedFor(e.id)
+	}
+	return ev
+}
+
+// nextAfter returns the first run time strictly after t (Unix ns), or 0.
+func (e *entry) nextAfter(t int64) int64 {
+	switch e.kind {
+	case kindOnceID:
+		if e.start > t {
+			return e.start
+		}
+		return 0
+	case kindEveryID:
+		ev := e.every()
+		return toNano(ev.Next(time.Unix(0, t)))
+	default:
+		return toNano(e.x.cron.Next(time.Unix(0, t)))
+	}
+}
+
+func (e *entry) bookkeeping() Bookkeeping {
+	return Bookkeeping{LastRunAt: fromNano(e.last), NextRunAt: fromNano(e.next), LastStatus: statusNames[e.status], LastError: e.lastErr()}
+}
+
+func (e *entry) setBookkeeping(b Bookkeeping) {
+	e.last, e.next, e.status = toNano(b.LastRunAt), toNano(b.NextRunAt), statusID(b.LastStatus)
+	e.setLastErr(b.LastError)
+}
+
+// job rebuilds the Job. cloneHeaders copies the header map, for values that
+// leave the runner.
+func (e *entry) job(cloneHeaders bool) Job {
+	h := e.headers
+	if cloneHeaders && h != nil {
+		h = maps.Clone(h)
+	}
+	j := Job{
+		ID: e.id, Name: e.name, Enabled: e.enabled, Type: JobTypeHTTP,
+		HTTP:    HTTPConfig{Method: methodNames[e.method], URL: e.url, Headers: h, Body: e.body},
+		Timeout: Duration(e.timeout), MaxRetries: int(e.retries), RetryBackoff: Duration(e.backoff),
+		LastRunAt: fromNano(e.last), NextRunAt: fromNano(e.next), LastStatus: statusNames[e.status],
+	}
+	j.Schedule.Kind = kindNames[e.kind]
+	switch e.kind {
+	case kindOnceID:
+		j.Schedule.RunAt = fromNano(e.start)
+	case kindEveryID:
+		j.Schedule.Every = Duration(e.interval)
+		j.Schedule.StartAt = fromNano(e.start)
+		j.Schedule.Jitter = Duration(e.jitter)
+	}
+	if x := e.x; x != nil {
+		j.Schedule.Cron, j.Schedule.TZ = x.cronSpec, x.tz
+		j.MisfireGrace = Duration(x.grace)
+		j.LastError = x.lastErr
+	}
+	return j
+}

@@ -1,0 +1,59 @@
+package cron_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ksana-dev/ksana/cron"
+)
+
+func ExampleParseCron() {
+	s, err := cron.ParseCron("CRON_TZ=Europe/Berlin 30 9 * * MON-FRI")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s)
+	t := time.Date(2026, 3, 27, 12, 0, 0, 0, time.UTC) // a Friday
+	for range 3 {
+		t = s.Next(t)
+		fmt.Println(t.Format("Mon 2006-01-02 15:04 MST"))
+	}
+
+	_, err = cron.ParseCron("0 25 * * *")
+	fmt.Println(err)
+	// Output:
+	// CRON_TZ=Europe/Berlin 30 9 * * 1-5
+	// Mon 2026-03-30 09:30 CEST
+	// Tue 2026-03-31 09:30 CEST
+	// Wed 2026-04-01 09:30 CEST
+	// cron: hour field: 25 is out of range [0,23]
+}
+
+func ExampleEvery() {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := cron.Every{Interval: 5 * time.Minute, Start: start}
+	// A run that ends late does not shift the grid.
+	runEnd := start.Add(7 * time.Minute)
+	fmt.Println(s.Next(runEnd).Format(time.RFC3339))
+	// Output:
+	// 2026-01-01T00:10:00Z
+}
+
+func ExampleMisfire() {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	every := cron.Every{Interval: time.Hour, Start: start}
+	due := start.Add(2 * time.Hour)
+	now := start.Add(5*time.Hour + 10*time.Minute) // woke up after a suspend
+
+	d := cron.Misfire(every, due, now, 0)
+	fmt.Println(d.Run, d.Next.Format(time.RFC3339), cron.CountSlots(every, due, now, 0), "slots skipped")
+
+	once := cron.Once{At: due}
+	fmt.Println(cron.Misfire(once, due, now, 0).Status)
+	fmt.Println(cron.Misfire(once, due, due.Add(time.Minute), 5*time.Minute).Run)
+	// Output:
+	// false 2026-01-01T06:00:00Z 3 slots skipped
+	// missed
+	// true
+}

@@ -1,0 +1,85 @@
+package cron_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/ksana-dev/ksana/cron"
+)
+
+// Example schedules jobs on a runner and reads them back: ids, schedules
+// and next_run_at are set by Add.
+func Example() {
+	ctx := context.Background()
+	r, err := cron.New(cron.NewMemStore(), cron.NewHTTPExecutor(cron.HTTPExecutorConfig{}), cron.Config{})
+	if err != nil {
+		panic(err)
+	}
+	start := time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
+	jobs := []cron.Job{
+		{ID: "ping", Name: "ping service", Enabled: true,
+			HTTP:     cron.HTTPConfig{URL: "https://example.com/ping"},
+			Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(5 * time.Minute), StartAt: start}},
+		{ID: "notify", Name: "notify order", Enabled: true,
+			HTTP:       cron.HTTPConfig{Method: "POST", URL: "https://example.com/notify", Body: `{"run_id":"{{run_id}}"}`},
+			Schedule:   cron.ScheduleSpec{Kind: cron.KindOnce, RunAt: start.Add(90 * time.Minute)},
+			MaxRetries: 3},
+	}
+	for _, j := range jobs {
+		if _, err := r.Add(ctx, j); err != nil {
+			panic(err)
+		}
+	}
+	if _, err := r.Add(ctx, cron.Job{ID: "bad", HTTP: cron.HTTPConfig{URL: "ftp://example.com"},
+		Schedule: cron.ScheduleSpec{Kind: cron.KindOnce, RunAt: start}}); err != nil {
+		fmt.Println(err)
+	}
+	for _, j := range r.List() {
+		fmt.Printf("%s %s %s timeout=%s next=%s\n", j.ID, j.Schedule.Kind, j.HTTP.Method, j.Timeout, j.NextRunAt.Format(time.RFC3339))
+	}
+	// Output:
+	// cron: invalid job: http.url: scheme must be http or https, got "ftp"
+	// ping every GET timeout=10s next=2030-01-01T09:00:00Z
+	// notify once POST timeout=10s next=2030-01-01T10:30:00Z
+}
+
+// Example_run runs a runner against a local callback server until a once
+// job has fired, and prints what the server and the observer saw.
+func Example_run() {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		got <- req.Header.Get(cron.HeaderJobID)
+	}))
+	defer srv.Close()
+
+	done := make(chan cron.Run, 1)
+	r, err := cron.New(cron.NewMemStore(), cron.NewHTTPExecutor(cron.HTTPExecutorConfig{}), cron.Config{
+		Observer: cron.ObserverFunc(func(run cron.Run) { done <- run }),
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := r.Add(ctx, cron.Job{ID: "hello", Enabled: true, HTTP: cron.HTTPConfig{URL: srv.URL},
+		Schedule: cron.ScheduleSpec{Kind: cron.KindOnce, RunAt: time.Now().Add(50 * time.Millisecond)}}); err != nil {
+		panic(err)
+	}
+	stopped := make(chan error)
+	go func() { stopped <- r.Run(ctx) }()
+
+	fmt.Println("callback for", <-got)
+	run := <-done
+	fmt.Println("run", run.Status, "after", run.Attempts, "attempt")
+	cancel()
+	fmt.Println("Run returned", <-stopped)
+	j, _ := r.Get("hello")
+	fmt.Println("last_status", j.LastStatus, "next_run_at set:", !j.NextRunAt.IsZero())
+	// Output:
+	// callback for hello
+	// run success after 1 attempt
+	// Run returned <nil>
+	// last_status success next_run_at set: false
+}

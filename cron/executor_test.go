@@ -1,0 +1,334 @@
+package cron
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fakeClock makes the executor's waits instant and records them.
+type fakeClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	waits []time.Duration
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	c.waits = append(c.waits, d)
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	return ctx.Err()
+}
+
+// reply is one scripted answer of a test server.
+type reply struct {
+	code       int
+	body       string
+	retryAfter string
+	hang       bool // wait until the client gives up
+}
+
+// scripted is a test server that answers with replies in turn (the last
+// one repeats) and records the requests.
+type scripted struct {
+	mu      sync.Mutex
+	replies []reply
+	reqs    []*http.Request
+	bodies  []string
+}
+
+func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	n := len(s.reqs)
+	s.reqs = append(s.reqs, r)
+	s.bodies = append(s.bodies, string(b))
+	rp := s.replies[min(n, len(s.replies)-1)]
+	s.mu.Unlock()
+	if rp.hang {
+		<-r.Context().Done()
+		return
+	}
+	if rp.retryAfter != "" {
+		w.Header().Set("Retry-After", rp.retryAfter)
+	}
+	w.WriteHeader(rp.code)
+	_, _ = io.WriteString(w, rp.body)
+}
+
+func execJob(url string) *Job {
+	return &Job{ID: "job-1", Enabled: true, Type: JobTypeHTTP, HTTP: HTTPConfig{Method: "POST", URL: url},
+		Timeout: Duration(10 * time.Second), MaxRetries: 3, RetryBackoff: Duration(5 * time.Second)}
+}
+
+var clockStart = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func TestHTTPExecutorRetryClasses(t *testing.T) {
+	backoff := 5 * time.Second
+	tests := []struct {
+		name      string
+		replies   []reply
+		retries   int
+		timeout   time.Duration
+		want      Result
+		wantWaits []time.Duration
+	}{
+		{"2xx", []reply{{code: 204}}, 3, 0, Result{Status: StatusSuccess, Attempts: 1, HTTPStatus: 204}, nil},
+		{"500 then 200", []reply{{code: 500, body: "boom"}, {code: 500}, {code: 200}}, 3, 0,
+			Result{Status: StatusSuccess, Attempts: 3, HTTPStatus: 200}, []time.Duration{backoff, backoff}},
+		{"500 exhausted", []reply{{code: 500, body: "  boom\n again "}}, 2, 0,
+			Result{Status: StatusFailed, Attempts: 3, HTTPStatus: 500, Error: "http 500: boom again"}, []time.Duration{backoff, backoff}},
+		{"408 retried", []reply{{code: 408}, {code: 201}}, 3, 0,
+			Result{Status: StatusSuccess, Attempts: 2, HTTPStatus: 201}, []time.Duration{backoff}},
+		{"429 Retry-After longer", []reply{{code: 429, retryAfter: "30"}, {code: 200}}, 3, 0,
+			Result{Status: StatusSuccess, Attempts: 2, HTTPStatus: 200}, []time.Duration{30 * time.Second}},
+		{"429 Retry-After shorter", []reply{{code: 429, retryAfter: "1"}, {code: 200}}, 3, 0,
+			Result{Status: StatusSuccess, Attempts: 2, HTTPStatus: 200}, []time.Duration{backoff}},
+		{"429 Retry-After capped", []reply{{code: 429, retryAfter: "86400"}, {code: 200}}, 3, 0,
+			Result{Status: StatusSuccess, Attempts: 2, HTTPStatus: 200}, []time.Duration{5 * time.Minute}},
+		{"503 Retry-After date", []reply{{code: 503, retryAfter: clockStart.Add(time.Minute).Format(http.TimeFormat)}, {code: 200}}, 3, 0,
+			Result{Status: StatusSuccess, Attempts: 2, HTTPStatus: 200}, []time.Duration{time.Minute}},
+		{"500 Retry-After ignored", []reply{{code: 500, retryAfter: "30"}, {code: 200}}, 3, 0,
+			Result{Status: StatusSuccess, Attempts: 2, HTTPStatus: 200}, []time.Duration{backoff}},
+		{"404 no retry", []reply{{code: 404, body: "no such hook"}}, 3, 0,
+			Result{Status: StatusFailed, Attempts: 1, HTTPStatus: 404, Error: "http 404: no such hook"}, nil},
+		{"400 no retry", []reply{{code: 400}}, 3, 0,
+			Result{Status: StatusFailed, Attempts: 1, HTTPStatus: 400, Error: "http 400"}, nil},
+		{"timeout", []reply{{hang: true}}, 1, 50 * time.Millisecond,
+			Result{Status: StatusTimeout, Attempts: 2, Error: "timeout after 50ms"}, []time.Duration{backoff}},
+		{"timeout then success", []reply{{hang: true}, {code: 200}}, 1, 200 * time.Millisecond,
+			Result{Status: StatusSuccess, Attempts: 2, HTTPStatus: 200}, []time.Duration{backoff}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := &scripted{replies: tt.replies}
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			clk := &fakeClock{now: clockStart}
+			x := NewHTTPExecutor(HTTPExecutorConfig{Clock: clk})
+			j := execJob(ts.URL + "/hook")
+			j.MaxRetries = tt.retries
+			if tt.timeout > 0 {
+				j.Timeout = Duration(tt.timeout)
+			}
+			got := x.Execute(context.Background(), j, RunInfo{RunID: "r1", JobID: j.ID})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantWaits, clk.waits); diff != "" {
+				t.Errorf("waits (-want +got):\n%s", diff)
+			}
+			if srv.count() != got.Attempts {
+				t.Errorf("server saw %d requests, result says %d attempts", srv.count(), got.Attempts)
+			}
+		})
+	}
+}
+
+func (s *scripted) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.reqs)
+}
+
+func TestHTTPExecutorConnectionRefused(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	clk := &fakeClock{now: clockStart}
+	x := NewHTTPExecutor(HTTPExecutorConfig{Clock: clk})
+	j := execJob("http://" + addr + "/hook")
+	j.MaxRetries = 2
+	got := x.Execute(context.Background(), j, RunInfo{RunID: "r1", JobID: j.ID})
+	if got.Status != StatusFailed || got.Attempts != 3 || !strings.Contains(got.Error, "refused") {
+		t.Errorf("result = %+v, want failed after 3 attempts with a connection refused error", got)
+	}
+	if diff := cmp.Diff([]time.Duration{5 * time.Second, 5 * time.Second}, clk.waits); diff != "" {
+		t.Errorf("waits (-want +got):\n%s", diff)
+	}
+}
+
+func TestHTTPExecutorHeadersAndBody(t *testing.T) {
+	srv := &scripted{replies: []reply{{code: 500}, {code: 200}}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	x := NewHTTPExecutor(HTTPExecutorConfig{Clock: &fakeClock{now: clockStart}})
+	j := execJob(ts.URL + "/hook?x=1")
+	j.HTTP.Headers = map[string]string{"X-Token": "abc", "X-Ksana-Run-Id": "forged"}
+	j.HTTP.Body = `{"job":"{{job_id}}","run":"{{run_id}}","at":"{{scheduled_at}}","t":"{{triggered_at}}"}`
+	info := RunInfo{RunID: "0123456789abcdef0123456789abcdef", JobID: j.ID,
+		ScheduledAt: time.Date(2030, 1, 2, 3, 4, 5, 600, time.FixedZone("X", 3600)), TriggeredAt: time.Date(2030, 1, 2, 2, 4, 5, 700_000_000, time.UTC)}
+	if got := x.Execute(context.Background(), j, info); got.Status != StatusSuccess {
+		t.Fatalf("result %+v, want success", got)
+	}
+	wantBody := `{"job":"job-1","run":"0123456789abcdef0123456789abcdef","at":"2030-01-02T02:04:05.0000006Z","t":"2030-01-02T02:04:05.7Z"}`
+	if len(srv.reqs) != 2 {
+		t.Fatalf("requests: %d, want 2", len(srv.reqs))
+	}
+	for i, r := range srv.reqs {
+		got := map[string]string{
+			"method": r.Method, "path": r.URL.RequestURI(), "body": srv.bodies[i],
+			HeaderJobID: r.Header.Get(HeaderJobID), HeaderRunID: r.Header.Get(HeaderRunID),
+			HeaderScheduledAt: r.Header.Get(HeaderScheduledAt), HeaderTriggeredAt: r.Header.Get(HeaderTriggeredAt),
+			"X-Token": r.Header.Get("X-Token"), "Content-Type": r.Header.Get("Content-Type"), "User-Agent": r.Header.Get("User-Agent"),
+		}
+		want := map[string]string{
+			"method": "POST", "path": "/hook?x=1", "body": wantBody,
+			HeaderJobID: "job-1", HeaderRunID: info.RunID,
+			HeaderScheduledAt: "2030-01-02T02:04:05.0000006Z", HeaderTriggeredAt: "2030-01-02T02:04:05.7Z",
+			"X-Token": "abc", "Content-Type": "application/json", "User-Agent": "ksana-cron",
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("attempt %d (-want +got):\n%s", i+1, diff)
+		}
+	}
+}
+
+func TestHTTPExecutorContentType(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		headers map[string]string
+		want    string
+	}{
+		{"json object", ` {"a":1}`, nil, "application/json"},
+		{"json array", "[1]", nil, "application/json"},
+		{"text", "hello", nil, ""},
+		{"empty", "", nil, ""},
+		{"job sets it", `{"a":1}`, map[string]string{"content-type": "text/plain"}, "text/plain"},
+	}
+	for _, tt := range tests {
+		srv := &scripted{replies: []reply{{code: 200}}}
+		ts := httptest.NewServer(srv)
+		x := NewHTTPExecutor(HTTPExecutorConfig{})
+		j := execJob(ts.URL)
+		j.HTTP.Body, j.HTTP.Headers = tt.body, tt.headers
+		x.Execute(context.Background(), j, RunInfo{RunID: "r", JobID: j.ID})
+		ts.Close()
+		if got := srv.reqs[0].Header.Get("Content-Type"); got != tt.want && !(tt.want == "" && strings.HasPrefix(got, "text/plain")) {
+			t.Errorf("%s: Content-Type %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestHTTPExecutorBodyCap(t *testing.T) {
+	// An endless body: the executor must stop reading at the cap.
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(500)
+		chunk := []byte(strings.Repeat("é", 512))
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer ts.Close()
+	x := NewHTTPExecutor(HTTPExecutorConfig{MaxBodyBytes: 4096, Clock: &fakeClock{now: clockStart}})
+	j := execJob(ts.URL)
+	j.MaxRetries = 0
+	got := x.Execute(context.Background(), j, RunInfo{RunID: "r", JobID: j.ID})
+	want := "http 500: " + strings.Repeat("é", errorSnippet/2)
+	if got.Status != StatusFailed || got.Error != want {
+		t.Errorf("result = %+v, want failed with error %q", got, want)
+	}
+}
+
+func TestHTTPExecutorReusesConnections(t *testing.T) {
+	var mu sync.Mutex
+	conns := 0
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(500)
+		_, _ = io.WriteString(w, strings.Repeat("x", 10_000))
+	}))
+	ts.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	ts.Start()
+	defer ts.Close()
+	x := NewHTTPExecutor(HTTPExecutorConfig{Client: ts.Client(), Clock: &fakeClock{now: clockStart}})
+	j := execJob(ts.URL)
+	j.MaxRetries = 4
+	got := x.Execute(context.Background(), j, RunInfo{RunID: "r", JobID: j.ID})
+	if got.Attempts != 5 {
+		t.Fatalf("attempts = %d, want 5", got.Attempts)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if conns != 1 {
+		t.Errorf("connections opened for 5 attempts: %d, want 1 (bodies drained)", conns)
+	}
+}
+
+func TestHTTPExecutorCancelled(t *testing.T) {
+	srv := &scripted{replies: []reply{{code: 503}}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	clk := &cancelClock{fakeClock: fakeClock{now: clockStart}, cancel: cancel}
+	x := NewHTTPExecutor(HTTPExecutorConfig{Clock: clk})
+	got := x.Execute(ctx, execJob(ts.URL), RunInfo{RunID: "r", JobID: "job-1"})
+	if got.Attempts != 1 || got.Status != StatusFailed {
+		t.Errorf("result = %+v, want 1 failed attempt: a cancelled wait stops the retries", got)
+	}
+}
+
+// cancelClock cancels the run while it waits to retry.
+type cancelClock struct {
+	fakeClock
+	cancel func()
+}
+
+func (c *cancelClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.cancel()
+	return c.fakeClock.Sleep(ctx, d)
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := clockStart
+	tests := []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", 0}, {"12", 12 * time.Second}, {"0", 0}, {"-3", 0}, {"soon", 0},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
+		{now.Add(-time.Minute).Format(http.TimeFormat), 0},
+		{"999999999", 24 * time.Hour},
+	}
+	for _, tt := range tests {
+		if got := parseRetryAfter(tt.in, now); got != tt.want {
+			t.Errorf("parseRetryAfter(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestExpandBody(t *testing.T) {
+	info := RunInfo{RunID: "r", JobID: "j", ScheduledAt: clockStart, TriggeredAt: clockStart.Add(time.Second)}
+	got := ExpandBody("{{job_id}}/{{run_id}}/{{scheduled_at}}/{{triggered_at}}/{{other}}", info)
+	want := fmt.Sprintf("j/r/%s/%s/{{other}}", "2030-01-02T03:04:05Z", "2030-01-02T03:04:06Z")
+	if got != want {
+		t.Errorf("ExpandBody = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,49 @@
+// Package httpapi is the REST management API of the timed-job service: an
+// http.Handler over a [cron.Runner], mountable in any service. cmd/ksana
+// serves it on the JSON file store.
+//
+// # Endpoints
+//
+//	POST   /jobs                 create a job: 201 and the job (Location: /jobs/{id})
+//	GET    /jobs                 every job, in creation order: 200 and an array
+//	GET    /jobs/{id}            one job: 200
+//	PATCH  /jobs/{id}            change the fields present: 200 and the job
+//	DELETE /jobs/{id}            204
+//	POST   /jobs/{id}/run-now    queue a run at once: 202 and {"run_id", "job_id"}
+//	POST   /jobs/{id}/pause      enabled=false: 200 and the job
+//	POST   /jobs/{id}/resume     enabled=true: 200 and the job
+//	GET    /jobs/{id}/runs       the newest runs, newest first (?limit=N, default 50)
+//	GET    /health               200 {"status":"ok"}, never authenticated
+//	GET    /metrics              [Config.Metrics] (Prometheus text in cmd/ksana)
+//
+// Jobs are read and written in the JSON form of [cron.Job]. On POST /jobs
+// the id may be empty (the runner generates 128 random bits in hex),
+// enabled defaults to true, max_retries when absent to
+// [Config.DefaultMaxRetries] (3) while an explicit 0 means no retries, and
+// the other defaults are the runner's. On PATCH only the fields present
+// change; schedule and http are replaced as whole objects. A write answers
+// only once the change is durable in the runner's store. run-now leaves
+// next_run_at as it was.
+//
+// # Errors
+//
+// Every error is a JSON object {"error": "...", "field": "..."} (field
+// only when one field is at fault, named as in the job's JSON, dotted:
+// "schedule.every"):
+//
+//   - 400: malformed JSON, a body that is not an object, an unknown field,
+//     a system field on input (last_run_at, next_run_at, last_status,
+//     last_error), a value of the wrong type, every validation failure
+//     ([cron.ValidationError]), a callback host outside
+//     [Config.CallbackAllow];
+//   - 401: [Config.Token] is set and the request lacks
+//     "Authorization: Bearer <token>";
+//   - 404: an unknown id or path;
+//   - 405: a method the path does not take, with an Allow header;
+//   - 409: a create with an id already in use;
+//   - 413: a body over [Config.MaxBodyBytes] (1 MiB);
+//   - 415: a Content-Type that is not JSON;
+//   - 503: the runner is shutting down.
+//
+// A rejected request changes nothing.
+package httpapi

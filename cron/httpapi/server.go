@@ -1,0 +1,516 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ksana-dev/ksana/cron"
+)
+
+// Defaults of [Config].
+const (
+	DefaultMaxBodyBytes = 1 << 20 // 1 MiB
+	DefaultRunsLimit    = 50
+)
+
+// RequestInfo describes one answered request, for [Config.OnRequest].
+type RequestInfo struct {
+	Method   string
+	Route    string // the pattern matched: "/jobs/{id}", or "" when none
+	Status   int
+	Duration time.Duration
+}
+
+// Config tunes a [Server]. The zero value is ready to use.
+type Config struct {
+	// Token, when set, is required as "Authorization: Bearer <Token>" on
+	// every endpoint but /health; it is compared in constant time. A
+	// request without it gets 401. Default "": no authentication
+	// (KSANA_API_TOKEN in cmd/ksana).
+	Token string
+	// CallbackAllow, when not empty, lists the host patterns a job's
+	// http.url may point to: "api.example.com" (that host), "*.internal"
+	// (any host under internal), "*" (any). Matching ignores case and the
+	// port. A job whose host matches none is refused with 400. Default
+	// nil: any host (KSANA_CALLBACK_ALLOW in cmd/ksana).
+	CallbackAllow []string
+	// DefaultMaxRetries is given to a job created without max_retries; an
+	// explicit 0 on input always means no retries. Default 3
+	// ([cron.DefaultMaxRetries]); a negative value means 0 (MAX_RETRIES in
+	// cmd/ksana).
+	DefaultMaxRetries int
+	// MaxBodyBytes bounds a request body; a larger one gets 413.
+	// Default 1 MiB.
+	MaxBodyBytes int64
+	// Metrics, when set, serves GET /metrics (such as a Prometheus text
+	// registry). Default nil: /metrics is 404.
+	Metrics http.Handler
+	// OnRequest, when set, is called after each request (request metrics).
+	// It must be fast and safe for concurrent use. Default nil.
+	OnRequest func(RequestInfo)
+	// Logger receives a record per request (debug level; errors at error
+	// level). Default nil: discard.
+	Logger *slog.Logger
+}
+
+// Server is the REST management API of a [cron.Runner] as an http.Handler.
+// See the package documentation for its endpoints.
+type Server struct {
+	r        *cron.Runner
+	cfg      Config
+	log      *slog.Logger
+	tokenSum [32]byte
+	allow    []string
+	// wmu serializes the read-modify-write of PATCH with the other writes
+	// made through this server.
+	wmu sync.Mutex
+}
+
+// New returns the API of r. It checks cfg and names a bad field.
+func New(r *cron.Runner, cfg Config) (*Server, error) {
+	if r == nil {
+		return nil, errors.New("httpapi: New: runner is nil")
+	}
+	if cfg.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("httpapi: New: Config.MaxBodyBytes must be >= 0, got %d", cfg.MaxBodyBytes)
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.DefaultMaxRetries == 0 {
+		cfg.DefaultMaxRetries = cron.DefaultMaxRetries
+	} else if cfg.DefaultMaxRetries < 0 {
+		cfg.DefaultMaxRetries = 0
+	}
+	s := &Server{r: r, cfg: cfg, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Token != "" {
+		s.tokenSum = sha256.Sum256([]byte(cfg.Token))
+	}
+	for _, p := range cfg.CallbackAllow {
+		p = strings.ToLower(strings.TrimSpace(p))
+		if p == "" {
+			continue
+		}
+		if err := checkPattern(p); err != nil {
+			return nil, fmt.Errorf("httpapi: New: Config.CallbackAllow: %w", err)
+		}
+		s.allow = append(s.allow, p)
+	}
+	return s, nil
+}
+
+// ParseAllowList splits a comma-separated list of host patterns (the form
+// of KSANA_CALLBACK_ALLOW) and checks each.
+func ParseAllowList(s string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.ToLower(strings.TrimSpace(p))
+		if p == "" {
+			continue
+		}
+		if err := checkPattern(p); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func checkPattern(p string) error {
+	rest := p
+	if p == "*" {
+		return nil
+	}
+	if strings.HasPrefix(p, "*.") {
+		rest = p[2:]
+	}
+	if rest == "" || strings.ContainsAny(rest, "*/:@ ?#") {
+		return fmt.Errorf("host pattern %q: want a host name such as api.example.com or *.internal (no scheme, port or path)", p)
+	}
+	return nil
+}
+
+// HostAllowed reports whether host (no port) matches one of the patterns
+// (as [Config.CallbackAllow]); an empty list allows every host.
+func HostAllowed(patterns []string, host string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	for _, p := range patterns {
+		switch {
+		case p == "*":
+			return true
+		case strings.HasPrefix(p, "*."):
+			if strings.HasSuffix(host, p[1:]) && len(host) > len(p)-1 {
+				return true
+			}
+		case p == host:
+			return true
+		}
+	}
+	return false
+}
+
+// route is a matched endpoint.
+type route struct {
+	pattern string
+	id      string
+	allow   string // the methods it accepts, for 405
+}
+
+func match(path string) (route, bool) {
+	switch path {
+	case "/health":
+		return route{pattern: "/health", allow: "GET, HEAD"}, true
+	case "/metrics":
+		return route{pattern: "/metrics", allow: "GET, HEAD"}, true
+	case "/jobs":
+		return route{pattern: "/jobs", allow: "GET, POST"}, true
+	}
+	rest, ok := strings.CutPrefix(path, "/jobs/")
+	if !ok || rest == "" {
+		return route{}, false
+	}
+	id, action, hasAction := strings.Cut(rest, "/")
+	if id == "" {
+		return route{}, false
+	}
+	if !hasAction {
+		return route{pattern: "/jobs/{id}", id: id, allow: "GET, PATCH, DELETE"}, true
+	}
+	switch action {
+	case "run-now", "pause", "resume":
+		return route{pattern: "/jobs/{id}/" + action, id: id, allow: "POST"}, true
+	case "runs":
+		return route{pattern: "/jobs/{id}/runs", id: id, allow: "GET, HEAD"}, true
+	}
+	return route{}, false
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// ServeHTTP answers one API request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	rt, ok := match(req.URL.Path)
+	s.serve(sw, req, rt, ok)
+	if sw.status == 0 {
+		sw.status = http.StatusOK
+	}
+	d := time.Since(start)
+	s.log.Debug("httpapi: request", "method", req.Method, "path", req.URL.Path, "status", sw.status, "latency_ms", d.Milliseconds())
+	if s.cfg.OnRequest != nil {
+		s.cfg.OnRequest(RequestInfo{Method: req.Method, Route: rt.pattern, Status: sw.status, Duration: d})
+	}
+}
+
+func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bool) {
+	if ok && rt.pattern != "/health" && s.cfg.Token != "" && !s.authorized(req) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ksana"`)
+		writeError(w, &RequestError{Status: http.StatusUnauthorized, Msg: "missing or wrong bearer token (Authorization: Bearer <token>)"})
+		return
+	}
+	if !ok {
+		writeError(w, &RequestError{Status: http.StatusNotFound, Msg: "no such endpoint: " + req.URL.Path})
+		return
+	}
+	if !allowed(rt.allow, req.Method) {
+		w.Header().Set("Allow", rt.allow)
+		writeError(w, &RequestError{Status: http.StatusMethodNotAllowed, Msg: fmt.Sprintf("method %s not allowed on %s; allowed: %s", req.Method, rt.pattern, rt.allow)})
+		return
+	}
+	ctx := req.Context()
+	switch rt.pattern {
+	case "/health":
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	case "/metrics":
+		if s.cfg.Metrics == nil {
+			writeError(w, &RequestError{Status: http.StatusNotFound, Msg: "metrics are not enabled"})
+			return
+		}
+		s.cfg.Metrics.ServeHTTP(w, req)
+	case "/jobs":
+		if req.Method == http.MethodGet {
+			writeJSON(w, http.StatusOK, s.r.List())
+			return
+		}
+		s.create(ctx, w, req)
+	case "/jobs/{id}":
+		switch req.Method {
+		case http.MethodGet:
+			j, err := s.r.Get(rt.id)
+			if err != nil {
+				s.fail(w, err, rt.id)
+				return
+			}
+			writeJSON(w, http.StatusOK, j)
+		case http.MethodPatch:
+			s.patch(ctx, w, req, rt.id)
+		case http.MethodDelete:
+			s.wmu.Lock()
+			err := s.r.Remove(ctx, rt.id)
+			s.wmu.Unlock()
+			if err != nil {
+				s.fail(w, err, rt.id)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}
+	case "/jobs/{id}/run-now":
+		if !s.emptyBody(w, req) {
+			return
+		}
+		runID, err := s.r.RunNow(ctx, rt.id)
+		if err != nil {
+			s.fail(w, err, rt.id)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, map[string]string{"run_id": runID, "job_id": rt.id})
+	case "/jobs/{id}/pause", "/jobs/{id}/resume":
+		if !s.emptyBody(w, req) {
+			return
+		}
+		s.wmu.Lock()
+		var j cron.Job
+		var err error
+		if strings.HasSuffix(rt.pattern, "pause") {
+			j, err = s.r.Pause(ctx, rt.id)
+		} else {
+			j, err = s.r.Resume(ctx, rt.id)
+		}
+		s.wmu.Unlock()
+		if err != nil {
+			s.fail(w, err, rt.id)
+			return
+		}
+		writeJSON(w, http.StatusOK, j)
+	case "/jobs/{id}/runs":
+		limit := DefaultRunsLimit
+		if v := req.URL.Query().Get("limit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				writeError(w, badField("limit", "must be a positive integer, got %q", v))
+				return
+			}
+			limit = n
+		}
+		runs, err := s.r.Runs(ctx, rt.id, limit)
+		if err != nil {
+			s.fail(w, err, rt.id)
+			return
+		}
+		if runs == nil {
+			runs = []cron.Run{}
+		}
+		writeJSON(w, http.StatusOK, runs)
+	}
+}
+
+func allowed(list, method string) bool {
+	for _, m := range strings.Split(list, ", ") {
+		if m == method {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) authorized(req *http.Request) bool {
+	h := req.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
+}
+
+// readBody reads a JSON request body, enforcing the size limit and the
+// content type.
+func (s *Server) readBody(w http.ResponseWriter, req *http.Request) ([]byte, *RequestError) {
+	if ct := req.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return nil, &RequestError{Status: http.StatusUnsupportedMediaType,
+				Msg: fmt.Sprintf("Content-Type %q is not JSON: send application/json", ct)}
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, &RequestError{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("body larger than %d bytes", s.cfg.MaxBodyBytes)}
+		}
+		return nil, &RequestError{Status: http.StatusBadRequest, Msg: "reading body: " + err.Error()}
+	}
+	return body, nil
+}
+
+// emptyBody accepts an action request with no body (or an empty JSON object).
+func (s *Server) emptyBody(w http.ResponseWriter, req *http.Request) bool {
+	body, rerr := s.readBody(w, req)
+	if rerr != nil {
+		writeError(w, rerr)
+		return false
+	}
+	if b := strings.TrimSpace(string(body)); b != "" && b != "{}" {
+		writeError(w, &RequestError{Status: http.StatusBadRequest, Msg: "this action takes no body"})
+		return false
+	}
+	return true
+}
+
+func (s *Server) checkCallback(j *cron.Job) *RequestError {
+	if len(s.allow) == 0 {
+		return nil
+	}
+	u, err := url.Parse(j.HTTP.URL)
+	if err != nil || u.Hostname() == "" {
+		return nil // validation names the field
+	}
+	if !HostAllowed(s.allow, u.Hostname()) {
+		return badField("http.url", "host %q is not in the callback allow-list (%s)", u.Hostname(), strings.Join(s.allow, ","))
+	}
+	return nil
+}
+
+func (s *Server) create(ctx context.Context, w http.ResponseWriter, req *http.Request) {
+	body, rerr := s.readBody(w, req)
+	if rerr != nil {
+		writeError(w, rerr)
+		return
+	}
+	p, rerr := decodeJobBody(body)
+	if rerr != nil {
+		writeError(w, rerr)
+		return
+	}
+	j := cron.Job{ID: p.id, Enabled: true, MaxRetries: s.cfg.DefaultMaxRetries}
+	p.apply(&j)
+	if rerr := s.checkCallback(&j); rerr != nil {
+		writeError(w, rerr)
+		return
+	}
+	s.wmu.Lock()
+	created, err := s.r.Add(ctx, j)
+	s.wmu.Unlock()
+	if err != nil {
+		s.fail(w, err, j.ID)
+		return
+	}
+	w.Header().Set("Location", "/jobs/"+url.PathEscape(created.ID))
+	writeJSON(w, http.StatusCreated, created)
+}
+
+func (s *Server) patch(ctx context.Context, w http.ResponseWriter, req *http.Request, id string) {
+	body, rerr := s.readBody(w, req)
+	if rerr != nil {
+		writeError(w, rerr)
+		return
+	}
+	p, rerr := decodeJobBody(body)
+	if rerr != nil {
+		writeError(w, rerr)
+		return
+	}
+	if p.has("id") && p.id != id {
+		writeError(w, badField("id", "cannot be changed (the path names job %q)", id))
+		return
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	j, err := s.r.Get(id)
+	if err != nil {
+		s.fail(w, err, id)
+		return
+	}
+	p.apply(&j)
+	if rerr := s.checkCallback(&j); rerr != nil {
+		writeError(w, rerr)
+		return
+	}
+	updated, err := s.r.Update(ctx, j)
+	if err != nil {
+		s.fail(w, err, id)
+		return
+	}
+	writeJSON(w, http.StatusOK, updated)
+}
+
+// fail answers with the error of a runner call.
+func (s *Server) fail(w http.ResponseWriter, err error, id string) {
+	var ve *cron.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		writeError(w, badField(ve.Field, "%s", ve.Reason))
+	case errors.Is(err, cron.ErrNotFound):
+		writeError(w, &RequestError{Status: http.StatusNotFound, Msg: fmt.Sprintf("job %q not found", id)})
+	case errors.Is(err, cron.ErrExists):
+		writeError(w, &RequestError{Status: http.StatusConflict, Field: "id", Msg: fmt.Sprintf("a job with id %q already exists", id)})
+	case errors.Is(err, cron.ErrClosed):
+		writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: "the service is shutting down"})
+	case errors.Is(err, cron.ErrUnsupported):
+		writeError(w, &RequestError{Status: http.StatusNotImplemented, Msg: "the store keeps no run history"})
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: "request cancelled before the change was confirmed on disk"})
+	default:
+		s.log.Error("httpapi: request failed", "job_id", id, "error", err)
+		writeError(w, &RequestError{Status: http.StatusInternalServerError, Msg: err.Error()})
+	}
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, e *RequestError) {
+	writeJSON(w, e.Status, errorBody{Error: e.Msg, Field: e.Field})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":"encoding the response failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

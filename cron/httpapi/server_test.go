@@ -1,0 +1,480 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ksana-dev/ksana/cron"
+)
+
+type fixture struct {
+	runner *cron.Runner
+	srv    *httptest.Server
+	calls  atomic.Int64
+}
+
+// newFixture serves the API of a running runner over a MemStore whose
+// executor answers success at once.
+func newFixture(t *testing.T, cfg Config) *fixture {
+	t.Helper()
+	f := &fixture{}
+	exec := cron.ExecutorFunc(func(ctx context.Context, j *cron.Job, info cron.RunInfo) cron.Result {
+		f.calls.Add(1)
+		return cron.Result{Status: cron.StatusSuccess, Attempts: 1, HTTPStatus: 200}
+	})
+	r, err := cron.New(cron.NewMemStore(), exec, cron.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	api, err := New(r, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.runner = r
+	f.srv = httptest.NewServer(api)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (f *fixture) do(t *testing.T, method, path, body string, header map[string]string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, f.srv.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{resp.StatusCode, resp.Header, string(b)}
+}
+
+func decodeJob(t *testing.T, body string) cron.Job {
+	t.Helper()
+	var j cron.Job
+	if err := json.Unmarshal([]byte(body), &j); err != nil {
+		t.Fatalf("response is not a job: %v\n%s", err, body)
+	}
+	return j
+}
+
+const validJob = `{"id":"fixed","name":"ping","http":{"method":"POST","url":"http://127.0.0.1:9/hook","headers":{"X-A":"1"},"body":"{}"},
+ "schedule":{"kind":"every","every":"1h","jitter":"5s"},"timeout":"3s","retry_backoff":"1s"}`
+
+func errBody(msg, field string) string {
+	b, _ := json.Marshal(errorBody{Error: msg, Field: field})
+	return string(b) + "\n"
+}
+
+// TestRejected: every refused request answers the documented status and
+// error body, and changes nothing.
+func TestRejected(t *testing.T) {
+	f := newFixture(t, Config{MaxBodyBytes: 4096})
+	if r := f.do(t, "POST", "/jobs", validJob, nil); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	huge := `{"name":"` + strings.Repeat("x", 5000) + `"}`
+	tests := []struct {
+		name         string
+		method, path string
+		body         string
+		header       map[string]string
+		wantStatus   int
+		wantBody     string
+		wantAllow    string
+	}{
+		{"malformed", "POST", "/jobs", `{"name":`, nil, 400, errBody("malformed JSON: unexpected EOF", ""), ""},
+		{"not an object", "POST", "/jobs", `[1]`, nil, 400, errBody("body must be a JSON object", ""), ""},
+		{"null", "POST", "/jobs", `null`, nil, 400, errBody("body must be a JSON object", ""), ""},
+		{"trailing data", "POST", "/jobs", `{} {}`, nil, 400, errBody("malformed JSON: data after the object", ""), ""},
+		{"unknown field", "POST", "/jobs", `{"name":"a","colour":"red"}`, nil, 400, errBody("unknown field", "colour"), ""},
+		{"system field", "POST", "/jobs", `{"name":"a","next_run_at":"2026-01-01T00:00:00Z"}`, nil, 400,
+			errBody("is a system field, maintained by the service; it cannot be set", "next_run_at"), ""},
+		{"system field on patch", "PATCH", "/jobs/fixed", `{"last_status":"success"}`, nil, 400,
+			errBody("is a system field, maintained by the service; it cannot be set", "last_status"), ""},
+		{"bad duration", "POST", "/jobs", `{"timeout":"soon"}`, nil, 400,
+			errBody(`must be a duration such as "5s" or "1m30s", got "soon"`, "timeout"), ""},
+		{"duration not a string", "POST", "/jobs", `{"retry_backoff":5}`, nil, 400,
+			errBody(`must be a duration string such as "5s", got 5`, "retry_backoff"), ""},
+		{"wrong type", "POST", "/jobs", `{"max_retries":"3"}`, nil, 400, errBody(`must be an integer, got "3"`, "max_retries"), ""},
+		{"enabled null", "POST", "/jobs", `{"enabled":null}`, nil, 400, errBody(`must be true or false, got null`, "enabled"), ""},
+		{"bad every", "POST", "/jobs", `{"http":{"url":"http://h/"},"schedule":{"kind":"every","every":"often"}}`, nil, 400,
+			errBody(`must be a duration such as "5m", got "often"`, "schedule.every"), ""},
+		{"unknown schedule field", "POST", "/jobs", `{"schedule":{"kind":"every","evry":"1m"}}`, nil, 400, errBody("unknown field", "schedule.evry"), ""},
+		{"headers wrong type", "POST", "/jobs", `{"http":{"url":"http://h/","headers":{"a":1}}}`, nil, 400, errBody("must be a string", "http.headers"), ""},
+		{"http not an object", "POST", "/jobs", `{"http":"http://h/"}`, nil, 400, errBody(`must be an object, got "http://h/"`, "http"), ""},
+		{"bad run_at", "POST", "/jobs", `{"schedule":{"kind":"once","run_at":"tomorrow"}}`, nil, 400,
+			errBody(`must be an RFC3339 time such as "2026-01-02T15:04:05Z", got "tomorrow"`, "schedule.run_at"), ""},
+		{"validation: no url", "POST", "/jobs", `{"schedule":{"kind":"every","every":"1m"}}`, nil, 400, errBody("is required", "http.url"), ""},
+		{"validation: kind", "POST", "/jobs", `{"http":{"url":"http://h/"},"schedule":{"kind":"sometimes"}}`, nil, 400,
+			errBody(`must be once, every or cron, got "sometimes"`, "schedule.kind"), ""},
+		{"validation: negative retries", "POST", "/jobs", `{"http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1m"},"max_retries":-1}`, nil, 400,
+			errBody("must be >= 0, got -1", "max_retries"), ""},
+		{"validation on patch", "PATCH", "/jobs/fixed", `{"schedule":{"kind":"every","every":"0s"}}`, nil, 400, errBody("must be > 0, got 0s", "schedule.every"), ""},
+		{"patch changes id", "PATCH", "/jobs/fixed", `{"id":"other"}`, nil, 400, errBody(`cannot be changed (the path names job "fixed")`, "id"), ""},
+		{"duplicate id", "POST", "/jobs", validJob, nil, 409, errBody(`a job with id "fixed" already exists`, "id"), ""},
+		{"too large", "POST", "/jobs", huge, nil, 413, errBody("body larger than 4096 bytes", ""), ""},
+		{"not JSON", "POST", "/jobs", `name=a`, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415,
+			errBody(`Content-Type "application/x-www-form-urlencoded" is not JSON: send application/json`, ""), ""},
+		{"empty body", "POST", "/jobs", "", nil, 400, errBody("empty body: a JSON object is required", ""), ""},
+		{"unknown id", "GET", "/jobs/nope", "", nil, 404, errBody(`job "nope" not found`, ""), ""},
+		{"unknown id patch", "PATCH", "/jobs/nope", `{"name":"x"}`, nil, 404, errBody(`job "nope" not found`, ""), ""},
+		{"unknown id delete", "DELETE", "/jobs/nope", "", nil, 404, errBody(`job "nope" not found`, ""), ""},
+		{"unknown id run-now", "POST", "/jobs/nope/run-now", "", nil, 404, errBody(`job "nope" not found`, ""), ""},
+		{"unknown id pause", "POST", "/jobs/nope/pause", "", nil, 404, errBody(`job "nope" not found`, ""), ""},
+		{"unknown id runs", "GET", "/jobs/nope/runs", "", nil, 404, errBody(`job "nope" not found`, ""), ""},
+		{"unknown path", "GET", "/jobz", "", nil, 404, errBody("no such endpoint: /jobz", ""), ""},
+		{"unknown action", "POST", "/jobs/fixed/explode", "", nil, 404, errBody("no such endpoint: /jobs/fixed/explode", ""), ""},
+		{"bad runs limit", "GET", "/jobs/fixed/runs?limit=-2", "", nil, 400, errBody(`must be a positive integer, got "-2"`, "limit"), ""},
+		{"action with a body", "POST", "/jobs/fixed/pause", `{"enabled":false}`, nil, 400, errBody("this action takes no body", ""), ""},
+		{"405 jobs", "PUT", "/jobs", "", nil, 405, errBody("method PUT not allowed on /jobs; allowed: GET, POST", ""), "GET, POST"},
+		{"405 job", "POST", "/jobs/fixed", "", nil, 405, errBody("method POST not allowed on /jobs/{id}; allowed: GET, PATCH, DELETE", ""), "GET, PATCH, DELETE"},
+		{"405 action", "GET", "/jobs/fixed/run-now", "", nil, 405, errBody("method GET not allowed on /jobs/{id}/run-now; allowed: POST", ""), "POST"},
+		{"405 health", "POST", "/health", "", nil, 405, errBody("method POST not allowed on /health; allowed: GET, HEAD", ""), "GET, HEAD"},
+		{"no metrics", "GET", "/metrics", "", nil, 404, errBody("metrics are not enabled", ""), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := f.runner.List()
+			r := f.do(t, tt.method, tt.path, tt.body, tt.header)
+			if r.status != tt.wantStatus {
+				t.Errorf("%s %s: status %d, want %d (%s)", tt.method, tt.path, r.status, tt.wantStatus, r.body)
+			}
+			if diff := cmp.Diff(tt.wantBody, r.body); diff != "" {
+				t.Errorf("%s %s: body (-want +got):\n%s", tt.method, tt.path, diff)
+			}
+			if got := r.header.Get("Allow"); got != tt.wantAllow {
+				t.Errorf("Allow = %q, want %q", got, tt.wantAllow)
+			}
+			if got := r.header.Get("Content-Type"); got != "application/json" {
+				t.Errorf("Content-Type = %q, want application/json", got)
+			}
+			if diff := cmp.Diff(before, f.runner.List()); diff != "" {
+				t.Errorf("a rejected request changed the jobs (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+var hexID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+func TestLifecycle(t *testing.T) {
+	f := newFixture(t, Config{})
+	// Create: defaults, generated id.
+	r := f.do(t, "POST", "/jobs", `{"name":"a","http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"every","every":"1h"}}`, nil)
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	j := decodeJob(t, r.body)
+	if !hexID.MatchString(j.ID) {
+		t.Errorf("generated id %q is not 128 bits of hex", j.ID)
+	}
+	if got, want := r.header.Get("Location"), "/jobs/"+j.ID; got != want {
+		t.Errorf("Location = %q, want %q", got, want)
+	}
+	wantDefaults := struct {
+		Enabled    bool
+		MaxRetries int
+		Method     string
+		Timeout    time.Duration
+		Backoff    time.Duration
+	}{true, 3, "GET", 10 * time.Second, 5 * time.Second}
+	gotDefaults := wantDefaults
+	gotDefaults.Enabled, gotDefaults.MaxRetries, gotDefaults.Method = j.Enabled, j.MaxRetries, j.HTTP.Method
+	gotDefaults.Timeout, gotDefaults.Backoff = j.Timeout.D(), j.RetryBackoff.D()
+	if diff := cmp.Diff(wantDefaults, gotDefaults); diff != "" {
+		t.Errorf("defaults of a created job (-want +got):\n%s", diff)
+	}
+	if j.NextRunAt.IsZero() {
+		t.Errorf("next_run_at not set on create")
+	}
+	// An explicit 0 means no retries.
+	r = f.do(t, "POST", "/jobs", `{"id":"zero","http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"every","every":"1h"},"max_retries":0}`, nil)
+	if got := decodeJob(t, r.body).MaxRetries; r.status != 201 || got != 0 {
+		t.Errorf("explicit max_retries 0: status %d, max_retries %d, want 201 and 0", r.status, got)
+	}
+	// Fixed id.
+	r = f.do(t, "POST", "/jobs", validJob, nil)
+	if r.status != 201 {
+		t.Fatalf("create fixed: %d %s", r.status, r.body)
+	}
+	fixed := decodeJob(t, r.body)
+
+	// GET one and list in creation order.
+	if r = f.do(t, "GET", "/jobs/fixed", "", nil); r.status != 200 {
+		t.Fatalf("get: %d %s", r.status, r.body)
+	}
+	if diff := cmp.Diff(fixed, decodeJob(t, r.body)); diff != "" {
+		t.Errorf("GET /jobs/fixed (-created +got):\n%s", diff)
+	}
+	r = f.do(t, "GET", "/jobs", "", nil)
+	var list []cron.Job
+	if err := json.Unmarshal([]byte(r.body), &list); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, x := range list {
+		ids = append(ids, x.ID)
+	}
+	if diff := cmp.Diff([]string{j.ID, "zero", "fixed"}, ids); diff != "" {
+		t.Errorf("GET /jobs order (-want +got):\n%s", diff)
+	}
+
+	// PATCH: only the fields present change.
+	r = f.do(t, "PATCH", "/jobs/fixed", `{"name":"renamed","max_retries":7}`, nil)
+	if r.status != 200 {
+		t.Fatalf("patch: %d %s", r.status, r.body)
+	}
+	want := fixed
+	want.Name, want.MaxRetries = "renamed", 7
+	if diff := cmp.Diff(want, decodeJob(t, r.body)); diff != "" {
+		t.Errorf("after PATCH name, max_retries (-want +got):\n%s", diff)
+	}
+	// schedule and http are replaced whole: the jitter and headers go.
+	r = f.do(t, "PATCH", "/jobs/fixed", `{"schedule":{"kind":"every","every":"2h"},"http":{"url":"http://127.0.0.1:9/other"}}`, nil)
+	if r.status != 200 {
+		t.Fatalf("patch schedule: %d %s", r.status, r.body)
+	}
+	got := decodeJob(t, r.body)
+	if got.Schedule.Jitter != 0 || got.Schedule.Every.D() != 2*time.Hour || got.HTTP.Headers != nil || got.HTTP.Method != "GET" || got.HTTP.Body != "" {
+		t.Errorf("schedule/http after PATCH = %+v %+v, want replaced whole objects", got.Schedule, got.HTTP)
+	}
+	if got.Name != "renamed" || got.Timeout.D() != 3*time.Second {
+		t.Errorf("fields absent from the PATCH changed: name %q timeout %s", got.Name, got.Timeout)
+	}
+
+	// run-now: 202, a run id, next_run_at unchanged, the run recorded.
+	before := decodeJob(t, f.do(t, "GET", "/jobs/fixed", "", nil).body)
+	r = f.do(t, "POST", "/jobs/fixed/run-now", "", nil)
+	var rn struct {
+		RunID string `json:"run_id"`
+		JobID string `json:"job_id"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &rn); err != nil || r.status != 202 || !hexID.MatchString(rn.RunID) || rn.JobID != "fixed" {
+		t.Fatalf("run-now: %d %s", r.status, r.body)
+	}
+	var runs []cron.Run
+	deadline := time.Now().Add(10 * time.Second)
+	for len(runs) == 0 && time.Now().Before(deadline) {
+		r = f.do(t, "GET", "/jobs/fixed/runs", "", nil)
+		if err := json.Unmarshal([]byte(r.body), &runs); err != nil {
+			t.Fatalf("runs: %v %s", err, r.body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(runs) != 1 || runs[0].ID != rn.RunID || runs[0].Status != cron.StatusSuccess {
+		t.Fatalf("runs after run-now = %+v, want the run %s, success", runs, rn.RunID)
+	}
+	after := decodeJob(t, f.do(t, "GET", "/jobs/fixed", "", nil).body)
+	if !after.NextRunAt.Equal(before.NextRunAt) {
+		t.Errorf("run-now moved next_run_at from %v to %v", before.NextRunAt, after.NextRunAt)
+	}
+
+	// pause and resume.
+	r = f.do(t, "POST", "/jobs/fixed/pause", "", nil)
+	if p := decodeJob(t, r.body); r.status != 200 || p.Enabled || p.LastStatus != cron.StatusPaused || !p.NextRunAt.IsZero() {
+		t.Errorf("pause: %d enabled=%v status=%q next=%v", r.status, p.Enabled, p.LastStatus, p.NextRunAt)
+	}
+	r = f.do(t, "POST", "/jobs/fixed/resume", "", nil)
+	if p := decodeJob(t, r.body); r.status != 200 || !p.Enabled || p.NextRunAt.IsZero() {
+		t.Errorf("resume: %d enabled=%v next=%v", r.status, p.Enabled, p.NextRunAt)
+	}
+
+	// delete.
+	if r = f.do(t, "DELETE", "/jobs/fixed", "", nil); r.status != 204 || r.body != "" {
+		t.Errorf("delete: %d %q, want 204 and no body", r.status, r.body)
+	}
+	if r = f.do(t, "GET", "/jobs/fixed", "", nil); r.status != 404 {
+		t.Errorf("get after delete: %d, want 404", r.status)
+	}
+	if r = f.do(t, "GET", "/health", "", nil); r.status != 200 {
+		t.Errorf("health: %d", r.status)
+	}
+}
+
+func TestDefaultMaxRetries(t *testing.T) {
+	tests := []struct {
+		cfg  int
+		want int
+	}{{0, 3}, {5, 5}, {-1, 0}}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.cfg), func(t *testing.T) {
+			f := newFixture(t, Config{DefaultMaxRetries: tt.cfg})
+			r := f.do(t, "POST", "/jobs", `{"http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1h"}}`, nil)
+			if got := decodeJob(t, r.body).MaxRetries; got != tt.want {
+				t.Errorf("DefaultMaxRetries %d: created job has max_retries %d, want %d", tt.cfg, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestToken(t *testing.T) {
+	f := newFixture(t, Config{Token: "s3cret"})
+	tests := []struct {
+		path, auth string
+		want       int
+	}{
+		{"/jobs", "", 401},
+		{"/jobs", "Bearer wrong", 401},
+		{"/jobs", "Basic czNjcmV0", 401},
+		{"/jobs", "Bearer s3cret", 200},
+		{"/jobs/nope", "", 401},
+		{"/jobs/nope", "Bearer s3cret", 404},
+		{"/health", "", 200},
+	}
+	for _, tt := range tests {
+		r := f.do(t, "GET", tt.path, "", map[string]string{"Authorization": tt.auth})
+		if r.status != tt.want {
+			t.Errorf("GET %s with %q: %d, want %d", tt.path, tt.auth, r.status, tt.want)
+		}
+		if tt.want == 401 && r.header.Get("WWW-Authenticate") == "" {
+			t.Errorf("401 without WWW-Authenticate")
+		}
+	}
+}
+
+func TestCallbackAllow(t *testing.T) {
+	f := newFixture(t, Config{CallbackAllow: []string{"*.internal", "API.example.com"}})
+	tests := []struct {
+		url  string
+		want int
+	}{
+		{"http://svc.internal/x", 201},
+		{"http://a.b.internal:8080/x", 201},
+		{"https://api.example.com/hook", 201},
+		{"http://internal/x", 400},
+		{"http://evil.com/x", 400},
+		{"http://api.example.com.evil.com/", 400},
+		{"http://xinternal/", 400},
+	}
+	for _, tt := range tests {
+		r := f.do(t, "POST", "/jobs", fmt.Sprintf(`{"http":{"url":%q},"schedule":{"kind":"every","every":"1h"}}`, tt.url), nil)
+		if r.status != tt.want {
+			t.Errorf("create with url %s: %d %s, want %d", tt.url, r.status, r.body, tt.want)
+		}
+		if tt.want == 400 && !strings.Contains(r.body, `"field":"http.url"`) {
+			t.Errorf("refusal of %s does not name http.url: %s", tt.url, r.body)
+		}
+	}
+	// A PATCH to a host outside the list is refused too.
+	r := f.do(t, "POST", "/jobs", `{"id":"p","http":{"url":"http://svc.internal/"},"schedule":{"kind":"every","every":"1h"}}`, nil)
+	if r.status != 201 {
+		t.Fatal(r.body)
+	}
+	if r = f.do(t, "PATCH", "/jobs/p", `{"http":{"url":"http://evil.com/"}}`, nil); r.status != 400 {
+		t.Errorf("PATCH to a refused host: %d, want 400", r.status)
+	}
+}
+
+func TestParseAllowList(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{"", nil, false},
+		{" *.internal , API.example.com,", []string{"*.internal", "api.example.com"}, false},
+		{"*", []string{"*"}, false},
+		{"http://x.com", nil, true},
+		{"x.com:80", nil, true},
+		{"a.*.com", nil, true},
+		{"*.", nil, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseAllowList(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("ParseAllowList(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" && !tt.wantErr {
+			t.Errorf("ParseAllowList(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+	if _, err := New(&cron.Runner{}, Config{CallbackAllow: []string{"a/b"}}); err == nil {
+		t.Errorf("New accepted the pattern a/b")
+	}
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	var seen []RequestInfo
+	f := newFixture(t, Config{
+		Metrics:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "m 1\n") }),
+		OnRequest: func(ri RequestInfo) { seen = append(seen, ri) },
+	})
+	r := f.do(t, "GET", "/metrics", "", nil)
+	if r.status != 200 || r.body != "m 1\n" {
+		t.Errorf("/metrics: %d %q", r.status, r.body)
+	}
+	f.do(t, "GET", "/jobs/x", "", nil)
+	var got []string
+	for _, ri := range seen {
+		got = append(got, fmt.Sprintf("%s %s %d", ri.Method, ri.Route, ri.Status))
+	}
+	if diff := cmp.Diff([]string{"GET /metrics 200", "GET /jobs/{id} 404"}, got); diff != "" {
+		t.Errorf("OnRequest (-want +got):\n%s", diff)
+	}
+}
+
+// FuzzDecodeJobBody: the body decoder never panics, and what it accepts
+// applies to a job that marshals.
+func FuzzDecodeJobBody(f *testing.F) {
+	f.Add(validJob)
+	f.Add(`{"schedule":{"kind":"once","run_at":"2026-01-01T00:00:00Z"},"max_retries":0}`)
+	f.Add(`{"http":{"headers":{"a":"b"}},"enabled":true,"timeout":""}`)
+	f.Add(`{"last_error":"x"}`)
+	f.Add(`[`)
+	f.Fuzz(func(t *testing.T, body string) {
+		p, rerr := decodeJobBody([]byte(body))
+		if rerr != nil {
+			if rerr.Status != 400 || rerr.Msg == "" {
+				t.Fatalf("bad refusal %+v", rerr)
+			}
+			return
+		}
+		var j cron.Job
+		p.apply(&j)
+		if _, err := json.Marshal(j); err != nil {
+			t.Fatalf("accepted body gives a job that does not marshal: %v", err)
+		}
+	})
+}

@@ -1,0 +1,344 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Message is one inbox entry: its stream id and its fields.
+type Message struct {
+	ID     string            // the stream entry id, such as "1700000000000-0"
+	Fields map[string]string // the entry's fields
+}
+
+// DeadLetter is one entry of the dead-letter queue
+// {prefix}:streams:{instance:<instance_id>}:dlq: the original fields of an
+// inbox entry plus where it came from, how often it was delivered and why it
+// was given up on.
+type DeadLetter struct {
+	ID         string            // id in the dead-letter stream
+	SourceID   string            // id it had in the inbox
+	Deliveries int64             // delivery count when it was moved
+	Reason     string            // why it was moved
+	Fields     map[string]string // the original fields
+}
+
+// Field names that a dead-letter entry adds after the original fields.
+const (
+	DLQFieldSourceID   = "dlq_source_id"
+	DLQFieldDeliveries = "dlq_delivery_count"
+	DLQFieldReason     = "dlq_reason"
+)
+
+// Reasons recorded in [DeadLetter.Reason] by the [Deliverer].
+const (
+	ReasonMaxDeliveries = "max_deliveries_exceeded" // delivered more than dlq_max_deliveries times
+	ReasonMalformed     = "malformed"               // prefix: the handler returned ErrMalformed
+	ReasonPanic         = "panic"                   // prefix: the handler panicked
+)
+
+// PendingEntry is one line of the extended XPENDING form.
+type PendingEntry struct {
+	ID         string        // the entry id
+	Consumer   string        // the consumer holding it
+	Idle       time.Duration // time since it was last delivered
+	Deliveries int64         // how often it was delivered
+}
+
+// ErrNoGroup is returned by [Inbox] methods when the consumer group (or the
+// stream) does not exist, as after a server restart; the [Deliverer]
+// answers with [Inbox.EnsureGroup].
+var ErrNoGroup = errors.New("consumer group does not exist")
+
+// ErrMalformed marks a message that can never be handled. A [Handler]
+// returns an error wrapping it, and the [Deliverer] moves the message to the
+// dead-letter queue at once, with the error as the reason, instead of
+// delivering it again.
+var ErrMalformed = errors.New("malformed message")
+
+// Sender appends messages to an instance's inbox
+// ({prefix}:streams:{instance:<instance_id>}:inbox, XADD MAXLEN ~ stream_maxlen).
+type Sender interface {
+	// Send appends fields (at least one) to instanceID's inbox and returns
+	// the new entry's id.
+	Send(ctx context.Context, instanceID string, fields map[string]string) (string, error)
+}
+
+// Inbox is the consumer side of one instance's inbox for one consumer group.
+type Inbox interface {
+	// EnsureGroup creates the group (and the stream) if missing.
+	EnsureGroup(ctx context.Context) error
+	// Read returns up to count new entries for consumer, waiting at most
+	// block for one (XREADGROUP ... BLOCK). It returns no entries and no
+	// error when none arrived.
+	Read(ctx context.Context, consumer string, count int, block time.Duration) ([]Message, error)
+	// Ack acknowledges and deletes handled entries (XACK + XDEL).
+	Ack(ctx context.Context, ids ...string) error
+	// Reclaim hands consumer up to count entries pending with any consumer
+	// for at least minIdle (XAUTOCLAIM); entries deleted meanwhile are
+	// dropped from the pending list.
+	Reclaim(ctx context.Context, consumer string, minIdle time.Duration, count int) ([]Message, error)
+	// Pending returns the number of entries delivered and not yet acked.
+	Pending(ctx context.Context) (int64, error)
+	// PendingIdle lists up to count pending entries idle at least minIdle
+	// (XPENDING ... IDLE), oldest first.
+	PendingIdle(ctx context.Context, minIdle time.Duration, count int) ([]PendingEntry, error)
+	// DeadLetter moves entry id to the dead-letter queue if it is still
+	// pending and idle at least minIdle: it claims it for consumer, appends
+	// its fields, source id, delivery count and reason to the DLQ (MAXLEN ~
+	// dlq_maxlen) and acks and deletes it from the inbox, all at once. It
+	// returns the new dead letter and true, or false when the entry was not
+	// pending (already moved or acked), so a message is moved exactly once.
+	DeadLetter(ctx context.Context, consumer, id string, minIdle time.Duration, reason string) (DeadLetter, bool, error)
+	// Len returns the number of entries in the inbox (XLEN).
+	Len(ctx context.Context) (int64, error)
+	// DeadLetters returns up to count entries of the DLQ, oldest first.
+	DeadLetters(ctx context.Context, count int) ([]DeadLetter, error)
+}
+
+// Handler handles one inbox message. Returning nil acks it; an error leaves
+// it pending, to be delivered again after stream_claim_min_idle_ms, or to
+// the dead-letter queue once delivered more than dlq_max_deliveries times;
+// an error wrapping [ErrMalformed] (or a panic) sends it to the dead-letter
+// queue at once, or, when dlq_enabled is off, drops it with an error log.
+type Handler func(ctx context.Context, m Message) error
+
+// Deliverer consumes one inbox: it reads new entries with the blocking
+// [Inbox.Read], runs the handler, acks what succeeded in one call per batch,
+// takes over entries idle with dead consumers with [Inbox.Reclaim], and
+// every dlq_scan_interval_ms moves entries delivered too often to the
+// dead-letter queue and reports the pending count. Delivery is at least
+// once: a handler must tolerate seeing a message again.
+//
+// An entry is dead-lettered once it was delivered more than
+// dlq_max_deliveries times and has been idle for dlq_min_idle_ms (found by
+// the periodic scan) or for stream_claim_min_idle_ms (checked just before
+// idle entries are taken over, so that a poison message is not handed to a
+// handler again when the claim idle time is the shorter one).
+type Deliverer struct {
+	in       Inbox
+	h        Handler
+	consumer string
+	count    int
+	block    time.Duration
+	claimIdl time.Duration
+	dlqOn    bool
+	dlqMax   int64
+	dlqIdle  time.Duration
+	dlqEvery time.Duration
+	dlqCount int
+	hooks    Hooks
+	log      *slog.Logger
+}
+
+// NewDeliverer returns a deliverer of in that names itself consumer in the
+// group (use one name per process, such as the instance id and a counter;
+// a restarted process with the same name takes its pending entries back).
+func NewDeliverer(in Inbox, consumer string, h Handler, cfg Config) (*Deliverer, error) {
+	if in == nil || h == nil {
+		return nil, errors.New("scheduler: NewDeliverer: nil Inbox or Handler")
+	}
+	if consumer == "" {
+		return nil, errors.New("scheduler: NewDeliverer: empty consumer name")
+	}
+	cfg = cfg.withDeliveryDefaults()
+	return &Deliverer{
+		in: in, h: h, consumer: consumer,
+		count: cfg.StreamCount, block: cfg.StreamBlock(), claimIdl: cfg.ClaimMinIdle(),
+		dlqOn: cfg.DLQOn(), dlqMax: cfg.DLQMaxDeliveries, dlqIdle: cfg.DLQMinIdle(),
+		dlqEvery: cfg.DLQScanInterval(), dlqCount: cfg.DLQScanCount,
+		hooks: cfg.Hooks, log: logger(cfg.Logger),
+	}, nil
+}
+
+func (c Config) withDeliveryDefaults() Config {
+	def(&c.StreamCount, DefaultStreamCount)
+	def(&c.DLQMaxDeliveries, DefaultDLQMaxDeliveries)
+	def(&c.DLQScanCount, DefaultDLQScanCount)
+	return c
+}
+
+// Run consumes until ctx ends and returns nil; it returns within
+// stream_block_ms of ctx ending. Errors of the store are logged and retried
+// with a growing pause (up to 2 s); a missing group is created again, so a
+// restarted server needs no restart of the deliverer. Run may run in
+// several goroutines or processes with different consumer names.
+func (d *Deliverer) Run(ctx context.Context) error {
+	pause := time.Duration(0)
+	wait := func(err error, what string) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		if errors.Is(err, ErrNoGroup) {
+			if gerr := d.in.EnsureGroup(ctx); gerr == nil {
+				return true
+			}
+		}
+		pause = min(max(2*pause, 50*time.Millisecond), 2*time.Second)
+		d.log.Warn("scheduler: inbox "+what, "consumer", d.consumer, "err", err, "retry_in", pause)
+		t := time.NewTimer(pause)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+	for {
+		if err := d.in.EnsureGroup(ctx); err == nil {
+			break
+		} else if !wait(err, "create group") {
+			return nil
+		}
+	}
+	now := time.Now()
+	nextClaim := now.Add(d.claimIdl / 2)
+	nextScan := now.Add(d.dlqEvery)
+	for ctx.Err() == nil {
+		if now = time.Now(); !now.Before(nextClaim) {
+			nextClaim = now.Add(max(d.claimIdl/2, time.Millisecond))
+			// Entries delivered too often go to the dead-letter queue
+			// rather than back to a handler.
+			if d.dlqOn {
+				if err := d.deadLetterOver(ctx, d.claimIdl); err != nil {
+					wait(err, "dead-letter")
+				}
+			}
+			for {
+				msgs, err := d.in.Reclaim(ctx, d.consumer, d.claimIdl, d.count)
+				if err != nil {
+					wait(err, "reclaim")
+					break
+				}
+				if len(msgs) == 0 {
+					break
+				}
+				if err := d.handle(ctx, msgs); err != nil {
+					wait(err, "ack")
+					break
+				}
+				if len(msgs) < d.count {
+					break
+				}
+			}
+		}
+		if now = time.Now(); !now.Before(nextScan) {
+			nextScan = now.Add(d.dlqEvery)
+			if err := d.Scan(ctx); err != nil {
+				wait(err, "dead-letter scan")
+			}
+		}
+		block := min(d.block, max(time.Until(nextClaim), time.Millisecond), max(time.Until(nextScan), time.Millisecond))
+		msgs, err := d.in.Read(ctx, d.consumer, d.count, block)
+		if err != nil {
+			if !wait(err, "read") {
+				return nil
+			}
+			continue
+		}
+		pause = 0
+		if err := d.handle(ctx, msgs); err != nil && !wait(err, "ack") {
+			return nil
+		}
+	}
+	return nil
+}
+
+// handle runs the handler on each message and acks the successes at once.
+func (d *Deliverer) handle(ctx context.Context, msgs []Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	done := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		start := time.Now()
+		err := d.call(ctx, m)
+		if d.hooks.DeliveryHandled != nil {
+			d.hooks.DeliveryHandled(m, err, time.Since(start))
+		}
+		switch {
+		case err == nil:
+			done = append(done, m.ID)
+		case (errors.Is(err, ErrMalformed) || errors.Is(err, errPanic)) && !d.dlqOn:
+			d.log.Error("scheduler: dropping a message that cannot be handled (dlq_enabled is off)", "id", m.ID, "err", err)
+			done = append(done, m.ID)
+		case errors.Is(err, ErrMalformed), errors.Is(err, errPanic):
+			if _, derr := d.deadLetter(ctx, m.ID, 0, err.Error()); derr != nil && ctx.Err() == nil {
+				d.log.Warn("scheduler: dead-letter", "id", m.ID, "err", derr)
+			}
+		default:
+			d.log.Debug("scheduler: handler failed; the entry stays pending", "id", m.ID, "err", err)
+		}
+	}
+	if len(done) == 0 {
+		return nil
+	}
+	return d.in.Ack(context.WithoutCancel(ctx), done...)
+}
+
+var errPanic = errors.New(ReasonPanic)
+
+func (d *Deliverer) call(ctx context.Context, m Message) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", errPanic, r)
+		}
+	}()
+	return d.h(ctx, m)
+}
+
+// Scan runs one dead-letter round (when dlq_enabled) and reports the
+// pending count to Hooks.InboxPending (when set). Run calls it every
+// dlq_scan_interval_ms.
+func (d *Deliverer) Scan(ctx context.Context) error {
+	if d.dlqOn {
+		if err := d.deadLetterOver(ctx, d.dlqIdle); err != nil {
+			return err
+		}
+	}
+	if d.hooks.InboxPending != nil {
+		n, err := d.in.Pending(ctx)
+		if err != nil {
+			return err
+		}
+		d.hooks.InboxPending(n)
+	}
+	return nil
+}
+
+// deadLetterOver moves the pending entries idle at least minIdle and
+// delivered more than dlq_max_deliveries times (one XPENDING page of
+// dlq_scan_count) to the dead-letter queue.
+func (d *Deliverer) deadLetterOver(ctx context.Context, minIdle time.Duration) error {
+	entries, err := d.in.PendingIdle(ctx, minIdle, d.dlqCount)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Deliveries <= d.dlqMax {
+			continue
+		}
+		if _, err := d.deadLetter(ctx, e.ID, minIdle, ReasonMaxDeliveries); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Deliverer) deadLetter(ctx context.Context, id string, minIdle time.Duration, reason string) (bool, error) {
+	dl, ok, err := d.in.DeadLetter(ctx, d.consumer, id, minIdle, reason)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		d.log.Warn("scheduler: moved to the dead-letter queue", "id", id, "reason", reason, "deliveries", dl.Deliveries)
+		if d.hooks.DLQMoved != nil {
+			d.hooks.DLQMoved(dl)
+		}
+	}
+	return ok, nil
+}

@@ -1,0 +1,202 @@
+package jsonstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ksana-dev/ksana/cron"
+)
+
+// seedDir writes a jobs.json with n jobs into a fresh directory.
+func seedDir(b testing.TB, n int) string {
+	b.Helper()
+	dir := b.TempDir()
+	refs := make([][]byte, n)
+	for i := range n {
+		j := testJob(fmt.Sprintf("%032x", i))
+		refs[i] = appendJob(nil, &j)
+	}
+	if err := os.WriteFile(filepath.Join(dir, JobsFile), appendDocument(nil, t0, refs), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+func jobID(i int) string { return fmt.Sprintf("%032x", i) }
+
+// BenchmarkBookkeeping100k measures run bookkeeping (Record) with 100,000
+// jobs in the store and rewrites coalesced every 50ms, against the naive
+// way: a full rewrite of jobs.json after every change.
+func BenchmarkBookkeeping100k(b *testing.B) {
+	const n = 100_000
+	dir := seedDir(b, n)
+	var rewrites atomic.Int64
+	var bytes atomic.Int64
+	s, err := New(dir, Config{OnFlush: func(fi FlushInfo) { rewrites.Add(1); bytes.Store(int64(fi.Bytes)) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = jobID(i)
+	}
+
+	// Naive: one full rewrite per change (measured over a few changes).
+	const naiveChanges = 5
+	start := time.Now()
+	for i := range naiveChanges {
+		if err := s.Record(ctx, ids[i], cron.Bookkeeping{LastRunAt: t0.Add(time.Duration(i))}); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	naive := float64(naiveChanges) / time.Since(start).Seconds()
+
+	rewrites.Store(0)
+	b.ResetTimer()
+	start = time.Now()
+	var next atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := int(next.Add(1)) % n
+			if err := s.Record(ctx, ids[i], cron.Bookkeeping{LastRunAt: t0.Add(time.Duration(i)), LastStatus: cron.StatusSuccess}); err != nil {
+				b.Error(err)
+			}
+		}
+	})
+	if err := s.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	grouped := float64(b.N) / el.Seconds()
+	b.ReportMetric(grouped, "updates/s")
+	b.ReportMetric(naive, "naive-updates/s")
+	b.ReportMetric(grouped/naive, "x-naive")
+	b.ReportMetric(float64(rewrites.Load()), "rewrites")
+	b.ReportMetric(float64(bytes.Load())/1e6, "file-MB")
+}
+
+// BenchmarkRewrite100k measures one full rewrite of jobs.json with 100,000
+// jobs (one job changed: encode it, write, fsync, rename, fsync the
+// directory), and the same document encoded with encoding/json.
+func BenchmarkRewrite100k(b *testing.B) {
+	const n = 100_000
+	b.Run("jsonstore", func(b *testing.B) {
+		dir := seedDir(b, n)
+		var size int
+		s, err := New(dir, Config{FlushInterval: time.Hour, OnFlush: func(fi FlushInfo) { size = fi.Bytes }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		ctx := context.Background()
+		b.ResetTimer()
+		for i := 0; b.Loop(); i++ {
+			if err := s.Record(ctx, jobID(i%n), cron.Bookkeeping{LastRunAt: t0.Add(time.Duration(i))}); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(size)/1e6, "file-MB")
+	})
+	b.Run("encoding_json_only", func(b *testing.B) {
+		jobs := make([]cron.Job, n)
+		for i := range jobs {
+			jobs[i] = testJob(jobID(i))
+		}
+		doc := struct {
+			Version   int        `json:"version"`
+			UpdatedAt time.Time  `json:"updated_at"`
+			Jobs      []cron.Job `json:"jobs"`
+		}{1, t0, jobs}
+		for b.Loop() {
+			if _, err := json.Marshal(doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("appendJob_only", func(b *testing.B) {
+		jobs := make([]cron.Job, n)
+		for i := range jobs {
+			jobs[i] = testJob(jobID(i))
+		}
+		var buf []byte
+		for b.Loop() {
+			buf = buf[:0]
+			for i := range jobs {
+				buf = appendJob(buf, &jobs[i])
+			}
+		}
+	})
+}
+
+// BenchmarkDurableSave measures how long a durable Save (what an API write
+// waits for) takes, with 16 concurrent writers, and reports p50 and p99.
+func BenchmarkDurableSave(b *testing.B) {
+	for _, n := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			s, err := New(seedDir(b, n), Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			var mu sync.Mutex
+			var lat []time.Duration
+			var next atomic.Int64
+			b.SetParallelism(8)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				var mine []time.Duration
+				for pb.Next() {
+					i := int(next.Add(1))
+					j := testJob(jobID(i % n))
+					j.Name = fmt.Sprint(i)
+					start := time.Now()
+					if err := s.Save(ctx, j); err != nil {
+						b.Error(err)
+					}
+					mine = append(mine, time.Since(start))
+				}
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			})
+			b.StopTimer()
+			slices.Sort(lat)
+			q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))]) / 1e6 }
+			b.ReportMetric(q(0.5), "p50-ms")
+			b.ReportMetric(q(0.99), "p99-ms")
+		})
+	}
+}
+
+// BenchmarkOpen100k measures New over a jobs.json of 100,000 jobs.
+func BenchmarkOpen100k(b *testing.B) {
+	dir := seedDir(b, 100_000)
+	for b.Loop() {
+		s, err := New(dir, Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if s.Len() != 100_000 {
+			b.Fatalf("loaded %d jobs", s.Len())
+		}
+		s.Close()
+	}
+}

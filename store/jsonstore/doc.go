@@ -1,0 +1,68 @@
+// Package jsonstore is the one-JSON-file job store of the timed-job service:
+// a [cron.Store] (with the optional [cron.RunStore] and [cron.Flusher]) that
+// keeps every job in memory and in a single file, jobs.json, in a data
+// directory.
+//
+// # Files
+//
+// The data directory ([DirFromEnv]: $KSANA_DATA, else $DATA_DIR, else
+// ./data) is created 0700 when missing and holds:
+//
+//   - jobs.json ([JobsFile]): what a user reads and may edit while the
+//     service is stopped. The top-level object has "version" (1,
+//     [FormatVersion]), "updated_at" and "jobs", an array of jobs in creation
+//     order with exactly the fields of [cron.Job]'s JSON form. One job per
+//     line keeps diffs readable.
+//   - runs.jsonl ([RunsFile]): the run history, one [cron.Run] per line,
+//     appended; the newest [Config.RunHistory] runs per job (default 50) are
+//     kept and the file is compacted when it grows past twice that.
+//
+// Both are created 0600.
+//
+// # Writing: atomic rewrites with group commit
+//
+// Every rewrite of jobs.json writes a temporary file (jobs.json.tmp) in the
+// same directory, syncs and closes it, renames it over jobs.json and syncs
+// the directory: after a crash at any moment the file is the old one or the
+// new one, whole.
+//
+// Changes are coalesced. A change starts a rewrite at once, unless one
+// started less than [Config.FlushInterval] (default 50ms) ago: then the
+// rewrite starts an interval after that one, and carries every change made
+// before it starts. So a rewrite starts at most one interval after the
+// first change not yet on disk, and there is at most one rewrite per
+// interval however fast changes come: a burst of 10,000 changes costs a
+// handful of rewrites, while a lone change is written at once.
+// [Store.Save] and [Store.Delete] (a job created, changed, paused,
+// resumed or deleted) return only when a rewrite holding their change is on
+// disk. [Store.Record] (run bookkeeping) and [Store.AppendRun] return at
+// once and reach the disk with the next rewrite. [Store.Flush] writes at
+// once, and [Store.Close] writes the last changes before it returns.
+//
+// Each job's JSON is cached and re-encoded only when the job changes, with
+// an encoder that does not use reflection, so a rewrite of 100,000 jobs
+// costs little more than the write itself.
+//
+// When a rewrite fails (a full disk), the waiting Save or Delete returns the
+// error, the changes stay in memory and the next rewrite retries them: a
+// change reported as failed may still reach the disk later.
+//
+// # Recovery
+//
+// [New] reads jobs.json:
+//
+//   - no file: an empty store (and an empty jobs.json is written);
+//   - a file that does not parse, or whose version is not 1: it is renamed
+//     to jobs.bad.json, or to jobs.bad-<UTC timestamp>.json when that
+//     exists (an earlier backup is never overwritten); an error is logged
+//     naming the backup and the store starts empty;
+//   - entries that parse but are invalid (a bad duration or time, a failed
+//     [cron.Job.Validate], an empty or repeated id) are skipped, each with
+//     an error log naming the id and the field ([EntryError]); the original
+//     file is first copied to jobs.bad-<UTC timestamp>.json, so nothing is
+//     lost, and then rewritten without them.
+//
+// A line of runs.jsonl cut short by a crash is dropped.
+//
+// The store serves one process: it takes no lock across processes.
+package jsonstore

@@ -1,0 +1,165 @@
+package jsonstore
+
+import (
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ksana-dev/ksana/cron"
+)
+
+// appendJob appends the JSON form of j to b. It writes the same fields, in
+// the same order and with the same values as cron.Job's MarshalJSON (map
+// keys sorted, times RFC3339 UTC, an unset time as ""), without reflection:
+// a rewrite of 100,000 jobs spends its time on the disk, not here.
+func appendJob(b []byte, j *cron.Job) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, j.ID)
+	b = append(b, `,"name":`...)
+	b = appendString(b, j.Name)
+	b = append(b, `,"enabled":`...)
+	b = strconv.AppendBool(b, j.Enabled)
+	b = append(b, `,"type":`...)
+	b = appendString(b, j.Type)
+	b = append(b, `,"http":{"method":`...)
+	b = appendString(b, j.HTTP.Method)
+	b = append(b, `,"url":`...)
+	b = appendString(b, j.HTTP.URL)
+	if len(j.HTTP.Headers) > 0 {
+		b = append(b, `,"headers":{`...)
+		keys := make([]string, 0, len(j.HTTP.Headers))
+		for k := range j.HTTP.Headers {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendString(b, j.HTTP.Headers[k])
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `,"body":`...)
+	b = appendString(b, j.HTTP.Body)
+	b = append(b, `},"schedule":{"kind":`...)
+	s := &j.Schedule
+	b = appendString(b, s.Kind)
+	if !s.RunAt.IsZero() {
+		b = append(b, `,"run_at":`...)
+		b = appendTime(b, s.RunAt)
+	}
+	if s.Every != 0 {
+		b = append(b, `,"every":`...)
+		b = appendDuration(b, s.Every)
+	}
+	if s.Kind == cron.KindEvery {
+		b = append(b, `,"start_at":`...)
+		b = appendTime(b, s.StartAt)
+	}
+	if s.Jitter != 0 {
+		b = append(b, `,"jitter":`...)
+		b = appendDuration(b, s.Jitter)
+	}
+	if s.Cron != "" {
+		b = append(b, `,"cron":`...)
+		b = appendString(b, s.Cron)
+	}
+	if s.TZ != "" {
+		b = append(b, `,"tz":`...)
+		b = appendString(b, s.TZ)
+	}
+	b = append(b, `},"timeout":`...)
+	b = appendDuration(b, j.Timeout)
+	b = append(b, `,"max_retries":`...)
+	b = strconv.AppendInt(b, int64(j.MaxRetries), 10)
+	b = append(b, `,"retry_backoff":`...)
+	b = appendDuration(b, j.RetryBackoff)
+	if j.MisfireGrace != 0 {
+		b = append(b, `,"misfire_grace":`...)
+		b = appendDuration(b, j.MisfireGrace)
+	}
+	b = append(b, `,"last_run_at":`...)
+	b = appendTime(b, j.LastRunAt)
+	b = append(b, `,"next_run_at":`...)
+	b = appendTime(b, j.NextRunAt)
+	b = append(b, `,"last_status":`...)
+	b = appendString(b, string(j.LastStatus))
+	b = append(b, `,"last_error":`...)
+	b = appendString(b, j.LastError)
+	return append(b, '}')
+}
+
+// appendTime writes t as a quoted RFC3339 UTC time, or "" when t is zero.
+func appendTime(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return append(b, `""`...)
+	}
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
+
+// appendDuration writes d as a quoted Go duration string.
+func appendDuration(b []byte, d cron.Duration) []byte {
+	b = append(b, '"')
+	b = append(b, time.Duration(d).String()...)
+	return append(b, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string. Control characters, quotes and
+// backslashes are escaped, invalid UTF-8 becomes U+FFFD, and U+2028 and
+// U+2029 are escaped so the output is also valid JavaScript, as
+// encoding/json does.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

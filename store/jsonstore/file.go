@@ -1,0 +1,437 @@
+package jsonstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ksana-dev/ksana/cron"
+)
+
+// File names inside the data directory.
+const (
+	JobsFile = "jobs.json"     // the jobs, in the format of FormatVersion
+	RunsFile = "runs.jsonl"    // run history: one JSON run per line, appended
+	BadFile  = "jobs.bad.json" // where a jobs.json that cannot be read is moved
+)
+
+// FormatVersion is the value of the top-level "version" field of jobs.json
+// that this package reads and writes.
+const FormatVersion = 1
+
+// fileJob mirrors a job of jobs.json with plain strings for times and
+// durations, so that a bad value is reported with the field it sits in.
+type fileJob struct {
+	ID           string       `json:"id"`
+	Name         string       `json:"name"`
+	Enabled      bool         `json:"enabled"`
+	Type         string       `json:"type"`
+	HTTP         fileHTTP     `json:"http"`
+	Schedule     fileSchedule `json:"schedule"`
+	Timeout      string       `json:"timeout"`
+	MaxRetries   int          `json:"max_retries"`
+	RetryBackoff string       `json:"retry_backoff"`
+	MisfireGrace string       `json:"misfire_grace"`
+	LastRunAt    string       `json:"last_run_at"`
+	NextRunAt    string       `json:"next_run_at"`
+	LastStatus   string       `json:"last_status"`
+	LastError    string       `json:"last_error"`
+}
+
+type fileHTTP struct {
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+}
+
+type fileSchedule struct {
+	Kind    string `json:"kind"`
+	RunAt   string `json:"run_at"`
+	Every   string `json:"every"`
+	StartAt string `json:"start_at"`
+	Jitter  string `json:"jitter"`
+	Cron    string `json:"cron"`
+	TZ      string `json:"tz"`
+}
+
+// EntryError reports a job of jobs.json that was skipped at load: the id
+// (empty when the entry had none), its position in the file, and why.
+type EntryError struct {
+	Index int    // position in the "jobs" array, from 0
+	ID    string // the entry's id, "" when it has none
+	Field string // the JSON field at fault, dotted ("schedule.every"), "" when unknown
+	Err   error
+}
+
+func (e *EntryError) Error() string {
+	id := e.ID
+	if id == "" {
+		id = "#" + strconv.Itoa(e.Index)
+	}
+	if e.Field != "" {
+		return fmt.Sprintf("jsonstore: job %s skipped: field %s: %v", id, e.Field, e.Err)
+	}
+	return fmt.Sprintf("jsonstore: job %s skipped: %v", id, e.Err)
+}
+
+func (e *EntryError) Unwrap() error { return e.Err }
+
+// decodeFile reads the contents of jobs.json. A file that does not parse or
+// has an unknown version returns an error (and no jobs); entries that parse
+// but are invalid are returned as EntryErrors beside the good jobs.
+//
+// The top level is read as a token stream that only splits the jobs array
+// into its entries; the entries are then decoded strictly (unknown fields
+// are errors) on two goroutines.
+func decodeFile(data []byte) ([]cron.Job, []*EntryError, error) {
+	version, raws, err := splitFile(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("jsonstore: %s does not parse: %w", JobsFile, err)
+	}
+	if version != FormatVersion {
+		return nil, nil, fmt.Errorf("jsonstore: unknown version %d (want %d)", version, FormatVersion)
+	}
+	jobs := make([]cron.Job, len(raws))
+	errs := make([]*EntryError, len(raws))
+	decodeRange := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			jobs[i], errs[i] = decodeEntry(i, raws[i])
+		}
+	}
+	if len(raws) < 2048 {
+		decodeRange(0, len(raws))
+	} else {
+		var wg sync.WaitGroup
+		half := len(raws) / 2
+		wg.Go(func() { decodeRange(0, half) })
+		decodeRange(half, len(raws))
+		wg.Wait()
+	}
+	var bad []*EntryError
+	seen := make(map[string]struct{}, len(raws))
+	out := jobs[:0]
+	for i := range jobs {
+		if errs[i] == nil {
+			if _, dup := seen[jobs[i].ID]; dup {
+				errs[i] = &EntryError{Index: i, ID: jobs[i].ID, Field: "id", Err: errors.New("appears twice; the first entry is kept")}
+			}
+		}
+		if errs[i] != nil {
+			bad = append(bad, errs[i])
+			continue
+		}
+		seen[jobs[i].ID] = struct{}{}
+		out = append(out, jobs[i])
+	}
+	clear(jobs[len(out):])
+	return out, bad, nil
+}
+
+// splitFile reads the top-level object: the version and the raw entries of
+// "jobs". Other top-level fields are ignored.
+func splitFile(data []byte) (int, []json.RawMessage, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	expect := func(want json.Delim) error {
+		tok, err := d.Token()
+		if err != nil {
+			return err
+		}
+		if tok != want {
+			return fmt.Errorf("want %q, got %v", want, tok)
+		}
+		return nil
+	}
+	if err := expect('{'); err != nil {
+		return 0, nil, err
+	}
+	version := 0
+	var raws []json.RawMessage
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return 0, nil, err
+		}
+		switch tok {
+		case "version":
+			if err := d.Decode(&version); err != nil {
+				return 0, nil, fmt.Errorf("version: %w", err)
+			}
+		case "jobs":
+			if err := expect('['); err != nil {
+				return 0, nil, fmt.Errorf("jobs: %w", err)
+			}
+			for d.More() {
+				var raw json.RawMessage
+				if err := d.Decode(&raw); err != nil {
+					return 0, nil, fmt.Errorf("jobs[%d]: %w", len(raws), err)
+				}
+				raws = append(raws, raw)
+			}
+			if err := expect(']'); err != nil {
+				return 0, nil, err
+			}
+		default:
+			var skip json.RawMessage
+			if err := d.Decode(&skip); err != nil {
+				return 0, nil, err
+			}
+		}
+	}
+	if err := expect('}'); err != nil {
+		return 0, nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return 0, nil, errors.New("data after the top-level object")
+	}
+	return version, raws, nil
+}
+
+// decodeEntry decodes and validates one entry of the jobs array.
+func decodeEntry(i int, raw []byte) (cron.Job, *EntryError) {
+	var fj fileJob
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&fj); err != nil {
+		var idOnly struct {
+			ID any `json:"id"`
+		}
+		_ = json.Unmarshal(raw, &idOnly)
+		id, _ := idOnly.ID.(string)
+		return cron.Job{}, &EntryError{Index: i, ID: id, Field: jsonErrorField(err), Err: err}
+	}
+	return convertJob(i, &fj)
+}
+
+// jsonErrorField names the field an encoding/json error is about, if any.
+func jsonErrorField(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return te.Field
+	}
+	const p = `json: unknown field "`
+	if s := err.Error(); len(s) > len(p) && s[:len(p)] == p {
+		return s[len(p) : len(s)-1]
+	}
+	return ""
+}
+
+func convertJob(i int, f *fileJob) (cron.Job, *EntryError) {
+	fail := func(field string, err error) (cron.Job, *EntryError) {
+		return cron.Job{}, &EntryError{Index: i, ID: f.ID, Field: field, Err: err}
+	}
+	if f.ID == "" {
+		return fail("id", errors.New("is empty"))
+	}
+	j := cron.Job{
+		ID: f.ID, Name: f.Name, Enabled: f.Enabled, Type: f.Type,
+		HTTP:       cron.HTTPConfig{Method: f.HTTP.Method, URL: f.HTTP.URL, Headers: f.HTTP.Headers, Body: f.HTTP.Body},
+		MaxRetries: f.MaxRetries, LastStatus: cron.Status(f.LastStatus), LastError: f.LastError,
+	}
+	j.Schedule.Kind, j.Schedule.Cron, j.Schedule.TZ = f.Schedule.Kind, f.Schedule.Cron, f.Schedule.TZ
+	var err error
+	times := []struct {
+		field string
+		s     string
+		dst   *time.Time
+	}{
+		{"schedule.run_at", f.Schedule.RunAt, &j.Schedule.RunAt},
+		{"schedule.start_at", f.Schedule.StartAt, &j.Schedule.StartAt},
+		{"last_run_at", f.LastRunAt, &j.LastRunAt},
+		{"next_run_at", f.NextRunAt, &j.NextRunAt},
+	}
+	for _, t := range times {
+		if t.s == "" {
+			continue
+		}
+		if *t.dst, err = time.Parse(time.RFC3339Nano, t.s); err != nil {
+			return fail(t.field, fmt.Errorf("must be an RFC3339 time, got %q", t.s))
+		}
+		*t.dst = t.dst.UTC()
+	}
+	durations := []struct {
+		field string
+		s     string
+		dst   *cron.Duration
+	}{
+		{"schedule.every", f.Schedule.Every, &j.Schedule.Every},
+		{"schedule.jitter", f.Schedule.Jitter, &j.Schedule.Jitter},
+		{"timeout", f.Timeout, &j.Timeout},
+		{"retry_backoff", f.RetryBackoff, &j.RetryBackoff},
+		{"misfire_grace", f.MisfireGrace, &j.MisfireGrace},
+	}
+	for _, d := range durations {
+		if d.s == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.s)
+		if err != nil {
+			return fail(d.field, fmt.Errorf("must be a duration such as \"5s\", got %q", d.s))
+		}
+		*d.dst = cron.Duration(v)
+	}
+	j.Normalize()
+	if err := j.Validate(); err != nil {
+		var ve *cron.ValidationError
+		if errors.As(err, &ve) {
+			return fail(ve.Field, errors.New(ve.Reason))
+		}
+		return fail("", err)
+	}
+	switch j.LastStatus {
+	case "", cron.StatusSuccess, cron.StatusFailed, cron.StatusTimeout, cron.StatusSkipped, cron.StatusPaused, cron.StatusMissed:
+	default:
+		return fail("last_status", fmt.Errorf("unknown status %q", j.LastStatus))
+	}
+	return j, nil
+}
+
+// appendDocument appends the whole jobs.json document to b: the header, one
+// already-encoded job per line, the footer.
+func appendDocument(b []byte, now time.Time, jobs [][]byte) []byte {
+	b = append(b, "{\n  \"version\": "...)
+	b = strconv.AppendInt(b, FormatVersion, 10)
+	b = append(b, ",\n  \"updated_at\": "...)
+	b = appendTime(b, now)
+	if len(jobs) == 0 {
+		return append(b, ",\n  \"jobs\": []\n}\n"...)
+	}
+	b = append(b, ",\n  \"jobs\": [\n"...)
+	for i, enc := range jobs {
+		b = append(b, "    "...)
+		b = append(b, enc...)
+		if i < len(jobs)-1 {
+			b = append(b, ',')
+		}
+		b = append(b, '\n')
+	}
+	return append(b, "  ]\n}\n"...)
+}
+
+// writeFileAtomic replaces dir/name with data: it writes a temporary file in
+// the same directory, syncs and closes it, renames it over name and syncs
+// the directory, so that a crash at any moment leaves either the old or the
+// new file, never a mix.
+func writeFileAtomic(dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, name+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err = f.Write(data); err == nil {
+		if err = f.Chmod(0o600); err == nil {
+			err = f.Sync()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	// Some systems cannot sync a directory; the rename is then as durable
+	// as the system makes it.
+	if err != nil && (errors.Is(err, os.ErrInvalid) || errors.Is(err, errors.ErrUnsupported)) {
+		return nil
+	}
+	return err
+}
+
+// backupName returns a path in dir for a backup of jobs.json that does not
+// exist yet: jobs.bad.json first, then jobs.bad-<UTC timestamp>.json, then
+// the same with -2, -3, ... appended.
+func backupName(dir string, now time.Time, allowPlain bool) string {
+	if allowPlain {
+		p := filepath.Join(dir, BadFile)
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			return p
+		}
+	}
+	stamp := now.UTC().Format("20060102T150405Z")
+	for n := 1; ; n++ {
+		name := "jobs.bad-" + stamp + ".json"
+		if n > 1 {
+			name = "jobs.bad-" + stamp + "-" + strconv.Itoa(n) + ".json"
+		}
+		p := filepath.Join(dir, name)
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			return p
+		}
+	}
+}
+
+// moveAside renames jobs.json to a fresh backup name and returns it. It uses
+// a hard link and then removes the original, so an existing backup is never
+// replaced even by a concurrent one; where links are not supported it
+// falls back to a rename after checking the name is free.
+func moveAside(dir string, now time.Time) (string, error) {
+	src := filepath.Join(dir, JobsFile)
+	for range 100 {
+		dst := backupName(dir, now, true)
+		err := os.Link(src, dst)
+		if err == nil {
+			if err := os.Remove(src); err != nil {
+				return dst, err
+			}
+			return dst, syncDir(dir)
+		}
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err := os.Rename(src, dst); err != nil {
+			return "", err
+		}
+		return dst, syncDir(dir)
+	}
+	return "", errors.New("jsonstore: no free backup name")
+}
+
+// copyAside writes data to a fresh jobs.bad-<timestamp>.json (created
+// exclusively, 0600, synced) and returns its path.
+func copyAside(dir string, now time.Time, data []byte) (string, error) {
+	for range 100 {
+		dst := backupName(dir, now, false)
+		f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if _, err = f.Write(data); err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", err
+		}
+		return dst, syncDir(dir)
+	}
+	return "", errors.New("jsonstore: no free backup name")
+}

@@ -1,0 +1,192 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ksana-dev/ksana/affinity"
+	"github.com/ksana-dev/ksana/scheduler"
+	"github.com/redis/rueidis"
+)
+
+// Field names of turn affinity, as the specification spells them.
+const (
+	FieldAffinityNodeID = "affinity_node_id"
+	FieldCurrentTurnID  = "current_turn_id"
+)
+
+// TurnsConfig configures [Turns].
+type TurnsConfig struct {
+	// Prefix is the key prefix. Default (""): [DefaultPrefix].
+	Prefix string
+	// TTL, when set, makes the turn and session hashes expire TTL after
+	// their affinity is written. Default (0): no TTL, as the specification
+	// decides (the affinity lives until the turn ends and is cleared).
+	TTL time.Duration
+	// OpHook observes every Redis operation ("turn_affinity_set",
+	// "turn_affinity_get", "session_turn_get", "turn_affinity_clear",
+	// "select_node"). Default (nil): none.
+	OpHook OpHook
+}
+
+// Turns is the Redis [scheduler.TurnStore]: the hash
+// {prefix}:scheduler:turn:<turn_id> with field affinity_node_id and the
+// hash {prefix}:scheduler:session:<session_id> with field current_turn_id.
+// A node is online while its presence key {prefix}:v1:nodes:presence:<node_id>
+// exists (written by the node snapshot sync).
+//
+// The turn, session and presence keys lie in different Redis Cluster
+// slots, so no script spans them: the affinity is written with HSETNX (the
+// write-once rule is the command's own), and SelectNode reads the affinity
+// (HGET) and the pool's presence (one EXISTS per node) in one pipeline that
+// the client splits by slot, then decides with [affinity.Select]. The
+// decision is the same on a standalone server and on a cluster.
+type Turns struct {
+	c    rueidis.Client
+	keys Keys
+	ttl  time.Duration
+	hook OpHook
+}
+
+var _ scheduler.TurnStore = (*Turns)(nil)
+
+// NewTurns returns the turn store on c.
+func NewTurns(c rueidis.Client, cfg TurnsConfig) (*Turns, error) {
+	if c == nil {
+		return nil, errors.New("redisstore: NewTurns: nil client")
+	}
+	if cfg.TTL < 0 || (cfg.TTL > 0 && cfg.TTL < time.Millisecond) {
+		return nil, fmt.Errorf("redisstore: TurnsConfig.TTL: %v is neither 0 nor at least 1ms", cfg.TTL)
+	}
+	return &Turns{c: c, keys: NewKeys(cfg.Prefix), ttl: cfg.TTL, hook: cfg.OpHook}, nil
+}
+
+func firstErr(rs []rueidis.RedisResult) error {
+	for _, r := range rs {
+		if err := r.Error(); err != nil && !isNil(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetTurnAffinity implements [scheduler.TurnStore]: HSETNX on the turn;
+// when it wrote, HSET on the session (and PEXPIRE both when a TTL is set).
+func (s *Turns) SetTurnAffinity(ctx context.Context, sessionID, turnID, nodeID string) (string, bool, error) {
+	if err := scheduler.CheckTurnWrite(sessionID, turnID, nodeID); err != nil {
+		return "", false, err
+	}
+	turnKey := s.keys.Turn(turnID)
+	start := time.Now()
+	wrote, err := s.c.Do(ctx, s.c.B().Hsetnx().Key(turnKey).Field(FieldAffinityNodeID).Value(nodeID).Build()).AsBool()
+	if err == nil && !wrote {
+		// Written before: never overwrite; report what is stored.
+		var cur string
+		cur, err = s.c.Do(ctx, s.c.B().Hget().Key(turnKey).Field(FieldAffinityNodeID).Build()).ToString()
+		s.hook.observe("turn_affinity_set", start, err)
+		if isNil(err) { // cleared in between
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("redisstore: read affinity of turn %q: %w", turnID, err)
+		}
+		return cur, false, nil
+	}
+	if err == nil {
+		sessKey := s.keys.Session(sessionID)
+		cmds := rueidis.Commands{s.c.B().Hset().Key(sessKey).FieldValue().FieldValue(FieldCurrentTurnID, turnID).Build()}
+		if s.ttl > 0 {
+			ms := s.ttl.Milliseconds()
+			cmds = append(cmds,
+				s.c.B().Pexpire().Key(turnKey).Milliseconds(ms).Build(),
+				s.c.B().Pexpire().Key(sessKey).Milliseconds(ms).Build())
+		}
+		err = firstErr(s.c.DoMulti(ctx, cmds...))
+	}
+	s.hook.observe("turn_affinity_set", start, err)
+	if err != nil {
+		return "", false, fmt.Errorf("redisstore: write affinity of turn %q: %w", turnID, err)
+	}
+	return nodeID, true, nil
+}
+
+func (s *Turns) hget(ctx context.Context, op, key, field string) (string, error) {
+	start := time.Now()
+	v, err := s.c.Do(ctx, s.c.B().Hget().Key(key).Field(field).Build()).ToString()
+	s.hook.observe(op, start, err)
+	if isNil(err) {
+		return "", nil
+	}
+	return v, err
+}
+
+// TurnAffinity implements [scheduler.TurnStore].
+func (s *Turns) TurnAffinity(ctx context.Context, turnID string) (string, error) {
+	if err := scheduler.CheckTurnID(turnID); err != nil {
+		return "", err
+	}
+	v, err := s.hget(ctx, "turn_affinity_get", s.keys.Turn(turnID), FieldAffinityNodeID)
+	if err != nil {
+		return "", fmt.Errorf("redisstore: read affinity of turn %q: %w", turnID, err)
+	}
+	return v, nil
+}
+
+// CurrentTurn implements [scheduler.TurnStore].
+func (s *Turns) CurrentTurn(ctx context.Context, sessionID string) (string, error) {
+	if err := scheduler.CheckSessionID(sessionID); err != nil {
+		return "", err
+	}
+	v, err := s.hget(ctx, "session_turn_get", s.keys.Session(sessionID), FieldCurrentTurnID)
+	if err != nil {
+		return "", fmt.Errorf("redisstore: read current turn of session %q: %w", sessionID, err)
+	}
+	return v, nil
+}
+
+// ClearTurnAffinity implements [scheduler.TurnStore] with HDEL.
+func (s *Turns) ClearTurnAffinity(ctx context.Context, turnID string) error {
+	if err := scheduler.CheckTurnID(turnID); err != nil {
+		return err
+	}
+	start := time.Now()
+	err := s.c.Do(ctx, s.c.B().Hdel().Key(s.keys.Turn(turnID)).Field(FieldAffinityNodeID).Build()).Error()
+	s.hook.observe("turn_affinity_clear", start, err)
+	if err != nil {
+		return fmt.Errorf("redisstore: clear affinity of turn %q: %w", turnID, err)
+	}
+	return nil
+}
+
+// SelectNode implements [scheduler.TurnStore]: one pipeline of HGET and
+// EXISTS (split by slot on a cluster), then [affinity.Select].
+func (s *Turns) SelectNode(ctx context.Context, turnID string, pool []string, st affinity.Strategy) (affinity.Decision, error) {
+	if err := scheduler.CheckTurnID(turnID); err != nil {
+		return affinity.Decision{}, err
+	}
+	if err := scheduler.CheckPool(pool); err != nil {
+		return affinity.Decision{}, err
+	}
+	cmds := make(rueidis.Commands, 0, 1+len(pool))
+	cmds = append(cmds, s.c.B().Hget().Key(s.keys.Turn(turnID)).Field(FieldAffinityNodeID).Build())
+	for _, n := range pool {
+		cmds = append(cmds, s.c.B().Exists().Key(s.keys.NodePresence(n)).Build())
+	}
+	start := time.Now()
+	rs := s.c.DoMulti(ctx, cmds...)
+	err := firstErr(rs)
+	s.hook.observe("select_node", start, err)
+	if err != nil {
+		return affinity.Decision{}, fmt.Errorf("redisstore: select node for turn %q: %w", turnID, err)
+	}
+	aff, _ := rs[0].ToString() // nil: no affinity
+	online := make(map[string]bool, len(pool))
+	for i, n := range pool {
+		if c, _ := rs[i+1].AsInt64(); c == 1 {
+			online[n] = true
+		}
+	}
+	return affinity.Select(turnID, aff, pool, func(n string) bool { return online[n] }, st)
+}

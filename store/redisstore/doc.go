@@ -1,0 +1,71 @@
+// Package redisstore implements the stores of package scheduler on Redis,
+// through rueidis, for a standalone server and for a Redis Cluster alike.
+//
+// # Connecting
+//
+// [NewClient] builds a rueidis client from the [scheduler.phase2.redis]
+// table ([scheduler.RedisConfig]): redis.url in single mode, the seeds of
+// redis.cluster_urls in cluster mode. [LoadConfig] reads a whole
+// config.toml (testdata/config.toml is a commented example) and returns the
+// validated [scheduler.Config]. Every store is then built as
+// NewX(client, XConfig) with the key prefix (redis.key_prefix) and an
+// optional [OpHook].
+//
+// # Key layout
+//
+// [Keys] is the one place a key is spelled. Keys that one Lua script
+// touches together share a hash tag ({job:<id>}, {node:<id>},
+// {instance:<id>}, {model:<model>}), so every script runs in one Cluster
+// slot; operations over keys of different slots (the node snapshots) are
+// pipelines of single-key commands, which rueidis splits per node.
+//
+// # Presence, owners and node snapshots
+//
+// [Presence] writes {prefix}:schedulers:presence:<instance_id> with SET PX.
+// [Owners] binds {prefix}:nodes:owner:{node:<node_id>} and
+// {prefix}:sessions:owner:{session:<session_id>}; renewal and release are
+// scripts whose one key is the owner key (compare-and-pexpire,
+// compare-and-delete). [NodeSnapshots] keeps {prefix}:v1:nodes:all,
+// {prefix}:v1:nodes:last_seen and the per-node presence and JSON snapshot
+// keys, reads the fleet in pipelined batches and removes stale nodes from
+// all of them.
+//
+// # Streams and the dead-letter queue
+//
+// [Streams] appends to {prefix}:streams:{instance:<instance_id>}:inbox with
+// XADD MAXLEN ~; [Streams.Inbox] gives the consumer side: XGROUP CREATE
+// MKSTREAM, XREADGROUP with BLOCK on rueidis's dedicated blocking
+// connections, XACK + XDEL, XAUTOCLAIM, the XPENDING summary and extended
+// forms, and the move to {prefix}:streams:{instance:<instance_id>}:dlq as
+// one script over the inbox and the DLQ (same slot): XPENDING, XCLAIM with
+// the idle minimum, XADD MAXLEN ~ with the original fields followed by
+// dlq_source_id, dlq_delivery_count and dlq_reason, XACK, XDEL. Being one
+// script, a message is moved exactly once however many consumers scan. A
+// missing group (after a server restart without persistence) is reported
+// as [scheduler.ErrNoGroup], and the [scheduler.Deliverer] creates it again.
+//
+// # Storm protection
+//
+// [Storm] decides each MODEL_NOT_AVAILABLE report in one script over the
+// keys of [Keys.StormWindow], [Keys.StormUnavailable] and [Keys.StormRate].
+//
+// # Metrics
+//
+// Every Redis operation of the stores reports to the [OpHook] of its
+// config with a stable operation name and [ResultOK], [ResultMiss] or
+// [ResultError]: the source of scheduler_phase2_redis_op_total{op,result}.
+// [Inbox.Pending] (the XPENDING summary) feeds scheduler_phase2_inbox_pending
+// through [scheduler.Hooks].
+//
+// # Jobs, reservations, requests and turns
+//
+// [[ SECTION TO BE FILLED: the FSM job store ([Jobs], its Lua generated
+// from package fsm), node reservations, request idempotency and turn
+// affinity. ]]
+//
+// # Tests
+//
+// The tests run the store/storetest suites against a standalone server and
+// a 3-master cluster whose addresses ./test.sh exports (see
+// internal/testenv); the restart test starts a private redis-server.
+package redisstore

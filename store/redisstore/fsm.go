@@ -1,0 +1,221 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ksana-dev/ksana/fsm"
+	"github.com/ksana-dev/ksana/scheduler"
+	"github.com/redis/rueidis"
+)
+
+// JobsConfig configures [Jobs].
+type JobsConfig struct {
+	// Prefix is the key prefix. Default (""): [DefaultPrefix].
+	Prefix string
+	// MaxAttempts is [fsm.Machine].MaxAttempts. Default (0):
+	// [fsm.DefaultMaxAttempts].
+	MaxAttempts int
+	// TTL is how long a job's hash lives after its last change. Default
+	// (0): [scheduler.DefaultJobTTL].
+	TTL time.Duration
+	// OpHook observes every Redis operation ("fsm_create", "fsm_get",
+	// "fsm_apply"). Default (nil): none.
+	OpHook OpHook
+}
+
+// Jobs is the Redis [scheduler.JobStore]: one hash per job,
+// {prefix}:v1:jobs:{job:<job_id>}:fsm, with the fields state, attempt,
+// node_id, created_at_ms and updated_at_ms (milliseconds of the server's
+// clock) and a TTL renewed by every change. Transitions run in one Lua
+// script generated from package fsm's table ([GenerateFSMLua]), so they
+// are atomic and obey exactly the rules of [fsm.Machine.Apply]. The script
+// touches only the job's key, so it works unchanged on a Redis Cluster.
+type Jobs struct {
+	c     rueidis.Client
+	keys  Keys
+	max   int
+	ttlMS string
+	hook  OpHook
+}
+
+var _ scheduler.JobStore = (*Jobs)(nil)
+
+var (
+	fsmApplyScript  = rueidis.NewLuaScript(fsmApplyLua)
+	fsmCreateScript = rueidis.NewLuaScript(fsmCreateLua)
+)
+
+// NewJobs returns the job store on c.
+func NewJobs(c rueidis.Client, cfg JobsConfig) (*Jobs, error) {
+	if c == nil {
+		return nil, errors.New("redisstore: NewJobs: nil client")
+	}
+	if cfg.MaxAttempts < 0 {
+		return nil, fmt.Errorf("redisstore: JobsConfig.MaxAttempts: %d is negative", cfg.MaxAttempts)
+	}
+	if cfg.TTL < 0 || (cfg.TTL > 0 && cfg.TTL < time.Millisecond) {
+		return nil, fmt.Errorf("redisstore: JobsConfig.TTL: %v is not a positive number of milliseconds", cfg.TTL)
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = scheduler.DefaultJobTTL
+	}
+	return &Jobs{
+		c: c, keys: NewKeys(cfg.Prefix), hook: cfg.OpHook,
+		max:   fsm.Machine{MaxAttempts: cfg.MaxAttempts}.Max(),
+		ttlMS: strconv.FormatInt(cfg.TTL.Milliseconds(), 10),
+	}, nil
+}
+
+// CreateJob implements [scheduler.JobStore].
+func (s *Jobs) CreateJob(ctx context.Context, jobID string) (scheduler.JobRecord, bool, error) {
+	if jobID == "" {
+		return scheduler.JobRecord{}, false, &scheduler.ArgumentError{Name: "job_id", Reason: "empty"}
+	}
+	key := s.keys.JobFSM(jobID)
+	init := fsm.New()
+	start := time.Now()
+	vals, err := fsmCreateScript.Exec(ctx, s.c, []string{key},
+		[]string{string(init.State), strconv.Itoa(init.Attempt), s.ttlMS}).ToArray()
+	s.hook.observe("fsm_create", start, err)
+	if err != nil {
+		return scheduler.JobRecord{}, false, fmt.Errorf("redisstore: create job %q: %w", jobID, err)
+	}
+	if len(vals) != 6 {
+		return scheduler.JobRecord{}, false, fmt.Errorf("redisstore: create job %q: reply of %d elements", jobID, len(vals))
+	}
+	created, _ := vals[0].AsInt64()
+	fields := make([]string, 5)
+	for i := range fields {
+		fields[i], _ = vals[i+1].ToString() // a missing field is nil: ""
+	}
+	rec, err := decodeJob(jobID, key, fields)
+	return rec, created == 1, err
+}
+
+// Job implements [scheduler.JobStore].
+func (s *Jobs) Job(ctx context.Context, jobID string) (scheduler.JobRecord, error) {
+	if jobID == "" {
+		return scheduler.JobRecord{}, &scheduler.ArgumentError{Name: "job_id", Reason: "empty"}
+	}
+	key := s.keys.JobFSM(jobID)
+	start := time.Now()
+	m, err := s.c.Do(ctx, s.c.B().Hgetall().Key(key).Build()).AsStrMap()
+	if err == nil && len(m) == 0 {
+		err = rueidis.Nil
+	}
+	s.hook.observe("fsm_get", start, err)
+	switch {
+	case isNil(err):
+		return scheduler.JobRecord{}, fmt.Errorf("job %q: %w", jobID, scheduler.ErrJobNotFound)
+	case err != nil:
+		return scheduler.JobRecord{}, fmt.Errorf("redisstore: get job %q: %w", jobID, err)
+	}
+	return decodeJob(jobID, key, []string{m["state"], m["attempt"], m["node_id"], m["created_at_ms"], m["updated_at_ms"]})
+}
+
+// CorruptError reports a stored value that does not decode. It wraps the
+// sentinel of the kind of record ([scheduler.ErrJobCorrupt],
+// [scheduler.ErrBindingCorrupt]).
+type CorruptError struct {
+	Key   string // the Redis key
+	Field string // the hash field, "" for a string key
+	Value string // the stored value
+	Err   error  // the sentinel
+}
+
+// Error names the key, the field and the stored value.
+func (e *CorruptError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("redisstore: %s: %v: %q", e.Key, e.Err, e.Value)
+	}
+	return fmt.Sprintf("redisstore: %s field %s: %v: %q", e.Key, e.Field, e.Err, e.Value)
+}
+
+// Unwrap returns the sentinel.
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// decodeJob decodes state, attempt, node_id, created_at_ms, updated_at_ms.
+func decodeJob(id, key string, f []string) (scheduler.JobRecord, error) {
+	bad := func(field, v string) (scheduler.JobRecord, error) {
+		return scheduler.JobRecord{}, &CorruptError{Key: key, Field: field, Value: v, Err: scheduler.ErrJobCorrupt}
+	}
+	st, err := fsm.ParseState(f[0])
+	if err != nil {
+		return bad("state", f[0])
+	}
+	att, err := strconv.Atoi(f[1])
+	if err != nil || att < 1 {
+		return bad("attempt", f[1])
+	}
+	created, err := strconv.ParseInt(f[3], 10, 64)
+	if err != nil {
+		return bad("created_at_ms", f[3])
+	}
+	updated, err := strconv.ParseInt(f[4], 10, 64)
+	if err != nil {
+		return bad("updated_at_ms", f[4])
+	}
+	return scheduler.JobRecord{
+		ID: id, Job: fsm.Job{State: st, Attempt: att}, NodeID: f[2],
+		CreatedAt: time.UnixMilli(created), UpdatedAt: time.UnixMilli(updated),
+	}, nil
+}
+
+// ApplyJob implements [scheduler.JobStore] with one EVALSHA of the
+// generated script.
+func (s *Jobs) ApplyJob(ctx context.Context, jobID string, ev fsm.Event, attempt int, nodeID string) (scheduler.JobTransition, error) {
+	if err := scheduler.CheckJobEvent(jobID, ev, nodeID); err != nil {
+		return scheduler.JobTransition{}, err
+	}
+	key := s.keys.JobFSM(jobID)
+	start := time.Now()
+	reply, err := fsmApplyScript.Exec(ctx, s.c, []string{key},
+		[]string{string(ev), strconv.Itoa(attempt), nodeID, strconv.Itoa(s.max), s.ttlMS}).ToString()
+	s.hook.observe("fsm_apply", start, err)
+	if err != nil {
+		return scheduler.JobTransition{}, fmt.Errorf("redisstore: apply %s to job %q: %w", ev, jobID, err)
+	}
+	bad := func() (scheduler.JobTransition, error) {
+		return scheduler.JobTransition{}, fmt.Errorf("redisstore: apply %s to job %q: malformed reply %q", ev, jobID, reply)
+	}
+	status, rest, _ := strings.Cut(reply, " ")
+	switch status {
+	case fsmNotFound:
+		return scheduler.JobTransition{}, fmt.Errorf("job %q: %w", jobID, scheduler.ErrJobNotFound)
+	case fsmCorrupt:
+		field, value, ok := strings.Cut(rest, " ")
+		if !ok {
+			return bad()
+		}
+		return scheduler.JobTransition{}, &CorruptError{Key: key, Field: field, Value: value, Err: scheduler.ErrJobCorrupt}
+	}
+	// state attempt created updated len(node) node+free
+	f := strings.SplitN(rest, " ", 6)
+	if len(f) != 6 {
+		return bad()
+	}
+	n, err := strconv.Atoi(f[4])
+	if err != nil || n < 0 || n > len(f[5]) {
+		return bad()
+	}
+	node, free := f[5][:n], f[5][n:]
+	rec, err := decodeJob(jobID, key, []string{f[0], f[1], node, f[2], f[3]})
+	if err != nil {
+		return scheduler.JobTransition{}, err
+	}
+	switch status {
+	case fsmOK:
+		return scheduler.JobTransition{Job: rec, FreeNode: free}, nil
+	case fsmDup:
+		return scheduler.JobTransition{Job: rec, Duplicate: true}, nil
+	}
+	if sentinel, ok := fsmRefusals[status]; ok {
+		return scheduler.JobTransition{Job: rec}, &fsm.TransitionError{Job: rec.Job, Event: ev, Attempt: attempt, Err: sentinel}
+	}
+	return bad()
+}

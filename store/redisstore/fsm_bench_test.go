@@ -1,0 +1,140 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ksana-dev/ksana/fsm"
+	"github.com/ksana-dev/ksana/internal/testenv"
+	"github.com/ksana-dev/ksana/scheduler"
+	"github.com/redis/rueidis"
+)
+
+// BenchmarkOps measures the adapters' operations with 64 concurrent
+// callers through rueidis auto-pipelining on the standalone server, next to
+// the same server's rate for a trivial EVALSHA (raw_evalsha), the baseline
+// the others are stated against:
+//
+//	go test -run '^$' -bench Ops -benchtime 2s ./store/redisstore/
+//
+// (without -race; the server is KSANA_TEST_REDIS_URL, default
+// redis://127.0.0.1:6379).
+func BenchmarkOps(b *testing.B) {
+	c := newTestClient(b, []string{testenv.Addr(testenv.RedisURL(b))}, false)
+	ctx := context.Background()
+	callers := func(b *testing.B) {
+		b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+		b.ReportAllocs()
+	}
+	report := func(b *testing.B) {
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	}
+	var goroutine atomic.Int64
+
+	raw := func(b *testing.B) {
+		trivial := rueidis.NewLuaScript("return 1")
+		key := testPrefix(b) + ":raw"
+		callers(b)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := trivial.Exec(ctx, c, []string{key}, nil).Error(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		report(b)
+	}
+	// The baseline runs first and last, to show drift on a shared machine.
+	b.Run("raw_evalsha", raw)
+
+	b.Run("fsm_apply", func(b *testing.B) {
+		s, err := NewJobs(c, JobsConfig{Prefix: testPrefix(b), MaxAttempts: 1 << 30, TTL: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		callers(b)
+		b.RunParallel(func(pb *testing.PB) {
+			// Each caller owns a job and moves it dispatch, timeout,
+			// dispatch, ...: every call is a real transition.
+			id := "bench-" + strconv.FormatInt(goroutine.Add(1), 10)
+			if _, _, err := s.CreateJob(ctx, id); err != nil {
+				b.Error(err)
+				return
+			}
+			attempt, ev := 1, fsm.Dispatch
+			for pb.Next() {
+				tr, err := s.ApplyJob(ctx, id, ev, attempt, "node-1")
+				if err != nil || tr.Duplicate {
+					b.Errorf("%s attempt %d: %v (duplicate %v)", ev, attempt, err, tr.Duplicate)
+					return
+				}
+				attempt = tr.Job.Attempt
+				if ev == fsm.Dispatch {
+					ev = fsm.Timeout
+				} else {
+					ev = fsm.Dispatch
+				}
+			}
+		})
+		report(b)
+	})
+
+	b.Run("reserve", func(b *testing.B) {
+		s, err := NewReservations(c, ReservationsConfig{Prefix: testPrefix(b)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		callers(b)
+		b.RunParallel(func(pb *testing.PB) {
+			// Each caller owns a node of capacity 8 and reserves for 8
+			// jobs in turn: after the first round every call renews.
+			node := "node-" + strconv.FormatInt(goroutine.Add(1), 10)
+			for i := 0; pb.Next(); i++ {
+				if err := s.Reserve(ctx, node, strconv.Itoa(i%8), 8, time.Minute); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		report(b)
+	})
+
+	bindBench := func(b *testing.B, dup bool) {
+		s, err := NewRequests(c, RequestsConfig{Prefix: testPrefix(b), BindingTTL: time.Minute, LockTTL: 10 * time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		create := func(context.Context) (scheduler.RequestBinding, error) {
+			return scheduler.RequestBinding{JobID: "job", NodeID: "node"}, nil
+		}
+		if dup {
+			if _, _, err := s.Bind(ctx, "hot", create); err != nil {
+				b.Fatal(err)
+			}
+		}
+		callers(b)
+		b.RunParallel(func(pb *testing.PB) {
+			g := goroutine.Add(1)
+			for i := 0; pb.Next(); i++ {
+				id := "hot"
+				if !dup {
+					id = fmt.Sprintf("r-%d-%d", g, i)
+				}
+				if _, created, err := s.Bind(ctx, id, create); err != nil || created == dup {
+					b.Errorf("Bind(%s) created %v: %v", id, created, err)
+					return
+				}
+			}
+		})
+		report(b)
+	}
+	b.Run("bind_new", func(b *testing.B) { bindBench(b, false) })
+	b.Run("bind_duplicate", func(b *testing.B) { bindBench(b, true) })
+	b.Run("raw_evalsha_again", raw)
+}

@@ -1,0 +1,70 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"strings"
+	"time"
+
+	"github.com/ksana-dev/ksana/fsm"
+	"github.com/ksana-dev/ksana/store/redisstore"
+	"github.com/redis/rueidis"
+)
+
+// The transition script is generated from package fsm's table: here, the
+// moves it knows for a RUNNING job.
+func ExampleGenerateFSMLua() {
+	src := redisstore.GenerateFSMLua()
+	start := strings.Index(src, `elseif s == "RUNNING"`)
+	end := strings.Index(src[start:], "end\n") + start
+	fmt.Print(src[start:end])
+	// Output:
+	// elseif s == "RUNNING" then
+	//     if e == "job_result" then return "FINISHED", false, true
+	//     elseif e == "timeout" then return "CREATED", true, true
+	//     elseif e == "failover" then return "CREATED", true, true
+}
+
+// Where the adapters keep their state.
+func ExampleKeys_jobsAndTurns() {
+	k := redisstore.NewKeys("prod")
+	fmt.Println(k.JobFSM("j1"))
+	fmt.Println(k.NodeReserved("n1"))
+	fmt.Println(k.RequestLock("r1"))
+	fmt.Println(k.RequestBinding("r1"))
+	fmt.Println(k.Turn("t1"))
+	fmt.Println(k.Session("s1"))
+	fmt.Println(k.NodePresence("n1"))
+	// Output:
+	// prod:v1:jobs:{job:j1}:fsm
+	// prod:v1:nodes:{node:n1}:reserved
+	// prod:v1:requests:lock:r1
+	// prod:v1:requests:binding:r1
+	// prod:scheduler:turn:t1
+	// prod:scheduler:session:s1
+	// prod:v1:nodes:presence:n1
+}
+
+// Wiring the job store and the reservations on one client (a standalone
+// server here; a cluster client works the same). Needs a server, so it is
+// not run as a test.
+func ExampleNewJobs() {
+	ctx := context.Background()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	jobs, _ := redisstore.NewJobs(c, redisstore.JobsConfig{Prefix: "prod", MaxAttempts: 3})
+	slots, _ := redisstore.NewReservations(c, redisstore.ReservationsConfig{Prefix: "prod"})
+
+	jobs.CreateJob(ctx, "j1")
+	if err := slots.Reserve(ctx, "node-a", "j1", 4, time.Minute); err != nil {
+		log.Fatal(err) // scheduler.ErrNodeFull when the node is busy
+	}
+	jobs.ApplyJob(ctx, "j1", fsm.Dispatch, 1, "node-a")
+	tr, _ := jobs.ApplyJob(ctx, "j1", fsm.Result, 1, "")
+	slots.Release(ctx, tr.FreeNode, "j1")
+	jobs.ApplyJob(ctx, "j1", fsm.Release, 1, "")
+}

@@ -1,0 +1,173 @@
+package redisstore
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ksana-dev/ksana/fsm"
+)
+
+// Status words of the generated script's reply; the Go side maps each
+// refusal back to the sentinel of package fsm.
+const (
+	fsmOK        = "ok"
+	fsmDup       = "dup"
+	fsmNotFound  = "not_found"
+	fsmCorrupt   = "corrupt"
+	fsmUnknownEv = "unknown_event"
+	fsmBadAtt    = "invalid_attempt"
+	fsmStale     = "stale_attempt"
+	fsmFuture    = "future_attempt"
+	fsmInvalid   = "invalid_transition"
+)
+
+// fsmRefusals maps the script's refusals to fsm's sentinels.
+var fsmRefusals = map[string]error{
+	fsmUnknownEv: fsm.ErrUnknownEvent,
+	fsmBadAtt:    fsm.ErrInvalidAttempt,
+	fsmStale:     fsm.ErrStaleAttempt,
+	fsmFuture:    fsm.ErrFutureAttempt,
+	fsmInvalid:   fsm.ErrInvalidTransition,
+}
+
+// fsmApplyLua is the transition script, generated from fsm.Table and
+// fsm.Duplicates when the package loads: the rules exist only in package
+// fsm. Its checks run in the order of fsm.Machine.Apply.
+//
+//	KEYS[1] = {prefix}:v1:jobs:{job:<id>}:fsm
+//	ARGV    = event, attempt, node_id (for dispatch), max_attempts, ttl_ms
+//	reply   = "status state attempt created_at_ms updated_at_ms len(node_id) node_id" + free_node,
+//	          "not_found", or "corrupt field value": one bulk string, which
+//	          costs the server less than an array.
+var fsmApplyLua = GenerateFSMLua()
+
+// GenerateFSMLua returns the Lua source of the transition script, built
+// from the table of package fsm. It is deterministic.
+func GenerateFSMLua() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	q := func(s string) string { return fmt.Sprintf("%q", s) } // state and event names are plain ASCII
+
+	w("-- Generated from package fsm's transition table by redisstore.GenerateFSMLua. Do not edit.\n")
+	// Known states and events.
+	var states, events []string
+	for _, s := range fsm.States() {
+		states = append(states, "s == "+q(string(s)))
+	}
+	for _, e := range fsm.Events() {
+		events = append(events, "e == "+q(string(e)))
+	}
+	w("local function known_state(s) return %s end\n", strings.Join(states, " or "))
+	w("local function known_event(e) return %s end\n", strings.Join(events, " or "))
+
+	// Moves: move(s, e) returns to, retry, free (nil when the table has no move).
+	w("local function move(s, e)\n")
+	byFrom := map[fsm.State][]fsm.Transition{}
+	for _, t := range fsm.Table() {
+		byFrom[t.From] = append(byFrom[t.From], t)
+	}
+	kw := "if"
+	for _, s := range fsm.States() {
+		ts := byFrom[s]
+		if len(ts) == 0 {
+			continue
+		}
+		w("  %s s == %s then\n", kw, q(string(s)))
+		kw2 := "if"
+		for _, t := range ts {
+			w("    %s e == %s then return %s, %t, %t\n", kw2, q(string(t.Event)), q(string(t.To)), t.Retry, t.FreeReservation)
+			kw2 = "elseif"
+		}
+		w("    end\n")
+		kw = "elseif"
+	}
+	if kw == "elseif" {
+		w("  end\n")
+	}
+	w("  return nil\nend\n")
+
+	// Duplicates: dup(s, e).
+	w("local function dup(s, e)\n")
+	dups := fsm.Duplicates()
+	kw = "if"
+	for _, s := range fsm.States() {
+		evs := dups[s]
+		if len(evs) == 0 {
+			continue
+		}
+		slices.Sort(evs)
+		var c []string
+		for _, e := range evs {
+			c = append(c, "e == "+q(string(e)))
+		}
+		w("  %s s == %s then return %s\n", kw, q(string(s)), strings.Join(c, " or "))
+		kw = "elseif"
+	}
+	if kw == "elseif" {
+		w("  end\n")
+	}
+	w("  return false\nend\n")
+
+	w(`local key = KEYS[1]
+local ev, attempt, node, max, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms')
+local state, cur, curnode, created, updated = h[1], h[2], h[3] or '', h[4], h[5]
+if not state and not cur and not created then
+  if redis.call('EXISTS', key) == 0 then return %[1]q end
+end
+if not state or not known_state(state) then return %[2]q .. ' state ' .. tostring(state) end
+local a = tonumber(cur)
+if not a or a < 1 or a %% 1 ~= 0 then return %[2]q .. ' attempt ' .. tostring(cur) end
+if not tonumber(created) then return %[2]q .. ' created_at_ms ' .. tostring(created) end
+if not tonumber(updated) then return %[2]q .. ' updated_at_ms ' .. tostring(updated) end
+local function reply(status, s, at, n, up, free)
+  return status .. ' ' .. s .. ' ' .. tostring(at) .. ' ' .. created .. ' ' .. up .. ' ' .. #n .. ' ' .. n .. free
+end
+local err
+if not known_event(ev) then err = %[3]q
+elseif attempt < 1 then err = %[4]q
+elseif attempt < a then err = %[5]q
+elseif attempt > a then err = %[6]q
+end
+if err then return reply(err, state, a, curnode, updated, '') end
+local to, retry, free = move(state, ev)
+if not to then
+  if dup(state, ev) then return reply(%[7]q, state, a, curnode, updated, '') end
+  return reply(%[8]q, state, a, curnode, updated, '')
+end
+if retry then
+  if a < max then a = a + 1 else to = %[9]q end
+end
+local newnode = curnode
+if ev == %[10]q then newnode = node elseif to == %[11]q then newnode = '' end
+local freenode = ''
+if free then freenode = curnode end
+local t = redis.call('TIME')
+local now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+redis.call('HSET', key, 'state', to, 'attempt', tostring(a), 'node_id', newnode, 'updated_at_ms', now)
+redis.call('PEXPIRE', key, ttl)
+return reply(%[12]q, to, a, newnode, now, freenode)
+`, fsmNotFound, fsmCorrupt, fsmUnknownEv, fsmBadAtt, fsmStale, fsmFuture, fsmDup, fsmInvalid,
+		string(fsm.Failed), string(fsm.Dispatch), string(fsm.Created), fsmOK)
+	return b.String()
+}
+
+// fsmCreateLua creates a job in its initial state unless it exists, and
+// returns the stored fields either way.
+//
+//	KEYS[1] = the job's fsm key
+//	ARGV    = initial state, initial attempt, ttl_ms
+//	reply   = {created (0/1), state, attempt, node_id, created_at_ms, updated_at_ms}
+const fsmCreateLua = `
+local key = KEYS[1]
+if redis.call('EXISTS', key) == 1 then
+  local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms')
+  return {0, h[1], h[2], h[3], h[4], h[5]}
+end
+local t = redis.call('TIME')
+local now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', '', 'created_at_ms', now, 'updated_at_ms', now)
+redis.call('PEXPIRE', key, ARGV[3])
+return {1, ARGV[1], ARGV[2], '', now, now}
+`

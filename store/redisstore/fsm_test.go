@@ -1,0 +1,301 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ksana-dev/ksana/fsm"
+	"github.com/ksana-dev/ksana/scheduler"
+	"github.com/ksana-dev/ksana/store/storetest"
+	"github.com/redis/rueidis"
+)
+
+func newJobs(t testing.TB, c rueidis.Client, cfg JobsConfig) *Jobs {
+	t.Helper()
+	cfg.Prefix = testPrefix(t)
+	s, err := NewJobs(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestJobsConformance(t *testing.T) {
+	for _, srv := range testServers(t) {
+		t.Run(srv.name, func(t *testing.T) {
+			for _, max := range []int{0, 1} {
+				t.Run(fmt.Sprintf("MaxAttempts=%d", max), func(t *testing.T) {
+					storetest.TestJobStore(t, max, func(t *testing.T) scheduler.JobStore {
+						return newJobs(t, srv.client, JobsConfig{MaxAttempts: max})
+					})
+				})
+			}
+		})
+	}
+}
+
+// setJob writes a job's hash directly, as a test fixture.
+func setJob(t *testing.T, c rueidis.Client, key string, fields ...string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Do(ctx, c.B().Del().Key(key).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := c.B().Hset().Key(key).FieldValue()
+	for i := 0; i+1 < len(fields); i += 2 {
+		cmd = cmd.FieldValue(fields[i], fields[i+1])
+	}
+	if err := c.Do(ctx, cmd.Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func hgetall(t *testing.T, c rueidis.Client, key string) map[string]string {
+	t.Helper()
+	m, err := c.Do(context.Background(), c.B().Hgetall().Key(key).Build()).AsStrMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestFSMEquivalence writes every (state, job attempt) straight into the
+// hash, including combinations no walk reaches, applies every event (and
+// unknown ones) with every attempt around the job's, and requires the
+// script's outcome and error to be exactly fsm.Apply's, on the standalone
+// server and on the cluster.
+func TestFSMEquivalence(t *testing.T) {
+	ctx := context.Background()
+	const max = 3
+	m := fsm.Machine{MaxAttempts: max}
+	for _, srv := range testServers(t) {
+		t.Run(srv.name, func(t *testing.T) {
+			s := newJobs(t, srv.client, JobsConfig{MaxAttempts: max})
+			n := 0
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, 16)
+			for _, st := range fsm.States() {
+				for ja := 1; ja <= max+1; ja++ {
+					for _, ev := range append(fsm.Events(), "job_cancel", "") {
+						for a := -1; a <= max+2; a++ {
+							n++
+							id := fmt.Sprintf("eq-%d", n)
+							wg.Add(1)
+							sem <- struct{}{}
+							go func() {
+								defer func() { <-sem; wg.Done() }()
+								equivalent(t, ctx, srv.client, s, m, id, fsm.Job{State: st, Attempt: ja}, ev, a)
+							}()
+						}
+					}
+				}
+			}
+			wg.Wait()
+			if want := 7 * (max + 1) * 9 * (max + 4); n != want {
+				t.Fatalf("ran %d combinations, want %d", n, want)
+			}
+		})
+	}
+}
+
+func equivalent(t *testing.T, ctx context.Context, c rueidis.Client, s *Jobs, m fsm.Machine, id string, job fsm.Job, ev fsm.Event, attempt int) {
+	key := s.keys.JobFSM(id)
+	setJob(t, c, key, "state", string(job.State), "attempt", strconv.Itoa(job.Attempt), "node_id", "node-old", "created_at_ms", "1000", "updated_at_ms", "2000")
+	name := fmt.Sprintf("%+v %q attempt %d", job, ev, attempt)
+	out, werr := m.Apply(job, ev, attempt)
+	tr, gerr := s.ApplyJob(ctx, id, ev, attempt, "node-new")
+	type result struct {
+		Job       fsm.Job
+		Duplicate bool
+		Free      bool
+		Err       string
+	}
+	want := result{Job: out.Job, Duplicate: out.Duplicate, Free: out.FreeReservation}
+	if werr != nil {
+		want.Err = werr.Error()
+	}
+	got := result{Job: tr.Job.Job, Duplicate: tr.Duplicate, Free: tr.FreeNode != ""}
+	if gerr != nil {
+		got.Err = gerr.Error()
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s: Redis differs from fsm.Apply (-fsm +redis):\n%s", name, diff)
+	}
+	stored := hgetall(t, c, key)
+	wantStored := map[string]string{"state": string(out.Job.State), "attempt": strconv.Itoa(out.Job.Attempt),
+		"node_id": "node-old", "created_at_ms": "1000", "updated_at_ms": "2000"}
+	if werr == nil && !out.Duplicate {
+		wantStored["updated_at_ms"] = stored["updated_at_ms"] // the server's clock
+		if ms, _ := strconv.ParseInt(stored["updated_at_ms"], 10, 64); time.Since(time.UnixMilli(ms)).Abs() > time.Hour {
+			t.Errorf("%s: updated_at_ms %s is not the server's now", name, stored["updated_at_ms"])
+		}
+		switch {
+		case ev == fsm.Dispatch:
+			wantStored["node_id"] = "node-new"
+		case out.Job.State == fsm.Created:
+			wantStored["node_id"] = ""
+		}
+	}
+	if diff := cmp.Diff(wantStored, stored); diff != "" {
+		t.Errorf("%s: stored hash (-want +got):\n%s", name, diff)
+	}
+}
+
+// TestFSMCorrupt: a hash that does not decode is refused with
+// ErrJobCorrupt naming the field, and left exactly as it was.
+func TestFSMCorrupt(t *testing.T) {
+	ctx := context.Background()
+	good := []string{"state", "RUNNING", "attempt", "1", "node_id", "n", "created_at_ms", "1000", "updated_at_ms", "2000"}
+	with := func(field, value string) []string {
+		f := append([]string(nil), good...)
+		for i := 0; i < len(f); i += 2 {
+			if f[i] == field {
+				f[i+1] = value
+				return f
+			}
+		}
+		return append(f, field, value)
+	}
+	without := func(field string) []string {
+		var f []string
+		for i := 0; i < len(good); i += 2 {
+			if good[i] != field {
+				f = append(f, good[i], good[i+1])
+			}
+		}
+		return f
+	}
+	tests := []struct {
+		name   string
+		fields []string
+		field  string
+	}{
+		{"unknown state", with("state", "LOST"), "state"},
+		{"lower-case state", with("state", "running"), "state"},
+		{"no state", without("state"), "state"},
+		{"attempt not a number", with("attempt", "two"), "attempt"},
+		{"attempt 0", with("attempt", "0"), "attempt"},
+		{"fractional attempt", with("attempt", "1.5"), "attempt"},
+		{"no attempt", without("attempt"), "attempt"},
+		{"bad created_at_ms", with("created_at_ms", "yesterday"), "created_at_ms"},
+		{"no updated_at_ms", without("updated_at_ms"), "updated_at_ms"},
+		{"only junk", []string{"junk", "1"}, "state"},
+	}
+	for _, srv := range testServers(t) {
+		s := newJobs(t, srv.client, JobsConfig{})
+		for i, tt := range tests {
+			id := fmt.Sprintf("bad-%d", i)
+			key := s.keys.JobFSM(id)
+			setJob(t, srv.client, key, tt.fields...)
+			before := hgetall(t, srv.client, key)
+			_, err := s.ApplyJob(ctx, id, fsm.Result, 1, "")
+			var ce *CorruptError
+			if !errors.Is(err, scheduler.ErrJobCorrupt) || !errors.As(err, &ce) || ce.Field != tt.field {
+				t.Errorf("%s %s: ApplyJob error = %v, want ErrJobCorrupt naming %s", srv.name, tt.name, err, tt.field)
+			}
+			if _, err := s.Job(ctx, id); !errors.Is(err, scheduler.ErrJobCorrupt) {
+				t.Errorf("%s %s: Job error = %v, want ErrJobCorrupt", srv.name, tt.name, err)
+			}
+			if diff := cmp.Diff(before, hgetall(t, srv.client, key)); diff != "" {
+				t.Errorf("%s %s: the hash changed (-before +after):\n%s", srv.name, tt.name, diff)
+			}
+		}
+	}
+}
+
+func TestFSMKeyAndTTL(t *testing.T) {
+	ctx := context.Background()
+	for _, srv := range testServers(t) {
+		s := newJobs(t, srv.client, JobsConfig{TTL: time.Hour})
+		if _, _, err := s.CreateJob(ctx, "j"); err != nil {
+			t.Fatal(err)
+		}
+		key := s.keys.Prefix() + ":v1:jobs:{job:j}:fsm"
+		pttl, err := srv.client.Do(ctx, srv.client.B().Pttl().Key(key).Build()).AsInt64()
+		if err != nil || pttl <= 0 || pttl > time.Hour.Milliseconds() {
+			t.Errorf("%s: PTTL %s = %d, %v; want within 1h", srv.name, key, pttl, err)
+		}
+	}
+}
+
+func TestGeneratedLuaFollowsTable(t *testing.T) {
+	src := GenerateFSMLua()
+	if src != GenerateFSMLua() {
+		t.Fatal("GenerateFSMLua is not deterministic")
+	}
+	for _, tr := range fsm.Table() {
+		line := fmt.Sprintf("e == %q then return %q, %t, %t", tr.Event, tr.To, tr.Retry, tr.FreeReservation)
+		if !strings.Contains(src, line) {
+			t.Errorf("script lacks the move %s --%s--> %s: %q", tr.From, tr.Event, tr.To, line)
+		}
+	}
+	if strings.Contains(src, "KEYS[2]") {
+		t.Error("script touches a second key")
+	}
+}
+
+func TestNewJobsBadConfig(t *testing.T) {
+	c := testServers(t)[0].client
+	for _, cfg := range []JobsConfig{{MaxAttempts: -1}, {TTL: -time.Second}, {TTL: time.Microsecond}} {
+		if _, err := NewJobs(c, cfg); err == nil {
+			t.Errorf("NewJobs(%+v): no error", cfg)
+		}
+	}
+	if _, err := NewJobs(nil, JobsConfig{}); err == nil {
+		t.Error("NewJobs(nil client): no error")
+	}
+}
+
+func TestJobsOpHook(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var got []string
+	hook := func(op, result string, d time.Duration) {
+		mu.Lock()
+		got = append(got, op+"/"+result)
+		mu.Unlock()
+	}
+	s := newJobs(t, testServers(t)[0].client, JobsConfig{OpHook: hook})
+	s.CreateJob(ctx, "j")
+	s.ApplyJob(ctx, "j", fsm.Dispatch, 1, "n")
+	s.Job(ctx, "j")
+	s.Job(ctx, "none")
+	s.ApplyJob(ctx, "", fsm.Dispatch, 1, "n") // refused before Redis: no op
+	want := []string{"fsm_create/ok", "fsm_apply/ok", "fsm_get/ok", "fsm_get/miss"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("hook calls (-want +got):\n%s", diff)
+	}
+}
+
+// FuzzDecodeJob: any stored fields either decode to a valid record or give
+// ErrJobCorrupt naming one of the fields.
+func FuzzDecodeJob(f *testing.F) {
+	f.Add("RUNNING", "2", "node", "1000", "2000")
+	f.Add("running", "0", "", "x", "")
+	f.Add("FAILED", "-1", "n", "9223372036854775807", "1")
+	f.Fuzz(func(t *testing.T, state, attempt, node, created, updated string) {
+		rec, err := decodeJob("j", "k", []string{state, attempt, node, created, updated})
+		if err != nil {
+			var ce *CorruptError
+			if !errors.As(err, &ce) || !errors.Is(err, scheduler.ErrJobCorrupt) {
+				t.Fatalf("error %v is not a CorruptError wrapping ErrJobCorrupt", err)
+			}
+			switch ce.Field {
+			case "state", "attempt", "created_at_ms", "updated_at_ms":
+			default:
+				t.Fatalf("error names field %q", ce.Field)
+			}
+			return
+		}
+		if !rec.State.Valid() || rec.Attempt < 1 || rec.NodeID != node {
+			t.Fatalf("decoded %+v from %q %q %q", rec, state, attempt, node)
+		}
+	})
+}

@@ -1,0 +1,120 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ksana-dev/ksana/scheduler"
+	"github.com/ksana-dev/ksana/store/storetest"
+	"github.com/redis/rueidis"
+)
+
+func newRequests(t testing.TB, c rueidis.Client, cfg RequestsConfig) *Requests {
+	t.Helper()
+	cfg.Prefix = testPrefix(t)
+	if cfg.WaitTimeout == 0 {
+		cfg.WaitTimeout = 20 * time.Second
+	}
+	s, err := NewRequests(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestRequestsConformance(t *testing.T) {
+	for _, srv := range testServers(t) {
+		t.Run(srv.name, func(t *testing.T) {
+			storetest.TestRequestStore(t, func(t *testing.T) scheduler.RequestStore {
+				return newRequests(t, srv.client, RequestsConfig{})
+			})
+		})
+	}
+}
+
+// TestRequestsCorruptBinding: a stored binding that does not decode is
+// ErrBindingCorrupt, create is not called, and the value stays.
+func TestRequestsCorruptBinding(t *testing.T) {
+	ctx := context.Background()
+	for _, srv := range testServers(t) {
+		s := newRequests(t, srv.client, RequestsConfig{})
+		c := srv.client
+		for _, bad := range []string{`{"job_id":`, `{"job_id":""}`, `not json`, `{"job_id":"j"} trailing`} {
+			key := s.keys.RequestBinding("r")
+			if err := c.Do(ctx, c.B().Set().Key(key).Value(bad).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			var calls atomic.Int64
+			_, _, err := s.Bind(ctx, "r", func(context.Context) (scheduler.RequestBinding, error) {
+				calls.Add(1)
+				return scheduler.RequestBinding{JobID: "j"}, nil
+			})
+			var ce *CorruptError
+			if !errors.Is(err, scheduler.ErrBindingCorrupt) || !errors.As(err, &ce) || ce.Key != key {
+				t.Errorf("%s: Bind over %q: error = %v, want ErrBindingCorrupt naming %s", srv.name, bad, err, key)
+			}
+			if calls.Load() != 0 {
+				t.Errorf("%s: create called over a corrupt binding", srv.name)
+			}
+			if got, _ := c.Do(ctx, c.B().Get().Key(key).Build()).ToString(); got != bad {
+				t.Errorf("%s: stored binding = %q, want %q unchanged", srv.name, got, bad)
+			}
+		}
+	}
+}
+
+// TestRequestsKeys checks the two keys and their TTLs after a bind.
+func TestRequestsKeys(t *testing.T) {
+	ctx := context.Background()
+	for _, srv := range testServers(t) {
+		s := newRequests(t, srv.client, RequestsConfig{LockTTL: time.Minute, BindingTTL: time.Hour})
+		if _, _, err := s.Bind(ctx, "r1", func(context.Context) (scheduler.RequestBinding, error) {
+			return scheduler.RequestBinding{JobID: "j1", NodeID: "n1"}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		c := srv.client
+		p := s.keys.Prefix()
+		got, err := c.Do(ctx, c.B().Get().Key(p+":v1:requests:binding:r1").Build()).ToString()
+		if diff := cmp.Diff(`{"job_id":"j1","node_id":"n1"}`, got); err != nil || diff != "" {
+			t.Errorf("%s: binding JSON (-want +got): %v\n%s", srv.name, err, diff)
+		}
+		for key, max := range map[string]time.Duration{p + ":v1:requests:binding:r1": time.Hour, p + ":v1:requests:lock:r1": time.Minute} {
+			pttl, err := c.Do(ctx, c.B().Pttl().Key(key).Build()).AsInt64()
+			if err != nil || pttl <= 0 || pttl > max.Milliseconds() {
+				t.Errorf("%s: PTTL %s = %d, %v; want within %v", srv.name, key, pttl, err, max)
+			}
+		}
+	}
+}
+
+// TestRequestsWaitTimeout: a duplicate gives up after WaitTimeout.
+func TestRequestsWaitTimeout(t *testing.T) {
+	ctx := context.Background()
+	s := newRequests(t, testServers(t)[0].client, RequestsConfig{WaitTimeout: 100 * time.Millisecond})
+	c := s.c
+	// Someone holds the lock and never binds.
+	if err := c.Do(ctx, c.B().Set().Key(s.keys.RequestLock("r")).Value("other").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := s.Bind(ctx, "r", func(context.Context) (scheduler.RequestBinding, error) {
+		t.Error("create called while another holds the lock")
+		return scheduler.RequestBinding{JobID: "j"}, nil
+	})
+	if !errors.Is(err, scheduler.ErrBindWait) {
+		t.Errorf("Bind behind a held lock: error = %v, want ErrBindWait", err)
+	}
+}
+
+func TestNewRequestsBadConfig(t *testing.T) {
+	c := testServers(t)[0].client
+	for _, cfg := range []RequestsConfig{{LockTTL: -1}, {WaitTimeout: -1}, {LockTTL: time.Hour, BindingTTL: time.Minute}, {LockTTL: time.Microsecond}} {
+		if _, err := NewRequests(c, cfg); err == nil {
+			t.Errorf("NewRequests(%+v): no error", cfg)
+		}
+	}
+}

@@ -1,0 +1,382 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ksana-dev/ksana/scheduler"
+	"github.com/redis/rueidis"
+)
+
+// StreamsConfig configures [Streams].
+type StreamsConfig struct {
+	// Prefix is the key prefix. Default (""): [DefaultPrefix].
+	Prefix string
+	// MaxLen trims each inbox with XADD MAXLEN ~ (stream_maxlen).
+	// Default (0): [scheduler.DefaultStreamMaxLen].
+	MaxLen int64
+	// DLQMaxLen trims each dead-letter stream with MAXLEN ~ (dlq_maxlen).
+	// Default (0): [scheduler.DefaultDLQMaxLen].
+	DLQMaxLen int64
+	// OpHook observes every Redis operation ("xadd", "xgroup_create",
+	// "xreadgroup", "xack_xdel", "xautoclaim", "xpending",
+	// "xpending_idle", "dlq_move", "dlq_read", "xlen"). Default (nil): none.
+	OpHook OpHook
+}
+
+// Streams is the Redis [scheduler.Sender]; [Streams.Inbox] gives the
+// [scheduler.Inbox] of one instance and group. An instance's inbox is the
+// stream {prefix}:streams:{instance:<instance_id>}:inbox and its
+// dead-letter queue {prefix}:streams:{instance:<instance_id>}:dlq; the
+// shared hash tag puts both in one cluster slot, so the dead-letter move is
+// one Lua script over the two keys.
+type Streams struct {
+	c      rueidis.Client
+	keys   Keys
+	maxLen string
+	dlqMax string
+	hook   OpHook
+}
+
+var _ scheduler.Sender = (*Streams)(nil)
+
+// NewStreams returns the streams on c.
+func NewStreams(c rueidis.Client, cfg StreamsConfig) (*Streams, error) {
+	if c == nil {
+		return nil, errors.New("redisstore: NewStreams: nil client")
+	}
+	if cfg.MaxLen < 0 {
+		return nil, fmt.Errorf("redisstore: StreamsConfig.MaxLen: %d is negative", cfg.MaxLen)
+	}
+	if cfg.DLQMaxLen < 0 {
+		return nil, fmt.Errorf("redisstore: StreamsConfig.DLQMaxLen: %d is negative", cfg.DLQMaxLen)
+	}
+	if cfg.MaxLen == 0 {
+		cfg.MaxLen = scheduler.DefaultStreamMaxLen
+	}
+	if cfg.DLQMaxLen == 0 {
+		cfg.DLQMaxLen = scheduler.DefaultDLQMaxLen
+	}
+	return &Streams{
+		c: c, keys: NewKeys(cfg.Prefix), hook: cfg.OpHook,
+		maxLen: strconv.FormatInt(cfg.MaxLen, 10), dlqMax: strconv.FormatInt(cfg.DLQMaxLen, 10),
+	}, nil
+}
+
+// Send implements [scheduler.Sender] with XADD MAXLEN ~.
+func (s *Streams) Send(ctx context.Context, instanceID string, fields map[string]string) (string, error) {
+	if len(fields) == 0 {
+		return "", errors.New("redisstore: send: a message needs at least one field")
+	}
+	fv := s.c.B().Xadd().Key(s.keys.Inbox(instanceID)).Maxlen().Almost().Threshold(s.maxLen).Id("*").FieldValue()
+	for k, v := range fields {
+		fv = fv.FieldValue(k, v)
+	}
+	start := time.Now()
+	id, err := s.c.Do(ctx, fv.Build()).ToString()
+	s.hook.observe("xadd", start, err)
+	if err != nil {
+		return "", fmt.Errorf("redisstore: send to %s: %w", instanceID, err)
+	}
+	return id, nil
+}
+
+// Inbox returns the inbox of instanceID as read by group.
+func (s *Streams) Inbox(instanceID, group string) *Inbox {
+	return &Inbox{s: s, key: s.keys.Inbox(instanceID), dlq: s.keys.DLQ(instanceID), group: group}
+}
+
+// Inbox is the Redis [scheduler.Inbox] of one instance and group. Read
+// uses XREADGROUP with BLOCK, which rueidis sends on a dedicated connection
+// of its blocking pool, so a waiting consumer never stalls the pipelined
+// commands of the others; keep the block shorter than any context deadline
+// passed to Read.
+type Inbox struct {
+	s     *Streams
+	key   string
+	dlq   string
+	group string
+}
+
+var _ scheduler.Inbox = (*Inbox)(nil)
+
+// streamErr translates NOGROUP into [scheduler.ErrNoGroup].
+func streamErr(what string, err error) error {
+	if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "NOGROUP") {
+		return fmt.Errorf("redisstore: %s: %w", what, scheduler.ErrNoGroup)
+	}
+	return fmt.Errorf("redisstore: %s: %w", what, err)
+}
+
+// EnsureGroup implements [scheduler.Inbox]: XGROUP CREATE ... 0 MKSTREAM,
+// so entries sent before the group existed are delivered too.
+func (in *Inbox) EnsureGroup(ctx context.Context) error {
+	start := time.Now()
+	err := in.s.c.Do(ctx, in.s.c.B().XgroupCreate().Key(in.key).Group(in.group).Id("0").Mkstream().Build()).Error()
+	if re, ok := rueidis.IsRedisErr(err); ok && re.IsBusyGroup() {
+		err = nil
+	}
+	in.s.hook.observe("xgroup_create", start, err)
+	if err != nil {
+		return fmt.Errorf("redisstore: create group %s on %s: %w", in.group, in.key, err)
+	}
+	return nil
+}
+
+// Read implements [scheduler.Inbox] with XREADGROUP ... COUNT ... BLOCK ... STREAMS key >.
+func (in *Inbox) Read(ctx context.Context, consumer string, count int, block time.Duration) ([]scheduler.Message, error) {
+	b := in.s.c.B().Xreadgroup().Group(in.group, consumer).Count(int64(max(count, 1)))
+	var cmd rueidis.Completed
+	if block > 0 {
+		cmd = b.Block(max(block.Milliseconds(), 1)).Streams().Key(in.key).Id(">").Build()
+	} else {
+		cmd = b.Streams().Key(in.key).Id(">").Build()
+	}
+	start := time.Now()
+	res, err := in.s.c.Do(ctx, cmd).AsXReadSlices()
+	in.s.hook.observe("xreadgroup", start, err)
+	if isNil(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, streamErr("read "+in.key, err)
+	}
+	return toMessages(res[in.key]), nil
+}
+
+func toMessages(entries []rueidis.XRangeSlice) []scheduler.Message {
+	out := make([]scheduler.Message, 0, len(entries))
+	for _, e := range entries {
+		if e.FieldValues == nil {
+			continue // deleted meanwhile
+		}
+		f := make(map[string]string, len(e.FieldValues))
+		for _, fv := range e.FieldValues {
+			f[fv.Field] = fv.Value
+		}
+		out = append(out, scheduler.Message{ID: e.ID, Fields: f})
+	}
+	return out
+}
+
+// Ack implements [scheduler.Inbox]: XACK and XDEL in one pipeline.
+func (in *Inbox) Ack(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	start := time.Now()
+	err := firstError(in.s.c.DoMulti(ctx,
+		in.s.c.B().Xack().Key(in.key).Group(in.group).Id(ids...).Build(),
+		in.s.c.B().Xdel().Key(in.key).Id(ids...).Build()))
+	in.s.hook.observe("xack_xdel", start, err)
+	if err != nil {
+		return streamErr("ack "+in.key, err)
+	}
+	return nil
+}
+
+// Reclaim implements [scheduler.Inbox] with XAUTOCLAIM from the start of the
+// pending list, following its cursor until count entries are claimed or
+// the list is done.
+func (in *Inbox) Reclaim(ctx context.Context, consumer string, minIdle time.Duration, count int) ([]scheduler.Message, error) {
+	idle := strconv.FormatInt(minIdle.Milliseconds(), 10)
+	cursor := "0-0"
+	var out []scheduler.Message
+	for len(out) < count {
+		start := time.Now()
+		arr, err := in.s.c.Do(ctx, in.s.c.B().Xautoclaim().Key(in.key).Group(in.group).Consumer(consumer).
+			MinIdleTime(idle).Start(cursor).Count(int64(count-len(out))).Build()).ToArray()
+		var entries []rueidis.XRangeSlice
+		if err == nil {
+			if len(arr) < 2 {
+				err = fmt.Errorf("unexpected XAUTOCLAIM reply of %d elements", len(arr))
+			} else if cursor, err = arr[0].ToString(); err == nil {
+				entries, err = arr[1].AsXRangeSlices()
+			}
+		}
+		in.s.hook.observe("xautoclaim", start, err)
+		if err != nil {
+			return out, streamErr("reclaim "+in.key, err)
+		}
+		out = append(out, toMessages(entries)...)
+		if cursor == "0-0" {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Pending implements [scheduler.Inbox] with the XPENDING summary: the
+// source of the scheduler_phase2_inbox_pending gauge.
+func (in *Inbox) Pending(ctx context.Context) (int64, error) {
+	start := time.Now()
+	arr, err := in.s.c.Do(ctx, in.s.c.B().Xpending().Key(in.key).Group(in.group).Build()).ToArray()
+	var n int64
+	if err == nil {
+		if len(arr) == 0 {
+			err = errors.New("empty XPENDING reply")
+		} else {
+			n, err = arr[0].AsInt64()
+		}
+	}
+	in.s.hook.observe("xpending", start, err)
+	if err != nil {
+		return 0, streamErr("pending of "+in.key, err)
+	}
+	return n, nil
+}
+
+// PendingIdle implements [scheduler.Inbox] with the extended XPENDING form
+// (IDLE min - + count).
+func (in *Inbox) PendingIdle(ctx context.Context, minIdle time.Duration, count int) ([]scheduler.PendingEntry, error) {
+	start := time.Now()
+	arr, err := in.s.c.Do(ctx, in.s.c.B().Xpending().Key(in.key).Group(in.group).Idle(minIdle.Milliseconds()).
+		Start("-").End("+").Count(int64(max(count, 1))).Build()).ToArray()
+	var out []scheduler.PendingEntry
+	for i := 0; err == nil && i < len(arr); i++ {
+		var row []rueidis.RedisMessage
+		if row, err = arr[i].ToArray(); err != nil {
+			break
+		}
+		if len(row) != 4 {
+			err = fmt.Errorf("unexpected XPENDING row of %d elements", len(row))
+			break
+		}
+		var e scheduler.PendingEntry
+		var idleMS int64
+		if e.ID, err = row[0].ToString(); err != nil {
+			break
+		}
+		if e.Consumer, err = row[1].ToString(); err != nil {
+			break
+		}
+		if idleMS, err = row[2].AsInt64(); err != nil {
+			break
+		}
+		if e.Deliveries, err = row[3].AsInt64(); err != nil {
+			break
+		}
+		e.Idle = time.Duration(idleMS) * time.Millisecond
+		out = append(out, e)
+	}
+	in.s.hook.observe("xpending_idle", start, err)
+	if err != nil {
+		return nil, streamErr("pending entries of "+in.key, err)
+	}
+	return out, nil
+}
+
+// dlqMoveScript moves one pending entry from the inbox KEYS[1] to the
+// dead-letter stream KEYS[2] (one slot: both carry {instance:<id>}).
+// ARGV: group, consumer, id, min idle ms, reason, dlq maxlen. It returns
+// nil when the entry is no longer pending or not idle long enough, else
+// {dlq id, delivery count}. Being one script, concurrent scans of several
+// consumers move an entry exactly once.
+var dlqMoveScript = rueidis.NewLuaScript(`
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], 'IDLE', tonumber(ARGV[4]), ARGV[3], ARGV[3], 1)
+if #p == 0 then return false end
+local deliveries = p[1][4]
+local c = redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[4]), ARGV[3])
+if #c == 0 or not c[1] or type(c[1][2]) ~= 'table' then
+  redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
+  return false
+end
+local args = {KEYS[2], 'MAXLEN', '~', ARGV[6], '*'}
+for _, v in ipairs(c[1][2]) do args[#args + 1] = v end
+args[#args + 1] = '` + scheduler.DLQFieldSourceID + `'
+args[#args + 1] = ARGV[3]
+args[#args + 1] = '` + scheduler.DLQFieldDeliveries + `'
+args[#args + 1] = tostring(deliveries)
+args[#args + 1] = '` + scheduler.DLQFieldReason + `'
+args[#args + 1] = ARGV[5]
+local dlqid = redis.call('XADD', unpack(args))
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
+redis.call('XDEL', KEYS[1], ARGV[3])
+return {dlqid, deliveries}`)
+
+// DeadLetter implements [scheduler.Inbox] with one script: XPENDING of the
+// entry, XCLAIM with the idle minimum, XADD to the DLQ with MAXLEN ~, XACK
+// and XDEL. Each move is reported to the OpHook as "dlq_move" (the source of
+// scheduler_phase2_dlq_moved_total is [scheduler.Hooks].DLQMoved).
+func (in *Inbox) DeadLetter(ctx context.Context, consumer, id string, minIdle time.Duration, reason string) (scheduler.DeadLetter, bool, error) {
+	start := time.Now()
+	arr, err := dlqMoveScript.Exec(ctx, in.s.c, []string{in.key, in.dlq},
+		[]string{in.group, consumer, id, strconv.FormatInt(minIdle.Milliseconds(), 10), reason, in.s.dlqMax}).ToArray()
+	in.s.hook.observe("dlq_move", start, err)
+	if isNil(err) {
+		return scheduler.DeadLetter{}, false, nil
+	}
+	if err != nil {
+		return scheduler.DeadLetter{}, false, streamErr("dead-letter "+id+" of "+in.key, err)
+	}
+	if len(arr) != 2 {
+		return scheduler.DeadLetter{}, false, fmt.Errorf("redisstore: dead-letter %s: unexpected reply of %d elements", id, len(arr))
+	}
+	dlqID, err := arr[0].ToString()
+	if err != nil {
+		return scheduler.DeadLetter{}, false, fmt.Errorf("redisstore: dead-letter %s: %w", id, err)
+	}
+	deliveries, err := arr[1].AsInt64()
+	if err != nil {
+		return scheduler.DeadLetter{}, false, fmt.Errorf("redisstore: dead-letter %s: %w", id, err)
+	}
+	// The fields are read back from the DLQ, which holds the only copy now.
+	dl := scheduler.DeadLetter{ID: dlqID, SourceID: id, Deliveries: deliveries, Reason: reason}
+	if got, rerr := in.readDLQ(ctx, dlqID, dlqID, 1); rerr == nil && len(got) == 1 {
+		dl = got[0]
+	}
+	return dl, true, nil
+}
+
+// DeadLetters implements [scheduler.Inbox] with XRANGE on the DLQ.
+func (in *Inbox) DeadLetters(ctx context.Context, count int) ([]scheduler.DeadLetter, error) {
+	return in.readDLQ(ctx, "-", "+", count)
+}
+
+func (in *Inbox) readDLQ(ctx context.Context, from, to string, count int) ([]scheduler.DeadLetter, error) {
+	start := time.Now()
+	entries, err := in.s.c.Do(ctx, in.s.c.B().Xrange().Key(in.dlq).Start(from).End(to).Count(int64(max(count, 1))).Build()).AsXRangeSlices()
+	in.s.hook.observe("dlq_read", start, err)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: read %s: %w", in.dlq, err)
+	}
+	out := make([]scheduler.DeadLetter, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, decodeDeadLetter(e))
+	}
+	return out, nil
+}
+
+// decodeDeadLetter splits a DLQ entry: the script appends the three dlq_
+// fields last, so they are taken from the end and every field before them
+// is an original one, even one that happens to share their names.
+func decodeDeadLetter(e rueidis.XRangeSlice) scheduler.DeadLetter {
+	dl := scheduler.DeadLetter{ID: e.ID, Fields: map[string]string{}}
+	fv := e.FieldValues
+	n := len(fv)
+	if n >= 3 && fv[n-3].Field == scheduler.DLQFieldSourceID && fv[n-2].Field == scheduler.DLQFieldDeliveries && fv[n-1].Field == scheduler.DLQFieldReason {
+		dl.SourceID = fv[n-3].Value
+		dl.Deliveries, _ = strconv.ParseInt(fv[n-2].Value, 10, 64)
+		dl.Reason = fv[n-1].Value
+		fv = fv[:n-3]
+	}
+	for _, f := range fv {
+		dl.Fields[f.Field] = f.Value
+	}
+	return dl
+}
+
+// Len implements [scheduler.Inbox] with XLEN.
+func (in *Inbox) Len(ctx context.Context) (int64, error) {
+	start := time.Now()
+	n, err := in.s.c.Do(ctx, in.s.c.B().Xlen().Key(in.key).Build()).AsInt64()
+	in.s.hook.observe("xlen", start, err)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: length of %s: %w", in.key, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,64 @@
+package redisstore
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ksana-dev/ksana/scheduler"
+	"github.com/redis/rueidis"
+)
+
+func TestDecodeDeadLetter(t *testing.T) {
+	fv := func(kv ...string) []rueidis.XRangeFieldValue {
+		var out []rueidis.XRangeFieldValue
+		for i := 0; i+1 < len(kv); i += 2 {
+			out = append(out, rueidis.XRangeFieldValue{Field: kv[i], Value: kv[i+1]})
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		in   []rueidis.XRangeFieldValue
+		want scheduler.DeadLetter
+	}{
+		{"plain", fv("type", "job_result", "dlq_source_id", "1-1", "dlq_delivery_count", "11", "dlq_reason", "max_deliveries_exceeded"),
+			scheduler.DeadLetter{ID: "9-9", SourceID: "1-1", Deliveries: 11, Reason: "max_deliveries_exceeded", Fields: map[string]string{"type": "job_result"}}},
+		{"original field with a reserved name is kept", fv("dlq_reason", "mine", "dlq_source_id", "1-2", "dlq_delivery_count", "1", "dlq_reason", "malformed"),
+			scheduler.DeadLetter{ID: "9-9", SourceID: "1-2", Deliveries: 1, Reason: "malformed", Fields: map[string]string{"dlq_reason": "mine"}}},
+		{"entry not written by the move: all fields are original", fv("a", "b"),
+			scheduler.DeadLetter{ID: "9-9", Fields: map[string]string{"a": "b"}}},
+	}
+	for _, tc := range tests {
+		got := decodeDeadLetter(rueidis.XRangeSlice{ID: "9-9", FieldValues: tc.in})
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("%s: decodeDeadLetter (-want +got):\n%s", tc.name, d)
+		}
+	}
+}
+
+// FuzzDecodeDeadLetter: whatever the original fields, an entry laid out as
+// the move script writes it decodes back to them.
+func FuzzDecodeDeadLetter(f *testing.F) {
+	f.Add("type", "job_assign", "dlq_reason", "x", int64(3), "malformed: bad json")
+	f.Add("", "", "dlq_source_id", "", int64(0), "")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string, deliveries int64, reason string) {
+		orig := map[string]string{k1: v1, k2: v2}
+		var in []rueidis.XRangeFieldValue
+		for _, k := range []string{k1, k2} {
+			if k == k2 && k1 == k2 {
+				break
+			}
+			in = append(in, rueidis.XRangeFieldValue{Field: k, Value: orig[k]})
+		}
+		in = append(in,
+			rueidis.XRangeFieldValue{Field: scheduler.DLQFieldSourceID, Value: "5-5"},
+			rueidis.XRangeFieldValue{Field: scheduler.DLQFieldDeliveries, Value: strconv.FormatInt(deliveries, 10)},
+			rueidis.XRangeFieldValue{Field: scheduler.DLQFieldReason, Value: reason})
+		got := decodeDeadLetter(rueidis.XRangeSlice{ID: "1-0", FieldValues: in})
+		want := scheduler.DeadLetter{ID: "1-0", SourceID: "5-5", Deliveries: deliveries, Reason: reason, Fields: orig}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("decodeDeadLetter (-want +got):\n%s", d)
+		}
+	})
+}

@@ -1,0 +1,12 @@
+-- skip-if-column: deployment.type
+--
+-- R3: deployment.type is TEXT, 'daemon' or 'deployment'. R4: rows that
+-- existed before take the default, so every old row reads 'deployment'.
+-- A database that already has the column (added by another tool) keeps it
+-- as it is.
+--
+-- There is deliberately no CHECK constraint on the value: the
+-- specification has readers meet unknown values (ERR_INVALID_TYPE, R11),
+-- so a newer writer can add a type without breaking older node-units.
+-- [Deployments.Add] validates what this package writes.
+ALTER TABLE deployment ADD COLUMN type TEXT NOT NULL DEFAULT 'deployment';

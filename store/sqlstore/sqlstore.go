@@ -1,0 +1,182 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jmoiron/sqlx"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Sentinel errors. Errors returned by this package wrap one of them, or the
+// database driver's error.
+var (
+	// ErrInvalidURL: [Open] cannot tell which database a URL names, or the
+	// URL is malformed.
+	ErrInvalidURL = errors.New("sqlstore: invalid database url")
+	// ErrNotFound: no deployment has the id.
+	ErrNotFound = errors.New("sqlstore: deployment not found")
+	// ErrExists: a deployment with the id exists already.
+	ErrExists = errors.New("sqlstore: deployment exists")
+)
+
+// DB is an open database holding the deployment and node_unit tables. It is
+// safe for concurrent use; one DB serves the [Deployments] and [Membership]
+// adapters of one process.
+type DB struct {
+	x *sqlx.DB
+	d *dialect
+}
+
+// Open connects to the database that url names, checks the connection and
+// brings the schema up to date with [DB.Migrate].
+//
+//   - postgres://... or postgresql://...: PostgreSQL through pgx. Any
+//     run-time parameter may be added to the query, such as
+//     search_path=myschema.
+//   - sqlite:PATH, file:PATH (an SQLite URI) or a plain PATH: an SQLite
+//     file, created when missing (its directory must exist); ":memory:" is
+//     a private in-memory database. The connection runs in WAL mode with a
+//     10 s busy timeout, foreign keys on, synchronous=NORMAL, and
+//     transactions that begin IMMEDIATE; query parameters of the modernc
+//     driver given in the URL (_busy_timeout=...) take precedence. One DB
+//     uses one connection, so writes in one process queue in Go rather than
+//     on the file lock, while several processes share a file through
+//     SQLite's locking.
+func Open(ctx context.Context, url string) (*DB, error) {
+	d, dsn, err := parseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	var db *DB
+	if d == postgresDialect {
+		cfg, err := pgx.ParseConfig(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidURL, err)
+		}
+		db = openPostgres(cfg)
+	} else {
+		x, err := sqlx.Open(d.driver, dsn)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: open sqlite: %w", err)
+		}
+		x.SetMaxOpenConns(1)
+		x.SetMaxIdleConns(1)
+		db = &DB{x: x, d: d}
+	}
+	if err := db.x.PingContext(ctx); err != nil {
+		db.x.Close()
+		return nil, fmt.Errorf("sqlstore: connect %s: %w", d.name, err)
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.x.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// openPostgres wraps a pgx configuration (tests add a tracer to it).
+func openPostgres(cfg *pgx.ConnConfig) *DB {
+	return &DB{x: sqlx.NewDb(stdlib.OpenDB(*cfg), postgresDialect.driver), d: postgresDialect}
+}
+
+// sqliteDefaults are the connection settings Open adds to an SQLite DSN
+// unless the URL sets them.
+var sqliteDefaults = [][2]string{
+	{"_busy_timeout", "10000"},
+	{"_journal_mode", "WAL"},
+	{"_foreign_keys", "on"},
+	{"_synchronous", "NORMAL"},
+	{"_txlock", "immediate"},
+}
+
+// parseURL picks the dialect for raw and returns the DSN its driver takes.
+func parseURL(raw string) (*dialect, string, error) {
+	s := strings.TrimSpace(raw)
+	lower := strings.ToLower(s)
+	switch {
+	case s == "":
+		return nil, "", fmt.Errorf("%w: empty (want postgres://..., sqlite:PATH, file:PATH or a path)", ErrInvalidURL)
+	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
+		return postgresDialect, s, nil
+	case strings.Contains(lower, "://") && !strings.HasPrefix(lower, "sqlite:") && !strings.HasPrefix(lower, "file:"):
+		scheme, _, _ := strings.Cut(s, "://")
+		return nil, "", fmt.Errorf("%w: unsupported scheme %q in %q (want postgres, postgresql, sqlite or file)", ErrInvalidURL, scheme, raw)
+	}
+	uri := false
+	switch {
+	case strings.HasPrefix(lower, "sqlite:"):
+		s = strings.TrimPrefix(s[len("sqlite:"):], "//")
+	case strings.HasPrefix(lower, "file:"):
+		uri = true
+	}
+	path, query, _ := strings.Cut(s, "?")
+	if path == "" || path == "file:" {
+		return nil, "", fmt.Errorf("%w: no database path in %q", ErrInvalidURL, raw)
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: query of %q: %v", ErrInvalidURL, raw, err)
+	}
+	if !uri && path != ":memory:" {
+		if dir := filepath.Dir(path); dir != "" {
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return nil, "", fmt.Errorf("%w: directory %q of sqlite database %q does not exist", ErrInvalidURL, dir, path)
+			}
+		}
+	}
+	for _, kv := range sqliteDefaults {
+		if !q.Has(kv[0]) {
+			q.Add(kv[0], kv[1])
+		}
+	}
+	return sqliteDialect, path + "?" + q.Encode(), nil
+}
+
+// Close closes the database connections.
+func (db *DB) Close() error { return db.x.Close() }
+
+// Dialect returns "postgres" or "sqlite".
+func (db *DB) Dialect() string { return db.d.name }
+
+// SQL returns the underlying connection pool, for settings such as
+// SetMaxOpenConns and for statements of the caller's own. Its bind type is
+// the dialect's: use its Rebind for ? placeholders.
+func (db *DB) SQL() *sqlx.DB { return db.x }
+
+// Deployments returns the deployment table's adapter.
+func (db *DB) Deployments() *Deployments { return &Deployments{db: db} }
+
+// Membership returns the node_unit table's adapter.
+func (db *DB) Membership() *Membership { return &Membership{db: db} }
+
+// openWith opens dsn through the registered driver driverName in dialect d
+// and migrates it (tests use it with a driver that records statements).
+func openWith(ctx context.Context, d *dialect, driverName, dsn string) (*DB, error) {
+	x, err := sqlx.Open(driverName, dsn)
+	if err != nil {
+		return nil, err
+	}
+	x = sqlx.NewDb(x.DB, d.driver) // bind type from the dialect, not the driver name
+	if d == sqliteDialect {
+		x.SetMaxOpenConns(1)
+		x.SetMaxIdleConns(1)
+	}
+	db := &DB{x: x, d: d}
+	if err := db.x.PingContext(ctx); err != nil {
+		db.x.Close()
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.x.Close()
+		return nil, err
+	}
+	return db, nil
+}

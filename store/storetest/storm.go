@@ -1,0 +1,117 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ksana-dev/ksana/scheduler"
+)
+
+// TestStorm checks a [scheduler.StormGuard]. newGuard returns an empty
+// guard with windows w.
+func TestStorm(t *testing.T, newGuard func(t *testing.T, w scheduler.StormWindows) scheduler.StormGuard) {
+	ctx := context.Background()
+	t.Run("ConcurrentReportsActOnce", func(t *testing.T) {
+		g := newGuard(t, scheduler.StormWindows{Debounce: time.Minute, Cooldown: time.Minute, ActionsPerSecond: 100})
+		const n = 1000
+		var mu sync.Mutex
+		got := map[scheduler.StormAction]int{}
+		var maxReports int64
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for range n {
+			wg.Go(func() {
+				d, err := g.Report(ctx, "node-1", "asr-large")
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				got[d.Action]++
+				maxReports = max(maxReports, d.Reports)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		want := map[scheduler.StormAction]int{scheduler.StormMarked: 1, scheduler.StormDebounced: n - 1}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("actions of %d concurrent reports (-want +got):\n%s", n, d)
+		}
+		if maxReports != n {
+			t.Errorf("highest report count = %d, want %d", maxReports, n)
+		}
+		for _, tc := range []struct {
+			node, model string
+			want        bool
+		}{
+			{"node-1", "asr-large", true},
+			{"node-1", "mt", false},
+			{"node-2", "asr-large", false},
+		} {
+			if u, err := g.Unavailable(ctx, tc.node, tc.model); err != nil || u != tc.want {
+				t.Errorf("Unavailable(%s, %s) = %v, %v; want %v", tc.node, tc.model, u, err, tc.want)
+			}
+		}
+		if err := g.Clear(ctx, "node-1", "asr-large"); err != nil {
+			t.Fatal(err)
+		}
+		if u, err := g.Unavailable(ctx, "node-1", "asr-large"); err != nil || u {
+			t.Errorf("Unavailable after Clear = %v, %v; want false", u, err)
+		}
+		if d, err := g.Report(ctx, "node-1", "asr-large"); err != nil || d.Action != scheduler.StormDebounced {
+			t.Errorf("Report after Clear within the window = %+v, %v; want debounced", d, err)
+		}
+	})
+	t.Run("NewWindowActsAgain", func(t *testing.T) {
+		g := newGuard(t, scheduler.StormWindows{Debounce: shortTTL, Cooldown: shortTTL, ActionsPerSecond: 100})
+		d, err := g.Report(ctx, "n", "m")
+		if err != nil || d.Action != scheduler.StormMarked {
+			t.Fatalf("first Report = %+v, %v; want marked", d, err)
+		}
+		waitFor(t, "cool-down ends", func() (bool, error) {
+			u, err := g.Unavailable(ctx, "n", "m")
+			return !u, err
+		})
+		waitFor(t, "a report after the window acts again", func() (bool, error) {
+			d, err := g.Report(ctx, "n", "m")
+			return d.Action == scheduler.StormMarked, err
+		})
+	})
+	t.Run("RateLimitPerModel", func(t *testing.T) {
+		const limit = 3
+		g := newGuard(t, scheduler.StormWindows{Debounce: time.Minute, Cooldown: time.Minute, ActionsPerSecond: limit})
+		start := time.Now()
+		got := map[scheduler.StormAction]int{}
+		for i := range 10 {
+			d, err := g.Report(ctx, fmt.Sprintf("node-%d", i), "m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[d.Action]++
+		}
+		if time.Since(start) > 900*time.Millisecond {
+			t.Skip("machine too slow to keep 10 reports within one rate window")
+		}
+		want := map[scheduler.StormAction]int{scheduler.StormMarked: limit, scheduler.StormRateLimited: 10 - limit}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("actions for 10 nodes with %d actions/s (-want +got):\n%s", limit, d)
+		}
+		// Another model has its own budget.
+		if d, err := g.Report(ctx, "node-0", "other"); err != nil || d.Action != scheduler.StormMarked {
+			t.Errorf("Report for another model = %+v, %v; want marked", d, err)
+		}
+		// A rate-limited node opened no window: it acts once the budget renews.
+		waitFor(t, "rate-limited node acts in a later second", func() (bool, error) {
+			d, err := g.Report(ctx, "node-9", "m")
+			return d.Action == scheduler.StormMarked, err
+		})
+	})
+}

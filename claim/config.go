@@ -83,7 +83,9 @@ type Config struct {
 	SelfFence bool
 	// Logger receives the loop's logs. Default: discard.
 	Logger *slog.Logger
-	// Now is the clock. Default time.Now.
+	// Now is the clock of the loop's decisions (LostAfter, self-fencing,
+	// report times). Default time.Now. Run's ticker runs on the runtime's
+	// clock, which testing/synctest fakes.
 	Now func() time.Time
 	// Observer receives a [Report] per cycle. Default none.
 	Observer Observer

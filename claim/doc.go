@@ -43,7 +43,8 @@
 //     debug level, and the next cycle tries again;
 //  5. reconcile the local [Runner]: every enabled daemon (once per id) and
 //     every enabled deployment bound to this node should run; start what is
-//     missing and stop the rest.
+//     missing, stop the rest, and restart (stop, then start) what runs but
+//     whose package, version, command, args or env changed.
 //
 // A cycle costs three statements when nothing is lost: membership, list,
 // claim. Takeover of a lost node's deployment is the same single-row claim

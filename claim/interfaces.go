@@ -41,6 +41,8 @@ package claim
 //     Config.SelfFence requires MembershipTTL > 2*Interval (New rejects
 //     it otherwise), each membership call of a cycle is bounded by
 //     Interval, Run stops the deployment processes and Leaves on exit.
+//     Report.Restarted: a running deployment whose package, version,
+//     command, args or env changed is stopped and started again.
 
 import (
 	"context"

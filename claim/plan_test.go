@@ -380,3 +380,103 @@ func TestPlanRestartsChangedDeployment(t *testing.T) {
 		t.Errorf("fresh state restarts %v, want nothing", act.Restart)
 	}
 }
+
+// FuzzPlan checks Plan's safety properties on arbitrary inputs: it claims
+// only enabled deployments of type deployment that are unassigned or bound
+// to an address it reports lost, never more than MaxClaimsPerCycle (one by
+// default), nothing under none, and starts only daemons and deployments
+// bound to Self, each id at most once.
+func FuzzPlan(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7}, uint8(1), uint8(0), false)
+	f.Add([]byte{9, 9, 9, 1, 1, 1, 2, 2, 2, 3}, uint8(3), uint8(5), false)
+	f.Add([]byte{4, 4, 4, 4}, uint8(0), uint8(1), true)
+	f.Fuzz(func(t *testing.T, raw []byte, selfIdx, maxClaims uint8, none bool) {
+		if len(raw) > 200 {
+			return
+		}
+		addrs := []string{"", "n0", "n1", "n2", "gone"}
+		types := []claim.Type{claim.TypeDeployment, claim.TypeDaemon, "bogus"}
+		var deps []claim.Deployment
+		for i, b := range raw {
+			deps = append(deps, claim.Deployment{
+				ID:        fmt.Sprintf("d%d", int(b>>4)%8+8*(i%3)),
+				Type:      types[int(b>>2)%len(types)],
+				Enabled:   b&1 == 0,
+				Address:   addrs[int(b)%len(addrs)],
+				UpdatedAt: t0.Add(time.Duration(b) * time.Second),
+			})
+		}
+		self := []string{"n0", "n1", "n2"}[int(selfIdx)%3]
+		in := claim.Inputs{Self: self, Active: []string{"n0", "n1", "n2"}, Deployments: deps, MaxClaimsPerCycle: int(maxClaims)}
+		if none {
+			in.Policy = claim.NonePolicy()
+		}
+		act := claim.Plan(in, t0)
+		limit := max(int(maxClaims), 1)
+		if none {
+			limit = 0
+		}
+		if len(act.Claim) > limit {
+			t.Fatalf("%d claims, limit %d", len(act.Claim), limit)
+		}
+		lost := map[string]bool{}
+		for _, a := range act.Lost {
+			lost[a] = true
+		}
+		seen := map[string]bool{}
+		for _, d := range act.Claim {
+			if d.Type != claim.TypeDeployment || !d.Enabled || (d.Address != "" && !lost[d.Address]) || seen[d.ID] {
+				t.Fatalf("claims %+v (lost %v)", d, act.Lost)
+			}
+			seen[d.ID] = true
+		}
+		started := map[string]bool{}
+		for _, d := range act.Start {
+			if started[d.ID] || !(d.Type == claim.TypeDaemon || d.Address == self) || !d.Type.Valid() {
+				t.Fatalf("starts %+v", d)
+			}
+			started[d.ID] = true
+		}
+		if none && (len(act.Release) != 0 || len(act.Lost) != 0) {
+			t.Fatalf("under none: release %v, lost %v", ids(act.Release), act.Lost)
+		}
+	})
+}
+
+func TestSanitize(t *testing.T) {
+	in := []claim.Deployment{
+		dep("a", ""),
+		{ID: "dm", Type: claim.TypeDaemon, Enabled: true, Address: "n1"},
+		{ID: "x", Type: "cron", Enabled: true},
+		{Type: claim.TypeDeployment},
+		dep("a", "n2"),
+	}
+	valid, problems := claim.Sanitize(in)
+	var gotIDs []string
+	for _, d := range valid {
+		gotIDs = append(gotIDs, d.ID+"@"+d.Address)
+	}
+	if diff := cmp.Diff([]string{"a@", "dm@"}, gotIDs); diff != "" {
+		t.Errorf("valid (-want +got):\n%s", diff)
+	}
+	var msgs []string
+	for _, p := range problems {
+		msgs = append(msgs, p.Error())
+	}
+	want := []string{
+		`claim: ERR_DAEMON_ADDRESS_SET: deployment "dm": daemon has address "n1"; the address is ignored`,
+		`claim: ERR_INVALID_TYPE: deployment "x": type "cron" is neither "daemon" nor "deployment"`,
+		`claim: empty id`,
+		`claim: deployment "a": listed more than once; the first is used`,
+	}
+	if diff := cmp.Diff(want, msgs); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	if in[1].Address != "n1" {
+		t.Errorf("Sanitize modified its input")
+	}
+	clean := []claim.Deployment{dep("a", ""), daemon("b")}
+	if got, problems := claim.Sanitize(clean); len(problems) != 0 || &got[0] != &clean[0] {
+		t.Errorf("clean list: problems %v, copied %v; want none and the input itself", problems, &got[0] != &clean[0])
+	}
+}

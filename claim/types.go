@@ -114,11 +114,18 @@ const (
 
 // Sentinels to branch on with errors.Is. Each [*Error] unwraps to one.
 var (
-	ErrInvalidType       = errors.New("claim: " + string(CodeInvalidType))
-	ErrDaemonAddressSet  = errors.New("claim: " + string(CodeDaemonAddressSet))
-	ErrClaimConflict     = errors.New("claim: " + string(CodeClaimConflict))
-	ErrPolicyDisabled    = errors.New("claim: " + string(CodePolicyDisabled))
-	ErrDaemonMissing     = errors.New("claim: " + string(CodeDaemonMissing))
+	// ErrInvalidType: ERR_INVALID_TYPE.
+	ErrInvalidType = errors.New("claim: " + string(CodeInvalidType))
+	// ErrDaemonAddressSet: ERR_DAEMON_ADDRESS_SET.
+	ErrDaemonAddressSet = errors.New("claim: " + string(CodeDaemonAddressSet))
+	// ErrClaimConflict: ERR_CLAIM_CONFLICT.
+	ErrClaimConflict = errors.New("claim: " + string(CodeClaimConflict))
+	// ErrPolicyDisabled: ERR_POLICY_DISABLED.
+	ErrPolicyDisabled = errors.New("claim: " + string(CodePolicyDisabled))
+	// ErrDaemonMissing: ERR_DAEMON_MISSING.
+	ErrDaemonMissing = errors.New("claim: " + string(CodeDaemonMissing))
+	// ErrInvalidDeployment: a record without an id, or with an id seen
+	// before in the same list.
 	ErrInvalidDeployment = errors.New("claim: invalid deployment")
 	// ErrUnknownPolicy is returned by [ParsePolicy] for a name that is not a
 	// policy.
@@ -142,6 +149,7 @@ type Error struct {
 	Err   error  // the sentinel, such as ErrInvalidType
 }
 
+// Error describes the problem, starting with the code.
 func (e *Error) Error() string {
 	s := "claim: "
 	if e.Code != "" {
@@ -151,8 +159,10 @@ func (e *Error) Error() string {
 		s += fmt.Sprintf("deployment %q: ", e.ID)
 	}
 	switch {
-	case e.Err == ErrInvalidDeployment:
+	case e.Err == ErrInvalidDeployment && e.Value == "":
 		s += "empty " + e.Field
+	case e.Err == ErrInvalidDeployment:
+		s += "listed more than once; the first is used"
 	case e.Code == CodeInvalidType:
 		s += fmt.Sprintf("type %q is neither %q nor %q", e.Value, TypeDaemon, TypeDeployment)
 	case e.Code == CodeDaemonAddressSet:
@@ -182,6 +192,7 @@ type ConfigError struct {
 	Err   error  // the reason
 }
 
+// Error names the setting, the value and the reason.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("claim: invalid %s %q: %v", e.Name, e.Value, e.Err)
 }

@@ -590,7 +590,7 @@ func (c *CronSchedule) Next(after time.Time) time.Time {
 	if c.month == 0 {
 		return time.Time{}
 	}
-	t := after.Unix() + 1 // the first whole second after after
+	t := after.Unix() + 1       // the first whole second after after
 	limit := civilYear(t) + 401 // beyond a whole Gregorian cycle: no run
 	if c.loc == time.UTC {
 		w, ok := c.nextWall(t, limit)
@@ -605,11 +605,21 @@ func (c *CronSchedule) Next(after time.Time) time.Time {
 		tt := time.Unix(t, 0).In(c.loc)
 		_, off := tt.Zone()
 		start, end := tt.ZoneBounds()
+		if !end.IsZero() && end.Unix() <= t {
+			// Beyond its transition table, Go extends a zone by yearly
+			// rules and may report a period ending a day before the year
+			// does (seen for leap years). No real transition falls at the
+			// turn of the year: search up to it.
+			end = time.Date(tt.UTC().Year()+1, 1, 1, 0, 0, 0, 0, time.UTC).In(c.loc)
+			if end.Unix() <= t {
+				end = time.Unix(t+86400, 0).In(c.loc)
+			}
+		}
 		lo := t + int64(off) // wall-clock seconds
 		if civilYear(lo) > limit {
 			return time.Time{}
 		}
-		if !c.wall && !start.IsZero() {
+		if !c.wall && !start.IsZero() && start.Unix() <= t {
 			if _, prev := start.Add(-time.Nanosecond).Zone(); prev > off {
 				// A fall-back began this period: the wall times up to
 				// start+prev came already, in the previous period.

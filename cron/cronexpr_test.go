@@ -61,10 +61,10 @@ func TestCronNext(t *testing.T) {
 	}{
 		{"0 0 * * *", "", "2026-01-01T10:00:00Z", []string{"2026-01-02T00:00:00Z", "2026-01-03T00:00:00Z"}},
 		{"*/15 * * * *", "", "2026-01-01T10:07:30Z", []string{"2026-01-01T10:15:00Z", "2026-01-01T10:30:00Z", "2026-01-01T10:45:00Z", "2026-01-01T11:00:00Z"}},
-		{"*/15 * * * *", "", "2026-01-01T10:15:00Z", []string{"2026-01-01T10:30:00Z"}},                                          // strictly after
-		{"0 0 * * *", "", "2026-01-01T23:59:59.999999999Z", []string{"2026-01-02T00:00:00Z"}},                                   // sub-second after
-		{"30 9 * * MON-FRI", "", "2026-01-02T10:00:00Z", []string{"2026-01-05T09:30:00Z", "2026-01-06T09:30:00Z"}},              // Fri -> Mon
-		{"0 12 1-30/2 * *", "", "2026-01-01T13:00:00Z", []string{"2026-01-03T12:00:00Z", "2026-01-05T12:00:00Z"}},               // range with step
+		{"*/15 * * * *", "", "2026-01-01T10:15:00Z", []string{"2026-01-01T10:30:00Z"}},                             // strictly after
+		{"0 0 * * *", "", "2026-01-01T23:59:59.999999999Z", []string{"2026-01-02T00:00:00Z"}},                      // sub-second after
+		{"30 9 * * MON-FRI", "", "2026-01-02T10:00:00Z", []string{"2026-01-05T09:30:00Z", "2026-01-06T09:30:00Z"}}, // Fri -> Mon
+		{"0 12 1-30/2 * *", "", "2026-01-01T13:00:00Z", []string{"2026-01-03T12:00:00Z", "2026-01-05T12:00:00Z"}},  // range with step
 		{"5/15 * * * *", "", "2026-01-01T10:00:00Z", []string{"2026-01-01T10:05:00Z", "2026-01-01T10:20:00Z", "2026-01-01T10:35:00Z", "2026-01-01T10:50:00Z", "2026-01-01T11:05:00Z"}},
 		{"0 8,12,18 * * *", "", "2026-01-01T12:00:00Z", []string{"2026-01-01T18:00:00Z", "2026-01-02T08:00:00Z", "2026-01-02T12:00:00Z"}},
 		{"0 0 1 jan,Jul *", "", "2026-01-01T00:00:00Z", []string{"2026-07-01T00:00:00Z", "2027-01-01T00:00:00Z"}},
@@ -182,6 +182,9 @@ func TestCronDST(t *testing.T) {
 		{"lord howe from second pass", "CRON_TZ=Australia/Lord_Howe 45 1 * * *", "2026-04-05T01:35:00+10:30", []string{"2026-04-06T01:45:00+10:30"}},
 		{"lord howe not repeated", "CRON_TZ=Australia/Lord_Howe 0 1,2 * * *", "2026-04-05T00:00:00+11:00", []string{"2026-04-05T01:00:00+11:00", "2026-04-05T02:00:00+10:30"}},
 		{"lord howe quarter-hourly through fall", "CRON_TZ=Australia/Lord_Howe */15 * * * *", "2026-04-05T01:40:00+11:00", []string{"2026-04-05T01:45:00+11:00", "2026-04-05T01:30:00+10:30", "2026-04-05T01:45:00+10:30", "2026-04-05T02:00:00+10:30"}},
+		// Beyond the zone's transition table (Go extends it by yearly rules).
+		{"ny 2040 turn of the year", "CRON_TZ=America/New_York 30 2 * * *", "2040-12-30T02:30:00-05:00", []string{"2040-12-31T02:30:00-05:00", "2041-01-01T02:30:00-05:00"}},
+		{"ny 2041 skipped", "CRON_TZ=America/New_York 30 2 * * *", "2041-03-09T12:00:00-05:00", []string{"2041-03-10T03:00:00-04:00", "2041-03-11T02:30:00-04:00"}},
 		// @every ignores daylight saving.
 		{"every counts absolute time", "CRON_TZ=America/New_York @every 1h", "2026-11-01T00:30:00-04:00", []string{"2026-11-01T01:00:00-04:00", "2026-11-01T01:00:00-05:00", "2026-11-01T02:00:00-05:00"}},
 	}
@@ -200,14 +203,22 @@ func TestCronDST(t *testing.T) {
 }
 
 // TestCronDSTYearByYear walks a daily and a quarter-hourly schedule through
-// a year of each zone and checks the rules run by run: strictly increasing
+// a year of each zone (some past the zone's transition table) and checks the rules run by run: strictly increasing
 // times, one run per calendar day for the daily one, and, for the
 // quarter-hourly one, 15 minutes of absolute time between runs.
 func TestCronDSTYearByYear(t *testing.T) {
-	for _, zone := range []string{"America/New_York", "Europe/Berlin", "Australia/Lord_Howe"} {
+	for _, zy := range []struct {
+		zone string
+		year int
+	}{
+		{"America/New_York", 2026}, {"Europe/Berlin", 2026}, {"Australia/Lord_Howe", 2026},
+		{"America/New_York", 2040}, {"Australia/Lord_Howe", 2040}, // leap years past the tables
+	} {
+		zone := zy.zone
 		loc := schedLoc(t, zone)
-		start := time.Date(2026, 1, 1, 0, 0, 0, 0, loc)
-		end := time.Date(2027, 1, 1, 0, 0, 0, 0, loc)
+		start := time.Date(zy.year, 1, 1, 0, 0, 0, 0, loc)
+		end := time.Date(zy.year+1, 1, 1, 0, 0, 0, 0, loc)
+		wantDays := int(end.Sub(start).Round(24*time.Hour) / (24 * time.Hour))
 		for _, hm := range []string{"30 1", "15 2", "59 2", "0 3"} {
 			c := MustParseCron(hm+" * * *", WithLocation(loc))
 			days := map[string]int{}
@@ -219,8 +230,8 @@ func TestCronDSTYearByYear(t *testing.T) {
 				days[tm.Format("2006-01-02")]++
 				prev = tm
 			}
-			if len(days) != 365 {
-				t.Errorf("%s %q: ran on %d days of 2026, want 365", zone, hm, len(days))
+			if len(days) != wantDays {
+				t.Errorf("%s %q: ran on %d days of %d, want %d", zone, hm, len(days), zy.year, wantDays)
 			}
 			for d, n := range days {
 				if n != 1 {
@@ -615,6 +626,28 @@ func BenchmarkCronNext(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkCronNextScan is the baseline for BenchmarkCronNext: the naive
+// search that steps minute by minute and tests each one.
+func BenchmarkCronNextScan(b *testing.B) {
+	for _, spec := range []string{"*/15 * * * *", "30 9 * * MON-FRI", "0 0 L * *"} {
+		c := MustParseCron(spec)
+		b.Run(spec, func(b *testing.B) {
+			t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			for b.Loop() {
+				t = scanNext(c, t)
+			}
+		})
+	}
+}
+
+func scanNext(c *CronSchedule, from time.Time) time.Time {
+	for t := from.Truncate(time.Minute).Add(time.Minute); ; t = t.Add(time.Minute) {
+		if c.hour&(1<<t.Hour()) != 0 && c.min&(1<<t.Minute()) != 0 && bruteDay(c, t) {
+			return t
+		}
 	}
 }
 

@@ -13,32 +13,32 @@ import (
 // map slot, its heap item and its place in the creation order. Fields that
 // most jobs leave empty live behind x.
 type entry struct {
+	// The fields a fire reads and writes come first, together, so that a
+	// fire touches as few cache lines of the entry as it can.
+	queuedAt int64  // at of the entry's live heap item, 0 = not in the heap
+	next     int64  // next_run_at (Unix ns, 0 = none)
+	start    int64  // once: run_at; every: start_at (Unix ns)
+	interval int64  // every: interval (ns)
+	jitter   int64  // every: jitter (ns)
+	gen      uint32 // bumped each time the slot is freed
+	inflight uint8  // runs queued or executing
+	kind     uint8
+	status   uint8
+	dirty    bool // bookkeeping waits for the recorder
+	enabled  bool
+	method   uint8
+	retries  uint16
+	pos      int32 // index in Runner.order
+	last     int64 // last_run_at (Unix ns, 0 = never)
+	timeout  int64 // ns
+	backoff  int64 // ns
+
 	id      string
 	name    string
 	url     string
 	body    string
 	headers map[string]string
 	x       *entryExt // cron schedule, misfire grace, last error; nil when all are empty
-
-	start    int64 // once: run_at; every: start_at (Unix ns)
-	interval int64 // every: interval (ns)
-	jitter   int64 // every: jitter (ns)
-	timeout  int64 // ns
-	backoff  int64 // ns
-
-	next     int64 // next_run_at (Unix ns, 0 = none)
-	last     int64 // last_run_at (Unix ns, 0 = never)
-	queuedAt int64 // at of the entry's live heap item, 0 = not in the heap
-
-	pos      int32  // index in Runner.order
-	gen      uint32 // bumped each time the slot is freed
-	retries  uint16
-	inflight uint8 // runs queued or executing
-	method   uint8
-	kind     uint8
-	status   uint8
-	enabled  bool
-	dirty    bool // bookkeeping waits for the recorder
 }
 
 // maxInflight bounds the runs of one job queued or running at once.

@@ -58,6 +58,8 @@ func Example_run() {
 	done := make(chan cron.Run, 1)
 	r, err := cron.New(cron.NewMemStore(), cron.NewHTTPExecutor(cron.HTTPExecutorConfig{}), cron.Config{
 		Observer: cron.ObserverFunc(func(run cron.Run) { done <- run }),
+		// However slow the machine, the job runs rather than being missed.
+		MisfireTolerance: time.Minute,
 	})
 	if err != nil {
 		panic(err)

@@ -131,6 +131,8 @@ type HTTPExecutor struct {
 	log           *slog.Logger
 }
 
+var _ Executor = (*HTTPExecutor)(nil)
+
 var defaultClient = sync.OnceValue(func() *http.Client {
 	return &http.Client{Transport: &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,

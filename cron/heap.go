@@ -26,6 +26,9 @@ type timeHeap struct {
 	tab   *table
 	items []item // items[:heapBase] are padding
 	stale int    // items known to be stale (an estimate; recounted on compaction)
+	// holdTop says the root is being fired: the next push replaces it and
+	// sifts down once, instead of a pop and a push sifting twice.
+	holdTop bool
 }
 
 func (h *timeHeap) live(it item) bool {
@@ -38,6 +41,12 @@ func (h *timeHeap) len() int { return max(len(h.items)-heapBase, 0) }
 
 // push adds it.
 func (h *timeHeap) push(it item) {
+	if h.holdTop {
+		h.holdTop = false
+		h.items[heapBase] = it
+		h.down(0)
+		return
+	}
 	if h.items == nil {
 		h.items = make([]item, heapBase, 64)
 	}
@@ -80,8 +89,20 @@ func (h *timeHeap) markStale() {
 	}
 }
 
+// hold marks the root as being fired (see holdTop); release drops it if no
+// push replaced it.
+func (h *timeHeap) hold() { h.holdTop = true }
+
+func (h *timeHeap) release() {
+	if h.holdTop {
+		h.holdTop = false
+		h.pop()
+	}
+}
+
 // compact drops every stale item and restores the heap order in O(n).
 func (h *timeHeap) compact() {
+	h.release()
 	live := h.items[:heapBase]
 	for _, it := range h.items[heapBase:] {
 		if h.live(it) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -141,5 +142,16 @@ func TestRemovedSlotReused(t *testing.T) {
 	r.mu.Unlock()
 	if inflight != 0 {
 		t.Errorf("new job inflight = %d, want 0", inflight)
+	}
+}
+
+// TestEntrySize guards the runner's memory per job: entries live by value in
+// slabs, so each byte here is a byte per job.
+func TestEntrySize(t *testing.T) {
+	if got := unsafe.Sizeof(entry{}); got > 160 {
+		t.Errorf("entry is %d bytes, want at most 160", got)
+	}
+	if got := unsafe.Sizeof(item{}); got != 16 {
+		t.Errorf("heap item is %d bytes, want 16", got)
 	}
 }

@@ -23,18 +23,25 @@ type MemStore struct {
 	// Default (0) [DefaultRunLimit].
 	RunLimit int
 
-	mu    sync.RWMutex
-	jobs  map[string]*memJob
-	order []*memJob // creation order; nil holes are deleted jobs
-	holes int
+	mu     sync.RWMutex
+	index  map[string]int32 // id -> position
+	chunks []*[memChunk]Job // jobs by position, in creation order; ID "" marks a hole
+	n      int32            // positions handed out
+	holes  int
+	runs   map[string]*memRuns // only for jobs that have runs
 }
 
-type memJob struct {
-	job  Job
-	pos  int
-	runs []Run // ring of up to RunLimit runs
+// memChunk is how many jobs a MemStore allocates at a time: jobs live in
+// fixed chunks, not one allocation each, which keeps a store of a million
+// jobs cheap to build and to garbage-collect.
+const memChunk = 256
+
+type memRuns struct {
+	buf  []Run // ring of up to RunLimit runs
 	head int   // index of the oldest run once the ring is full
 }
+
+func (s *MemStore) at(i int32) *Job { return &s.chunks[i/memChunk][i%memChunk] }
 
 // NewMemStore returns an empty MemStore that keeps [DefaultRunLimit] runs
 // per job.
@@ -57,32 +64,35 @@ func (s *MemStore) limit() int {
 func (s *MemStore) Load(ctx context.Context) ([]Job, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]Job, 0, len(s.jobs))
-	for _, m := range s.order {
-		if m != nil {
-			out = append(out, m.job)
+	out := make([]Job, 0, len(s.index))
+	for i := range s.n {
+		if j := s.at(i); j.ID != "" {
+			out = append(out, *j)
 		}
 	}
 	return out, nil
 }
 
-// Save creates or replaces the job with j.ID.
+// Save creates or replaces the job with j.ID. An empty id is an error.
 func (s *MemStore) Save(ctx context.Context, j Job) error {
 	if j.ID == "" {
 		return fmt.Errorf("cron: memstore: save: %w", &ValidationError{Field: "id", Reason: "is required"})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if m := s.jobs[j.ID]; m != nil {
-		m.job = j
+	if i, ok := s.index[j.ID]; ok {
+		*s.at(i) = j
 		return nil
 	}
-	if s.jobs == nil {
-		s.jobs = make(map[string]*memJob)
+	if s.index == nil {
+		s.index = make(map[string]int32)
 	}
-	m := &memJob{job: j, pos: len(s.order)}
-	s.jobs[j.ID] = m
-	s.order = append(s.order, m)
+	if int(s.n) == len(s.chunks)*memChunk {
+		s.chunks = append(s.chunks, new([memChunk]Job))
+	}
+	*s.at(s.n) = j
+	s.index[j.ID] = s.n
+	s.n++
 	return nil
 }
 
@@ -90,36 +100,48 @@ func (s *MemStore) Save(ctx context.Context, j Job) error {
 func (s *MemStore) Delete(ctx context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := s.jobs[id]
-	if m == nil {
+	i, ok := s.index[id]
+	if !ok {
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	delete(s.jobs, id)
-	s.order[m.pos] = nil
+	delete(s.index, id)
+	delete(s.runs, id)
+	*s.at(i) = Job{}
 	s.holes++
-	if s.holes > 64 && s.holes > len(s.order)/2 {
-		kept := s.order[:0]
-		for _, o := range s.order {
-			if o != nil {
-				o.pos = len(kept)
-				kept = append(kept, o)
-			}
-		}
-		clear(s.order[len(kept):])
-		s.order, s.holes = kept, 0
+	if s.holes > memChunk && s.holes > int(s.n)/2 {
+		s.compact()
 	}
 	return nil
+}
+
+// compact closes the holes left by deleted jobs, keeping the order.
+func (s *MemStore) compact() {
+	var chunks []*[memChunk]Job
+	var n int32
+	for i := range s.n {
+		j := s.at(i)
+		if j.ID == "" {
+			continue
+		}
+		if int(n) == len(chunks)*memChunk {
+			chunks = append(chunks, new([memChunk]Job))
+		}
+		chunks[n/memChunk][n%memChunk] = *j
+		s.index[j.ID] = n
+		n++
+	}
+	s.chunks, s.n, s.holes = chunks, n, 0
 }
 
 // Record stores the bookkeeping of job id; an unknown id is [ErrNotFound].
 func (s *MemStore) Record(ctx context.Context, id string, b Bookkeeping) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := s.jobs[id]
-	if m == nil {
+	i, ok := s.index[id]
+	if !ok {
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	b.Apply(&m.job)
+	b.Apply(s.at(i))
 	return nil
 }
 
@@ -128,15 +150,22 @@ func (s *MemStore) Record(ctx context.Context, id string, b Bookkeeping) error {
 func (s *MemStore) AppendRun(ctx context.Context, r Run) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := s.jobs[r.JobID]
-	if m == nil {
+	if _, ok := s.index[r.JobID]; !ok {
 		return fmt.Errorf("%w: %q", ErrNotFound, r.JobID)
 	}
-	if limit := s.limit(); len(m.runs) < limit {
-		m.runs = append(m.runs, r)
+	m := s.runs[r.JobID]
+	if m == nil {
+		if s.runs == nil {
+			s.runs = make(map[string]*memRuns)
+		}
+		m = &memRuns{}
+		s.runs[r.JobID] = m
+	}
+	if limit := s.limit(); len(m.buf) < limit {
+		m.buf = append(m.buf, r)
 	} else {
-		m.runs[m.head] = r
-		m.head = (m.head + 1) % len(m.runs)
+		m.buf[m.head] = r
+		m.head = (m.head + 1) % len(m.buf)
 	}
 	return nil
 }
@@ -146,17 +175,20 @@ func (s *MemStore) AppendRun(ctx context.Context, r Run) error {
 func (s *MemStore) Runs(ctx context.Context, id string, limit int) ([]Run, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	m := s.jobs[id]
-	if m == nil {
+	if _, ok := s.index[id]; !ok {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	n := len(m.runs)
+	m := s.runs[id]
+	if m == nil {
+		return []Run{}, nil
+	}
+	n := len(m.buf)
 	if limit <= 0 || limit > n {
 		limit = n
 	}
 	out := make([]Run, 0, limit)
 	for i := range limit {
-		out = append(out, m.runs[(m.head+n-1-i)%n])
+		out = append(out, m.buf[(m.head+n-1-i)%n])
 	}
 	return out, nil
 }

@@ -930,10 +930,11 @@ func (r *Runner) fireDue(now int64, events *[]Run) (wait time.Duration, more boo
 		if it.at > now {
 			return time.Duration(it.at - now), false
 		}
-		r.heap.pop()
 		e := r.tab.at(it.idx)
 		e.queuedAt = 0
+		r.heap.hold() // the job's next slot, if any, replaces the root
 		r.fire(it.idx, e, it.at, now, events)
+		r.heap.release()
 	}
 	return 0, true
 }

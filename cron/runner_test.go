@@ -914,3 +914,58 @@ func TestConcurrentAPI(t *testing.T) {
 		}
 	})
 }
+
+func TestLoadFixesStartAndUpdateEnabled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		st := NewMemStore()
+		if err := st.Save(ctx, httpJob("e", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute)})); err != nil {
+			t.Fatal(err)
+		}
+		r := newTestRunner(t, st, &fakeExec{}, Config{})
+		if err := r.Load(ctx); err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+		stored, _ := st.Load(ctx)
+		if got := stored[0].Schedule.StartAt; !got.Equal(now) {
+			t.Errorf("stored start_at after Load = %v, want %v (the load time, saved)", got, now)
+		}
+		j := mustGet(t, r, "e")
+		if !j.NextRunAt.Equal(now.Add(time.Minute)) {
+			t.Errorf("next_run_at = %v, want %v", j.NextRunAt, now.Add(time.Minute))
+		}
+		// Disabling through Update pauses; enabling reschedules.
+		j.Enabled = false
+		u, err := r.Update(ctx, j)
+		if err != nil || u.LastStatus != StatusPaused || !u.NextRunAt.IsZero() {
+			t.Errorf("Update(enabled=false) = status %q next %v, %v; want paused, zero", u.LastStatus, u.NextRunAt, err)
+		}
+		time.Sleep(90 * time.Second)
+		j.Enabled = true
+		u, err = r.Update(ctx, j)
+		if err != nil || !u.NextRunAt.Equal(now.Add(2*time.Minute)) {
+			t.Errorf("Update(enabled=true) = next %v, %v; want %v", u.NextRunAt, err, now.Add(2*time.Minute))
+		}
+	})
+}
+
+func TestExecutorPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ex := &fakeExec{fn: func(ctx context.Context, j *Job, info RunInfo) Result { panic("boom") }}
+		obs := &recObserver{}
+		r := newTestRunner(t, NewMemStore(), ex, Config{Observer: obs})
+		mustAdd(t, r, httpJob("p", ScheduleSpec{Kind: KindOnce, RunAt: time.Now().Add(time.Second)}))
+		stop := start(t, r)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		_ = stop()
+		j := mustGet(t, r, "p")
+		if j.LastStatus != StatusFailed || j.LastError != "executor panicked: boom" {
+			t.Errorf("after a panicking executor: status %q error %q, want failed, executor panicked: boom", j.LastStatus, j.LastError)
+		}
+		if diff := cmp.Diff([]Status{StatusFailed}, obs.statuses("p")); diff != "" {
+			t.Errorf("observed (-want +got):\n%s", diff)
+		}
+	})
+}

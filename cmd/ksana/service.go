@@ -83,7 +83,7 @@ type service struct {
 
 func newService(cfg config, log *slog.Logger) (*service, error) {
 	m := newMetrics()
-	store, err := jsonstore.New(cfg.DataDir, jsonstore.Config{Logger: log, OnFlush: m.onFlush})
+	store, err := jsonstore.New(cfg.DataDir, jsonstore.Config{Journal: true, Logger: log, OnFlush: m.onFlush})
 	if err != nil {
 		return nil, err
 	}

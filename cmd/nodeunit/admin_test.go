@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -195,6 +196,28 @@ func TestCommandErrors(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, errOut, tt.wantCode, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestRunListenInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	env := map[string]string{"NODE_UNIT_DATA": filepath.Join(t.TempDir(), "data"), "NODE_UNIT_LISTEN": ln.Addr().String()}
+	code, _, errOut := runCmd(env, "run")
+	if code != exitUsage || !strings.Contains(errOut, "NODE_UNIT_LISTEN") {
+		t.Errorf("exit %d, stderr %q; want exit %d naming NODE_UNIT_LISTEN", code, errOut, exitUsage)
+	}
+	// The failed start released its address file: the next one takes it.
+	slot, err := claimAddress(env["NODE_UNIT_DATA"], generateAddress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slot.Close()
+	if filepath.Base(slot.Path) != "nodeunit-address" {
+		t.Errorf("address file after a failed start = %s, want nodeunit-address", filepath.Base(slot.Path))
 	}
 }
 

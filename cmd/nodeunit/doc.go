@@ -24,11 +24,11 @@
 //
 // # Environment
 //
-// Every sub-command reads DATABASE_URL, NODE_UNIT_DATA, LOG_LEVEL and
-// LOG_FORMAT; nodes also reads NODE_UNIT_SCHEDULER_INTERVAL_MS and
-// NODE_UNIT_MEMBERSHIP_TTL_MS to tell which node-units are active. A bad
-// value stops the command with a message naming the variable (exit
-// status 2).
+// run reads every variable below. The other sub-commands read only
+// DATABASE_URL, NODE_UNIT_DATA, LOG_LEVEL, LOG_FORMAT,
+// NODE_UNIT_SCHEDULER_INTERVAL_MS and NODE_UNIT_MEMBERSHIP_TTL_MS (nodes
+// uses the last two to tell which node-units are active). A bad value stops
+// the command with a message naming the variable (exit status 2).
 //
 //	DATABASE_URL                      [sqlite:$NODE_UNIT_DATA/nodeunit.db]
 //	    postgres://... for PostgreSQL; sqlite:PATH, file:PATH or a PATH for SQLite

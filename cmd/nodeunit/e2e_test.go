@@ -42,7 +42,11 @@ func newCluster(t *testing.T, vars ...string) *cluster {
 }
 
 func (c *cluster) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], args...)
+	self, err := os.Executable()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Dir = c.dir
 	cmd.Env = c.env
 	return cmd

@@ -55,6 +55,7 @@ type EnvError struct {
 	Err   error  // what is wrong
 }
 
+// Error names the variable and its value.
 func (e *EnvError) Error() string { return fmt.Sprintf("%s=%q: %v", e.Name, e.Value, e.Err) }
 
 // Unwrap returns the reason.
@@ -196,6 +197,10 @@ func loadRun(getenv func(string) string) (runConfig, error) {
 	}
 	if c.SelfFence, err = parseBool("NODE_UNIT_SELF_FENCE", getenv("NODE_UNIT_SELF_FENCE")); err != nil {
 		return c, err
+	}
+	if c.SelfFence && c.ttl() <= 2*c.Interval {
+		return c, envErr("NODE_UNIT_SELF_FENCE", getenv("NODE_UNIT_SELF_FENCE"),
+			"needs NODE_UNIT_MEMBERSHIP_TTL_MS (%d ms) above twice %s (%d ms)", c.ttl().Milliseconds(), claim.EnvSchedulerInterval, c.Interval.Milliseconds())
 	}
 	switch v := getenv("NODE_UNIT_PROBE_FAILURE"); strings.ToLower(strings.TrimSpace(v)) {
 	case "", "zero":

@@ -147,6 +147,7 @@ func TestLoadRunBadValue(t *testing.T) {
 		{"NODE_UNIT_MAX_CLAIMS_PER_CYCLE", "0", nil},
 		{"NODE_UNIT_REBALANCE", "maybe", nil},
 		{"NODE_UNIT_SELF_FENCE", "2", nil},
+		{"NODE_UNIT_SELF_FENCE", "true", map[string]string{"NODE_UNIT_MEMBERSHIP_TTL_MS": "10000"}},
 		{"NODE_UNIT_PROBE_FAILURE", "ignore", nil},
 		{"NODE_UNIT_TRUSTED_COMMAND_REGEXP", "(", nil},
 		{"NODE_UNIT_STOP_GRACE_MS", "0", nil},
@@ -156,6 +157,9 @@ func TestLoadRunBadValue(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
 			env := map[string]string{tt.name: tt.value}
+			for k, v := range tt.extra {
+				env[k] = v
+			}
 			_, err := loadRun(envOf(env))
 			if err == nil {
 				t.Fatalf("loadRun accepted %s=%q", tt.name, tt.value)

@@ -81,9 +81,10 @@ Flags of add:
   --package NAME     package name; --version VERSION package version
   --disabled         add it disabled
 
-Environment (defaults in brackets; the add, enable, disable, remove, list
-and nodes commands read only DATABASE_URL, NODE_UNIT_DATA and LOG_*, and
-nodes also the interval and TTL):
+Environment (defaults in brackets). The sub-commands other than run read
+only DATABASE_URL, NODE_UNIT_DATA, LOG_LEVEL, LOG_FORMAT,
+NODE_UNIT_SCHEDULER_INTERVAL_MS and NODE_UNIT_MEMBERSHIP_TTL_MS (nodes uses
+the last two to tell which node-units are active).
 
 `
 

@@ -13,11 +13,13 @@
 //     [FormatVersion]), "updated_at" and "jobs", an array of jobs in creation
 //     order with exactly the fields of [cron.Job]'s JSON form. One job per
 //     line keeps diffs readable.
+//   - jobs.journal ([JournalFile]): with [Config.Journal], the durable
+//     changes not yet in jobs.json (see below); empty after a rewrite.
 //   - runs.jsonl ([RunsFile]): the run history, one [cron.Run] per line,
 //     appended; the newest [Config.RunHistory] runs per job (default 50) are
 //     kept and the file is compacted when it grows past twice that.
 //
-// Both are created 0600.
+// They are created 0600.
 //
 // # Writing: atomic rewrites with group commit
 //
@@ -38,6 +40,19 @@
 // disk. [Store.Record] (run bookkeeping) and [Store.AppendRun] return at
 // once and reach the disk with the next rewrite. [Store.Flush] writes at
 // once, and [Store.Close] writes the last changes before it returns.
+//
+// # The journal
+//
+// With [Config.Journal] (cmd/ksana sets it), Save and Delete do not wait for
+// a rewrite: each appends one record (the whole job, or the id deleted) to
+// jobs.journal ([JournalFile]) and returns once it is synced, a small write
+// whatever the number of jobs. jobs.json follows with the next rewrite, which
+// then truncates the journal, so it stays short and jobs.json stays what a
+// user reads (at most one rewrite behind while the service runs; complete
+// after a clean shutdown). After a crash, [New] replays the journal in
+// sequence order over jobs.json, skipping a record cut short, and rewrites
+// jobs.json at once. A store opened without Journal still replays a
+// journal it finds, then removes it.
 //
 // Each job's JSON is cached and re-encoded only when the job changes, with
 // an encoder that does not use reflection, so a rewrite of 100,000 jobs

@@ -92,6 +92,13 @@ func (e *EntryError) Unwrap() error { return e.Err }
 // into its entries; the entries are then decoded strictly (unknown fields
 // are errors) on two goroutines.
 func decodeFile(data []byte) ([]cron.Job, []*EntryError, error) {
+	if version, fjs, ok := fastDecode(data); ok {
+		if version != FormatVersion {
+			return nil, nil, fmt.Errorf("jsonstore: unknown version %d (want %d)", version, FormatVersion)
+		}
+		jobs, bad := convertAll(len(fjs), func(i int) (cron.Job, *EntryError) { return convertJob(i, &fjs[i]) })
+		return jobs, bad, nil
+	}
 	version, raws, err := splitFile(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("jsonstore: %s does not parse: %w", JobsFile, err)
@@ -99,24 +106,31 @@ func decodeFile(data []byte) ([]cron.Job, []*EntryError, error) {
 	if version != FormatVersion {
 		return nil, nil, fmt.Errorf("jsonstore: unknown version %d (want %d)", version, FormatVersion)
 	}
-	jobs := make([]cron.Job, len(raws))
-	errs := make([]*EntryError, len(raws))
+	jobs, bad := convertAll(len(raws), func(i int) (cron.Job, *EntryError) { return decodeEntry(i, raws[i]) })
+	return jobs, bad, nil
+}
+
+// convertAll runs conv over n entries (on two goroutines when there are
+// many) and drops the bad ones and repeated ids.
+func convertAll(n int, conv func(i int) (cron.Job, *EntryError)) ([]cron.Job, []*EntryError) {
+	jobs := make([]cron.Job, n)
+	errs := make([]*EntryError, n)
 	decodeRange := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			jobs[i], errs[i] = decodeEntry(i, raws[i])
+			jobs[i], errs[i] = conv(i)
 		}
 	}
-	if len(raws) < 2048 {
-		decodeRange(0, len(raws))
+	if n < 2048 {
+		decodeRange(0, n)
 	} else {
 		var wg sync.WaitGroup
-		half := len(raws) / 2
+		half := n / 2
 		wg.Go(func() { decodeRange(0, half) })
-		decodeRange(half, len(raws))
+		decodeRange(half, n)
 		wg.Wait()
 	}
 	var bad []*EntryError
-	seen := make(map[string]struct{}, len(raws))
+	seen := make(map[string]struct{}, n)
 	out := jobs[:0]
 	for i := range jobs {
 		if errs[i] == nil {
@@ -132,7 +146,7 @@ func decodeFile(data []byte) ([]cron.Job, []*EntryError, error) {
 		out = append(out, jobs[i])
 	}
 	clear(jobs[len(out):])
-	return out, bad, nil
+	return out, bad
 }
 
 // splitFile reads the top-level object: the version and the raw entries of

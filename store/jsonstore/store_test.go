@@ -700,3 +700,39 @@ func TestLoneChangeWrittenAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// FuzzFastDecode: whenever the fast decoder accepts a file, the general
+// decoder gives the same jobs and errors.
+func FuzzFastDecode(f *testing.F) {
+	odd := testJob("odd")
+	odd.Name = "q\" b\\ n\n t\t / é"
+	odd.HTTP.Headers = map[string]string{}
+	f.Add(appendDocument(nil, t0, [][]byte{appendJob(nil, ptr(testJob("a"))), appendJob(nil, &odd)}))
+	f.Add([]byte(`{"version":1,"jobs":[{"id":"x","http":{"url":"http://h/","headers":{"a":"1"}},"schedule":{"kind":"every","every":"1m"},"max_retries":-0}]}`))
+	f.Add([]byte(`{"version":1,"jobs":[{"id":"x","http":{"url":"http://h/"},"http":{"method":"POST"},"schedule":{"kind":"once","run_at":"2026-01-01T00:00:00Z"}}]}`))
+	f.Add([]byte(`{"version":1,"jobs":[{"id":"x","timeout":"zz"},{"id":"x"}]}`))
+	f.Add([]byte(`{"version":2,"updated_at":"","jobs":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		version, fjs, ok := fastDecode(data)
+		if !ok {
+			return
+		}
+		sv, raws, err := splitFile(data)
+		if err != nil {
+			t.Fatalf("fast decoder accepted what the general one refuses: %v", err)
+		}
+		if sv != version || len(raws) != len(fjs) {
+			t.Fatalf("version/entries: fast %d/%d, general %d/%d", version, len(fjs), sv, len(raws))
+		}
+		for i := range raws {
+			fj, fe := convertJob(i, &fjs[i])
+			gj, ge := decodeEntry(i, raws[i])
+			if diff := cmp.Diff(gj, fj); diff != "" {
+				t.Errorf("entry %d (-general +fast):\n%s", i, diff)
+			}
+			if (fe == nil) != (ge == nil) || (fe != nil && fe.Error() != ge.Error()) {
+				t.Errorf("entry %d errors: fast %v, general %v", i, fe, ge)
+			}
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -137,4 +138,127 @@ func BenchmarkOps(b *testing.B) {
 	b.Run("bind_new", func(b *testing.B) { bindBench(b, false) })
 	b.Run("bind_duplicate", func(b *testing.B) { bindBench(b, true) })
 	b.Run("raw_evalsha_again", raw)
+}
+
+// BenchmarkOpsVsRaw states each operation as a ratio to the raw rate
+// measured interleaved with it: every round runs 2,000 trivial EVALSHA
+// calls and then 2,000 calls of the operation, both with 64 concurrent
+// callers, so that load from other processes on a shared machine weighs on
+// both alike. The op/raw metric is the operation's rate over the raw rate:
+//
+//	go test -run '^$' -bench OpsVsRaw -benchtime 100x ./store/redisstore/
+func BenchmarkOpsVsRaw(b *testing.B) {
+	const callers, perRound = 64, 2000
+	c := newTestClient(b, []string{testenv.Addr(testenv.RedisURL(b))}, false)
+	ctx := context.Background()
+	trivial := rueidis.NewLuaScript("return 1")
+	rawKey := testPrefix(b) + ":raw"
+
+	// run makes n calls spread over the callers and returns the time taken.
+	run := func(b *testing.B, n int64, call []func() error) time.Duration {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for w := range call {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for next.Add(1) <= n {
+					if err := call[w](); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	raw := make([]func() error, callers)
+	for w := range raw {
+		raw[w] = func() error { return trivial.Exec(ctx, c, []string{rawKey}, nil).Error() }
+	}
+	compare := func(b *testing.B, op []func() error) {
+		var tRaw, tOp time.Duration
+		for b.Loop() {
+			tRaw += run(b, perRound, raw)
+			tOp += run(b, perRound, op)
+		}
+		b.ReportMetric(float64(tRaw)/float64(tOp), "op/raw")
+		b.ReportMetric(float64(b.N*perRound)/tOp.Seconds(), "ops/s")
+		b.ReportMetric(float64(b.N*perRound)/tRaw.Seconds(), "raw-ops/s")
+	}
+
+	b.Run("fsm_apply", func(b *testing.B) {
+		s, err := NewJobs(c, JobsConfig{Prefix: testPrefix(b), MaxAttempts: 1 << 30, TTL: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		op := make([]func() error, callers)
+		for w := range op {
+			id := "bench-" + strconv.Itoa(w)
+			if _, _, err := s.CreateJob(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+			attempt, ev := 1, fsm.Dispatch
+			op[w] = func() error {
+				tr, err := s.ApplyJob(ctx, id, ev, attempt, "node-1")
+				if err != nil || tr.Duplicate {
+					return fmt.Errorf("%s attempt %d: %v (duplicate %v)", ev, attempt, err, tr.Duplicate)
+				}
+				attempt = tr.Job.Attempt
+				if ev == fsm.Dispatch {
+					ev = fsm.Timeout
+				} else {
+					ev = fsm.Dispatch
+				}
+				return nil
+			}
+		}
+		compare(b, op)
+	})
+	b.Run("reserve", func(b *testing.B) {
+		s, err := NewReservations(c, ReservationsConfig{Prefix: testPrefix(b)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		op := make([]func() error, callers)
+		for w := range op {
+			node, i := "node-"+strconv.Itoa(w), 0
+			op[w] = func() error {
+				i++
+				return s.Reserve(ctx, node, strconv.Itoa(i%8), 8, time.Minute)
+			}
+		}
+		compare(b, op)
+	})
+	for _, dup := range []bool{false, true} {
+		name := "bind_new"
+		if dup {
+			name = "bind_duplicate"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, err := NewRequests(c, RequestsConfig{Prefix: testPrefix(b), BindingTTL: time.Minute, LockTTL: 10 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			create := func(context.Context) (scheduler.RequestBinding, error) {
+				return scheduler.RequestBinding{JobID: "job", NodeID: "node"}, nil
+			}
+			op := make([]func() error, callers)
+			for w := range op {
+				i := 0
+				op[w] = func() error {
+					i++
+					id := "hot"
+					if !dup {
+						id = fmt.Sprintf("r-%d-%d", w, i)
+					}
+					_, _, err := s.Bind(ctx, id, create)
+					return err
+				}
+			}
+			compare(b, op)
+		})
+	}
 }

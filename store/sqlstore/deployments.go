@@ -27,18 +27,19 @@ const deploymentColumns = `id, COALESCE(type, '') AS type, enabled, COALESCE(add
 	COALESCE(command, '') AS command, COALESCE(CAST(args AS TEXT), '') AS args,
 	COALESCE(CAST(env AS TEXT), '') AS env, created_at, updated_at`
 
+// deploymentRow is one row as scanned, in the order of deploymentColumns.
 type deploymentRow struct {
-	ID             string `db:"id"`
-	Type           string `db:"type"`
-	Enabled        bool   `db:"enabled"`
-	Address        string `db:"address"`
-	PackageName    string `db:"package_name"`
-	PackageVersion string `db:"package_version"`
-	Command        string `db:"command"`
-	Args           string `db:"args"`
-	Env            string `db:"env"`
-	CreatedAt      dbTime `db:"created_at"`
-	UpdatedAt      dbTime `db:"updated_at"`
+	ID             string
+	Type           string
+	Enabled        bool
+	Address        string
+	PackageName    string
+	PackageVersion string
+	Command        string
+	Args           string
+	Env            string
+	CreatedAt      dbTime
+	UpdatedAt      dbTime
 }
 
 func (r *deploymentRow) deployment() (claim.Deployment, error) {

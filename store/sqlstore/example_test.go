@@ -75,9 +75,9 @@ func Example() {
 		perNode[d.Address]++
 	}
 	fmt.Println("unassigned:", perNode[""])
-	fmt.Println("on node-a + node-b:", perNode["node-a"]+perNode["node-b"])
+	fmt.Println("node-a:", perNode["node-a"], "node-b:", perNode["node-b"])
 	// Output:
 	// agent is a daemon, address ""
 	// unassigned: 0
-	// on node-a + node-b: 3
+	// node-a: 2 node-b: 1
 }

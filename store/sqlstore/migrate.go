@@ -82,17 +82,10 @@ func migrations(d *dialect) ([]migration, error) {
 	return out, nil
 }
 
-// SchemaVersion is the newest schema version this package knows. A database
-// migrated by [DB.Migrate] reports it from [DB.SchemaVersion].
-var SchemaVersion = mustLatest()
-
-func mustLatest() int {
-	ms, err := migrations(sqliteDialect)
-	if err != nil {
-		panic("sqlstore: " + err.Error())
-	}
-	return ms[len(ms)-1].version
-}
+// SchemaVersion is the newest schema version this package knows, the
+// number of its migrations. A database migrated by [DB.Migrate] reports it
+// from [DB.SchemaVersion].
+const SchemaVersion = 4
 
 const createVersionTable = `CREATE TABLE IF NOT EXISTS ksana_schema_migrations (
     version    INTEGER PRIMARY KEY,
@@ -110,6 +103,9 @@ func (db *DB) Migrate(ctx context.Context) error {
 	ms, err := migrations(db.d)
 	if err != nil {
 		return fmt.Errorf("sqlstore: migrate: %w", err)
+	}
+	if len(ms) != SchemaVersion {
+		return fmt.Errorf("sqlstore: migrate: %d migrations embedded, SchemaVersion says %d", len(ms), SchemaVersion)
 	}
 	tx, err := db.x.BeginTxx(ctx, nil)
 	if err != nil {

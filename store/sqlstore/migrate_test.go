@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -262,7 +263,7 @@ func TestR3_TypeColumnText(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantDefault := map[string]string{"sqlite": "'deployment'", "postgres": "'deployment'::text"}[b.name]
-			if !equalFoldType(col.Type, "text") || !col.NotNull || col.Default.String != wantDefault {
+			if !strings.EqualFold(col.Type, "text") || !col.NotNull || col.Default.String != wantDefault {
 				t.Errorf("deployment.type column = %+v, want TEXT NOT NULL DEFAULT %s", col, wantDefault)
 			}
 			exec(t, db, "INSERT INTO deployment (id, enabled) VALUES (?, ?)", "no-type", true)
@@ -272,8 +273,4 @@ func TestR3_TypeColumnText(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalFoldType(got, want string) bool {
-	return len(got) == len(want) && (got == want || got == "TEXT")
 }

@@ -59,9 +59,9 @@ func testJobCreate(t *testing.T, s scheduler.JobStore) {
 	}
 }
 
-// reachable returns a path of events (each with the job's attempt at the
+// fsmReachable returns a path of events (each with the job's attempt at the
 // time) from fsm.New to every (state, attempt) the machine can reach.
-func reachable(m fsm.Machine) map[fsm.Job][]fsm.Event {
+func fsmReachable(m fsm.Machine) map[fsm.Job][]fsm.Event {
 	paths := map[fsm.Job][]fsm.Event{fsm.New(): nil}
 	queue := []fsm.Job{fsm.New()}
 	for len(queue) > 0 {
@@ -81,8 +81,8 @@ func reachable(m fsm.Machine) map[fsm.Job][]fsm.Event {
 	return paths
 }
 
-// walk creates jobID and drives it along path.
-func walk(ctx context.Context, s scheduler.JobStore, jobID string, path []fsm.Event) (scheduler.JobRecord, error) {
+// walkJob creates jobID and drives it along path.
+func walkJob(ctx context.Context, s scheduler.JobStore, jobID string, path []fsm.Event) (scheduler.JobRecord, error) {
 	rec, _, err := s.CreateJob(ctx, jobID)
 	if err != nil {
 		return rec, err
@@ -116,7 +116,7 @@ func testJobEveryTransition(t *testing.T, m fsm.Machine, s scheduler.JobStore) {
 		attempt int
 	}
 	var cases []tc
-	for start, path := range reachable(m) {
+	for start, path := range fsmReachable(m) {
 		for _, ev := range append(fsm.Events(), "job_cancel") {
 			for _, a := range []int{0, start.Attempt - 1, start.Attempt, start.Attempt + 1} {
 				cases = append(cases, tc{start, path, ev, a})
@@ -135,7 +135,7 @@ func testJobEveryTransition(t *testing.T, m fsm.Machine, s scheduler.JobStore) {
 			defer func() { <-sem; wg.Done() }()
 			id := fmt.Sprintf("every-%d", i)
 			name := fmt.Sprintf("%s(attempt %d) %s(attempt %d)", c.start.State, c.start.Attempt, c.ev, c.attempt)
-			rec, err := walk(ctx, s, id, c.path)
+			rec, err := walkJob(ctx, s, id, c.path)
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
 				return

@@ -25,7 +25,7 @@ func TestRequestStore(t *testing.T, newStore func(t *testing.T) scheduler.Reques
 	t.Run("BadInput", func(t *testing.T) { testBindBadInput(t, newStore(t)) })
 }
 
-func fixed(b scheduler.RequestBinding, calls *atomic.Int64) func(context.Context) (scheduler.RequestBinding, error) {
+func bindingFunc(b scheduler.RequestBinding, calls *atomic.Int64) func(context.Context) (scheduler.RequestBinding, error) {
 	return func(context.Context) (scheduler.RequestBinding, error) {
 		calls.Add(1)
 		return b, nil
@@ -36,7 +36,7 @@ func testBindOnce(t *testing.T, s scheduler.RequestStore) {
 	ctx := context.Background()
 	var calls atomic.Int64
 	want := scheduler.RequestBinding{JobID: "job-1", NodeID: "node-a", Data: json.RawMessage(`{"lang":"zh"}`)}
-	got, created, err := s.Bind(ctx, "req-1", fixed(want, &calls))
+	got, created, err := s.Bind(ctx, "req-1", bindingFunc(want, &calls))
 	if err != nil || !created {
 		t.Fatalf("first Bind = %v, %v; want created", created, err)
 	}
@@ -44,7 +44,7 @@ func testBindOnce(t *testing.T, s scheduler.RequestStore) {
 		t.Errorf("first Bind binding (-want +got):\n%s", diff)
 	}
 	other := scheduler.RequestBinding{JobID: "job-2"}
-	got, created, err = s.Bind(ctx, "req-1", fixed(other, &calls))
+	got, created, err = s.Bind(ctx, "req-1", bindingFunc(other, &calls))
 	if err != nil || created {
 		t.Fatalf("duplicate Bind = %v, %v; want not created", created, err)
 	}
@@ -54,7 +54,7 @@ func testBindOnce(t *testing.T, s scheduler.RequestStore) {
 	if calls.Load() != 1 {
 		t.Errorf("create called %d times, want 1", calls.Load())
 	}
-	got, created, err = s.Bind(ctx, "req-2", fixed(other, &calls))
+	got, created, err = s.Bind(ctx, "req-2", bindingFunc(other, &calls))
 	if err != nil || !created || got.JobID != "job-2" {
 		t.Errorf("Bind(req-2) = %+v, %v, %v; want job-2 created", got, created, err)
 	}
@@ -124,7 +124,7 @@ func testBindCreateFails(t *testing.T, s scheduler.RequestStore) {
 		t.Fatalf("Bind with a binding without job id: error = %v, want ErrInvalidArgument", err)
 	}
 	var calls atomic.Int64
-	got, created, err := s.Bind(ctx, "req-f", fixed(scheduler.RequestBinding{JobID: "job-ok"}, &calls))
+	got, created, err := s.Bind(ctx, "req-f", bindingFunc(scheduler.RequestBinding{JobID: "job-ok"}, &calls))
 	if err != nil || !created || got.JobID != "job-ok" {
 		t.Errorf("Bind after failures = %+v, %v, %v; want job-ok created at once", got, created, err)
 	}
@@ -149,7 +149,7 @@ func testBindWaitContext(t *testing.T, s scheduler.RequestStore) {
 	wctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	var calls atomic.Int64
-	_, _, err := s.Bind(wctx, "req-slow", fixed(scheduler.RequestBinding{JobID: "job-dup"}, &calls))
+	_, _, err := s.Bind(wctx, "req-slow", bindingFunc(scheduler.RequestBinding{JobID: "job-dup"}, &calls))
 	if !errors.Is(err, scheduler.ErrBindWait) || calls.Load() != 0 {
 		t.Errorf("duplicate with an ended context: error = %v, create calls %d; want ErrBindWait and 0", err, calls.Load())
 	}
@@ -157,7 +157,7 @@ func testBindWaitContext(t *testing.T, s scheduler.RequestStore) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	got, created, err := s.Bind(ctx, "req-slow", fixed(scheduler.RequestBinding{JobID: "job-dup"}, &calls))
+	got, created, err := s.Bind(ctx, "req-slow", bindingFunc(scheduler.RequestBinding{JobID: "job-dup"}, &calls))
 	if err != nil || created || got.JobID != "job-slow" {
 		t.Errorf("Bind after the slow create = %+v, %v, %v; want job-slow", got, created, err)
 	}
@@ -166,7 +166,7 @@ func testBindWaitContext(t *testing.T, s scheduler.RequestStore) {
 func testBindBadInput(t *testing.T, s scheduler.RequestStore) {
 	ctx := context.Background()
 	var calls atomic.Int64
-	ok := fixed(scheduler.RequestBinding{JobID: "j"}, &calls)
+	ok := bindingFunc(scheduler.RequestBinding{JobID: "j"}, &calls)
 	var ae *scheduler.ArgumentError
 	if _, _, err := s.Bind(ctx, "", ok); !errors.As(err, &ae) || ae.Name != "request_id" {
 		t.Errorf("Bind with an empty request id: error = %v, want an ArgumentError naming request_id", err)
@@ -178,7 +178,7 @@ func testBindBadInput(t *testing.T, s scheduler.RequestStore) {
 		t.Errorf("create called %d times on bad input", calls.Load())
 	}
 	bad := scheduler.RequestBinding{JobID: "j", Data: json.RawMessage(`{not json`)}
-	if _, _, err := s.Bind(ctx, "r", fixed(bad, &calls)); err == nil {
+	if _, _, err := s.Bind(ctx, "r", bindingFunc(bad, &calls)); err == nil {
 		t.Errorf("Bind of a binding with invalid data: no error")
 	}
 	got, created, err := s.Bind(ctx, "r", ok)

@@ -31,7 +31,7 @@ func TestReservationStore(t *testing.T, newHarness func(t *testing.T) Reservatio
 	t.Run("BadInput", func(t *testing.T) { testReserveBadInput(t, newHarness(t).Store) })
 }
 
-func count(t *testing.T, s scheduler.ReservationStore, node string) int {
+func reservedCount(t *testing.T, s scheduler.ReservationStore, node string) int {
 	t.Helper()
 	n, err := s.Count(context.Background(), node)
 	if err != nil {
@@ -54,7 +54,7 @@ func testReserveBasics(t *testing.T, s scheduler.ReservationStore) {
 	if err := s.Reserve(ctx, "n", "j1", 3, ttl); err != nil {
 		t.Errorf("Reserve again by a holder of a full node: %v, want nil (idempotent)", err)
 	}
-	if got := count(t, s, "n"); got != 3 {
+	if got := reservedCount(t, s, "n"); got != 3 {
 		t.Errorf("Count = %d, want 3", got)
 	}
 	if err := s.Reserve(ctx, "other", "j3", 1, ttl); err != nil {
@@ -68,20 +68,20 @@ func testReserveBasics(t *testing.T, s scheduler.ReservationStore) {
 	if err != nil || held {
 		t.Errorf("second Release(j1) = %v, %v; want false, nil", held, err)
 	}
-	if got := count(t, s, "n"); got != 2 {
+	if got := reservedCount(t, s, "n"); got != 2 {
 		t.Errorf("Count after release = %d, want 2", got)
 	}
 	if err := s.Reserve(ctx, "n", "j3", 3, ttl); err != nil {
 		t.Errorf("Reserve after a release: %v", err)
 	}
-	if got := count(t, s, "empty"); got != 0 {
+	if got := reservedCount(t, s, "empty"); got != 0 {
 		t.Errorf("Count of an unknown node = %d, want 0", got)
 	}
 	// A lower capacity than held refuses newcomers but keeps holders.
 	if err := s.Reserve(ctx, "n", "j9", 1, ttl); !errors.Is(err, scheduler.ErrNodeFull) {
 		t.Errorf("Reserve with capacity 1 on a node holding 3: %v, want ErrNodeFull", err)
 	}
-	if got := count(t, s, "n"); got != 3 {
+	if got := reservedCount(t, s, "n"); got != 3 {
 		t.Errorf("Count = %d, want 3", got)
 	}
 }
@@ -104,13 +104,13 @@ func testReserveExpiry(t *testing.T, h ReservationHarness) {
 		t.Fatal(err)
 	}
 	h.Elapse(short + 200*time.Millisecond)
-	if got := count(t, s, "n"); got != 1 {
+	if got := reservedCount(t, s, "n"); got != 1 {
 		t.Errorf("Count after the short reservation expired = %d, want 1", got)
 	}
 	if err := s.Reserve(ctx, "n", "third", 2, time.Minute); err != nil {
 		t.Errorf("Reserve after an expiry freed a slot: %v", err)
 	}
-	if got := count(t, s, "n"); got != 2 {
+	if got := reservedCount(t, s, "n"); got != 2 {
 		t.Errorf("Count = %d, want 2", got)
 	}
 	if held, err := s.Release(ctx, "n", "short"); err != nil || held {
@@ -169,7 +169,7 @@ func testReserveConcurrent(t *testing.T, s scheduler.ReservationStore) {
 		t.Errorf("%d concurrent Reserve on capacity %d: %d granted, %d full; want %d and %d",
 			calls, capacity, granted.Load(), full.Load(), capacity, calls-capacity)
 	}
-	if got := count(t, s, "busy"); got != capacity {
+	if got := reservedCount(t, s, "busy"); got != capacity {
 		t.Errorf("Count = %d, want %d", got, capacity)
 	}
 	if maxSeen.Load() > capacity {
@@ -202,7 +202,7 @@ func testReserveBadInput(t *testing.T, s scheduler.ReservationStore) {
 			t.Errorf("%s: error = %v, want an ArgumentError naming %s", tt.name, err, tt.arg)
 		}
 	}
-	if got := count(t, s, "n"); got != 1 {
+	if got := reservedCount(t, s, "n"); got != 1 {
 		t.Errorf("Count after bad input = %d, want 1", got)
 	}
 }

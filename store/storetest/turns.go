@@ -83,8 +83,8 @@ func testTurnWriteOnce(t *testing.T, s scheduler.TurnStore) {
 	}
 }
 
-// lastIndex is a deterministic Random: always the last online node.
-var lastIndex = affinity.Random{IntN: func(n int) int { return n - 1 }}
+// lastOnline is a deterministic Random: always the last online node.
+var lastOnline = affinity.Random{IntN: func(n int) int { return n - 1 }}
 
 func testTurnSelect(t *testing.T, h TurnHarness) {
 	ctx := context.Background()
@@ -100,12 +100,12 @@ func testTurnSelect(t *testing.T, h TurnHarness) {
 		want     affinity.Decision
 		wantErr  error
 	}{
-		{"affinity online in pool", []string{"a", "b", "c"}, []string{"a", "b", "c"}, lastIndex, affinity.Decision{NodeID: "b", Affinity: true}, nil},
-		{"affinity offline", []string{"a", "c"}, []string{"a", "b", "c"}, lastIndex, affinity.Decision{NodeID: "c"}, nil},
-		{"affinity outside the pool", []string{"a", "b", "c"}, []string{"a", "c"}, lastIndex, affinity.Decision{NodeID: "c"}, nil},
-		{"only the first online", []string{"a"}, []string{"a", "b", "c"}, lastIndex, affinity.Decision{NodeID: "a"}, nil},
-		{"nobody online", nil, []string{"a", "b", "c"}, lastIndex, affinity.Decision{}, affinity.ErrNoOnlineNode},
-		{"empty pool", []string{"a", "b"}, nil, lastIndex, affinity.Decision{}, affinity.ErrNoOnlineNode},
+		{"affinity online in pool", []string{"a", "b", "c"}, []string{"a", "b", "c"}, lastOnline, affinity.Decision{NodeID: "b", Affinity: true}, nil},
+		{"affinity offline", []string{"a", "c"}, []string{"a", "b", "c"}, lastOnline, affinity.Decision{NodeID: "c"}, nil},
+		{"affinity outside the pool", []string{"a", "b", "c"}, []string{"a", "c"}, lastOnline, affinity.Decision{NodeID: "c"}, nil},
+		{"only the first online", []string{"a"}, []string{"a", "b", "c"}, lastOnline, affinity.Decision{NodeID: "a"}, nil},
+		{"nobody online", nil, []string{"a", "b", "c"}, lastOnline, affinity.Decision{}, affinity.ErrNoOnlineNode},
+		{"empty pool", []string{"a", "b"}, nil, lastOnline, affinity.Decision{}, affinity.ErrNoOnlineNode},
 		{"rendezvous", []string{"a", "c", "d"}, []string{"a", "b", "c", "d"}, affinity.Rendezvous{}, affinity.Decision{NodeID: affinity.Rendezvous{}.Choose("t", []string{"a", "c", "d"})}, nil},
 	}
 	online := map[string]bool{}
@@ -135,7 +135,7 @@ func testTurnSelect(t *testing.T, h TurnHarness) {
 	if err := s.ClearTurnAffinity(ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.SelectNode(ctx, "t", []string{"b", "a"}, lastIndex) // a is online
+	got, err := s.SelectNode(ctx, "t", []string{"b", "a"}, lastOnline) // a is online
 	if err != nil || got != (affinity.Decision{NodeID: "a"}) {
 		t.Errorf("SelectNode after clear = %+v, %v; want a by the strategy", got, err)
 	}

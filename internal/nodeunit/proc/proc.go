@@ -42,6 +42,7 @@ type UntrustedError struct {
 	Pattern string // the trusted expression, "" when none is set
 }
 
+// Error names the deployment, the command and the expression.
 func (e *UntrustedError) Error() string {
 	if e.Pattern == "" {
 		return fmt.Sprintf("deployment %q: command %q refused: no trusted command expression is set", e.ID, e.Command)
@@ -104,7 +105,7 @@ type Config struct {
 
 // Process describes one supervised deployment.
 type Process struct {
-	ID       string
+	ID       string    // the deployment id
 	PID      int       // 0 while waiting to be restarted
 	Restarts int       // starts after the first
 	Started  time.Time // start of the current run, zero while waiting

@@ -3,6 +3,7 @@
 package usage
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -26,5 +27,29 @@ func TestCollectorRealProc(t *testing.T) {
 	}
 	if got.CPUPercent < 0 || got.CPUPercent > 100 {
 		t.Errorf("cpu_percent = %v, want within 0-100", got.CPUPercent)
+	}
+}
+
+// BenchmarkCollectorSample measures one sample of the real /proc (every
+// process is listed to find the node-unit's tree); BenchmarkReadSelfStat
+// is the baseline: reading and parsing one process's stat.
+func BenchmarkCollectorSample(b *testing.B) {
+	c := NewCollector(Config{})
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Sample()
+	}
+}
+
+func BenchmarkReadSelfStat(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		data, err := os.ReadFile("/proc/self/stat")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := parsePidStat(data); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

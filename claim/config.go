@@ -57,7 +57,8 @@ type Config struct {
 	Interval time.Duration
 	// MembershipTTL is how long a node-unit stays active after its last
 	// heartbeat. Default 3 * Interval. It must exceed Interval. Each
-	// membership call of a cycle is bounded by Interval.
+	// membership call is bounded by the longer of Interval and
+	// MembershipTTL/2.
 	MembershipTTL time.Duration
 	// ProbeTimeout bounds the usage probes of one cycle (resource_usage
 	// only). Default Interval / 2.

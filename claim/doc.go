@@ -129,7 +129,8 @@
 // never bound and never claimed. Under none no address is written. Whether
 // a deployment may run on two nodes at once depends on timing: with
 // SelfFence on, a node that cannot renew its membership (each attempt is
-// bounded by one Interval) stops its deployments at most MembershipTTL/2 +
+// bounded by the longer of Interval and MembershipTTL/2, and starts at most
+// one Interval after the last renewal) stops its deployments at most MembershipTTL/2 +
 // Interval after its last renewal, which New requires to be before its
 // membership expires (MembershipTTL > 2 * Interval; the default TTL is three
 // intervals), so other nodes take them over only after they stopped, as

@@ -40,7 +40,7 @@ package claim
 //   2026-11-21: additive only. New: Report.ProbeFailures, ErrRunning,
 //     Config.SelfFence requires MembershipTTL > 2*Interval (New rejects
 //     it otherwise), each membership call of a cycle is bounded by
-//     Interval, Run stops the deployment processes and Leaves on exit.
+//     max(Interval, MembershipTTL/2), Run stops the deployment processes and Leaves on exit.
 //     Report.Restarted: a running deployment whose package, version,
 //     command, args or env changed is stopped and started again.
 

@@ -130,8 +130,16 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 }
 
+// membershipTimeout bounds one membership call: the longer of Interval and
+// half the membership TTL, so a slow database round trip under load does not
+// fail a heartbeat that still has time to land, while a hung call still ends
+// before the node's membership would lapse.
+func (l *Loop) membershipTimeout() time.Duration {
+	return max(l.cfg.Interval, l.cfg.MembershipTTL/2)
+}
+
 func (l *Loop) shutdown() {
-	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Interval)
+	ctx, cancel := context.WithTimeout(context.Background(), l.membershipTimeout())
 	defer cancel()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -305,7 +313,7 @@ func (l *Loop) cycle(ctx context.Context, r *Report) error {
 }
 
 func (l *Loop) heartbeat(ctx context.Context, self NodeUnit) ([]NodeUnit, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.cfg.Interval)
+	ctx, cancel := context.WithTimeout(ctx, l.membershipTimeout())
 	defer cancel()
 	if ha, ok := l.members.(HeartbeatActiver); ok {
 		return ha.HeartbeatActive(ctx, self, l.cfg.MembershipTTL)

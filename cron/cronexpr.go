@@ -53,8 +53,9 @@ import (
 // "0 0 * * *", @hourly "0 * * * *", and @every <duration> (a Go duration
 // such as 90s or 1h30m): a fixed interval on the grid that starts at midnight
 // of 1 January 1970 in the location (the Unix epoch itself in UTC), so that
-// "@every 1h" runs on the hour and "@every 24h" at midnight standard time.
-// @every counts absolute time and ignores daylight saving.
+// "@every 1h" runs on the hour and "@every 24h" at midnight by the offset the
+// zone had in 1970 (for most zones, their standard time). @every counts
+// absolute time and ignores daylight saving.
 //
 // # Time zones
 //

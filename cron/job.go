@@ -1,6 +1,7 @@
 package cron
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,7 +88,8 @@ type HTTPConfig struct {
 //   - kind "every": Every, optional StartAt (default: when the job is
 //     created) and optional Jitter (default 0, must be below Every).
 //   - kind "cron": Cron, a cron expression (see [ParseCron]), and optional
-//     TZ, an IANA zone name (default UTC).
+//     TZ, an IANA zone name (default UTC). A CRON_TZ= or TZ= prefix in
+//     Cron takes precedence over TZ.
 type ScheduleSpec struct {
 	Kind    string
 	RunAt   time.Time
@@ -336,7 +338,7 @@ func (s *ScheduleSpec) Validate() error {
 			if errors.As(err, &ve) {
 				return err
 			}
-			return invalid("schedule.cron", "%v", err)
+			return invalid("schedule.cron", "%s", strings.TrimPrefix(err.Error(), "cron: "))
 		}
 	case "":
 		return invalid("schedule.kind", "is required: once, every or cron")
@@ -370,7 +372,7 @@ func (s *ScheduleSpec) Build(seed uint64) (Schedule, error) {
 }
 
 func strictUnmarshal(b []byte, v any) error {
-	d := json.NewDecoder(strings.NewReader(string(b)))
+	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	return d.Decode(v)
 }

@@ -71,8 +71,7 @@ func (s *MemRequests) Bind(ctx context.Context, requestID string, create func(ct
 	if err := CheckBind(requestID, create); err != nil {
 		return RequestBinding{}, false, err
 	}
-	timer := time.NewTimer(s.cfg.WaitTimeout)
-	defer timer.Stop()
+	var timeout <-chan time.Time // started by the first wait
 	for {
 		s.mu.Lock()
 		if mb, ok := s.bindings[requestID]; ok && s.cfg.Now().Before(mb.expires) {
@@ -87,11 +86,16 @@ func (s *MemRequests) Bind(ctx context.Context, requestID string, create func(ct
 			return s.create(ctx, requestID, create, done)
 		}
 		s.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(s.cfg.WaitTimeout)
+			defer t.Stop()
+			timeout = t.C
+		}
 		select {
 		case <-wait:
 		case <-ctx.Done():
 			return RequestBinding{}, false, fmt.Errorf("request %q: %w: %w", requestID, ErrBindWait, ctx.Err())
-		case <-timer.C:
+		case <-timeout:
 			return RequestBinding{}, false, fmt.Errorf("request %q: %w after %v", requestID, ErrBindWait, s.cfg.WaitTimeout)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,6 +139,35 @@ func TestEveryRollsAndRestartSkipsToNextSlot(t *testing.T) {
 	}
 }
 
+func TestEveryStartAtAndJitter(t *testing.T) {
+	cb := newCallback(t, 200, 0)
+	ts := startService(t, t.TempDir(), nil)
+	const every, jitter = 200 * time.Millisecond, 150 * time.Millisecond
+	startAt := time.Now().Add(600 * time.Millisecond).UTC()
+	j := ts.create(t, fmt.Sprintf(`{"http":{"url":%q},"schedule":{"kind":"every","every":"200ms","jitter":"150ms","start_at":%q}}`, cb.URL, rfc(startAt)))
+	if !j.Schedule.StartAt.Equal(startAt) {
+		t.Errorf("start_at = %v, want %v", j.Schedule.StartAt, startAt)
+	}
+	runs := ts.waitRuns(t, j.ID, 6)
+	offsets := map[time.Duration]bool{}
+	for _, r := range runs {
+		if r.ScheduledAt.Before(startAt) {
+			t.Errorf("run scheduled at %v, before start_at %v", r.ScheduledAt, startAt)
+		}
+		off := r.ScheduledAt.Sub(startAt) % every
+		if off < 0 || off >= jitter {
+			t.Errorf("run scheduled at %v: offset %v from the grid, want in [0, %v)", r.ScheduledAt, off, jitter)
+		}
+		offsets[off] = true
+		if r.TriggeredAt.Before(r.ScheduledAt) {
+			t.Errorf("run triggered at %v before its jittered time %v", r.TriggeredAt, r.ScheduledAt)
+		}
+	}
+	if len(offsets) < 2 {
+		t.Errorf("6 runs share %d jitter offset(s): jitter has no effect", len(offsets))
+	}
+}
+
 func TestRunNowLeavesNextRunAt(t *testing.T) {
 	cb := newCallback(t, 200, 0)
 	ts := startService(t, t.TempDir(), nil)
@@ -161,6 +191,26 @@ func TestRunNowLeavesNextRunAt(t *testing.T) {
 	waitFor(t, "bookkeeping of the run", func() bool { return !ts.job(t, j.ID).LastRunAt.IsZero() })
 	if got := ts.job(t, j.ID).NextRunAt; !got.Equal(j.NextRunAt) {
 		t.Errorf("run-now moved next_run_at from %v to %v", j.NextRunAt, got)
+	}
+
+	// Run-now several times at once: every run is recorded, once.
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() { call(t, "POST", ts.url+"/jobs/"+j.ID+"/run-now", "", nil) })
+	}
+	wg.Wait()
+	runs = ts.waitRuns(t, j.ID, 6)
+	ids := map[string]bool{}
+	for _, r := range runs {
+		if ids[r.ID] || r.Status != cron.StatusSuccess {
+			t.Errorf("run %+v repeated or not a success", r)
+		}
+		ids[r.ID] = true
+	}
+	waitFor(t, "6 callbacks", func() bool { return cb.count() == 6 })
+	got := ts.job(t, j.ID)
+	if got.LastStatus != cron.StatusSuccess || !got.NextRunAt.Equal(j.NextRunAt) {
+		t.Errorf("after concurrent runs: last_status %q next_run_at %v (was %v)", got.LastStatus, got.NextRunAt, j.NextRunAt)
 	}
 }
 

@@ -53,6 +53,7 @@ type ConfigError struct {
 	Want  string
 }
 
+// Error names the variable, its value and what it must be.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s=%q: %s", e.Var, e.Value, e.Want)
 }

@@ -37,7 +37,9 @@ func TestLoadConfig(t *testing.T) {
 		{env: map[string]string{"DATA_DIR": "/d"}, check: func(c config) bool { return c.DataDir == "/d" }},
 		{env: map[string]string{"DATA_DIR": "/d", "KSANA_DATA": "/k"}, check: func(c config) bool { return c.DataDir == "/k" }},
 		{env: map[string]string{"KSANA_API_TOKEN": "t", "KSANA_CALLBACK_ALLOW": "*.internal, a.com"},
-			check: func(c config) bool { return c.Token == "t" && cmp.Equal(c.CallbackAllow, []string{"*.internal", "a.com"}) }},
+			check: func(c config) bool {
+				return c.Token == "t" && cmp.Equal(c.CallbackAllow, []string{"*.internal", "a.com"})
+			}},
 		{env: map[string]string{"PORT": "http"}, wantErr: `PORT="http": must be an integer from 0 to 65535`},
 		{env: map[string]string{"PORT": "70000"}, wantErr: `PORT="70000"`},
 		{env: map[string]string{"WORKERS": "0"}, wantErr: `WORKERS="0": must be an integer from 1`},

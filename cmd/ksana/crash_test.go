@@ -219,6 +219,26 @@ func TestCrashSafety(t *testing.T) {
 			t.Fatalf("round %d: %v appeared; logs:\n%s", round, bad, c.logs.String())
 		}
 	}
+	// Finally a clean stop: SIGTERM exits 0 with everything in jobs.json
+	// and an empty journal.
+	c := startChild(t, bin, dir)
+	var before []cron.Job
+	call(t, "GET", c.url+"/jobs", "", &before)
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Wait(); err != nil {
+		t.Errorf("exit after SIGTERM: %v; logs:\n%s", err, c.logs.String())
+	}
+	if got := readJobsFile(t, dir); len(got) != len(before) {
+		t.Errorf("jobs.json after SIGTERM holds %d jobs, the API had %d", len(got), len(before))
+	}
+	if st, err := os.Stat(filepath.Join(dir, "jobs.journal")); err != nil {
+		t.Errorf("journal after a clean stop: %v", err)
+	} else if st.Size() != 0 {
+		t.Errorf("journal after a clean stop has %d bytes, want none", st.Size())
+	}
+
 	mu.Lock()
 	n := 0
 	for _, e := range expect {

@@ -1,24 +1,3 @@
-// Command ksana is the timed-job service: the REST API of cron/httpapi over
-// a cron.Runner that keeps its jobs in one JSON file (store/jsonstore) and
-// calls HTTP callbacks.
-//
-//	go run ./cmd/ksana
-//
-// serves the API on port 7100 with the jobs in ./data/jobs.json; nothing
-// else is needed. ksana -h lists the environment variables it reads (PORT,
-// KSANA_DATA or DATA_DIR, WORKERS, DEFAULT_TIMEOUT, MAX_RETRIES,
-// RETRY_BACKOFF, DRAIN_TIMEOUT, LOG_LEVEL, LOG_FORMAT, KSANA_API_TOKEN,
-// KSANA_CALLBACK_ALLOW); a bad value stops the start with a message naming
-// the variable, and exit status 2.
-//
-// Logs are structured (log/slog) on stderr: every run is logged with
-// job_id, name, status, latency_ms and error.
-//
-// On SIGINT or SIGTERM it stops accepting requests, lets the runs in flight
-// finish for up to DRAIN_TIMEOUT and cancels the rest, writes the last
-// bookkeeping to jobs.json, and exits 0.
-//
-// docs/ksana-service.md walks through a first session with curl.
 package main
 
 import (

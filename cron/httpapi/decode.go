@@ -22,6 +22,7 @@ type RequestError struct {
 	Msg    string
 }
 
+// Error returns the field and the message.
 func (e *RequestError) Error() string {
 	if e.Field != "" {
 		return e.Field + ": " + e.Msg

@@ -79,4 +79,3 @@ func ExampleRegistry() {
 	// # TYPE ksana_runs_total counter
 	// ksana_runs_total{status="success"} 1
 }
-

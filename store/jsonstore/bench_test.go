@@ -148,41 +148,43 @@ func BenchmarkRewrite100k(b *testing.B) {
 // BenchmarkDurableSave measures how long a durable Save (what an API write
 // waits for) takes, with 16 concurrent writers, and reports p50 and p99.
 func BenchmarkDurableSave(b *testing.B) {
-	for _, n := range []int{1_000, 100_000} {
-		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
-			s, err := New(seedDir(b, n), Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			ctx := context.Background()
-			var mu sync.Mutex
-			var lat []time.Duration
-			var next atomic.Int64
-			b.SetParallelism(8)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				var mine []time.Duration
-				for pb.Next() {
-					i := int(next.Add(1))
-					j := testJob(jobID(i % n))
-					j.Name = fmt.Sprint(i)
-					start := time.Now()
-					if err := s.Save(ctx, j); err != nil {
-						b.Error(err)
-					}
-					mine = append(mine, time.Since(start))
+	for _, mode := range []string{"rewrite", "journal"} {
+		for _, n := range []int{1_000, 100_000} {
+			b.Run(fmt.Sprintf("%s/jobs=%d", mode, n), func(b *testing.B) {
+				s, err := New(seedDir(b, n), Config{Journal: mode == "journal"})
+				if err != nil {
+					b.Fatal(err)
 				}
-				mu.Lock()
-				lat = append(lat, mine...)
-				mu.Unlock()
+				defer s.Close()
+				ctx := context.Background()
+				var mu sync.Mutex
+				var lat []time.Duration
+				var next atomic.Int64
+				b.SetParallelism(8)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					var mine []time.Duration
+					for pb.Next() {
+						i := int(next.Add(1))
+						j := testJob(jobID(i % n))
+						j.Name = fmt.Sprint(i)
+						start := time.Now()
+						if err := s.Save(ctx, j); err != nil {
+							b.Error(err)
+						}
+						mine = append(mine, time.Since(start))
+					}
+					mu.Lock()
+					lat = append(lat, mine...)
+					mu.Unlock()
+				})
+				b.StopTimer()
+				slices.Sort(lat)
+				q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))]) / 1e6 }
+				b.ReportMetric(q(0.5), "p50-ms")
+				b.ReportMetric(q(0.99), "p99-ms")
 			})
-			b.StopTimer()
-			slices.Sort(lat)
-			q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))]) / 1e6 }
-			b.ReportMetric(q(0.5), "p50-ms")
-			b.ReportMetric(q(0.99), "p99-ms")
-		})
+		}
 	}
 }
 

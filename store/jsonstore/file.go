@@ -71,6 +71,7 @@ type EntryError struct {
 	Err   error
 }
 
+// Error names the entry, the field and the reason.
 func (e *EntryError) Error() string {
 	id := e.ID
 	if id == "" {
@@ -82,6 +83,7 @@ func (e *EntryError) Error() string {
 	return fmt.Sprintf("jsonstore: job %s skipped: %v", id, e.Err)
 }
 
+// Unwrap returns the underlying error.
 func (e *EntryError) Unwrap() error { return e.Err }
 
 // decodeFile reads the contents of jobs.json. A file that does not parse or

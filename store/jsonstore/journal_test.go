@@ -76,8 +76,10 @@ func TestJournalDurableWithoutRewrite(t *testing.T) {
 	if diff := cmp.Diff(want, readFileJobs(t, dir)); diff != "" {
 		t.Errorf("jobs.json after replay (-want +got):\n%s", diff)
 	}
-	if st, err := os.Stat(filepath.Join(dir, JournalFile)); err != nil || st.Size() != 0 {
-		t.Errorf("journal after replay: %v, size %d, want empty", err, st.Size())
+	if st, err := os.Stat(filepath.Join(dir, JournalFile)); err != nil {
+		t.Errorf("journal after replay: %v", err)
+	} else if st.Size() != 0 {
+		t.Errorf("journal after replay has %d bytes, want none", st.Size())
 	}
 	// New records after the replay continue the sequence and replay too.
 	if err := s2.Save(ctx, testJob("d")); err != nil {

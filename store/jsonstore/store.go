@@ -148,21 +148,23 @@ type pendingEnc struct {
 // on two goroutines when there are many (after a start-up, every job).
 func (s *Store) encodePending() {
 	p := s.pending
-	if len(p) < 4096 {
-		for i := range p {
-			p[i].e.enc = appendJob(p[i].e.enc[:0], &p[i].job)
+	encode := func(part []pendingEnc) {
+		for i := range part {
+			e := part[i].e
+			if cap(e.enc) == 0 {
+				e.enc = make([]byte, 0, 512)
+			}
+			e.enc = appendJob(e.enc[:0], &part[i].job)
 		}
+	}
+	if len(p) < 4096 {
+		encode(p)
 		return
 	}
 	half := len(p) / 2
 	var wg sync.WaitGroup
-	for _, part := range [][]pendingEnc{p[:half], p[half:]} {
-		wg.Go(func() {
-			for i := range part {
-				part[i].e.enc = appendJob(part[i].e.enc[:0], &part[i].job)
-			}
-		})
-	}
+	wg.Go(func() { encode(p[:half]) })
+	encode(p[half:])
 	wg.Wait()
 }
 
@@ -576,6 +578,13 @@ func (s *Store) flushOnce() error {
 	}
 	size := 0
 	if err == nil && jobsChanged {
+		need := 256
+		for _, r := range s.refs {
+			need += len(r) + 6
+		}
+		if cap(s.buf) < need {
+			s.buf = make([]byte, 0, need+need/8)
+		}
 		s.buf = appendDocument(s.buf[:0], start, s.refs)
 		size = len(s.buf)
 		if werr := writeFileAtomic(s.dir, JobsFile, s.buf); werr != nil {

@@ -20,6 +20,9 @@ func newTurns(t testing.TB, c rueidis.Client, cfg TurnsConfig) *Turns {
 	if cfg.Prefix == "" {
 		cfg.Prefix = testPrefix(t)
 	}
+	if cfg.TTL == 0 {
+		cfg.TTL = 10 * time.Minute // tests never flush: let their keys go
+	}
 	s, err := NewTurns(c, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +134,14 @@ func TestTurnsKeysAndTTL(t *testing.T) {
 	for _, srv := range testServers(t) {
 		c := srv.client
 		for _, ttl := range []time.Duration{0, time.Hour} {
-			s := newTurns(t, c, TurnsConfig{TTL: ttl})
+			s, err := NewTurns(c, TurnsConfig{Prefix: testPrefix(t), TTL: ttl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				c.Do(context.Background(), c.B().Del().Key(s.keys.Turn("turn")).Build())
+				c.Do(context.Background(), c.B().Del().Key(s.keys.Session("sess")).Build())
+			})
 			if _, _, err := s.SetTurnAffinity(ctx, "sess", "turn", "node"); err != nil {
 				t.Fatal(err)
 			}

@@ -20,6 +20,9 @@ import (
 func newJobs(t testing.TB, c rueidis.Client, cfg JobsConfig) *Jobs {
 	t.Helper()
 	cfg.Prefix = testPrefix(t)
+	if cfg.TTL == 0 {
+		cfg.TTL = 10 * time.Minute // tests never flush: let their keys go
+	}
 	s, err := NewJobs(c, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +56,10 @@ func setJob(t *testing.T, c rueidis.Client, key string, fields ...string) {
 		cmd = cmd.FieldValue(fields[i], fields[i+1])
 	}
 	if err := c.Do(ctx, cmd.Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	// Tests never flush: the fixture goes by itself.
+	if err := c.Do(ctx, c.B().Pexpire().Key(key).Milliseconds(time.Hour.Milliseconds()).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -128,9 +128,17 @@ func (s *Requests) Bind(ctx context.Context, requestID string, create func(ctx c
 	deadline := time.Now().Add(s.cfg.WaitTimeout)
 	pause := s.cfg.PollInterval
 	lockKey := s.keys.RequestLock(requestID)
+	// waitErr reports the end of ctx while waiting as ErrBindWait.
+	waited := false
+	waitErr := func(err error) error {
+		if waited && ctx.Err() != nil {
+			return fmt.Errorf("request %q: %w: %w", requestID, scheduler.ErrBindWait, ctx.Err())
+		}
+		return err
+	}
 	for {
 		if b, ok, err := s.binding(ctx, requestID); err != nil || ok {
-			return b, false, err
+			return b, false, waitErr(err)
 		}
 		token := newToken()
 		start := time.Now()
@@ -140,8 +148,9 @@ func (s *Requests) Bind(ctx context.Context, requestID string, create func(ctx c
 		case err == nil:
 			return s.create(ctx, requestID, token, create)
 		case !isNil(err):
-			return scheduler.RequestBinding{}, false, fmt.Errorf("redisstore: lock request %q: %w", requestID, err)
+			return scheduler.RequestBinding{}, false, waitErr(fmt.Errorf("redisstore: lock request %q: %w", requestID, err))
 		}
+		waited = true
 		// Another caller holds the lock: wait for its binding.
 		left := time.Until(deadline)
 		if left <= 0 {

@@ -98,7 +98,7 @@ func TestRequestsWaitTimeout(t *testing.T) {
 	s := newRequests(t, testServers(t)[0].client, RequestsConfig{WaitTimeout: 100 * time.Millisecond})
 	c := s.c
 	// Someone holds the lock and never binds.
-	if err := c.Do(ctx, c.B().Set().Key(s.keys.RequestLock("r")).Value("other").Build()).Error(); err != nil {
+	if err := c.Do(ctx, c.B().Set().Key(s.keys.RequestLock("r")).Value("other").PxMilliseconds(time.Minute.Milliseconds()).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err := s.Bind(ctx, "r", func(context.Context) (scheduler.RequestBinding, error) {

@@ -1,0 +1,42 @@
+// Command ksana is the timed-job service: the REST API of
+// [github.com/ksana-dev/ksana/cron/httpapi] over a
+// [github.com/ksana-dev/ksana/cron.Runner] that keeps its jobs in one JSON
+// file ([github.com/ksana-dev/ksana/store/jsonstore]) and calls HTTP
+// callbacks.
+//
+// # Running
+//
+//	go run ./cmd/ksana
+//
+// serves the API on port 7100 with the jobs in ./data/jobs.json; nothing
+// else is needed. docs/ksana-service.md walks through a first session with
+// curl.
+//
+// # Configuration
+//
+// ksana -h lists the environment variables it reads, with their defaults:
+// PORT (7100), KSANA_DATA or DATA_DIR (./data), WORKERS (4),
+// DEFAULT_TIMEOUT (10s), MAX_RETRIES (3), RETRY_BACKOFF (5s),
+// DRAIN_TIMEOUT (30s), LOG_LEVEL (info), LOG_FORMAT (text),
+// KSANA_API_TOKEN and KSANA_CALLBACK_ALLOW (unset). A bad value stops the
+// start with a message naming the variable, and exit status 2.
+//
+// # Durability
+//
+// Every write the API acknowledges is on disk: the store runs with its
+// journal ([github.com/ksana-dev/ksana/store/jsonstore.Config] Journal), so
+// an API write costs one small synced append, and jobs.json is rewritten
+// with group commit (at most one rewrite per 50ms) and truncates the
+// journal. A start after a crash replays the journal.
+//
+// # Logs, metrics, shutdown
+//
+// Logs are structured (log/slog) on stderr: every run is logged with
+// job_id, name, status, latency_ms and error. GET /metrics serves
+// Prometheus text: jobs by state, runs by status, firing lag, callback
+// latency, store flush latency, API requests.
+//
+// On SIGINT or SIGTERM it stops accepting requests, lets the runs in flight
+// finish for up to DRAIN_TIMEOUT and cancels the rest, writes the last
+// bookkeeping to jobs.json, and exits 0.
+package main

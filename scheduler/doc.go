@@ -80,7 +80,20 @@
 //
 // # Jobs, reservations, request idempotency and turn affinity
 //
-// [[ SECTION TO BE FILLED: the job lifecycle store ([JobStore]), node
-// reservations ([ReservationStore]), request idempotency ([RequestStore])
-// and turn affinity ([TurnStore]). ]]
+// A [JobStore] keeps each job's [JobRecord] (package fsm's state and
+// attempt, and its node) and applies events atomically; [JobTransition] says
+// whether the event was a replay and which node's slot to free. A
+// [ReservationStore] holds nodes' concurrency slots with an expiry, so a
+// crashed instance never holds one longer than its TTL. A job finishes in
+// three calls: ApplyJob(job_result), [ReservationStore.Release] on FreeNode,
+// ApplyJob(release). A [RequestStore] binds each request id to one job:
+// [RequestStore.Bind] calls create once however many duplicates arrive on
+// however many instances. A [TurnStore] applies package affinity's rules:
+// SelectNode is select_node, SetTurnAffinity is the write-once rule applied
+// right after a turn's first job is assigned, and ClearTurnAffinity runs on a
+// finalize reason that ends the turn. [MemJobs], [MemReservations],
+// [MemRequests] and [MemTurns] are the in-memory reference implementations;
+// store/redisstore has the Redis ones and store/storetest the suites both
+// pass. A bad argument is an [*ArgumentError] ([ErrInvalidArgument]) naming
+// it.
 package scheduler

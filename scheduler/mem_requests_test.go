@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -99,5 +100,37 @@ func FuzzDecodeRequestBinding(f *testing.F) {
 		if back.JobID != b.JobID || back.NodeID != b.NodeID {
 			t.Fatalf("round trip %+v -> %+v", b, back)
 		}
+	})
+}
+
+// TestMemRequestsWaitTimeout: a duplicate stops waiting for a create that
+// does not end after WaitTimeout (in a synctest bubble: no real wait).
+func TestMemRequestsWaitTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		s, err := scheduler.NewMemRequests(scheduler.MemRequestsConfig{WaitTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		release, entered := make(chan struct{}), make(chan struct{})
+		go s.Bind(ctx, "r", func(context.Context) (scheduler.RequestBinding, error) {
+			close(entered)
+			<-release
+			return scheduler.RequestBinding{JobID: "j"}, nil
+		})
+		<-entered
+		start := time.Now()
+		_, _, err = s.Bind(ctx, "r", func(context.Context) (scheduler.RequestBinding, error) {
+			t.Error("a duplicate called create")
+			return scheduler.RequestBinding{}, nil
+		})
+		if !errors.Is(err, scheduler.ErrBindWait) {
+			t.Errorf("Bind behind a stuck create: error = %v, want ErrBindWait", err)
+		}
+		if waited := time.Since(start); waited != 5*time.Second {
+			t.Errorf("waited %v, want the WaitTimeout of 5s", waited)
+		}
+		close(release)
+		synctest.Wait()
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -361,6 +362,9 @@ func writeFileAtomic(dir, name string, data []byte) error {
 }
 
 func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil // directories cannot be synced there; the rename is durable as NTFS makes it
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

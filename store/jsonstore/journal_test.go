@@ -63,8 +63,9 @@ func TestJournalDurableWithoutRewrite(t *testing.T) {
 	f.WriteString(`{"seq":99,"op":"save","job":{"id":"torn","na`)
 	f.Close()
 
-	// "Restart": a second store over the same directory.
-	s2, err := New(dir, Config{Journal: true})
+	// "Restart": a second store over the same directory (which, like the
+	// first, does not rewrite on its own while the test looks).
+	s2, err := New(dir, Config{Journal: true, FlushInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestJournalDurableWithoutRewrite(t *testing.T) {
 	if err := s2.Save(ctx, testJob("d")); err != nil {
 		t.Fatal(err)
 	}
-	s3, err := New(dir, Config{Journal: true})
+	s3, err := New(dir, Config{Journal: true, FlushInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -425,7 +425,9 @@ func (l *logBuffer) records(t *testing.T) []map[string]any {
 			t.Fatalf("log line %q: %v", line, err)
 		}
 		delete(m, "time")
-		delete(m, "backup")
+		if b, ok := m["backup"].(string); ok {
+			m["backup"] = "<" + strings.SplitN(filepath.Base(b), "-", 2)[0] + ">"
+		}
 		out = append(out, m)
 	}
 	return out
@@ -486,21 +488,21 @@ func TestRecovery(t *testing.T) {
 			files:   map[string]string{JobsFile: `{"version":1,"jobs":[{"id":`},
 			wantBad: map[string]string{BadFile: `{"version":1,"jobs":[{"id":`},
 			wantLogs: []map[string]any{{"level": "ERROR", "msg": "jsonstore: jobs file cannot be read; moved aside, starting empty",
-				"file": "<dir>/jobs.json", "error": "jsonstore: jobs.json does not parse: jobs[0]: unexpected EOF"}},
+				"file": "<dir>/jobs.json", "backup": "<jobs.bad.json>", "error": "jsonstore: jobs.json does not parse: jobs[0]: unexpected EOF"}},
 		},
 		{
 			name:    "unknown version",
 			files:   map[string]string{JobsFile: `{"version":7,"jobs":[]}`},
 			wantBad: map[string]string{BadFile: `{"version":7,"jobs":[]}`},
 			wantLogs: []map[string]any{{"level": "ERROR", "msg": "jsonstore: jobs file cannot be read; moved aside, starting empty",
-				"file": "<dir>/jobs.json", "error": "jsonstore: unknown version 7 (want 1)"}},
+				"file": "<dir>/jobs.json", "backup": "<jobs.bad.json>", "error": "jsonstore: unknown version 7 (want 1)"}},
 		},
 		{
 			name:    "earlier backup kept",
 			files:   map[string]string{JobsFile: `nonsense`, BadFile: "earlier"},
 			wantBad: map[string]string{BadFile: "earlier", "jobs.bad-<ts>.json": "nonsense"},
 			wantLogs: []map[string]any{{"level": "ERROR", "msg": "jsonstore: jobs file cannot be read; moved aside, starting empty",
-				"file": "<dir>/jobs.json", "error": "jsonstore: jobs.json does not parse: invalid character 'o' in literal null (expecting 'u')"}},
+				"file": "<dir>/jobs.json", "backup": "<jobs.bad>", "error": "jsonstore: jobs.json does not parse: invalid character 'o' in literal null (expecting 'u')"}},
 		},
 		{
 			name:    "invalid entries skipped",
@@ -508,10 +510,10 @@ func TestRecovery(t *testing.T) {
 			wantIDs: []string{"a", "e"},
 			wantBad: map[string]string{BadFile: "earlier", "jobs.bad-<ts>.json": mixed},
 			wantLogs: []map[string]any{
-				{"level": "ERROR", "msg": "jsonstore: invalid job skipped", "job_id": "b", "index": 1.0, "field": "schedule.every", "error": `must be a duration such as "5s", got "soon"`},
-				{"level": "ERROR", "msg": "jsonstore: invalid job skipped", "job_id": "c", "index": 2.0, "field": "max_retries", "error": "must be >= 0, got -1"},
-				{"level": "ERROR", "msg": "jsonstore: invalid job skipped", "job_id": "d", "index": 3.0, "field": "colour", "error": `json: unknown field "colour"`},
-				{"level": "ERROR", "msg": "jsonstore: invalid job skipped", "job_id": "a", "index": 4.0, "field": "id", "error": "appears twice; the first entry is kept"},
+				{"level": "ERROR", "msg": "jsonstore: invalid job skipped", "backup": "<jobs.bad>", "job_id": "b", "index": 1.0, "field": "schedule.every", "error": `must be a duration such as "5s", got "soon"`},
+				{"level": "ERROR", "msg": "jsonstore: invalid job skipped", "backup": "<jobs.bad>", "job_id": "c", "index": 2.0, "field": "max_retries", "error": "must be >= 0, got -1"},
+				{"level": "ERROR", "msg": "jsonstore: invalid job skipped", "backup": "<jobs.bad>", "job_id": "d", "index": 3.0, "field": "colour", "error": `json: unknown field "colour"`},
+				{"level": "ERROR", "msg": "jsonstore: invalid job skipped", "backup": "<jobs.bad>", "job_id": "a", "index": 4.0, "field": "id", "error": "appears twice; the first entry is kept"},
 			},
 		},
 	}

@@ -59,9 +59,24 @@
 //
 // # Jobs, reservations, requests and turns
 //
-// [[ SECTION TO BE FILLED: the FSM job store ([Jobs], its Lua generated
-// from package fsm), node reservations, request idempotency and turn
-// affinity. ]]
+// [Jobs] keeps each job's lifecycle in the hash
+// {prefix}:v1:jobs:{job:<job_id>}:fsm (state, attempt, node_id,
+// created_at_ms, updated_at_ms; a TTL renewed by every change) and moves it
+// with one Lua script generated from package fsm's table by
+// [GenerateFSMLua], so the rules exist once and each transition is atomic on
+// the job's key alone. [Reservations] holds each node's slots in the ZSET
+// {prefix}:v1:nodes:{node:<node_id>}:reserved scored by expiry on the
+// server's clock; Reserve is one script (drop expired, check capacity, add;
+// idempotent for a job). [Requests] makes request ids idempotent with a lock
+// ({prefix}:v1:requests:lock:<request_id>, SET NX PX) and a JSON binding
+// ({prefix}:v1:requests:binding:<request_id>); they lie in different slots,
+// so only single-key commands touch them. [Turns] keeps turn affinity in
+// {prefix}:scheduler:turn:<turn_id> (affinity_node_id: written once with
+// HSETNX, cleared with HDEL) and {prefix}:scheduler:session:<session_id>
+// (current_turn_id), without TTL unless configured, and selects nodes from
+// one pipeline of HGET and EXISTS on the presence keys, then
+// [affinity.Select]. A stored value that does not decode is a
+// [*CorruptError] and stays as it is.
 //
 // # Tests
 //

@@ -72,7 +72,12 @@ func Example_run() {
 	stopped := make(chan error)
 	go func() { stopped <- r.Run(ctx) }()
 
-	fmt.Println("callback for", <-got)
+	select {
+	case id := <-got:
+		fmt.Println("callback for", id)
+	case <-time.After(time.Minute):
+		fmt.Println("no callback")
+	}
 	run := <-done
 	fmt.Println("run", run.Status, "after", run.Attempts, "attempt")
 	cancel()

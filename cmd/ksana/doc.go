@@ -9,7 +9,7 @@
 //	go run ./cmd/ksana
 //
 // serves the API on port 7100 with the jobs in ./data/jobs.json; nothing
-// else is needed. docs/ksana-service.md walks through a first session with
+// else is needed. The README walks through a first session with
 // curl.
 //
 // # Configuration

@@ -103,7 +103,14 @@ func run(duration time.Duration, verbose bool) error {
 	}
 	fmt.Printf("%s  stopped\n", since())
 	for _, j := range runner.List() {
-		fmt.Printf("          %-9s last_status=%-8s last_run_at=%s\n", j.ID, j.LastStatus, j.LastRunAt.Format(time.RFC3339Nano))
+		last, status := "-", string(j.LastStatus)
+		if !j.LastRunAt.IsZero() {
+			last = j.LastRunAt.Format(time.RFC3339Nano)
+		}
+		if status == "" {
+			status = "-"
+		}
+		fmt.Printf("          %-9s last_status=%-8s last_run_at=%s\n", j.ID, status, last)
 	}
 	return nil
 }

@@ -145,6 +145,6 @@
 // (cmd/nodeunit implements them over HTTP and local processes), and the
 // metrics hook [Observer]. Package claim/claimtest has an in-memory
 // reference Store and Membership with the same conditional-update
-// semantics, and fakes of Runner and UsageProbe; store/storetest.ClaimStore
+// semantics, and fakes of Runner and UsageProbe; store/storetest.TestClaimStore
 // is the conformance suite every Store and Membership passes.
 package claim

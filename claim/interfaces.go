@@ -32,7 +32,7 @@ package claim
 //
 // Everything else of 000 and R1-R13 of 001 is tested in package claim.
 //
-// The conformance suite is store/storetest.ClaimStore; it needs a
+// The conformance suite is store/storetest.TestClaimStore; it needs a
 // storetest.ClaimAdmin (insert a deployment as given, read one back,
 // backdate a node's last_seen). claimtest.Store is the in-memory reference.
 //
@@ -54,7 +54,7 @@ import (
 // condition holds, so that concurrent node-units never lose an update.
 //
 // Every method is one statement. Implementations: store/sqlstore and
-// claimtest.Store; both pass store/storetest.ClaimStore.
+// claimtest.Store; both pass store/storetest.TestClaimStore.
 type Store interface {
 	// Deployments returns every enabled deployment, daemons included, in any
 	// order. A row with an invalid type is returned as it is (the loop

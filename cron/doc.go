@@ -143,7 +143,7 @@
 // newest 50 runs per job), store/jsonstore in one JSON file. Save and
 // Delete are durable; Record (bookkeeping) and [RunStore.AppendRun] may be
 // batched, and [Flusher.Flush] makes them durable at shutdown. Every
-// adapter passes the conformance suite store/storetest.CronStore.
+// adapter passes the conformance suite store/storetest.TestCronStore.
 //
 // # Observing runs
 //

@@ -13,11 +13,11 @@ import (
 )
 
 func TestMemStoreConformance(t *testing.T) {
-	storetest.CronStore(t, func(t *testing.T) cron.Store { return cron.NewMemStore() })
+	storetest.TestCronStore(t, func(t *testing.T) cron.Store { return cron.NewMemStore() })
 }
 
 func TestMemStoreSmallLimit(t *testing.T) {
-	storetest.CronStore(t, func(t *testing.T) cron.Store { return &cron.MemStore{RunLimit: 3} })
+	storetest.TestCronStore(t, func(t *testing.T) cron.Store { return &cron.MemStore{RunLimit: 3} })
 }
 
 // TestMemStoreCompaction deletes most of many jobs, which makes the store

@@ -10,7 +10,7 @@ import (
 )
 
 func TestCronStoreConformance(t *testing.T) {
-	storetest.CronStore(t, func(t *testing.T) cron.Store {
+	storetest.TestCronStore(t, func(t *testing.T) cron.Store {
 		s, err := jsonstore.New(t.TempDir(), jsonstore.Config{FlushInterval: 5 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 )
 
 func TestJournalConformance(t *testing.T) {
-	storetest.CronStore(t, func(t *testing.T) cron.Store {
+	storetest.TestCronStore(t, func(t *testing.T) cron.Store {
 		return open(t, t.TempDir(), Config{Journal: true, FlushInterval: 5 * time.Millisecond})
 	})
 }

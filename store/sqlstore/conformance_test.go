@@ -12,7 +12,7 @@ import (
 func TestClaimStoreConformance(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			storetest.ClaimStore(t, func(t *testing.T) (claim.Store, claim.Membership, storetest.ClaimAdmin) {
+			storetest.TestClaimStore(t, func(t *testing.T) (claim.Store, claim.Membership, storetest.ClaimAdmin) {
 				db := b.open(t)
 				return db.Deployments(), db.Membership(), admin{db}
 			})

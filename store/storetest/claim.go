@@ -15,7 +15,7 @@ import (
 	"github.com/ksana-dev/ksana/claim"
 )
 
-// ClaimAdmin is what [ClaimStore] needs besides [claim.Store] and
+// ClaimAdmin is what [TestClaimStore] needs besides [claim.Store] and
 // [claim.Membership] to set up and inspect a store. Adapters implement it
 // (usually in their tests) over their own tables.
 type ClaimAdmin interface {
@@ -34,10 +34,10 @@ type ClaimAdmin interface {
 // its own cleanup with t.
 type OpenClaimStore func(t *testing.T) (claim.Store, claim.Membership, ClaimAdmin)
 
-// ClaimStore runs the conformance suite of [claim.Store] and
+// TestClaimStore runs the conformance suite of [claim.Store] and
 // [claim.Membership] (and [claim.HeartbeatActiver] when implemented) against
 // the stores open returns. Every subtest opens a fresh store.
-func ClaimStore(t *testing.T, open OpenClaimStore) {
+func TestClaimStore(t *testing.T, open OpenClaimStore) {
 	tests := []struct {
 		name string
 		run  func(t *testing.T, s claim.Store, m claim.Membership, a ClaimAdmin)

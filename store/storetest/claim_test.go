@@ -28,7 +28,7 @@ func (a memAdmin) BackdateNode(ctx context.Context, address string, age time.Dur
 }
 
 func TestClaimStoreInMemory(t *testing.T) {
-	storetest.ClaimStore(t, func(t *testing.T) (claim.Store, claim.Membership, storetest.ClaimAdmin) {
+	storetest.TestClaimStore(t, func(t *testing.T) (claim.Store, claim.Membership, storetest.ClaimAdmin) {
 		s := claimtest.NewStore(nil)
 		return s, s, memAdmin{s}
 	})

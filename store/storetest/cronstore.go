@@ -13,7 +13,7 @@ import (
 	"github.com/ksana-dev/ksana/cron"
 )
 
-// CronStore runs the conformance suite of [cron.Store] against the stores
+// TestCronStore runs the conformance suite of [cron.Store] against the stores
 // that open returns: each subtest opens a fresh, empty store. It checks
 // creation order (a replaced job keeps its place), Delete and ErrNotFound,
 // Record, the round trip of every field of a job (times to the microsecond
@@ -21,7 +21,7 @@ import (
 // [cron.RunStore]: newest-first history, the limit argument, a per-job
 // limit that drops the oldest runs, and ErrNotFound for unknown jobs.
 // Persistence across a reopen is the adapter's own test.
-func CronStore(t *testing.T, open func(t *testing.T) cron.Store) {
+func TestCronStore(t *testing.T, open func(t *testing.T) cron.Store) {
 	t.Helper()
 	cases := []struct {
 		name string

@@ -6,15 +6,21 @@
 // fresh store:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.CronStore(t, func(t *testing.T) cron.Store { return openMyStore(t) })
+//		storetest.TestCronStore(t, func(t *testing.T) cron.Store { return openMyStore(t) })
 //	}
 //
 // # Suites
 //
-//   - [CronStore] for [github.com/ksana-dev/ksana/cron.Store] and its
+//   - [TestCronStore] for [github.com/ksana-dev/ksana/cron.Store] and its
 //     optional [github.com/ksana-dev/ksana/cron.RunStore].
-//   - [ClaimStore] for the stores of package claim.
+//   - [TestClaimStore] for the stores of package claim.
+//   - [TestJobStore], [TestReservationStore], [TestRequestStore] and
+//     [TestTurnStore] for the job lifecycle, reservation, request and turn
+//     stores of package scheduler.
+//   - [TestPresence], [TestOwners], [TestNodeSnapshots], [TestStreams] and
+//     [TestStorm] for the multi-instance parts of package scheduler.
 //
-// Other suites in this package cover the stores of the scheduler's
-// dispatch plane; each names the interface it checks.
+// Each runs against the in-memory reference implementation in its core
+// package and against every adapter in store/...; the Redis adapters run
+// them on a standalone server and on a 3-master cluster.
 package storetest

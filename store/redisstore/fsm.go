@@ -38,7 +38,7 @@ type JobsConfig struct {
 type Jobs struct {
 	c     rueidis.Client
 	keys  Keys
-	max   int
+	max   string // fsm.Machine.Max, formatted once
 	ttlMS string
 	hook  OpHook
 }
@@ -66,7 +66,7 @@ func NewJobs(c rueidis.Client, cfg JobsConfig) (*Jobs, error) {
 	}
 	return &Jobs{
 		c: c, keys: NewKeys(cfg.Prefix), hook: cfg.OpHook,
-		max:   fsm.Machine{MaxAttempts: cfg.MaxAttempts}.Max(),
+		max:   strconv.Itoa(fsm.Machine{MaxAttempts: cfg.MaxAttempts}.Max()),
 		ttlMS: strconv.FormatInt(cfg.TTL.Milliseconds(), 10),
 	}, nil
 }
@@ -175,11 +175,17 @@ func (s *Jobs) ApplyJob(ctx context.Context, jobID string, ev fsm.Event, attempt
 	key := s.keys.JobFSM(jobID)
 	start := time.Now()
 	reply, err := fsmApplyScript.Exec(ctx, s.c, []string{key},
-		[]string{string(ev), strconv.Itoa(attempt), nodeID, strconv.Itoa(s.max), s.ttlMS}).ToString()
+		[]string{string(ev), strconv.Itoa(attempt), nodeID, s.max, s.ttlMS}).ToString()
 	s.hook.observe("fsm_apply", start, err)
 	if err != nil {
 		return scheduler.JobTransition{}, fmt.Errorf("redisstore: apply %s to job %q: %w", ev, jobID, err)
 	}
+	return decodeApply(jobID, key, ev, attempt, reply)
+}
+
+// decodeApply decodes the reply of the transition script (see
+// fsmApplyLua) to ev with attempt on the job jobID at key.
+func decodeApply(jobID, key string, ev fsm.Event, attempt int, reply string) (scheduler.JobTransition, error) {
 	bad := func() (scheduler.JobTransition, error) {
 		return scheduler.JobTransition{}, fmt.Errorf("redisstore: apply %s to job %q: malformed reply %q", ev, jobID, reply)
 	}
@@ -194,16 +200,29 @@ func (s *Jobs) ApplyJob(ctx context.Context, jobID string, ev fsm.Event, attempt
 		}
 		return scheduler.JobTransition{}, &CorruptError{Key: key, Field: field, Value: value, Err: scheduler.ErrJobCorrupt}
 	}
-	// state attempt created updated len(node) node+free
-	f := strings.SplitN(rest, " ", 6)
-	if len(f) != 6 {
+	// state attempt created updated nodes: see fsmApplyLua.
+	f := strings.SplitN(rest, " ", 5)
+	if len(f) != 5 || f[4] == "" {
 		return bad()
 	}
-	n, err := strconv.Atoi(f[4])
-	if err != nil || n < 0 || n > len(f[5]) {
+	var node, free string
+	switch nodes := f[4][1:]; f[4][0] {
+	case '-':
+		node = nodes
+	case '=':
+		node, free = nodes, nodes
+	case '0':
+		free = nodes
+	case '#':
+		ns, both, ok := strings.Cut(nodes, " ")
+		n, err := strconv.Atoi(ns)
+		if !ok || err != nil || n < 0 || n > len(both) {
+			return bad()
+		}
+		node, free = both[:n], both[n:]
+	default:
 		return bad()
 	}
-	node, free := f[5][:n], f[5][n:]
 	rec, err := decodeJob(jobID, key, []string{f[0], f[1], node, f[2], f[3]})
 	if err != nil {
 		return scheduler.JobTransition{}, err

@@ -232,6 +232,23 @@ func BenchmarkOpsVsRaw(b *testing.B) {
 		}
 		compare(b, op)
 	})
+	// reserve renews the reservations of a full node; reserve_new adds a
+	// new job every call.
+	b.Run("reserve_new", func(b *testing.B) {
+		s, err := NewReservations(c, ReservationsConfig{Prefix: testPrefix(b)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		op := make([]func() error, callers)
+		for w := range op {
+			node, i := "node-"+strconv.Itoa(w), 0
+			op[w] = func() error {
+				i++
+				return s.Reserve(ctx, node, strconv.Itoa(i), 1<<30, time.Minute)
+			}
+		}
+		compare(b, op)
+	})
 	for _, dup := range []bool{false, true} {
 		name := "bind_new"
 		if dup {

@@ -37,9 +37,13 @@ var fsmRefusals = map[string]error{
 //
 //	KEYS[1] = {prefix}:v1:jobs:{job:<id>}:fsm
 //	ARGV    = event, attempt, node_id (for dispatch), max_attempts, ttl_ms
-//	reply   = "status state attempt created_at_ms updated_at_ms len(node_id) node_id" + free_node,
+//	reply   = "status state attempt created_at_ms updated_at_ms " + nodes,
 //	          "not_found", or "corrupt field value": one bulk string, which
-//	          costs the server less than an array.
+//	          costs the server less than an array. nodes is the job's
+//	          node_id and the node whose reservation the transition frees:
+//	          "-" node_id (none freed), "=" node_id (node_id freed), "0"
+//	          freed (node_id now empty), or "#" len(node_id) " " node_id
+//	          freed (any other pair).
 var fsmApplyLua = GenerateFSMLua()
 
 // GenerateFSMLua returns the Lua source of the transition script, built
@@ -109,6 +113,12 @@ func GenerateFSMLua() string {
 	}
 	w("  return false\nend\n")
 
+	// The reply and the stored fields are built from strings only: Lua
+	// formats a number with sprintf, which costs more than the rest of the
+	// script's arithmetic together. The attempt is passed through as
+	// stored (it must be decimal digits) and formatted only when it grows;
+	// the time in milliseconds is TIME's seconds followed by the first
+	// three of its six digits of microseconds.
 	w(`local key = KEYS[1]
 local ev, attempt, node, max, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5]
 local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms')
@@ -117,37 +127,40 @@ if not state and not cur and not created then
   if redis.call('EXISTS', key) == 0 then return %[1]q end
 end
 if not state or not known_state(state) then return %[2]q .. ' state ' .. tostring(state) end
+if not cur or not string.find(cur, '^%%d+$') then return %[2]q .. ' attempt ' .. tostring(cur) end
 local a = tonumber(cur)
-if not a or a < 1 or a %% 1 ~= 0 then return %[2]q .. ' attempt ' .. tostring(cur) end
+if a < 1 then return %[2]q .. ' attempt ' .. cur end
 if not tonumber(created) then return %[2]q .. ' created_at_ms ' .. tostring(created) end
 if not tonumber(updated) then return %[2]q .. ' updated_at_ms ' .. tostring(updated) end
-local function reply(status, s, at, n, up, free)
-  return status .. ' ' .. s .. ' ' .. tostring(at) .. ' ' .. created .. ' ' .. up .. ' ' .. #n .. ' ' .. n .. free
-end
 local err
 if not known_event(ev) then err = %[3]q
 elseif attempt < 1 then err = %[4]q
 elseif attempt < a then err = %[5]q
 elseif attempt > a then err = %[6]q
 end
-if err then return reply(err, state, a, curnode, updated, '') end
+if err then return err .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. ' -' .. curnode end
 local to, retry, free = move(state, ev)
 if not to then
-  if dup(state, ev) then return reply(%[7]q, state, a, curnode, updated, '') end
-  return reply(%[8]q, state, a, curnode, updated, '')
+  if dup(state, ev) then return %[7]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. ' -' .. curnode end
+  return %[8]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. ' -' .. curnode
 end
 if retry then
-  if a < max then a = a + 1 else to = %[9]q end
+  if a < max then cur = tostring(a + 1) else to = %[9]q end
 end
 local newnode = curnode
 if ev == %[10]q then newnode = node elseif to == %[11]q then newnode = '' end
 local freenode = ''
 if free then freenode = curnode end
 local t = redis.call('TIME')
-local now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-redis.call('HSET', key, 'state', to, 'attempt', tostring(a), 'node_id', newnode, 'updated_at_ms', now)
+local now = t[1] .. string.sub('00000' .. t[2], -6, -4)
+redis.call('HSET', key, 'state', to, 'attempt', cur, 'node_id', newnode, 'updated_at_ms', now)
 redis.call('PEXPIRE', key, ttl)
-return reply(%[12]q, to, a, newnode, now, freenode)
+local tail
+if freenode == '' then tail = '-' .. newnode
+elseif freenode == newnode then tail = '=' .. newnode
+elseif newnode == '' then tail = '0' .. freenode
+else tail = '#' .. #newnode .. ' ' .. newnode .. freenode end
+return %[12]q .. ' ' .. to .. ' ' .. cur .. ' ' .. created .. ' ' .. now .. ' ' .. tail
 `, fsmNotFound, fsmCorrupt, fsmUnknownEv, fsmBadAtt, fsmStale, fsmFuture, fsmDup, fsmInvalid,
 		string(fsm.Failed), string(fsm.Dispatch), string(fsm.Created), fsmOK)
 	return b.String()
@@ -166,7 +179,7 @@ if redis.call('EXISTS', key) == 1 then
   return {0, h[1], h[2], h[3], h[4], h[5]}
 end
 local t = redis.call('TIME')
-local now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local now = t[1] .. string.sub('00000' .. t[2], -6, -4)
 redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', '', 'created_at_ms', now, 'updated_at_ms', now)
 redis.call('PEXPIRE', key, ARGV[3])
 return {1, ARGV[1], ARGV[2], '', now, now}

@@ -306,3 +306,117 @@ func FuzzDecodeJob(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeApply decodes each form of the transition script's reply,
+// including the node pairs no transition of today's table produces.
+func TestDecodeApply(t *testing.T) {
+	rec := func(st fsm.State, attempt int, node string) scheduler.JobRecord {
+		return scheduler.JobRecord{ID: "j", Job: fsm.Job{State: st, Attempt: attempt}, NodeID: node,
+			CreatedAt: time.UnixMilli(1000), UpdatedAt: time.UnixMilli(2000)}
+	}
+	tests := []struct {
+		reply   string
+		want    scheduler.JobTransition
+		wantErr error // matched with errors.Is; nil for none
+		malform bool  // the error is a malformed reply
+	}{
+		{reply: "ok DISPATCHED 1 1000 2000 -n 1", want: scheduler.JobTransition{Job: rec(fsm.Dispatched, 1, "n 1")}},
+		{reply: "ok FINISHED 1 1000 2000 =n", want: scheduler.JobTransition{Job: rec(fsm.Finished, 1, "n"), FreeNode: "n"}},
+		{reply: "ok CREATED 2 1000 2000 0n", want: scheduler.JobTransition{Job: rec(fsm.Created, 2, ""), FreeNode: "n"}},
+		{reply: "ok RUNNING 2 1000 2000 #3 new old", want: scheduler.JobTransition{Job: rec(fsm.Running, 2, "new"), FreeNode: " old"}},
+		{reply: "ok RUNNING 2 1000 2000 #0 old", want: scheduler.JobTransition{Job: rec(fsm.Running, 2, ""), FreeNode: "old"}},
+		{reply: "ok CREATED 1 1000 2000 -", want: scheduler.JobTransition{Job: rec(fsm.Created, 1, "")}},
+		{reply: "dup RUNNING 1 1000 2000 -n", want: scheduler.JobTransition{Job: rec(fsm.Running, 1, "n"), Duplicate: true}},
+		{reply: "stale_attempt RUNNING 3 1000 2000 -n", want: scheduler.JobTransition{Job: rec(fsm.Running, 3, "n")}, wantErr: fsm.ErrStaleAttempt},
+		{reply: "invalid_transition CREATED 1 1000 2000 -", want: scheduler.JobTransition{Job: rec(fsm.Created, 1, "")}, wantErr: fsm.ErrInvalidTransition},
+		{reply: "not_found", wantErr: scheduler.ErrJobNotFound},
+		{reply: "corrupt attempt two", wantErr: scheduler.ErrJobCorrupt},
+		{reply: "ok RUNNING x 1000 2000 -n", wantErr: scheduler.ErrJobCorrupt},
+		{reply: "ok RUNNING 1 1000 2000", malform: true},
+		{reply: "ok RUNNING 1 1000 2000 ", malform: true},
+		{reply: "ok RUNNING 1 1000 2000 *n", malform: true},
+		{reply: "ok RUNNING 1 1000 2000 #9 n", malform: true},
+		{reply: "ok RUNNING 1 1000 2000 #x n", malform: true},
+		{reply: "ok RUNNING 1 1000 2000 #1", malform: true},
+		{reply: "corrupt", malform: true},
+		{reply: "what RUNNING 1 1000 2000 -n", malform: true},
+	}
+	for _, tt := range tests {
+		got, err := decodeApply("j", "k", fsm.Dispatch, 1, tt.reply)
+		switch {
+		case tt.malform:
+			if err == nil || !strings.Contains(err.Error(), "malformed reply") {
+				t.Errorf("decodeApply(%q) error = %v, want a malformed reply", tt.reply, err)
+			}
+			continue
+		case tt.wantErr == nil && err != nil, tt.wantErr != nil && !errors.Is(err, tt.wantErr):
+			t.Errorf("decodeApply(%q) error = %v, want %v", tt.reply, err, tt.wantErr)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("decodeApply(%q) (-want +got):\n%s", tt.reply, diff)
+		}
+	}
+}
+
+// FuzzDecodeApply: any reply decodes to a transition or gives an error;
+// a decoded one carries a valid state and attempt, and its nodes come
+// from the reply.
+func FuzzDecodeApply(f *testing.F) {
+	f.Add("ok CREATED 2 1000 2000 0n")
+	f.Add("ok RUNNING 2 1000 2000 #3 new old")
+	f.Add("dup RUNNING 1 1000 2000 -n")
+	f.Add("corrupt state x")
+	f.Add("ok RUNNING 1 1000 2000 #-1 n")
+	f.Fuzz(func(t *testing.T, reply string) {
+		got, err := decodeApply("j", "k", fsm.Timeout, 1, reply)
+		if err != nil {
+			return
+		}
+		if !got.Job.State.Valid() || got.Job.Attempt < 1 {
+			t.Fatalf("decodeApply(%q) = %+v", reply, got)
+		}
+		if !strings.Contains(reply, got.Job.NodeID) || !strings.Contains(reply, got.FreeNode) {
+			t.Fatalf("decodeApply(%q) = nodes %q, %q not in the reply", reply, got.Job.NodeID, got.FreeNode)
+		}
+	})
+}
+
+// TestFSMServerTime: created_at_ms and updated_at_ms are the server's
+// clock in milliseconds (the test runs beside the server, so its own clock
+// is close), as the reply reports and as stored.
+func TestFSMServerTime(t *testing.T) {
+	ctx := context.Background()
+	for _, srv := range testServers(t) {
+		s := newJobs(t, srv.client, JobsConfig{})
+		before := time.Now()
+		created, _, err := s.CreateJob(ctx, "j")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := s.ApplyJob(ctx, "j", fsm.Dispatch, 1, "n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := s.Job(ctx, "j")
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := time.Now()
+		for _, c := range []struct {
+			name string
+			got  time.Time
+		}{
+			{"created_at_ms on create", created.CreatedAt},
+			{"updated_at_ms on create", created.UpdatedAt},
+			{"updated_at_ms on dispatch", tr.Job.UpdatedAt},
+			{"stored updated_at_ms", stored.UpdatedAt},
+		} {
+			if c.got.Before(before.Add(-10*time.Second)) || c.got.After(after.Add(10*time.Second)) {
+				t.Errorf("%s: %s = %v, want between %v and %v", srv.name, c.name, c.got, before, after)
+			}
+		}
+		if !tr.Job.UpdatedAt.Equal(stored.UpdatedAt) || tr.Job.UpdatedAt.Before(created.UpdatedAt) {
+			t.Errorf("%s: updated_at_ms reply %v, stored %v, created %v: want reply = stored >= created", srv.name, tr.Job.UpdatedAt, stored.UpdatedAt, created.UpdatedAt)
+		}
+	}
+}

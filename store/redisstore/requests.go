@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/ksana-dev/ksana/scheduler"
@@ -49,12 +51,14 @@ type RequestsConfig struct {
 // different Redis Cluster slots, so no script touches both: Bind uses
 // single-key commands in an order that keeps create to one call.
 //
-// A fresh request costs three commands (GET binding, SET lock NX, SET
-// binding NX); a duplicate of a finished one costs one GET. create runs
-// once per request id unless a caller stalls for longer than LockTTL
-// between its first read and its lock attempt, or create outlasts LockTTL;
-// even then the binding is written with NX, so every caller returns the
-// one stored binding.
+// Every attempt reads the binding and tries the lock together, in one
+// round trip (GET binding, SET lock NX). A fresh request then calls create
+// and stores its binding (SET binding NX): three commands in two round
+// trips. A duplicate of a finished one costs that first round trip alone.
+// create runs once per request id unless a caller stalls for longer than
+// LockTTL between its read and its lock attempt, or create outlasts
+// LockTTL; even then the binding is written with NX, so every caller
+// returns the one stored binding.
 type Requests struct {
 	c    rueidis.Client
 	keys Keys
@@ -102,9 +106,14 @@ func NewRequests(c rueidis.Client, cfg RequestsConfig) (*Requests, error) {
 
 // binding reads the stored binding of requestID.
 func (s *Requests) binding(ctx context.Context, requestID string) (scheduler.RequestBinding, bool, error) {
-	key := s.keys.RequestBinding(requestID)
 	start := time.Now()
-	data, err := s.c.Do(ctx, s.c.B().Get().Key(key).Build()).AsBytes()
+	res := s.c.Do(ctx, s.c.B().Get().Key(s.keys.RequestBinding(requestID)).Build())
+	return s.decodeBinding(requestID, start, res)
+}
+
+// decodeBinding decodes the reply to GET of requestID's binding.
+func (s *Requests) decodeBinding(requestID string, start time.Time, res rueidis.RedisResult) (scheduler.RequestBinding, bool, error) {
+	data, err := res.AsBytes()
 	s.cfg.OpHook.observe("request_binding_get", start, err)
 	switch {
 	case isNil(err):
@@ -114,7 +123,7 @@ func (s *Requests) binding(ctx context.Context, requestID string) (scheduler.Req
 	}
 	b, err := scheduler.DecodeRequestBinding(data)
 	if err != nil {
-		return scheduler.RequestBinding{}, false, &CorruptError{Key: key, Value: string(data), Err: err}
+		return scheduler.RequestBinding{}, false, &CorruptError{Key: s.keys.RequestBinding(requestID), Value: string(data), Err: err}
 	}
 	return b, true, nil
 }
@@ -127,7 +136,8 @@ func (s *Requests) Bind(ctx context.Context, requestID string, create func(ctx c
 	var timer *time.Timer
 	deadline := time.Now().Add(s.cfg.WaitTimeout)
 	pause := s.cfg.PollInterval
-	lockKey := s.keys.RequestLock(requestID)
+	bindingKey, lockKey := s.keys.RequestBinding(requestID), s.keys.RequestLock(requestID)
+	lockMS := s.cfg.LockTTL.Milliseconds()
 	// waitErr reports the end of ctx while waiting as ErrBindWait.
 	waited := false
 	waitErr := func(err error) error {
@@ -137,18 +147,31 @@ func (s *Requests) Bind(ctx context.Context, requestID string, create func(ctx c
 		return err
 	}
 	for {
-		if b, ok, err := s.binding(ctx, requestID); err != nil || ok {
-			return b, false, waitErr(err)
-		}
+		// Read the binding and try the lock in one round trip (two
+		// commands; in a cluster they go to their two slots' masters at
+		// once). A binding, when there is one, wins: create is not
+		// called, and a lock taken beside it (the creator's lock expired)
+		// is given back at once, so that it cannot outlive the binding.
 		token := newToken()
 		start := time.Now()
-		err := s.c.Do(ctx, s.c.B().Set().Key(lockKey).Value(token).Nx().PxMilliseconds(s.cfg.LockTTL.Milliseconds()).Build()).Error()
-		s.cfg.OpHook.observe("request_lock", start, err)
+		res := s.c.DoMulti(ctx,
+			s.c.B().Get().Key(bindingKey).Build(),
+			s.c.B().Set().Key(lockKey).Value(token).Nx().PxMilliseconds(lockMS).Build())
+		b, ok, berr := s.decodeBinding(requestID, start, res[0])
+		lerr := res[1].Error()
+		s.cfg.OpHook.observe("request_lock", start, lerr)
 		switch {
-		case err == nil:
+		case berr != nil || ok:
+			if lerr == nil {
+				// The binding stands even if this fails (the hook sees
+				// it): the lock then expires after LockTTL.
+				s.unlock(ctx, lockKey, token)
+			}
+			return b, false, waitErr(berr)
+		case lerr == nil:
 			return s.create(ctx, requestID, token, create)
-		case !isNil(err):
-			return scheduler.RequestBinding{}, false, waitErr(fmt.Errorf("redisstore: lock request %q: %w", requestID, err))
+		case !isNil(lerr):
+			return scheduler.RequestBinding{}, false, waitErr(fmt.Errorf("redisstore: lock request %q: %w", requestID, lerr))
 		}
 		waited = true
 		// Another caller holds the lock: wait for its binding.
@@ -171,6 +194,14 @@ func (s *Requests) Bind(ctx context.Context, requestID string, create func(ctx c
 	}
 }
 
+// unlock deletes requestID's lock if it still holds token.
+func (s *Requests) unlock(ctx context.Context, lockKey, token string) error {
+	start := time.Now()
+	err := unlockScript.Exec(context.WithoutCancel(ctx), s.c, []string{lockKey}, []string{token}).Error()
+	s.cfg.OpHook.observe("request_unlock", start, err)
+	return err
+}
+
 func (s *Requests) create(ctx context.Context, requestID, token string, create func(ctx context.Context) (scheduler.RequestBinding, error)) (scheduler.RequestBinding, bool, error) {
 	b, err := create(ctx)
 	var data []byte
@@ -179,9 +210,7 @@ func (s *Requests) create(ctx context.Context, requestID, token string, create f
 	}
 	if err != nil {
 		// Let a waiting duplicate take over at once.
-		start := time.Now()
-		uerr := unlockScript.Exec(context.WithoutCancel(ctx), s.c, []string{s.keys.RequestLock(requestID)}, []string{token}).Error()
-		s.cfg.OpHook.observe("request_unlock", start, uerr)
+		uerr := s.unlock(ctx, s.keys.RequestLock(requestID), token)
 		return scheduler.RequestBinding{}, false, errors.Join(fmt.Errorf("request %q: create: %w", requestID, err), uerr)
 	}
 	start := time.Now()
@@ -205,8 +234,18 @@ func (s *Requests) create(ctx context.Context, requestID, token string, create f
 	}
 }
 
+// tokenPrefix and tokenSeq make lock tokens: a random prefix per process
+// and a counter, unique without asking the system for randomness on
+// every attempt.
+var (
+	tokenPrefix = func() string {
+		var b [12]byte
+		rand.Read(b[:])
+		return hex.EncodeToString(b[:]) + "-"
+	}()
+	tokenSeq atomic.Uint64
+)
+
 func newToken() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return tokenPrefix + strconv.FormatUint(tokenSeq.Add(1), 36)
 }

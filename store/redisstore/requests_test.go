@@ -63,6 +63,9 @@ func TestRequestsCorruptBinding(t *testing.T) {
 			if got, _ := c.Do(ctx, c.B().Get().Key(key).Build()).ToString(); got != bad {
 				t.Errorf("%s: stored binding = %q, want %q unchanged", srv.name, got, bad)
 			}
+			if err := c.Do(ctx, c.B().Get().Key(s.keys.RequestLock("r")).Build()).Error(); !isNil(err) {
+				t.Errorf("%s: lock after Bind over a corrupt binding: %v, want none", srv.name, err)
+			}
 		}
 	}
 }
@@ -115,6 +118,48 @@ func TestNewRequestsBadConfig(t *testing.T) {
 	for _, cfg := range []RequestsConfig{{LockTTL: -1}, {WaitTimeout: -1}, {LockTTL: time.Hour, BindingTTL: time.Minute}, {LockTTL: time.Microsecond}} {
 		if _, err := NewRequests(c, cfg); err == nil {
 			t.Errorf("NewRequests(%+v): no error", cfg)
+		}
+	}
+}
+
+// TestRequestsBindingWithoutLock: a binding whose lock has expired (or is
+// held by someone else) is returned as it is; create is not called, and a
+// lock taken beside it is given back while another's lock is left alone.
+func TestRequestsBindingWithoutLock(t *testing.T) {
+	ctx := context.Background()
+	for _, srv := range testServers(t) {
+		for _, tt := range []struct {
+			name     string
+			lock     string // the lock's value before Bind, "" for none
+			wantLock string // after Bind
+		}{
+			{"lock expired", "", ""},
+			{"lock held by another", "other", "other"},
+		} {
+			s := newRequests(t, srv.client, RequestsConfig{})
+			c := srv.client
+			if err := c.Do(ctx, c.B().Set().Key(s.keys.RequestBinding("r")).Value(`{"job_id":"j","node_id":"n"}`).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if tt.lock != "" {
+				if err := c.Do(ctx, c.B().Set().Key(s.keys.RequestLock("r")).Value(tt.lock).Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, created, err := s.Bind(ctx, "r", func(context.Context) (scheduler.RequestBinding, error) {
+				t.Errorf("%s %s: create called over a stored binding", srv.name, tt.name)
+				return scheduler.RequestBinding{JobID: "other"}, nil
+			})
+			if diff := cmp.Diff(scheduler.RequestBinding{JobID: "j", NodeID: "n"}, got); err != nil || created || diff != "" {
+				t.Errorf("%s %s: Bind = created %v, %v; binding (-want +got):\n%s", srv.name, tt.name, created, err, diff)
+			}
+			lock, err := c.Do(ctx, c.B().Get().Key(s.keys.RequestLock("r")).Build()).ToString()
+			if isNil(err) {
+				err = nil
+			}
+			if err != nil || lock != tt.wantLock {
+				t.Errorf("%s %s: lock after Bind = %q, %v; want %q", srv.name, tt.name, lock, err, tt.wantLock)
+			}
 		}
 	}
 }

@@ -34,31 +34,46 @@ type Reservations struct {
 var _ scheduler.ReservationStore = (*Reservations)(nil)
 
 // reserveLua: KEYS[1] = the node's reserved ZSET; ARGV = job id, capacity,
-// ttl_ms. Reply: the count after reserving (> 0), or minus the count when
-// the node is full. The key's expiry follows its latest reservation: set
-// on a new key, only ever pushed later (GT) on an existing one.
+// ttl_ms. Reply: 1 when reserved, or minus the count when the node is full.
+//
+// The expired members are removed, then the job is added with its new
+// expiry. ZADD's count tells a renewal (0: the job held a live
+// reservation, and the count is as it was) from a new member (1), whose
+// count is checked against the capacity and which is removed again when
+// it does not fit: a renewal costs four commands with TIME and PEXPIREAT,
+// a new reservation five, and a refusal five; the script is atomic, so no
+// one sees the member that did not fit. The key's expiry follows its
+// latest reservation: set on a new key, only ever pushed later (GT) on an
+// existing one. Times are built as strings, and the expiry is formatted
+// once: Lua formats numbers with sprintf, the dearest step of a script
+// this short.
 const reserveLua = `
 local key, job, cap, ttl = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+local nowms = t[1] .. string.sub('00000' .. t[2], -6, -4)
+local exp = string.format('%d', tonumber(nowms) + ttl)
+redis.call('ZREMRANGEBYSCORE', key, '-inf', nowms)
+if redis.call('ZADD', key, exp, job) == 0 then
+  redis.call('PEXPIREAT', key, exp, 'GT')
+  return 1
+end
 local n = redis.call('ZCARD', key)
-if n >= cap and not redis.call('ZSCORE', key, job) then return -n end
-local exp = now + ttl
-local added = redis.call('ZADD', key, exp, job)
-if n == 0 then
+if n > cap then
+  redis.call('ZREM', key, job)
+  return 1 - n
+end
+if n == 1 then
   redis.call('PEXPIREAT', key, exp)
 else
   redis.call('PEXPIREAT', key, exp, 'GT')
 end
-return n + added
+return 1
 `
 
 // countLua: KEYS[1] = the node's reserved ZSET. Reply: unexpired members.
 const countLua = `
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-return redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
+return redis.call('ZCOUNT', KEYS[1], '(' .. t[1] .. string.sub('00000' .. t[2], -6, -4), '+inf')
 `
 
 var (

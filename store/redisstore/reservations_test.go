@@ -3,9 +3,11 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/ksana-dev/ksana/store/storetest"
 	"github.com/redis/rueidis"
@@ -75,4 +77,67 @@ func TestReservationsOpHook(t *testing.T) {
 			t.Errorf("hook call %d = %s, want %s", i, got[i], want[i])
 		}
 	}
+}
+
+// TestReservationsExpiredMember: a job whose reservation expired but is
+// still in the ZSET counts as gone: it is reserved again only when the
+// others leave room, while a live one is renewed even on a full node.
+func TestReservationsExpiredMember(t *testing.T) {
+	ctx := context.Background()
+	const past, future = "1", "9000000000000" // ms: long gone, far ahead
+	tests := []struct {
+		name        string
+		stored      map[string]string // member -> score before
+		job         string
+		capacity    int
+		wantErr     error
+		wantMembers []string // after, in score order
+		wantRenewed bool     // job's score is now about now+ttl
+	}{
+		{"expired, others fill the node", map[string]string{"a": past, "b": future}, "a", 1, scheduler.ErrNodeFull, []string{"b"}, false},
+		{"expired, room left", map[string]string{"a": past, "b": future}, "a", 2, nil, []string{"a", "b"}, true},
+		{"live on a full node", map[string]string{"a": future, "b": future}, "a", 1, nil, []string{"a", "b"}, true},
+		{"new job reclaims an expired one", map[string]string{"a": past}, "c", 1, nil, []string{"c"}, true},
+	}
+	for _, srv := range testServers(t) {
+		c := srv.client
+		for _, tt := range tests {
+			s := newReservations(t, c, nil)
+			key := s.keys.NodeReserved("n")
+			for m, score := range tt.stored {
+				if err := c.Do(ctx, c.B().Zadd().Key(key).ScoreMember().ScoreMember(mustFloat(t, score), m).Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.Do(ctx, c.B().Pexpire().Key(key).Milliseconds(time.Hour.Milliseconds()).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			before := time.Now()
+			err := s.Reserve(ctx, "n", tt.job, tt.capacity, time.Minute)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Errorf("%s %s: Reserve error = %v, want %v", srv.name, tt.name, err, tt.wantErr)
+			}
+			members, err := c.Do(ctx, c.B().Zrange().Key(key).Min("0").Max("-1").Build()).AsStrSlice()
+			if diff := cmp.Diff(tt.wantMembers, members); err != nil || diff != "" {
+				t.Errorf("%s %s: members after (-want +got): %v\n%s", srv.name, tt.name, err, diff)
+			}
+			if !tt.wantRenewed {
+				continue
+			}
+			score, err := c.Do(ctx, c.B().Zscore().Key(key).Member(tt.job).Build()).AsFloat64()
+			want := before.Add(time.Minute)
+			if got := time.UnixMilli(int64(score)); err != nil || got.Before(want.Add(-10*time.Second)) || got.After(want.Add(10*time.Second)) {
+				t.Errorf("%s %s: expiry of %s = %v, %v; want about %v", srv.name, tt.name, tt.job, got, err, want)
+			}
+		}
+	}
+}
+
+func mustFloat(t *testing.T, s string) float64 {
+	t.Helper()
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

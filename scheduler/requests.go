@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,12 +48,10 @@ func EncodeRequestBinding(b RequestBinding) ([]byte, error) {
 // wrapping [ErrBindingCorrupt].
 func DecodeRequestBinding(data []byte) (RequestBinding, error) {
 	var b RequestBinding
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&b); err != nil {
+	// json.Unmarshal rejects data after the object, and costs less than a
+	// Decoder on this path, which every duplicate request takes.
+	if err := json.Unmarshal(data, &b); err != nil {
 		return RequestBinding{}, fmt.Errorf("request binding: %w: %v", ErrBindingCorrupt, err)
-	}
-	if dec.More() {
-		return RequestBinding{}, fmt.Errorf("request binding: %w: data after the JSON object", ErrBindingCorrupt)
 	}
 	if b.JobID == "" {
 		return RequestBinding{}, fmt.Errorf("request binding: %w: job_id is empty", ErrBindingCorrupt)

@@ -118,8 +118,11 @@ start_cluster
 
 pkgs=()
 for a in "$@"; do case "$a" in -*) ;; ./*|*/*) pkgs+=("$a") ;; esac; done
-[ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
+given=${#pkgs[@]}
+[ "$given" -gt 0 ] || pkgs=(./...)
 log "go vet ${pkgs[*]}"
 go vet "${pkgs[@]}"
-log "go test -race ${*:-./...}"
-go test -race -timeout 30m "${@:-./...}"
+args=("$@")
+[ "$given" -gt 0 ] || args+=(./...)
+log "go test -race ${args[*]}"
+go test -race -timeout 30m "${args[@]}"

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ksana-dev/ksana/store/jsonstore"
 )
 
 func TestLoadConfigDefaults(t *testing.T) {
@@ -131,4 +134,69 @@ func TestRunServesAndStops(t *testing.T) {
 		t.Errorf("no clean stop in the logs:\n%s", errOut.String())
 	}
 	readJobsFile(t, dir)
+}
+
+// TestRunRefusesDataDirInUse: a second service on the data directory of a
+// running one exits 1 at once with a message naming the directory, and
+// leaves the first one and its files alone.
+func TestRunRefusesDataDirInUse(t *testing.T) {
+	probe := t.TempDir()
+	if s, err := jsonstore.New(probe, jsonstore.Config{}); err == nil {
+		s2, err := jsonstore.New(probe, jsonstore.Config{})
+		if err == nil {
+			s2.Close()
+			s.Close()
+			t.Skip("no data directory lock on this platform")
+		}
+		s.Close()
+	}
+
+	dir := t.TempDir()
+	first := startService(t, dir, nil)
+	first.create(t, `{"id":"a","http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"every","every":"1h"}}`)
+	if err := first.svc.store.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, "jobs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(context.Background(), nil, func(k string) string {
+			return map[string]string{"KSANA_DATA": dir, "PORT": "0"}[k]
+		}, &out, &errOut)
+	}()
+	select {
+	case code := <-done:
+		if code != 1 {
+			t.Errorf("second service exit %d, want 1; stderr:\n%s", code, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a second service on a data directory in use did not exit")
+	}
+	logs := errOut.String()
+	for _, want := range []string{"data directory is in use by another process", "KSANA_DATA", "data_dir=" + dir} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, logs)
+		}
+	}
+	if strings.Contains(logs, "listening") {
+		t.Errorf("the second service listened:\n%s", logs)
+	}
+	after, err := os.ReadFile(filepath.Join(dir, "jobs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("jobs.json changed by the refused start:\nbefore %s\nafter  %s", before, after)
+	}
+	if got := first.jobs(t); len(got) != 1 || got[0].ID != "a" {
+		t.Errorf("first service lists %+v after the refused start, want job a", got)
+	}
+	first.stop()
+	// Once the first is stopped the directory is free again.
+	startService(t, dir, nil).stop()
 }

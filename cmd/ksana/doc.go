@@ -12,6 +12,13 @@
 // else is needed. The README walks through a first session with
 // curl.
 //
+// One service per data directory: while it runs it holds an exclusive
+// advisory lock on ./data/jobs.lock (see Locking in
+// [github.com/ksana-dev/ksana/store/jsonstore]), so a second ksana started
+// on the same directory exits 1 at once with a message naming the
+// directory, and leaves its files alone. The system drops the lock when
+// the process ends, even by a crash.
+//
 // # Configuration
 //
 // ksana -h lists the environment variables it reads, with their defaults:

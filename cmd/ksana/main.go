@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/ksana-dev/ksana/store/jsonstore"
 )
 
 func main() {
@@ -41,6 +44,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := newLogger(cfg, stderr)
 	svc, err := newService(cfg, log)
+	if errors.Is(err, jsonstore.ErrLocked) {
+		log.Error("ksana: start: the data directory is in use by another process (another ksana?); stop it or set KSANA_DATA to another directory",
+			"data_dir", cfg.DataDir, "error", err)
+		return 1
+	}
 	if err != nil {
 		log.Error("ksana: start", "error", err)
 		return 1

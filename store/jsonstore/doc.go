@@ -18,8 +18,34 @@
 //   - runs.jsonl ([RunsFile]): the run history, one [cron.Run] per line,
 //     appended; the newest [Config.RunHistory] runs per job (default 50) are
 //     kept and the file is compacted when it grows past twice that.
+//   - jobs.lock ([LockFile]): empty; locked while a [Store] has the
+//     directory open (see Locking below).
 //
 // They are created 0600.
+//
+// # Locking
+//
+// A data directory belongs to one open [Store] at a time. [New] takes an
+// exclusive lock on jobs.lock, without waiting, before it reads or changes
+// anything else in the directory (it only creates the directory and
+// jobs.lock when they are missing), and [Store.Close] releases it. A second [New]
+// on the same directory while the first store is open, from another process
+// or from this one, fails at once with an error that names the directory
+// and wraps [ErrLocked] (test it with errors.Is), and leaves every file as
+// it found it: no journal replay, no rewrite, no cleanup. So two services
+// started on one directory cannot overwrite each other's jobs.json: the
+// second one stops at start.
+//
+// The lock is advisory and per data directory: it is a flock (LOCK_EX |
+// LOCK_NB) on Linux, the BSDs, macOS and illumos, which only other
+// lockers respect, and it guards nothing else (two stores on two
+// directories never conflict; a program that edits jobs.json by hand
+// ignores it). It belongs to the open file, not to the file name, so the
+// system drops it when the process ends, even by a crash: a stale lock
+// never blocks a restart, and jobs.lock is never removed. On a network
+// file system it is as reliable as that system's flock. Where the standard
+// library has no flock (Windows, Solaris, AIX, Plan 9, js, wasip1) no lock
+// is taken and keeping one process per directory is the operator's job.
 //
 // # Writing: atomic rewrites with group commit
 //
@@ -78,6 +104,4 @@
 //     lost, and then rewritten without them.
 //
 // A line of runs.jsonl cut short by a crash is dropped.
-//
-// The store serves one process: it takes no lock across processes.
 package jsonstore

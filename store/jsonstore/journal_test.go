@@ -62,6 +62,7 @@ func TestJournalDurableWithoutRewrite(t *testing.T) {
 	}
 	f.WriteString(`{"seq":99,"op":"save","job":{"id":"torn","na`)
 	f.Close()
+	crash(t, crashed)
 
 	// "Restart": a second store over the same directory (which, like the
 	// first, does not rewrite on its own while the test looks).
@@ -86,6 +87,7 @@ func TestJournalDurableWithoutRewrite(t *testing.T) {
 	if err := s2.Save(ctx, testJob("d")); err != nil {
 		t.Fatal(err)
 	}
+	crash(t, s2)
 	s3, err := New(dir, Config{Journal: true, FlushInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +96,6 @@ func TestJournalDurableWithoutRewrite(t *testing.T) {
 		t.Errorf("after a second crash: %d jobs, want 3", got)
 	}
 	s3.Close()
-	s2.Close()
 }
 
 // TestJournalCompaction: a rewrite empties the journal of what it holds.
@@ -142,6 +143,7 @@ func TestJournalLeftWithoutJournalMode(t *testing.T) {
 	if err := s.Save(ctx, testJob("a")); err != nil {
 		t.Fatal(err)
 	}
+	crash(t, s)
 	s2 := open(t, dir, Config{})
 	if got := len(load(t, s2)); got != 1 {
 		t.Errorf("jobs = %d, want 1", got)

@@ -100,9 +100,10 @@ type waiter struct {
 // rewrites jobs.json with group commit (see the package documentation).
 // It is safe for concurrent use.
 type Store struct {
-	dir string
-	cfg Config
-	log *slog.Logger
+	dir  string
+	cfg  Config
+	log  *slog.Logger
+	lock *os.File // jobs.lock, locked from New until Close
 
 	mu        sync.Mutex
 	order     []*entry // creation order, with deleted entries until compaction
@@ -171,8 +172,17 @@ func (s *Store) encodePending() {
 // New opens the store in dir, creating the directory (0700) when missing,
 // and loads jobs.json and runs.jsonl. It recovers from a bad file as the
 // package documentation describes; only an I/O error fails it. Close the
-// store to stop its flushing goroutine and write the last changes.
-func New(dir string, cfg Config) (*Store, error) {
+// store to stop its flushing goroutine, write the last changes and release
+// the directory.
+//
+// Before it reads or changes anything else in dir (it only creates dir and
+// jobs.lock when missing), New takes an exclusive advisory lock on
+// dir/jobs.lock ([LockFile]) without waiting; the lock is held until
+// [Store.Close]. When another process, or another open Store of this
+// process, holds it, New fails at once with an error that names dir and
+// wraps [ErrLocked], having changed nothing in dir (no journal replay, no
+// rewrite, no cleanup). See "Locking" in the package documentation.
+func New(dir string, cfg Config) (_ *Store, err error) {
 	if cfg.FlushInterval < 0 {
 		return nil, fmt.Errorf("jsonstore: Config.FlushInterval must be >= 0, got %s", cfg.FlushInterval)
 	}
@@ -200,6 +210,15 @@ func New(dir string, cfg Config) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("jsonstore: create data directory: %w", err)
 	}
+	if s.lock, err = lockDir(dir); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.closeJournal()
+			s.unlock()
+		}
+	}()
 	_ = os.Remove(filepath.Join(dir, JobsFile+".tmp"))
 	_ = os.Remove(filepath.Join(dir, RunsFile+".tmp"))
 	rewrite, err := s.loadJobs()
@@ -228,7 +247,6 @@ func New(dir string, cfg Config) (*Store, error) {
 	if rewrite {
 		s.gen++
 		if err := s.flushOnce(); err != nil {
-			s.closeJournal()
 			return nil, err
 		}
 	}
@@ -416,8 +434,9 @@ func (s *Store) Flush(ctx context.Context) error {
 	}
 }
 
-// Close writes the last changes, stops the flushing goroutine and returns
-// the error of the final rewrite, if any. Later calls return nil.
+// Close writes the last changes, stops the flushing goroutine, releases the
+// lock on the data directory ([LockFile]) and returns the error of the
+// final rewrite, if any. Later calls return nil.
 func (s *Store) Close() error {
 	var err error
 	s.once.Do(func() {
@@ -434,6 +453,8 @@ func (s *Store) Close() error {
 		}
 		s.waiters = nil
 		s.mu.Unlock()
+		// Last: nothing writes to the directory any more.
+		s.unlock()
 	})
 	return err
 }
@@ -652,6 +673,14 @@ func (s *Store) closeJournal() {
 	if s.jf != nil {
 		s.jf.Close()
 		s.jf = nil
+	}
+}
+
+// unlock releases the lock on the data directory by closing the lock file.
+func (s *Store) unlock() {
+	if s.lock != nil {
+		s.lock.Close()
+		s.lock = nil
 	}
 }
 

@@ -3,6 +3,7 @@ package cron
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -154,4 +155,199 @@ func TestEntrySize(t *testing.T) {
 	if got := unsafe.Sizeof(item{}); got != 16 {
 		t.Errorf("heap item is %d bytes, want 16", got)
 	}
+}
+
+// TestTimeQueueModel drives the time queue (heap and timing wheel) with
+// random pushes, reschedules, removals and fires over times that span
+// milliseconds to years (so items land in the heap, both wheel levels and
+// far), with a clock that mostly moves forward, sometimes jumps ahead by
+// months and sometimes goes back. After every step, peek must agree with a
+// plain map of the live items: the earliest live item when it is due, and
+// otherwise either that item or a wake-up time after now and no later than
+// it.
+func TestTimeQueueModel(t *testing.T) {
+	spans := []time.Duration{
+		time.Millisecond, time.Second, 20 * time.Second, 10 * time.Minute, 2 * time.Hour,
+		30 * time.Hour, 90 * 24 * time.Hour, 400 * 24 * time.Hour, 5 * 365 * 24 * time.Hour,
+	}
+	for _, seed := range []uint64{1, 2, 3, 4} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			var tab table
+			h := &timeHeap{tab: &tab}
+			live := map[int32]int64{} // slot -> at of its live item
+			now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+			if seed == 4 {
+				now = time.Date(1950, 6, 1, 0, 0, 0, 0, time.UTC).UnixNano() // before 1970: negative ticks
+			}
+			h.cur = now >> tickShift
+			if seed == 3 {
+				h.cur = 0 // a queue that starts far behind the clock
+			}
+			schedule := func(idx int32, at int64) {
+				e := tab.at(idx)
+				if e.queuedAt != 0 {
+					e.queuedAt = 0
+					h.markStale()
+				}
+				e.queuedAt = at
+				h.push(item{at: at, idx: idx, gen: e.gen})
+				live[idx] = at
+			}
+			randAt := func() int64 {
+				d := spans[rng.IntN(len(spans))]
+				at := now + rng.Int64N(int64(d)) - int64(d)/20 // a few are already due
+				if at == 0 {
+					at = 1
+				}
+				return at
+			}
+			earliest := func() (int64, bool) {
+				m, ok := int64(math.MaxInt64), false
+				for _, at := range live {
+					if at < m {
+						m, ok = at, true
+					}
+				}
+				return m, ok
+			}
+			for step := range 20000 {
+				if step%25 == 0 {
+					if err := checkQueue(h); err != nil {
+						t.Fatalf("before step %d: %v", step, err)
+					}
+				}
+				switch op := rng.IntN(100); {
+				case op < 35 || len(live) < 20: // a new job
+					idx, _ := tab.alloc()
+					schedule(idx, randAt())
+				case op < 50: // reschedule a job
+					for idx := range live {
+						schedule(idx, randAt())
+						break
+					}
+				case op < 60: // remove a job
+					for idx := range live {
+						e := tab.at(idx)
+						e.queuedAt = 0
+						h.markStale()
+						tab.release(idx)
+						delete(live, idx)
+						break
+					}
+				case op < 62: // the clock jumps ahead
+					now += rng.Int64N(int64(200 * 24 * time.Hour))
+				case op < 64: // the clock goes back
+					now -= rng.Int64N(int64(10 * time.Minute))
+				default: // time passes, and everything due fires
+					now += rng.Int64N(int64(3 * time.Second))
+					for {
+						it, ok := h.peek(now)
+						want, any := earliest()
+						if ok != any {
+							t.Fatalf("step %d: peek ok = %v with %d live items", step, ok, len(live))
+						}
+						if !ok {
+							break
+						}
+						if it.idx < 0 {
+							if it.at <= now || it.at > want {
+								t.Fatalf("step %d: wake-up at %d, want after now %d and no later than the earliest item %d", step, it.at, now, want)
+							}
+							break
+						}
+						if it.at != want {
+							t.Fatalf("step %d: peek = %d, want the earliest live item %d", step, it.at, want)
+						}
+						if it.at > now {
+							break
+						}
+						// Fire it as fireDue does: hold the root, maybe
+						// schedule the next run, release.
+						e := tab.at(it.idx)
+						e.queuedAt = 0
+						delete(live, it.idx)
+						h.hold()
+						if rng.IntN(2) == 0 {
+							schedule(it.idx, randAt())
+						}
+						h.release()
+					}
+				}
+			}
+			// Count what the queue holds against the model: every live
+			// item exactly once.
+			n := 0
+			count := func(its []item) {
+				for _, it := range its {
+					if h.live(it) {
+						n++
+					}
+				}
+			}
+			count(h.items[heapBase:])
+			for _, w := range []*wheel{h.w0, h.w1} {
+				if w != nil {
+					for _, its := range w.slots {
+						count(its)
+					}
+				}
+			}
+			count(h.far)
+			if n != len(live) {
+				t.Errorf("queue holds %d live items, the model %d", n, len(live))
+			}
+			if h.total() < n || h.n0 < 0 || h.n1 < 0 {
+				t.Errorf("counts: total %d, n0 %d, n1 %d, live %d", h.total(), h.n0, h.n1, n)
+			}
+		})
+	}
+}
+
+// checkQueue verifies the time queue's invariants: counts and bitmaps match
+// the slots, and every item is where its tick says.
+func checkQueue(h *timeHeap) error {
+	p := h.cur >> wheelBits
+	for i, it := range h.items[min(heapBase, len(h.items)):] {
+		if it.at>>tickShift >= h.cur && !h.holdTop {
+			return fmt.Errorf("heap item %d at tick %d, not before cur %d", i, it.at>>tickShift, h.cur)
+		}
+	}
+	levels := []struct {
+		w    *wheel
+		n    int
+		ok   func(t int64, s int) bool
+		name string
+	}{
+		{h.w0, h.n0, func(t int64, s int) bool { return t >= h.cur && t>>wheelBits < p+2 && int(t&h.w0.mask) == s }, "level 0"},
+		{h.w1, h.n1, func(t int64, s int) bool {
+			q := t >> wheelBits
+			return q >= p+2 && q < p+2+wheelSize && int(q&h.w1.mask) == s
+		}, "level 1"},
+	}
+	for _, l := range levels {
+		n := 0
+		if l.w != nil {
+			for s, its := range l.w.slots {
+				if (len(its) > 0) != l.w.isUsed(s) {
+					return fmt.Errorf("%s slot %d: %d items, used bit %v", l.name, s, len(its), l.w.isUsed(s))
+				}
+				for _, it := range its {
+					if !l.ok(it.at>>tickShift, s) {
+						return fmt.Errorf("%s slot %d holds tick %d (cur %d)", l.name, s, it.at>>tickShift, h.cur)
+					}
+				}
+				n += len(its)
+			}
+		}
+		if n != l.n {
+			return fmt.Errorf("%s holds %d items, counted %d", l.name, n, l.n)
+		}
+	}
+	for _, it := range h.far {
+		if q := it.at >> tickShift >> wheelBits; q < h.farMin || q < p+2 {
+			return fmt.Errorf("far item of period %d, farMin %d, period %d", q, h.farMin, p)
+		}
+	}
+	return nil
 }

@@ -61,7 +61,8 @@ const maxWait = time.Second
 // burst of due jobs does not keep API calls waiting.
 const fireBatch = 256
 
-// Runner runs timed jobs: one min-heap of jobs keyed by next_run_at, one
+// Runner runs timed jobs: one min-heap of jobs keyed by next_run_at (fed
+// by a timing wheel that holds the jobs not due within about a second), one
 // timer goroutine that wakes for the earliest, and a fixed pool of workers
 // that execute the runs. All methods are safe for concurrent use. See the
 // package documentation, section "The runner".
@@ -175,6 +176,7 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	r.runs, _ = store.(RunStore)
 	r.work.L = &r.mu
 	r.heap.tab = &r.tab
+	r.heap.cur = toNano(r.now()) >> tickShift
 	return r, nil
 }
 
@@ -923,7 +925,7 @@ func (r *Runner) loop(ctx context.Context) {
 // due slots remain. mu is held.
 func (r *Runner) fireDue(now int64, events *[]Run) (wait time.Duration, more bool) {
 	for range fireBatch {
-		it, ok := r.heap.peek()
+		it, ok := r.heap.peek(now)
 		if !ok {
 			return maxWait, false
 		}

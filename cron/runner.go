@@ -528,18 +528,21 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	if err := r.compile(&j, e); err != nil {
 		return Job{}, err
 	}
-	if e.id == "" {
-		e.id = newID()
+	generated := e.id == ""
+	if generated {
+		e.id = newID() // 128 random bits: no check for a clash
 	}
 	nowNs := toNano(now)
 
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
-	r.mu.Lock()
-	_, exists := r.jobs.get(&r.tab, e.id)
-	r.mu.Unlock()
-	if exists {
-		return Job{}, fmt.Errorf("%w: %q", ErrExists, e.id)
+	if !generated {
+		r.mu.Lock()
+		_, exists := r.jobs.get(&r.tab, e.id)
+		r.mu.Unlock()
+		if exists {
+			return Job{}, fmt.Errorf("%w: %q", ErrExists, e.id)
+		}
 	}
 	var due int64
 	if e.enabled {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unsafe"
 
@@ -350,4 +351,78 @@ func checkQueue(h *timeHeap) error {
 		}
 	}
 	return nil
+}
+
+// TestWheelSpansFireOnTime runs the real timer loop under a fake clock over
+// two days, with jobs whose next runs lie in the heap, in both levels of
+// the timing wheel and in far: every run must start exactly at its slot,
+// and a job rescheduled or removed while parked must follow the change.
+func TestWheelSpansFireOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ex := &fakeExec{}
+		r := newTestRunner(t, NewMemStore(), ex, Config{})
+		ctx := context.Background()
+		t0 := time.Now()
+		mustAdd(t, r, httpJob("m7", ScheduleSpec{Kind: KindEvery, Every: Duration(7 * time.Minute), StartAt: t0.Add(time.Second)}))
+		mustAdd(t, r, httpJob("p90", ScheduleSpec{Kind: KindEvery, Every: Duration(90 * time.Minute), StartAt: t0.Add(5 * time.Minute)}))
+		mustAdd(t, r, httpJob("h26", ScheduleSpec{Kind: KindEvery, Every: Duration(26 * time.Hour), StartAt: t0.Add(3 * time.Hour)}))
+		mustAdd(t, r, httpJob("once", ScheduleSpec{Kind: KindOnce, RunAt: t0.Add(40*time.Hour + 123*time.Millisecond)}))
+		mustAdd(t, r, httpJob("far", ScheduleSpec{Kind: KindOnce, RunAt: t0.Add(300 * 24 * time.Hour)}))
+		mustAdd(t, r, httpJob("cron", ScheduleSpec{Kind: KindCron, Cron: "15 30 3 * * *", TZ: "UTC"}))
+		stop := start(t, r)
+
+		time.Sleep(30 * time.Hour)
+		synctest.Wait()
+		j := mustGet(t, r, "once")
+		moved := t0.Add(45*time.Hour + 7*time.Millisecond)
+		j.Schedule.RunAt = moved
+		if _, err := r.Update(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(19 * time.Hour)
+		synctest.Wait()
+		if err := r.Remove(ctx, "p90"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		end := t0.Add(50 * time.Hour)
+
+		grid := func(start time.Time, every time.Duration, until time.Time) []time.Time {
+			var out []time.Time
+			for at := start; !at.After(until); at = at.Add(every) {
+				out = append(out, at)
+			}
+			return out
+		}
+		var cronWant []time.Time
+		for d := t0.Truncate(24 * time.Hour); d.Before(end); d = d.Add(24 * time.Hour) {
+			if at := d.Add(3*time.Hour + 30*time.Minute + 15*time.Second); at.After(t0) && !at.After(end) {
+				cronWant = append(cronWant, at)
+			}
+		}
+		want := map[string][]time.Time{
+			"m7":   grid(t0.Add(time.Second), 7*time.Minute, end),
+			"p90":  grid(t0.Add(5*time.Minute), 90*time.Minute, t0.Add(49*time.Hour)),
+			"h26":  grid(t0.Add(3*time.Hour), 26*time.Hour, end),
+			"once": {moved},
+			"cron": cronWant,
+		}
+		got := map[string][]time.Time{}
+		for _, run := range ex.runs() {
+			if !run.TriggeredAt.Equal(run.ScheduledAt) {
+				t.Errorf("%s: run scheduled at %v started at %v", run.JobID, run.ScheduledAt, run.TriggeredAt)
+			}
+			got[run.JobID] = append(got[run.JobID], run.ScheduledAt)
+		}
+		if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+			t.Errorf("runs (-want +got):\n%s", diff)
+		}
+		if far := mustGet(t, r, "far"); !far.NextRunAt.Equal(t0.Add(300 * 24 * time.Hour)) {
+			t.Errorf("far: next_run_at %v, want %v", far.NextRunAt, t0.Add(300*24*time.Hour))
+		}
+	})
 }

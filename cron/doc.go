@@ -93,7 +93,10 @@
 //
 //   - [Runner.Add], [Runner.Update], [Runner.Remove], [Runner.Pause] and
 //     [Runner.Resume] write the job to the [Store] durably before they
-//     return, then update the heap.
+//     return, then update the heap. Writes to one job are applied one at a
+//     time, in the same order in the store as in memory; writes to
+//     different jobs wait for the store side by side, so a store that
+//     commits in groups (store/jsonstore) makes them durable together.
 //   - [Runner.RunNow] queues a run at once; next_run_at does not change.
 //   - A slot that comes while the job's previous run is still queued or
 //     running is not run: it is recorded as skipped (last_status, the run

@@ -74,11 +74,15 @@ type Runner struct {
 	log   *slog.Logger
 	now   func() time.Time
 
-	// wmu serializes the API's writes, so that the store sees them in the
-	// order they are applied in memory. It is never held by the timer
-	// goroutine or the workers.
-	wmu    sync.Mutex
-	loaded bool // guarded by wmu
+	// The API's writes to one job are serialized by a lock on its id (ids),
+	// so that the store sees them in the order they are applied in memory;
+	// writes to different jobs wait for the store side by side, and a store
+	// that commits in groups (store/jsonstore) makes them durable together.
+	// Load holds lmu for writing, each API write for reading. Neither is
+	// ever held by the timer goroutine or the workers.
+	lmu    sync.RWMutex
+	ids    keyLocks
+	loaded bool // guarded by lmu
 
 	mu    sync.Mutex
 	tab   table   // the entries
@@ -254,8 +258,8 @@ func (r *Runner) compile(j *Job, e *entry) error {
 // [Runner.Run] calls Load when it has not been called. A second call
 // returns an error.
 func (r *Runner) Load(ctx context.Context) error {
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
+	r.lmu.Lock()
+	defer r.lmu.Unlock()
 	if r.loaded {
 		return errors.New("cron: Load: the store was already loaded")
 	}
@@ -534,9 +538,10 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	}
 	nowNs := toNano(now)
 
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
+	r.lmu.RLock()
+	defer r.lmu.RUnlock()
 	if !generated {
+		defer r.ids.lock(e.id)()
 		r.mu.Lock()
 		_, exists := r.jobs.get(&r.tab, e.id)
 		r.mu.Unlock()
@@ -606,8 +611,9 @@ func (r *Runner) Update(ctx context.Context, j Job) (Job, error) {
 		return Job{}, err
 	}
 	nowNs := toNano(now)
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
+	r.lmu.RLock()
+	defer r.lmu.RUnlock()
+	defer r.ids.lock(j.ID)()
 
 	r.mu.Lock()
 	idx, e, ok := r.lookup(j.ID)
@@ -629,7 +635,7 @@ func (r *Runner) Update(ctx context.Context, j Job) (Job, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// wmu keeps e in its slot: only the API removes jobs.
+	// The lock on the id keeps e in its slot: only Remove frees it.
 	e.setConfig(c)
 	if reschedule {
 		e.next, e.status = c.next, c.status
@@ -664,8 +670,9 @@ func (r *Runner) reschedulePlan(c *entry, was bool, now int64) {
 // Remove deletes job id from the runner and the store. A run in flight
 // finishes, but its bookkeeping is dropped. An unknown id is [ErrNotFound].
 func (r *Runner) Remove(ctx context.Context, id string) error {
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
+	r.lmu.RLock()
+	defer r.lmu.RUnlock()
+	defer r.ids.lock(id)()
 	r.mu.Lock()
 	idx, e, ok := r.lookup(id)
 	r.mu.Unlock()
@@ -697,8 +704,9 @@ func (r *Runner) Resume(ctx context.Context, id string) (Job, error) {
 
 func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error) {
 	nowNs := toNano(r.now())
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
+	r.lmu.RLock()
+	defer r.lmu.RUnlock()
+	defer r.ids.lock(id)()
 	r.mu.Lock()
 	idx, e, ok := r.lookup(id)
 	if !ok {
@@ -767,7 +775,8 @@ func (r *Runner) Get(id string) (Job, error) {
 	return e.job(true), nil
 }
 
-// List returns every job in creation order.
+// List returns every job in creation order. Jobs whose Add calls ran at
+// the same time may come in either order.
 func (r *Runner) List() []Job {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -820,9 +829,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.state = stateRunning
 	r.mu.Unlock()
 
-	r.wmu.Lock()
+	r.lmu.RLock()
 	loaded := r.loaded
-	r.wmu.Unlock()
+	r.lmu.RUnlock()
 	if !loaded {
 		if err := r.Load(ctx); err != nil {
 			r.mu.Lock()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -906,13 +908,116 @@ func TestConcurrentAPI(t *testing.T) {
 			t.Errorf("no runs while the API was busy")
 		}
 		stored, _ := st.Load(ctx)
-		if diff := cmp.Diff(r.List(), stored); diff != "" {
+		listed := r.List()
+		// Each goroutine created its jobs one after the other: both lists
+		// keep that order. Jobs of different goroutines were created
+		// concurrently and may come in either order.
+		for name, jobs := range map[string][]Job{"runner": listed, "store": stored} {
+			last := map[string]int{}
+			for _, j := range jobs {
+				var g, i int
+				if _, err := fmt.Sscanf(j.ID, "g%d-%d", &g, &i); err != nil {
+					t.Fatalf("unexpected id %q", j.ID)
+				}
+				if prev, ok := last[fmt.Sprint(g)]; ok && prev >= i {
+					t.Errorf("%s lists g%d-%d after g%d-%d", name, g, i, g, prev)
+				}
+				last[fmt.Sprint(g)] = i
+			}
+		}
+		byID := func(a, b Job) int { return strings.Compare(a.ID, b.ID) }
+		slices.SortFunc(listed, byID)
+		slices.SortFunc(stored, byID)
+		if diff := cmp.Diff(listed, stored); diff != "" {
 			t.Errorf("runner and store disagree (-runner +store):\n%s", diff)
 		}
 		if got, want := len(stored), 8*30*4/5; got != want {
 			t.Errorf("jobs left = %d, want %d", got, want)
 		}
 	})
+}
+
+// TestConcurrentAddSameID adds one id from many goroutines at once: one Add
+// wins, every other gets ErrExists, and the store holds the winner's job.
+func TestConcurrentAddSameID(t *testing.T) {
+	st := NewMemStore()
+	r := newTestRunner(t, st, &fakeExec{}, Config{})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var won atomic.Int32
+	winner := make(chan string, 16)
+	for g := range 16 {
+		wg.Go(func() {
+			j := httpJob("same", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute)})
+			j.Name = fmt.Sprintf("from %d", g)
+			_, err := r.Add(ctx, j)
+			switch {
+			case err == nil:
+				won.Add(1)
+				winner <- j.Name
+			case !errors.Is(err, ErrExists):
+				t.Errorf("Add: %v, want nil or ErrExists", err)
+			}
+		})
+	}
+	wg.Wait()
+	if won.Load() != 1 {
+		t.Fatalf("%d Adds of one id succeeded, want 1", won.Load())
+	}
+	name := <-winner
+	stored, _ := st.Load(ctx)
+	if len(stored) != 1 || stored[0].Name != name || mustGet(t, r, "same").Name != name {
+		t.Errorf("store holds %+v; want the one job named %q, as the runner has it", stored, name)
+	}
+}
+
+// slowSaves delays each Save by up to half a millisecond, at random, so
+// that concurrent writes overlap in the store.
+type slowSaves struct{ *MemStore }
+
+func (s slowSaves) Save(ctx context.Context, j Job) error {
+	time.Sleep(time.Duration(rand.Int64N(int64(500 * time.Microsecond))))
+	return s.MemStore.Save(ctx, j)
+}
+
+// TestConcurrentWritesOneJob updates, pauses and resumes one job from many
+// goroutines at once: whatever order they take, the store must end with the
+// runner's state, because writes to one job reach the store in the order
+// they are applied.
+func TestConcurrentWritesOneJob(t *testing.T) {
+	st := NewMemStore()
+	r := newTestRunner(t, slowSaves{st}, &fakeExec{}, Config{})
+	ctx := context.Background()
+	mustAdd(t, r, httpJob("one", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute)}))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				switch (g + i) % 3 {
+				case 0:
+					j := mustGet(t, r, "one")
+					j.Name = fmt.Sprintf("g%d-%d", g, i)
+					j.Schedule.Every = Duration(time.Duration(1+i%5) * time.Minute)
+					if _, err := r.Update(ctx, j); err != nil {
+						t.Errorf("Update: %v", err)
+					}
+				case 1:
+					if _, err := r.Pause(ctx, "one"); err != nil {
+						t.Errorf("Pause: %v", err)
+					}
+				case 2:
+					if _, err := r.Resume(ctx, "one"); err != nil {
+						t.Errorf("Resume: %v", err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	stored, _ := st.Load(ctx)
+	if diff := cmp.Diff(r.List(), stored); diff != "" {
+		t.Errorf("runner and store disagree (-runner +store):\n%s", diff)
+	}
 }
 
 func TestLoadFixesStartAndUpdateEnabled(t *testing.T) {

@@ -202,3 +202,70 @@ func BenchmarkOpen100k(b *testing.B) {
 		s.Close()
 	}
 }
+
+// BenchmarkRunnerWrites measures durable API writes (cron.Runner.Update)
+// through a Runner over the store, with 10,000 jobs, from one goroutine and
+// from eight at once, in interleaved batches of 48 writes. It reports
+// writes/s for each and their ratio: the runner lets writes to different
+// jobs wait for the store together, so with the journal off eight writers
+// share one rewrite of jobs.json instead of taking turns.
+func BenchmarkRunnerWrites(b *testing.B) {
+	const n, batch = 10_000, 48
+	for _, mode := range []string{"rewrite", "journal"} {
+		b.Run(mode, func(b *testing.B) {
+			s, err := New(seedDir(b, n), Config{Journal: mode == "journal"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			noop := cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result {
+				return cron.Result{Status: cron.StatusSuccess, Attempts: 1}
+			})
+			r, err := cron.New(s, noop, cron.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := r.Load(ctx); err != nil {
+				b.Fatal(err)
+			}
+			var seq atomic.Int64
+			write := func() {
+				i := seq.Add(1)
+				j, err := r.Get(jobID(int(i % n)))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				j.Name = fmt.Sprint("w", i)
+				if _, err := r.Update(ctx, j); err != nil {
+					b.Error(err)
+				}
+			}
+			var one, eight time.Duration
+			b.ResetTimer()
+			for b.Loop() {
+				start := time.Now()
+				for range batch {
+					write()
+				}
+				one += time.Since(start)
+				start = time.Now()
+				var wg sync.WaitGroup
+				for range 8 {
+					wg.Go(func() {
+						for range batch / 8 {
+							write()
+						}
+					})
+				}
+				wg.Wait()
+				eight += time.Since(start)
+			}
+			rate := func(d time.Duration) float64 { return float64(b.N*batch) / d.Seconds() }
+			b.ReportMetric(rate(one), "writes/s-1")
+			b.ReportMetric(rate(eight), "writes/s-8")
+			b.ReportMetric(rate(eight)/rate(one), "ratio-8/1")
+		})
+	}
+}

@@ -72,7 +72,9 @@
 // With [Config.Journal] (cmd/ksana sets it), Save and Delete do not wait for
 // a rewrite: each appends one record (the whole job, or the id deleted) to
 // jobs.journal ([JournalFile]) and returns once it is synced, a small write
-// whatever the number of jobs. jobs.json follows with the next rewrite, which
+// whatever the number of jobs. Appends commit in groups: the records of
+// saves that arrive while a sync is under way go out together in the next
+// write and share its sync. jobs.json follows with the next rewrite, which
 // then truncates the journal, so it stays short and jobs.json stays what a
 // user reads (at most one rewrite behind while the service runs; complete
 // after a clean shutdown). After a crash, [New] replays the journal in

@@ -50,25 +50,90 @@ func appendJournalDelete(b []byte, seq uint64, id string) []byte {
 	return append(b, "}\n"...)
 }
 
+// journalBatch is the records that one write and one sync of the journal
+// make durable together.
+type journalBatch struct {
+	recs []jline
+	done bool
+	err  error
+}
+
 // journalAppend writes one record and syncs the journal. Each record starts
 // with a newline, so a record cut short by a crash or a failed write stays
 // on a line of its own and is skipped on replay.
+//
+// Appends commit in groups: while one caller writes and syncs, the records
+// of the callers that arrive meanwhile gather in the next batch, and one of
+// them writes and syncs that batch for all, so that concurrent saves share
+// a sync. A record that jobs.json already holds (a rewrite took it in while
+// it waited) is not written at all.
 func (s *Store) journalAppend(seq uint64, data []byte) error {
 	s.jmu.Lock()
 	defer s.jmu.Unlock()
 	if s.jf == nil {
 		return ErrClosed
 	}
-	_, err := s.jf.Write(data)
+	if s.jopen == nil {
+		s.jopen = &journalBatch{}
+	}
+	b := s.jopen
+	b.recs = append(b.recs, jline{seq: seq, data: data})
+	for !b.done {
+		if s.jbusy {
+			s.jcond.Wait()
+			continue
+		}
+		s.writeJournalBatch() // b is the open batch: earlier ones are done
+	}
+	return b.err
+}
+
+// writeJournalBatch writes and syncs the open batch, releasing jmu (held on
+// entry and on return) during the I/O.
+func (s *Store) writeJournalBatch() {
+	b := s.jopen
+	s.jopen = nil
+	defer s.jcond.Broadcast()
+	if s.jf == nil {
+		b.done, b.err = true, ErrClosed
+		return
+	}
+	var buf []byte
+	keep := b.recs[:0]
+	for _, r := range b.recs {
+		if r.seq > s.jheld {
+			buf = append(buf, r.data...)
+			keep = append(keep, r)
+		}
+	}
+	if len(keep) == 0 {
+		b.done = true
+		return
+	}
+	f := s.jf
+	s.jbusy = true
+	s.jmu.Unlock()
+	_, err := f.Write(buf)
 	if err == nil {
-		err = s.jf.Sync()
+		err = f.Sync()
 	}
+	s.jmu.Lock()
+	s.jbusy = false
 	if err != nil {
-		return fmt.Errorf("jsonstore: append to %s: %w", JournalFile, err)
+		b.done, b.err = true, fmt.Errorf("jsonstore: append to %s: %w", JournalFile, err)
+		return
 	}
-	s.jlines = append(s.jlines, jline{seq: seq, data: data})
-	s.jsize += int64(len(data))
-	return nil
+	s.jlines = append(s.jlines, keep...)
+	s.jsize += int64(len(buf))
+	s.jsyncs++
+	b.done = true
+}
+
+// waitJournalIdle waits, under jmu, until no journal write is under way.
+func (s *Store) waitJournalIdle() {
+	for s.jbusy {
+		s.jcond.Wait()
+	}
 }
 
 // compactJournal drops the records that jobs.json now holds (seq <= upto):
@@ -77,6 +142,8 @@ func (s *Store) journalAppend(seq uint64, data []byte) error {
 func (s *Store) compactJournal(upto uint64) error {
 	s.jmu.Lock()
 	defer s.jmu.Unlock()
+	s.waitJournalIdle()
+	s.jheld = max(s.jheld, upto)
 	path := filepath.Join(s.dir, JournalFile)
 	if !s.cfg.Journal {
 		if s.jreplayed {

@@ -121,10 +121,15 @@ type Store struct {
 	jseq      uint64 // sequence of the last journal record
 
 	jmu       sync.Mutex // guards the journal fields below
+	jcond     sync.Cond  // on jmu: a journal write ended
 	jf        *os.File   // jobs.journal, open for appending (Journal mode)
 	jlines    []jline    // records not yet known to be in jobs.json
 	jsize     int64
-	jreplayed bool // a journal file was found at start
+	jreplayed bool          // a journal file was found at start
+	jopen     *journalBatch // records waiting for the next journal write
+	jbusy     bool          // a journal write is under way, outside jmu
+	jheld     uint64        // jobs.json holds every record up to this seq
+	jsyncs    int           // journal writes made (each one sync)
 
 	kick  chan struct{}
 	force chan chan error
@@ -204,6 +209,7 @@ func New(dir string, cfg Config) (_ *Store, err error) {
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
+	s.jcond.L = &s.jmu
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -670,6 +676,7 @@ func (s *Store) flushOnce() error {
 func (s *Store) closeJournal() {
 	s.jmu.Lock()
 	defer s.jmu.Unlock()
+	s.waitJournalIdle()
 	if s.jf != nil {
 		s.jf.Close()
 		s.jf = nil

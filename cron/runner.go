@@ -538,10 +538,11 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	}
 	nowNs := toNano(now)
 
-	r.lmu.RLock()
-	defer r.lmu.RUnlock()
-	if !generated {
-		defer r.ids.lock(e.id)()
+	if generated {
+		r.lmu.RLock()
+		defer r.lmu.RUnlock()
+	} else {
+		defer r.lockJob(e.id)()
 		r.mu.Lock()
 		_, exists := r.jobs.get(&r.tab, e.id)
 		r.mu.Unlock()
@@ -611,9 +612,7 @@ func (r *Runner) Update(ctx context.Context, j Job) (Job, error) {
 		return Job{}, err
 	}
 	nowNs := toNano(now)
-	r.lmu.RLock()
-	defer r.lmu.RUnlock()
-	defer r.ids.lock(j.ID)()
+	defer r.lockJob(j.ID)()
 
 	r.mu.Lock()
 	idx, e, ok := r.lookup(j.ID)
@@ -670,9 +669,7 @@ func (r *Runner) reschedulePlan(c *entry, was bool, now int64) {
 // Remove deletes job id from the runner and the store. A run in flight
 // finishes, but its bookkeeping is dropped. An unknown id is [ErrNotFound].
 func (r *Runner) Remove(ctx context.Context, id string) error {
-	r.lmu.RLock()
-	defer r.lmu.RUnlock()
-	defer r.ids.lock(id)()
+	defer r.lockJob(id)()
 	r.mu.Lock()
 	idx, e, ok := r.lookup(id)
 	r.mu.Unlock()
@@ -704,9 +701,7 @@ func (r *Runner) Resume(ctx context.Context, id string) (Job, error) {
 
 func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error) {
 	nowNs := toNano(r.now())
-	r.lmu.RLock()
-	defer r.lmu.RUnlock()
-	defer r.ids.lock(id)()
+	defer r.lockJob(id)()
 	r.mu.Lock()
 	idx, e, ok := r.lookup(id)
 	if !ok {
@@ -773,6 +768,17 @@ func (r *Runner) Get(id string) (Job, error) {
 		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	return e.job(true), nil
+}
+
+// lockJob takes the locks of an API write to job id (see Runner.lmu) and
+// returns the function that releases them.
+func (r *Runner) lockJob(id string) (unlock func()) {
+	r.lmu.RLock()
+	unlockID := r.ids.lock(id)
+	return func() {
+		unlockID()
+		r.lmu.RUnlock()
+	}
 }
 
 // List returns every job in creation order. Jobs whose Add calls ran at

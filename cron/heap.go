@@ -204,16 +204,6 @@ func (h *timeHeap) park(it item, t int64) {
 	}
 }
 
-// place puts it where its tick says: parked, or into the heap when it is
-// due before cur (which only a clock that went back can bring about).
-func (h *timeHeap) place(it item) {
-	if t := it.at >> tickShift; t >= h.cur {
-		h.park(it, t)
-	} else {
-		h.heapPush(it)
-	}
-}
-
 // peek returns the earliest live item, dropping stale items on the way. It
 // moves wheel slots that start no later than a tick after now into the
 // heap as the heap runs dry. When the earliest items wait in a slot that
@@ -312,7 +302,8 @@ func (h *timeHeap) refill(limit int64) (next int64, moved, parked bool) {
 
 // enterPeriod is called when cur has moved into a new period p: level 1's
 // slots for p and p+1 spread into level 0, and far items that come within
-// reach of level 1 move into the wheel.
+// reach of level 1 move into the wheel. cur only moves to the start of the
+// earliest parked item's tick or period, so none of them is before cur.
 func (h *timeHeap) enterPeriod() {
 	p := h.cur >> wheelBits
 	for q := p; q < p+2 && h.n1 > 0; q++ {
@@ -320,7 +311,7 @@ func (h *timeHeap) enterPeriod() {
 			its := h.w1.take(s)
 			h.n1 -= len(its)
 			for _, it := range its {
-				h.place(it)
+				h.park(it, it.at>>tickShift)
 			}
 			h.w1.recycle(its)
 		}
@@ -329,7 +320,7 @@ func (h *timeHeap) enterPeriod() {
 		far := h.far
 		h.far = nil
 		for _, it := range far {
-			h.place(it)
+			h.park(it, it.at>>tickShift)
 		}
 		clear(far)
 		if h.far == nil {

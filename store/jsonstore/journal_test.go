@@ -2,6 +2,7 @@ package jsonstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -227,4 +228,68 @@ func TestJournalSkipsHeldRecords(t *testing.T) {
 	if want := "\n{\"seq\":11,\"op\":\"delete\",\"id\":\"y\"}\n"; string(data) != want {
 		t.Errorf("journal = %q, want only the record after what jobs.json holds: %q", data, want)
 	}
+}
+
+// TestJournalCloseDuringSaves closes the store while eight goroutines save
+// with the journal on: every Save returns nil or ErrClosed, Close returns,
+// and every save that returned nil is there after reopening.
+func TestJournalCloseDuringSaves(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := New(dir, Config{Journal: true, FlushInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	acked := map[string]string{}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				j := testJob(fmt.Sprintf("c%d-%d", g, i%20))
+				j.Name = fmt.Sprint(i)
+				err := s.Save(ctx, j)
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Errorf("Save: %v", err)
+					return
+				}
+				mu.Lock()
+				acked[j.ID] = j.Name
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	wg.Wait()
+	s2 := open(t, dir, Config{Journal: true})
+	got := map[string]string{}
+	for _, j := range load(t, s2) {
+		got[j.ID] = j.Name
+	}
+	for id, name := range acked {
+		// A later save of the same id may have reached the store and
+		// failed only at its journal write (ErrClosed): the stored name is
+		// then that later one, never an earlier one.
+		if g, ok := got[id]; !ok || atoi(t, g) < atoi(t, name) {
+			t.Errorf("job %s: acknowledged name %s, after reopening %q (present %v)", id, name, g, ok)
+		}
+	}
+	if len(acked) == 0 {
+		t.Error("no save was acknowledged before Close")
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		t.Fatalf("name %q: %v", s, err)
+	}
+	return n
 }

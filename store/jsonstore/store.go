@@ -446,11 +446,16 @@ func (s *Store) Flush(ctx context.Context) error {
 func (s *Store) Close() error {
 	var err error
 	s.once.Do(func() {
+		// No change is taken from here on, so the final rewrite carries
+		// every change a caller was told of (a change taken after it
+		// would sit in the journal and count as not written).
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
 		close(s.stop)
 		<-s.done
 		s.closeJournal()
 		s.mu.Lock()
-		s.closed = true
 		if s.gen != s.durable {
 			err = errors.New("jsonstore: close: the last changes could not be written")
 		}

@@ -38,6 +38,9 @@
 // is [ErrInvalidTransition]. Errors are [*TransitionError] values wrapping
 // the sentinel; the job they carry is unchanged.
 //
+// A job that no node takes while it waits in [Created] ends with [Fail]
+// in [Failed], without an attempt on a node.
+//
 // # The table
 //
 // [Table] and [Duplicates] expose the rules; the Redis adapter
@@ -67,11 +70,12 @@
 //	    ACCEPTED --> FAILED : failover (attempt = max)
 //	    RUNNING --> CREATED : failover (attempt < max, attempt+1)
 //	    RUNNING --> FAILED : failover (attempt = max)
+//	    CREATED --> FAILED : fail
 //	    RELEASED --> [*]
 //	    FAILED --> [*]
 //
 // Duplicates (same attempt, nothing changes): dispatch in DISPATCHED and
 // later; job_ack in ACCEPTED and later; job_started in RUNNING and later;
 // job_result in FINISHED and RELEASED; release in RELEASED; timeout and
-// failover in FAILED.
+// failover and fail in FAILED.
 package fsm

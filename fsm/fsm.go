@@ -34,6 +34,7 @@ const (
 	Release  Event = "release"     // the job's reservation on its node is freed
 	Timeout  Event = "timeout"     // the job did not finish in time on its node
 	Failover Event = "failover"    // the job's node or owning instance is gone
+	Fail     Event = "fail"        // no node took the job while it waited: it ends without an attempt on a node
 )
 
 // DefaultMaxAttempts is the number of attempts a [Machine] with a zero
@@ -47,7 +48,7 @@ func States() []State {
 
 // Events returns every event, in lifecycle order.
 func Events() []Event {
-	return []Event{Dispatch, Ack, Start, Result, Release, Timeout, Failover}
+	return []Event{Dispatch, Ack, Start, Result, Release, Timeout, Failover, Fail}
 }
 
 // Valid reports whether s is one of [States].

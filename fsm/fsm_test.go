@@ -18,13 +18,13 @@ var update = flag.Bool("update", false, "rewrite testdata/fsm.mmd from the table
 // X, "retry" a move back to CREATED (or FAILED when attempts are used up),
 // "dup" a replay and "-" an invalid transition.
 var spec = map[State]map[Event]string{
-	Created:    {Dispatch: "->DISPATCHED", Ack: "-", Start: "-", Result: "-", Release: "-", Timeout: "-", Failover: "-"},
-	Dispatched: {Dispatch: "dup", Ack: "->ACCEPTED", Start: "->RUNNING", Result: "->FINISHED", Release: "-", Timeout: "retry", Failover: "retry"},
-	Accepted:   {Dispatch: "dup", Ack: "dup", Start: "->RUNNING", Result: "->FINISHED", Release: "-", Timeout: "retry", Failover: "retry"},
-	Running:    {Dispatch: "dup", Ack: "dup", Start: "dup", Result: "->FINISHED", Release: "-", Timeout: "retry", Failover: "retry"},
-	Finished:   {Dispatch: "dup", Ack: "dup", Start: "dup", Result: "dup", Release: "->RELEASED", Timeout: "-", Failover: "-"},
-	Released:   {Dispatch: "dup", Ack: "dup", Start: "dup", Result: "dup", Release: "dup", Timeout: "-", Failover: "-"},
-	Failed:     {Dispatch: "-", Ack: "-", Start: "-", Result: "-", Release: "-", Timeout: "dup", Failover: "dup"},
+	Created:    {Dispatch: "->DISPATCHED", Ack: "-", Start: "-", Result: "-", Release: "-", Timeout: "-", Failover: "-", Fail: "->FAILED"},
+	Dispatched: {Dispatch: "dup", Ack: "->ACCEPTED", Start: "->RUNNING", Result: "->FINISHED", Release: "-", Timeout: "retry", Failover: "retry", Fail: "-"},
+	Accepted:   {Dispatch: "dup", Ack: "dup", Start: "->RUNNING", Result: "->FINISHED", Release: "-", Timeout: "retry", Failover: "retry", Fail: "-"},
+	Running:    {Dispatch: "dup", Ack: "dup", Start: "dup", Result: "->FINISHED", Release: "-", Timeout: "retry", Failover: "retry", Fail: "-"},
+	Finished:   {Dispatch: "dup", Ack: "dup", Start: "dup", Result: "dup", Release: "->RELEASED", Timeout: "-", Failover: "-", Fail: "-"},
+	Released:   {Dispatch: "dup", Ack: "dup", Start: "dup", Result: "dup", Release: "dup", Timeout: "-", Failover: "-", Fail: "-"},
+	Failed:     {Dispatch: "-", Ack: "-", Start: "-", Result: "-", Release: "-", Timeout: "dup", Failover: "dup", Fail: "dup"},
 }
 
 type result struct {
@@ -109,7 +109,7 @@ func TestApplyExhaustive(t *testing.T) {
 			}
 		}
 	}
-	if want := 5 * 8 * 8 * 5 * 6; n != want {
+	if want := 5 * 9 * 8 * 5 * 6; n != want {
 		t.Fatalf("ran %d combinations, want %d", n, want)
 	}
 }

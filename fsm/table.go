@@ -35,6 +35,7 @@ var table = []Transition{
 	{From: Dispatched, Event: Failover, To: Created, Retry: true, FreeReservation: true},
 	{From: Accepted, Event: Failover, To: Created, Retry: true, FreeReservation: true},
 	{From: Running, Event: Failover, To: Created, Retry: true, FreeReservation: true},
+	{From: Created, Event: Fail, To: Failed},
 }
 
 // duplicates lists, per state, the events that a job in that state has
@@ -46,7 +47,20 @@ var duplicates = map[State][]Event{
 	Running:    {Dispatch, Ack, Start},
 	Finished:   {Dispatch, Ack, Start, Result},
 	Released:   {Dispatch, Ack, Start, Result, Release},
-	Failed:     {Timeout, Failover},
+	Failed:     {Timeout, Failover, Fail},
+}
+
+// Frees reports whether some move of e takes a job off its node (a
+// result, a timeout, a failover). A duplicate of such an event names the
+// node again, so that a caller replaying it after a crash frees the
+// node's reservation too.
+func (e Event) Frees() bool {
+	for _, t := range table {
+		if t.Event == e && t.FreeReservation {
+			return true
+		}
+	}
+	return false
 }
 
 // Table returns the moves of the state machine, in table order. The slice

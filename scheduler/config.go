@@ -93,7 +93,9 @@ type Config struct {
 	StreamBlockMS int `toml:"stream_block_ms"`
 	// StreamCount is the COUNT of each XREADGROUP and XAUTOCLAIM. Default 64.
 	StreamCount int `toml:"stream_count"`
-	// StreamMaxLen trims the inbox with XADD MAXLEN ~. Default 10000.
+	// StreamMaxLen bounds the inbox: a message to an inbox holding this
+	// many unhandled entries is refused ([ErrInboxFull]) rather than an
+	// unhandled entry trimmed. Default 10000.
 	StreamMaxLen int64 `toml:"stream_maxlen"`
 	// StreamClaimMinIdleMS is how long an entry stays pending with a
 	// consumer before another consumer of the group takes it over with
@@ -116,6 +118,9 @@ type Config struct {
 	NodeSnapshot NodeSnapshotConfig `toml:"node_snapshot"`
 	// Storm configures protection against MODEL_NOT_AVAILABLE storms.
 	Storm StormConfig `toml:"storm"`
+	// Dispatch tunes the [Dispatcher]. It is not part of the
+	// [scheduler.phase2] table: cmd/dispatcher reads it from [dispatcher].
+	Dispatch DispatchConfig `toml:"-"`
 
 	// Logger receives the runtime loops' warnings. Default: discard.
 	Logger *slog.Logger `toml:"-"`
@@ -220,6 +225,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.Storm.DebounceWindowMS, DefaultStormDebounceWindowMS)
 	def(&c.Storm.CooldownMS, DefaultStormCooldownMS)
 	def(&c.Storm.MaxActionsPerSecond, DefaultStormMaxActionsPerSec)
+	c.Dispatch = c.Dispatch.WithDefaults()
 	return c
 }
 
@@ -272,7 +278,7 @@ func (c Config) Validate() error {
 			return fieldErr(f.name, "must not be negative, got %d", f.v)
 		}
 	}
-	return nil
+	return c.Dispatch.Validate()
 }
 
 // Validate checks the connection fields: the mode, and the URL (single) or

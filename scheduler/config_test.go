@@ -29,6 +29,13 @@ func TestConfigWithDefaults(t *testing.T) {
 		NodeSnapshot: scheduler.NodeSnapshotConfig{Enabled: scheduler.Bool(true), PresenceTTLSeconds: 45,
 			RefreshIntervalMS: 2000, RemoveStaleAfterSeconds: 600},
 		Storm: scheduler.StormConfig{DebounceWindowMS: 5000, CooldownMS: 30000, MaxActionsPerSecond: 20},
+		Dispatch: scheduler.DispatchConfig{
+			AckTimeoutMS: 10000, RunTimeoutMS: 300000, LeaseMS: 15000, QueueTimeoutMS: 10000,
+			RetryIntervalMS: 200, SweepIntervalMS: 500, MaxAttempts: 3, DefaultCapacity: 4,
+			Selection: "random", TurnTTLSeconds: 86400, JobTTLSeconds: 86400,
+			// queue + 3 × (ack + run) + lease
+			RequestTimeoutMS: 10000 + 3*(10000+300000) + 15000,
+		},
 	}
 	if d := cmp.Diff(want, got, cmpopts.IgnoreFields(scheduler.Config{}, "InstanceID", "Hooks")); d != "" {
 		t.Errorf("WithDefaults of the zero Config (-want +got):\n%s", d)

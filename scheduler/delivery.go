@@ -59,11 +59,18 @@ var ErrNoGroup = errors.New("consumer group does not exist")
 // delivering it again.
 var ErrMalformed = errors.New("malformed message")
 
+// ErrInboxFull: the inbox holds stream_maxlen entries already. Entries
+// stay in an inbox until they are handled (or dead-lettered), so a full
+// inbox belongs to an instance that is down or far behind; the message is
+// refused rather than an unhandled one trimmed away.
+var ErrInboxFull = errors.New("inbox full")
+
 // Sender appends messages to an instance's inbox
-// ({prefix}:streams:{instance:<instance_id>}:inbox, XADD MAXLEN ~ stream_maxlen).
+// ({prefix}:streams:{instance:<instance_id>}:inbox).
 type Sender interface {
 	// Send appends fields (at least one) to instanceID's inbox and returns
-	// the new entry's id.
+	// the new entry's id. An inbox holding stream_maxlen entries refuses
+	// it with [ErrInboxFull]: nothing sent is ever trimmed unhandled.
 	Send(ctx context.Context, instanceID string, fields map[string]string) (string, error)
 }
 
@@ -78,9 +85,10 @@ type Inbox interface {
 	// Ack acknowledges and deletes handled entries (XACK + XDEL).
 	Ack(ctx context.Context, ids ...string) error
 	// Reclaim hands consumer up to count entries pending with any consumer
-	// for at least minIdle (XAUTOCLAIM); entries deleted meanwhile are
-	// dropped from the pending list.
-	Reclaim(ctx context.Context, consumer string, minIdle time.Duration, count int) ([]Message, error)
+	// for at least minIdle (XAUTOCLAIM). Entries that were pending but are
+	// deleted from the stream are dropped from the pending list and their
+	// ids returned in deleted, so that the loss is reported, not silent.
+	Reclaim(ctx context.Context, consumer string, minIdle time.Duration, count int) (msgs []Message, deleted []string, err error)
 	// Pending returns the number of entries delivered and not yet acked.
 	Pending(ctx context.Context) (int64, error)
 	// PendingIdle lists up to count pending entries idle at least minIdle
@@ -209,7 +217,8 @@ func (d *Deliverer) Run(ctx context.Context) error {
 				}
 			}
 			for {
-				msgs, err := d.in.Reclaim(ctx, d.consumer, d.claimIdl, d.count)
+				msgs, deleted, err := d.in.Reclaim(ctx, d.consumer, d.claimIdl, d.count)
+				d.lost(deleted)
 				if err != nil {
 					wait(err, "reclaim")
 					break
@@ -281,6 +290,17 @@ func (d *Deliverer) handle(ctx context.Context, msgs []Message) error {
 }
 
 var errPanic = errors.New(ReasonPanic)
+
+// lost reports pending entries found deleted.
+func (d *Deliverer) lost(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	d.log.Error("scheduler: pending inbox entries were deleted before they were handled", "count", len(ids), "ids", ids)
+	if d.hooks.Lost != nil {
+		d.hooks.Lost(ids)
+	}
+}
 
 func (d *Deliverer) call(ctx context.Context, m Message) (err error) {
 	defer func() {

@@ -1,6 +1,10 @@
 package scheduler
 
-import "time"
+import (
+	"time"
+
+	"github.com/ksana-dev/ksana/fsm"
+)
 
 // Hooks are the metric sources of the dispatch plane. A binary builds its
 // metrics from them: scheduler_phase2_inbox_pending from InboxPending,
@@ -18,4 +22,28 @@ type Hooks struct {
 	// DeliveryHandled is called after a handler returns, with the result
 	// and how long the handler took. Optional.
 	DeliveryHandled func(m Message, err error, d time.Duration)
+	// Lost is called with the ids of inbox entries that were pending but
+	// found deleted when they were taken over (XAUTOCLAIM reports them):
+	// messages that were sent and will never be handled.
+	Lost func(ids []string)
+
+	// The hooks below come from the [Dispatcher].
+
+	// JobState is called each time this instance moves a job into state s:
+	// the jobs-by-state counter.
+	JobState func(s fsm.State)
+	// Failover is called when a job's attempt ends on its node (why is
+	// "failover", "timeout" or "model_not_available").
+	Failover func(jobID, why string)
+	// Rejected is called for each node event refused: an older attempt, a
+	// job of another node, an unknown job.
+	Rejected func(t MessageType, err error)
+	// SelectionMiss is called when no node is eligible for a job.
+	SelectionMiss func(pool, model string)
+	// Answered is called for each answer handed to a session here.
+	Answered func(t MessageType)
+	// Storm is called with each MODEL_NOT_AVAILABLE decision.
+	Storm func(nodeID, model string, d StormDecision)
+	// Adopted is called when this instance drained a dead instance's inbox.
+	Adopted func(instanceID string)
 }

@@ -66,7 +66,9 @@ type JobTransition struct {
 	Duplicate bool
 	// FreeNode is the node whose reservation for the job the caller must
 	// free ([ReservationStore.Release]): set when the event took the job off
-	// its node (a result, a timeout, a failover), "" otherwise.
+	// its node (a result, a timeout, a failover), "" otherwise. A duplicate
+	// of such an event names the node again, so that a caller replaying it
+	// after a crash between ApplyJob and Release frees the slot then.
 	FreeNode string
 }
 
@@ -89,11 +91,14 @@ type JobStore interface {
 	// Job returns the job's record, or [ErrJobNotFound].
 	Job(ctx context.Context, jobID string) (JobRecord, error)
 	// ApplyJob applies ev, carrying attempt, atomically, following
-	// [fsm.Machine.Apply] with the store's MaxAttempts. nodeID is the node
-	// the job goes to; it is required for [fsm.Dispatch] and ignored
-	// otherwise. A refused event returns the [*fsm.TransitionError] of
-	// [fsm.Machine.Apply] and changes nothing; an unknown job is
-	// [ErrJobNotFound]; a record that does not decode is [ErrJobCorrupt].
+	// [fsm.Machine.Apply] with the store's MaxAttempts. For [fsm.Dispatch],
+	// nodeID is the node the job goes to (required). For any other event a
+	// non-empty nodeID is the node reporting it: unless the job is on that
+	// node, the event is refused with [ErrWrongNode] (after the attempt
+	// checks), so a node can move only its own jobs. A refused event
+	// returns the [*fsm.TransitionError] of [fsm.Machine.Apply] and changes
+	// nothing; an unknown job is [ErrJobNotFound]; a record that does not
+	// decode is [ErrJobCorrupt].
 	ApplyJob(ctx context.Context, jobID string, ev fsm.Event, attempt int, nodeID string) (JobTransition, error)
 }
 

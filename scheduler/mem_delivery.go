@@ -85,16 +85,15 @@ func (s *MemStreams) Send(ctx context.Context, instanceID string, fields map[str
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stream(instanceID)
+	if len(st.entries) >= s.maxLen {
+		return "", fmt.Errorf("scheduler: send to %s: %d entries: %w", instanceID, len(st.entries), ErrInboxFull)
+	}
 	st.seq++
 	ms := max(time.Now().UnixMilli(), st.lastMS)
 	st.lastMS = ms
 	e := &memEntry{seq: st.seq, id: strconv.FormatInt(ms, 10) + "-" + strconv.FormatUint(st.seq, 10), fields: copyFields(fields)}
 	st.entries[e.seq] = e
 	st.order = append(st.order, e.seq)
-	for len(st.entries) > s.maxLen {
-		st.del(st.order[0])
-		st.compact()
-	}
 	close(st.wake)
 	st.wake = make(chan struct{})
 	return e.id, nil
@@ -241,14 +240,15 @@ func (g *memGroup) sortedPending() []uint64 {
 }
 
 // Reclaim implements [Inbox].
-func (in *MemInbox) Reclaim(ctx context.Context, consumer string, minIdle time.Duration, count int) ([]Message, error) {
+func (in *MemInbox) Reclaim(ctx context.Context, consumer string, minIdle time.Duration, count int) ([]Message, []string, error) {
 	st, g, err := in.lockGroup()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer in.s.mu.Unlock()
 	now := time.Now()
 	var out []Message
+	var deleted []string
 	for _, q := range g.sortedPending() {
 		if len(out) >= count {
 			break
@@ -259,6 +259,7 @@ func (in *MemInbox) Reclaim(ctx context.Context, consumer string, minIdle time.D
 		}
 		e := st.entries[q]
 		if e == nil {
+			deleted = append(deleted, p.id)
 			delete(g.pending, q)
 			continue
 		}
@@ -266,7 +267,7 @@ func (in *MemInbox) Reclaim(ctx context.Context, consumer string, minIdle time.D
 		p.deliveries++
 		out = append(out, Message{ID: e.id, Fields: copyFields(e.fields)})
 	}
-	return out, nil
+	return out, deleted, nil
 }
 
 // Pending implements [Inbox].

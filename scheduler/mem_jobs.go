@@ -115,8 +115,15 @@ func (s *MemJobs) ApplyJob(ctx context.Context, jobID string, ev fsm.Event, atte
 	if err != nil {
 		return JobTransition{Job: rec}, err
 	}
+	if ev != fsm.Dispatch && nodeID != "" && nodeID != rec.NodeID {
+		return JobTransition{Job: rec}, fmt.Errorf("job %q is on node %q, not %q: %w", jobID, rec.NodeID, nodeID, ErrWrongNode)
+	}
 	if out.Duplicate {
-		return JobTransition{Job: rec, Duplicate: true}, nil
+		tr := JobTransition{Job: rec, Duplicate: true}
+		if ev.Frees() {
+			tr.FreeNode = rec.NodeID
+		}
+		return tr, nil
 	}
 	tr := JobTransition{}
 	if out.FreeReservation {

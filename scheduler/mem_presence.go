@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"time"
 )
@@ -35,7 +36,11 @@ func (t *memTTL) set(k, v string, ttl time.Duration) {
 
 // MemPresence is the in-memory reference implementation of [Presence].
 // Time comes from time.Now, so it runs under testing/synctest.
-type MemPresence struct{ t memTTL }
+type MemPresence struct {
+	t     memTTL
+	known map[string]bool
+	adopt memTTL
+}
 
 var _ Presence = (*MemPresence)(nil)
 
@@ -50,6 +55,41 @@ func (p *MemPresence) Announce(ctx context.Context, instanceID string, ttl time.
 	p.t.mu.Lock()
 	defer p.t.mu.Unlock()
 	p.t.set(instanceID, "1", ttl)
+	if p.known == nil {
+		p.known = map[string]bool{}
+	}
+	p.known[instanceID] = true
+	return nil
+}
+
+// Instances implements [Presence].
+func (p *MemPresence) Instances(ctx context.Context) ([]string, error) {
+	p.t.mu.Lock()
+	defer p.t.mu.Unlock()
+	out := make([]string, 0, len(p.known))
+	for id := range p.known {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Adopt implements [Presence].
+func (p *MemPresence) Adopt(ctx context.Context, deadID, byID string, ttl time.Duration) (bool, error) {
+	p.adopt.mu.Lock()
+	defer p.adopt.mu.Unlock()
+	if _, held := p.adopt.get(deadID); held {
+		return false, nil
+	}
+	p.adopt.set(deadID, byID, ttl)
+	return true, nil
+}
+
+// Forget implements [Presence].
+func (p *MemPresence) Forget(ctx context.Context, instanceID string) error {
+	p.t.mu.Lock()
+	defer p.t.mu.Unlock()
+	delete(p.known, instanceID)
 	return nil
 }
 

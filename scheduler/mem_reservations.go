@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 )
@@ -87,4 +88,19 @@ func (s *MemReservations) Count(ctx context.Context, nodeID string) (int, error)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.live(nodeID, s.now())), nil
+}
+
+// Jobs implements [ReservationStore].
+func (s *MemReservations) Jobs(ctx context.Context, nodeID string) ([]string, error) {
+	if err := CheckNodeID(nodeID); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []string{}
+	for j := range s.nodes[nodeID] {
+		out = append(out, j)
+	}
+	sort.Strings(out)
+	return out, nil
 }

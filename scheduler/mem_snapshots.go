@@ -77,6 +77,25 @@ func (m *MemSnapshots) Fleet(ctx context.Context) ([]NodeSnapshot, error) {
 	return out, nil
 }
 
+// Offline implements [NodeSnapshots].
+func (m *MemSnapshots) Offline(ctx context.Context, nodeID, instanceID string) error {
+	m.presence.mu.Lock()
+	defer m.presence.mu.Unlock()
+	if v, ok := m.presence.get(nodeID); ok && v == instanceID {
+		delete(m.presence.m, nodeID)
+	}
+	return nil
+}
+
+// Online reports whether nodeID's presence is alive: the online function
+// of a [MemTurns] over this fleet.
+func (m *MemSnapshots) Online(nodeID string) bool {
+	m.presence.mu.Lock()
+	defer m.presence.mu.Unlock()
+	_, ok := m.presence.get(nodeID)
+	return ok
+}
+
 // RemoveStale implements [NodeSnapshots].
 func (m *MemSnapshots) RemoveStale(ctx context.Context, cutoff time.Time) ([]string, error) {
 	m.mu.Lock()

@@ -17,6 +17,16 @@ type Presence interface {
 	Alive(ctx context.Context, instanceID string) (bool, error)
 	// Withdraw removes instanceID's presence at once.
 	Withdraw(ctx context.Context, instanceID string) error
+	// Instances returns, sorted, every instance that announced itself and
+	// was not forgotten since: the alive ones and the dead ones whose inbox
+	// may still hold messages. In Redis the set {prefix}:schedulers:all.
+	Instances(ctx context.Context) ([]string, error)
+	// Adopt claims the inbox of the dead instance deadID for byID until ttl
+	// from now ({prefix}:schedulers:adopt:<instance_id>, SET NX PX): true
+	// for one caller at a time.
+	Adopt(ctx context.Context, deadID, byID string, ttl time.Duration) (bool, error)
+	// Forget takes instanceID out of Instances (its inbox was drained).
+	Forget(ctx context.Context, instanceID string) error
 }
 
 // Heartbeat keeps one instance's presence alive: it announces at once,

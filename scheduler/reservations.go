@@ -29,6 +29,10 @@ type ReservationStore interface {
 	Release(ctx context.Context, nodeID, jobID string) (bool, error)
 	// Count returns the number of unexpired reservations on nodeID.
 	Count(ctx context.Context, nodeID string) (int, error)
+	// Jobs returns, sorted, the jobs holding a reservation on nodeID,
+	// expired ones not yet dropped included: the jobs to send elsewhere
+	// when the node goes away.
+	Jobs(ctx context.Context, nodeID string) ([]string, error)
 }
 
 // CheckReserve validates the arguments of [ReservationStore.Reserve], for

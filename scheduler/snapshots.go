@@ -47,6 +47,11 @@ type NodeSnapshots interface {
 	// sorted by id, with Online set from its presence key. Snapshots that do
 	// not decode are skipped.
 	Fleet(ctx context.Context) ([]NodeSnapshot, error)
+	// Offline deletes nodeID's presence if instanceID published it
+	// (compare-and-delete), so that a node whose connection closed is not
+	// selected, while a node that reconnected to another instance stays
+	// online.
+	Offline(ctx context.Context, nodeID, instanceID string) error
 	// RemoveStale removes the nodes last seen before cutoff from the set,
 	// the last-seen ZSET and their keys, and returns their ids, sorted.
 	RemoveStale(ctx context.Context, cutoff time.Time) ([]string, error)

@@ -231,7 +231,9 @@ func decodeApply(jobID, key string, ev fsm.Event, attempt int, reply string) (sc
 	case fsmOK:
 		return scheduler.JobTransition{Job: rec, FreeNode: free}, nil
 	case fsmDup:
-		return scheduler.JobTransition{Job: rec, Duplicate: true}, nil
+		return scheduler.JobTransition{Job: rec, Duplicate: true, FreeNode: free}, nil
+	case fsmWrongNode:
+		return scheduler.JobTransition{Job: rec}, fmt.Errorf("job %q is on node %q: %w", jobID, rec.NodeID, scheduler.ErrWrongNode)
 	}
 	if sentinel, ok := fsmRefusals[status]; ok {
 		return scheduler.JobTransition{Job: rec}, &fsm.TransitionError{Job: rec.Job, Event: ev, Attempt: attempt, Err: sentinel}

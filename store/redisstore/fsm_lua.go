@@ -20,6 +20,7 @@ const (
 	fsmStale     = "stale_attempt"
 	fsmFuture    = "future_attempt"
 	fsmInvalid   = "invalid_transition"
+	fsmWrongNode = "wrong_node"
 )
 
 // fsmRefusals maps the script's refusals to fsm's sentinels.
@@ -91,6 +92,18 @@ func GenerateFSMLua() string {
 	}
 	w("  return nil\nend\n")
 
+	// frees(e): a duplicate of such an event names the node again.
+	var frees []string
+	for _, e := range fsm.Events() {
+		if e.Frees() {
+			frees = append(frees, "e == "+q(string(e)))
+		}
+	}
+	if len(frees) == 0 {
+		frees = []string{"false"}
+	}
+	w("local function frees(e) return %s end\n", strings.Join(frees, " or "))
+
 	// Duplicates: dup(s, e).
 	w("local function dup(s, e)\n")
 	dups := fsm.Duplicates()
@@ -139,9 +152,16 @@ elseif attempt < a then err = %[5]q
 elseif attempt > a then err = %[6]q
 end
 if err then return err .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. ' -' .. curnode end
+if node ~= '' and ev ~= %[10]q and node ~= curnode then
+  return %[13]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. ' -' .. curnode
+end
 local to, retry, free = move(state, ev)
 if not to then
-  if dup(state, ev) then return %[7]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. ' -' .. curnode end
+  if dup(state, ev) then
+    local t = ' -'
+    if frees(ev) and curnode ~= '' then t = ' =' end
+    return %[7]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. t .. curnode
+  end
   return %[8]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. ' -' .. curnode
 end
 if retry then
@@ -162,7 +182,7 @@ elseif newnode == '' then tail = '0' .. freenode
 else tail = '#' .. #newnode .. ' ' .. newnode .. freenode end
 return %[12]q .. ' ' .. to .. ' ' .. cur .. ' ' .. created .. ' ' .. now .. ' ' .. tail
 `, fsmNotFound, fsmCorrupt, fsmUnknownEv, fsmBadAtt, fsmStale, fsmFuture, fsmDup, fsmInvalid,
-		string(fsm.Failed), string(fsm.Dispatch), string(fsm.Created), fsmOK)
+		string(fsm.Failed), string(fsm.Dispatch), string(fsm.Created), fsmOK, fsmWrongNode)
 	return b.String()
 }
 

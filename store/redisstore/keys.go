@@ -1,6 +1,9 @@
 package redisstore
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // DefaultPrefix is the key prefix used when none is configured.
 const DefaultPrefix = "ksana"
@@ -47,6 +50,16 @@ func tag(kind, id string) string { return "{" + kind + ":" + id + "}" }
 // SchedulerPresence is {prefix}:schedulers:presence:<instance_id> (string, TTL).
 func (k Keys) SchedulerPresence(instanceID string) string {
 	return k.key("schedulers", "presence", instanceID)
+}
+
+// SchedulersAll is {prefix}:schedulers:all (set of every instance id that
+// announced itself and whose inbox was not drained since).
+func (k Keys) SchedulersAll() string { return k.key("schedulers", "all") }
+
+// SchedulerAdopt is {prefix}:schedulers:adopt:<instance_id> (string, TTL):
+// the instance draining the inbox of a dead one.
+func (k Keys) SchedulerAdopt(instanceID string) string {
+	return k.key("schedulers", "adopt", instanceID)
 }
 
 // NodeOwner is {prefix}:nodes:owner:{node:<node_id>} (string: owning instance id, TTL).
@@ -96,6 +109,29 @@ func (k Keys) NodeReserved(nodeID string) string {
 
 // JobFSM is {prefix}:v1:jobs:{job:<job_id>}:fsm (hash with a TTL).
 func (k Keys) JobFSM(jobID string) string { return k.key("v1", "jobs", tag("job", jobID), "fsm") }
+
+// JobBook is {prefix}:v1:jobs:{job:<job_id>}:book (hash with a TTL: spec,
+// tried, waiters, outcome), in the slot of the job's fsm hash.
+func (k Keys) JobBook(jobID string) string { return k.key("v1", "jobs", tag("job", jobID), "book") }
+
+// DueShards is the number of sorted sets the deadline index is spread over.
+const DueShards = 16
+
+// Due is {prefix}:v1:jobs:due:{due:<n>} (zset: job id scored by Unix ms),
+// shard n of [DueShards].
+func (k Keys) Due(shard int) string {
+	return k.key("v1", "jobs", "due", tag("due", strconv.Itoa(shard)))
+}
+
+// DueShard returns the shard of jobID: FNV-1a of the id modulo [DueShards].
+func DueShard(jobID string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(jobID); i++ {
+		h ^= uint32(jobID[i])
+		h *= 16777619
+	}
+	return int(h % DueShards)
+}
 
 // Turn is {prefix}:scheduler:turn:<turn_id> (hash; field affinity_node_id).
 func (k Keys) Turn(turnID string) string { return k.key("scheduler", "turn", turnID) }

@@ -100,9 +100,6 @@ func TestStreamsConformance(t *testing.T) {
 					Sender: st,
 					Inbox:  func(id, group string) scheduler.Inbox { return st.Inbox(id, group) },
 					MaxLen: o.MaxLen,
-					// MAXLEN ~ trims whole radix-tree nodes of
-					// stream-node-max-entries (100 by default).
-					TrimSlack: 100,
 				}
 			})
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/ksana-dev/ksana/scheduler"
@@ -41,11 +42,12 @@ func NewPresence(c rueidis.Client, cfg PresenceConfig) (*Presence, error) {
 func pxMS(ttl time.Duration) int64 { return max(ttl.Milliseconds(), 1) }
 
 // Announce implements [scheduler.Presence]. The key's value is the
-// announcement time in Unix milliseconds.
+// announcement time in Unix milliseconds; the id joins
+// {prefix}:schedulers:all in the same round trip.
 func (p *Presence) Announce(ctx context.Context, instanceID string, ttl time.Duration) error {
 	start := time.Now()
 	cmd := p.c.B().Set().Key(p.keys.SchedulerPresence(instanceID)).Value(fmt.Sprint(start.UnixMilli())).Px(time.Duration(pxMS(ttl)) * time.Millisecond).Build()
-	err := p.c.Do(ctx, cmd).Error()
+	err := firstError(p.c.DoMulti(ctx, cmd, p.c.B().Sadd().Key(p.keys.SchedulersAll()).Member(instanceID).Build()))
 	p.hook.observe("presence_announce", start, err)
 	if err != nil {
 		return fmt.Errorf("redisstore: announce %s: %w", instanceID, err)
@@ -71,6 +73,43 @@ func (p *Presence) Withdraw(ctx context.Context, instanceID string) error {
 	p.hook.observe("presence_withdraw", start, err)
 	if err != nil {
 		return fmt.Errorf("redisstore: withdraw %s: %w", instanceID, err)
+	}
+	return nil
+}
+
+// Instances implements [scheduler.Presence] with SMEMBERS.
+func (p *Presence) Instances(ctx context.Context) ([]string, error) {
+	start := time.Now()
+	ids, err := p.c.Do(ctx, p.c.B().Smembers().Key(p.keys.SchedulersAll()).Build()).AsStrSlice()
+	p.hook.observe("presence_instances", start, err)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: list instances: %w", err)
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// Adopt implements [scheduler.Presence] with SET NX PX.
+func (p *Presence) Adopt(ctx context.Context, deadID, byID string, ttl time.Duration) (bool, error) {
+	start := time.Now()
+	err := p.c.Do(ctx, p.c.B().Set().Key(p.keys.SchedulerAdopt(deadID)).Value(byID).Nx().Px(time.Duration(pxMS(ttl))*time.Millisecond).Build()).Error()
+	p.hook.observe("presence_adopt", start, err)
+	if isNil(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("redisstore: adopt %s: %w", deadID, err)
+	}
+	return true, nil
+}
+
+// Forget implements [scheduler.Presence] with SREM.
+func (p *Presence) Forget(ctx context.Context, instanceID string) error {
+	start := time.Now()
+	err := p.c.Do(ctx, p.c.B().Srem().Key(p.keys.SchedulersAll()).Member(instanceID).Build()).Error()
+	p.hook.observe("presence_forget", start, err)
+	if err != nil {
+		return fmt.Errorf("redisstore: forget %s: %w", instanceID, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 
@@ -134,4 +135,19 @@ func (s *Reservations) Count(ctx context.Context, nodeID string) (int, error) {
 		return 0, fmt.Errorf("redisstore: count reservations of node %q: %w", nodeID, err)
 	}
 	return int(n), nil
+}
+
+// Jobs implements [scheduler.ReservationStore] with ZRANGE.
+func (s *Reservations) Jobs(ctx context.Context, nodeID string) ([]string, error) {
+	if err := scheduler.CheckNodeID(nodeID); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	ids, err := s.c.Do(ctx, s.c.B().Zrange().Key(s.keys.NodeReserved(nodeID)).Min("0").Max("-1").Build()).AsStrSlice()
+	s.hook.observe("reserve_jobs", start, err)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: jobs of node %q: %w", nodeID, err)
+	}
+	sort.Strings(ids)
+	return ids, nil
 }

@@ -69,6 +69,23 @@ func NewNodeSnapshots(c rueidis.Client, cfg SnapshotsConfig) (*NodeSnapshots, er
 	return &NodeSnapshots{c: c, keys: NewKeys(cfg.Prefix), batch: cfg.Batch, hook: cfg.OpHook}, nil
 }
 
+// offlineScript deletes the presence key KEYS[1] if it holds ARGV[1].
+var offlineScript = rueidis.NewLuaScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`)
+
+// Offline implements [scheduler.NodeSnapshots] with a compare-and-delete
+// script on the node's presence key.
+func (s *NodeSnapshots) Offline(ctx context.Context, nodeID, instanceID string) error {
+	start := time.Now()
+	err := offlineScript.Exec(ctx, s.c, []string{s.keys.NodePresence(nodeID)}, []string{instanceID}).Error()
+	s.hook.observe("snapshot_offline", start, err)
+	if err != nil {
+		return fmt.Errorf("redisstore: take node %s offline: %w", nodeID, err)
+	}
+	return nil
+}
+
 // Upsert implements [scheduler.NodeSnapshots].
 func (s *NodeSnapshots) Upsert(ctx context.Context, now time.Time, presenceTTL, snapshotTTL time.Duration, snaps ...scheduler.NodeSnapshot) error {
 	ms := now.UnixMilli()

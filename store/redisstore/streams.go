@@ -16,7 +16,8 @@ import (
 type StreamsConfig struct {
 	// Prefix is the key prefix. Default (""): [DefaultPrefix].
 	Prefix string
-	// MaxLen trims each inbox with XADD MAXLEN ~ (stream_maxlen).
+	// MaxLen bounds each inbox (stream_maxlen): a message to an inbox
+	// holding MaxLen entries is refused with [scheduler.ErrInboxFull].
 	// Default (0): [scheduler.DefaultStreamMaxLen].
 	MaxLen int64
 	// DLQMaxLen trims each dead-letter stream with MAXLEN ~ (dlq_maxlen).
@@ -67,18 +68,31 @@ func NewStreams(c rueidis.Client, cfg StreamsConfig) (*Streams, error) {
 	}, nil
 }
 
-// Send implements [scheduler.Sender] with XADD MAXLEN ~.
+// sendScript appends to the inbox KEYS[1] unless it holds ARGV[1]
+// entries already. ARGV[2:] are the field-value pairs. It returns the new
+// id, or false when the inbox is full.
+var sendScript = rueidis.NewLuaScript(`
+if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[1]) then return false end
+return redis.call('XADD', KEYS[1], '*', unpack(ARGV, 2))`)
+
+// Send implements [scheduler.Sender]: XLEN and XADD in one script, so an
+// inbox holding MaxLen entries refuses the message with
+// [scheduler.ErrInboxFull] instead of trimming entries not yet handled.
 func (s *Streams) Send(ctx context.Context, instanceID string, fields map[string]string) (string, error) {
 	if len(fields) == 0 {
 		return "", errors.New("redisstore: send: a message needs at least one field")
 	}
-	fv := s.c.B().Xadd().Key(s.keys.Inbox(instanceID)).Maxlen().Almost().Threshold(s.maxLen).Id("*").FieldValue()
+	args := make([]string, 1, 1+2*len(fields))
+	args[0] = s.maxLen
 	for k, v := range fields {
-		fv = fv.FieldValue(k, v)
+		args = append(args, k, v)
 	}
 	start := time.Now()
-	id, err := s.c.Do(ctx, fv.Build()).ToString()
+	id, err := sendScript.Exec(ctx, s.c, []string{s.keys.Inbox(instanceID)}, args).ToString()
 	s.hook.observe("xadd", start, err)
+	if isNil(err) {
+		return "", fmt.Errorf("redisstore: send to %s: %w", instanceID, scheduler.ErrInboxFull)
+	}
 	if err != nil {
 		return "", fmt.Errorf("redisstore: send to %s: %w", instanceID, err)
 	}
@@ -182,10 +196,11 @@ func (in *Inbox) Ack(ctx context.Context, ids ...string) error {
 // Reclaim implements [scheduler.Inbox] with XAUTOCLAIM from the start of the
 // pending list, following its cursor until count entries are claimed or
 // the list is done.
-func (in *Inbox) Reclaim(ctx context.Context, consumer string, minIdle time.Duration, count int) ([]scheduler.Message, error) {
+func (in *Inbox) Reclaim(ctx context.Context, consumer string, minIdle time.Duration, count int) ([]scheduler.Message, []string, error) {
 	idle := strconv.FormatInt(minIdle.Milliseconds(), 10)
 	cursor := "0-0"
 	var out []scheduler.Message
+	var deleted []string
 	for len(out) < count {
 		start := time.Now()
 		arr, err := in.s.c.Do(ctx, in.s.c.B().Xautoclaim().Key(in.key).Group(in.group).Consumer(consumer).
@@ -197,17 +212,29 @@ func (in *Inbox) Reclaim(ctx context.Context, consumer string, minIdle time.Dura
 			} else if cursor, err = arr[0].ToString(); err == nil {
 				entries, err = arr[1].AsXRangeSlices()
 			}
+			if err == nil && len(arr) > 2 {
+				// Redis 7 lists the pending ids it found deleted.
+				var ids []string
+				if ids, err = arr[2].AsStrSlice(); err == nil {
+					deleted = append(deleted, ids...)
+				}
+			}
 		}
 		in.s.hook.observe("xautoclaim", start, err)
 		if err != nil {
-			return out, streamErr("reclaim "+in.key, err)
+			return out, deleted, streamErr("reclaim "+in.key, err)
 		}
 		out = append(out, toMessages(entries)...)
+		for _, e := range entries {
+			if e.FieldValues == nil { // before Redis 7: a deleted entry comes as nil
+				deleted = append(deleted, e.ID)
+			}
+		}
 		if cursor == "0-0" {
 			break
 		}
 	}
-	return out, nil
+	return out, deleted, nil
 }
 
 // Pending implements [scheduler.Inbox] with the XPENDING summary: the

@@ -21,6 +21,7 @@ func TestJobStore(t *testing.T, maxAttempts int, newStore func(t *testing.T) sch
 	t.Run("CreateAndGet", func(t *testing.T) { testJobCreate(t, newStore(t)) })
 	t.Run("EveryTransition", func(t *testing.T) { testJobEveryTransition(t, m, newStore(t)) })
 	t.Run("NodeAndFreeNode", func(t *testing.T) { testJobNodes(t, m, newStore(t)) })
+	t.Run("WrongNode", func(t *testing.T) { testJobWrongNode(t, newStore(t)) })
 	t.Run("BadInput", func(t *testing.T) { testJobBadInput(t, newStore(t)) })
 	t.Run("ConcurrentEvents", func(t *testing.T) { testJobConcurrent(t, newStore(t)) })
 }
@@ -88,7 +89,11 @@ func walkJob(ctx context.Context, s scheduler.JobStore, jobID string, path []fsm
 		return rec, err
 	}
 	for _, ev := range path {
-		tr, err := s.ApplyJob(ctx, jobID, ev, rec.Attempt, "node-"+jobID)
+		node := ""
+		if ev == fsm.Dispatch {
+			node = "node-" + jobID
+		}
+		tr, err := s.ApplyJob(ctx, jobID, ev, rec.Attempt, node)
 		if err != nil {
 			return rec, fmt.Errorf("walk %s: %w", ev, err)
 		}
@@ -149,7 +154,11 @@ func testJobEveryTransition(t *testing.T, m fsm.Machine, s scheduler.JobStore) {
 			if werr != nil {
 				want.Err = werr.Error()
 			}
-			tr, err := s.ApplyJob(ctx, id, c.ev, c.attempt, "node-x")
+			node := "" // the node check has its own test (WrongNode)
+			if c.ev == fsm.Dispatch {
+				node = "node-x"
+			}
+			tr, err := s.ApplyJob(ctx, id, c.ev, c.attempt, node)
 			got := jobResult{Job: tr.Job.Job, Duplicate: tr.Duplicate}
 			if err != nil {
 				got.Err = err.Error()
@@ -193,13 +202,15 @@ func testJobNodes(t *testing.T, m fsm.Machine, s scheduler.JobStore) {
 		{fsm.Timeout, 1, "", "", "node-a", false}, // back to CREATED: off node-a
 		{fsm.Dispatch, 2, "node-b", "node-b", "", false},
 		{fsm.Start, 2, "", "node-b", "", false},
-		{fsm.Result, 2, "", "node-b", "node-b", false},
-		{fsm.Result, 2, "", "node-b", "", true},
+		{fsm.Result, 2, "node-b", "node-b", "node-b", false},
+		// A replayed result (after a crash between ApplyJob and Release)
+		// names the node again, so its slot is freed then.
+		{fsm.Result, 2, "", "node-b", "node-b", true},
 		{fsm.Release, 2, "", "node-b", "", false},
 	}
 	final := fsm.Job{State: fsm.Released, Attempt: 2}
 	if m.Max() == 1 { // the timeout ends the job: it stays on record with its node
-		steps = append(steps[:3], step{fsm.Timeout, 1, "", "node-a", "node-a", false}, step{fsm.Failover, 1, "", "node-a", "", true})
+		steps = append(steps[:3], step{fsm.Timeout, 1, "", "node-a", "node-a", false}, step{fsm.Failover, 1, "", "node-a", "node-a", true})
 		final = fsm.Job{State: fsm.Failed, Attempt: 1}
 	}
 	for _, st := range steps {
@@ -221,6 +232,49 @@ func testJobNodes(t *testing.T, m fsm.Machine, s scheduler.JobStore) {
 	}
 	if rec.Job != final || rec.NodeID != steps[len(steps)-1].WantNode {
 		t.Errorf("Job(j) = %+v, want %+v on %s", rec, final, steps[len(steps)-1].WantNode)
+	}
+}
+
+// testJobWrongNode: a node may move only a job dispatched to it.
+func testJobWrongNode(t *testing.T, s scheduler.JobStore) {
+	ctx := context.Background()
+	if _, _, err := s.CreateJob(ctx, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyJob(ctx, "w", fsm.Dispatch, 1, "node-a"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Job(ctx, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []fsm.Event{fsm.Ack, fsm.Start, fsm.Result, fsm.Timeout, fsm.Failover} {
+		if _, err := s.ApplyJob(ctx, "w", ev, 1, "node-b"); !errors.Is(err, scheduler.ErrWrongNode) {
+			t.Errorf("%s from another node: error = %v, want ErrWrongNode", ev, err)
+		}
+	}
+	// A stale attempt is reported as such, whatever the node.
+	if _, err := s.ApplyJob(ctx, "w", fsm.Timeout, 1, "node-a"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.Job(ctx, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A late result is refused: a stale attempt once the job went on to
+	// attempt 2, an invalid transition once it failed for good.
+	want := fsm.ErrStaleAttempt
+	if after.State == fsm.Failed {
+		want = fsm.ErrInvalidTransition
+	}
+	if _, err := s.ApplyJob(ctx, "w", fsm.Result, 1, "node-a"); !errors.Is(err, want) {
+		t.Errorf("result of attempt 1 after its timeout: error = %v, want %v", err, want)
+	}
+	if after.State != fsm.Created && after.State != fsm.Failed {
+		t.Errorf("after the timeout: %s", after.State)
+	}
+	if before.NodeID != "node-a" {
+		t.Errorf("dispatched to %q, want node-a", before.NodeID)
 	}
 }
 
@@ -282,7 +336,11 @@ func testJobConcurrent(t *testing.T, s scheduler.JobStore) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				tr, err := s.ApplyJob(ctx, "c", ev, 1, fmt.Sprintf("node-%d", i))
+				node := ""
+				if ev == fsm.Dispatch {
+					node = fmt.Sprintf("node-%d", i)
+				}
+				tr, err := s.ApplyJob(ctx, "c", ev, 1, node)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {

@@ -17,14 +17,12 @@ import (
 )
 
 // StreamsHarness is one empty set of inboxes: a [scheduler.Sender] that
-// trims inboxes to MaxLen (approximately, as Redis MAXLEN ~ does: the suite
-// allows up to MaxLen+TrimSlack entries) and the [scheduler.Inbox] of an
-// instance for a group.
+// refuses a message to an inbox holding MaxLen entries, and the
+// [scheduler.Inbox] of an instance for a group.
 type StreamsHarness struct {
-	Sender    scheduler.Sender                               // appends to inboxes
-	Inbox     func(instanceID, group string) scheduler.Inbox // the consumer side
-	MaxLen    int                                            // the MaxLen the harness was asked for
-	TrimSlack int                                            // how far above MaxLen an inbox may stay
+	Sender scheduler.Sender                               // appends to inboxes
+	Inbox  func(instanceID, group string) scheduler.Inbox // the consumer side
+	MaxLen int                                            // the MaxLen the harness was asked for
 }
 
 // StreamsOptions are what the suite asks a harness for.
@@ -88,13 +86,17 @@ func TestStreams(t *testing.T, newHarness func(t *testing.T, opts StreamsOptions
 		if err := in.Ack(ctx, ids[2]); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := in.Reclaim(ctx, "c2", time.Minute, 10); err != nil || len(got) != 0 {
+		if got, _, err := in.Reclaim(ctx, "c2", time.Minute, 10); err != nil || len(got) != 0 {
 			t.Errorf("Reclaim of entries not idle long enough = %v, %v; want none", msgIDs(got), err)
 		}
 		var reclaimed []scheduler.Message
 		waitFor(t, "idle entry is reclaimed", func() (bool, error) {
 			var err error
-			reclaimed, err = in.Reclaim(ctx, "c2", 100*time.Millisecond, 10)
+			var deleted []string
+			reclaimed, deleted, err = in.Reclaim(ctx, "c2", 100*time.Millisecond, 10)
+			if len(deleted) > 0 {
+				t.Errorf("Reclaim reported deleted entries %v; none was deleted", deleted)
+			}
 			return len(reclaimed) > 0, err
 		})
 		if d := cmp.Diff(want[1:], reclaimed); d != "" {
@@ -167,16 +169,51 @@ func TestStreams(t *testing.T, newHarness func(t *testing.T, opts StreamsOptions
 			t.Errorf("inbox Len after the move = %d, %v; want 0", n, err)
 		}
 	})
-	t.Run("MaxLenBoundsInbox", func(t *testing.T) {
+	t.Run("MaxLenBoundsInboxWithoutLoss", func(t *testing.T) {
+		// A full inbox refuses new messages (the sender learns it) rather
+		// than trimming entries that were sent and not yet handled.
 		h := newHarness(t, StreamsOptions{MaxLen: 200, DLQMaxLen: 100})
 		in := h.Inbox("inst-a", "g")
-		sendN(t, h.Sender, "inst-a", 3000, "")
-		n, err := in.Len(ctx)
-		if err != nil {
+		if err := in.EnsureGroup(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if n < int64(h.MaxLen) || n > int64(h.MaxLen+h.TrimSlack) {
-			t.Errorf("inbox length after 3000 sends = %d, want between %d and %d", n, h.MaxLen, h.MaxLen+h.TrimSlack)
+		var wg sync.WaitGroup
+		var ok, full atomic.Int64
+		for w := range 8 {
+			wg.Go(func() {
+				for i := range 100 {
+					_, err := h.Sender.Send(ctx, "inst-a", map[string]string{"seq": strconv.Itoa(w*1000 + i)})
+					switch {
+					case err == nil:
+						ok.Add(1)
+					case errors.Is(err, scheduler.ErrInboxFull):
+						full.Add(1)
+					default:
+						t.Errorf("send: %v", err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if ok.Load() != int64(h.MaxLen) || full.Load() != 800-int64(h.MaxLen) {
+			t.Errorf("800 sends to an inbox of %d: %d accepted, %d refused as full; want %d and %d", h.MaxLen, ok.Load(), full.Load(), h.MaxLen, 800-h.MaxLen)
+		}
+		// Read but not acked: still there, still counted.
+		got, err := in.Read(ctx, "c1", 50, 0)
+		if err != nil || len(got) != 50 {
+			t.Fatalf("Read 50 = %d, %v", len(got), err)
+		}
+		if _, err := h.Sender.Send(ctx, "inst-a", map[string]string{"seq": "x"}); !errors.Is(err, scheduler.ErrInboxFull) {
+			t.Errorf("Send to a full inbox whose entries are pending: %v, want ErrInboxFull", err)
+		}
+		if n, err := in.Len(ctx); err != nil || n != int64(h.MaxLen) {
+			t.Errorf("Len = %d, %v; want %d: nothing trimmed", n, err, h.MaxLen)
+		}
+		if err := in.Ack(ctx, msgIDs(got)...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Sender.Send(ctx, "inst-a", map[string]string{"seq": "y"}); err != nil {
+			t.Errorf("Send after acking 50: %v, want accepted", err)
 		}
 	})
 	t.Run("DelivererTwoConsumersOneDies", func(t *testing.T) { testTwoConsumers(t, newHarness(t, opts)) })

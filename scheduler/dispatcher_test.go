@@ -1,0 +1,25 @@
+package scheduler_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/ksana-dev/ksana/scheduler"
+	"github.com/ksana-dev/ksana/store/storetest"
+)
+
+func TestMemDispatcher(t *testing.T) {
+	storetest.TestDispatcher(t, func(t *testing.T) storetest.DispatcherHarness {
+		st, err := scheduler.NewMemStores(storetest.DispatchTestConfig("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return storetest.DispatcherHarness{
+			Stores: func() scheduler.Stores { return st },
+			Poison: func(id string, f map[string]string) error {
+				_, err := st.Sender.Send(context.Background(), id, f)
+				return err
+			},
+		}
+	})
+}

@@ -1,0 +1,151 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ksana-dev/ksana/scheduler"
+	"github.com/redis/rueidis"
+)
+
+// DueConfig configures [Due].
+type DueConfig struct {
+	// Prefix is the key prefix. Default (""): [DefaultPrefix].
+	Prefix string
+	// OpHook observes every Redis operation ("due_set", "due_add",
+	// "due_remove", "due_claim", "due_get"). Default (nil): none.
+	OpHook OpHook
+}
+
+// Due is the Redis [scheduler.DueIndex]: [DueShards] sorted sets
+// {prefix}:v1:jobs:due:{due:<n>} of job ids scored by Unix milliseconds, a
+// job's set chosen by [DueShard]. The shards spread the index over a
+// cluster's masters; Claim is one script per shard, sent in one pipeline.
+type Due struct {
+	c    rueidis.Client
+	keys Keys
+	hook OpHook
+	all  []string
+}
+
+var _ scheduler.DueIndex = (*Due)(nil)
+
+// NewDue returns the deadline index on c.
+func NewDue(c rueidis.Client, cfg DueConfig) (*Due, error) {
+	if c == nil {
+		return nil, errors.New("redisstore: NewDue: nil client")
+	}
+	d := &Due{c: c, keys: NewKeys(cfg.Prefix), hook: cfg.OpHook}
+	for i := range DueShards {
+		d.all = append(d.all, d.keys.Due(i))
+	}
+	return d, nil
+}
+
+// dueClaimScript takes up to ARGV[3] members of KEYS[1] scored at most
+// ARGV[1] and scores them ARGV[2].
+var dueClaimScript = rueidis.NewLuaScript(`
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], ARGV[2], id) end
+return ids`)
+
+func (d *Due) key(jobID string) string { return d.all[DueShard(jobID)] }
+
+func checkJob(jobID string) error {
+	if jobID == "" {
+		return &scheduler.ArgumentError{Name: "job_id", Reason: "empty"}
+	}
+	return nil
+}
+
+// Set implements [scheduler.DueIndex] with ZADD.
+func (d *Due) Set(ctx context.Context, jobID string, at time.Time) error {
+	if err := checkJob(jobID); err != nil {
+		return err
+	}
+	start := time.Now()
+	err := d.c.Do(ctx, d.c.B().Zadd().Key(d.key(jobID)).ScoreMember().ScoreMember(float64(at.UnixMilli()), jobID).Build()).Error()
+	d.hook.observe("due_set", start, err)
+	if err != nil {
+		return fmt.Errorf("redisstore: set deadline of job %q: %w", jobID, err)
+	}
+	return nil
+}
+
+// Add implements [scheduler.DueIndex] with ZADD NX.
+func (d *Due) Add(ctx context.Context, jobID string, at time.Time) error {
+	if err := checkJob(jobID); err != nil {
+		return err
+	}
+	start := time.Now()
+	err := d.c.Do(ctx, d.c.B().Zadd().Key(d.key(jobID)).Nx().ScoreMember().ScoreMember(float64(at.UnixMilli()), jobID).Build()).Error()
+	d.hook.observe("due_add", start, err)
+	if err != nil {
+		return fmt.Errorf("redisstore: add deadline of job %q: %w", jobID, err)
+	}
+	return nil
+}
+
+// Remove implements [scheduler.DueIndex] with ZREM.
+func (d *Due) Remove(ctx context.Context, jobID string) error {
+	if err := checkJob(jobID); err != nil {
+		return err
+	}
+	start := time.Now()
+	err := d.c.Do(ctx, d.c.B().Zrem().Key(d.key(jobID)).Member(jobID).Build()).Error()
+	d.hook.observe("due_remove", start, err)
+	if err != nil {
+		return fmt.Errorf("redisstore: remove deadline of job %q: %w", jobID, err)
+	}
+	return nil
+}
+
+// Due implements [scheduler.DueIndex] with ZSCORE.
+func (d *Due) Due(ctx context.Context, jobID string) (time.Time, bool, error) {
+	if err := checkJob(jobID); err != nil {
+		return time.Time{}, false, err
+	}
+	start := time.Now()
+	ms, err := d.c.Do(ctx, d.c.B().Zscore().Key(d.key(jobID)).Member(jobID).Build()).AsFloat64()
+	d.hook.observe("due_get", start, err)
+	if isNil(err) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("redisstore: deadline of job %q: %w", jobID, err)
+	}
+	return time.UnixMilli(int64(ms)), true, nil
+}
+
+// Claim implements [scheduler.DueIndex]: one script per shard, each taking
+// up to n/[DueShards] (at least one) jobs, in one pipeline.
+func (d *Due) Claim(ctx context.Context, now time.Time, lease time.Duration, n int) ([]string, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	per := strconv.Itoa(max(1, (n+DueShards-1)/DueShards))
+	args := []string{strconv.FormatInt(now.UnixMilli(), 10), strconv.FormatInt(now.Add(lease).UnixMilli(), 10), per}
+	execs := make([]rueidis.LuaExec, len(d.all))
+	for i, k := range d.all {
+		execs[i] = rueidis.LuaExec{Keys: []string{k}, Args: args}
+	}
+	start := time.Now()
+	var out []string
+	var firstErr error
+	for _, r := range dueClaimScript.ExecMulti(ctx, d.c, execs...) {
+		ids, err := r.AsStrSlice()
+		if err != nil {
+			firstErr = cmpErr(firstErr, err)
+			continue
+		}
+		out = append(out, ids...)
+	}
+	d.hook.observe("due_claim", start, firstErr)
+	if firstErr != nil {
+		return out, fmt.Errorf("redisstore: claim due jobs: %w", firstErr)
+	}
+	return out, nil
+}

@@ -1,0 +1,959 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ksana-dev/ksana/fsm"
+	"github.com/ksana-dev/ksana/scheduler"
+)
+
+// DispatcherHarness gives [TestDispatcher] stores over one backend.
+type DispatcherHarness struct {
+	// Stores returns stores over the harness's backend; every call of one
+	// harness shares the backend, so Dispatchers built on them form one
+	// plane.
+	Stores func() scheduler.Stores
+	// Poison appends raw fields to an instance's inbox (optional): the
+	// soak uses it to check that malformed messages reach the DLQ.
+	Poison func(instanceID string, fields map[string]string) error
+	// SoakJobs is the size of the soak. Default 10000.
+	SoakJobs int
+}
+
+// TestDispatcher runs [scheduler.Dispatcher] end to end over the harness's
+// stores: two instances, nodes on one and sessions on the other, turns,
+// node and instance failures, duplicate requests, model_not_available, and
+// a soak with random faults checked against the plane's invariants.
+func TestDispatcher(t *testing.T, newHarness func(t *testing.T) DispatcherHarness) {
+	t.Run("TwoInstancesTurns", func(t *testing.T) { testDispatchTurns(t, newHarness(t)) })
+	t.Run("NodeDetachedMidJob", func(t *testing.T) { testDispatchNodeDetached(t, newHarness(t)) })
+	t.Run("InstanceDies", func(t *testing.T) { testDispatchInstanceDies(t, newHarness(t)) })
+	t.Run("DuplicateRequests", func(t *testing.T) { testDispatchDuplicates(t, newHarness(t)) })
+	t.Run("ModelNotAvailable", func(t *testing.T) { testDispatchModelNotAvailable(t, newHarness(t)) })
+	t.Run("NoNode", func(t *testing.T) { testDispatchNoNode(t, newHarness(t)) })
+	t.Run("LongJobKeepsLease", func(t *testing.T) { testDispatchLongJob(t, newHarness(t)) })
+	t.Run("BadNodeEvents", func(t *testing.T) { testDispatchBadEvents(t, newHarness(t)) })
+	t.Run("Soak", func(t *testing.T) { testDispatchSoak(t, newHarness(t)) })
+}
+
+// DispatchTestConfig is the configuration of the suite's instances: short
+// deadlines, so failures are noticed in well under a second.
+func DispatchTestConfig(instanceID string) scheduler.Config {
+	return scheduler.Config{
+		InstanceID:           instanceID,
+		OwnerTTLSeconds:      1,
+		StreamGroup:          "g",
+		StreamBlockMS:        50,
+		StreamClaimMinIdleMS: 500,
+		DLQMaxDeliveries:     5,
+		DLQMinIdleMS:         200,
+		DLQScanIntervalMS:    200,
+		NodeSnapshot: scheduler.NodeSnapshotConfig{
+			PresenceTTLSeconds: 1, RefreshIntervalMS: 100, RemoveStaleAfterSeconds: 600,
+		},
+		Storm: scheduler.StormConfig{DebounceWindowMS: 100, CooldownMS: 300, MaxActionsPerSecond: 100},
+		Dispatch: scheduler.DispatchConfig{
+			AckTimeoutMS: 1000, RunTimeoutMS: 8000, LeaseMS: 600, QueueTimeoutMS: 4000,
+			RetryIntervalMS: 50, SweepIntervalMS: 50, MaxAttempts: 3, DefaultCapacity: 8,
+			RequestTimeoutMS: 30000,
+		},
+	}
+}
+
+// TestPlane is a set of Dispatchers over one backend, for tests.
+type TestPlane struct {
+	t       testing.TB
+	h       DispatcherHarness
+	mu      sync.Mutex
+	cancels map[string]context.CancelFunc
+	dones   map[string]chan error
+	ds      map[string]*scheduler.Dispatcher
+}
+
+// NewTestPlane returns an empty plane over h.
+func NewTestPlane(t testing.TB, h DispatcherHarness) *TestPlane {
+	p := &TestPlane{t: t, h: h, cancels: map[string]context.CancelFunc{}, dones: map[string]chan error{}, ds: map[string]*scheduler.Dispatcher{}}
+	t.Cleanup(p.StopAll)
+	return p
+}
+
+// noCleanup hides the clean-up a stopping Dispatcher does (withdrawing its
+// presence, taking its nodes offline), so that stopping it looks like a
+// crash to the others.
+type noCleanupPresence struct{ scheduler.Presence }
+
+func (noCleanupPresence) Withdraw(context.Context, string) error { return nil }
+
+type noCleanupSnapshots struct{ scheduler.NodeSnapshots }
+
+func (noCleanupSnapshots) Offline(context.Context, string, string) error { return nil }
+
+// Start starts instance id with cfg (nil: [DispatchTestConfig]); crashy
+// instances skip their clean-up when stopped.
+func (p *TestPlane) Start(id string, crashy bool, mutate func(*scheduler.Config)) *scheduler.Dispatcher {
+	p.t.Helper()
+	st := p.h.Stores()
+	if crashy {
+		st.Presence = noCleanupPresence{st.Presence}
+		st.Snapshots = noCleanupSnapshots{st.Snapshots}
+	}
+	cfg := DispatchTestConfig(id)
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	d, err := scheduler.NewDispatcher(st, cfg)
+	if err != nil {
+		p.t.Fatalf("NewDispatcher(%s): %v", id, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	p.mu.Lock()
+	p.cancels[id], p.dones[id], p.ds[id] = cancel, done, d
+	p.mu.Unlock()
+	return d
+}
+
+// Stop stops instance id and waits for its Run to return.
+func (p *TestPlane) Stop(id string) {
+	p.mu.Lock()
+	cancel, done := p.cancels[id], p.dones[id]
+	delete(p.cancels, id)
+	p.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			p.t.Errorf("Run(%s) = %v, want nil after a stop", id, err)
+		}
+	case <-time.After(10 * time.Second):
+		p.t.Errorf("Run(%s) did not return within 10s of its stop", id)
+	}
+}
+
+// StopAll stops every instance still running.
+func (p *TestPlane) StopAll() {
+	p.mu.Lock()
+	var ids []string
+	for id := range p.cancels {
+		ids = append(ids, id)
+	}
+	p.mu.Unlock()
+	for _, id := range ids {
+		p.Stop(id)
+	}
+}
+
+// NodeAction is what a [TestNode] does with a job.
+type NodeAction int
+
+// The actions of a [TestNode].
+const (
+	Answer            NodeAction = iota // job_ack, job_started, job_result
+	Hold                                // job_ack, job_started; the result waits for Release
+	Silent                              // nothing at all
+	NotAvailable                        // model_not_available
+	AnswerWithPartial                   // asr_partial instead of job_started, then the result
+)
+
+// TestNode is a node for tests: it answers the jobs it is sent at once,
+// or as its Decide function says.
+type TestNode struct {
+	ID     string
+	Info   scheduler.NodeInfo
+	Decide func(m scheduler.Envelope) NodeAction // nil: Answer
+
+	d      atomic.Pointer[scheduler.Dispatcher]
+	mu     sync.Mutex
+	ran    map[string][]int // job -> attempts received
+	held   []scheduler.Envelope
+	cancel []scheduler.Envelope
+	errs   []error
+	wg     sync.WaitGroup
+}
+
+// NewTestNode returns a node with info (its NodeID must be set).
+func NewTestNode(info scheduler.NodeInfo) *TestNode {
+	return &TestNode{ID: info.NodeID, Info: info, ran: map[string][]int{}}
+}
+
+// Attach attaches the node to d (a reconnect when it was attached elsewhere).
+func (n *TestNode) Attach(t testing.TB, d *scheduler.Dispatcher) {
+	t.Helper()
+	n.d.Store(d)
+	if err := d.AttachNode(context.Background(), n.Info, n); err != nil {
+		t.Fatalf("AttachNode(%s): %v", n.ID, err)
+	}
+}
+
+// Detach detaches the node from its instance.
+func (n *TestNode) Detach(t testing.TB) {
+	t.Helper()
+	d := n.d.Swap(nil)
+	if d == nil {
+		return
+	}
+	if err := d.DetachNode(context.Background(), n.ID, n); err != nil {
+		t.Errorf("DetachNode(%s): %v", n.ID, err)
+	}
+}
+
+// Send implements [scheduler.NodeConn].
+func (n *TestNode) Send(ctx context.Context, m scheduler.Envelope) error {
+	if m.NodeID != n.ID {
+		return fmt.Errorf("node %s got a message for %s", n.ID, m.NodeID)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if m.Type == scheduler.TypeJobCancel {
+		n.cancel = append(n.cancel, m)
+		return nil
+	}
+	n.ran[m.JobID] = append(n.ran[m.JobID], m.Attempt)
+	act := Answer
+	if n.Decide != nil {
+		act = n.Decide(m)
+	}
+	switch act {
+	case Silent:
+		return nil
+	case Hold:
+		n.held = append(n.held, m)
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.act(m, act)
+	}()
+	return nil
+}
+
+func (n *TestNode) event(m scheduler.Envelope, t scheduler.MessageType, payload []byte) error {
+	d := n.d.Load()
+	if d == nil {
+		return errors.New("detached")
+	}
+	return d.NodeEvent(context.Background(), n.ID, scheduler.Envelope{Type: t, JobID: m.JobID, Attempt: m.Attempt, Model: m.Model, Payload: payload})
+}
+
+func (n *TestNode) act(m scheduler.Envelope, act NodeAction) {
+	var err error
+	switch act {
+	case NotAvailable:
+		err = n.event(m, scheduler.TypeModelNotAvailable, nil)
+	case Answer, Hold, AnswerWithPartial:
+		if err = n.event(m, scheduler.TypeJobAck, nil); err == nil {
+			if act == AnswerWithPartial {
+				err = n.event(m, scheduler.TypeASRPartial, []byte("partial"))
+			} else {
+				err = n.event(m, scheduler.TypeJobStarted, nil)
+			}
+		}
+		if err == nil && act != Hold {
+			err = n.event(m, scheduler.TypeJobResult, ResultOf(m.Payload))
+		}
+	}
+	if err != nil {
+		n.mu.Lock()
+		n.errs = append(n.errs, fmt.Errorf("%s attempt %d: %w", m.JobID, m.Attempt, err))
+		n.mu.Unlock()
+	}
+}
+
+// ResultOf is what a [TestNode] answers for a payload.
+func ResultOf(payload []byte) []byte { return append([]byte("done:"), payload...) }
+
+// ReleaseHeld sends the results of the held jobs through the node's
+// current instance and returns the errors of each.
+func (n *TestNode) ReleaseHeld() map[string]error {
+	n.mu.Lock()
+	held := n.held
+	n.held = nil
+	n.mu.Unlock()
+	out := map[string]error{}
+	for _, m := range held {
+		out[m.JobID] = n.event(m, scheduler.TypeJobResult, ResultOf(m.Payload))
+	}
+	return out
+}
+
+// Ran returns the attempts the node received per job.
+func (n *TestNode) Ran() map[string][]int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make(map[string][]int, len(n.ran))
+	for k, v := range n.ran {
+		out[k] = append([]int(nil), v...)
+	}
+	return out
+}
+
+// Held returns how many jobs the node holds.
+func (n *TestNode) Held() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.held)
+}
+
+// Errors returns the errors its events got back, and waits for its
+// goroutines first.
+func (n *TestNode) Errors() []error {
+	n.wg.Wait()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]error(nil), n.errs...)
+}
+
+// TestSession is a session for tests: it records every answer.
+type TestSession struct {
+	ID string
+	d  atomic.Pointer[scheduler.Dispatcher]
+
+	mu      sync.Mutex
+	answers map[string][]scheduler.Envelope // request id -> answers
+	byJob   map[string]string               // job id -> request id
+}
+
+// NewTestSession returns a session.
+func NewTestSession(id string) *TestSession {
+	return &TestSession{ID: id, answers: map[string][]scheduler.Envelope{}, byJob: map[string]string{}}
+}
+
+// Attach attaches the session to d.
+func (s *TestSession) Attach(t testing.TB, d *scheduler.Dispatcher) {
+	t.Helper()
+	s.d.Store(d)
+	if err := d.AttachSession(context.Background(), s.ID, s); err != nil {
+		t.Fatalf("AttachSession(%s): %v", s.ID, err)
+	}
+}
+
+// Send implements [scheduler.SessionConn].
+func (s *TestSession) Send(ctx context.Context, m scheduler.Envelope) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	req := m.RequestID
+	if req == "" {
+		req = s.byJob[m.JobID]
+	}
+	s.answers[req] = append(s.answers[req], m)
+	return nil
+}
+
+// Submit submits a request through the session's instance.
+func (s *TestSession) Submit(t testing.TB, r scheduler.Request) string {
+	t.Helper()
+	s.mu.Lock()
+	s.byJob[scheduler.JobIDFor(r.RequestID)] = r.RequestID
+	s.mu.Unlock()
+	id, err := s.d.Load().Submit(context.Background(), s.ID, r)
+	if err != nil {
+		t.Errorf("Submit(%s, %s): %v", s.ID, r.RequestID, err)
+	}
+	return id
+}
+
+// Answers returns the answers per request id.
+func (s *TestSession) Answers() map[string][]scheduler.Envelope {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string][]scheduler.Envelope, len(s.answers))
+	for k, v := range s.answers {
+		out[k] = append([]scheduler.Envelope(nil), v...)
+	}
+	return out
+}
+
+// WaitAnswers waits until every request of reqs has an answer.
+func (s *TestSession) WaitAnswers(t testing.TB, reqs []string, within time.Duration) map[string][]scheduler.Envelope {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		a := s.Answers()
+		missing := 0
+		for _, r := range reqs {
+			if len(a[r]) == 0 {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return a
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s: %d of %d requests unanswered after %v", s.ID, missing, len(reqs), within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Eventually polls cond every 10ms until it holds or within passes.
+func Eventually(t testing.TB, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitFleet waits until d sees every node of ids online.
+func waitFleet(t testing.TB, d *scheduler.Dispatcher, ids ...string) {
+	t.Helper()
+	Eventually(t, "fleet view of "+d.InstanceID(), 10*time.Second, func() bool {
+		online := map[string]bool{}
+		for _, s := range d.Fleet() {
+			online[s.NodeID] = s.Online
+		}
+		for _, id := range ids {
+			if !online[id] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// checkAnsweredOnce checks that each request got exactly one answer, a
+// result of its payload.
+func checkAnsweredOnce(t testing.TB, s *TestSession, payloads map[string]string) {
+	t.Helper()
+	a := s.Answers()
+	for req, p := range payloads {
+		got := a[req]
+		switch {
+		case len(got) != 1:
+			t.Errorf("session %s request %s: %d answers, want 1: %+v", s.ID, req, len(got), got)
+		case got[0].Type != scheduler.TypeJobResult || string(got[0].Payload) != string(ResultOf([]byte(p))):
+			t.Errorf("session %s request %s: answer %s %q (%s), want job_result %q", s.ID, req, got[0].Type, got[0].Payload, got[0].Error, ResultOf([]byte(p)))
+		}
+	}
+}
+
+// checkQuiet checks the plane's resting invariants over st: every job of
+// reqs RELEASED or FAILED, no reservation left on the nodes, every
+// instance's inbox without pending entries and no deadline left.
+func checkQuiet(t testing.TB, st scheduler.Stores, reqs []string, nodes []string, instances []string) {
+	t.Helper()
+	ctx := context.Background()
+	Eventually(t, "plane at rest", 15*time.Second, func() bool {
+		for _, n := range nodes {
+			if c, err := st.Reservations.Jobs(ctx, n); err != nil || len(c) != 0 {
+				return false
+			}
+		}
+		for _, id := range instances {
+			if p, err := st.Inbox(id).Pending(ctx); err != nil && !errors.Is(err, scheduler.ErrNoGroup) || p != 0 {
+				return false
+			}
+		}
+		for _, r := range reqs {
+			if _, ok, err := st.Due.Due(ctx, scheduler.JobIDFor(r)); err != nil || ok {
+				return false
+			}
+		}
+		return true
+	})
+	for _, r := range reqs {
+		rec, err := st.Jobs.Job(ctx, scheduler.JobIDFor(r))
+		if err != nil {
+			t.Errorf("request %s: job: %v", r, err)
+			continue
+		}
+		if rec.State != fsm.Released && rec.State != fsm.Failed {
+			t.Errorf("request %s: job %s in %s, want RELEASED or FAILED", r, rec.ID, rec.State)
+		}
+	}
+}
+
+func testDispatchTurns(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	b := p.Start("inst-b", false, nil)
+	var nodes []*TestNode
+	for i := range 3 {
+		n := NewTestNode(scheduler.NodeInfo{NodeID: fmt.Sprintf("n%d", i), Pools: []string{"zh-en"}, Capacity: 8})
+		n.Attach(t, a)
+		nodes = append(nodes, n)
+	}
+	waitFleet(t, b, "n0", "n1", "n2")
+	s := NewTestSession("s1")
+	s.Attach(t, b)
+	payloads := map[string]string{}
+	var reqs []string
+	turnOf := map[string]string{}
+	const turns, perTurn = 6, 4
+	for tu := range turns {
+		turn := fmt.Sprintf("t%d", tu)
+		for j := range perTurn {
+			reason := string("max_duration")
+			if j == perTurn-1 {
+				reason = []string{"manual", "timeout"}[tu%2]
+			}
+			req := fmt.Sprintf("r-%d-%d", tu, j)
+			payloads[req] = req
+			reqs = append(reqs, req)
+			turnOf[scheduler.JobIDFor(req)] = turn
+			s.Submit(t, scheduler.Request{RequestID: req, TurnID: turn, Pool: "zh-en", Reason: reason, Payload: []byte(req)})
+		}
+		s.WaitAnswers(t, reqs, 10*time.Second)
+		// The turn ended with a manual or timeout finalize: its affinity is gone.
+		if aff, err := h.Stores().Turns.TurnAffinity(context.Background(), turn); err != nil || aff != "" {
+			t.Errorf("turn %s after its finalize: affinity %q, %v; want none", turn, aff, err)
+		}
+	}
+	checkAnsweredOnce(t, s, payloads)
+	// Each turn's jobs ran on one node.
+	nodesOf := map[string]map[string]bool{}
+	for _, n := range nodes {
+		for job := range n.Ran() {
+			tu := turnOf[job]
+			if nodesOf[tu] == nil {
+				nodesOf[tu] = map[string]bool{}
+			}
+			nodesOf[tu][n.ID] = true
+		}
+		if errs := n.Errors(); len(errs) > 0 {
+			t.Errorf("node %s: events refused: %v", n.ID, errs)
+		}
+	}
+	for tu, ns := range nodesOf {
+		if len(ns) != 1 {
+			t.Errorf("turn %s ran on %d nodes %v, want 1 (turn affinity)", tu, len(ns), ns)
+		}
+	}
+	checkQuiet(t, h.Stores(), reqs, []string{"n0", "n1", "n2"}, []string{"inst-a", "inst-b"})
+}
+
+func testDispatchNodeDetached(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	b := p.Start("inst-b", false, nil)
+	n1 := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Capacity: 8})
+	n1.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+	n1.Attach(t, a)
+	waitFleet(t, b, "n1")
+	s := NewTestSession("s1")
+	s.Attach(t, b)
+	var reqs []string
+	payloads := map[string]string{}
+	for i := range 4 {
+		r := fmt.Sprintf("r%d", i)
+		reqs, payloads[r] = append(reqs, r), r
+		s.Submit(t, scheduler.Request{RequestID: r, Payload: []byte(r)})
+	}
+	Eventually(t, "n1 holds all 4 jobs", 10*time.Second, func() bool { return n1.Held() == 4 })
+	n2 := NewTestNode(scheduler.NodeInfo{NodeID: "n2", Capacity: 8})
+	n2.Attach(t, a)
+	waitFleet(t, b, "n2")
+	// n1 goes away mid-job: its jobs go to n2 at once, as attempt 2.
+	start := time.Now()
+	d := n1.d.Load()
+	n1.Detach(t)
+	s.WaitAnswers(t, reqs, 5*time.Second)
+	if el := time.Since(start); el > 900*time.Millisecond {
+		t.Errorf("failover after the detach took %v, want well under the ack timeout (1s)", el)
+	}
+	checkAnsweredOnce(t, s, payloads)
+	for job, attempts := range n2.Ran() {
+		if len(attempts) != 1 || attempts[0] != 2 {
+			t.Errorf("n2 ran %s with attempts %v, want [2]", job, attempts)
+		}
+	}
+	// n1's late results of attempt 1 are refused and change nothing.
+	n1.d.Store(d)
+	for job, err := range n1.ReleaseHeld() {
+		var te *fsm.TransitionError
+		if !errors.As(err, &te) || !errors.Is(err, fsm.ErrStaleAttempt) {
+			t.Errorf("late result of %s on n1: %v, want a stale attempt", job, err)
+		}
+	}
+	checkAnsweredOnce(t, s, payloads)
+	checkQuiet(t, h.Stores(), reqs, []string{"n1", "n2"}, []string{"inst-a", "inst-b"})
+}
+
+func testDispatchInstanceDies(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", true, nil)
+	b := p.Start("inst-b", false, nil)
+	n1 := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Capacity: 16})
+	n1.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+	n1.Attach(t, a)
+	waitFleet(t, b, "n1")
+	s := NewTestSession("s1")
+	s.Attach(t, b)
+	var reqs []string
+	payloads := map[string]string{}
+	submit := func(n int) {
+		for range n {
+			r := fmt.Sprintf("r%d", len(reqs))
+			reqs, payloads[r] = append(reqs, r), r
+			s.Submit(t, scheduler.Request{RequestID: r, Payload: []byte(r)})
+		}
+	}
+	submit(3)
+	Eventually(t, "n1 holds 3 jobs", 10*time.Second, func() bool { return n1.Held() == 3 })
+	// A dies without any clean-up, its node still bound to it.
+	p.Stop("inst-a")
+	// Messages keep going to A's inbox while its presence lasts.
+	n1.Decide = nil
+	submit(3)
+	// The node notices and reconnects to B, then sends its results there.
+	n1.Attach(t, b)
+	for job, err := range n1.ReleaseHeld() {
+		if err != nil {
+			t.Errorf("result of %s through B after the reconnect: %v", job, err)
+		}
+	}
+	s.WaitAnswers(t, reqs, 15*time.Second)
+	checkAnsweredOnce(t, s, payloads)
+	// B adopted A's inbox: nothing is left in it.
+	ctx := context.Background()
+	Eventually(t, "A's inbox drained", 10*time.Second, func() bool {
+		n, err := h.Stores().Inbox("inst-a").Len(ctx)
+		return err == nil && n == 0
+	})
+	checkQuiet(t, h.Stores(), reqs, []string{"n1"}, []string{"inst-a", "inst-b"})
+}
+
+func testDispatchDuplicates(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	b := p.Start("inst-b", false, nil)
+	n := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Capacity: 64})
+	n.Attach(t, a)
+	waitFleet(t, b, "n1")
+	s1, s2 := NewTestSession("s1"), NewTestSession("s2")
+	s1.Attach(t, a)
+	s2.Attach(t, b)
+	payloads := map[string]string{}
+	var reqs []string
+	var wg sync.WaitGroup
+	for i := range 50 {
+		r := fmt.Sprintf("dup-%d", i)
+		payloads[r] = r
+		reqs = append(reqs, r)
+		for _, s := range []*TestSession{s1, s2, s1, s2} {
+			wg.Go(func() { s.Submit(t, scheduler.Request{RequestID: r, Payload: []byte(r)}) })
+		}
+	}
+	wg.Wait()
+	s1.WaitAnswers(t, reqs, 10*time.Second)
+	s2.WaitAnswers(t, reqs, 10*time.Second)
+	checkAnsweredOnce(t, s1, payloads)
+	checkAnsweredOnce(t, s2, payloads)
+	for job, att := range n.Ran() {
+		if len(att) != 1 {
+			t.Errorf("job %s ran %d times (%v), want once", job, len(att), att)
+		}
+	}
+	if got := len(n.Ran()); got != len(reqs) {
+		t.Errorf("node ran %d jobs, want %d: one per request id", got, len(reqs))
+	}
+	// A request id seen again after its job ended is answered at once.
+	late := NewTestSession("s3")
+	late.Attach(t, b)
+	late.Submit(t, scheduler.Request{RequestID: "dup-0", Payload: []byte("dup-0")})
+	checkAnsweredOnce(t, late, map[string]string{"dup-0": "dup-0"})
+	checkQuiet(t, h.Stores(), reqs, []string{"n1"}, []string{"inst-a", "inst-b"})
+}
+
+func testDispatchModelNotAvailable(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	n1 := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Models: []string{"m"}, Capacity: 8})
+	n1.Decide = func(scheduler.Envelope) NodeAction { return NotAvailable }
+	n2 := NewTestNode(scheduler.NodeInfo{NodeID: "n2", Models: []string{"m"}, Capacity: 8})
+	n1.Attach(t, a)
+	n2.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	payloads := map[string]string{}
+	var reqs []string
+	for i := range 10 {
+		r := fmt.Sprintf("m%d", i)
+		payloads[r] = r
+		reqs = append(reqs, r)
+		s.Submit(t, scheduler.Request{RequestID: r, Model: "m", Payload: []byte(r)})
+		s.WaitAnswers(t, reqs, 5*time.Second)
+	}
+	checkAnsweredOnce(t, s, payloads)
+	// Once n1 said model_not_available it is marked and not selected for m.
+	if got := len(n1.Ran()); got != 1 {
+		t.Errorf("n1 received %d jobs of model m, want 1 (then the storm mark keeps it out)", got)
+	}
+	off, err := h.Stores().Storm.Unavailable(context.Background(), "n1", "m")
+	if err != nil || !off {
+		t.Errorf("Unavailable(n1, m) = %v, %v; want true", off, err)
+	}
+	checkQuiet(t, h.Stores(), reqs, []string{"n1", "n2"}, []string{"inst-a"})
+}
+
+func testDispatchNoNode(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, func(c *scheduler.Config) { c.Dispatch.QueueTimeoutMS = 300 })
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	n := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Pools: []string{"en-fr"}})
+	n.Attach(t, a)
+	s.Submit(t, scheduler.Request{RequestID: "nope", Pool: "zh-en", Payload: []byte("x")})
+	got := s.WaitAnswers(t, []string{"nope"}, 5*time.Second)["nope"]
+	if len(got) != 1 || got[0].Type != scheduler.TypeJobFailed || !strings.HasPrefix(got[0].Error, scheduler.FailNoNode) {
+		t.Errorf("answer to a request no node can take = %+v, want one job_failed %s", got, scheduler.FailNoNode)
+	}
+	if len(n.Ran()) != 0 {
+		t.Errorf("a node of another pool ran %v", n.Ran())
+	}
+	checkQuiet(t, h.Stores(), []string{"nope"}, []string{"n1"}, []string{"inst-a"})
+}
+
+func testDispatchLongJob(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	n := NewTestNode(scheduler.NodeInfo{NodeID: "n1"})
+	n.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+	n.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	s.Submit(t, scheduler.Request{RequestID: "long", Payload: []byte("long")})
+	Eventually(t, "n1 holds the job", 5*time.Second, func() bool { return n.Held() == 1 })
+	// Five leases and more than the ack timeout pass: the lease is renewed
+	// while the node holds the job, so it is not rescued.
+	time.Sleep(5 * 600 * time.Millisecond)
+	if att := n.Ran()[scheduler.JobIDFor("long")]; len(att) != 1 {
+		t.Fatalf("the long job was sent %d times (%v), want once", len(att), att)
+	}
+	for job, err := range n.ReleaseHeld() {
+		if err != nil {
+			t.Errorf("result of %s after 3s: %v", job, err)
+		}
+	}
+	checkAnsweredOnce(t, s, map[string]string{"long": "long"})
+	checkQuiet(t, h.Stores(), []string{"long"}, []string{"n1"}, []string{"inst-a"})
+}
+
+func testDispatchBadEvents(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	n1 := NewTestNode(scheduler.NodeInfo{NodeID: "n1"})
+	n1.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+	n1.Attach(t, a)
+	n2 := NewTestNode(scheduler.NodeInfo{NodeID: "n2"})
+	n2.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+	n2.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	job := s.Submit(t, scheduler.Request{RequestID: "r", Payload: []byte("r")})
+	Eventually(t, "a node holds the job", 5*time.Second, func() bool { return n1.Held()+n2.Held() == 1 })
+	owner, other := "n1", "n2"
+	if n2.Held() == 1 {
+		owner, other = "n2", "n1"
+	}
+	ctx := context.Background()
+	var before scheduler.JobRecord
+	Eventually(t, "the job is RUNNING", 5*time.Second, func() bool {
+		var err error
+		before, err = h.Stores().Jobs.Job(ctx, job)
+		return err == nil && before.State == fsm.Running
+	})
+	tests := []struct {
+		name string
+		node string
+		m    scheduler.Envelope
+		want error
+	}{
+		{"result of another node's job", other, scheduler.Envelope{Type: scheduler.TypeJobResult, JobID: job, Attempt: 1}, scheduler.ErrWrongNode},
+		{"future attempt", owner, scheduler.Envelope{Type: scheduler.TypeJobResult, JobID: job, Attempt: 2}, fsm.ErrFutureAttempt},
+		{"unknown job", owner, scheduler.Envelope{Type: scheduler.TypeJobAck, JobID: "nope", Attempt: 1}, scheduler.ErrJobNotFound},
+		{"missing job_id", owner, scheduler.Envelope{Type: scheduler.TypeJobAck, Attempt: 1}, scheduler.ErrBadMessage},
+		{"attempt 0", owner, scheduler.Envelope{Type: scheduler.TypeJobAck, JobID: job}, scheduler.ErrBadMessage},
+		{"not a node event", owner, scheduler.Envelope{Type: scheduler.TypeJobAssign, JobID: job, Attempt: 1}, scheduler.ErrBadMessage},
+		{"unknown type", owner, scheduler.Envelope{Type: "hello", JobID: job, Attempt: 1}, scheduler.ErrBadMessage},
+		{"braces in job_id", owner, scheduler.Envelope{Type: scheduler.TypeJobAck, JobID: "{x}", Attempt: 1}, scheduler.ErrBadMessage},
+	}
+	for _, tt := range tests {
+		if err := a.NodeEvent(ctx, tt.node, tt.m); !errors.Is(err, tt.want) {
+			t.Errorf("%s: NodeEvent = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	after, err := h.Stores().Jobs.Job(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.State != before.State || after.Attempt != before.Attempt || after.NodeID != before.NodeID {
+		t.Errorf("bad events moved the job: %+v, was %+v", after, before)
+	}
+	for _, n := range []*TestNode{n1, n2} {
+		n.ReleaseHeld()
+	}
+	checkAnsweredOnce(t, s, map[string]string{"r": "r"})
+}
+
+// testDispatchSoak runs many jobs through two instances with random
+// faults: nodes that detach and come back, nodes that go silent (ack
+// timeouts), model_not_available, and poison messages in the inboxes.
+func testDispatchSoak(t *testing.T, h DispatcherHarness) {
+	total := h.SoakJobs
+	if total == 0 {
+		total = 10000
+	}
+	if testing.Short() {
+		total = min(total, 1000)
+	}
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	b := p.Start("inst-b", false, nil)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var rngMu sync.Mutex
+	chance := func(pct int) bool {
+		rngMu.Lock()
+		defer rngMu.Unlock()
+		return rng.IntN(1000) < pct
+	}
+	var nodes []*TestNode
+	var nodeIDs []string
+	for i := range 6 {
+		n := NewTestNode(scheduler.NodeInfo{NodeID: fmt.Sprintf("n%d", i), Models: []string{"m1", "m2"}, Capacity: 64})
+		n.Decide = func(m scheduler.Envelope) NodeAction {
+			switch {
+			case chance(3):
+				return Silent
+			case chance(3):
+				return NotAvailable
+			case chance(100):
+				return AnswerWithPartial
+			}
+			return Answer
+		}
+		if i%2 == 0 {
+			n.Attach(t, a)
+		} else {
+			n.Attach(t, b)
+		}
+		nodes = append(nodes, n)
+		nodeIDs = append(nodeIDs, n.ID)
+	}
+	waitFleet(t, a, nodeIDs...)
+	waitFleet(t, b, nodeIDs...)
+	s1, s2 := NewTestSession("s1"), NewTestSession("s2")
+	s1.Attach(t, a)
+	s2.Attach(t, b)
+	poisoned := 0
+	if h.Poison != nil {
+		for i, inst := range []string{"inst-a", "inst-b", "inst-a"} {
+			if err := h.Poison(inst, map[string]string{"v": "1", "type": "job_assign", "job_id": "{bad}" + strconv.Itoa(i)}); err != nil {
+				t.Fatal(err)
+			}
+			poisoned++
+		}
+	}
+	stop := make(chan struct{})
+	var faults sync.WaitGroup
+	faults.Go(func() {
+		// Now and then a node detaches and comes back on another instance.
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+			n := nodes[i%len(nodes)]
+			n.Detach(t)
+			if i%2 == 0 {
+				n.Attach(t, b)
+			} else {
+				n.Attach(t, a)
+			}
+		}
+	})
+	var reqs []string
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for i := range total {
+		r := fmt.Sprintf("soak-%d", i)
+		reqs = append(reqs, r)
+		s := s1
+		if i%2 == 1 {
+			s = s2
+		}
+		model := []string{"m1", "m2", ""}[i%3]
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			s.Submit(t, scheduler.Request{RequestID: r, TurnID: fmt.Sprintf("turn-%d", i/5), Model: model, Payload: []byte(r)})
+		})
+	}
+	wg.Wait()
+	var r1, r2 []string
+	for i, r := range reqs {
+		if i%2 == 0 {
+			r1 = append(r1, r)
+		} else {
+			r2 = append(r2, r)
+		}
+	}
+	s1.WaitAnswers(t, r1, 120*time.Second)
+	s2.WaitAnswers(t, r2, 120*time.Second)
+	close(stop)
+	faults.Wait()
+	// Every request answered exactly once: a result of its payload, or a
+	// job_failed once its attempts were used up.
+	results, failed := 0, 0
+	reasons := map[string]int{}
+	for _, s := range []*TestSession{s1, s2} {
+		for req, got := range s.Answers() {
+			if len(got) != 1 {
+				t.Errorf("request %s: %d answers, want 1", req, len(got))
+				continue
+			}
+			switch got[0].Type {
+			case scheduler.TypeJobResult:
+				results++
+				if string(got[0].Payload) != string(ResultOf([]byte(req))) {
+					t.Errorf("request %s: result %q", req, got[0].Payload)
+				}
+			default:
+				failed++
+				why, _, _ := strings.Cut(got[0].Error, ":")
+				reasons[why]++
+			}
+		}
+	}
+	t.Logf("soak: %d jobs, %d results, %d failed %v", total, results, failed, reasons)
+	if results+failed != total {
+		t.Errorf("%d answers for %d requests", results+failed, total)
+	}
+	st := h.Stores()
+	checkQuiet(t, st, reqs, nodeIDs, []string{"inst-a", "inst-b"})
+	if h.Poison != nil {
+		n := 0
+		for _, inst := range []string{"inst-a", "inst-b"} {
+			dl, err := st.Inbox(inst).DeadLetters(context.Background(), 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range dl {
+				if !strings.HasPrefix(d.Fields["job_id"], "{bad}") {
+					t.Errorf("DLQ of %s holds %v, which the test did not poison", inst, d.Fields)
+				}
+			}
+			n += len(dl)
+		}
+		if n != poisoned {
+			t.Errorf("DLQs hold %d entries, want the %d poisoned", n, poisoned)
+		}
+	}
+}

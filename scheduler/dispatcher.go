@@ -171,7 +171,7 @@ type Dispatcher struct {
 	sessions map[string]*localSession
 	fleet    map[string]NodeSnapshot
 	alive    map[string]aliveEntry
-	pending  map[pendingKey]time.Time // requests waiting for their answer
+	pending  map[pendingKey]pendingReq // requests waiting for their answer
 	adopting map[string]bool
 	stopped  bool
 }
@@ -200,6 +200,11 @@ type aliveEntry struct {
 
 type pendingKey struct{ session, job string }
 
+type pendingReq struct {
+	requestID string
+	deadline  time.Time
+}
+
 // NewDispatcher returns the dispatcher of cfg.InstanceID over st. cfg gets
 // its defaults ([Config.WithDefaults], which also resolves an "auto"
 // instance id) and is validated; the error names the bad field.
@@ -219,7 +224,7 @@ func NewDispatcher(st Stores, cfg Config) (*Dispatcher, error) {
 		max:   fsm.Machine{MaxAttempts: cfg.Dispatch.MaxAttempts}.Max(),
 		kick:  make(chan struct{}, 1),
 		nodes: map[string]*localNode{}, sessions: map[string]*localSession{}, fleet: map[string]NodeSnapshot{},
-		alive: map[string]aliveEntry{}, pending: map[pendingKey]time.Time{}, adopting: map[string]bool{},
+		alive: map[string]aliveEntry{}, pending: map[pendingKey]pendingReq{}, adopting: map[string]bool{},
 	}
 	var err error
 	if d.hb, err = NewHeartbeat(st.Presence, cfg); err != nil {
@@ -543,7 +548,7 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 		d.mu.Unlock()
 		return "", fmt.Errorf("session %q: %w", sessionID, ErrNotAttached)
 	}
-	d.pending[pendingKey{sessionID, jobID}] = now.Add(msd(d.dc.RequestTimeoutMS))
+	d.pending[pendingKey{sessionID, jobID}] = pendingReq{req.RequestID, now.Add(msd(d.dc.RequestTimeoutMS))}
 	d.mu.Unlock()
 	spec := JobSpec{
 		RequestID: req.RequestID, SessionID: sessionID, TurnID: req.TurnID, Pool: req.Pool,
@@ -1188,17 +1193,18 @@ func (d *Dispatcher) expireRequests(ctx context.Context) {
 	now := time.Now()
 	type late struct {
 		k    pendingKey
+		req  string
 		conn SessionConn
 	}
 	var lates []late
 	d.mu.Lock()
-	for k, dl := range d.pending {
-		if now.After(dl) {
+	for k, p := range d.pending {
+		if now.After(p.deadline) {
 			delete(d.pending, k)
 			if s := d.sessions[k.session]; s != nil {
 				if _, done := s.answered[k.job]; !done {
 					s.answered[k.job] = now
-					lates = append(lates, late{k, s.conn})
+					lates = append(lates, late{k, p.requestID, s.conn})
 				}
 			}
 		}
@@ -1212,7 +1218,7 @@ func (d *Dispatcher) expireRequests(ctx context.Context) {
 	}
 	d.mu.Unlock()
 	for _, l := range lates {
-		m := Envelope{Type: TypeJobFailed, JobID: l.k.job, SessionID: l.k.session, Error: FailTimeout + ": no answer within " + msd(d.dc.RequestTimeoutMS).String()}
+		m := Envelope{Type: TypeJobFailed, JobID: l.k.job, SessionID: l.k.session, RequestID: l.req, Error: FailTimeout + ": no answer within " + msd(d.dc.RequestTimeoutMS).String()}
 		l.conn.Send(ctx, m)
 		if d.hooks.Answered != nil {
 			d.hooks.Answered(m.Type)

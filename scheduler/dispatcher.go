@@ -580,7 +580,7 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 		return jobID, nil
 	}
 	d.enter(fsm.Created)
-	if err := d.dispatch(ctx, rec, entry); err != nil {
+	if err := d.dispatchFresh(ctx, rec, entry); err != nil {
 		d.log.Warn("scheduler: dispatch", "job_id", jobID, "err", err)
 	}
 	return jobID, nil
@@ -670,9 +670,19 @@ func (d *Dispatcher) reserveTTL() time.Duration {
 	return msd(d.dc.AckTimeoutMS + d.dc.RunTimeoutMS + d.dc.LeaseMS)
 }
 
+// dispatchFresh is dispatch for a job Submit just created: its deadline,
+// set by Submit a moment ago, stands for the ack deadline.
+func (d *Dispatcher) dispatchFresh(ctx context.Context, rec JobRecord, entry BookEntry) error {
+	return d.dispatchJob(ctx, rec, entry, true)
+}
+
 // dispatch sends a job in CREATED to a node: select, reserve, record the
 // dispatch, write or clear the turn's affinity, send job_assign.
 func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntry) error {
+	return d.dispatchJob(ctx, rec, entry, false)
+}
+
+func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookEntry, fresh bool) error {
 	spec := entry.Spec
 	// Nodes refused in this round (storm-marked, full) stay out; the nodes
 	// of earlier attempts are passed over while another node can take the
@@ -739,8 +749,10 @@ func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntr
 			return err
 		}
 		d.enter(fsm.Dispatched)
-		if err := d.st.Due.Set(ctx, rec.ID, time.Now().Add(msd(d.dc.AckTimeoutMS))); err != nil {
-			d.log.Warn("scheduler: set deadline", "job_id", rec.ID, "err", err)
+		if !fresh {
+			if err := d.st.Due.Set(ctx, rec.ID, time.Now().Add(msd(d.dc.AckTimeoutMS))); err != nil {
+				d.log.Warn("scheduler: set deadline", "job_id", rec.ID, "err", err)
+			}
 		}
 		if spec.TurnID != "" {
 			if ends, _ := affinity.EndsTurn(affinity.Reason(spec.Reason)); ends {
@@ -886,16 +898,12 @@ func (d *Dispatcher) fail(ctx context.Context, rec JobRecord, code, detail strin
 // slot and takes it out of the deadline index. Each step is idempotent, so
 // a sweeper may run it again after a crash.
 func (d *Dispatcher) finish(ctx context.Context, rec JobRecord, out Outcome) error {
-	stored, waiters, err := d.st.Book.Finish(ctx, rec.ID, out)
+	entry, err := d.st.Book.Finish(ctx, rec.ID, out)
 	if err != nil {
 		return err
 	}
-	entry, err := d.st.Book.Entry(ctx, rec.ID)
-	if err != nil {
-		return err
-	}
-	for _, s := range waiters {
-		d.answer(ctx, s, answerOf(rec.ID, entry.Spec, s, stored))
+	for _, s := range entry.Waiters {
+		d.answer(ctx, s, answerOf(rec.ID, entry.Spec, s, *entry.Outcome))
 	}
 	if rec.NodeID != "" {
 		if _, err := d.st.Reservations.Release(ctx, rec.NodeID, rec.ID); err != nil {
@@ -1022,15 +1030,21 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 			d.enter(tr.Job.State)
 		}
 		d.mu.Lock()
+		leased := false
 		if n := d.nodes[nodeID]; n != nil {
 			j := n.jobs[m.JobID]
-			if j == nil {
+			if j == nil || j.attempt != m.Attempt {
 				j = &localJob{attempt: m.Attempt, assigned: tr.Job.UpdatedAt}
 				n.jobs[m.JobID] = j
 			}
+			// The lease taken at job_ack stands for job_started too.
+			leased = j.acked
 			j.acked = true
 		}
 		d.mu.Unlock()
+		if leased {
+			return nil
+		}
 		return d.st.Due.Set(ctx, m.JobID, time.Now().Add(msd(d.dc.LeaseMS)))
 	default: // result
 		if !tr.Duplicate {

@@ -161,3 +161,31 @@ func TestReclaimReportsDeletedEntries(t *testing.T) {
 		})
 	}
 }
+
+func TestBookConformance(t *testing.T) {
+	for _, s := range testServers(t) {
+		t.Run(s.name, func(t *testing.T) {
+			storetest.TestJobBook(t, func(t *testing.T) scheduler.JobBook {
+				b, err := NewBook(s.client, BookConfig{Prefix: testPrefix(t)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			})
+		})
+	}
+}
+
+func TestDueConformance(t *testing.T) {
+	for _, s := range testServers(t) {
+		t.Run(s.name, func(t *testing.T) {
+			storetest.TestDueIndex(t, func(t *testing.T) scheduler.DueIndex {
+				d, err := NewDue(s.client, DueConfig{Prefix: testPrefix(t)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			})
+		})
+	}
+}

@@ -23,6 +23,9 @@ type JobSpec struct {
 	// max_duration (or none) keeps it going.
 	Reason  string `json:"reason,omitempty"`
 	Payload []byte `json:"payload,omitempty"`
+	// Instance is the instance the request came through: where the
+	// answer goes when the session's owner binding is missing.
+	Instance string `json:"instance,omitempty"`
 }
 
 // Outcome statuses.

@@ -552,7 +552,7 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 	d.mu.Unlock()
 	spec := JobSpec{
 		RequestID: req.RequestID, SessionID: sessionID, TurnID: req.TurnID, Pool: req.Pool,
-		Model: req.Model, Reason: req.Reason, Payload: req.Payload,
+		Model: req.Model, Reason: req.Reason, Payload: req.Payload, Instance: d.id,
 	}
 	// The deadline goes in first: whatever stops this call from here on,
 	// a sweeper finds the job and carries it on.
@@ -795,9 +795,17 @@ func (d *Dispatcher) toNode(ctx context.Context, m Envelope) error {
 			return nil
 		}
 		err = fmt.Errorf("send to node %s: %w", m.NodeID, err)
+	} else if m.Hops >= maxHops {
+		err = fmt.Errorf("node %s not reached after %d hops", m.NodeID, m.Hops)
 	} else {
-		var owner string
-		owner, err = d.st.Owners.Owner(ctx, OwnerNode, m.NodeID)
+		m.Hops++
+		// The fleet view names the instance that published the node; a
+		// stale one passes the message on. The owner binding is asked when
+		// the view has none.
+		owner := d.holder(m.NodeID)
+		if owner == "" || owner == d.id {
+			owner, err = d.st.Owners.Owner(ctx, OwnerNode, m.NodeID)
+		}
 		switch {
 		case errors.Is(err, ErrNoOwner):
 			err = fmt.Errorf("node %s is not connected", m.NodeID)
@@ -817,6 +825,17 @@ func (d *Dispatcher) toNode(ctx context.Context, m Envelope) error {
 		return nil // a cancel that cannot reach its node has nothing to stop
 	}
 	d.log.Info("scheduler: job_assign undeliverable; failing over", "job_id", m.JobID, "node_id", m.NodeID, "err", err)
+	if conn == nil {
+		// Until the next fleet refresh says otherwise, the node is out of
+		// reach: the job's next attempt waits for a node rather than
+		// spending every attempt on this one at once.
+		d.mu.Lock()
+		if s, ok := d.fleet[m.NodeID]; ok && d.nodes[m.NodeID] == nil {
+			s.Online = false
+			d.fleet[m.NodeID] = s
+		}
+		d.mu.Unlock()
+	}
 	rec, jerr := d.st.Jobs.Job(ctx, m.JobID)
 	if jerr != nil {
 		return errors.Join(err, jerr)
@@ -825,6 +844,19 @@ func (d *Dispatcher) toNode(ctx context.Context, m Envelope) error {
 		return nil
 	}
 	return d.endAttempt(ctx, rec, fsm.Failover, CancelFailover)
+}
+
+// maxHops bounds how often a message is passed between instances.
+const maxHops = 2
+
+// holder returns the instance the fleet view says holds nodeID.
+func (d *Dispatcher) holder(nodeID string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s, ok := d.fleet[nodeID]; ok && s.Online {
+		return s.InstanceID
+	}
+	return ""
 }
 
 // instanceAlive reports whether an instance announced its presence,
@@ -903,7 +935,11 @@ func (d *Dispatcher) finish(ctx context.Context, rec JobRecord, out Outcome) err
 		return err
 	}
 	for _, s := range entry.Waiters {
-		d.answer(ctx, s, answerOf(rec.ID, entry.Spec, s, *entry.Outcome))
+		via := ""
+		if s == entry.Spec.SessionID {
+			via = entry.Spec.Instance
+		}
+		d.answer(ctx, s, via, answerOf(rec.ID, entry.Spec, s, *entry.Outcome))
 	}
 	if rec.NodeID != "" {
 		if _, err := d.st.Reservations.Release(ctx, rec.NodeID, rec.ID); err != nil {
@@ -944,14 +980,23 @@ func (d *Dispatcher) untrack(nodeID, jobID string) {
 }
 
 // answer routes an answer to a session: on this instance directly, else
-// through the inbox of the instance holding the session. A session
-// connected nowhere is not answered now: the outcome stays stored, and the
-// session gets it when it sends the request again.
-func (d *Dispatcher) answer(ctx context.Context, sessionID string, m Envelope) {
+// through the inbox of the instance holding the session (or, when no
+// instance holds it, of via, the instance the request came through). A
+// session connected nowhere is not answered now: the outcome stays
+// stored, and the session gets it when it sends the request again.
+func (d *Dispatcher) answer(ctx context.Context, sessionID, via string, m Envelope) {
 	if d.deliver(ctx, sessionID, m) {
 		return
 	}
+	if m.Hops >= maxHops {
+		d.log.Info("scheduler: answer passed on too often; kept for a repeated request", "session_id", sessionID, "job_id", m.JobID)
+		return
+	}
+	m.Hops++
 	owner, err := d.st.Owners.Owner(ctx, OwnerSession, sessionID)
+	if errors.Is(err, ErrNoOwner) && via != "" {
+		owner, err = via, nil
+	}
 	switch {
 	case errors.Is(err, ErrNoOwner), err == nil && owner == d.id:
 		d.log.Info("scheduler: session not connected; answer kept for a repeated request", "session_id", sessionID, "job_id", m.JobID)
@@ -1327,7 +1372,7 @@ func (d *Dispatcher) handle(ctx context.Context, msg Message) error {
 		if m.SessionID == "" {
 			return fmt.Errorf("%w: %s without session_id", ErrMalformed, m.Type)
 		}
-		d.answer(ctx, m.SessionID, m)
+		d.answer(ctx, m.SessionID, "", m)
 		return nil
 	default:
 		if m.NodeID == "" {

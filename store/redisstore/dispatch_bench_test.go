@@ -83,7 +83,9 @@ return 'ok ' .. ARGV[1] .. ' ' .. h[2] .. ' ' .. h[4] .. ' ' .. t[1] .. ' -' .. 
 			if _, _, err := s.CreateJob(ctx, "floor-"+strconv.Itoa(w)); err != nil {
 				b.Fatal(err)
 			}
-			base[w] = func() error { return floor.Exec(ctx, c, []string{fkey}, []string{"DISPATCHED", "node-1", "60000"}).Error() }
+			base[w] = func() error {
+				return floor.Exec(ctx, c, []string{fkey}, []string{"DISPATCHED", "node-1", "60000"}).Error()
+			}
 			attempt, ev := 1, fsm.Dispatch
 			op[w] = func() error {
 				tr, err := s.ApplyJob(ctx, id, ev, attempt, "node-1")

@@ -58,7 +58,8 @@ type RequestsConfig struct {
 // create runs once per request id unless a caller stalls for longer than
 // LockTTL between its read and its lock attempt, or create outlasts
 // LockTTL; even then the binding is written with NX, so every caller
-// returns the one stored binding.
+// returns the one stored binding, and a create that derives its job from
+// the request id ([scheduler.JobIDFor]) makes no second job.
 type Requests struct {
 	c    rueidis.Client
 	keys Keys

@@ -147,15 +147,19 @@ return 1`)
 			create := func(context.Context) (scheduler.RequestBinding, error) {
 				return scheduler.RequestBinding{JobID: "job", NodeID: "node"}, nil
 			}
-			// The floor of a new binding: read the binding, take the
-			// lock, write the binding, in one script (possible on one
-			// server; the two keys are in different cluster slots). The
-			// floor of a duplicate: one GET of the binding.
-			floorNew := rueidis.NewLuaScript(`
-if redis.call('GET', KEYS[1]) then return 0 end
-redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', 10000)
-redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', 60000)
-return 1`)
+			// The floor of a new binding is the bare calls in the two
+			// round trips any Bind needs around create (the lock and the
+			// binding are in different cluster slots, so no one script
+			// can hold both): GET binding with SET lock NX, then SET
+			// binding NX. The floor of a duplicate: one GET.
+			floorNew := func(id string) error {
+				rs := c.DoMulti(ctx, c.B().Get().Key(k.RequestBinding(id)).Build(),
+					c.B().Set().Key(k.RequestLock(id)).Value("token").Nx().PxMilliseconds(10000).Build())
+				if err := ignoreNil(rs[0].Error()); err != nil {
+					return err
+				}
+				return c.Do(ctx, c.B().Set().Key(k.RequestBinding(id)).Value(`{"job_id":"job","node_id":"node"}`).Nx().PxMilliseconds(60000).Build()).Error()
+			}
 			if _, _, err := s.Bind(ctx, "hot", create); err != nil {
 				b.Fatal(err)
 			}
@@ -167,8 +171,7 @@ return 1`)
 					if dup {
 						return ignoreNil(c.Do(ctx, c.B().Get().Key(k.RequestBinding("hot")).Build()).Error())
 					}
-					id := fmt.Sprintf("f-%d-%d", w, j)
-					return floorNew.Exec(ctx, c, []string{k.RequestBinding(id), k.RequestLock(id)}, []string{"token", `{"job_id":"job","node_id":"node"}`}).Error()
+					return floorNew(fmt.Sprintf("f-%d-%d", w, j))
 				}
 				op[w] = func() error {
 					i++

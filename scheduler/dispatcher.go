@@ -993,6 +993,14 @@ func (d *Dispatcher) answer(ctx context.Context, sessionID, via string, m Envelo
 		return
 	}
 	m.Hops++
+	// The instance the request came through most likely still holds the
+	// session: send there without asking the owner binding (it passes the
+	// answer on if the session moved).
+	if via != "" && via != d.id && m.Hops == 1 && d.instanceAlive(ctx, via) {
+		if _, err := d.st.Sender.Send(ctx, via, m.Fields()); err == nil {
+			return
+		}
+	}
 	owner, err := d.st.Owners.Owner(ctx, OwnerSession, sessionID)
 	if errors.Is(err, ErrNoOwner) && via != "" {
 		owner, err = via, nil

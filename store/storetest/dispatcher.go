@@ -42,6 +42,7 @@ func TestDispatcher(t *testing.T, newHarness func(t *testing.T) DispatcherHarnes
 	t.Run("NoNode", func(t *testing.T) { testDispatchNoNode(t, newHarness(t)) })
 	t.Run("LongJobKeepsLease", func(t *testing.T) { testDispatchLongJob(t, newHarness(t)) })
 	t.Run("BadNodeEvents", func(t *testing.T) { testDispatchBadEvents(t, newHarness(t)) })
+	t.Run("TurnJobsAtOnce", func(t *testing.T) { testDispatchTurnAtOnce(t, newHarness(t)) })
 	t.Run("AckTimeout", func(t *testing.T) { testDispatchAckTimeout(t, newHarness(t)) })
 	t.Run("RunTimeout", func(t *testing.T) { testDispatchRunTimeout(t, newHarness(t)) })
 	t.Run("TwoChoices", func(t *testing.T) { testDispatchTwoChoices(t, newHarness(t)) })
@@ -803,6 +804,49 @@ func testDispatchBadEvents(t *testing.T, h DispatcherHarness) {
 		n.ReleaseHeld()
 	}
 	checkAnsweredOnce(t, s, map[string]string{"r": "r"})
+}
+
+// testDispatchTurnAtOnce: a turn's jobs submitted at once still go to one
+// node: the second selects only after the first wrote the affinity.
+func testDispatchTurnAtOnce(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	var nodes []*TestNode
+	for i := range 4 {
+		n := NewTestNode(scheduler.NodeInfo{NodeID: fmt.Sprintf("n%d", i), Capacity: 64})
+		n.Attach(t, a)
+		nodes = append(nodes, n)
+	}
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	var reqs []string
+	payloads := map[string]string{}
+	var wg sync.WaitGroup
+	for tu := range 5 {
+		for j := range 8 {
+			r := fmt.Sprintf("t%d-%d", tu, j)
+			reqs, payloads[r] = append(reqs, r), r
+			wg.Go(func() {
+				s.Submit(t, scheduler.Request{RequestID: r, TurnID: fmt.Sprintf("turn-%d", tu), Reason: "max_duration", Payload: []byte(r)})
+			})
+		}
+	}
+	wg.Wait()
+	s.WaitAnswers(t, reqs, 10*time.Second)
+	checkAnsweredOnce(t, s, payloads)
+	for tu := range 5 {
+		used := map[string]bool{}
+		for _, n := range nodes {
+			for j := range 8 {
+				if len(n.Ran()[scheduler.JobIDFor(fmt.Sprintf("t%d-%d", tu, j))]) > 0 {
+					used[n.ID] = true
+				}
+			}
+		}
+		if len(used) != 1 {
+			t.Errorf("turn %d's 8 concurrent jobs ran on %v, want one node", tu, used)
+		}
+	}
 }
 
 // testDispatchAckTimeout: a node that never acknowledges loses the job to

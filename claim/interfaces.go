@@ -138,6 +138,18 @@ type Runner interface {
 	Stop(ctx context.Context, id string) error
 }
 
+// Admitter is an optional interface of a [Runner]: Admit reports, without
+// starting anything, whether the runner would start d. When the Runner
+// implements it, the loop asks before it claims: a waiting deployment
+// (unassigned, or bound to a node-unit that is no longer active) that
+// Admit refuses with an error wrapping [ErrRefused] is left for other
+// node-units, and listed in [Report.Declined], instead of being claimed and
+// then refused by Start. Other errors are logged and do not hold the claim
+// back. Deployments already bound to this node-unit are not asked about.
+type Admitter interface {
+	Admit(d Deployment) error
+}
+
 // Observer receives one [Report] per cycle, for metrics. It is called
 // synchronously at the end of every cycle, from the loop's goroutine, and
 // should return quickly.

@@ -43,6 +43,9 @@ type Report struct {
 	Missing []string
 	// Restarted are the ids restarted because what they run changed.
 	Restarted []string
+	// Declined are the waiting deployments this node did not consider for
+	// a claim because its Runner's [Admitter] refused them.
+	Declined []string
 	// Problems are the errors about single records: ERR_INVALID_TYPE,
 	// ERR_DAEMON_ADDRESS_SET, ERR_DAEMON_MISSING ([*Error]s), and Runner
 	// failures.
@@ -220,11 +223,15 @@ func (l *Loop) cycle(ctx context.Context, r *Report) error {
 	for i, n := range nodes {
 		active[i] = n.Address
 	}
+	planned := deps
+	if ad, ok := l.runner.(Admitter); ok && !IsNone(l.cfg.Policy) {
+		planned, r.Declined = l.admit(ad, deps, active)
+	}
 	act := Plan(Inputs{
 		Self:              l.cfg.Address,
 		Policy:            l.cfg.Policy,
 		Active:            active,
-		Deployments:       deps,
+		Deployments:       planned,
 		Usage:             usage,
 		ProbeFailure:      l.cfg.ProbeFailure,
 		Running:           l.runner.Running(),
@@ -310,6 +317,55 @@ func (l *Loop) cycle(ctx context.Context, r *Report) error {
 		r.Started = append(r.Started, d.ID)
 	}
 	return applyErr
+}
+
+// admit returns deps without the waiting deployments that ad refuses, and
+// their ids. A waiting deployment is an enabled one of type deployment that
+// is unassigned or bound to a node-unit not in active. A refusal is logged
+// once per deployment version.
+func (l *Loop) admit(ad Admitter, deps []Deployment, active []string) ([]Deployment, []string) {
+	live := make(map[string]bool, len(active))
+	for _, a := range active {
+		live[a] = true
+	}
+	var declined []string
+	var kept []Deployment
+	for i, d := range deps {
+		waiting := d.Type == TypeDeployment && d.Enabled && d.Address != l.cfg.Address && !live[d.Address]
+		if !waiting {
+			if kept != nil {
+				kept = append(kept, d)
+			}
+			continue
+		}
+		err := ad.Admit(d)
+		if err == nil {
+			if kept != nil {
+				kept = append(kept, d)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrRefused) {
+			l.log.Warn("runner could not tell whether it would run deployment; claiming it anyway", "id", d.ID, "err", err)
+			if kept != nil {
+				kept = append(kept, d)
+			}
+			continue
+		}
+		if kept == nil {
+			kept = append(make([]Deployment, 0, len(deps)), deps[:i]...)
+		}
+		declined = append(declined, d.ID)
+		key := d.ID + "\x00" + d.UpdatedAt.String()
+		if !l.refused[key] {
+			l.refused[key] = true
+			l.log.Warn("not claiming deployment: the runner refuses it", "id", d.ID, "err", err)
+		}
+	}
+	if kept == nil {
+		return deps, nil
+	}
+	return kept, declined
 }
 
 func (l *Loop) heartbeat(ctx context.Context, self NodeUnit) ([]NodeUnit, error) {

@@ -3,6 +3,7 @@ package claim
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -194,7 +195,7 @@ type ConfigError struct {
 
 // Error names the setting, the value and the reason.
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("claim: invalid %s %q: %v", e.Name, e.Value, e.Err)
+	return fmt.Sprintf("claim: invalid %s %q: %s", e.Name, e.Value, strings.TrimPrefix(fmt.Sprint(e.Err), "claim: "))
 }
 
 // Unwrap returns [ErrInvalidConfig] and the reason.

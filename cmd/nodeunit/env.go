@@ -88,6 +88,21 @@ type runConfig struct {
 	StopGrace    time.Duration
 }
 
+// asEnvError turns a *claim.ConfigError about a variable into an
+// *EnvError, so that every bad setting reads the same way:
+// NAME="value": reason.
+func asEnvError(err error) error {
+	var ce *claim.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	reason := ce.Err
+	if reason == nil {
+		reason = errors.New("invalid")
+	}
+	return &EnvError{Name: ce.Name, Value: ce.Value, Err: errors.New(strings.TrimPrefix(reason.Error(), "claim: "))}
+}
+
 func envErr(name, value, format string, args ...any) error {
 	return &EnvError{Name: name, Value: value, Err: fmt.Errorf(format, args...)}
 }
@@ -125,7 +140,7 @@ func loadBase(getenv func(string) string) (baseConfig, error) {
 	}
 	var err error
 	if c.Interval, err = claim.ParseInterval(getenv(claim.EnvSchedulerInterval)); err != nil {
-		return c, err
+		return c, asEnvError(err)
 	}
 	if v := getenv("NODE_UNIT_MEMBERSHIP_TTL_MS"); strings.TrimSpace(v) != "" {
 		if c.MemberTTL, err = parseMillis("NODE_UNIT_MEMBERSHIP_TTL_MS", v, false); err != nil {
@@ -177,7 +192,7 @@ func loadRun(getenv func(string) string) (runConfig, error) {
 		c.UsageURL = v
 	}
 	if c.Policy, err = claim.PolicyFromEnv(getenv); err != nil {
-		return c, err
+		return c, asEnvError(err)
 	}
 	if v := getenv("NODE_UNIT_LOST_AFTER_MS"); strings.TrimSpace(v) != "" {
 		if c.LostAfter, err = parseMillis("NODE_UNIT_LOST_AFTER_MS", v, true); err != nil {

@@ -162,3 +162,57 @@ func TestAdmitterTwoNodes(t *testing.T) {
 		t.Errorf("deployments per node-unit (-want +got):\n%s", diff)
 	}
 }
+
+// admitAll is a fake Runner that is an Admitter accepting everything.
+type admitAll struct{ *claimtest.Runner }
+
+func (admitAll) Admit(claim.Deployment) error { return nil }
+
+// TestAdmitterUnstalls: when the only eligible node-unit refuses the only
+// waiting deployment, a node-unit that can run it claims it after the
+// deployment stayed waiting for three of its cycles, although it is not
+// eligible; until then it waits.
+func TestAdmitterUnstalls(t *testing.T) {
+	s := claimtest.NewStore(nil)
+	s.Put(withCommand(at("held", "n2", 0), "good")) // n2 holds one: n1 is the least loaded
+	s.Put(withCommand(at("b", "", 1), "bad"))
+	strict := &admitting{Runner: claimtest.NewRunner()}
+	n1, err := claim.New(s, s, strict, nil, claim.Config{Address: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, err := claim.New(s, s, admitAll{claimtest.NewRunner()}, nil, claim.Config{Address: "n2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Heartbeat(ctx, claim.NodeUnit{Address: "n2"}); err != nil { // n2 is active from the start
+		t.Fatal(err)
+	}
+	var claimedAt int
+	for i := 1; i <= 5 && claimedAt == 0; i++ {
+		r1, err := n1.Cycle(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r1.Eligible || len(r1.Claimed) > 0 {
+			t.Fatalf("cycle %d: n1 eligible %v, claimed %v; want eligible, nothing claimed", i, r1.Eligible, r1.Claimed)
+		}
+		r2, err := n2.Cycle(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r2.Eligible {
+			t.Fatalf("cycle %d: n2 eligible, want not (it holds more)", i)
+		}
+		if len(r2.Claimed) > 0 {
+			if diff := cmp.Diff([]string{"b"}, r2.Claimed); diff != "" {
+				t.Fatalf("n2 claimed (-want +got):\n%s", diff)
+			}
+			claimedAt = i
+		}
+	}
+	if claimedAt != 3 {
+		t.Errorf("n2 claimed the stalled deployment in its cycle %d, want 3", claimedAt)
+	}
+}

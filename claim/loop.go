@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,8 @@ type Loop struct {
 	types       map[string]Type // type of every id seen in the latest list
 	logged      map[string]bool // problems already logged, by key
 	refused     map[string]bool // refusals already logged, by id and version
+	stallKey    string          // the waiting deployments this node could run, last cycle
+	stallCycles int             // consecutive cycles they stayed waiting, unclaimed
 	noneLogged  bool
 }
 
@@ -224,7 +227,8 @@ func (l *Loop) cycle(ctx context.Context, r *Report) error {
 		active[i] = n.Address
 	}
 	planned := deps
-	if ad, ok := l.runner.(Admitter); ok && !IsNone(l.cfg.Policy) {
+	ad, admits := l.runner.(Admitter)
+	if admits && !IsNone(l.cfg.Policy) {
 		planned, r.Declined = l.admit(ad, deps, active)
 	}
 	act := Plan(Inputs{
@@ -241,6 +245,9 @@ func (l *Loop) cycle(ctx context.Context, r *Report) error {
 		State:             l.state,
 	}, r.Start)
 	l.state = act.State
+	if admits {
+		l.unstall(&act, planned)
+	}
 	r.Eligible = act.Eligible
 	r.Missing = act.Missing
 	r.Restarted = act.Restart
@@ -317,6 +324,43 @@ func (l *Loop) cycle(ctx context.Context, r *Report) error {
 		r.Started = append(r.Started, d.ID)
 	}
 	return applyErr
+}
+
+// stallLimit is how many consecutive cycles the same waiting deployments
+// must stay unclaimed before a node-unit that is not eligible claims one.
+const stallLimit = 3
+
+// unstall lets this node claim a waiting deployment that it can run when
+// the same waiting deployments have stayed unclaimed for stallLimit
+// cycles while this node was not eligible: the eligible node-units refuse
+// them (their Runners' Admit), and without this nobody would ever run
+// them. Only loops whose Runner is an [Admitter] do this.
+func (l *Loop) unstall(act *Actions, planned []Deployment) {
+	if act.PolicyDisabled || len(act.Claim) > 0 || act.Eligible {
+		l.stallKey, l.stallCycles = "", 0
+		return
+	}
+	waiting := Candidates(planned, act.Lost)
+	if len(waiting) == 0 {
+		l.stallKey, l.stallCycles = "", 0
+		return
+	}
+	ids := make([]string, len(waiting))
+	for i, d := range waiting {
+		ids[i] = d.ID
+	}
+	key := strings.Join(ids, "\x00")
+	if key != l.stallKey {
+		l.stallKey, l.stallCycles = key, 1
+		return
+	}
+	l.stallCycles++
+	if l.stallCycles < stallLimit {
+		return
+	}
+	l.stallKey, l.stallCycles = "", 0
+	act.Claim = waiting[:1]
+	l.log.Info("claiming a deployment the eligible node-units leave waiting", "id", waiting[0].ID, "cycles", stallLimit)
 }
 
 // admit returns deps without the waiting deployments that ad refuses, and

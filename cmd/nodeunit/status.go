@@ -46,9 +46,9 @@ type deploymentStatus struct {
 	LastExit   string    `json:"last_exit,omitempty"`
 	LastExitAt time.Time `json:"last_exit_at,omitzero"`
 	NextStart  time.Time `json:"next_start,omitzero"`
-	// LastOutput is the last line the process wrote to its log, given
-	// with a restart, for the error message a crash-looping command
-	// prints.
+	// LastOutput is the last two lines the process wrote to its log,
+	// given once a run has ended, for the error message a crash-looping
+	// command prints.
 	LastOutput string `json:"last_output,omitempty"`
 	Reason     string `json:"reason,omitempty"` // why it is refused
 }
@@ -315,8 +315,9 @@ func cmdStatus(args []string, getenv func(string) string, stdout, stderr io.Writ
 	})
 }
 
-// lastLogLine returns the last non-empty line of the file at path, at most
-// 200 bytes of it; "" when there is none.
+// lastLogLine returns the last two non-empty lines of the file at path
+// (a failing command often prints its error, then a hint), joined by " / ",
+// at most 300 bytes; "" when there is none.
 func lastLogLine(path string) string {
 	f, err := os.Open(path)
 	if err != nil {
@@ -331,10 +332,19 @@ func lastLogLine(path string) string {
 	off := max(st.Size()-tail, 0)
 	buf := make([]byte, st.Size()-off)
 	n, _ := f.ReadAt(buf, off)
-	lines := strings.Split(strings.TrimRight(string(buf[:n]), "\r\n "), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
-	if len(last) > 200 {
-		last = last[:200]
+	var lines []string
+	for _, l := range strings.Split(string(buf[:n]), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if off > 0 && len(lines) > 0 {
+		lines = lines[1:] // the first may be cut
+	}
+	lines = lines[max(len(lines)-2, 0):]
+	last := strings.Join(lines, " / ")
+	if len(last) > 300 {
+		last = last[:300]
 	}
 	return last
 }

@@ -64,7 +64,9 @@ func (f *fakeSource) stat(_ context.Context, pid int) (procStat, error) {
 	return st, nil
 }
 
-func usageOf(cpu float64, memMB float64) claim.Usage { return claim.Usage{CPUPercent: cpu, MemoryMB: memMB} }
+func usageOf(cpu float64, memMB float64) claim.Usage {
+	return claim.Usage{CPUPercent: cpu, MemoryMB: memMB}
+}
 
 func TestSelectTree(t *testing.T) {
 	// 1 init; 100 the node-unit; 101 a deployment (group 101) with child

@@ -101,7 +101,7 @@ const createVersionTable = `CREATE TABLE IF NOT EXISTS ksana_schema_migrations (
 // takes. [Open] calls it.
 func (db *DB) Migrate(ctx context.Context) error {
 	if _, err := db.Schema(ctx); err != nil {
-		return fmt.Errorf("sqlstore: migrate: %w", err)
+		return err
 	}
 	ms, err := migrations(db.d)
 	if err != nil {

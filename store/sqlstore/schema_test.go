@@ -86,7 +86,7 @@ func TestMissingSchema(t *testing.T) {
 	q.Set("search_path", "ksana_no_such_schema")
 	u.RawQuery = q.Encode()
 
-	want := `sqlstore: migrate: sqlstore: no schema of search_path "ksana_no_such_schema" exists: create it (CREATE SCHEMA ksana_no_such_schema) or set search_path in the database URL to an existing schema`
+	want := `sqlstore: no schema of search_path "ksana_no_such_schema" exists: create it (CREATE SCHEMA ksana_no_such_schema) or set search_path in the database URL to an existing schema`
 	_, err = Open(ctx, u.String())
 	if !errors.Is(err, ErrNoSchema) {
 		t.Fatalf("Open: %v, want ErrNoSchema", err)

@@ -68,7 +68,7 @@
 //     score cpu_percent * cpu_weight + memory_mb / 1024 * memory_weight,
 //     weights from NODE_UNIT_CPU_WEIGHT and NODE_UNIT_MEMORY_WEIGHT (0.5 and
 //     0.5 by default, [ParseWeights]). A node whose probe fails or times out
-//     scores 0, as the specification says; Config.ProbeFailure =
+//     scores 0 by default, which makes it look least loaded; Config.ProbeFailure =
 //     [ProbeFailureNotEligible] leaves it out of that cycle's decision
 //     instead;
 //   - none ([NonePolicy]): the loop claims nothing and writes no address on
@@ -78,7 +78,7 @@
 //
 // # Error codes
 //
-// Errors about one record are [*Error]s carrying the specification's code
+// Errors about one record are [*Error]s carrying a stable [Code]
 // and unwrapping to a sentinel:
 //
 //	ERR_INVALID_TYPE        [ErrInvalidType]       type is neither daemon nor deployment: the record is skipped
@@ -93,7 +93,7 @@
 //
 // # Opt-ins
 //
-// The specification's behaviour is the default. Each of these is off until
+// The plain behaviour described above is the default. Each of these is off until
 // set in [Config]:
 //
 //   - LostAfter: a node must be missing from the membership for this long,

@@ -8,7 +8,8 @@ package claim
 // and are listed under "contract changes" below.
 //
 // Tests that belong to the SQL adapters (store/sqlstore), not to package
-// claim, named after the specification:
+// claim, named after the behaviour rules R1-R13 of daemons and the none
+// policy:
 //   - TestR1_NoneIssuesNoAddressUpdate: with policy none a Loop over the SQL
 //     store issues no "update deployment set address" statement (count the
 //     statements through a wrapped driver or a statement log).

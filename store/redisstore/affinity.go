@@ -11,7 +11,7 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// Field names of turn affinity, as the specification spells them.
+// Field names of turn affinity in the turn and session hashes.
 const (
 	FieldAffinityNodeID = "affinity_node_id"
 	FieldCurrentTurnID  = "current_turn_id"
@@ -22,8 +22,8 @@ type TurnsConfig struct {
 	// Prefix is the key prefix. Default (""): [DefaultPrefix].
 	Prefix string
 	// TTL, when set, makes the turn and session hashes expire TTL after
-	// their affinity is written. Default (0): no TTL, as the specification
-	// decides (the affinity lives until the turn ends and is cleared).
+	// their affinity is written. Default (0): no TTL (the affinity lives
+	// until the turn ends and is cleared).
 	TTL time.Duration
 	// OpHook observes every Redis operation ("turn_affinity_set",
 	// "turn_affinity_get", "session_turn_get", "turn_affinity_clear",

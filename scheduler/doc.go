@@ -19,7 +19,8 @@
 // Redis; the enabled field (default false) switches it on. Its fields are
 // snake_case (enabled, instance_id, redis.mode, redis.url,
 // redis.cluster_urls, redis.key_prefix, owner_ttl_seconds, stream_*,
-// dlq_*, node_snapshot.*) plus [scheduler.phase2.storm]. Zero fields mean the defaults listed on each field ([Config.WithDefaults]);
+// dlq_*, node_snapshot.*) plus [scheduler.phase2.storm]. Zero fields mean
+// the defaults listed on each field ([Config.WithDefaults]);
 // [Config.Validate] returns a [*ConfigError] naming the bad field, such as
 // "scheduler.phase2.redis.mode: unknown mode "x" (single|cluster)".
 // store/redisstore.LoadConfig reads the file.

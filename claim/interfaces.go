@@ -44,6 +44,11 @@ package claim
 //     max(Interval, MembershipTTL/2), Run stops the deployment processes and Leaves on exit.
 //     Report.Restarted: a running deployment whose package, version,
 //     command, args or env changed is stopped and started again.
+//   2026-11-23: additive only. New: Admitter (optional on a Runner: the
+//     loop asks before claiming a waiting deployment; refused ones are in
+//     Report.Declined and left to others; a loop with an Admitter claims a
+//     deployment that stayed waiting for three cycles while it was not
+//     eligible). ConfigError no longer repeats "claim:" in its reason.
 
 import (
 	"context"

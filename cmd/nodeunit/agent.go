@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ksana-dev/ksana/claim"
@@ -43,8 +44,8 @@ func openDB(ctx context.Context, c baseConfig) (*sqlstore.DB, error) {
 // no tables. A search_path naming no schema is an error naming
 // DATABASE_URL.
 func connectDB(ctx context.Context, c baseConfig) (*sqlstore.DB, error) {
-	if c.DefaultDB {
-		if _, err := os.Stat(filepath.Join(c.DataDir, "nodeunit.db")); errors.Is(err, os.ErrNotExist) {
+	if path, ok := sqlitePath(c.DatabaseURL); ok {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			return nil, nil
 		}
 	}
@@ -64,6 +65,27 @@ func connectDB(ctx context.Context, c baseConfig) (*sqlstore.DB, error) {
 		return nil, nil
 	}
 	return db, nil
+}
+
+// sqlitePath returns the file of an SQLite database URL (sqlite:PATH,
+// file:PATH or a plain path, query removed); ok is false for PostgreSQL and
+// for an in-memory database.
+func sqlitePath(u string) (path string, ok bool) {
+	s := strings.TrimSpace(u)
+	lower := strings.ToLower(s)
+	switch {
+	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
+		return "", false
+	case strings.HasPrefix(lower, "sqlite:"):
+		s = strings.TrimPrefix(s[len("sqlite:"):], "//")
+	case strings.HasPrefix(lower, "file:"):
+		s = strings.TrimPrefix(s[len("file:"):], "//")
+	}
+	s, _, _ = strings.Cut(s, "?")
+	if s == "" || s == ":memory:" {
+		return "", false
+	}
+	return s, true
 }
 
 // agent is a running node-unit.

@@ -155,11 +155,47 @@ func TestAddWarnsAboutTrust(t *testing.T) {
 	}
 }
 
+func TestSQLitePath(t *testing.T) {
+	tests := []struct {
+		url, want string
+		ok        bool
+	}{
+		{"sqlite:data/nodeunit.db", "data/nodeunit.db", true},
+		{"sqlite:///tmp/x.db?_busy_timeout=1", "/tmp/x.db", true},
+		{"file:x.db?mode=ro", "x.db", true},
+		{"x.db", "x.db", true},
+		{":memory:", "", false},
+		{"postgres://u@h/db", "", false},
+		{"POSTGRESQL://u@h/db", "", false},
+	}
+	for _, tt := range tests {
+		if got, ok := sqlitePath(tt.url); got != tt.want || ok != tt.ok {
+			t.Errorf("sqlitePath(%q) = %q, %v; want %q, %v", tt.url, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
 // TestReadOnlyCommandsSQLite: list, nodes and status on a data directory
-// with no database show empty tables and create nothing.
+// with no database, or on a DATABASE_URL naming a missing file, show empty
+// tables and create nothing.
 func TestReadOnlyCommandsSQLite(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "data")
-	env := map[string]string{"NODE_UNIT_DATA": data}
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	for _, env := range []map[string]string{
+		{"NODE_UNIT_DATA": data},
+		{"NODE_UNIT_DATA": data, "DATABASE_URL": "sqlite:" + filepath.Join(dir, "other.db")},
+	} {
+		readOnly(t, env)
+	}
+	for _, p := range []string{data, filepath.Join(dir, "other.db")} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("the read-only commands created %s (stat: %v)", p, err)
+		}
+	}
+}
+
+func readOnly(t *testing.T, env map[string]string) {
+	t.Helper()
 	for _, tt := range []struct{ cmd, want string }{
 		{"list", "ID  TYPE  ENABLED  ADDRESS  COMMAND\n"},
 		{"nodes", "ADDRESS  DEPLOYMENTS  STARTED  LAST_SEEN  USAGE_ENDPOINT\n"},
@@ -172,9 +208,6 @@ func TestReadOnlyCommandsSQLite(t *testing.T) {
 		if diff := cmp.Diff(tt.want, out); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.cmd, diff)
 		}
-	}
-	if _, err := os.Stat(data); !os.IsNotExist(err) {
-		t.Errorf("the read-only commands created %s (stat: %v)", data, err)
 	}
 }
 

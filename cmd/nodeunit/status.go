@@ -189,7 +189,7 @@ func statusRows(ds []claim.Deployment, nodes []claim.NodeUnit, reports map[strin
 	on := func(d claim.Deployment, addr string) statusRow {
 		row := statusRow{ID: d.ID, Type: string(d.Type), NodeUnit: addr}
 		if err := errs[addr]; err != nil {
-			row.State, row.Detail = "unknown", "node-unit not reachable: "+err.Error()
+			row.State, row.Detail = "unknown", "cannot read its status: "+err.Error()
 			return row
 		}
 		s, ok := byNode[addr][d.ID]

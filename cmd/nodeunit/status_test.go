@@ -56,11 +56,11 @@ func TestStatusRows(t *testing.T) {
 		{"free", "deployment", "-", "waiting", "not claimed yet"},
 		{"lost", "deployment", "-", "waiting", "its node-unit gone is not active; another takes it over"},
 		{"starting", "deployment", "a", "starting", "not started yet"},
-		{"far", "deployment", "c", "unknown", "node-unit not reachable: connection refused"},
+		{"far", "deployment", "c", "unknown", "cannot read its status: connection refused"},
 		{"off", "deployment", "-", "disabled", ""},
 		{"dm", "daemon", "a", "running", "pid 11, up 1m0s"},
 		{"dm", "daemon", "b", "restarting", "last exit: exit status 2, 1s ago; next start in 1s"},
-		{"dm", "daemon", "c", "unknown", "node-unit not reachable: connection refused"},
+		{"dm", "daemon", "c", "unknown", "cannot read its status: connection refused"},
 	}
 	if diff := cmp.Diff(want, statusRows(ds, nodes, reports, errs, now)); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)

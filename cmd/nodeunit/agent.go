@@ -68,18 +68,18 @@ func connectDB(ctx context.Context, c baseConfig) (*sqlstore.DB, error) {
 }
 
 // sqlitePath returns the file of an SQLite database URL (sqlite:PATH,
-// file:PATH or a plain path, query removed); ok is false for PostgreSQL and
-// for an in-memory database.
+// file:PATH or a plain path, query removed); ok is false for PostgreSQL,
+// for any other scheme, and for an in-memory database.
 func sqlitePath(u string) (path string, ok bool) {
 	s := strings.TrimSpace(u)
 	lower := strings.ToLower(s)
 	switch {
-	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
-		return "", false
 	case strings.HasPrefix(lower, "sqlite:"):
 		s = strings.TrimPrefix(s[len("sqlite:"):], "//")
 	case strings.HasPrefix(lower, "file:"):
 		s = strings.TrimPrefix(s[len("file:"):], "//")
+	case strings.Contains(lower, "://"):
+		return "", false // PostgreSQL, or a scheme Open refuses with a message
 	}
 	s, _, _ = strings.Cut(s, "?")
 	if s == "" || s == ":memory:" {

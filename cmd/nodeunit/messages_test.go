@@ -167,6 +167,7 @@ func TestSQLitePath(t *testing.T) {
 		{":memory:", "", false},
 		{"postgres://u@h/db", "", false},
 		{"POSTGRESQL://u@h/db", "", false},
+		{"mysql://x/y", "", false},
 	}
 	for _, tt := range tests {
 		if got, ok := sqlitePath(tt.url); got != tt.want || ok != tt.ok {

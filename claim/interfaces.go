@@ -43,6 +43,10 @@ package claim
 //     max(Interval, MembershipTTL/2), Run stops the deployment processes and Leaves on exit.
 //     Report.Restarted: a running deployment whose package, version,
 //     command, args or env changed is stopped and started again.
+//   2026-11-23: additive only. New: the optional Viewer capability of a
+//     Store (View, Summary, Version), Partial and ClaimWindow for Plan, and
+//     Inputs.Partial. With a Viewer, Report.Deployments counts the rows
+//     read in full or by version, not every enabled row.
 
 import (
 	"context"

@@ -33,14 +33,12 @@ const (
 )
 
 // viewSummary reads, after the act CTE, one row per active node-unit with
-// its count, one per missing address with its count, and a row with an
-// empty address when a deployment is unassigned. {endpoint} is the usage
-// endpoint, or ” when it is not asked for.
-const viewSummary = `SELECT a.address, CAST(COALESCE(c.n, 0) AS INTEGER) AS n, TRUE AS active, {endpoint} AS usage_endpoint
-	FROM act a LEFT JOIN deployment_address_count c ON c.address = a.address
-	UNION ALL
-	SELECT c.address, c.n, FALSE, '' FROM deployment_address_count c
-	WHERE c.n > 0 AND NOT EXISTS (SELECT 1 FROM act a WHERE a.address = c.address)
+// its count, one per missing address with its count (one full join), and a
+// row with an empty address when a deployment is unassigned. {endpoint} is
+// the usage endpoint, or ” when it is not asked for.
+const viewSummary = `SELECT COALESCE(a.address, c.address) AS address, CAST(COALESCE(c.n, 0) AS INTEGER) AS n,
+		a.address IS NOT NULL AS active, COALESCE({endpoint}, '') AS usage_endpoint
+	FROM act a FULL JOIN deployment_address_count c ON c.address = a.address
 	UNION ALL
 	SELECT '', 0, FALSE, '' WHERE EXISTS (SELECT 1 FROM deployment
 		WHERE enabled AND type = 'deployment' AND address = '' AND id <> '')`
@@ -48,7 +46,7 @@ const viewSummary = `SELECT a.address, CAST(COALESCE(c.n, 0) AS INTEGER) AS n, T
 // versionsSQL: the rows a node runs or reports, by version.
 const versionsSQL = `SELECT id, updated_at FROM deployment WHERE enabled AND type = 'deployment' AND address = ?
 	UNION ALL
-	SELECT id, updated_at FROM deployment WHERE enabled AND COALESCE(type, '') <> 'deployment'`
+	SELECT id, updated_at FROM deployment WHERE enabled AND (type <> 'deployment' OR type IS NULL)`
 
 // candidateWhere is the claim condition without the address part; each
 // branch of a candidate query adds its own.

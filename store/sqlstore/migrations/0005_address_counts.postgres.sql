@@ -15,32 +15,67 @@ INSERT INTO deployment_address_count (address, n)
     WHERE enabled AND type = 'deployment' AND address <> '' AND id <> ''
     GROUP BY address;
 
-CREATE OR REPLACE FUNCTION deployment_address_count_sync() RETURNS trigger
+-- Statement-level triggers apply one change per address and statement
+-- (a bulk insert updates each address's row once, not once per row), in
+-- address order so that concurrent statements lock rows in one order.
+-- deployment_address_count_apply takes the changes as two arrays,
+-- addresses and deltas.
+CREATE OR REPLACE FUNCTION deployment_address_count_apply(addrs TEXT[], deltas BIGINT[]) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF addrs IS NULL OR cardinality(addrs) = 0 THEN
+        RETURN;
+    END IF;
+    INSERT INTO deployment_address_count AS c (address, n)
+        SELECT a, d FROM unnest(addrs, deltas) AS x(a, d) ORDER BY a
+        ON CONFLICT (address) DO UPDATE SET n = c.n + excluded.n;
+    DELETE FROM deployment_address_count WHERE address = ANY (addrs) AND n <= 0;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION deployment_address_count_insert() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
-    was BOOLEAN := FALSE;
-    now_counted BOOLEAN := FALSE;
-    left_n INTEGER;
+    addrs TEXT[];
+    deltas BIGINT[];
 BEGIN
-    IF TG_OP IN ('UPDATE', 'DELETE') THEN
-        was := COALESCE(OLD.enabled AND OLD.type = 'deployment' AND OLD.address <> '' AND OLD.id <> '', FALSE);
-    END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        now_counted := COALESCE(NEW.enabled AND NEW.type = 'deployment' AND NEW.address <> '' AND NEW.id <> '', FALSE);
-    END IF;
-    IF was AND now_counted AND OLD.address = NEW.address THEN
-        RETURN NULL;
-    END IF;
-    IF was THEN
-        UPDATE deployment_address_count SET n = n - 1 WHERE address = OLD.address RETURNING n INTO left_n;
-        IF left_n IS NOT NULL AND left_n <= 0 THEN
-            DELETE FROM deployment_address_count WHERE address = OLD.address AND n <= 0;
-        END IF;
-    END IF;
-    IF now_counted THEN
-        INSERT INTO deployment_address_count (address, n) VALUES (NEW.address, 1)
-        ON CONFLICT (address) DO UPDATE SET n = deployment_address_count.n + 1;
-    END IF;
+    SELECT array_agg(address ORDER BY address), array_agg(n ORDER BY address) INTO addrs, deltas
+    FROM (SELECT address, count(*) AS n FROM new_rows
+          WHERE enabled AND type = 'deployment' AND address <> '' AND id <> '' GROUP BY address) AS x;
+    PERFORM deployment_address_count_apply(addrs, deltas);
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION deployment_address_count_delete() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    addrs TEXT[];
+    deltas BIGINT[];
+BEGIN
+    SELECT array_agg(address ORDER BY address), array_agg(n ORDER BY address) INTO addrs, deltas
+    FROM (SELECT address, -count(*) AS n FROM old_rows
+          WHERE enabled AND type = 'deployment' AND address <> '' AND id <> '' GROUP BY address) AS x;
+    PERFORM deployment_address_count_apply(addrs, deltas);
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION deployment_address_count_update() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    addrs TEXT[];
+    deltas BIGINT[];
+BEGIN
+    SELECT array_agg(address ORDER BY address), array_agg(n ORDER BY address) INTO addrs, deltas
+    FROM (SELECT address, sum(n) AS n FROM (
+              SELECT address, -1 AS n FROM old_rows
+              WHERE enabled AND type = 'deployment' AND address <> '' AND id <> ''
+              UNION ALL
+              SELECT address, 1 FROM new_rows
+              WHERE enabled AND type = 'deployment' AND address <> '' AND id <> ''
+          ) AS d GROUP BY address HAVING sum(n) <> 0) AS x;
+    PERFORM deployment_address_count_apply(addrs, deltas);
     RETURN NULL;
 END
 $$;
@@ -53,10 +88,20 @@ BEGIN
 END
 $$;
 
-DROP TRIGGER IF EXISTS deployment_address_count_sync ON deployment;
-CREATE TRIGGER deployment_address_count_sync
-    AFTER INSERT OR DELETE OR UPDATE OF id, type, enabled, address ON deployment
-    FOR EACH ROW EXECUTE FUNCTION deployment_address_count_sync();
+DROP TRIGGER IF EXISTS deployment_address_count_insert ON deployment;
+CREATE TRIGGER deployment_address_count_insert
+    AFTER INSERT ON deployment REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION deployment_address_count_insert();
+
+DROP TRIGGER IF EXISTS deployment_address_count_delete ON deployment;
+CREATE TRIGGER deployment_address_count_delete
+    AFTER DELETE ON deployment REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION deployment_address_count_delete();
+
+DROP TRIGGER IF EXISTS deployment_address_count_update ON deployment;
+CREATE TRIGGER deployment_address_count_update
+    AFTER UPDATE ON deployment REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION deployment_address_count_update();
 
 DROP TRIGGER IF EXISTS deployment_address_count_truncate ON deployment;
 CREATE TRIGGER deployment_address_count_truncate
@@ -70,4 +115,4 @@ CREATE INDEX IF NOT EXISTS deployment_claim_order_idx
 
 -- The daemons and the rows of invalid type.
 CREATE INDEX IF NOT EXISTS deployment_other_type_idx
-    ON deployment (id) WHERE enabled AND COALESCE(type, '') <> 'deployment';
+    ON deployment (id) WHERE enabled AND (type <> 'deployment' OR type IS NULL);

@@ -57,4 +57,4 @@ CREATE INDEX IF NOT EXISTS deployment_claim_order_idx
 
 -- The daemons and the rows of invalid type.
 CREATE INDEX IF NOT EXISTS deployment_other_type_idx
-    ON deployment (id) WHERE enabled AND COALESCE(type, '') <> 'deployment';
+    ON deployment (id) WHERE enabled AND (type <> 'deployment' OR type IS NULL);

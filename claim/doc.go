@@ -65,9 +65,10 @@
 //   - the versions (id and updated_at) of the rows this node runs or
 //     reports: its own deployments, the daemons and the rows of invalid
 //     type, which are therefore still reported every cycle. Only the rows
-//     whose version changed are read in full, and all of them every 12th
-//     cycle; a row that disappears from the versions was deleted, disabled
-//     or moved;
+//     whose version changed are read in full, and once more the next cycle
+//     (two updates within the clock's resolution leave one version); a
+//     row that disappears from the versions was deleted, disabled or
+//     moved;
 //   - only when this node may claim, the candidates at its ranks in claim
 //     order ([ClaimWindow]), usually one row.
 //

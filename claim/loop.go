@@ -77,7 +77,7 @@ type Loop struct {
 	refused     map[string]bool // refusals already logged, by id and version
 	noneLogged  bool
 	local       map[string]Deployment // a Viewer's cycle: the rows read, by id
-	sinceResync int                   // cycles since the rows were read in full
+	confirm     map[string]bool       // rows of local to read in full again
 }
 
 // New returns a loop over store, members and runner. probe is needed only
@@ -278,11 +278,6 @@ func (l *Loop) readAll(ctx context.Context, r *Report) (Inputs, error) {
 	return l.inputs(nodes, deps, usage), nil
 }
 
-// localResync is how often (in cycles) a Viewer's cycle reads this node's
-// rows in full whether or not their versions changed, in case two updates
-// of a row were stamped with the same time.
-const localResync = 12
-
 // readView is the cycle's read through a Viewer: one consistent view with
 // the heartbeat, the summary, the versions of this node's rows (those that
 // changed in full) and the window of candidates it may claim.
@@ -360,17 +355,19 @@ func (l *Loop) readView(ctx context.Context, v Viewer, r *Report) (Inputs, error
 }
 
 // readLocal returns the rows this node runs or reports, reading in full
-// only those whose version differs from the one it holds (all of them
-// every localResync cycles).
+// only those whose version (id and updated_at) differs from the one it
+// holds. A row read in full because it changed is read in full once more
+// the next cycle: a second update stamped with the same time as the first
+// (within the clock's resolution) leaves the version as it was, and that
+// next read, a cycle later, sees it.
 func (l *Loop) readLocal(ctx context.Context, view View) ([]Deployment, error) {
 	vs, err := view.Versions(ctx, l.cfg.Address)
 	if err != nil {
 		return nil, err
 	}
-	resync := l.sinceResync+1 >= localResync
 	var need []string
 	for _, v := range vs {
-		if d, ok := l.local[v.ID]; resync || !ok || !d.UpdatedAt.Equal(v.UpdatedAt) {
+		if d, ok := l.local[v.ID]; !ok || !d.UpdatedAt.Equal(v.UpdatedAt) || l.confirm[v.ID] {
 			need = append(need, v.ID)
 		}
 	}
@@ -384,18 +381,17 @@ func (l *Loop) readLocal(ctx context.Context, view View) ([]Deployment, error) {
 			fresh[d.ID] = d
 		}
 	}
-	l.sinceResync++
-	if resync {
-		l.sinceResync = 0
-	}
 	next := make(map[string]Deployment, len(vs))
+	confirm := map[string]bool{}
 	out := make([]Deployment, 0, len(vs))
 	for _, v := range vs {
 		d, ok := fresh[v.ID]
-		if !ok {
-			if d, ok = l.local[v.ID]; !ok || !d.UpdatedAt.Equal(v.UpdatedAt) {
-				continue // gone between the two reads
+		if ok {
+			if held, had := l.local[v.ID]; !had || !held.UpdatedAt.Equal(d.UpdatedAt) {
+				confirm[v.ID] = true
 			}
+		} else if d, ok = l.local[v.ID]; !ok || !d.UpdatedAt.Equal(v.UpdatedAt) {
+			continue // gone between the two reads
 		}
 		if _, dup := next[d.ID]; dup {
 			continue
@@ -403,7 +399,7 @@ func (l *Loop) readLocal(ctx context.Context, view View) ([]Deployment, error) {
 		next[d.ID] = d
 		out = append(out, d)
 	}
-	l.local = next
+	l.local, l.confirm = next, confirm
 	return out, nil
 }
 

@@ -203,7 +203,8 @@ func TestClaimWindow(t *testing.T) {
 
 // TestViewCycleStatements: over a Viewer, a cycle in which nothing changed
 // reads the view and the versions of the node's rows, and nothing else;
-// a changed row is read again, alone; a claim reads one candidate.
+// a changed row is read in full, and once more the next cycle; a claim
+// reads one candidate.
 func TestViewCycleStatements(t *testing.T) {
 	s := claimtest.NewStore(nil)
 	v := claimtest.Viewing(s)
@@ -229,10 +230,13 @@ func TestViewCycleStatements(t *testing.T) {
 		{"first cycle: all rows new, one claim", nil,
 			[]string{"View", "Versions", "Get", "Candidates", "Claim"}, []string{"free"}},
 		{"the claimed row changed", nil, []string{"View", "Versions", "Get"}, nil},
+		{"the changed rows read once more", nil, []string{"View", "Versions", "Get"}, nil},
 		{"nothing changed", nil, []string{"View", "Versions"}, nil},
 		{"the daemon changed", func() { s.Put(claim.Deployment{ID: "dm", Type: claim.TypeDaemon, Enabled: true, Command: "b"}) },
 			[]string{"View", "Versions", "Get"}, nil},
+		{"the daemon read once more", nil, []string{"View", "Versions", "Get"}, nil},
 		{"nothing changed again", nil, []string{"View", "Versions"}, nil},
+		{"nothing changed still", nil, []string{"View", "Versions"}, nil},
 	}
 	for _, st := range steps {
 		if st.before != nil {
@@ -249,5 +253,30 @@ func TestViewCycleStatements(t *testing.T) {
 	}
 	if got := n.runner.Running(); !slices.Equal(got, []string{"dm", "free"}) {
 		t.Errorf("running %v, want [dm free]", got)
+	}
+}
+
+// TestViewSameStampUpdateSeen: a row changed twice within the clock's
+// resolution keeps its version; the read a cycle after the change still
+// sees the second update, and the deployment restarts with it.
+func TestViewSameStampUpdateSeen(t *testing.T) {
+	s := claimtest.NewStore(nil)
+	v := claimtest.Viewing(s)
+	stamp := t0.Add(time.Minute)
+	s.Put(claim.Deployment{ID: "mine", Type: claim.TypeDeployment, Enabled: true, Address: "n1", Command: "a", UpdatedAt: t0})
+	n := newNode(t, v, v, nil, claim.Config{Address: "n1", Policy: claim.NonePolicy()})
+	n.cycle(t)
+	s.Put(claim.Deployment{ID: "mine", Type: claim.TypeDeployment, Enabled: true, Address: "n1", Command: "b", UpdatedAt: stamp})
+	if r := n.cycle(t); !slices.Equal(r.Restarted, []string{"mine"}) {
+		t.Fatalf("cycle after the first update: restarted %v, want [mine]", r.Restarted)
+	}
+	// The second update, in the same instant: same version, new command.
+	s.Put(claim.Deployment{ID: "mine", Type: claim.TypeDeployment, Enabled: true, Address: "n1", Command: "c", UpdatedAt: stamp})
+	r := n.cycle(t)
+	if !slices.Equal(r.Restarted, []string{"mine"}) {
+		t.Errorf("cycle after an update with the same stamp: restarted %v, want [mine]", r.Restarted)
+	}
+	if got := n.runner.Starts("mine"); got != 3 {
+		t.Errorf("mine started %d times, want 3 (first, after each update)", got)
 	}
 }

@@ -121,6 +121,8 @@ func (a *agent) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The loop runs one statement at a time: one connection per node-unit.
+	db.SQL().SetMaxOpenConns(1)
 	a.db = db
 
 	a.runner, err = proc.New(proc.Config{

@@ -41,7 +41,9 @@ type View interface {
 	// Versions returns the id and UpdatedAt of every enabled deployment of
 	// type deployment bound to address and of every enabled row whose type
 	// is not "deployment" (the daemons and the rows of invalid type), in
-	// any order.
+	// any order. The loop reads a row in full again only when its
+	// UpdatedAt changed, so a Viewer's store must move updated_at on every
+	// update of a row (store/sqlstore does so with a trigger).
 	Versions(ctx context.Context, address string) ([]Version, error)
 	// Get returns the enabled rows among ids, in full and as stored (a row
 	// of invalid type included), in any order. No ids: no statement.

@@ -280,3 +280,43 @@ func TestViewSameStampUpdateSeen(t *testing.T) {
 		t.Errorf("mine started %d times, want 3 (first, after each update)", got)
 	}
 }
+
+// TestSpecThroughView runs the loop-level tests of the specification's
+// rules again with every loop reading through a claim.Viewer: the rules
+// hold whichever way a cycle reads the table.
+func TestSpecThroughView(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"Spec000_ReleasesLostDeploymentsAndClaimsOnePerCycle", TestSpec000_ReleasesLostDeploymentsAndClaimsOnePerCycle},
+		{"R1_NoneNeverWritesAddress", TestR1_NoneNeverWritesAddress},
+		{"R5_DaemonNeverClaimed", TestR5_DaemonNeverClaimed},
+		{"R6_DaemonAddressIsNoBindingCondition", TestR6_DaemonAddressIsNoBindingCondition},
+		{"R7_DaemonRunsOncePerNode", TestR7_DaemonRunsOncePerNode},
+		{"R8_DeploymentBindingAndTakeoverUnchanged", TestR8_DeploymentBindingAndTakeoverUnchanged},
+		{"R9_LostRecoveryIgnoresDaemons", TestR9_LostRecoveryIgnoresDaemons},
+		{"R11_InvalidTypeLoggedAndSkipped", TestR11_InvalidTypeLoggedAndSkipped},
+		{"R12_DaemonAddressLoggedAndIgnored", TestR12_DaemonAddressLoggedAndIgnored},
+		{"R13_NoneBlocksEveryAddressWritePath", TestR13_NoneBlocksEveryAddressWritePath},
+		{"ErrClaimConflict_LoggedAtDebugAndRetried", TestErrClaimConflict_LoggedAtDebugAndRetried},
+		{"ErrPolicyDisabled_LoggedOnce", TestErrPolicyDisabled_LoggedOnce},
+		{"ErrDaemonMissing_Restarted", TestErrDaemonMissing_Restarted},
+		{"R2_NoneDoesNotFence", TestR2_NoneDoesNotFence},
+		{"Spec000_FetchResourceUsageConcurrentlyWithTimeout", TestSpec000_FetchResourceUsageConcurrentlyWithTimeout},
+		{"ProbesOnlyUnderResourceUsage", TestProbesOnlyUnderResourceUsage},
+		{"SelfFence", TestSelfFence},
+		{"LostAfter", TestLostAfter},
+		{"Rebalance", TestRebalance},
+		{"RunnerRefusalLoggedOnce", TestRunnerRefusalLoggedOnce},
+		{"SelfFenceWhenMembershipHangs", TestSelfFenceWhenMembershipHangs},
+		// Not TestLoopRestartsChangedDeployment: it rewrites a row without
+		// moving its updated_at, which a Viewer's store never does (see
+		// TestViewSameStampUpdateSeen for the view's restart).
+	}
+	viewAll = true
+	defer func() { viewAll = false }()
+	for _, tt := range tests {
+		t.Run(tt.name, tt.run)
+	}
+}

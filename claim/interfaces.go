@@ -28,7 +28,9 @@ package claim
 //   - ERR_CLAIM_CONFLICT on a real database: concurrent claimers of one
 //     deployment, exactly one wins (also in store/storetest).
 //   - the 20-loop PostgreSQL run, failover, and the one-cycle benchmark
-//     (statements per cycle: at most 3 when nothing is lost).
+//     (statements per cycle: at most 3 when nothing is lost; through the
+//     Viewer, 2 on PostgreSQL when nothing changed, whatever the size of
+//     the table: TestCycleFlatAsOthersGrow).
 //
 // Everything else of 000 and R1-R13 of 001 is tested in package claim.
 //

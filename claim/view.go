@@ -83,7 +83,9 @@ type Summary struct {
 // Version identifies one state of a row: a row whose UpdatedAt differs from
 // the one a node holds has changed since it read it.
 type Version struct {
-	ID        string
+	// ID is the row's id.
+	ID string
+	// UpdatedAt is the row's updated_at, which every update moves.
 	UpdatedAt time.Time
 }
 

@@ -1,0 +1,77 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ksana-dev/ksana/claim"
+	"github.com/ksana-dev/ksana/claim/claimtest"
+)
+
+var viewT0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// endpointProbe answers from a table by the node's usage endpoint, so a
+// node read without its endpoint fails its probe.
+type endpointProbe map[string]claim.Usage
+
+func (p endpointProbe) Usage(ctx context.Context, n claim.NodeUnit) (claim.Usage, error) {
+	u, ok := p[n.UsageEndpoint]
+	if !ok {
+		return claim.Usage{}, fmt.Errorf("no usage at endpoint %q of %s", n.UsageEndpoint, n.Address)
+	}
+	return u, nil
+}
+
+// TestViewLoopResourceUsage: under resource_usage a cycle through the view
+// probes every active node at its usage endpoint (the view reads them
+// only for this policy), commits before probing, and then reads its
+// candidate: the least loaded node claims one deployment per cycle, in
+// candidate order, and the other none.
+func TestViewLoopResourceUsage(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := b.open(t)
+			for i := range 3 {
+				exec(t, db, "INSERT INTO deployment (id, enabled, command, created_at, updated_at) VALUES (?, TRUE, 'x', ?, ?)",
+					fmt.Sprintf("d%d", i), db.d.timeArg(viewT0.Add(time.Duration(i)*time.Minute)), db.d.timeArg(viewT0.Add(time.Duration(i)*time.Minute)))
+			}
+			probe := endpointProbe{"http://n1/usage": {CPUPercent: 5}, "http://n2/usage": {CPUPercent: 50}}
+			newLoop := func(addr string) *claim.Loop {
+				l, err := claim.New(db.Deployments(), db.Membership(), claimtest.NewRunner(), probe, claim.Config{
+					Address: addr, UsageEndpoint: "http://" + addr + "/usage", MembershipTTL: time.Hour,
+					Policy: claim.ResourceUsagePolicy(claim.DefaultWeights),
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l
+			}
+			n1, n2 := newLoop("n1"), newLoop("n2")
+			if err := db.Membership().Heartbeat(ctx, claim.NodeUnit{Address: "n2", UsageEndpoint: "http://n2/usage"}); err != nil {
+				t.Fatal(err)
+			}
+			var got [][]string
+			for range 4 {
+				for _, l := range []*claim.Loop{n1, n2} {
+					r, err := l.Cycle(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if r.ProbeFailures != 0 {
+						t.Errorf("%d probes failed, want none: every active node read with its endpoint", r.ProbeFailures)
+					}
+					got = append(got, r.Claimed)
+				}
+			}
+			want := [][]string{{"d0"}, nil, {"d1"}, nil, {"d2"}, nil, nil, nil}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("claims per cycle (n1, n2, n1, ...) mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -75,3 +75,43 @@ func TestViewLoopResourceUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestMigrateBackfillsAddressCounts: a deployment table of the old schema
+// with bound rows migrates with the counts per address filled in, and the
+// counts then follow writes made without this package.
+func TestMigrateBackfillsAddressCounts(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			u := b.url(t)
+			rawExec(t, b.name, u, legacyTable[b.name],
+				`INSERT INTO deployment (id, command, address, enabled) VALUES ('a1', 'x', 'node-a', TRUE)`,
+				`INSERT INTO deployment (id, command, address, enabled) VALUES ('a2', 'x', 'node-a', TRUE)`,
+				`INSERT INTO deployment (id, command, address, enabled) VALUES ('a3', 'x', 'node-a', FALSE)`,
+				`INSERT INTO deployment (id, command, address, enabled) VALUES ('b1', 'x', 'node-b', TRUE)`,
+				`INSERT INTO deployment (id, command, address, enabled) VALUES ('f1', 'x', '', TRUE)`,
+			)
+			db := mustOpen(t, u)
+			bound := func() map[string]int {
+				t.Helper()
+				v, err := db.Deployments().View(ctx, claim.NodeUnit{Address: "me"}, time.Minute, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer v.Close()
+				return v.Summary().Bound
+			}
+			if diff := cmp.Diff(map[string]int{"node-a": 2, "node-b": 1}, bound()); diff != "" {
+				t.Errorf("counts after migration mismatch (-want +got):\n%s", diff)
+			}
+			rawExec(t, b.name, u,
+				`UPDATE deployment SET address = 'node-b' WHERE address = 'node-a'`,
+				`DELETE FROM deployment WHERE id = 'f1'`,
+				`INSERT INTO deployment (id, command, address, enabled) VALUES ('c1', 'x', 'node-c', TRUE)`,
+			)
+			if diff := cmp.Diff(map[string]int{"node-b": 3, "node-c": 1}, bound()); diff != "" {
+				t.Errorf("counts after writes by hand mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -9,6 +9,10 @@ CREATE TABLE IF NOT EXISTS deployment_address_count (
     n       INTEGER NOT NULL
 );
 
+-- No write may land between the counting below and the triggers that keep
+-- the counts (writers wait for the migration's commit).
+LOCK TABLE deployment IN SHARE ROW EXCLUSIVE MODE;
+
 DELETE FROM deployment_address_count;
 INSERT INTO deployment_address_count (address, n)
     SELECT address, count(*) FROM deployment

@@ -29,7 +29,9 @@
 //
 //  1. heartbeat and read the active node-units ([Membership], or one
 //     statement through [HeartbeatActiver]);
-//  2. read the enabled deployments ([Store.Deployments]);
+//  2. read the enabled deployments ([Store.Deployments]), or, through a
+//     [Viewer], what the decision needs of them (see "Reading what
+//     changed" below);
 //  3. under resource_usage only, read every active node's usage through
 //     the [UsageProbe], all at once under Config.ProbeTimeout;
 //  4. decide, with the pure function [Plan]: when this node's metric equals

@@ -2,7 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -111,6 +113,51 @@ func TestMigrateBackfillsAddressCounts(t *testing.T) {
 			)
 			if diff := cmp.Diff(map[string]int{"node-b": 3, "node-c": 1}, bound()); diff != "" {
 				t.Errorf("counts after writes by hand mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestViewReportsInvalidRowsEveryCycle: through the view, a row of invalid
+// type and a daemon with an address (bound to another node-unit) are
+// reported in every cycle's Problems, also in the cycles that read no row
+// in full.
+func TestViewReportsInvalidRowsEveryCycle(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			m := openMetered(t, b)
+			exec(t, m.db, `INSERT INTO deployment (id, type, enabled, address, command) VALUES
+				('bad', 'cronjob', TRUE, 'elsewhere', 'x'), ('dm', 'daemon', TRUE, 'elsewhere', 'x'), ('ok', 'deployment', TRUE, 'elsewhere', 'x')`)
+			if err := m.db.Membership().Heartbeat(ctx, claim.NodeUnit{Address: "elsewhere"}); err != nil {
+				t.Fatal(err)
+			}
+			loop, err := claim.New(m.db.Deployments(), m.db.Membership(), claimtest.NewRunner(), nil, claim.Config{Address: "me", MembershipTTL: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 4 {
+				m.take()
+				r, err := loop.Cycle(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := m.take()
+				var codes []string
+				for _, p := range r.Problems {
+					var e *claim.Error
+					if errors.As(p, &e) {
+						codes = append(codes, string(e.Code)+" "+e.ID)
+					}
+				}
+				slices.Sort(codes)
+				want := []string{"ERR_DAEMON_ADDRESS_SET dm", "ERR_INVALID_TYPE bad"}
+				if diff := cmp.Diff(want, codes); diff != "" {
+					t.Errorf("cycle %d (%d statements): problems mismatch (-want +got):\n%s", i, s.stmts, diff)
+				}
+				if i >= 2 && s.rows != 2+2 { // me and elsewhere with their counts, two versions
+					t.Errorf("cycle %d: %d rows read, want 4 (nothing in full)", i, s.rows)
+				}
 			}
 		})
 	}

@@ -29,7 +29,9 @@
 //
 //  1. heartbeat and read the active node-units ([Membership], or one
 //     statement through [HeartbeatActiver]);
-//  2. read the enabled deployments ([Store.Deployments]);
+//  2. read the enabled deployments ([Store.Deployments]), or, through a
+//     [Viewer], what the decision needs of them (see "Reading what
+//     changed" below);
 //  3. under resource_usage only, read every active node's usage through
 //     the [UsageProbe], all at once under Config.ProbeTimeout;
 //  4. decide, with the pure function [Plan]: when this node's metric equals
@@ -60,6 +62,32 @@
 // claim. Takeover of a lost node's deployment is the same single-row claim
 // with the lost addresses in its condition; there is no bulk release, so a
 // flickering membership never unbinds many deployments at once.
+//
+// # Reading what changed
+//
+// Reading every enabled row costs each node the whole table every cycle.
+// A [Store] that keeps the membership beside the deployments may implement
+// [Viewer] (store/sqlstore does); the loop then reads, in one consistent
+// [View] that also carries the heartbeat:
+//
+//   - the [Summary]: the active node-units, the number of deployments bound
+//     to each address (kept by the database, not counted from rows), and
+//     whether any deployment is unassigned. Eligibility and lost detection
+//     need nothing else: membership stays the only signal of loss;
+//   - the versions (id and updated_at) of the rows this node runs or
+//     reports: its own deployments, the daemons and the rows of invalid
+//     type, which are therefore still reported every cycle. Only the rows
+//     whose version changed are read in full, and once more the next cycle
+//     (two updates within the clock's resolution leave one version); a
+//     row that disappears from the versions was deleted, disabled or
+//     moved;
+//   - only when this node may claim, the candidates at its ranks in claim
+//     order ([ClaimWindow]), usually one row.
+//
+// [Plan] decides from that [Partial] exactly as from every row. A cycle in
+// which nothing changed costs two statements whatever the size of the
+// table, and reads one row per active node-unit plus one short row per
+// deployment this node runs.
 //
 // The decisions are pure functions of their inputs, exported and tested on
 // their own: [Sanitize], [LostAddresses], [DeploymentCounts], [Candidates],

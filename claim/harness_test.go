@@ -100,8 +100,31 @@ type node struct {
 	logs   *logs
 }
 
+// viewAll makes newNode give its loops a claim.Viewer over the in-memory
+// store, so that a test written for the full read runs through a view (see
+// TestSpecThroughView).
+var viewAll bool
+
+// viewWrap adds the Viewer of the membership's store to a store (which may
+// be a wrapper that watches writes).
+type viewWrap struct {
+	claim.Store
+	v *claimtest.ViewStore
+}
+
+func (w viewWrap) Shares(m claim.Membership) bool { return w.v.Shares(m) }
+
+func (w viewWrap) View(ctx context.Context, self claim.NodeUnit, ttl time.Duration, endpoints bool) (claim.View, error) {
+	return w.v.View(ctx, self, ttl, endpoints)
+}
+
 func newNode(t *testing.T, store claim.Store, members claim.Membership, probe claim.UsageProbe, cfg claim.Config) *node {
 	t.Helper()
+	if viewAll {
+		if s, ok := members.(*claimtest.Store); ok {
+			store = viewWrap{store, claimtest.Viewing(s)}
+		}
+	}
 	n := &node{addr: cfg.Address, runner: claimtest.NewRunner(), logs: &logs{}}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(n.logs)

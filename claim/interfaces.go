@@ -29,7 +29,9 @@ package claim
 //   - ERR_CLAIM_CONFLICT on a real database: concurrent claimers of one
 //     deployment, exactly one wins (also in store/storetest).
 //   - the 20-loop PostgreSQL run, failover, and the one-cycle benchmark
-//     (statements per cycle: at most 3 when nothing is lost).
+//     (statements per cycle: at most 3 when nothing is lost; through the
+//     Viewer, 2 on PostgreSQL when nothing changed, whatever the size of
+//     the table: TestCycleFlatAsOthersGrow).
 //
 // Everything else of 000 and R1-R13 of 001 is tested in package claim.
 //
@@ -49,6 +51,10 @@ package claim
 //     Report.Declined and left to others; a loop with an Admitter claims a
 //     deployment that stayed waiting for three cycles while it was not
 //     eligible). ConfigError no longer repeats "claim:" in its reason.
+//   2026-11-23: additive only. New: the optional Viewer capability of a
+//     Store (View, Summary, Version), Partial and ClaimWindow for Plan, and
+//     Inputs.Partial. With a Viewer, Report.Deployments counts the rows
+//     read in full or by version, not every enabled row.
 
 import (
 	"context"

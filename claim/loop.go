@@ -24,7 +24,9 @@ type Report struct {
 	Duration time.Duration // how long it took, by Config.Now
 	// Active is the number of active node-units seen.
 	Active int
-	// Deployments is the number of enabled deployments read.
+	// Deployments is the number of enabled deployments read: every one
+	// without a [Viewer]; with one, this node's rows, the daemons, the
+	// rows of invalid type and the candidates read.
 	Deployments int
 	// ProbeFailures is the number of usage probes that failed or timed out.
 	ProbeFailures int
@@ -80,6 +82,8 @@ type Loop struct {
 	stallKey    string          // the waiting deployments this node could run, last cycle
 	stallCycles int             // consecutive cycles they stayed waiting, unclaimed
 	noneLogged  bool
+	local       map[string]Deployment // a Viewer's cycle: the rows read, by id
+	confirm     map[string]bool       // rows of local to read in full again
 }
 
 // New returns a loop over store, members and runner. probe is needed only
@@ -190,52 +194,54 @@ func (l *Loop) Cycle(ctx context.Context) (Report, error) {
 }
 
 func (l *Loop) cycle(ctx context.Context, r *Report) error {
-	self := NodeUnit{Address: l.cfg.Address, UsageEndpoint: l.cfg.UsageEndpoint, StartedAt: l.cfg.StartedAt}
-	nodes, err := l.heartbeat(ctx, self)
+	var (
+		in  Inputs
+		err error
+	)
+	if v, ok := l.store.(Viewer); ok && v.Shares(l.members) {
+		in, err = l.readView(ctx, v, r)
+	} else {
+		in, err = l.readAll(ctx, r)
+	}
 	if err != nil {
-		// Under none nobody takes deployments over, so there is nothing to
-		// fence against (R2: bound deployments keep running).
-		if l.cfg.SelfFence && !IsNone(l.cfg.Policy) && l.cfg.Now().Sub(l.lastRenewed) >= l.cfg.MembershipTTL/2 {
-			r.Stopped = l.stopDeployments(ctx)
-			r.Fenced = true
-			if len(r.Stopped) > 0 {
-				l.log.Warn("membership not renewed; fenced: stopped deployments", "since", l.lastRenewed, "stopped", r.Stopped)
-			}
+		return err
+	}
+	return l.apply(ctx, in, r)
+}
+
+// fence stops this node's deployments when self-fencing is on and its
+// membership has not been renewed for half the TTL.
+func (l *Loop) fence(ctx context.Context, r *Report) {
+	// Under none nobody takes deployments over, so there is nothing to
+	// fence against (R2: bound deployments keep running).
+	if l.cfg.SelfFence && !IsNone(l.cfg.Policy) && l.cfg.Now().Sub(l.lastRenewed) >= l.cfg.MembershipTTL/2 {
+		r.Stopped = l.stopDeployments(ctx)
+		r.Fenced = true
+		if len(r.Stopped) > 0 {
+			l.log.Warn("membership not renewed; fenced: stopped deployments", "since", l.lastRenewed, "stopped", r.Stopped)
 		}
-		return fmt.Errorf("claim: membership: %w", err)
 	}
-	l.lastRenewed = r.Start
-	r.Active = len(nodes)
+}
 
-	deps, err := l.store.Deployments(ctx)
-	if err != nil {
-		return fmt.Errorf("claim: listing deployments: %w", err)
-	}
-	r.Deployments = len(deps)
-	clear(l.types)
-	for _, d := range deps {
-		l.types[d.ID] = d.Type
-	}
+func (l *Loop) self() NodeUnit {
+	return NodeUnit{Address: l.cfg.Address, UsageEndpoint: l.cfg.UsageEndpoint, StartedAt: l.cfg.StartedAt}
+}
 
-	var usage map[string]Usage
-	if !IsNone(l.cfg.Policy) && UsesResourceUsage(l.cfg.Policy) {
-		usage, r.ProbeFailures = l.probeAll(ctx, nodes)
-	}
+func (l *Loop) usesProbes() bool {
+	return !IsNone(l.cfg.Policy) && UsesResourceUsage(l.cfg.Policy)
+}
 
+// inputs returns Plan's inputs from what the cycle read.
+func (l *Loop) inputs(nodes []NodeUnit, deps []Deployment, usage map[string]Usage) Inputs {
 	active := make([]string, len(nodes))
 	for i, n := range nodes {
 		active[i] = n.Address
 	}
-	planned := deps
-	ad, admits := l.runner.(Admitter)
-	if admits && !IsNone(l.cfg.Policy) {
-		planned, r.Declined = l.admit(ad, deps, active)
-	}
-	act := Plan(Inputs{
+	return Inputs{
 		Self:              l.cfg.Address,
 		Policy:            l.cfg.Policy,
 		Active:            active,
-		Deployments:       planned,
+		Deployments:       deps,
 		Usage:             usage,
 		ProbeFailure:      l.cfg.ProbeFailure,
 		Running:           l.runner.Running(),
@@ -243,10 +249,187 @@ func (l *Loop) cycle(ctx context.Context, r *Report) error {
 		MaxClaimsPerCycle: l.cfg.MaxClaimsPerCycle,
 		Rebalance:         l.cfg.Rebalance,
 		State:             l.state,
-	}, r.Start)
+	}
+}
+
+func (l *Loop) noteTypes(deps []Deployment) {
+	clear(l.types)
+	for _, d := range deps {
+		l.types[d.ID] = d.Type
+	}
+}
+
+// readAll is the cycle's read without a Viewer: the membership, then every
+// enabled row.
+func (l *Loop) readAll(ctx context.Context, r *Report) (Inputs, error) {
+	nodes, err := l.heartbeat(ctx, l.self())
+	if err != nil {
+		l.fence(ctx, r)
+		return Inputs{}, fmt.Errorf("claim: membership: %w", err)
+	}
+	l.lastRenewed = r.Start
+	r.Active = len(nodes)
+
+	deps, err := l.store.Deployments(ctx)
+	if err != nil {
+		return Inputs{}, fmt.Errorf("claim: listing deployments: %w", err)
+	}
+	r.Deployments = len(deps)
+	l.noteTypes(deps)
+
+	var usage map[string]Usage
+	if l.usesProbes() {
+		usage, r.ProbeFailures = l.probeAll(ctx, nodes)
+	}
+	return l.inputs(nodes, deps, usage), nil
+}
+
+// readView is the cycle's read through a Viewer: one consistent view with
+// the heartbeat, the summary, the versions of this node's rows (those that
+// changed in full) and the window of candidates it may claim.
+func (l *Loop) readView(ctx context.Context, v Viewer, r *Report) (Inputs, error) {
+	vctx, cancel := context.WithTimeout(ctx, l.membershipTimeout())
+	defer cancel()
+	view, err := v.View(vctx, l.self(), l.cfg.MembershipTTL, l.usesProbes())
+	if err != nil {
+		l.fence(ctx, r)
+		return Inputs{}, fmt.Errorf("claim: membership: %w", err)
+	}
+	defer view.Close()
+	committed := false
+	commit := func() error {
+		if committed {
+			return nil
+		}
+		if err := view.Commit(vctx); err != nil {
+			l.fence(ctx, r)
+			return fmt.Errorf("claim: membership: %w", err)
+		}
+		committed = true
+		l.lastRenewed = r.Start
+		return nil
+	}
+	fail := func(what string, err error) (Inputs, error) {
+		if !committed {
+			l.fence(ctx, r)
+		}
+		return Inputs{}, fmt.Errorf("claim: %s: %w", what, err)
+	}
+	sum := view.Summary()
+	r.Active = len(sum.Active)
+
+	local, err := l.readLocal(vctx, view)
+	if err != nil {
+		return fail("reading this node's deployments", err)
+	}
+	l.noteTypes(local)
+	r.Deployments = len(local)
+
+	var usage map[string]Usage
+	rctx := vctx
+	if l.usesProbes() {
+		// No transaction stays open while the probes wait.
+		if err := commit(); err != nil {
+			return Inputs{}, err
+		}
+		usage, r.ProbeFailures = l.probeAll(ctx, sum.Active)
+		rctx = ctx
+	}
+	in := l.inputs(sum.Active, local, usage)
+	in.Partial = &Partial{Bound: sum.Bound, Unassigned: sum.Unassigned}
+	w := ClaimWindow(in, r.Start)
+	if w.CountUpTo > 0 {
+		n, err := view.CountCandidates(rctx, w.Lost, w.CountUpTo)
+		if err != nil {
+			return fail("counting candidates", err)
+		}
+		in.Partial.Total, in.Partial.Counted = n, true
+		w = ClaimWindow(in, r.Start)
+	}
+	if w.Limit > 0 {
+		cands, err := view.Candidates(rctx, w.Lost, w.Offset, w.Limit)
+		if err != nil {
+			return fail("reading candidates", err)
+		}
+		in.Partial.Offset, in.Partial.Candidates = w.Offset, cands
+		r.Deployments += len(cands)
+	}
+	if err := commit(); err != nil {
+		return Inputs{}, err
+	}
+	return in, nil
+}
+
+// readLocal returns the rows this node runs or reports, reading in full
+// only those whose version (id and updated_at) differs from the one it
+// holds. A row read in full because it changed is read in full once more
+// the next cycle: a second update stamped with the same time as the first
+// (within the clock's resolution) leaves the version as it was, and that
+// next read, a cycle later, sees it.
+func (l *Loop) readLocal(ctx context.Context, view View) ([]Deployment, error) {
+	vs, err := view.Versions(ctx, l.cfg.Address)
+	if err != nil {
+		return nil, err
+	}
+	var need []string
+	for _, v := range vs {
+		if d, ok := l.local[v.ID]; !ok || !d.UpdatedAt.Equal(v.UpdatedAt) || l.confirm[v.ID] {
+			need = append(need, v.ID)
+		}
+	}
+	fresh := map[string]Deployment{}
+	if len(need) > 0 {
+		got, err := view.Get(ctx, need)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range got {
+			fresh[d.ID] = d
+		}
+	}
+	next := make(map[string]Deployment, len(vs))
+	confirm := map[string]bool{}
+	out := make([]Deployment, 0, len(vs))
+	for _, v := range vs {
+		d, ok := fresh[v.ID]
+		if ok {
+			if held, had := l.local[v.ID]; !had || !held.UpdatedAt.Equal(d.UpdatedAt) {
+				confirm[v.ID] = true
+			}
+		} else if d, ok = l.local[v.ID]; !ok || !d.UpdatedAt.Equal(v.UpdatedAt) {
+			continue // gone between the two reads
+		}
+		if _, dup := next[d.ID]; dup {
+			continue
+		}
+		next[d.ID] = d
+		out = append(out, d)
+	}
+	l.local, l.confirm = next, confirm
+	return out, nil
+}
+
+// apply plans the cycle from in and carries the plan out: stops, releases,
+// claims and starts.
+func (l *Loop) apply(ctx context.Context, in Inputs, r *Report) error {
+	// A runner that can tell which deployments it would refuse keeps this
+	// node from claiming them: they stay waiting for a node that can run
+	// them. Through a Viewer the waiting deployments are the window of
+	// candidates read.
+	ad, admits := l.runner.(Admitter)
+	admits = admits && !IsNone(l.cfg.Policy)
+	if admits {
+		in.Deployments, r.Declined = l.admit(ad, in.Deployments, in.Active)
+		if in.Partial != nil && len(in.Partial.Candidates) > 0 {
+			var declined []string
+			in.Partial.Candidates, declined = l.admit(ad, in.Partial.Candidates, in.Active)
+			r.Declined = append(r.Declined, declined...)
+		}
+	}
+	act := Plan(in, r.Start)
 	l.state = act.State
 	if admits {
-		l.unstall(&act, planned)
+		l.unstall(&act, in.Deployments)
 	}
 	r.Eligible = act.Eligible
 	r.Missing = act.Missing

@@ -3,6 +3,7 @@ package claim
 import (
 	"cmp"
 	"hash/fnv"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -228,8 +229,15 @@ type Inputs struct {
 	// Active are the active node-units' addresses, in any order.
 	Active []string
 	// Deployments are the enabled deployments as read from the store
-	// (Plan sanitizes them).
+	// (Plan sanitizes them). With Partial set, only the rows this node
+	// runs or reports: its deployments of type deployment, every enabled
+	// daemon and every enabled row of invalid type.
 	Deployments []Deployment
+	// Partial, when set, stands for the rest of the table: the counts per
+	// address, whether anything is unassigned, and the window of
+	// candidates [ClaimWindow] asked for. Nil: Deployments is every
+	// enabled row.
+	Partial *Partial
 	// Usage holds the successful usage readings, by address.
 	Usage map[string]Usage
 	// ProbeFailure says how a node without a reading counts.
@@ -317,6 +325,10 @@ type Actions struct {
 // than the least loaded active node for Rebalance.Cycles consecutive cycles,
 // it releases its last deployment in candidate order.
 //
+// With in.Partial the counts and the missing addresses come from
+// Partial.Bound and the candidates from the window read at Partial.Offset;
+// the decisions are the same as from every row.
+//
 // Reconcile: every enabled daemon (once per id) and every deployment of type
 // deployment bound to Self should run; Start are those not running, Stop
 // the running ids that should not run, and Restart (in both) those whose
@@ -328,48 +340,42 @@ func Plan(in Inputs, now time.Time) Actions {
 	}
 	deps, problems := Sanitize(in.Deployments)
 	act := Actions{Problems: problems}
+	t := assess(in, deps, now)
+	act.State.MissingSince = t.missingSince
+	act.Lost = t.lost
 
-	active := make([]string, 0, len(in.Active)+1)
-	seen := map[string]bool{}
-	for _, a := range append(slices.Clone(in.Active), in.Self) {
-		if a != "" && !seen[a] {
-			seen[a] = true
-			active = append(active, a)
-		}
-	}
-	slices.Sort(active)
-
-	// Missing and lost addresses.
-	missing := LostAddresses(deps, active)
-	act.State.MissingSince = make(map[string]time.Time, len(missing))
-	for _, a := range missing {
-		since, ok := in.State.MissingSince[a]
-		if !ok {
-			since = now
-		}
-		act.State.MissingSince[a] = since
-		if now.Sub(since) >= in.LostAfter {
-			act.Lost = append(act.Lost, a)
-		}
-	}
-
-	counts := DeploymentCounts(deps, active)
 	var release []Deployment
 	if IsNone(policy) {
 		act.PolicyDisabled = true
 		act.Lost = nil
 	} else {
-		cands := candidates(deps, act.Lost)
-		var picked []*Deployment
-		picked, act.Eligible = pickClaims(in, policy, deps, active, counts, cands)
-		for _, d := range picked {
+		var cands []*Deployment
+		n := 0
+		switch {
+		case in.Partial == nil:
+			cands = candidates(deps, act.Lost)
+			n = len(cands)
+		case len(act.Lost) > 0 || in.Partial.Unassigned:
+			n = partialTotal(in)
+			for i := range in.Partial.Candidates {
+				cands = append(cands, &in.Partial.Candidates[i])
+			}
+		}
+		lo, hi, eligible := claimRange(in, policy, deps, t.active, t.counts, n)
+		act.Eligible = eligible
+		if in.Partial != nil {
+			// The window read holds ranks Offset.. of the whole list.
+			off := in.Partial.Offset
+			lo, hi = min(max(lo-off, 0), len(cands)), min(hi-off, len(cands))
+		}
+		for _, d := range cands[lo:max(lo, hi)] {
 			act.Claim = append(act.Claim, *d)
 		}
 		if len(act.Claim) == 0 {
 			act.Lost = nil
 		}
-		if in.Rebalance.Enabled && len(cands) == 0 && len(missing) == 0 {
-			release, act.State.Imbalanced = rebalance(in, deps, counts)
+		if in.Rebalance.Enabled && n == 0 && len(t.missing) == 0 {
+			release, act.State.Imbalanced = rebalance(in, deps, t.counts)
 		}
 	}
 	act.Release = release
@@ -452,7 +458,116 @@ func fingerprint(d *Deployment) uint64 {
 	return h.Sum64()
 }
 
-func pickClaims(in Inputs, policy Policy, deps []Deployment, active []string, counts map[string]int, candidates []*Deployment) ([]*Deployment, bool) {
+// table is what a cycle derives from the membership and the deployments
+// before it decides.
+type table struct {
+	active       []string // sorted, Self included
+	missing      []string // bound to but not active, sorted
+	lost         []string // missing for at least LostAfter
+	missingSince map[string]time.Time
+	counts       map[string]int // every active address
+}
+
+// assess derives the active set, the missing and lost addresses and the
+// counts from in (deps are in.Deployments sanitized).
+func assess(in Inputs, deps []Deployment, now time.Time) table {
+	var t table
+	seen := map[string]bool{}
+	for _, a := range append(slices.Clone(in.Active), in.Self) {
+		if a != "" && !seen[a] {
+			seen[a] = true
+			t.active = append(t.active, a)
+		}
+	}
+	slices.Sort(t.active)
+	if in.Partial == nil {
+		t.missing = LostAddresses(deps, t.active)
+		t.counts = DeploymentCounts(deps, t.active)
+	} else {
+		for a, n := range in.Partial.Bound {
+			if a != "" && n > 0 && !seen[a] {
+				t.missing = append(t.missing, a)
+			}
+		}
+		slices.Sort(t.missing)
+		t.counts = make(map[string]int, len(t.active))
+		for _, a := range t.active {
+			t.counts[a] = max(in.Partial.Bound[a], 0)
+		}
+	}
+	t.missingSince = make(map[string]time.Time, len(t.missing))
+	for _, a := range t.missing {
+		since, ok := in.State.MissingSince[a]
+		if !ok {
+			since = now
+		}
+		t.missingSince[a] = since
+		if now.Sub(since) >= in.LostAfter {
+			t.lost = append(t.lost, a)
+		}
+	}
+	return t
+}
+
+// partialTotal is the number of candidates a Partial stands for: the
+// counted total, or, with one claim per cycle where only the rank matters,
+// "more than any rank".
+func partialTotal(in Inputs) int {
+	if in.MaxClaimsPerCycle > 1 {
+		return in.Partial.Total
+	}
+	return math.MaxInt
+}
+
+// ClaimWindow returns, for a cycle whose in.Partial holds a [Summary] but
+// no candidates yet, the candidates it must read before [Plan] decides: the
+// ranks this node would claim, or first a count of the candidates when
+// MaxClaimsPerCycle is above 1 and in.Partial.Counted is false. It is pure
+// and decides exactly as Plan does, so that reading the window and then
+// calling Plan claims what Plan would claim from the whole candidate list.
+// Without a Partial, under the none policy, or when nothing can be claimed
+// it returns the zero Window.
+func ClaimWindow(in Inputs, now time.Time) Window {
+	policy := in.Policy
+	if policy == nil {
+		policy = DeploymentCountPolicy()
+	}
+	if in.Partial == nil || IsNone(policy) {
+		return Window{}
+	}
+	deps, _ := Sanitize(in.Deployments)
+	t := assess(in, deps, now)
+	if len(t.lost) == 0 && !in.Partial.Unassigned {
+		return Window{}
+	}
+	if in.MaxClaimsPerCycle > 1 && !in.Partial.Counted {
+		return Window{Lost: t.lost, CountUpTo: countCap(t.counts, t.active, in.MaxClaimsPerCycle)}
+	}
+	lo, hi, _ := claimRange(in, policy, deps, t.active, t.counts, partialTotal(in))
+	if hi <= lo {
+		return Window{}
+	}
+	return Window{Lost: t.lost, Offset: lo, Limit: hi - lo}
+}
+
+// countCap is a number of candidates past which more candidates change no
+// node's claims: every active node's fair share is then at least max, the
+// most it claims.
+func countCap(counts map[string]int, active []string, most int) int {
+	top := 0
+	for _, a := range active {
+		top = max(top, counts[a])
+	}
+	n := most * len(active)
+	for _, a := range active {
+		n += top - counts[a]
+	}
+	return max(n, 1)
+}
+
+// claimRange returns the ranks [lo, hi) of the candidates this node claims
+// out of n, and whether it is eligible.
+func claimRange(in Inputs, policy Policy, deps []Deployment, active []string, counts map[string]int, n int) (lo, hi int, ok bool) {
 	// The nodes that take part in the eligibility decision.
 	nodes := active
 	if in.ProbeFailure == ProbeFailureNotEligible && UsesResourceUsage(policy) {
@@ -470,16 +585,16 @@ func pickClaims(in Inputs, policy Policy, deps []Deployment, active []string, co
 
 	if in.MaxClaimsPerCycle <= 1 {
 		if !isEligible {
-			return nil, false
+			return 0, 0, false
 		}
 		rank := slices.Index(eligible, in.Self)
-		if rank >= len(candidates) {
-			return nil, true
+		if rank >= n {
+			return 0, 0, true
 		}
-		return candidates[rank : rank+1], true
+		return rank, rank + 1, true
 	}
 
-	shares := FairShares(counts, active, len(candidates))
+	shares := FairShares(counts, active, n)
 	var acting []string
 	quota := map[string]int{}
 	if policy.Name() == PolicyDeploymentCount {
@@ -498,16 +613,13 @@ func pickClaims(in Inputs, policy Policy, deps []Deployment, active []string, co
 	offset := 0
 	for _, a := range acting {
 		if a == in.Self {
-			lo := min(offset, len(candidates))
-			hi := min(offset+quota[a], len(candidates))
-			if lo == hi {
-				return nil, true
-			}
-			return candidates[lo:hi], true
+			lo := min(offset, n)
+			hi := min(offset+quota[a], n)
+			return lo, hi, true
 		}
 		offset += quota[a]
 	}
-	return nil, false
+	return 0, 0, false
 }
 
 func rebalance(in Inputs, deps []Deployment, counts map[string]int) ([]Deployment, int) {

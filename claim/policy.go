@@ -44,7 +44,9 @@ type MetricSnapshot struct {
 
 // MetricContext is what a [MetricProvider] evaluates a node against.
 type MetricContext struct {
-	// Deployments are the cycle's valid enabled deployments.
+	// Deployments are the cycle's valid enabled deployments; over a
+	// [Viewer] only those the cycle read (this node's, the daemons and the
+	// candidates): use DeploymentCounts for counts.
 	Deployments []Deployment
 	// DeploymentCounts maps every active node to its number of enabled
 	// deployments of type deployment (see [DeploymentCounts]).

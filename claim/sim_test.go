@@ -92,6 +92,62 @@ func (p partStore) Leave(ctx context.Context, address string) error {
 	return p.s.Leave(ctx, address)
 }
 
+// partViewStore is partStore with the Viewer of claimtest.ViewStore, whose
+// views fail too while the node is partitioned.
+type partViewStore struct {
+	partStore
+	v *claimtest.ViewStore
+}
+
+func (p partViewStore) Shares(m claim.Membership) bool {
+	q, ok := m.(partViewStore)
+	return ok && q.s == p.s
+}
+
+func (p partViewStore) View(ctx context.Context, self claim.NodeUnit, ttl time.Duration, endpoints bool) (claim.View, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	v, err := p.v.View(ctx, self, ttl, endpoints)
+	if err != nil {
+		return nil, err
+	}
+	return partView{v, p.partStore}, nil
+}
+
+type partView struct {
+	claim.View
+	p partStore
+}
+
+func (v partView) Versions(ctx context.Context, address string) ([]claim.Version, error) {
+	if err := v.p.check(); err != nil {
+		return nil, err
+	}
+	return v.View.Versions(ctx, address)
+}
+
+func (v partView) Get(ctx context.Context, ids []string) ([]claim.Deployment, error) {
+	if err := v.p.check(); err != nil {
+		return nil, err
+	}
+	return v.View.Get(ctx, ids)
+}
+
+func (v partView) CountCandidates(ctx context.Context, lost []string, limit int) (int, error) {
+	if err := v.p.check(); err != nil {
+		return 0, err
+	}
+	return v.View.CountCandidates(ctx, lost, limit)
+}
+
+func (v partView) Candidates(ctx context.Context, lost []string, offset, limit int) ([]claim.Deployment, error) {
+	if err := v.p.check(); err != nil {
+		return nil, err
+	}
+	return v.View.Candidates(ctx, lost, offset, limit)
+}
+
 type simNode struct {
 	addr        string
 	loop        *claim.Loop
@@ -111,6 +167,7 @@ type simConfig struct {
 	selfFence         bool
 	partitions        bool // cut nodes off from the database at random
 	checkLostDeadline bool // nothing stays bound to a node lost > LostAfter + 2 cycles
+	view              bool // the store is a claim.Viewer
 }
 
 type sim struct {
@@ -186,7 +243,13 @@ func (s *sim) start(n *simNode) {
 	n.runner = claimtest.NewRunner()
 	n.up, n.partitioned = true, false
 	n.healthySince = s.clock.Now()
-	st := partStore{s: s.store, down: &n.partitioned}
+	var st interface {
+		claim.Store
+		claim.Membership
+	} = partStore{s: s.store, down: &n.partitioned}
+	if s.cfg.view {
+		st = partViewStore{partStore{s: s.store, down: &n.partitioned}, claimtest.Viewing(s.store)}
+	}
 	loop, err := claim.New(st, st, n.runner, nil, claim.Config{
 		Address: n.addr, Policy: s.cfg.policy, Interval: interval, MembershipTTL: s.ttl, Now: s.clock.Now,
 		LostAfter: s.cfg.lostAfter, MaxClaimsPerCycle: s.cfg.maxClaims, SelfFence: s.cfg.selfFence,
@@ -441,15 +504,34 @@ func runSim(t *testing.T, cfg simConfig) {
 	}
 }
 
+// viewModes runs a simulation reading every row and reading through a
+// claim.Viewer.
+var viewModes = []struct {
+	name string
+	view bool
+}{{"full", false}, {"view", true}}
+
 func TestSimulationSpecDefaults(t *testing.T) {
-	runSim(t, simConfig{policy: claim.DeploymentCountPolicy()})
+	for _, m := range viewModes {
+		t.Run(m.name, func(t *testing.T) {
+			runSim(t, simConfig{policy: claim.DeploymentCountPolicy(), view: m.view})
+		})
+	}
 }
 
 func TestSimulationOptIns(t *testing.T) {
-	runSim(t, simConfig{policy: claim.DeploymentCountPolicy(), maxClaims: 1000, lostAfter: 2 * interval,
-		rebalance: true, selfFence: true, partitions: true, checkLostDeadline: true})
+	for _, m := range viewModes {
+		t.Run(m.name, func(t *testing.T) {
+			runSim(t, simConfig{policy: claim.DeploymentCountPolicy(), maxClaims: 1000, lostAfter: 2 * interval,
+				rebalance: true, selfFence: true, partitions: true, checkLostDeadline: true, view: m.view})
+		})
+	}
 }
 
 func TestSimulationNone(t *testing.T) {
-	runSim(t, simConfig{policy: claim.NonePolicy(), partitions: true})
+	for _, m := range viewModes {
+		t.Run(m.name, func(t *testing.T) {
+			runSim(t, simConfig{policy: claim.NonePolicy(), partitions: true, view: m.view})
+		})
+	}
 }

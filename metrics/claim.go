@@ -70,7 +70,7 @@ func NewClaim(cfg ClaimConfig) *Claim {
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "cycle_seconds",
 			Help: "Duration of one claim cycle.", Buckets: buckets}),
 		active:      gauge("active_node_units", "Active node-units seen by the last cycle that read the membership."),
-		deployments: gauge("deployments", "Enabled deployments and daemons read by the last cycle that read them."),
+		deployments: gauge("deployments", "Deployment rows the last cycle read: every enabled deployment and daemon with a full read; with a store that keeps per-address counts (SQL), only this node-unit's rows and its claim candidates."),
 		eligible:    gauge("eligible", "1 when the last cycle found this node-unit eligible to claim, else 0."),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "actions_total",
 			Help: "Deployments acted on by claim cycles, by action."}, []string{"action"}),

@@ -11,7 +11,9 @@
 // and inspect state ([Store.Put], [Store.SetEnabled], [Store.Get],
 // [Store.All], [Store.Addresses], [Store.Backdate]) and hooks for tests:
 // [Store.SetFail] injects errors, [Store.SetOnWrite] observes every address
-// write, [Store.Statements] counts statements.
+// write, [Store.Statements] counts statements. [Viewing] wraps a Store as
+// a [ViewStore], which also implements [claim.Viewer] over the same state
+// (its heartbeat is stored at once, committed or not).
 //
 // # Fakes
 //

@@ -178,6 +178,8 @@ func (a *agent) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The loop runs one statement at a time: one connection per node-unit.
+	db.SQL().SetMaxOpenConns(1)
 	a.db = db
 	if a.schema, err = db.Schema(ctx); err != nil {
 		return &EnvError{Name: "DATABASE_URL", Value: redactURL(c.DatabaseURL), Err: err}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/ksana-dev/ksana/claim"
 )
 
@@ -78,7 +80,13 @@ func (r *deploymentRow) deployment() (claim.Deployment, error) {
 }
 
 func (s *Deployments) query(ctx context.Context, q string, args ...any) ([]claim.Deployment, error) {
-	rows, err := s.db.x.QueryContext(ctx, s.db.d.sql(q), args...)
+	return scanDeployments(ctx, s.db.x, s.db.d.sql(q), args...)
+}
+
+// scanDeployments runs q (in the dialect already) on x and scans the rows
+// of deploymentColumns.
+func scanDeployments(ctx context.Context, x sqlx.QueryerContext, q string, args ...any) ([]claim.Deployment, error) {
+	rows, err := x.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

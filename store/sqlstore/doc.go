@@ -31,6 +31,7 @@
 //	    args TEXT (JSON array), env TEXT (JSON object),
 //	    created_at, updated_at)                     -- TIMESTAMPTZ, or TEXT in SQLite
 //	node_unit (address TEXT PRIMARY KEY, usage_endpoint TEXT, started_at, last_seen)
+//	deployment_address_count (address TEXT PRIMARY KEY, n INTEGER)  -- kept by triggers
 //
 // A deployment table created before the type column existed is migrated by
 // adding the column, which gives every existing row the type 'deployment'.
@@ -73,6 +74,37 @@
 // data-modifying WITH) and in one local transaction on SQLite, so a cycle
 // in which nothing is lost costs three statements: the heartbeat, the
 // enabled deployments, one claim.
+//
+// # Reading what changed
+//
+// [Deployments] is also a [claim.Viewer], which the loop uses when it is
+// given the [Membership] of the same DB, so that a cycle costs what changed
+// rather than the whole table. A view ([Deployments.View]) is one
+// transaction, REPEATABLE READ on PostgreSQL, whose first statement
+// upserts the heartbeat and reads the summary: one row per active
+// node-unit with the number of enabled deployments of type deployment
+// bound to it, one per other address that deployments are bound to, and
+// whether one is unassigned. The numbers come from the
+// deployment_address_count table, which triggers keep on every write of
+// the deployment table (once per address and statement on PostgreSQL);
+// unassigned deployments are not counted, so claims never wait on a shared
+// counter. Then the ids and updated_at of the node's own rows, the daemons
+// and the rows of invalid type (an index range each), those rows in full
+// only when they changed, and, when the node may claim, the candidates at
+// its ranks in claim order (ORDER BY ... LIMIT on an index of each
+// address). On PostgreSQL a cycle in which nothing changed is two
+// statements besides BEGIN and COMMIT; SQLite adds one for the heartbeat.
+// BenchmarkCycle measures it against the full read.
+//
+// # Connections
+//
+// A node-unit needs one connection: the loop runs one statement at a
+// time, and cmd/nodeunit limits its pool to one (db.SQL().SetMaxOpenConns).
+// A fleet with more node-units than the server takes connections should
+// go through a pooler such as PgBouncer in transaction mode (a view is one
+// transaction, and every other statement stands alone). pgx prepares its
+// statements, so use PgBouncer 1.21 or later with max_prepared_statements
+// set, or add default_query_exec_mode=exec to the URL.
 //
 // # Administration
 //

@@ -157,6 +157,17 @@ type recorder struct {
 	driver.Driver
 	mu    sync.Mutex
 	stmts []string
+	rows  int // rows returned since the last takeCounts
+}
+
+// takeCounts returns the number of statements and of rows since the last
+// take or takeCounts.
+func (r *recorder) takeCounts() (stmts, rows int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stmts, rows = len(r.stmts), r.rows
+	r.stmts, r.rows = nil, 0
+	return stmts, rows
 }
 
 func (r *recorder) record(q string) {
@@ -194,7 +205,11 @@ func (c *recConn) ExecContext(ctx context.Context, q string, args []driver.Named
 
 func (c *recConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
 	c.r.record(q)
-	return c.Conn.(driver.QueryerContext).QueryContext(ctx, q, args)
+	rows, err := c.Conn.(driver.QueryerContext).QueryContext(ctx, q, args)
+	if err != nil {
+		return nil, err
+	}
+	return recRows{rows, c.r}, nil
 }
 
 func (c *recConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {

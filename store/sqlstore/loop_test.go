@@ -150,7 +150,7 @@ func newCluster(t *testing.T, n, deployments, daemons int, joined bool, cfg func
 			if errs[i] != nil {
 				return
 			}
-			nd.db.SQL().SetMaxOpenConns(2)
+			nd.db.SQL().SetMaxOpenConns(1) // as cmd/nodeunit: one connection per node-unit
 			if joined {
 				if errs[i] = nd.db.Membership().Heartbeat(openCtx, claim.NodeUnit{Address: nd.addr}); errs[i] != nil {
 					return

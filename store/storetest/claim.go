@@ -35,7 +35,8 @@ type ClaimAdmin interface {
 type OpenClaimStore func(t *testing.T) (claim.Store, claim.Membership, ClaimAdmin)
 
 // TestClaimStore runs the conformance suite of [claim.Store] and
-// [claim.Membership] (and [claim.HeartbeatActiver] when implemented) against
+// [claim.Membership] (and [claim.HeartbeatActiver] and [claim.Viewer] when
+// implemented) against
 // the stores open returns. Every subtest opens a fresh store.
 func TestClaimStore(t *testing.T, open OpenClaimStore) {
 	tests := []struct {
@@ -52,6 +53,10 @@ func TestClaimStore(t *testing.T, open OpenClaimStore) {
 		{"ConcurrentClaimers", claimCaseConcurrentClaimers},
 		{"Membership", claimCaseMembership},
 		{"HeartbeatActive", claimCaseHeartbeatActive},
+		{"ViewShares", claimCaseViewShares},
+		{"ViewSummary", claimCaseViewSummary},
+		{"ViewCounts", claimCaseViewCounts},
+		{"ViewRows", claimCaseViewRows},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -447,5 +452,261 @@ func claimCaseHeartbeatActive(t *testing.T, s claim.Store, m claim.Membership, a
 		if n.LastSeen.IsZero() {
 			t.Errorf("node %s: LastSeen is zero", n.Address)
 		}
+	}
+}
+
+// claimView opens a view for self through s, which must be a claim.Viewer.
+func claimView(t *testing.T, s claim.Store, self string, endpoints bool) claim.View {
+	t.Helper()
+	v, ok := s.(claim.Viewer)
+	if !ok {
+		t.Skip("store does not implement claim.Viewer (optional)")
+	}
+	view, err := v.View(context.Background(), claim.NodeUnit{Address: self, UsageEndpoint: "http://" + self}, time.Minute, endpoints)
+	if err != nil {
+		t.Fatalf("View(%s): %v", self, err)
+	}
+	t.Cleanup(func() { view.Close() })
+	return view
+}
+
+func claimCaseViewShares(t *testing.T, s claim.Store, m claim.Membership, a ClaimAdmin) {
+	v, ok := s.(claim.Viewer)
+	if !ok {
+		t.Skip("store does not implement claim.Viewer (optional)")
+	}
+	if !v.Shares(m) {
+		t.Errorf("Shares(its own membership) = false, want true")
+	}
+	if v.Shares(otherMembership{}) {
+		t.Errorf("Shares(another membership) = true, want false")
+	}
+}
+
+type otherMembership struct{ claim.Membership }
+
+// claimCaseViewSummary: the counts per address (only enabled deployments of
+// type deployment with an id), the missing addresses, the active nodes with
+// the caller among them, and the unassigned flag.
+func claimCaseViewSummary(t *testing.T, s claim.Store, m claim.Membership, a ClaimAdmin) {
+	ctx := context.Background()
+	claimPut(t, a,
+		claimDep("a1", claim.TypeDeployment, true, "alive"),
+		claimDep("a2", claim.TypeDeployment, true, "alive"),
+		claimDep("a3", claim.TypeDeployment, false, "alive"),
+		claimDep("g1", claim.TypeDeployment, true, "gone"),
+		claimDep("dm", claim.TypeDaemon, true, "alive"), // ERR_DAEMON_ADDRESS_SET: not counted
+		claimDep("bad", claim.Type("cronjob"), true, "alive"),
+		claimDep("off", claim.TypeDeployment, false, ""),
+	)
+	if err := m.Heartbeat(ctx, claim.NodeUnit{Address: "alive", UsageEndpoint: "http://alive"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Heartbeat(ctx, claim.NodeUnit{Address: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.BackdateNode(ctx, "old", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		endpoints bool
+		want      claim.Summary
+	}{
+		{"without endpoints", false, claim.Summary{
+			Active: []claim.NodeUnit{{Address: "alive"}, {Address: "me"}},
+			Bound:  map[string]int{"alive": 2, "gone": 1}}},
+		{"with endpoints", true, claim.Summary{
+			Active: []claim.NodeUnit{{Address: "alive", UsageEndpoint: "http://alive"}, {Address: "me", UsageEndpoint: "http://me"}},
+			Bound:  map[string]int{"alive": 2, "gone": 1}}},
+	}
+	for _, tt := range tests {
+		view := claimView(t, s, "me", tt.endpoints)
+		got := view.Summary()
+		sort.Slice(got.Active, func(i, j int) bool { return got.Active[i].Address < got.Active[j].Address })
+		if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: Summary mismatch (-want +got):\n%s", tt.name, diff)
+		}
+		if err := view.Commit(ctx); err != nil {
+			t.Fatalf("Commit: %v", err)
+		}
+	}
+	claimPut(t, a, claimDep("free", claim.TypeDeployment, true, ""))
+	view := claimView(t, s, "me", false)
+	if !view.Summary().Unassigned {
+		t.Errorf("Summary().Unassigned = false with an unassigned deployment, want true")
+	}
+	if err := view.Commit(ctx); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	active, err := m.Active(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(claimNodeAddrs(active), "me") {
+		t.Errorf("after View and Commit, Active = %v, want the viewer's heartbeat (me) in it", claimNodeAddrs(active))
+	}
+}
+
+// claimCaseViewCounts: the counts follow every write: claim, takeover,
+// release, disable, re-enable, delete by replacement, rebinding by hand.
+func claimCaseViewCounts(t *testing.T, s claim.Store, m claim.Membership, a ClaimAdmin) {
+	ctx := context.Background()
+	bound := func() map[string]int {
+		t.Helper()
+		v := claimView(t, s, "me", false)
+		defer v.Close()
+		return v.Summary().Bound
+	}
+	for i := range 4 {
+		claimPut(t, a, claimDep(fmt.Sprintf("d%d", i), claim.TypeDeployment, true, ""))
+	}
+	steps := []struct {
+		name string
+		do   func() error
+		want map[string]int
+	}{
+		{"nothing bound", func() error { return nil }, map[string]int{}},
+		{"claim", func() error { _, err := s.Claim(ctx, "d0", "n1", nil); return err }, map[string]int{"n1": 1}},
+		{"claim many", func() error { _, err := s.ClaimMany(ctx, []string{"d1", "d2"}, "n2", nil); return err },
+			map[string]int{"n1": 1, "n2": 2}},
+		{"takeover", func() error { _, err := s.Claim(ctx, "d1", "n1", []string{"n2"}); return err },
+			map[string]int{"n1": 2, "n2": 1}},
+		{"release", func() error { _, err := s.Release(ctx, "d2", "n2"); return err }, map[string]int{"n1": 2}},
+		{"disable", func() error {
+			d := claimGet(t, a, "d0")
+			d.Enabled = false
+			return a.PutDeployment(ctx, d)
+		}, map[string]int{"n1": 1}},
+		{"enable again", func() error {
+			d := claimGet(t, a, "d0")
+			d.Enabled = true
+			return a.PutDeployment(ctx, d)
+		}, map[string]int{"n1": 2}},
+		{"rebound by hand", func() error {
+			d := claimGet(t, a, "d0")
+			d.Address = "n3"
+			return a.PutDeployment(ctx, d)
+		}, map[string]int{"n1": 1, "n3": 1}},
+		{"turned into a daemon", func() error {
+			d := claimGet(t, a, "d1")
+			d.Type = claim.TypeDaemon
+			return a.PutDeployment(ctx, d)
+		}, map[string]int{"n3": 1}},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if diff := cmp.Diff(st.want, bound(), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("after %s: Bound mismatch (-want +got):\n%s", st.name, diff)
+		}
+	}
+}
+
+// claimCaseViewRows: versions of a node's rows, the daemons and the invalid
+// rows; Get in full; candidates in claim order, lost first, by window.
+func claimCaseViewRows(t *testing.T, s claim.Store, m claim.Membership, a ClaimAdmin) {
+	ctx := context.Background()
+	at := func(d claim.Deployment, minutes int) claim.Deployment {
+		d.UpdatedAt = claimBase.Add(time.Duration(minutes) * time.Minute)
+		return d
+	}
+	mine := at(claimDep("mine", claim.TypeDeployment, true, "me"), 1)
+	mine.Args, mine.Env = []string{"x", "y"}, map[string]string{"K": "V"}
+	rows := []claim.Deployment{
+		mine,
+		at(claimDep("mine-off", claim.TypeDeployment, false, "me"), 1),
+		at(claimDep("theirs", claim.TypeDeployment, true, "alive"), 1),
+		at(claimDep("dm", claim.TypeDaemon, true, ""), 2),
+		at(claimDep("dm-bound", claim.TypeDaemon, true, "alive"), 2),
+		at(claimDep("bad", claim.Type("cronjob"), true, ""), 3),
+		at(claimDep("free-late", claim.TypeDeployment, true, ""), 9),
+		at(claimDep("free-early", claim.TypeDeployment, true, ""), 4),
+		at(claimDep("free-mid", claim.TypeDeployment, true, ""), 5),
+		at(claimDep("lost-b", claim.TypeDeployment, true, "gone"), 8),
+		at(claimDep("lost-a", claim.TypeDeployment, true, "gone"), 7),
+		at(claimDep("other-lost", claim.TypeDeployment, true, "gone2"), 1),
+	}
+	claimPut(t, a, rows...)
+	view := claimView(t, s, "me", false)
+
+	vs, err := view.Versions(ctx, "me")
+	if err != nil {
+		t.Fatalf("Versions: %v", err)
+	}
+	sort.Slice(vs, func(i, j int) bool { return vs[i].ID < vs[j].ID })
+	wantVs := []claim.Version{{ID: "bad", UpdatedAt: rows[5].UpdatedAt}, {ID: "dm", UpdatedAt: rows[3].UpdatedAt},
+		{ID: "dm-bound", UpdatedAt: rows[4].UpdatedAt}, {ID: "mine", UpdatedAt: mine.UpdatedAt}}
+	if diff := cmp.Diff(wantVs, vs, claimDepOpts); diff != "" {
+		t.Errorf("Versions(me) mismatch (-want +got):\n%s", diff)
+	}
+
+	got, err := view.Get(ctx, []string{"mine", "bad", "mine-off", "missing"})
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	claimSortByID(got)
+	if diff := cmp.Diff([]claim.Deployment{rows[5], mine}, got, claimDepOpts); diff != "" {
+		t.Errorf("Get (enabled rows only, in full) mismatch (-want +got):\n%s", diff)
+	}
+	if got, err := view.Get(ctx, nil); err != nil || len(got) != 0 {
+		t.Errorf("Get(no ids) = %v, %v; want none", got, err)
+	}
+
+	ids := func(ds []claim.Deployment) []string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.ID)
+		}
+		return out
+	}
+	tests := []struct {
+		lost          []string
+		offset, limit int
+		want          []string
+	}{
+		{nil, 0, 10, []string{"free-early", "free-mid", "free-late"}},
+		{nil, 1, 1, []string{"free-mid"}},
+		{nil, 3, 1, nil},
+		{[]string{"gone"}, 0, 10, []string{"lost-a", "lost-b", "free-early", "free-mid", "free-late"}},
+		{[]string{"gone", "gone2"}, 0, 2, []string{"other-lost", "lost-a"}},
+		{[]string{"gone"}, 1, 2, []string{"lost-b", "free-early"}},
+		{[]string{"gone"}, 4, 5, []string{"free-late"}},
+	}
+	for _, tt := range tests {
+		cands, err := view.Candidates(ctx, tt.lost, tt.offset, tt.limit)
+		if err != nil {
+			t.Fatalf("Candidates(%q, %d, %d): %v", tt.lost, tt.offset, tt.limit, err)
+		}
+		if diff := cmp.Diff(tt.want, ids(cands), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("Candidates(%q, %d, %d) mismatch (-want +got):\n%s", tt.lost, tt.offset, tt.limit, diff)
+		}
+		if tt.lost == nil && tt.offset == 0 {
+			if diff := cmp.Diff(claim.Candidates(rows, nil), cands, claimDepOpts); diff != "" {
+				t.Errorf("Candidates rows differ from claim.Candidates (-want +got):\n%s", diff)
+			}
+		}
+	}
+	counts := []struct {
+		lost  []string
+		limit int
+		want  int
+	}{
+		{nil, 100, 3}, {nil, 2, 2}, {[]string{"gone"}, 100, 5}, {[]string{"gone", "gone2"}, 100, 6},
+	}
+	for _, tt := range counts {
+		if n, err := view.CountCandidates(ctx, tt.lost, tt.limit); err != nil || n != tt.want {
+			t.Errorf("CountCandidates(%q, %d) = %d, %v; want %d", tt.lost, tt.limit, n, err, tt.want)
+		}
+	}
+	if err := view.Commit(ctx); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	// After Commit each read is a statement of its own, seeing new writes.
+	claimPut(t, a, at(claimDep("free-first", claim.TypeDeployment, true, ""), 0))
+	cands, err := view.Candidates(ctx, nil, 0, 1)
+	if err != nil || len(cands) != 1 || cands[0].ID != "free-first" {
+		t.Errorf("Candidates after Commit = %v, %v; want [free-first]", ids(cands), err)
 	}
 }

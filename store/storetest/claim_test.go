@@ -33,3 +33,10 @@ func TestClaimStoreInMemory(t *testing.T) {
 		return s, s, memAdmin{s}
 	})
 }
+
+func TestClaimStoreInMemoryView(t *testing.T) {
+	storetest.TestClaimStore(t, func(t *testing.T) (claim.Store, claim.Membership, storetest.ClaimAdmin) {
+		s := claimtest.NewStore(nil)
+		return claimtest.Viewing(s), s, memAdmin{s}
+	})
+}

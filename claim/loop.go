@@ -346,6 +346,13 @@ func (l *Loop) readView(ctx context.Context, v Viewer, r *Report) (Inputs, error
 		in.Partial.Total, in.Partial.Counted = n, true
 		w = ClaimWindow(in, r.Start)
 	}
+	if _, admits := l.runner.(Admitter); admits && w.Limit == 0 {
+		// A runner that refuses some deployments looks at the first
+		// waiting ones even when this node claims none: to report what it
+		// refuses, and to take one the eligible node-units all leave
+		// waiting (see unstall).
+		w = AdmitWindow(in, r.Start, admitWindow)
+	}
 	if w.Limit > 0 {
 		cands, err := view.Candidates(rctx, w.Lost, w.Offset, w.Limit)
 		if err != nil {
@@ -429,7 +436,11 @@ func (l *Loop) apply(ctx context.Context, in Inputs, r *Report) error {
 	act := Plan(in, r.Start)
 	l.state = act.State
 	if admits {
-		l.unstall(&act, in.Deployments)
+		planned := in.Deployments
+		if in.Partial != nil {
+			planned = append(slices.Clone(in.Deployments), in.Partial.Candidates...)
+		}
+		l.unstall(&act, planned)
 	}
 	r.Eligible = act.Eligible
 	r.Missing = act.Missing
@@ -508,6 +519,10 @@ func (l *Loop) apply(ctx context.Context, in Inputs, r *Report) error {
 	}
 	return applyErr
 }
+
+// admitWindow is how many waiting deployments a node-unit whose runner is
+// an [Admitter] reads through a [Viewer] when it claims none itself.
+const admitWindow = 16
 
 // stallLimit is how many consecutive cycles the same waiting deployments
 // must stay unclaimed before a node-unit that is not eligible claims one.

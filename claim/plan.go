@@ -550,6 +550,26 @@ func ClaimWindow(in Inputs, now time.Time) Window {
 	return Window{Lost: t.lost, Offset: lo, Limit: hi - lo}
 }
 
+// AdmitWindow returns the window of the first n candidates (waiting
+// deployments, in claim order) whatever this node claims: a node whose
+// runner refuses some deployments reads them to report its refusals. It is
+// empty without a Partial, under none, or when nothing waits.
+func AdmitWindow(in Inputs, now time.Time, n int) Window {
+	policy := in.Policy
+	if policy == nil {
+		policy = DeploymentCountPolicy()
+	}
+	if in.Partial == nil || IsNone(policy) || n <= 0 {
+		return Window{}
+	}
+	deps, _ := Sanitize(in.Deployments)
+	t := assess(in, deps, now)
+	if len(t.lost) == 0 && !in.Partial.Unassigned {
+		return Window{}
+	}
+	return Window{Lost: t.lost, Limit: n}
+}
+
 // countCap is a number of candidates past which more candidates change no
 // node's claims: every active node's fair share is then at least max, the
 // most it claims.

@@ -128,7 +128,7 @@ const (
 	FailNoNode      = "no_node"      // no eligible node took the job within queue_timeout_ms
 	FailAttempts    = "max_attempts" // every attempt timed out or failed over
 	FailTimeout     = "timeout"      // no answer reached the session within request_timeout_ms
-	FailResultLost  = "result_lost"  // the instance that took the result stopped before storing it
+	FailResultLost  = "result_lost"  // the job's outcome was not found once it finished (its store lost it)
 	CancelFailover  = "failover"     // the job went to another node
 	CancelTimeout   = "timeout"      // the attempt took too long
 	CancelNodeStorm = "model_not_available"
@@ -978,6 +978,11 @@ func (d *Dispatcher) finish(ctx context.Context, rec JobRecord, out Outcome) err
 	if err != nil {
 		return err
 	}
+	return d.finishStored(ctx, rec, entry)
+}
+
+// finishStored is finish once the outcome is stored.
+func (d *Dispatcher) finishStored(ctx context.Context, rec JobRecord, entry BookEntry) error {
 	for _, s := range entry.Waiters {
 		via := ""
 		if s == entry.Spec.SessionID {
@@ -1114,6 +1119,24 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 	default:
 		return msgErr("type", "%q is not a node event", m.Type)
 	}
+	var stored *BookEntry
+	if ev == fsm.Result {
+		// The outcome is stored before the lifecycle moves, so that an
+		// instance stopping in between loses no result: whoever carries
+		// the job on finds it. Only the node and attempt the job is on
+		// may store it; anything else is left to ApplyJob to refuse.
+		rec, err := d.st.Jobs.Job(ctx, m.JobID)
+		if err != nil {
+			return d.rejected(m, err)
+		}
+		if rec.NodeID == nodeID && rec.Attempt == m.Attempt && (rec.State.Active() || rec.State == fsm.Finished) {
+			e, err := d.st.Book.Finish(ctx, m.JobID, Outcome{Status: OutcomeResult, NodeID: nodeID, Attempt: m.Attempt, Payload: m.Payload})
+			if err != nil {
+				return err
+			}
+			stored = &e
+		}
+	}
 	tr, err := d.st.Jobs.ApplyJob(ctx, m.JobID, ev, m.Attempt, nodeID)
 	if err != nil {
 		return d.rejected(m, err)
@@ -1149,6 +1172,9 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 		}
 		if tr.Job.State == fsm.Released {
 			return nil
+		}
+		if stored != nil {
+			return d.finishStored(ctx, tr.Job, *stored)
 		}
 		return d.finish(ctx, tr.Job, Outcome{Status: OutcomeResult, NodeID: nodeID, Attempt: m.Attempt, Payload: m.Payload})
 	}

@@ -1,0 +1,413 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/ksana-dev/ksana/fsm"
+	"github.com/ksana-dev/ksana/scheduler"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Message types of the socket protocol besides the scheduler.Envelope
+// types (job_assign, job_cancel, job_ack, job_started, asr_partial,
+// job_result, model_not_available, job_failed).
+const (
+	typeRegister   = "register"    // node → dispatcher: node_id, pools, models, capacity, status
+	typeRegistered = "registered"  // dispatcher → node: the registration took effect
+	typeRequest    = "job_request" // session → dispatcher: request_id, turn_id, pool, model, reason, payload
+	typePing       = "ping"        // either way: a heartbeat, answered with pong
+	typePong       = "pong"
+	typeError      = "error" // dispatcher → peer: a message was refused
+)
+
+// Codes of error frames.
+const (
+	codeBadJSON       = "bad_json"    // not one JSON object
+	codeBadMessage    = "bad_message" // a field is missing or wrong (field names it)
+	codeFrameTooLarge = "frame_too_large"
+	codeNotRegistered = "not_registered" // a node event before register
+	codeWrongNode     = "wrong_node"     // the job is not assigned to this node
+	codeStaleAttempt  = "stale_attempt"  // an event of an attempt that is over
+	codeTransition    = "invalid_transition"
+	codeJobNotFound   = "job_not_found"
+	codeStopping      = "stopping" // the instance is shutting down
+	codeInternal      = "internal"
+)
+
+// inbound is any message a node or a session sends.
+type inbound struct {
+	scheduler.Envelope
+	Pools    []string `json:"pools,omitempty"`
+	Models   []string `json:"models,omitempty"`
+	Capacity int      `json:"capacity,omitempty"`
+	Status   string   `json:"status,omitempty"`
+}
+
+// errorFrame tells a peer why its message was refused; the connection
+// stays open.
+type errorFrame struct {
+	Type      string `json:"type"`                  // "error"
+	Code      string `json:"code"`                  // see the code constants
+	Field     string `json:"field,omitempty"`       // the field at fault, when one is
+	Error     string `json:"error"`                 // a readable explanation
+	InReplyTo string `json:"in_reply_to,omitempty"` // the type of the refused message
+	JobID     string `json:"job_id,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// server serves one dispatch instance over HTTP and WebSocket.
+type server struct {
+	d        *scheduler.Dispatcher
+	cfg      ServerConfig
+	log      *slog.Logger
+	reg      *prometheus.Registry
+	nodeTok  []byte // sha256 of the token, nil when none is required
+	sessTok  []byte
+	stopping atomic.Bool
+
+	mu    sync.Mutex
+	conns map[*wsConn]struct{}
+	wg    sync.WaitGroup // connection handlers
+}
+
+func newServer(d *scheduler.Dispatcher, cfg ServerConfig, log *slog.Logger, reg *prometheus.Registry) *server {
+	s := &server{d: d, cfg: cfg, log: log, reg: reg, conns: map[*wsConn]struct{}{}}
+	if cfg.NodeToken != "" {
+		h := sha256.Sum256([]byte(cfg.NodeToken))
+		s.nodeTok = h[:]
+	}
+	if cfg.SessionToken != "" {
+		h := sha256.Sum256([]byte(cfg.SessionToken))
+		s.sessTok = h[:]
+	}
+	return s
+}
+
+func (s *server) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ws/node", s.serveNode)
+	mux.HandleFunc("GET /ws/session", s.serveSession)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /health", s.serveHealth)
+	return mux
+}
+
+func (s *server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	nodes, sessions := s.d.Counts()
+	status, code := "ok", http.StatusOK
+	if s.stopping.Load() {
+		status, code = "stopping", http.StatusServiceUnavailable
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]any{
+		"status": status, "instance_id": s.d.InstanceID(), "nodes": nodes, "sessions": sessions,
+	})
+}
+
+// authorized compares the request's bearer token with want (a SHA-256)
+// in constant time; a nil want lets every request in.
+func authorized(r *http.Request, want []byte) bool {
+	if want == nil {
+		return true
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	got := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(got[:], want) == 1 && ok
+}
+
+// accept checks the token and upgrades the request.
+func (s *server) accept(w http.ResponseWriter, r *http.Request, tok []byte) *wsConn {
+	if !authorized(r, tok) {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+		return nil
+	}
+	if s.stopping.Load() {
+		http.Error(w, "instance stopping", http.StatusServiceUnavailable)
+		return nil
+	}
+	ws, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		s.log.Debug("dispatcher: upgrade", "remote", r.RemoteAddr, "err", err)
+		return nil
+	}
+	ws.SetReadLimit(8 * s.cfg.MaxFrameBytes)
+	c := newConn(ws, s.cfg.SendQueue, time.Duration(s.cfg.WriteTimeoutMS)*time.Millisecond)
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	if s.stopping.Load() { // a shutdown began meanwhile
+		c.close(websocket.StatusGoingAway, "instance stopping", false)
+	}
+	return c
+}
+
+func (s *server) release(c *wsConn) {
+	c.close(websocket.StatusNormalClosure, "", true)
+	<-c.done()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// shutdown hands every connection a close frame after its queued
+// messages, and waits for the handlers (they detach their node or
+// session) until ctx ends.
+func (s *server) shutdown(ctx context.Context) error {
+	s.stopping.Store(true)
+	s.mu.Lock()
+	for c := range s.conns {
+		c.close(websocket.StatusGoingAway, "instance stopping", true)
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// decode parses one frame into m. Unknown fields, trailing data and wrong
+// types are errors naming the field.
+func decode(b []byte, m *inbound) *errorFrame {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(m)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			return &errorFrame{Code: codeBadJSON, Error: "trailing data after the JSON object"}
+		}
+		return nil
+	}
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return &errorFrame{Code: codeBadJSON, Error: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)}
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			return &errorFrame{Code: codeBadJSON, Error: "a message is one JSON object"}
+		}
+		return &errorFrame{Code: codeBadMessage, Field: field, Error: fmt.Sprintf("%s: %s is not a %s", field, te.Value, te.Type)}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return &errorFrame{Code: codeBadMessage, Field: field, Error: field + ": unknown field"}
+	case strings.Contains(err.Error(), "base64"):
+		return &errorFrame{Code: codeBadMessage, Field: "payload", Error: "payload: not standard base64: " + err.Error()}
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return &errorFrame{Code: codeBadJSON, Error: "empty or truncated JSON"}
+	default:
+		return &errorFrame{Code: codeBadJSON, Error: err.Error()}
+	}
+}
+
+// refusal turns an error of the Dispatcher into an error frame.
+func (s *server) refusal(err error, m scheduler.Envelope) *errorFrame {
+	f := &errorFrame{Error: err.Error(), JobID: m.JobID, RequestID: m.RequestID, InReplyTo: string(m.Type)}
+	var me *scheduler.MessageError
+	var te *fsm.TransitionError
+	switch {
+	case errors.As(err, &me):
+		f.Code, f.Field = codeBadMessage, me.Field
+	case errors.Is(err, scheduler.ErrWrongNode):
+		f.Code = codeWrongNode
+	case errors.Is(err, fsm.ErrStaleAttempt):
+		f.Code = codeStaleAttempt
+	case errors.As(err, &te):
+		f.Code = codeTransition
+	case errors.Is(err, scheduler.ErrJobNotFound):
+		f.Code = codeJobNotFound
+	case errors.Is(err, scheduler.ErrStopped):
+		f.Code = codeStopping
+	default:
+		s.log.Warn("dispatcher: message failed", "type", m.Type, "job_id", m.JobID, "request_id", m.RequestID, "err", err)
+		f.Code, f.Error = codeInternal, "internal error; the dispatcher's log has the cause"
+	}
+	return f
+}
+
+func (c *wsConn) refuse(f *errorFrame, inReplyTo string) {
+	f.Type = typeError
+	if f.InReplyTo == "" {
+		f.InReplyTo = inReplyTo
+	}
+	c.sendJSON(f)
+}
+
+// connCtx is the context of a connection's calls into the Dispatcher: it
+// outlives the HTTP request so that the detach at the end still runs.
+func connCtx() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}
+
+// serveNode serves /ws/node: the first message registers the node; job
+// events follow, each for a job assigned to this node.
+func (s *server) serveNode(w http.ResponseWriter, r *http.Request) {
+	c := s.accept(w, r, s.nodeTok)
+	if c == nil {
+		return
+	}
+	defer s.release(c)
+	ctx, cancel := connCtx()
+	defer cancel()
+	work := newShards(s.cfg.Workers, 64)
+	nodeID := ""
+	defer func() {
+		work.stop()
+		if nodeID != "" {
+			if err := s.d.DetachNode(ctx, nodeID, c); err != nil {
+				s.log.Warn("dispatcher: detach node", "node_id", nodeID, "err", err)
+			}
+			s.log.Info("dispatcher: node disconnected", "node_id", nodeID)
+		}
+	}()
+	s.readLoop(c, func(m inbound) {
+		switch m.Type {
+		case typeRegister:
+			info := scheduler.NodeInfo{NodeID: m.NodeID, Pools: m.Pools, Models: m.Models, Capacity: m.Capacity, Status: m.Status}
+			if nodeID != "" && m.NodeID != nodeID {
+				c.refuse(&errorFrame{Code: codeBadMessage, Field: "node_id", Error: fmt.Sprintf("node_id: this connection is node %q; open another connection for %q", nodeID, m.NodeID)}, typeRegister)
+				return
+			}
+			if err := s.d.AttachNode(ctx, info, c); err != nil {
+				c.refuse(s.refusal(err, m.Envelope), typeRegister)
+				return
+			}
+			nodeID = m.NodeID
+			s.log.Info("dispatcher: node registered", "node_id", nodeID, "pools", m.Pools, "models", m.Models, "capacity", m.Capacity)
+			c.sendJSON(map[string]string{"type": typeRegistered, "node_id": nodeID, "instance_id": s.d.InstanceID()})
+		case scheduler.TypeJobAck, scheduler.TypeJobStarted, scheduler.TypeASRPartial, scheduler.TypeJobResult, scheduler.TypeModelNotAvailable:
+			if nodeID == "" {
+				c.refuse(&errorFrame{Code: codeNotRegistered, Field: "type", Error: "send register before job events", JobID: m.JobID}, string(m.Type))
+				return
+			}
+			if m.Pools != nil || m.Models != nil || m.Capacity != 0 || m.Status != "" {
+				c.refuse(&errorFrame{Code: codeBadMessage, Field: "pools", Error: "pools, models, capacity and status belong to register", JobID: m.JobID}, string(m.Type))
+				return
+			}
+			env := m.Envelope
+			work.run(env.JobID, func() {
+				if err := s.d.NodeEvent(ctx, nodeID, env); err != nil {
+					c.refuse(s.refusal(err, env), string(env.Type))
+				}
+			})
+		default:
+			s.unknown(c, m, "register, job_ack, job_started, asr_partial, job_result, model_not_available, ping")
+		}
+	})
+}
+
+// serveSession serves /ws/session?session_id=ID: job_request messages,
+// answered with job_result or job_failed, one per request.
+func (s *server) serveSession(w http.ResponseWriter, r *http.Request) {
+	sessionID := r.URL.Query().Get("session_id")
+	if err := scheduler.CheckID("session_id", sessionID); err != nil {
+		http.Error(w, "query parameter "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	c := s.accept(w, r, s.sessTok)
+	if c == nil {
+		return
+	}
+	defer s.release(c)
+	ctx, cancel := connCtx()
+	defer cancel()
+	if err := s.d.AttachSession(ctx, sessionID, c); err != nil {
+		c.refuse(s.refusal(err, scheduler.Envelope{SessionID: sessionID}), "")
+		return
+	}
+	work := newShards(s.cfg.Workers, 64)
+	defer func() {
+		work.stop()
+		if err := s.d.DetachSession(ctx, sessionID, c); err != nil {
+			s.log.Warn("dispatcher: detach session", "session_id", sessionID, "err", err)
+		}
+	}()
+	s.readLoop(c, func(m inbound) {
+		if m.Type != typeRequest {
+			s.unknown(c, m, "job_request, ping")
+			return
+		}
+		if m.Pools != nil || m.Models != nil || m.Capacity != 0 || m.Status != "" {
+			c.refuse(&errorFrame{Code: codeBadMessage, Field: "pools", Error: "pools, models, capacity and status belong to a node's register", RequestID: m.RequestID}, typeRequest)
+			return
+		}
+		if m.JobID != "" || m.Attempt != 0 || m.NodeID != "" || m.Error != "" || (m.SessionID != "" && m.SessionID != sessionID) {
+			c.refuse(&errorFrame{Code: codeBadMessage, Field: "job_id", Error: "a job_request carries request_id, turn_id, pool, model, reason and payload only", RequestID: m.RequestID}, typeRequest)
+			return
+		}
+		req := scheduler.Request{RequestID: m.RequestID, TurnID: m.TurnID, Pool: m.Pool, Model: m.Model, Reason: m.Reason, Payload: m.Payload}
+		if err := scheduler.CheckRequest(req); err != nil {
+			c.refuse(s.refusal(err, m.Envelope), typeRequest)
+			return
+		}
+		// A turn's requests are submitted in order: its first job has its
+		// node before the next one selects.
+		key := req.TurnID
+		if key == "" {
+			key = req.RequestID
+		}
+		work.run(key, func() {
+			if _, err := s.d.Submit(ctx, sessionID, req); err != nil {
+				c.refuse(s.refusal(err, m.Envelope), typeRequest)
+			}
+		})
+	})
+}
+
+func (s *server) unknown(c *wsConn, m inbound, want string) {
+	if m.Type == "" {
+		c.refuse(&errorFrame{Code: codeBadMessage, Field: "type", Error: "type: required (" + want + ")"}, "")
+		return
+	}
+	c.refuse(&errorFrame{Code: codeBadMessage, Field: "type", Error: fmt.Sprintf("type: unknown type %q (%s)", m.Type, want)}, string(m.Type))
+}
+
+// readLoop reads a connection's messages until it closes: frames too
+// large or that do not decode get an error frame, pings a pong, and every
+// other message goes to handle.
+func (s *server) readLoop(c *wsConn, handle func(inbound)) {
+	ctx := context.Background()
+	for {
+		b, tooBig, err := readFrame(ctx, c.ws, s.cfg.MaxFrameBytes)
+		if err != nil {
+			return
+		}
+		if tooBig {
+			c.refuse(&errorFrame{Code: codeFrameTooLarge, Error: fmt.Sprintf("message larger than max_frame_bytes (%d); dropped", s.cfg.MaxFrameBytes)}, "")
+			continue
+		}
+		var m inbound
+		if f := decode(b, &m); f != nil {
+			c.refuse(f, "")
+			continue
+		}
+		if m.Type == typePing {
+			c.sendJSON(map[string]string{"type": typePong})
+			continue
+		}
+		handle(m)
+	}
+}

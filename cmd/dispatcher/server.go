@@ -207,6 +207,9 @@ func decode(b []byte, m *inbound) *errorFrame {
 		return &errorFrame{Code: codeBadJSON, Error: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)}
 	case errors.As(err, &te):
 		field := te.Field
+		if i := strings.LastIndexByte(field, '.'); i >= 0 {
+			field = field[i+1:] // "Envelope.attempt" names attempt
+		}
 		if field == "" {
 			return &errorFrame{Code: codeBadJSON, Error: "a message is one JSON object"}
 		}

@@ -36,7 +36,9 @@
 //     sent again, on any instance, gets the one answer of its job.
 //   - /metrics: Prometheus metrics of the instance (see
 //     [github.com/ksana-dev/ksana/metrics.Scheduler]).
-//   - /health: {"status", "instance_id", "nodes", "sessions"}; 503 while
+//   - /health: {"status", "instance_id", "nodes", "sessions",
+//     "fleet_online"}: the nodes and sessions connected here, and the
+//     nodes online on every instance as this one sees them; 503 while
 //     stopping.
 //
 // Messages are JSON objects with a type field; payload is base64. Either

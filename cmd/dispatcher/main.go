@@ -138,7 +138,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	runDone := make(chan error, 1)
 	go func() { runDone <- d.Run(runCtx) }()
 
-	srv := newServer(d, cfg.Server, log, reg)
+	srv := newServer(d, st, cfg.Server, log, reg)
 	hs := &http.Server{Handler: srv.handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- hs.Serve(ln) }()

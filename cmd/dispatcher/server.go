@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/ksana-dev/ksana/affinity"
 	"github.com/ksana-dev/ksana/fsm"
 	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,6 +74,7 @@ type errorFrame struct {
 // server serves one dispatch instance over HTTP and WebSocket.
 type server struct {
 	d        *scheduler.Dispatcher
+	st       scheduler.Stores
 	cfg      ServerConfig
 	log      *slog.Logger
 	reg      *prometheus.Registry
@@ -85,8 +87,8 @@ type server struct {
 	wg    sync.WaitGroup // connection handlers
 }
 
-func newServer(d *scheduler.Dispatcher, cfg ServerConfig, log *slog.Logger, reg *prometheus.Registry) *server {
-	s := &server{d: d, cfg: cfg, log: log, reg: reg, conns: map[*wsConn]struct{}{}}
+func newServer(d *scheduler.Dispatcher, st scheduler.Stores, cfg ServerConfig, log *slog.Logger, reg *prometheus.Registry) *server {
+	s := &server{d: d, st: st, cfg: cfg, log: log, reg: reg, conns: map[*wsConn]struct{}{}}
 	if cfg.NodeToken != "" {
 		h := sha256.Sum256([]byte(cfg.NodeToken))
 		s.nodeTok = h[:]
@@ -109,6 +111,12 @@ func (s *server) handler() http.Handler {
 
 func (s *server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	nodes, sessions := s.d.Counts()
+	online := 0
+	for _, n := range s.d.Fleet() {
+		if n.Online {
+			online++
+		}
+	}
 	status, code := "ok", http.StatusOK
 	if s.stopping.Load() {
 		status, code = "stopping", http.StatusServiceUnavailable
@@ -117,6 +125,7 @@ func (s *server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(map[string]any{
 		"status": status, "instance_id": s.d.InstanceID(), "nodes": nodes, "sessions": sessions,
+		"fleet_online": online,
 	})
 }
 
@@ -373,11 +382,51 @@ func (s *server) serveSession(w http.ResponseWriter, r *http.Request) {
 			key = req.RequestID
 		}
 		work.run(key, func() {
-			if _, err := s.d.Submit(ctx, sessionID, req); err != nil {
+			jobID, err := s.d.Submit(ctx, sessionID, req)
+			if err != nil {
 				c.refuse(s.refusal(err, m.Envelope), typeRequest)
+				return
 			}
+			s.awaitTurnNode(ctx, req, jobID)
 		})
 	})
+}
+
+// awaitTurnNode holds a turn's next request until the turn has its node.
+// The instance that creates a request's job writes the turn's affinity
+// before its Submit returns; but when the request was a duplicate (the
+// same request id sent to another instance first), Submit returns while
+// that other instance may still be choosing the node, and the turn's
+// next request, submitted here, would choose without the affinity. So,
+// for a request that keeps its turn going, this waits until the turn's
+// affinity is written, the job is over, or the job has waited for a node
+// longer than queue_timeout_ms.
+func (s *server) awaitTurnNode(ctx context.Context, req scheduler.Request, jobID string) {
+	if req.TurnID == "" {
+		return
+	}
+	if ends, _ := affinity.EndsTurn(affinity.Reason(req.Reason)); ends {
+		return
+	}
+	deadline := time.Now().Add(time.Duration(s.d.Config().Dispatch.QueueTimeoutMS) * time.Millisecond)
+	pause := time.Millisecond
+	for {
+		if node, err := s.st.Turns.TurnAffinity(ctx, req.TurnID); err != nil || node != "" {
+			return
+		}
+		if rec, err := s.st.Jobs.Job(ctx, jobID); err == nil && (rec.State == fsm.Released || rec.State == fsm.Failed) {
+			return
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 20*time.Millisecond)
+	}
 }
 
 func (s *server) unknown(c *wsConn, m inbound, want string) {

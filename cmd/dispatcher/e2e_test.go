@@ -148,7 +148,7 @@ func writeConfig(t *testing.T, dir, id string, plane scheduler.Config) string {
 			"enabled": true, "instance_id": id, "owner_ttl_seconds": plane.OwnerTTLSeconds,
 			"stream_block_ms": plane.StreamBlockMS, "stream_claim_min_idle_ms": plane.StreamClaimMinIdleMS,
 			"dlq_min_idle_ms": plane.DLQMinIdleMS, "dlq_scan_interval_ms": plane.DLQScanIntervalMS,
-			"redis": map[string]any{"mode": plane.Redis.Mode, "url": plane.Redis.URL, "cluster_urls": plane.Redis.ClusterURLs, "key_prefix": plane.Redis.KeyPrefix},
+			"redis":         map[string]any{"mode": plane.Redis.Mode, "url": plane.Redis.URL, "cluster_urls": plane.Redis.ClusterURLs, "key_prefix": plane.Redis.KeyPrefix},
 			"node_snapshot": map[string]any{"presence_ttl_seconds": plane.NodeSnapshot.PresenceTTLSeconds, "refresh_interval_ms": plane.NodeSnapshot.RefreshIntervalMS},
 			"storm":         map[string]any{"debounce_window_ms": plane.Storm.DebounceWindowMS, "cooldown_ms": plane.Storm.CooldownMS, "max_actions_per_second": plane.Storm.MaxActionsPerSecond},
 		}},

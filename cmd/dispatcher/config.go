@@ -21,7 +21,7 @@ const (
 	defaultSendQueue      = 1024
 	defaultWriteTimeoutMS = 10000
 	defaultDrainTimeoutMS = 10000
-	defaultWorkers        = 16
+	defaultWorkers        = 64
 )
 
 // ServerConfig is the binary's own part of the [dispatcher] table.

@@ -76,7 +76,7 @@ type proc struct {
 	addr string // a dispatcher's listen address
 }
 
-func startProc(t *testing.T, dir, name string, readAddr bool, bin string, args ...string) *proc {
+func startProc(t testing.TB, dir, name string, readAddr bool, bin string, args ...string) *proc {
 	t.Helper()
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.Create(logPath)
@@ -141,7 +141,7 @@ func (p *proc) kill9(t *testing.T) {
 }
 
 // writeConfig writes the config.toml of one instance.
-func writeConfig(t *testing.T, dir, id string, plane scheduler.Config) string {
+func writeConfig(t testing.TB, dir, id string, plane scheduler.Config) string {
 	t.Helper()
 	var doc = map[string]any{
 		"scheduler": map[string]any{"phase2": map[string]any{

@@ -139,3 +139,19 @@ func TestRunBadConfigExits2(t *testing.T) {
 		t.Errorf("run(-nope) = %d, want 2", code)
 	}
 }
+
+// TestReadmeConfig checks that the README shows config.example.toml as it
+// is.
+func TestReadmeConfig(t *testing.T) {
+	example, err := os.ReadFile("config.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(readme, append([]byte("```toml\n"), example...)) {
+		t.Errorf("README.md does not hold config.example.toml verbatim in a toml block")
+	}
+}

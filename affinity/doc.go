@@ -12,9 +12,8 @@
 //
 // [Select] is select_node: the turn's affinity node when it is online and
 // in the job's candidate pool, otherwise a node chosen among the pool's
-// online nodes by a [Strategy], and nothing is written back. The
-// specification's strategy is [Random] (its randomness is injectable for
-// tests); [Rendezvous] is an opt-in alternative that hashes the turn id
+// online nodes by a [Strategy], and nothing is written back. The default
+// strategy is [Random] (its randomness is injectable for tests); [Rendezvous] is an opt-in alternative that hashes the turn id
 // over the pool, so the choice is reproducible across instances and moves
 // as few turns as possible when nodes come and go ([Weight]).
 //

@@ -9,7 +9,7 @@
 // from [Dispatched] or [Accepted]) and sends its result ([Result],
 // job_result: [Finished], from any of the three active states). Once the
 // job's reservation on its node is freed, [Release] records it
-// ([Released]). The specification's "job_result: * -> FINISHED -> RELEASED"
+// ([Released]). The usual shorthand "job_result: * -> FINISHED -> RELEASED"
 // is thus two events: the reservation lives in another key (another Redis
 // Cluster slot) than the job, so freeing it cannot be atomic with the
 // result, and [Finished] is the honest name of the moment in between. A job

@@ -7,7 +7,7 @@ import (
 )
 
 // State is where a job is in its lifecycle. The values are the
-// specification's spelling and are what the Redis adapter stores.
+// words deployments of the plane already use, and what the Redis adapter stores.
 type State string
 
 // The states of a job.

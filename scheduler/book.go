@@ -23,6 +23,9 @@ type JobSpec struct {
 	// max_duration (or none) keeps it going.
 	Reason  string `json:"reason,omitempty"`
 	Payload []byte `json:"payload,omitempty"`
+	// Instance is the instance the request came through: where the
+	// answer goes when the session's owner binding is missing.
+	Instance string `json:"instance,omitempty"`
 }
 
 // Outcome statuses.
@@ -78,9 +81,9 @@ type JobBook interface {
 	// lists the session.
 	Watch(ctx context.Context, jobID, sessionID string) (Outcome, bool, error)
 	// Finish stores out as the job's outcome unless it has one, and returns
-	// the stored outcome and the waiters. A second Finish changes nothing
-	// and returns the first outcome.
-	Finish(ctx context.Context, jobID string, out Outcome) (Outcome, []string, error)
+	// the job's entry: its spec, its waiters and the stored outcome. A
+	// second Finish changes nothing and returns the first outcome.
+	Finish(ctx context.Context, jobID string, out Outcome) (BookEntry, error)
 }
 
 // CheckSpec validates a job spec for [JobBook.Open].
@@ -217,24 +220,23 @@ func (b *MemBook) Watch(ctx context.Context, jobID, sessionID string) (Outcome, 
 }
 
 // Finish implements [JobBook].
-func (b *MemBook) Finish(ctx context.Context, jobID string, out Outcome) (Outcome, []string, error) {
+func (b *MemBook) Finish(ctx context.Context, jobID string, out Outcome) (BookEntry, error) {
 	if err := checkID("job_id", jobID); err != nil {
-		return Outcome{}, nil, err
+		return BookEntry{}, err
 	}
 	if out.Status != OutcomeResult && out.Status != OutcomeFailed {
-		return Outcome{}, nil, argErr("status", fmt.Sprintf("%q (result|failed)", out.Status))
+		return BookEntry{}, argErr("status", fmt.Sprintf("%q (result|failed)", out.Status))
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.get(jobID)
 	if e == nil {
-		return Outcome{}, nil, fmt.Errorf("job %q: %w", jobID, ErrJobNotFound)
+		return BookEntry{}, fmt.Errorf("job %q: %w", jobID, ErrJobNotFound)
 	}
 	if e.e.Outcome == nil {
 		o := out
 		o.Payload = slices.Clone(out.Payload)
 		e.e.Outcome = &o
 	}
-	c := cloneEntry(e.e)
-	return *c.Outcome, c.Waiters, nil
+	return cloneEntry(e.e), nil
 }

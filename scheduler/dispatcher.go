@@ -171,7 +171,7 @@ type Dispatcher struct {
 	sessions map[string]*localSession
 	fleet    map[string]NodeSnapshot
 	alive    map[string]aliveEntry
-	pending  map[pendingKey]time.Time // requests waiting for their answer
+	pending  map[pendingKey]pendingReq // requests waiting for their answer
 	adopting map[string]bool
 	stopped  bool
 }
@@ -200,6 +200,11 @@ type aliveEntry struct {
 
 type pendingKey struct{ session, job string }
 
+type pendingReq struct {
+	requestID string
+	deadline  time.Time
+}
+
 // NewDispatcher returns the dispatcher of cfg.InstanceID over st. cfg gets
 // its defaults ([Config.WithDefaults], which also resolves an "auto"
 // instance id) and is validated; the error names the bad field.
@@ -219,7 +224,7 @@ func NewDispatcher(st Stores, cfg Config) (*Dispatcher, error) {
 		max:   fsm.Machine{MaxAttempts: cfg.Dispatch.MaxAttempts}.Max(),
 		kick:  make(chan struct{}, 1),
 		nodes: map[string]*localNode{}, sessions: map[string]*localSession{}, fleet: map[string]NodeSnapshot{},
-		alive: map[string]aliveEntry{}, pending: map[pendingKey]time.Time{}, adopting: map[string]bool{},
+		alive: map[string]aliveEntry{}, pending: map[pendingKey]pendingReq{}, adopting: map[string]bool{},
 	}
 	var err error
 	if d.hb, err = NewHeartbeat(st.Presence, cfg); err != nil {
@@ -543,11 +548,11 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 		d.mu.Unlock()
 		return "", fmt.Errorf("session %q: %w", sessionID, ErrNotAttached)
 	}
-	d.pending[pendingKey{sessionID, jobID}] = now.Add(msd(d.dc.RequestTimeoutMS))
+	d.pending[pendingKey{sessionID, jobID}] = pendingReq{req.RequestID, now.Add(msd(d.dc.RequestTimeoutMS))}
 	d.mu.Unlock()
 	spec := JobSpec{
 		RequestID: req.RequestID, SessionID: sessionID, TurnID: req.TurnID, Pool: req.Pool,
-		Model: req.Model, Reason: req.Reason, Payload: req.Payload,
+		Model: req.Model, Reason: req.Reason, Payload: req.Payload, Instance: d.id,
 	}
 	// The deadline goes in first: whatever stops this call from here on,
 	// a sweeper finds the job and carries it on.
@@ -575,7 +580,7 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 		return jobID, nil
 	}
 	d.enter(fsm.Created)
-	if err := d.dispatch(ctx, rec, entry); err != nil {
+	if err := d.dispatchFresh(ctx, rec, entry); err != nil {
 		d.log.Warn("scheduler: dispatch", "job_id", jobID, "err", err)
 	}
 	return jobID, nil
@@ -665,9 +670,19 @@ func (d *Dispatcher) reserveTTL() time.Duration {
 	return msd(d.dc.AckTimeoutMS + d.dc.RunTimeoutMS + d.dc.LeaseMS)
 }
 
+// dispatchFresh is dispatch for a job Submit just created: its deadline,
+// set by Submit a moment ago, stands for the ack deadline.
+func (d *Dispatcher) dispatchFresh(ctx context.Context, rec JobRecord, entry BookEntry) error {
+	return d.dispatchJob(ctx, rec, entry, true)
+}
+
 // dispatch sends a job in CREATED to a node: select, reserve, record the
 // dispatch, write or clear the turn's affinity, send job_assign.
 func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntry) error {
+	return d.dispatchJob(ctx, rec, entry, false)
+}
+
+func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookEntry, fresh bool) error {
 	spec := entry.Spec
 	// Nodes refused in this round (storm-marked, full) stay out; the nodes
 	// of earlier attempts are passed over while another node can take the
@@ -734,8 +749,10 @@ func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntr
 			return err
 		}
 		d.enter(fsm.Dispatched)
-		if err := d.st.Due.Set(ctx, rec.ID, time.Now().Add(msd(d.dc.AckTimeoutMS))); err != nil {
-			d.log.Warn("scheduler: set deadline", "job_id", rec.ID, "err", err)
+		if !fresh {
+			if err := d.st.Due.Set(ctx, rec.ID, time.Now().Add(msd(d.dc.AckTimeoutMS))); err != nil {
+				d.log.Warn("scheduler: set deadline", "job_id", rec.ID, "err", err)
+			}
 		}
 		if spec.TurnID != "" {
 			if ends, _ := affinity.EndsTurn(affinity.Reason(spec.Reason)); ends {
@@ -778,9 +795,17 @@ func (d *Dispatcher) toNode(ctx context.Context, m Envelope) error {
 			return nil
 		}
 		err = fmt.Errorf("send to node %s: %w", m.NodeID, err)
+	} else if m.Hops >= maxHops {
+		err = fmt.Errorf("node %s not reached after %d hops", m.NodeID, m.Hops)
 	} else {
-		var owner string
-		owner, err = d.st.Owners.Owner(ctx, OwnerNode, m.NodeID)
+		m.Hops++
+		// The fleet view names the instance that published the node; a
+		// stale one passes the message on. The owner binding is asked when
+		// the view has none.
+		owner := d.holder(m.NodeID)
+		if owner == "" || owner == d.id {
+			owner, err = d.st.Owners.Owner(ctx, OwnerNode, m.NodeID)
+		}
 		switch {
 		case errors.Is(err, ErrNoOwner):
 			err = fmt.Errorf("node %s is not connected", m.NodeID)
@@ -800,6 +825,17 @@ func (d *Dispatcher) toNode(ctx context.Context, m Envelope) error {
 		return nil // a cancel that cannot reach its node has nothing to stop
 	}
 	d.log.Info("scheduler: job_assign undeliverable; failing over", "job_id", m.JobID, "node_id", m.NodeID, "err", err)
+	if conn == nil {
+		// Until the next fleet refresh says otherwise, the node is out of
+		// reach: the job's next attempt waits for a node rather than
+		// spending every attempt on this one at once.
+		d.mu.Lock()
+		if s, ok := d.fleet[m.NodeID]; ok && d.nodes[m.NodeID] == nil {
+			s.Online = false
+			d.fleet[m.NodeID] = s
+		}
+		d.mu.Unlock()
+	}
 	rec, jerr := d.st.Jobs.Job(ctx, m.JobID)
 	if jerr != nil {
 		return errors.Join(err, jerr)
@@ -808,6 +844,19 @@ func (d *Dispatcher) toNode(ctx context.Context, m Envelope) error {
 		return nil
 	}
 	return d.endAttempt(ctx, rec, fsm.Failover, CancelFailover)
+}
+
+// maxHops bounds how often a message is passed between instances.
+const maxHops = 2
+
+// holder returns the instance the fleet view says holds nodeID.
+func (d *Dispatcher) holder(nodeID string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s, ok := d.fleet[nodeID]; ok && s.Online {
+		return s.InstanceID
+	}
+	return ""
 }
 
 // instanceAlive reports whether an instance announced its presence,
@@ -881,16 +930,16 @@ func (d *Dispatcher) fail(ctx context.Context, rec JobRecord, code, detail strin
 // slot and takes it out of the deadline index. Each step is idempotent, so
 // a sweeper may run it again after a crash.
 func (d *Dispatcher) finish(ctx context.Context, rec JobRecord, out Outcome) error {
-	stored, waiters, err := d.st.Book.Finish(ctx, rec.ID, out)
+	entry, err := d.st.Book.Finish(ctx, rec.ID, out)
 	if err != nil {
 		return err
 	}
-	entry, err := d.st.Book.Entry(ctx, rec.ID)
-	if err != nil {
-		return err
-	}
-	for _, s := range waiters {
-		d.answer(ctx, s, answerOf(rec.ID, entry.Spec, s, stored))
+	for _, s := range entry.Waiters {
+		via := ""
+		if s == entry.Spec.SessionID {
+			via = entry.Spec.Instance
+		}
+		d.answer(ctx, s, via, answerOf(rec.ID, entry.Spec, s, *entry.Outcome))
 	}
 	if rec.NodeID != "" {
 		if _, err := d.st.Reservations.Release(ctx, rec.NodeID, rec.ID); err != nil {
@@ -931,14 +980,31 @@ func (d *Dispatcher) untrack(nodeID, jobID string) {
 }
 
 // answer routes an answer to a session: on this instance directly, else
-// through the inbox of the instance holding the session. A session
-// connected nowhere is not answered now: the outcome stays stored, and the
-// session gets it when it sends the request again.
-func (d *Dispatcher) answer(ctx context.Context, sessionID string, m Envelope) {
+// through the inbox of the instance holding the session (or, when no
+// instance holds it, of via, the instance the request came through). A
+// session connected nowhere is not answered now: the outcome stays
+// stored, and the session gets it when it sends the request again.
+func (d *Dispatcher) answer(ctx context.Context, sessionID, via string, m Envelope) {
 	if d.deliver(ctx, sessionID, m) {
 		return
 	}
+	if m.Hops >= maxHops {
+		d.log.Info("scheduler: answer passed on too often; kept for a repeated request", "session_id", sessionID, "job_id", m.JobID)
+		return
+	}
+	m.Hops++
+	// The instance the request came through most likely still holds the
+	// session: send there without asking the owner binding (it passes the
+	// answer on if the session moved).
+	if via != "" && via != d.id && m.Hops == 1 && d.instanceAlive(ctx, via) {
+		if _, err := d.st.Sender.Send(ctx, via, m.Fields()); err == nil {
+			return
+		}
+	}
 	owner, err := d.st.Owners.Owner(ctx, OwnerSession, sessionID)
+	if errors.Is(err, ErrNoOwner) && via != "" {
+		owner, err = via, nil
+	}
 	switch {
 	case errors.Is(err, ErrNoOwner), err == nil && owner == d.id:
 		d.log.Info("scheduler: session not connected; answer kept for a repeated request", "session_id", sessionID, "job_id", m.JobID)
@@ -1017,15 +1083,21 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 			d.enter(tr.Job.State)
 		}
 		d.mu.Lock()
+		leased := false
 		if n := d.nodes[nodeID]; n != nil {
 			j := n.jobs[m.JobID]
-			if j == nil {
+			if j == nil || j.attempt != m.Attempt {
 				j = &localJob{attempt: m.Attempt, assigned: tr.Job.UpdatedAt}
 				n.jobs[m.JobID] = j
 			}
+			// The lease taken at job_ack stands for job_started too.
+			leased = j.acked
 			j.acked = true
 		}
 		d.mu.Unlock()
+		if leased {
+			return nil
+		}
 		return d.st.Due.Set(ctx, m.JobID, time.Now().Add(msd(d.dc.LeaseMS)))
 	default: // result
 		if !tr.Duplicate {
@@ -1188,17 +1260,18 @@ func (d *Dispatcher) expireRequests(ctx context.Context) {
 	now := time.Now()
 	type late struct {
 		k    pendingKey
+		req  string
 		conn SessionConn
 	}
 	var lates []late
 	d.mu.Lock()
-	for k, dl := range d.pending {
-		if now.After(dl) {
+	for k, p := range d.pending {
+		if now.After(p.deadline) {
 			delete(d.pending, k)
 			if s := d.sessions[k.session]; s != nil {
 				if _, done := s.answered[k.job]; !done {
 					s.answered[k.job] = now
-					lates = append(lates, late{k, s.conn})
+					lates = append(lates, late{k, p.requestID, s.conn})
 				}
 			}
 		}
@@ -1212,7 +1285,7 @@ func (d *Dispatcher) expireRequests(ctx context.Context) {
 	}
 	d.mu.Unlock()
 	for _, l := range lates {
-		m := Envelope{Type: TypeJobFailed, JobID: l.k.job, SessionID: l.k.session, Error: FailTimeout + ": no answer within " + msd(d.dc.RequestTimeoutMS).String()}
+		m := Envelope{Type: TypeJobFailed, JobID: l.k.job, SessionID: l.k.session, RequestID: l.req, Error: FailTimeout + ": no answer within " + msd(d.dc.RequestTimeoutMS).String()}
 		l.conn.Send(ctx, m)
 		if d.hooks.Answered != nil {
 			d.hooks.Answered(m.Type)
@@ -1307,7 +1380,7 @@ func (d *Dispatcher) handle(ctx context.Context, msg Message) error {
 		if m.SessionID == "" {
 			return fmt.Errorf("%w: %s without session_id", ErrMalformed, m.Type)
 		}
-		d.answer(ctx, m.SessionID, m)
+		d.answer(ctx, m.SessionID, "", m)
 		return nil
 	default:
 		if m.NodeID == "" {

@@ -23,3 +23,13 @@ func TestMemDispatcher(t *testing.T) {
 		}
 	})
 }
+
+func TestMemBook(t *testing.T) {
+	t.Parallel()
+	storetest.TestJobBook(t, func(t *testing.T) scheduler.JobBook { return scheduler.NewMemBook() })
+}
+
+func TestMemDue(t *testing.T) {
+	t.Parallel()
+	storetest.TestDueIndex(t, func(t *testing.T) scheduler.DueIndex { return scheduler.NewMemDue() })
+}

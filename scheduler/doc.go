@@ -3,18 +3,90 @@
 // sessions connected to different instances can work together, and no job
 // is dispatched twice or lost between them.
 //
-// The package declares the stores it needs as small interfaces, with
-// in-memory reference implementations (the Mem types) for tests and single
-// process use; store/redisstore implements them on Redis, and every
-// implementation passes the same suites in store/storetest. The runtime
-// loops ([Heartbeat], [Bindings], [SnapshotSync], [Deliverer]) live here
-// and take their stores as arguments; the pure decisions live in packages
-// fsm and affinity.
+// [Dispatcher] is the whole of it: one per instance. Nodes (workers that
+// run jobs) and sessions (clients that request them) attach to the
+// instance that holds their connection, through the small [NodeConn] and
+// [SessionConn] interfaces, so the package knows nothing of WebSocket
+// (cmd/dispatcher puts it behind one). The parts it is built from are
+// exported too, for a user who wires a plane differently.
+//
+// The package declares the stores it needs as small interfaces, grouped in
+// [Stores], with in-memory reference implementations ([NewMemStores]) for
+// tests and a single process without Redis; store/redisstore implements
+// them on Redis (redisstore.NewStores), and every implementation passes the
+// same suites in store/storetest. The runtime loops ([Heartbeat],
+// [Bindings], [SnapshotSync], [Deliverer]) take their stores as arguments;
+// the pure decisions live in packages fsm and affinity.
+//
+// # The Dispatcher
+//
+// [Dispatcher.Submit] turns a session's [Request] into a job and
+// dispatches it:
+//
+//  1. The job id is derived from the request id ([JobIDFor]), and the job's
+//     spec is opened in the [JobBook] at most once: a request id sent
+//     again, to any instance, at any time, finds the same job; its session
+//     becomes one more waiter, or, when the job is over, is answered at
+//     once. The job's lifecycle starts in [JobStore] (CREATED).
+//  2. A node is selected among the fleet: online, in the job's pool, with
+//     its model, not marked unavailable for that model by the
+//     [StormGuard], not already tried for this job (unless no other node
+//     can take it), with a free slot. The turn's affinity node comes
+//     first when it qualifies; otherwise the choice is random, or the
+//     less loaded of two random nodes with [SelectTwoChoices].
+//  3. One of the node's slots is reserved ([ReservationStore]), the
+//     dispatch is recorded with the attempt checked (DISPATCHED), and the
+//     turn's affinity is written right after its first job has a node (a
+//     manual or timeout finalize clears it instead: the turn is over).
+//  4. job_assign goes to the node: directly when it is attached here, else
+//     through the inbox of the instance that holds it.
+//
+// The node answers through [Dispatcher.NodeEvent] on its own instance:
+// job_ack (ACCEPTED), job_started or asr_partial (RUNNING), job_result
+// (FINISHED: the outcome is stored, every waiting session is answered
+// through its instance, the slot freed, RELEASED). Only the node the
+// current attempt went to may move a job ([ErrWrongNode]); an event of an
+// older attempt is refused ([fsm.ErrStaleAttempt]); both are counted by
+// Hooks.Rejected. model_not_available is reported to the storm guard and
+// the job goes to another node.
+//
+// # Failures
+//
+// Every job that is not over has a deadline in the [DueIndex]: its ack
+// deadline (ack_timeout_ms) once dispatched, its lease (lease_ms) once
+// acknowledged, renewed every third of the lease by the instance holding
+// the node while the job runs, up to run_timeout_ms. Every instance sweeps
+// the index (sweep_interval_ms) and carries on the jobs whose deadline
+// passed, whatever instance started them:
+//
+//   - no job_ack in time, a lease not renewed (the node's instance died),
+//     the run timeout passed: the attempt ends (timeout), the node is told
+//     (job_cancel), and the job goes to another node with its attempt
+//     incremented, or fails (job_failed) after max_attempts;
+//   - a node that detaches, or whose presence expires: its jobs (listed
+//     from its reservations) go to other nodes at once;
+//   - an instance that dies: its presence expires, a live instance adopts
+//     its inbox and passes every message on (the node or session it was
+//     for has reconnected elsewhere, or the job goes to another node), so
+//     nothing sent to it is lost;
+//   - an instance that stops between two steps of a job: the sweeper
+//     replays the job from its stored state; every step is idempotent (a
+//     replayed result frees the slot again, the outcome is stored once);
+//   - a job no node takes within queue_timeout_ms fails with "no_node";
+//   - a session that got no answer within request_timeout_ms (Redis lost
+//     the job, say) gets job_failed from its instance;
+//   - a Redis restart or failover: every loop retries and restores what it
+//     owns (presence, bindings, snapshots, consumer groups).
+//
+// Every request is answered exactly once per session connection. Answers
+// are delivered at least once between instances and deduplicated by the
+// session's instance.
 //
 // # Configuration
 //
-// [Config] is the [scheduler.phase2] table of a config.toml, with the
-// field names of the specification (enabled, instance_id, redis.mode,
+// [Config] is the [scheduler.phase2] table of a config.toml (the name
+// deployments of this plane already use), with the fields enabled,
+// instance_id, redis.mode,
 // redis.url, redis.cluster_urls, redis.key_prefix, owner_ttl_seconds,
 // stream_*, dlq_*, node_snapshot.*) plus [scheduler.phase2.storm]. Zero
 // fields mean the defaults listed on each field ([Config.WithDefaults]);
@@ -51,8 +123,9 @@
 // # Delivery between instances
 //
 // A message for a node or session owned by another instance goes to that
-// instance's inbox through a [Sender] (a Redis stream trimmed with MAXLEN
-// ~). The owner consumes it with a [Deliverer] over its [Inbox]: a consumer
+// instance's inbox through a [Sender] (a Redis stream). An inbox holding
+// stream_maxlen entries refuses new messages with [ErrInboxFull] rather
+// than trimming entries nobody handled. The owner consumes it with a [Deliverer] over its [Inbox]: a consumer
 // group read in blocking batches, a [Handler] per message, XACK + XDEL of
 // the successes, takeover of entries left idle by a dead consumer
 // ([Inbox.Reclaim]), and a dead-letter queue for entries delivered more
@@ -75,14 +148,21 @@
 // Metrics come through hooks, never package-level collectors: [Hooks]
 // gives scheduler_phase2_inbox_pending ([Hooks].InboxPending, every
 // dlq_scan_interval_ms) and scheduler_phase2_dlq_moved_total
-// ([Hooks].DLQMoved, once per move); store/redisstore's OpHook gives
-// scheduler_phase2_redis_op_total{op,result}.
+// ([Hooks].DLQMoved, once per move), and the Dispatcher's jobs by state,
+// failovers, refused node events, selection misses, answers, storm
+// decisions and adopted inboxes; store/redisstore's OpHook gives
+// scheduler_phase2_redis_op_total{op,result}. Package metrics turns them
+// into Prometheus collectors.
 //
 // # Jobs, reservations, request idempotency and turn affinity
 //
 // A [JobStore] keeps each job's [JobRecord] (package fsm's state and
-// attempt, and its node) and applies events atomically; [JobTransition] says
-// whether the event was a replay and which node's slot to free. A
+// attempt, and its node) and applies events atomically, refusing an event
+// from a node the job is not on; [JobTransition] says whether the event
+// was a replay and which node's slot to free (a replay of a freeing event
+// names the node again). A [JobBook] keeps the job's spec, the nodes it
+// was tried on, its waiting sessions and its outcome; a [DueIndex] its
+// deadline. A
 // [ReservationStore] holds nodes' concurrency slots with an expiry, so a
 // crashed instance never holds one longer than its TTL. A job finishes in
 // three calls: ApplyJob(job_result), [ReservationStore.Release] on FreeNode,

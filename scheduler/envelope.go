@@ -65,6 +65,11 @@ type Envelope struct {
 	Payload []byte `json:"payload,omitempty"`
 	// Error says why, on job_failed and model_not_available.
 	Error string `json:"error,omitempty"`
+	// Hops counts how often instances passed the message on; an instance
+	// that gets a message it cannot deliver passes it on at most once more,
+	// so stale owner bindings cannot bounce it for ever. Not part of the
+	// JSON that nodes and sessions see.
+	Hops int `json:"-"`
 }
 
 // Field names of an envelope in an inbox entry.
@@ -82,6 +87,7 @@ const (
 	fieldReason    = "reason"
 	fieldPayload   = "payload" // base64 (standard, padded)
 	fieldError     = "error"
+	fieldHops      = "hops"
 )
 
 // Limits on envelope fields.
@@ -233,6 +239,9 @@ func (e Envelope) Fields() map[string]string {
 		f[fieldPayload] = base64.StdEncoding.EncodeToString(e.Payload)
 	}
 	put(fieldError, e.Error)
+	if e.Hops > 0 {
+		f[fieldHops] = strconv.Itoa(e.Hops)
+	}
 	return f
 }
 
@@ -285,6 +294,12 @@ func DecodeEnvelope(fields map[string]string) (Envelope, error) {
 			e.Payload = p
 		case fieldError:
 			e.Error = v
+		case fieldHops:
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return bad(msgErr(fieldHops, "%q is not a count", v))
+			}
+			e.Hops = n
 		default:
 			return bad(msgErr(k, "unknown field"))
 		}

@@ -25,7 +25,7 @@ func Example_jobLifecycle() {
 
 	handle := func(requestID string) {
 		b, created, err := requests.Bind(ctx, requestID, func(ctx context.Context) (scheduler.RequestBinding, error) {
-			d, err := turns.SelectNode(ctx, "turn-1", pool, pickFirst)
+			d, err := turns.SelectNode(ctx, "turn-1", pool, pickFirst, nil)
 			if err != nil {
 				return scheduler.RequestBinding{}, err
 			}

@@ -73,7 +73,7 @@ func (s *MemTurns) ClearTurnAffinity(ctx context.Context, turnID string) error {
 }
 
 // SelectNode implements [TurnStore].
-func (s *MemTurns) SelectNode(ctx context.Context, turnID string, pool []string, st affinity.Strategy) (affinity.Decision, error) {
+func (s *MemTurns) SelectNode(ctx context.Context, turnID string, pool []string, st affinity.Strategy, eligible func(nodeID string) bool) (affinity.Decision, error) {
 	if err := CheckTurnID(turnID); err != nil {
 		return affinity.Decision{}, err
 	}
@@ -83,5 +83,5 @@ func (s *MemTurns) SelectNode(ctx context.Context, turnID string, pool []string,
 	s.mu.Lock()
 	aff := s.turns[turnID]
 	s.mu.Unlock()
-	return affinity.Select(turnID, aff, pool, s.online, st)
+	return affinity.Select(turnID, aff, pool, func(n string) bool { return s.online(n) && (eligible == nil || eligible(n)) }, st)
 }

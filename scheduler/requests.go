@@ -73,6 +73,14 @@ type RequestStore interface {
 	// come). When create fails, Bind returns its error, stores nothing and
 	// a waiting duplicate takes over. A stored binding that does not decode
 	// is [ErrBindingCorrupt].
+	//
+	// A store whose lock expires (Redis) can call create twice for one
+	// request id when create outlasts the lock or a caller stalls past
+	// it; every caller still returns the one stored binding. So that a
+	// second call makes no second job, create must be idempotent: derive
+	// the job id from the request id ([JobIDFor]) and create the job with
+	// an operation that creates once ([JobBook.Open], [JobStore.CreateJob]),
+	// as the [Dispatcher] does.
 	Bind(ctx context.Context, requestID string, create func(ctx context.Context) (RequestBinding, error)) (b RequestBinding, created bool, err error)
 }
 

@@ -28,10 +28,13 @@ type TurnStore interface {
 	ClearTurnAffinity(ctx context.Context, turnID string) error
 	// SelectNode is select_node ([affinity.Select]) over the stored
 	// affinity and the nodes' presence: the turn's affinity node when it is
-	// online and in pool, else a node of pool's online nodes chosen by s
-	// (nil: [affinity.Random]). It writes nothing. No online node is
-	// [affinity.ErrNoOnlineNode].
-	SelectNode(ctx context.Context, turnID string, pool []string, s affinity.Strategy) (affinity.Decision, error)
+	// online, in pool and eligible, else a node chosen by s (nil:
+	// [affinity.Random]) among pool's online, eligible nodes. eligible
+	// (nil: every node) is the caller's own filter: a node below its
+	// capacity, not marked unavailable for the job's model by the storm
+	// guard, not tried before. It writes nothing. No online, eligible node
+	// is [affinity.ErrNoOnlineNode].
+	SelectNode(ctx context.Context, turnID string, pool []string, s affinity.Strategy, eligible func(nodeID string) bool) (affinity.Decision, error)
 }
 
 // CheckTurnWrite validates the arguments of [TurnStore.SetTurnAffinity].

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// Field names of turn affinity, as the specification spells them.
+// Field names of turn affinity, as deployments of the plane spell them.
 const (
 	FieldAffinityNodeID = "affinity_node_id"
 	FieldCurrentTurnID  = "current_turn_id"
@@ -21,9 +21,11 @@ const (
 type TurnsConfig struct {
 	// Prefix is the key prefix. Default (""): [DefaultPrefix].
 	Prefix string
-	// TTL, when set, makes the turn and session hashes expire TTL after
-	// their affinity is written. Default (0): no TTL, as the specification
-	// decides (the affinity lives until the turn ends and is cleared).
+	// TTL makes the turn and session hashes expire TTL after their
+	// affinity is written, so that turns never ended by a finalize do not
+	// stay for ever. Keep it far longer than any turn: a turn's affinity
+	// must not time out while the turn goes on. Default (0):
+	// [scheduler.DefaultTurnTTLSeconds] (a day).
 	TTL time.Duration
 	// OpHook observes every Redis operation ("turn_affinity_set",
 	// "turn_affinity_get", "session_turn_get", "turn_affinity_clear",
@@ -59,6 +61,9 @@ func NewTurns(c rueidis.Client, cfg TurnsConfig) (*Turns, error) {
 	}
 	if cfg.TTL < 0 || (cfg.TTL > 0 && cfg.TTL < time.Millisecond) {
 		return nil, fmt.Errorf("redisstore: TurnsConfig.TTL: %v is neither 0 nor at least 1ms", cfg.TTL)
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = scheduler.DefaultTurnTTLSeconds * time.Second
 	}
 	return &Turns{c: c, keys: NewKeys(cfg.Prefix), ttl: cfg.TTL, hook: cfg.OpHook}, nil
 }
@@ -162,7 +167,7 @@ func (s *Turns) ClearTurnAffinity(ctx context.Context, turnID string) error {
 
 // SelectNode implements [scheduler.TurnStore]: one pipeline of HGET and
 // EXISTS (split by slot on a cluster), then [affinity.Select].
-func (s *Turns) SelectNode(ctx context.Context, turnID string, pool []string, st affinity.Strategy) (affinity.Decision, error) {
+func (s *Turns) SelectNode(ctx context.Context, turnID string, pool []string, st affinity.Strategy, eligible func(nodeID string) bool) (affinity.Decision, error) {
 	if err := scheduler.CheckTurnID(turnID); err != nil {
 		return affinity.Decision{}, err
 	}
@@ -188,5 +193,5 @@ func (s *Turns) SelectNode(ctx context.Context, turnID string, pool []string, st
 			online[n] = true
 		}
 	}
-	return affinity.Select(turnID, aff, pool, func(n string) bool { return online[n] }, st)
+	return affinity.Select(turnID, aff, pool, func(n string) bool { return online[n] && (eligible == nil || eligible(n)) }, st)
 }

@@ -113,7 +113,7 @@ func TestSelectNodeSameEverywhere(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, 0))
 				strat = affinity.Random{IntN: r.IntN}
 			}
-			d, err := im.store.SelectNode(ctx, turn, pool, strat)
+			d, err := im.store.SelectNode(ctx, turn, pool, strat, nil)
 			es := ""
 			if err != nil {
 				es = err.Error()
@@ -158,8 +158,9 @@ func TestTurnsKeysAndTTL(t *testing.T) {
 				switch {
 				case err != nil:
 					t.Error(err)
-				case ttl == 0 && pttl != -1:
-					t.Errorf("%s: PTTL %s = %d, want -1 (no TTL by default)", srv.name, key, pttl)
+				case ttl == 0 && (pttl <= 0 || pttl > scheduler.DefaultTurnTTLSeconds*1000):
+					// Before, the keys lived for ever by default.
+					t.Errorf("%s: PTTL %s = %d, want the default TTL of a day", srv.name, key, pttl)
 				case ttl > 0 && (pttl <= 0 || pttl > ttl.Milliseconds()):
 					t.Errorf("%s: PTTL %s = %d, want within %v", srv.name, key, pttl, ttl)
 				}
@@ -191,7 +192,7 @@ func TestTurnsAndRequestsOpHook(t *testing.T) {
 	turns.SetTurnAffinity(ctx, "s", "t", "n")
 	turns.TurnAffinity(ctx, "t")
 	turns.CurrentTurn(ctx, "s")
-	turns.SelectNode(ctx, "t", []string{"n"}, nil)
+	turns.SelectNode(ctx, "t", []string{"n"}, nil, nil)
 	turns.ClearTurnAffinity(ctx, "t")
 	reqs := newRequests(t, c, RequestsConfig{OpHook: hook})
 	reqs.Bind(ctx, "r", func(context.Context) (scheduler.RequestBinding, error) {

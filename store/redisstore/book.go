@@ -67,11 +67,11 @@ if w == '' then w = ARGV[1] else w = w .. '\n' .. ARGV[1] end
 redis.call('HSET', KEYS[1], 'waiters', w)
 return {0}`)
 	bookFinishScript = rueidis.NewLuaScript(`
-local h = redis.call('HMGET', KEYS[1], 'spec', 'waiters', 'outcome')
+local h = redis.call('HMGET', KEYS[1], 'spec', 'tried', 'waiters', 'outcome')
 if not h[1] then return {-1} end
-local o = h[3]
+local o = h[4]
 if not o then o = ARGV[1]; redis.call('HSET', KEYS[1], 'outcome', o) end
-return {1, o, h[2] or ''}`)
+return {1, h[1], h[2] or '', h[3] or '', o}`)
 )
 
 func splitIDs(s string) []string {
@@ -214,34 +214,32 @@ func (b *Book) Watch(ctx context.Context, jobID, sessionID string) (scheduler.Ou
 }
 
 // Finish implements [scheduler.JobBook].
-func (b *Book) Finish(ctx context.Context, jobID string, out scheduler.Outcome) (scheduler.Outcome, []string, error) {
+func (b *Book) Finish(ctx context.Context, jobID string, out scheduler.Outcome) (scheduler.BookEntry, error) {
 	if jobID == "" {
-		return scheduler.Outcome{}, nil, &scheduler.ArgumentError{Name: "job_id", Reason: "empty"}
+		return scheduler.BookEntry{}, &scheduler.ArgumentError{Name: "job_id", Reason: "empty"}
 	}
 	if out.Status != scheduler.OutcomeResult && out.Status != scheduler.OutcomeFailed {
-		return scheduler.Outcome{}, nil, &scheduler.ArgumentError{Name: "status", Reason: fmt.Sprintf("%q (result|failed)", out.Status)}
+		return scheduler.BookEntry{}, &scheduler.ArgumentError{Name: "status", Reason: fmt.Sprintf("%q (result|failed)", out.Status)}
 	}
 	data, err := json.Marshal(out)
 	if err != nil {
-		return scheduler.Outcome{}, nil, err
+		return scheduler.BookEntry{}, err
 	}
 	start := time.Now()
 	vals, err := bookFinishScript.Exec(ctx, b.c, []string{b.keys.JobBook(jobID)}, []string{string(data)}).ToArray()
 	b.hook.observe("book_finish", start, err)
 	if err != nil {
-		return scheduler.Outcome{}, nil, fmt.Errorf("redisstore: finish job %q: %w", jobID, err)
+		return scheduler.BookEntry{}, fmt.Errorf("redisstore: finish job %q: %w", jobID, err)
 	}
 	if len(vals) == 0 {
-		return scheduler.Outcome{}, nil, fmt.Errorf("redisstore: finish job %q: empty reply", jobID)
+		return scheduler.BookEntry{}, fmt.Errorf("redisstore: finish job %q: empty reply", jobID)
 	}
-	if st, _ := vals[0].AsInt64(); st < 0 || len(vals) != 3 {
-		return scheduler.Outcome{}, nil, b.notFound(jobID)
+	if st, _ := vals[0].AsInt64(); st < 0 || len(vals) != 5 {
+		return scheduler.BookEntry{}, b.notFound(jobID)
 	}
-	s, _ := vals[1].ToString()
-	w, _ := vals[2].ToString()
-	var o scheduler.Outcome
-	if err := json.Unmarshal([]byte(s), &o); err != nil {
-		return o, nil, b.corrupt(jobID, "outcome", s)
+	f := make([]string, 4)
+	for i := range f {
+		f[i], _ = vals[i+1].ToString()
 	}
-	return o, splitIDs(w), nil
+	return b.entry(jobID, f[0], f[1], f[2], f[3])
 }

@@ -7,9 +7,10 @@
 // table ([scheduler.RedisConfig]): redis.url in single mode, the seeds of
 // redis.cluster_urls in cluster mode. [LoadConfig] reads a whole
 // config.toml (testdata/config.toml is a commented example) and returns the
-// validated [scheduler.Config]. Every store is then built as
-// NewX(client, XConfig) with the key prefix (redis.key_prefix) and an
-// optional [OpHook].
+// validated [scheduler.Config]. [NewStores] builds every store a
+// [scheduler.Dispatcher] needs in one call; each store can also be built
+// alone as NewX(client, XConfig) with the key prefix (redis.key_prefix) and
+// an optional [OpHook].
 //
 // # Key layout
 //
@@ -21,7 +22,10 @@
 //
 // # Presence, owners and node snapshots
 //
-// [Presence] writes {prefix}:schedulers:presence:<instance_id> with SET PX.
+// [Presence] writes {prefix}:schedulers:presence:<instance_id> with SET PX
+// and keeps every instance id in the set {prefix}:schedulers:all until its
+// inbox is drained after its death; {prefix}:schedulers:adopt:<instance_id>
+// (SET NX PX) lets one live instance at a time drain a dead one's inbox.
 // [Owners] binds {prefix}:nodes:owner:{node:<node_id>} and
 // {prefix}:sessions:owner:{session:<session_id>}; renewal and release are
 // scripts whose one key is the owner key (compare-and-pexpire,
@@ -33,7 +37,9 @@
 // # Streams and the dead-letter queue
 //
 // [Streams] appends to {prefix}:streams:{instance:<instance_id>}:inbox with
-// XADD MAXLEN ~; [Streams.Inbox] gives the consumer side: XGROUP CREATE
+// one script (XLEN, then XADD) that refuses a message to an inbox holding
+// stream_maxlen entries ([scheduler.ErrInboxFull]): entries leave an inbox
+// only when handled or dead-lettered, never by trimming. [Streams.Inbox] gives the consumer side: XGROUP CREATE
 // MKSTREAM, XREADGROUP with BLOCK on rueidis's dedicated blocking
 // connections, XACK + XDEL, XAUTOCLAIM, the XPENDING summary and extended
 // forms, and the move to {prefix}:streams:{instance:<instance_id>}:dlq as
@@ -73,10 +79,20 @@
 // so only single-key commands touch them. [Turns] keeps turn affinity in
 // {prefix}:scheduler:turn:<turn_id> (affinity_node_id: written once with
 // HSETNX, cleared with HDEL) and {prefix}:scheduler:session:<session_id>
-// (current_turn_id), without TTL unless configured, and selects nodes from
+// (current_turn_id), with a garbage-collection TTL of a day by default
+// (far longer than a turn, so the affinity never times out during one), and selects nodes from
 // one pipeline of HGET and EXISTS on the presence keys, then
 // [affinity.Select]. A stored value that does not decode is a
 // [*CorruptError] and stays as it is.
+//
+// # The job book and the deadline index
+//
+// [Book] keeps each job's spec, tried nodes, waiting sessions and outcome
+// in the hash {prefix}:v1:jobs:{job:<job_id>}:book, beside the lifecycle
+// hash in the same slot; each method is one script. [Due] spreads the
+// deadline index over [DueShards] sorted sets {prefix}:v1:jobs:due:{due:<n>}
+// so that a cluster shares the load; a claim is one script per shard, in
+// one pipeline.
 //
 // # Tests
 //

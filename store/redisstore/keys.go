@@ -9,7 +9,7 @@ import (
 const DefaultPrefix = "ksana"
 
 // Keys builds every Redis key this package uses, following the key layout of
-// the dispatch-plane specification under a configurable prefix. It is the
+// the dispatch plane's established key layout under a configurable prefix. It is the
 // only place a key is spelled out: call sites never concatenate keys.
 //
 // Keys that a Lua script touches together carry one hash tag ({job:<id>},

@@ -24,10 +24,11 @@ const (
 type RequestsConfig struct {
 	// Prefix is the key prefix. Default (""): [DefaultPrefix].
 	Prefix string
-	// LockTTL is how long a request id's lock lives. The creator takes it
-	// before calling create and leaves it to expire after storing the
-	// binding, so that late duplicates find the binding instead of the
-	// lock. create should take well under LockTTL. Default (0):
+	// LockTTL is how long a request id's lock lives while create runs.
+	// Once the binding is stored, the creator extends the lock to the
+	// binding's TTL, so that late duplicates find the binding and fail to
+	// take the lock in the same round trip. create should take well under
+	// LockTTL. Default (0):
 	// [DefaultRequestLockTTL]. It may not exceed BindingTTL.
 	LockTTL time.Duration
 	// BindingTTL is how long a binding lives. Default (0):
@@ -58,7 +59,8 @@ type RequestsConfig struct {
 // create runs once per request id unless a caller stalls for longer than
 // LockTTL between its read and its lock attempt, or create outlasts
 // LockTTL; even then the binding is written with NX, so every caller
-// returns the one stored binding.
+// returns the one stored binding, and a create that derives its job from
+// the request id ([scheduler.JobIDFor]) makes no second job.
 type Requests struct {
 	c    rueidis.Client
 	keys Keys
@@ -213,8 +215,15 @@ func (s *Requests) create(ctx context.Context, requestID, token string, create f
 		uerr := s.unlock(ctx, s.keys.RequestLock(requestID), token)
 		return scheduler.RequestBinding{}, false, errors.Join(fmt.Errorf("request %q: create: %w", requestID, err), uerr)
 	}
+	// The lock then lives as long as the binding: a later duplicate's
+	// SET NX fails at once instead of taking a lock it must give back, so
+	// a duplicate costs one round trip.
 	start := time.Now()
-	err = s.c.Do(ctx, s.c.B().Set().Key(s.keys.RequestBinding(requestID)).Value(string(data)).Nx().PxMilliseconds(s.cfg.BindingTTL.Milliseconds()).Build()).Error()
+	bttl := s.cfg.BindingTTL.Milliseconds()
+	rs := s.c.DoMulti(ctx,
+		s.c.B().Set().Key(s.keys.RequestBinding(requestID)).Value(string(data)).Nx().PxMilliseconds(bttl).Build(),
+		s.c.B().Pexpire().Key(s.keys.RequestLock(requestID)).Milliseconds(bttl).Build())
+	err = rs[0].Error()
 	s.cfg.OpHook.observe("request_binding_set", start, err)
 	switch {
 	case err == nil:

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,9 +87,10 @@ func TestRequestsKeys(t *testing.T) {
 		if diff := cmp.Diff(`{"job_id":"j1","node_id":"n1"}`, got); err != nil || diff != "" {
 			t.Errorf("%s: binding JSON (-want +got): %v\n%s", srv.name, err, diff)
 		}
-		for key, max := range map[string]time.Duration{p + ":v1:requests:binding:r1": time.Hour, p + ":v1:requests:lock:r1": time.Minute} {
+		// The lock lives as long as the binding once it is stored.
+		for key, max := range map[string]time.Duration{p + ":v1:requests:binding:r1": time.Hour, p + ":v1:requests:lock:r1": time.Hour} {
 			pttl, err := c.Do(ctx, c.B().Pttl().Key(key).Build()).AsInt64()
-			if err != nil || pttl <= 0 || pttl > max.Milliseconds() {
+			if err != nil || pttl <= max.Milliseconds()-time.Minute.Milliseconds() || pttl > max.Milliseconds() {
 				t.Errorf("%s: PTTL %s = %d, %v; want within %v", srv.name, key, pttl, err, max)
 			}
 		}
@@ -161,5 +163,57 @@ func TestRequestsBindingWithoutLock(t *testing.T) {
 				t.Errorf("%s %s: lock after Bind = %q, %v; want %q", srv.name, tt.name, lock, err, tt.wantLock)
 			}
 		}
+	}
+}
+
+// TestBindCreateTwiceMakesOneJob: a create that outlasts the lock runs
+// twice for one request id; deriving the job from the request id and
+// opening it once keeps that to one job, and both callers get it.
+func TestBindCreateTwiceMakesOneJob(t *testing.T) {
+	ctx := context.Background()
+	for _, srv := range testServers(t) {
+		t.Run(srv.name, func(t *testing.T) {
+			prefix := testPrefix(t)
+			s, err := NewRequests(srv.client, RequestsConfig{Prefix: prefix, LockTTL: 20 * time.Millisecond, PollInterval: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			book, err := NewBook(srv.client, BookConfig{Prefix: prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var calls, opened atomic.Int32
+			create := func(ctx context.Context) (scheduler.RequestBinding, error) {
+				calls.Add(1)
+				time.Sleep(100 * time.Millisecond) // outlasts the lock
+				job := scheduler.JobIDFor("req")
+				_, created, err := book.Open(ctx, job, scheduler.JobSpec{RequestID: "req", SessionID: "s"}, time.Minute)
+				if created {
+					opened.Add(1)
+				}
+				return scheduler.RequestBinding{JobID: job}, err
+			}
+			var wg sync.WaitGroup
+			got := make([]scheduler.RequestBinding, 2)
+			for i := range got {
+				wg.Go(func() {
+					if i == 1 {
+						time.Sleep(40 * time.Millisecond) // after the lock expired
+					}
+					b, _, err := s.Bind(ctx, "req", create)
+					if err != nil {
+						t.Error(err)
+					}
+					got[i] = b
+				})
+			}
+			wg.Wait()
+			if calls.Load() != 2 {
+				t.Fatalf("create ran %d times; the test needs the lock to expire under it (2)", calls.Load())
+			}
+			if opened.Load() != 1 || got[0].JobID != got[1].JobID {
+				t.Errorf("%d jobs opened, bindings %v and %v; want one job for both", opened.Load(), got[0], got[1])
+			}
+		})
 	}
 }

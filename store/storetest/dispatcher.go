@@ -60,7 +60,7 @@ func DispatchTestConfig(instanceID string) scheduler.Config {
 		NodeSnapshot: scheduler.NodeSnapshotConfig{
 			PresenceTTLSeconds: 1, RefreshIntervalMS: 100, RemoveStaleAfterSeconds: 600,
 		},
-		Storm: scheduler.StormConfig{DebounceWindowMS: 100, CooldownMS: 300, MaxActionsPerSecond: 100},
+		Storm: scheduler.StormConfig{DebounceWindowMS: 100, CooldownMS: 5000, MaxActionsPerSecond: 100},
 		Dispatch: scheduler.DispatchConfig{
 			AckTimeoutMS: 1000, RunTimeoutMS: 8000, LeaseMS: 600, QueueTimeoutMS: 4000,
 			RetryIntervalMS: 50, SweepIntervalMS: 50, MaxAttempts: 3, DefaultCapacity: 8,
@@ -818,10 +818,11 @@ func testDispatchSoak(t *testing.T, h DispatcherHarness) {
 	b := p.Start("inst-b", false, nil)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var rngMu sync.Mutex
-	chance := func(pct int) bool {
+	// chance(n) is true n times in 10,000.
+	chance := func(n int) bool {
 		rngMu.Lock()
 		defer rngMu.Unlock()
-		return rng.IntN(1000) < pct
+		return rng.IntN(10000) < n
 	}
 	var nodes []*TestNode
 	var nodeIDs []string
@@ -829,11 +830,11 @@ func testDispatchSoak(t *testing.T, h DispatcherHarness) {
 		n := NewTestNode(scheduler.NodeInfo{NodeID: fmt.Sprintf("n%d", i), Models: []string{"m1", "m2"}, Capacity: 64})
 		n.Decide = func(m scheduler.Envelope) NodeAction {
 			switch {
-			case chance(3):
+			case chance(30):
 				return Silent
 			case chance(3):
 				return NotAvailable
-			case chance(100):
+			case chance(1000):
 				return AnswerWithPartial
 			}
 			return Answer

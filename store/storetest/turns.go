@@ -120,13 +120,27 @@ func testTurnSelect(t *testing.T, h TurnHarness) {
 				online[n] = want
 			}
 		}
-		got, err := s.SelectNode(ctx, "t", tt.pool, tt.strategy)
+		got, err := s.SelectNode(ctx, "t", tt.pool, tt.strategy, nil)
 		if !errors.Is(err, tt.wantErr) {
 			t.Errorf("%s: error = %v, want %v", tt.name, err, tt.wantErr)
 		}
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("%s: SelectNode (-want +got):\n%s", tt.name, diff)
 		}
+	}
+	// The caller's eligibility (capacity, storm marks) applies to the
+	// affinity node as to the others.
+	for _, n := range []string{"a", "b", "c"} {
+		h.SetOnline(t, n, true)
+	}
+	notB := func(n string) bool { return n != "b" }
+	got, err := s.SelectNode(ctx, "t", []string{"a", "b", "c"}, lastOnline, notB)
+	if err != nil || got != (affinity.Decision{NodeID: "c"}) {
+		t.Errorf("SelectNode with the affinity node b not eligible = %+v, %v; want c by the strategy", got, err)
+	}
+	none := func(string) bool { return false }
+	if _, err := s.SelectNode(ctx, "t", []string{"a", "b", "c"}, lastOnline, none); !errors.Is(err, affinity.ErrNoOnlineNode) {
+		t.Errorf("SelectNode with no eligible node: error = %v, want ErrNoOnlineNode", err)
 	}
 	// Selecting writes nothing back.
 	if aff, err := s.TurnAffinity(ctx, "t"); err != nil || aff != "b" {
@@ -135,7 +149,8 @@ func testTurnSelect(t *testing.T, h TurnHarness) {
 	if err := s.ClearTurnAffinity(ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.SelectNode(ctx, "t", []string{"b", "a"}, lastOnline) // a is online
+	h.SetOnline(t, "b", false)
+	got, err = s.SelectNode(ctx, "t", []string{"b", "a"}, lastOnline, nil) // a is online
 	if err != nil || got != (affinity.Decision{NodeID: "a"}) {
 		t.Errorf("SelectNode after clear = %+v, %v; want a by the strategy", got, err)
 	}
@@ -204,7 +219,7 @@ func testTurnMany(t *testing.T, h TurnHarness) {
 					return
 				}
 			}
-			d, err := s.SelectNode(ctx, turn, pool, affinity.Rendezvous{})
+			d, err := s.SelectNode(ctx, turn, pool, affinity.Rendezvous{}, nil)
 			want := affinity.Decision{NodeID: winner[i], Affinity: true}
 			if i%2 == 1 {
 				want = affinity.Decision{NodeID: affinity.Rendezvous{}.Choose(turn, pool)}
@@ -241,8 +256,8 @@ func testTurnBadInput(t *testing.T, s scheduler.TurnStore) {
 		{"read empty turn", "turn_id", func() error { _, err := s.TurnAffinity(ctx, ""); return err }},
 		{"current empty session", "session_id", func() error { _, err := s.CurrentTurn(ctx, ""); return err }},
 		{"clear empty turn", "turn_id", func() error { return s.ClearTurnAffinity(ctx, "") }},
-		{"select empty turn", "turn_id", func() error { _, err := s.SelectNode(ctx, "", []string{"n"}, nil); return err }},
-		{"select pool with empty id", "pool", func() error { _, err := s.SelectNode(ctx, "t", []string{"n", ""}, nil); return err }},
+		{"select empty turn", "turn_id", func() error { _, err := s.SelectNode(ctx, "", []string{"n"}, nil, nil); return err }},
+		{"select pool with empty id", "pool", func() error { _, err := s.SelectNode(ctx, "t", []string{"n", ""}, nil, nil); return err }},
 	}
 	for _, tt := range tests {
 		err := tt.call()

@@ -1,0 +1,310 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ksana-dev/ksana/fsm"
+	"github.com/ksana-dev/ksana/internal/testenv"
+	"github.com/ksana-dev/ksana/scheduler"
+	"github.com/ksana-dev/ksana/store/storetest"
+	"github.com/redis/rueidis"
+)
+
+// interleave runs rounds of perRound calls of base and then of op, each
+// spread over len(calls) goroutines, and returns the total time of each,
+// so that load from other processes on a shared machine weighs on both.
+func interleave(b *testing.B, perRound int64, base, op []func() error) (tBase, tOp time.Duration) {
+	run := func(calls []func() error) time.Duration {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for w := range calls {
+			wg.Go(func() {
+				for next.Add(1) <= perRound {
+					if err := calls[w](); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	for b.Loop() {
+		tBase += run(base)
+		tOp += run(op)
+	}
+	return tBase, tOp
+}
+
+// BenchmarkOpsVsFloor states each Lua operation against its floor: a bare
+// script that makes only the Redis calls the operation needs, without its
+// checks, run interleaved with it (64 callers, 2,000 calls a round each):
+//
+//	go test -run '^$' -bench OpsVsFloor -benchtime 20x ./store/redisstore/
+func BenchmarkOpsVsFloor(b *testing.B) {
+	const callers, perRound = 64, 2000
+	c := newTestClient(b, []string{testenv.Addr(testenv.RedisURL(b))}, false)
+	ctx := context.Background()
+	compare := func(b *testing.B, base, op []func() error) {
+		tBase, tOp := interleave(b, perRound, base, op)
+		b.ReportMetric(float64(tBase)/float64(tOp), "op/floor")
+		b.ReportMetric(float64(b.N*perRound)/tOp.Seconds(), "ops/s")
+		b.ReportMetric(float64(b.N*perRound)/tBase.Seconds(), "floor-ops/s")
+	}
+	b.Run("fsm_apply", func(b *testing.B) {
+		prefix := testPrefix(b)
+		s, err := NewJobs(c, JobsConfig{Prefix: prefix, MaxAttempts: 1 << 30, TTL: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The floor reads the hash, takes the time, writes the new state
+		// and renews the TTL: the calls of a transition, nothing else.
+		floor := rueidis.NewLuaScript(`
+local h = redis.call('HMGET', KEYS[1], 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms')
+local t = redis.call('TIME')
+redis.call('HSET', KEYS[1], 'state', ARGV[1], 'attempt', h[2], 'node_id', ARGV[2], 'updated_at_ms', t[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 'ok ' .. ARGV[1] .. ' ' .. h[2] .. ' ' .. h[4] .. ' ' .. t[1] .. ' -' .. ARGV[2]`)
+		base, op := make([]func() error, callers), make([]func() error, callers)
+		for w := range callers {
+			id := "bench-" + strconv.Itoa(w)
+			if _, _, err := s.CreateJob(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+			fkey := NewKeys(prefix).JobFSM("floor-" + strconv.Itoa(w))
+			if _, _, err := s.CreateJob(ctx, "floor-"+strconv.Itoa(w)); err != nil {
+				b.Fatal(err)
+			}
+			base[w] = func() error {
+				return floor.Exec(ctx, c, []string{fkey}, []string{"DISPATCHED", "node-1", "60000"}).Error()
+			}
+			attempt, ev := 1, fsm.Dispatch
+			op[w] = func() error {
+				tr, err := s.ApplyJob(ctx, id, ev, attempt, "node-1")
+				if err != nil || tr.Duplicate {
+					return fmt.Errorf("%s attempt %d: %v (duplicate %v)", ev, attempt, err, tr.Duplicate)
+				}
+				attempt = tr.Job.Attempt
+				if ev == fsm.Dispatch {
+					ev = fsm.Timeout
+				} else {
+					ev = fsm.Dispatch
+				}
+				return nil
+			}
+		}
+		compare(b, base, op)
+	})
+	b.Run("reserve", func(b *testing.B) {
+		prefix := testPrefix(b)
+		s, err := NewReservations(c, ReservationsConfig{Prefix: prefix})
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The floor of a renewal: the time, the expired members out, the
+		// member's new score, the key's expiry.
+		floor := rueidis.NewLuaScript(`
+local t = redis.call('TIME')
+local now = t[1] .. string.sub('00000' .. t[2], -6, -4)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + ARGV[2], ARGV[1])
+redis.call('PEXPIREAT', KEYS[1], now + ARGV[2], 'GT')
+return 1`)
+		base, op := make([]func() error, callers), make([]func() error, callers)
+		for w := range callers {
+			node, fkey, i, j := "node-"+strconv.Itoa(w), NewKeys(prefix).NodeReserved("floor-"+strconv.Itoa(w)), 0, 0
+			base[w] = func() error {
+				j++
+				return floor.Exec(ctx, c, []string{fkey}, []string{strconv.Itoa(j % 8), "60000"}).Error()
+			}
+			op[w] = func() error {
+				i++
+				return s.Reserve(ctx, node, strconv.Itoa(i%8), 8, time.Minute)
+			}
+		}
+		compare(b, base, op)
+	})
+	for _, dup := range []bool{false, true} {
+		name := "bind_new"
+		if dup {
+			name = "bind_duplicate"
+		}
+		b.Run(name, func(b *testing.B) {
+			prefix := testPrefix(b)
+			s, err := NewRequests(c, RequestsConfig{Prefix: prefix, BindingTTL: time.Minute, LockTTL: 10 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			k := NewKeys(prefix)
+			create := func(context.Context) (scheduler.RequestBinding, error) {
+				return scheduler.RequestBinding{JobID: "job", NodeID: "node"}, nil
+			}
+			// The floor of a new binding is the bare calls in the two
+			// round trips any Bind needs around create (the lock and the
+			// binding are in different cluster slots, so no one script
+			// can hold both): GET binding with SET lock NX, then SET
+			// binding NX. The floor of a duplicate: one GET.
+			floorNew := func(id string) error {
+				rs := c.DoMulti(ctx, c.B().Get().Key(k.RequestBinding(id)).Build(),
+					c.B().Set().Key(k.RequestLock(id)).Value("token").Nx().PxMilliseconds(10000).Build())
+				if err := ignoreNil(rs[0].Error()); err != nil {
+					return err
+				}
+				return c.Do(ctx, c.B().Set().Key(k.RequestBinding(id)).Value(`{"job_id":"job","node_id":"node"}`).Nx().PxMilliseconds(60000).Build()).Error()
+			}
+			if _, _, err := s.Bind(ctx, "hot", create); err != nil {
+				b.Fatal(err)
+			}
+			base, op := make([]func() error, callers), make([]func() error, callers)
+			for w := range callers {
+				i, j := 0, 0
+				base[w] = func() error {
+					j++
+					if dup {
+						return ignoreNil(c.Do(ctx, c.B().Get().Key(k.RequestBinding("hot")).Build()).Error())
+					}
+					return floorNew(fmt.Sprintf("f-%d-%d", w, j))
+				}
+				op[w] = func() error {
+					i++
+					id := "hot"
+					if !dup {
+						id = fmt.Sprintf("r-%d-%d", w, i)
+					}
+					_, _, err := s.Bind(ctx, id, create)
+					return err
+				}
+			}
+			compare(b, base, op)
+		})
+	}
+}
+
+func ignoreNil(err error) error {
+	if isNil(err) {
+		return nil
+	}
+	return err
+}
+
+// BenchmarkDispatchEndToEnd measures jobs per second from Submit to the
+// session's answer through two Dispatchers over one Redis (the node on
+// one, the session on the other, the node answering at once), interleaved
+// with the same server's raw XADD rate at the same concurrency (64
+// callers, 500 jobs or XADDs a round). job/xadd is the ratio; redis-ops/job
+// counts the Redis operations (a pipeline counts once) a job costs:
+//
+//	go test -run '^$' -bench DispatchEndToEnd -benchtime 10x ./store/redisstore/
+func BenchmarkDispatchEndToEnd(b *testing.B) {
+	const callers, perRound = 64, 500
+	c := newTestClient(b, []string{testenv.Addr(testenv.RedisURL(b))}, false)
+	ctx := context.Background()
+	var ops atomic.Int64
+	cfg := storetest.DispatchTestConfig("x")
+	cfg.Redis.KeyPrefix = testPrefix(b)
+	cfg.Dispatch.DefaultCapacity = 10000
+	p := storetest.NewTestPlane(b, storetest.DispatcherHarness{Stores: func() scheduler.Stores {
+		st, err := NewStores(c, cfg, func(string, string, time.Duration) { ops.Add(1) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st
+	}})
+	a := p.Start("inst-a", false, nil)
+	d := p.Start("inst-b", false, nil)
+	n := storetest.NewTestNode(scheduler.NodeInfo{NodeID: "n1", Capacity: 10000})
+	n.Attach(b, a)
+	done := make(chan struct{}, callers*perRound)
+	sess := &countingSession{done: done}
+	if err := d.AttachSession(ctx, "s1", sess); err != nil {
+		b.Fatal(err)
+	}
+	storetest.Eventually(b, "fleet", 10*time.Second, func() bool { return len(d.Fleet()) == 1 && d.Fleet()[0].Online })
+	rawKey := cfg.Redis.KeyPrefix + ":raw"
+	base, op := make([]func() error, callers), make([]func() error, callers)
+	var seq atomic.Int64
+	for w := range callers {
+		base[w] = func() error {
+			return c.Do(ctx, c.B().Xadd().Key(rawKey).Maxlen().Almost().Threshold("1000").Id("*").FieldValue().FieldValue("f", "v").Build()).Error()
+		}
+		op[w] = func() error {
+			r := "bench-" + strconv.FormatInt(seq.Add(1), 10)
+			if _, err := d.Submit(ctx, "s1", scheduler.Request{RequestID: r, Payload: []byte("x")}); err != nil {
+				return err
+			}
+			select {
+			case <-done:
+				return nil
+			case <-time.After(10 * time.Second):
+				return fmt.Errorf("request %s unanswered after 10s", r)
+			}
+		}
+	}
+	ops.Store(0)
+	tBase, tOp := interleave(b, perRound, base, op)
+	jobs := float64(b.N * perRound)
+	perJob := float64(ops.Load()) / jobs
+	b.ReportMetric(float64(tBase)/float64(tOp), "job/xadd")
+	b.ReportMetric(jobs/tOp.Seconds(), "jobs/s")
+	b.ReportMetric(jobs/tBase.Seconds(), "xadd/s")
+	b.ReportMetric(perJob, "redis-ops/job")
+	// The floor: per job, as many sequential round trips of a small script
+	// as a job makes Redis operations, at the same concurrency. No
+	// dispatcher can beat it without making fewer operations.
+	steps := int(perJob + 0.5)
+	step := rueidis.NewLuaScript(`redis.call('HSET', KEYS[1], 'f', ARGV[1]) return 1`)
+	floor := make([]func() error, callers)
+	for w := range callers {
+		key := cfg.Redis.KeyPrefix + ":floor:" + strconv.Itoa(w)
+		floor[w] = func() error {
+			for range steps {
+				if err := step.Exec(ctx, c, []string{key}, []string{"v"}).Error(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	tFloor, _ := interleaveOnce(b, perRound, floor)
+	b.ReportMetric(tFloor.Seconds()/tOp.Seconds(), "job/floor")
+}
+
+// interleaveOnce runs b.N rounds of perRound calls of op.
+func interleaveOnce(b *testing.B, perRound int64, op []func() error) (time.Duration, int) {
+	var total time.Duration
+	rounds := max(b.N, 1)
+	for range rounds {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for w := range op {
+			wg.Go(func() {
+				for next.Add(1) <= perRound {
+					if err := op[w](); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		total += time.Since(start)
+	}
+	return total, rounds
+}
+
+// countingSession signals one done per answer.
+type countingSession struct{ done chan struct{} }
+
+func (s *countingSession) Send(ctx context.Context, m scheduler.Envelope) error {
+	s.done <- struct{}{}
+	return nil
+}

@@ -1,0 +1,270 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ksana-dev/ksana/scheduler"
+)
+
+// TestJobBook runs the conformance suite of [scheduler.JobBook]. newStore
+// returns an empty book.
+func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobBook) {
+	ctx := context.Background()
+	spec := scheduler.JobSpec{RequestID: "r1", SessionID: "s1", TurnID: "t1", Pool: "zh-en", Model: "m", Reason: "max_duration", Payload: []byte{0, 1, 2, 0xff}}
+	t.Run("OpenOnce", func(t *testing.T) {
+		b := newStore(t)
+		e, created, err := b.Open(ctx, "j1", spec, time.Minute)
+		if err != nil || !created {
+			t.Fatalf("Open = %v, %v; want created", created, err)
+		}
+		want := scheduler.BookEntry{Spec: spec, Waiters: []string{"s1"}}
+		if d := cmp.Diff(want, e); d != "" {
+			t.Errorf("Open entry (-want +got):\n%s", d)
+		}
+		other := spec
+		other.SessionID, other.Payload = "s2", []byte("other")
+		e, created, err = b.Open(ctx, "j1", other, time.Minute)
+		if err != nil || created {
+			t.Fatalf("second Open = %v, %v; want not created", created, err)
+		}
+		if d := cmp.Diff(want, e); d != "" {
+			t.Errorf("second Open returned (-want +got):\n%s", d)
+		}
+		got, err := b.Entry(ctx, "j1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("Entry (-want +got):\n%s", d)
+		}
+		if _, err := b.Entry(ctx, "nope"); !errors.Is(err, scheduler.ErrJobNotFound) {
+			t.Errorf("Entry(nope) = %v, want ErrJobNotFound", err)
+		}
+	})
+	t.Run("ConcurrentOpen", func(t *testing.T) {
+		b := newStore(t)
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 32 {
+			wg.Go(func() {
+				s := spec
+				s.SessionID = fmt.Sprintf("s%d", i)
+				_, created, err := b.Open(ctx, "c", s, time.Minute)
+				if err != nil {
+					t.Error(err)
+				}
+				if created {
+					wins.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if wins.Load() != 1 {
+			t.Errorf("32 concurrent Opens: %d created, want 1", wins.Load())
+		}
+	})
+	t.Run("TriedWatchFinish", func(t *testing.T) {
+		b := newStore(t)
+		if _, _, err := b.Open(ctx, "j", spec, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []string{"n1", "n2", "n1"} {
+			if err := b.AddTried(ctx, "j", n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, done, err := b.Watch(ctx, "j", "s2"); err != nil || done {
+			t.Fatalf("Watch before the end = %v, %v", done, err)
+		}
+		if _, done, err := b.Watch(ctx, "j", "s2"); err != nil || done {
+			t.Fatalf("second Watch = %v, %v", done, err)
+		}
+		out := scheduler.Outcome{Status: scheduler.OutcomeResult, NodeID: "n2", Attempt: 2, Payload: []byte("ok")}
+		e, err := b.Finish(ctx, "j", out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := scheduler.BookEntry{Spec: spec, Tried: []string{"n1", "n2"}, Waiters: []string{"s1", "s2"}, Outcome: &out}
+		if d := cmp.Diff(want, e); d != "" {
+			t.Errorf("Finish (-want +got):\n%s", d)
+		}
+		// A second Finish keeps the first outcome.
+		e, err = b.Finish(ctx, "j", scheduler.Outcome{Status: scheduler.OutcomeFailed, Error: "late"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, e); d != "" {
+			t.Errorf("second Finish (-want +got):\n%s", d)
+		}
+		// A watcher after the end gets the outcome and is not added.
+		got, done, err := b.Watch(ctx, "j", "s3")
+		if err != nil || !done {
+			t.Fatalf("Watch after the end = %v, %v; want done", done, err)
+		}
+		if d := cmp.Diff(out, got); d != "" {
+			t.Errorf("Watch outcome (-want +got):\n%s", d)
+		}
+		if e, _ := b.Entry(ctx, "j"); len(e.Waiters) != 2 {
+			t.Errorf("waiters after a late Watch = %v, want s1 and s2", e.Waiters)
+		}
+	})
+	t.Run("WatchRacesFinish", func(t *testing.T) {
+		// Every session either gets the outcome from Watch or is listed by
+		// Finish: none is missed.
+		b := newStore(t)
+		if _, _, err := b.Open(ctx, "w", spec, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		seen := map[string]bool{"s1": true}
+		var wg sync.WaitGroup
+		for i := range 40 {
+			wg.Go(func() {
+				s := fmt.Sprintf("w%d", i)
+				_, done, err := b.Watch(ctx, "w", s)
+				if err != nil {
+					t.Error(err)
+				}
+				if done {
+					mu.Lock()
+					seen[s] = true
+					mu.Unlock()
+				}
+			})
+			if i == 20 {
+				e, err := b.Finish(ctx, "w", scheduler.Outcome{Status: scheduler.OutcomeResult})
+				if err != nil {
+					t.Fatal(err)
+				}
+				mu.Lock()
+				for _, s := range e.Waiters {
+					if seen[s] && s != "s1" {
+						t.Errorf("session %s both listed and answered", s)
+					}
+					seen[s] = true
+				}
+				mu.Unlock()
+			}
+		}
+		wg.Wait()
+		e, _ := b.Entry(ctx, "w")
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range e.Waiters {
+			seen[s] = true
+		}
+		if len(seen) != 41 {
+			t.Errorf("%d sessions accounted for, want 41", len(seen))
+		}
+	})
+	t.Run("BadInput", func(t *testing.T) {
+		b := newStore(t)
+		for name, call := range map[string]func() error{
+			"open empty job":     func() error { _, _, err := b.Open(ctx, "", spec, time.Minute); return err },
+			"open empty request": func() error { s := spec; s.RequestID = ""; _, _, err := b.Open(ctx, "x", s, time.Minute); return err },
+			"open empty session": func() error { s := spec; s.SessionID = ""; _, _, err := b.Open(ctx, "x", s, time.Minute); return err },
+			"finish unknown": func() error {
+				_, err := b.Finish(ctx, "nope", scheduler.Outcome{Status: scheduler.OutcomeResult})
+				return err
+			},
+			"finish bad status": func() error { _, err := b.Finish(ctx, "x", scheduler.Outcome{Status: "maybe"}); return err },
+			"tried unknown":     func() error { return b.AddTried(ctx, "nope", "n") },
+			"watch unknown":     func() error { _, _, err := b.Watch(ctx, "nope", "s"); return err },
+		} {
+			if err := call(); err == nil {
+				t.Errorf("%s: no error", name)
+			}
+		}
+		if _, err := b.Entry(ctx, "x"); !errors.Is(err, scheduler.ErrJobNotFound) {
+			t.Errorf("bad input created job x: %v", err)
+		}
+	})
+}
+
+// TestDueIndex runs the conformance suite of [scheduler.DueIndex].
+func TestDueIndex(t *testing.T, newStore func(t *testing.T) scheduler.DueIndex) {
+	ctx := context.Background()
+	t.Run("SetAddClaimRemove", func(t *testing.T) {
+		d := newStore(t)
+		base := time.UnixMilli(1_700_000_000_000)
+		for i := range 40 {
+			if err := d.Set(ctx, fmt.Sprintf("j%d", i), base.Add(time.Duration(i)*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Add keeps an existing time.
+		if err := d.Add(ctx, "j0", base.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if at, ok, err := d.Due(ctx, "j0"); err != nil || !ok || !at.Equal(base) {
+			t.Errorf("Due(j0) after Add = %v, %v, %v; want %v", at, ok, err, base)
+		}
+		got, err := d.Claim(ctx, base.Add(9*time.Second), time.Minute, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 10 {
+			t.Errorf("Claim at +9s = %v, want j0..j9", got)
+		}
+		// Claimed jobs moved on by the lease: a second claim finds none.
+		if again, err := d.Claim(ctx, base.Add(9*time.Second), time.Minute, 100); err != nil || len(again) != 0 {
+			t.Errorf("second Claim = %v, %v; want none", again, err)
+		}
+		if at, ok, _ := d.Due(ctx, "j3"); !ok || !at.Equal(base.Add(9*time.Second+time.Minute)) {
+			t.Errorf("Due(j3) after the claim = %v, want now+lease", at)
+		}
+		if err := d.Remove(ctx, "j3"); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := d.Due(ctx, "j3"); ok {
+			t.Error("j3 still due after Remove")
+		}
+	})
+	t.Run("ConcurrentClaimsSplit", func(t *testing.T) {
+		d := newStore(t)
+		now := time.UnixMilli(1_700_000_000_000)
+		for i := range 200 {
+			if err := d.Set(ctx, fmt.Sprintf("c%d", i), now.Add(-time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var mu sync.Mutex
+		seen := map[string]int{}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for {
+					ids, err := d.Claim(ctx, now, time.Hour, 16)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(ids) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, id := range ids {
+						seen[id]++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if len(seen) != 200 {
+			t.Errorf("claimed %d jobs, want 200", len(seen))
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Errorf("job %s claimed %d times, want once", id, n)
+			}
+		}
+	})
+}

@@ -22,6 +22,7 @@ const (
 	defaultWriteTimeoutMS = 10000
 	defaultDrainTimeoutMS = 10000
 	defaultWorkers        = 64
+	defaultPingIntervalMS = 15000
 )
 
 // ServerConfig is the binary's own part of the [dispatcher] table.
@@ -34,6 +35,7 @@ type ServerConfig struct {
 	WriteTimeoutMS int    `toml:"write_timeout_ms"`
 	DrainTimeoutMS int    `toml:"drain_timeout_ms"`
 	Workers        int    `toml:"workers"`
+	PingIntervalMS int    `toml:"ping_interval_ms"`
 	LogLevel       string `toml:"log_level"`
 	LogFormat      string `toml:"log_format"`
 }
@@ -81,6 +83,7 @@ var settings = []setting{
 	{"dispatcher.write_timeout_ms", fmt.Sprint(defaultWriteTimeoutMS), "a write to a peer that takes longer closes the connection"},
 	{"dispatcher.drain_timeout_ms", fmt.Sprint(defaultDrainTimeoutMS), "on SIGTERM, how long queued messages may take to reach their peers"},
 	{"dispatcher.workers", fmt.Sprint(defaultWorkers), "messages of one connection handled at once (one job's or one turn's messages keep their order)"},
+	{"dispatcher.ping_interval_ms", fmt.Sprint(defaultPingIntervalMS), "the dispatcher pings every peer this often; a peer that does not answer within it is disconnected"},
 	{"dispatcher.log_level", "info", "debug, info, warn or error"},
 	{"dispatcher.log_format", "text", "text or json (logs go to stderr)"},
 	{"dispatcher.ack_timeout_ms", fmt.Sprint(scheduler.DefaultAckTimeoutMS), "a node that does not job_ack in time loses the job to another node"},
@@ -188,6 +191,9 @@ func (s ServerConfig) withDefaults() ServerConfig {
 	if s.Workers == 0 {
 		s.Workers = defaultWorkers
 	}
+	if s.PingIntervalMS == 0 {
+		s.PingIntervalMS = defaultPingIntervalMS
+	}
 	if s.LogLevel == "" {
 		s.LogLevel = "info"
 	}
@@ -210,6 +216,7 @@ func (s ServerConfig) validate() error {
 	}{
 		{"send_queue", s.SendQueue, 1 << 20}, {"write_timeout_ms", s.WriteTimeoutMS, 3600000},
 		{"drain_timeout_ms", s.DrainTimeoutMS, 3600000}, {"workers", s.Workers, 1024},
+		{"ping_interval_ms", s.PingIntervalMS, 3600000},
 	} {
 		if f.v < 1 || f.v > f.max {
 			return configErr(f.name, "%d is outside 1..%d", f.v, f.max)

@@ -25,6 +25,7 @@ func TestParseConfigDefaults(t *testing.T) {
 	want := ServerConfig{
 		Listen: defaultListen, MaxFrameBytes: defaultMaxFrameBytes, SendQueue: defaultSendQueue,
 		WriteTimeoutMS: defaultWriteTimeoutMS, DrainTimeoutMS: defaultDrainTimeoutMS, Workers: defaultWorkers,
+		PingIntervalMS: defaultPingIntervalMS,
 		LogLevel: "info", LogFormat: "text",
 	}
 	if diff := cmp.Diff(want, cfg.Server); diff != "" {

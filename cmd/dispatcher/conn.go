@@ -134,6 +134,35 @@ func (c *wsConn) writer() {
 	}
 }
 
+// pinger pings the peer every interval until the connection ends; a
+// peer that does not answer within interval (a vanished machine, a
+// half-open connection) is disconnected, so that its node's jobs go to
+// other nodes without waiting for TCP to notice.
+func (c *wsConn) pinger(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), interval)
+		err := c.ws.Ping(ctx)
+		cancel()
+		if err != nil {
+			select {
+			case <-c.stop:
+				return
+			default:
+			}
+			c.close(websocket.StatusGoingAway, "ping timeout", false)
+			c.ws.CloseNow()
+			return
+		}
+	}
+}
+
 // readFrame reads the next message whole, up to limit bytes. A larger
 // message is read to its end and dropped (tooBig); the connection's read
 // limit (set on the websocket.Conn) bounds how large that may be.

@@ -42,7 +42,10 @@
 //     stopping.
 //
 // Messages are JSON objects with a type field; payload is base64. Either
-// side may send {"type":"ping"}, answered with {"type":"pong"}.
+// side may send {"type":"ping"}, answered with {"type":"pong"}. The
+// dispatcher also sends a WebSocket ping every
+// dispatcher.ping_interval_ms; a peer that does not answer within that
+// time is disconnected (a node's jobs then go to other nodes).
 //
 // # Bad input
 //

@@ -335,3 +335,27 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 	sort.Strings(out)
 	return out
 }
+
+func health(addr string) map[string]any {
+	resp, err := http.Get("http://" + addr + "/health")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var h map[string]any
+	json.NewDecoder(resp.Body).Decode(&h)
+	return h
+}
+
+// eventually polls cond every 20ms until it holds or within passes.
+func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+

@@ -158,6 +158,7 @@ func (s *server) accept(w http.ResponseWriter, r *http.Request, tok []byte) *wsC
 	}
 	ws.SetReadLimit(8 * s.cfg.MaxFrameBytes)
 	c := newConn(ws, s.cfg.SendQueue, time.Duration(s.cfg.WriteTimeoutMS)*time.Millisecond)
+	go c.pinger(time.Duration(s.cfg.PingIntervalMS) * time.Millisecond)
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -231,4 +232,30 @@ func TestShutdown(t *testing.T) {
 	if _, err := dialWS(t, wsURL(inst.addr, "/ws/node"), ""); err == nil {
 		t.Errorf("a connection after the stop was accepted")
 	}
+}
+
+// TestPingTimeout: a peer that stops answering the dispatcher's pings
+// (it no longer reads) is disconnected and its node detached; a peer that
+// reads stays.
+func TestPingTimeout(t *testing.T) {
+	inst := startInstance(t, testPlane("ping", nil), ServerConfig{PingIntervalMS: 100})
+	live := mustDial(t, wsURL(inst.addr, "/ws/node"), "")
+	live.register("live", "p")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	mute, _, err := websocket.Dial(ctx, wsURL(inst.addr, "/ws/node"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.CloseNow()
+	if err := mute.Write(ctx, websocket.MessageText, []byte(`{"type":"register","node_id":"mute","pools":["p"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, err := mute.Read(ctx); err != nil || !strings.Contains(string(b), `"registered"`) {
+		t.Fatalf("register: %s, %v", b, err)
+	}
+	eventually(t, "two nodes attached", 10*time.Second, func() bool { return health(inst.addr)["nodes"] == 2.0 })
+	// mute reads no more, so its pongs are never sent.
+	eventually(t, "the mute node detached", 10*time.Second, func() bool { return health(inst.addr)["nodes"] == 1.0 })
+	live.alive()
 }

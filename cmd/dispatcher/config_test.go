@@ -26,7 +26,7 @@ func TestParseConfigDefaults(t *testing.T) {
 		Listen: defaultListen, MaxFrameBytes: defaultMaxFrameBytes, SendQueue: defaultSendQueue,
 		WriteTimeoutMS: defaultWriteTimeoutMS, DrainTimeoutMS: defaultDrainTimeoutMS, Workers: defaultWorkers,
 		PingIntervalMS: defaultPingIntervalMS,
-		LogLevel: "info", LogFormat: "text",
+		LogLevel:       "info", LogFormat: "text",
 	}
 	if diff := cmp.Diff(want, cfg.Server); diff != "" {
 		t.Errorf("server defaults (-want +got):\n%s", diff)

@@ -358,4 +358,3 @@ func eventually(t *testing.T, what string, within time.Duration, cond func() boo
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-

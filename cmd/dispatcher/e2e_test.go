@@ -48,7 +48,9 @@ func binaries(t testing.TB) (dispatcher, node string) {
 		if binDir, buildErr = os.MkdirTemp("", "ksana-dispatcher-e2e-"); buildErr != nil {
 			return
 		}
-		for _, b := range []struct{ out, pkg string }{{"dispatcher", "."}, {"dispatch-node", "../../examples/dispatch-node"}} {
+		for _, b := range []struct{ out, pkg string }{
+			{"dispatcher", "."}, {"dispatch-node", "../../examples/dispatch-node"}, {"dispatch-session", "../../examples/dispatch-session"},
+		} {
 			args := []string{"build", "-o", filepath.Join(binDir, b.out)}
 			if raceEnabled {
 				args = append(args, "-race")
@@ -282,6 +284,46 @@ func (r *recorder) checkOnce(t *testing.T, reqs []string) map[string]wire {
 		t.Errorf("%s: unexpected frame %+v", r.name, e)
 	}
 	return out
+}
+
+// TestWalkthrough follows the README's first walkthrough: one dispatcher
+// in memory, the example nodes and the example session. One node answers
+// every job with model_not_available; the session's jobs all end on the
+// other, and the session exits 0 with every request answered.
+func TestWalkthrough(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes; skipped under -short")
+	}
+	dispatcherBin, nodeBin := binaries(t)
+	sessionBin := filepath.Join(filepath.Dir(nodeBin), "dispatch-session")
+	dir := t.TempDir()
+	d := startProc(t, dir, "dispatcher", true, dispatcherBin, "-listen", "127.0.0.1:0")
+	nodeURL := wsURL(d.addr, "/ws/node")
+	startProc(t, dir, "good", false, nodeBin, "-url", nodeURL, "-id", "good", "-models", "m", "-delay", "10ms", "-quiet")
+	startProc(t, dir, "bad", false, nodeBin, "-url", nodeURL, "-id", "bad", "-models", "m", "-unavailable", "1", "-quiet")
+	eventually(t, "two nodes", 20*time.Second, func() bool { return health(d.addr)["nodes"] == 2.0 })
+	cmd := exec.Command(sessionBin, "-url", wsURL(d.addr, "/ws/session"), "-model", "m", "-turns", "3", "-per-turn", "4", "-timeout", "60s")
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0 exitcode=66")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("dispatch-session: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	results := 0
+	for _, l := range lines {
+		if strings.Contains(l, ": job_result on ") {
+			results++
+			if !strings.Contains(l, " on good ") {
+				t.Errorf("answer not from the good node: %s", l)
+			}
+		}
+	}
+	if results != 12 || !strings.HasPrefix(lines[len(lines)-1], "12 requests in ") || !strings.Contains(lines[len(lines)-1], ", 0 failed;") {
+		t.Errorf("session output: %d results, want 12, and a summary of 12 requests, 0 failed:\n%s", results, out)
+	}
+	if v := scrape(d.addr, `scheduler_phase2_failover_total{reason="model_not_available"}`); v < 1 {
+		t.Errorf("failovers for model_not_available: %v, want some", v)
+	}
 }
 
 // TestTwoProcesses runs two dispatcher processes on one Redis, with

@@ -26,14 +26,16 @@
 //     job_ack, job_started (or asr_partial), job_result (payload) or
 //     model_not_available, each with job_id and attempt. A node may report
 //     only on its own jobs: the node is the connection's, whatever
-//     node_id a message carries.
+//     node_id a message carries. A node that registers again on a new
+//     connection replaces the old one, which is closed (status 1008).
 //   - /ws/session?session_id=ID: a session's WebSocket. It sends
 //     job_request (request_id, and optionally turn_id, pool, model,
 //     payload and reason: "manual", "timeout" or "max_duration", the
 //     finalize reason of the request that ends a turn) and gets one
 //     job_result (node_id, attempt, payload) or job_failed (error) per
 //     request id. Request ids are idempotent across instances: a request
-//     sent again, on any instance, gets the one answer of its job.
+//     sent again, on any instance, gets the one answer of its job. A
+//     newer connection with the same session_id replaces the old one.
 //   - /metrics: Prometheus metrics of the instance (see
 //     [github.com/ksana-dev/ksana/metrics.Scheduler]).
 //   - /health: {"status", "instance_id", "nodes", "sessions",

@@ -84,11 +84,12 @@ type server struct {
 
 	mu    sync.Mutex
 	conns map[*wsConn]struct{}
-	wg    sync.WaitGroup // connection handlers
+	owned map[string]*wsConn // "node/<id>" or "session/<id>" -> its newest connection
+	wg    sync.WaitGroup     // connection handlers
 }
 
 func newServer(d *scheduler.Dispatcher, st scheduler.Stores, cfg ServerConfig, log *slog.Logger, reg *prometheus.Registry) *server {
-	s := &server{d: d, st: st, cfg: cfg, log: log, reg: reg, conns: map[*wsConn]struct{}{}}
+	s := &server{d: d, st: st, cfg: cfg, log: log, reg: reg, conns: map[*wsConn]struct{}{}, owned: map[string]*wsConn{}}
 	if cfg.NodeToken != "" {
 		h := sha256.Sum256([]byte(cfg.NodeToken))
 		s.nodeTok = h[:]
@@ -167,6 +168,27 @@ func (s *server) accept(w http.ResponseWriter, r *http.Request, tok []byte) *wsC
 		c.close(websocket.StatusGoingAway, "instance stopping", false)
 	}
 	return c
+}
+
+// own records c as the connection of key and closes the one it replaces:
+// the newest connection of a node or session is the one that counts.
+func (s *server) own(key string, c *wsConn) {
+	s.mu.Lock()
+	old := s.owned[key]
+	s.owned[key] = c
+	s.mu.Unlock()
+	if old != nil && old != c {
+		old.close(websocket.StatusPolicyViolation, "replaced by a newer connection", true)
+	}
+}
+
+// disown forgets c as the connection of key, unless a newer one took it.
+func (s *server) disown(key string, c *wsConn) {
+	s.mu.Lock()
+	if s.owned[key] == c {
+		delete(s.owned, key)
+	}
+	s.mu.Unlock()
 }
 
 func (s *server) release(c *wsConn) {
@@ -290,6 +312,7 @@ func (s *server) serveNode(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		work.stop()
 		if nodeID != "" {
+			s.disown("node/"+nodeID, c)
 			if err := s.d.DetachNode(ctx, nodeID, c); err != nil {
 				s.log.Warn("dispatcher: detach node", "node_id", nodeID, "err", err)
 			}
@@ -309,6 +332,7 @@ func (s *server) serveNode(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			nodeID = m.NodeID
+			s.own("node/"+nodeID, c)
 			s.log.Info("dispatcher: node registered", "node_id", nodeID, "pools", m.Pools, "models", m.Models, "capacity", m.Capacity)
 			c.sendJSON(map[string]string{"type": typeRegistered, "node_id": nodeID, "instance_id": s.d.InstanceID()})
 		case scheduler.TypeJobAck, scheduler.TypeJobStarted, scheduler.TypeASRPartial, scheduler.TypeJobResult, scheduler.TypeModelNotAvailable:
@@ -351,9 +375,11 @@ func (s *server) serveSession(w http.ResponseWriter, r *http.Request) {
 		c.refuse(s.refusal(err, scheduler.Envelope{SessionID: sessionID}), "")
 		return
 	}
+	s.own("session/"+sessionID, c)
 	work := newShards(s.cfg.Workers, 64)
 	defer func() {
 		work.stop()
+		s.disown("session/"+sessionID, c)
 		if err := s.d.DetachSession(ctx, sessionID, c); err != nil {
 			s.log.Warn("dispatcher: detach session", "session_id", sessionID, "err", err)
 		}

@@ -259,3 +259,28 @@ func TestPingTimeout(t *testing.T) {
 	eventually(t, "the mute node detached", 10*time.Second, func() bool { return health(inst.addr)["nodes"] == 1.0 })
 	live.alive()
 }
+
+// TestReplacedConnection: a node or session that connects again replaces
+// its old connection, which is closed; the new one gets the jobs.
+func TestReplacedConnection(t *testing.T) {
+	inst := startInstance(t, testPlane("repl", nil), ServerConfig{})
+	old := mustDial(t, wsURL(inst.addr, "/ws/node"), "")
+	old.register("n1", "p")
+	oldS := mustDial(t, wsURL(inst.addr, "/ws/session", "session_id", "s1"), "")
+	oldS.alive()
+	n := mustDial(t, wsURL(inst.addr, "/ws/node"), "")
+	n.register("n1", "p")
+	s := mustDial(t, wsURL(inst.addr, "/ws/session", "session_id", "s1"), "")
+	for _, c := range []*wsClient{old, oldS} {
+		<-c.done
+		if got := websocket.CloseStatus(c.err); got != websocket.StatusPolicyViolation {
+			t.Errorf("replaced connection closed with %v (%v), want policy violation", got, c.err)
+		}
+	}
+	s.send(wire{Type: "job_request", RequestID: "r1", Pool: "p"})
+	a := n.expect("job_assign")
+	n.send(wire{Type: "job_result", JobID: a.JobID, Attempt: 1, Payload: []byte("ok")})
+	if got := s.expect("job_result"); string(got.Payload) != "ok" {
+		t.Errorf("answer %+v, want ok", got)
+	}
+}

@@ -172,8 +172,42 @@ type Dispatcher struct {
 	fleet    map[string]NodeSnapshot
 	alive    map[string]aliveEntry
 	pending  map[pendingKey]pendingReq // requests waiting for their answer
-	adopting map[string]bool
 	stopped  bool
+
+	turnMu sync.Mutex
+	turns  map[string]*turnLock // turns being dispatched here
+}
+
+// turnLock serializes the dispatch of one turn's jobs on this instance, so
+// that a turn's second job selects only after its first wrote the
+// affinity. A session's turn is dispatched by the instance the session is
+// connected to.
+type turnLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func (d *Dispatcher) lockTurn(turn string) func() {
+	if turn == "" {
+		return func() {}
+	}
+	d.turnMu.Lock()
+	l := d.turns[turn]
+	if l == nil {
+		l = &turnLock{}
+		d.turns[turn] = l
+	}
+	l.refs++
+	d.turnMu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		d.turnMu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(d.turns, turn)
+		}
+		d.turnMu.Unlock()
+	}
 }
 
 type localNode struct {
@@ -224,7 +258,8 @@ func NewDispatcher(st Stores, cfg Config) (*Dispatcher, error) {
 		max:   fsm.Machine{MaxAttempts: cfg.Dispatch.MaxAttempts}.Max(),
 		kick:  make(chan struct{}, 1),
 		nodes: map[string]*localNode{}, sessions: map[string]*localSession{}, fleet: map[string]NodeSnapshot{},
-		alive: map[string]aliveEntry{}, pending: map[pendingKey]pendingReq{}, adopting: map[string]bool{},
+		alive: map[string]aliveEntry{}, pending: map[pendingKey]pendingReq{},
+		turns: map[string]*turnLock{},
 	}
 	var err error
 	if d.hb, err = NewHeartbeat(st.Presence, cfg); err != nil {
@@ -684,6 +719,13 @@ func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntr
 
 func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookEntry, fresh bool) error {
 	spec := entry.Spec
+	unlock := d.lockTurn(spec.TurnID)
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
 	// Nodes refused in this round (storm-marked, full) stay out; the nodes
 	// of earlier attempts are passed over while another node can take the
 	// job, and tried again when none can.
@@ -764,6 +806,8 @@ func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookE
 				d.log.Warn("scheduler: turn affinity", "turn_id", spec.TurnID, "err", err)
 			}
 		}
+		locked = false
+		unlock() // toNode may fail the job over, which dispatches again
 		assign := Envelope{
 			Type: TypeJobAssign, JobID: rec.ID, Attempt: rec.Attempt, NodeID: node, SessionID: spec.SessionID,
 			RequestID: spec.RequestID, TurnID: spec.TurnID, Pool: spec.Pool, Model: spec.Model,

@@ -42,6 +42,10 @@ func TestDispatcher(t *testing.T, newHarness func(t *testing.T) DispatcherHarnes
 	t.Run("NoNode", func(t *testing.T) { testDispatchNoNode(t, newHarness(t)) })
 	t.Run("LongJobKeepsLease", func(t *testing.T) { testDispatchLongJob(t, newHarness(t)) })
 	t.Run("BadNodeEvents", func(t *testing.T) { testDispatchBadEvents(t, newHarness(t)) })
+	t.Run("TurnJobsAtOnce", func(t *testing.T) { testDispatchTurnAtOnce(t, newHarness(t)) })
+	t.Run("AckTimeout", func(t *testing.T) { testDispatchAckTimeout(t, newHarness(t)) })
+	t.Run("RunTimeout", func(t *testing.T) { testDispatchRunTimeout(t, newHarness(t)) })
+	t.Run("TwoChoices", func(t *testing.T) { testDispatchTwoChoices(t, newHarness(t)) })
 	t.Run("Soak", func(t *testing.T) { testDispatchSoak(t, newHarness(t)) })
 }
 
@@ -800,6 +804,134 @@ func testDispatchBadEvents(t *testing.T, h DispatcherHarness) {
 		n.ReleaseHeld()
 	}
 	checkAnsweredOnce(t, s, map[string]string{"r": "r"})
+}
+
+// testDispatchTurnAtOnce: a turn's jobs submitted at once still go to one
+// node: the second selects only after the first wrote the affinity.
+func testDispatchTurnAtOnce(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	var nodes []*TestNode
+	for i := range 4 {
+		n := NewTestNode(scheduler.NodeInfo{NodeID: fmt.Sprintf("n%d", i), Capacity: 64})
+		n.Attach(t, a)
+		nodes = append(nodes, n)
+	}
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	var reqs []string
+	payloads := map[string]string{}
+	var wg sync.WaitGroup
+	for tu := range 5 {
+		for j := range 8 {
+			r := fmt.Sprintf("t%d-%d", tu, j)
+			reqs, payloads[r] = append(reqs, r), r
+			wg.Go(func() {
+				s.Submit(t, scheduler.Request{RequestID: r, TurnID: fmt.Sprintf("turn-%d", tu), Reason: "max_duration", Payload: []byte(r)})
+			})
+		}
+	}
+	wg.Wait()
+	s.WaitAnswers(t, reqs, 10*time.Second)
+	checkAnsweredOnce(t, s, payloads)
+	for tu := range 5 {
+		used := map[string]bool{}
+		for _, n := range nodes {
+			for j := range 8 {
+				if len(n.Ran()[scheduler.JobIDFor(fmt.Sprintf("t%d-%d", tu, j))]) > 0 {
+					used[n.ID] = true
+				}
+			}
+		}
+		if len(used) != 1 {
+			t.Errorf("turn %d's 8 concurrent jobs ran on %v, want one node", tu, used)
+		}
+	}
+}
+
+// testDispatchAckTimeout: a node that never acknowledges loses the job to
+// another node after the ack timeout; its late ack is refused.
+func testDispatchAckTimeout(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	mute := NewTestNode(scheduler.NodeInfo{NodeID: "mute"})
+	mute.Decide = func(scheduler.Envelope) NodeAction { return Silent }
+	mute.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	job := s.Submit(t, scheduler.Request{RequestID: "r", Payload: []byte("r")})
+	Eventually(t, "mute got the job", 5*time.Second, func() bool { return len(mute.Ran()[job]) == 1 })
+	ok := NewTestNode(scheduler.NodeInfo{NodeID: "ok"})
+	ok.Attach(t, a)
+	start := time.Now()
+	s.WaitAnswers(t, []string{"r"}, 10*time.Second)
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("answer %v after the second node came, want about the ack timeout (1s)", el)
+	}
+	checkAnsweredOnce(t, s, map[string]string{"r": "r"})
+	if got := ok.Ran()[job]; len(got) != 1 || got[0] != 2 {
+		t.Errorf("second node ran attempts %v, want [2]", got)
+	}
+	if err := a.NodeEvent(context.Background(), "mute", scheduler.Envelope{Type: scheduler.TypeJobAck, JobID: job, Attempt: 1}); !errors.Is(err, fsm.ErrStaleAttempt) {
+		t.Errorf("late ack of attempt 1: %v, want a stale attempt", err)
+	}
+	checkQuiet(t, h.Stores(), []string{"r"}, []string{"mute", "ok"}, []string{"inst-a"})
+}
+
+// testDispatchRunTimeout: a job held past the run timeout goes to another
+// node, even though its node keeps its lease.
+func testDispatchRunTimeout(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, func(c *scheduler.Config) { c.Dispatch.RunTimeoutMS = 1500 })
+	slow := NewTestNode(scheduler.NodeInfo{NodeID: "slow"})
+	slow.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+	slow.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	job := s.Submit(t, scheduler.Request{RequestID: "r", Payload: []byte("r")})
+	Eventually(t, "slow holds the job", 5*time.Second, func() bool { return slow.Held() == 1 })
+	fast := NewTestNode(scheduler.NodeInfo{NodeID: "fast"})
+	fast.Attach(t, a)
+	s.WaitAnswers(t, []string{"r"}, 10*time.Second)
+	checkAnsweredOnce(t, s, map[string]string{"r": "r"})
+	if got := fast.Ran()[job]; len(got) != 1 || got[0] != 2 {
+		t.Errorf("fast node ran attempts %v, want [2]", got)
+	}
+	for _, err := range slow.ReleaseHeld() {
+		if !errors.Is(err, fsm.ErrStaleAttempt) {
+			t.Errorf("result after the run timeout: %v, want a stale attempt", err)
+		}
+	}
+	checkQuiet(t, h.Stores(), []string{"r"}, []string{"slow", "fast"}, []string{"inst-a"})
+}
+
+// testDispatchTwoChoices: with two_choices, held jobs spread over the
+// nodes by their load.
+func testDispatchTwoChoices(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, func(c *scheduler.Config) { c.Dispatch.Selection = scheduler.SelectTwoChoices })
+	var nodes []*TestNode
+	for i := range 2 {
+		n := NewTestNode(scheduler.NodeInfo{NodeID: fmt.Sprintf("n%d", i), Capacity: 100})
+		n.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+		n.Attach(t, a)
+		nodes = append(nodes, n)
+	}
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	const jobs = 40
+	for i := range jobs {
+		s.Submit(t, scheduler.Request{RequestID: fmt.Sprintf("r%d", i), Payload: []byte("x")})
+	}
+	Eventually(t, "all jobs held", 10*time.Second, func() bool { return nodes[0].Held()+nodes[1].Held() == jobs })
+	// With two nodes, the less loaded of the two is always taken: the
+	// loads never differ by more than the jobs in flight at once (one).
+	if d := nodes[0].Held() - nodes[1].Held(); d < -2 || d > 2 {
+		t.Errorf("two_choices spread %d and %d jobs, want even", nodes[0].Held(), nodes[1].Held())
+	}
+	for _, n := range nodes {
+		n.ReleaseHeld()
+	}
 }
 
 // testDispatchSoak runs many jobs through two instances with random

@@ -284,3 +284,35 @@ func TestReplacedConnection(t *testing.T) {
 		t.Errorf("answer %+v, want ok", got)
 	}
 }
+
+// TestStaleAttempt: a node that does not acknowledge in time loses the
+// job (job_cancel), the job goes to the other node with attempt 2, and the
+// first node's late result is refused with stale_attempt; the session
+// gets the second node's answer only.
+func TestStaleAttempt(t *testing.T) {
+	plane := testPlane("stale", nil)
+	plane.Dispatch.AckTimeoutMS = 1000 // fast registers well within it
+	inst := startInstance(t, plane, ServerConfig{})
+	slow := mustDial(t, wsURL(inst.addr, "/ws/node"), "")
+	slow.register("slow", "p")
+	s := mustDial(t, wsURL(inst.addr, "/ws/session", "session_id", "s1"), "")
+	s.send(wire{Type: "job_request", RequestID: "r1", Pool: "p"})
+	first := slow.expect("job_assign")
+	fast := mustDial(t, wsURL(inst.addr, "/ws/node"), "")
+	fast.register("fast", "p")
+	if c := slow.expect("job_cancel"); c.JobID != first.JobID || c.Attempt != 1 || c.Reason == "" {
+		t.Errorf("cancel %+v, want job %s attempt 1 with a reason", c, first.JobID)
+	}
+	second := fast.expect("job_assign")
+	if second.JobID != first.JobID || second.Attempt != 2 {
+		t.Fatalf("second assign %+v, want job %s attempt 2", second, first.JobID)
+	}
+	slow.send(wire{Type: "job_result", JobID: first.JobID, Attempt: 1, Payload: []byte("late")})
+	if e := slow.expect("error"); e.Code != codeStaleAttempt || e.JobID != first.JobID {
+		t.Errorf("late result: %+v, want stale_attempt for %s", e, first.JobID)
+	}
+	fast.send(wire{Type: "job_result", JobID: second.JobID, Attempt: 2, Payload: []byte("on time")})
+	if got := s.expect("job_result"); string(got.Payload) != "on time" || got.NodeID != "fast" || got.Attempt != 2 {
+		t.Errorf("answer %+v, want fast's attempt 2", got)
+	}
+}

@@ -161,12 +161,15 @@ func (s *server) accept(w http.ResponseWriter, r *http.Request, tok []byte) *wsC
 	c := newConn(ws, s.cfg.SendQueue, time.Duration(s.cfg.WriteTimeoutMS)*time.Millisecond)
 	go c.pinger(time.Duration(s.cfg.PingIntervalMS) * time.Millisecond)
 	s.mu.Lock()
+	if s.stopping.Load() { // a shutdown began meanwhile
+		s.mu.Unlock()
+		c.close(websocket.StatusGoingAway, "instance stopping", false)
+		<-c.done()
+		return nil
+	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	if s.stopping.Load() { // a shutdown began meanwhile
-		c.close(websocket.StatusGoingAway, "instance stopping", false)
-	}
 	return c
 }
 
@@ -204,8 +207,8 @@ func (s *server) release(c *wsConn) {
 // messages, and waits for the handlers (they detach their node or
 // session) until ctx ends.
 func (s *server) shutdown(ctx context.Context) error {
-	s.stopping.Store(true)
 	s.mu.Lock()
+	s.stopping.Store(true) // under mu: no handler registers after this
 	for c := range s.conns {
 		c.close(websocket.StatusGoingAway, "instance stopping", true)
 	}

@@ -31,10 +31,15 @@
 //   - [github.com/ksana-dev/ksana/store/storetest]: the conformance suites
 //     every adapter of an interface runs.
 //
+// [github.com/ksana-dev/ksana/metrics] turns the core packages' hooks
+// (Observers and callbacks) into Prometheus collectors that any registry
+// takes; the binaries serve them on /metrics.
+//
 // # Binaries and examples
 //
 // cmd/ksana is the timed-job service (REST API over the JSON file store),
-// cmd/nodeunit the node-unit agent, cmd/dispatcher a dispatch instance.
-// The examples directory holds one small runnable program per main flow;
-// every package also has runnable Examples in its reference.
+// cmd/nodeunit the node-unit agent (claim loop over SQLite or PostgreSQL,
+// local processes, nodeunit status), cmd/dispatcher a dispatch instance.
+// The examples directory holds small runnable programs of the main flows;
+// the library packages also have runnable Examples in their reference.
 package ksana

@@ -4,7 +4,8 @@
 # It makes sure the servers the tests talk to are up (installing them from
 # Debian's packages where they are missing), starts a private 3-master Redis
 # Cluster on free local ports, exports their addresses for the tests, runs
-# go vet and the race-enabled test suite, and stops the cluster again.
+# go vet, builds every package for macOS and Windows, runs the race-enabled
+# test suite, and stops the cluster again.
 #
 #   ./test.sh                 everything
 #   ./test.sh ./cron/...      only some packages (extra arguments go to go test;
@@ -122,6 +123,12 @@ given=${#pkgs[@]}
 [ "$given" -gt 0 ] || pkgs=(./...)
 log "go vet ${pkgs[*]}"
 go vet "${pkgs[@]}"
+# The node-unit reads processes on Linux, macOS and Windows: everything
+# must at least build there.
+for goos in darwin windows; do
+  log "GOOS=$goos go build ${pkgs[*]}"
+  GOOS=$goos go build "${pkgs[@]}"
+done
 args=("$@")
 [ "$given" -gt 0 ] || args+=(./...)
 log "go test -race ${args[*]}"

@@ -22,7 +22,7 @@ type Strategy interface {
 	Choose(turnID string, online []string) string
 }
 
-// Random picks uniformly at random: the default rule. The zero
+// Random picks uniformly at random: the default strategy. The zero
 // value uses math/rand/v2.
 type Random struct {
 	// IntN returns a number in [0, n). Default: math/rand/v2.IntN.
@@ -84,7 +84,7 @@ type Decision struct {
 	Affinity bool
 }
 
-// Select is the selection rule (select_node): the turn's affinity node
+// Select (select_node) picks the turn's affinity node
 // (affinityNodeID, "" when the turn has none) when it is online and in the
 // job's candidate pool; otherwise a node chosen by s (nil: [Random]) among
 // the pool's online nodes. It writes nothing back: the caller records the
@@ -124,7 +124,7 @@ func Record(current, assignedNodeID string) (affinityNodeID string, write bool) 
 // Reason is why a turn's audio was finalized into a job.
 type Reason string
 
-// The finalize reasons: why a segment of a turn became a job.
+// The finalize reasons: why a turn's job ended.
 const (
 	Manual      Reason = "manual"       // isManualFinalize: the speaker ended the turn
 	Timeout     Reason = "timeout"      // timeoutFinalize: silence ended the turn

@@ -10,10 +10,12 @@
 //
 // # Selection
 //
-// [Select] is select_node: the turn's affinity node when it is online and
+// [Select] (select_node in the dispatch plane's vocabulary) picks the
+// turn's affinity node when it is online and
 // in the job's candidate pool, otherwise a node chosen among the pool's
-// online nodes by a [Strategy], and nothing is written back. The default
-// strategy is [Random] (its randomness is injectable for tests); [Rendezvous] is an opt-in alternative that hashes the turn id
+// online nodes by a [Strategy], and nothing is written back. The
+// default strategy is [Random] (its randomness is injectable for
+// tests); [Rendezvous] is an opt-in alternative that hashes the turn id
 // over the pool, so the choice is reproducible across instances and moves
 // as few turns as possible when nodes come and go ([Weight]).
 //

@@ -12,7 +12,7 @@ import (
 type ProbeFailure int
 
 const (
-	// ProbeFailureZero (the default, as the specification says): the node's
+	// ProbeFailureZero (the default): the node's
 	// score is 0, which makes it look least loaded.
 	ProbeFailureZero ProbeFailure = iota
 	// ProbeFailureNotEligible (opt-in): the node is left out of the
@@ -67,12 +67,11 @@ type Config struct {
 	ProbeFailure ProbeFailure
 	// LostAfter (opt-in) is how long a node must be missing from the
 	// membership, as seen by this loop, before its deployments are taken
-	// over. Default 0: taken over as soon as it is missing, as the
-	// specification says.
+	// over. Default 0: taken over as soon as it is missing.
 	LostAfter time.Duration
 	// MaxClaimsPerCycle (opt-in above 1) is the most deployments this node
 	// claims in one cycle, in one statement, up to its fair share. Default 1:
-	// the specification's one claim per cycle.
+	// one claim per cycle, so that load spreads one deployment at a time.
 	MaxClaimsPerCycle int
 	// Rebalance is the rebalance opt-in. Default off.
 	Rebalance Rebalance

@@ -46,6 +46,16 @@
 //     missing, stop the rest, and restart (stop, then start) what runs but
 //     whose package, version, command, args or env changed.
 //
+// A Runner that also implements [Admitter] is asked before step 4 about
+// each waiting deployment (unassigned, or held by a node that is not
+// active): those it refuses (an error wrapping [ErrRefused], such as an
+// untrusted command) are left out of this node's plan, never claimed, and
+// listed in [Report.Declined], so they wait for a node-unit that can run
+// them. Because the least loaded node-units may all refuse a deployment
+// that a busier one can run, a loop with an Admitter that is not eligible
+// claims the first waiting deployment it can run once the same waiting
+// deployments have stayed unclaimed for three of its cycles.
+//
 // A cycle costs three statements when nothing is lost: membership, list,
 // claim. Takeover of a lost node's deployment is the same single-row claim
 // with the lost addresses in its condition; there is no bulk release, so a
@@ -68,7 +78,7 @@
 //     score cpu_percent * cpu_weight + memory_mb / 1024 * memory_weight,
 //     weights from NODE_UNIT_CPU_WEIGHT and NODE_UNIT_MEMORY_WEIGHT (0.5 and
 //     0.5 by default, [ParseWeights]). A node whose probe fails or times out
-//     scores 0, as the specification says; Config.ProbeFailure =
+//     scores 0 by default, which makes it look least loaded; Config.ProbeFailure =
 //     [ProbeFailureNotEligible] leaves it out of that cycle's decision
 //     instead;
 //   - none ([NonePolicy]): the loop claims nothing and writes no address on
@@ -78,7 +88,7 @@
 //
 // # Error codes
 //
-// Errors about one record are [*Error]s carrying the specification's code
+// Errors about one record are [*Error]s carrying a stable [Code]
 // and unwrapping to a sentinel:
 //
 //	ERR_INVALID_TYPE        [ErrInvalidType]       type is neither daemon nor deployment: the record is skipped
@@ -93,7 +103,7 @@
 //
 // # Opt-ins
 //
-// The specification's behaviour is the default. Each of these is off until
+// The plain behaviour described above is the default. Each of these is off until
 // set in [Config]:
 //
 //   - LostAfter: a node must be missing from the membership for this long,
@@ -141,9 +151,10 @@
 //
 // The interfaces are small and declared here, for their consumer: [Store],
 // [Membership] and the optional [HeartbeatActiver] (store/sqlstore
-// implements them over PostgreSQL and SQLite), [UsageProbe] and [Runner]
-// (cmd/nodeunit implements them over HTTP and local processes), and the
-// metrics hook [Observer]. Package claim/claimtest has an in-memory
+// implements them over PostgreSQL and SQLite), [UsageProbe], [Runner] and
+// the optional [Admitter] (cmd/nodeunit implements them over HTTP and local
+// processes), and the metrics hook [Observer] (package
+// github.com/ksana-dev/ksana/metrics turns it into Prometheus collectors). Package claim/claimtest has an in-memory
 // reference Store and Membership with the same conditional-update
 // semantics, and fakes of Runner and UsageProbe; store/storetest.TestClaimStore
 // is the conformance suite every Store and Membership passes.

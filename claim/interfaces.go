@@ -8,7 +8,8 @@ package claim
 // and are listed under "contract changes" below.
 //
 // Tests that belong to the SQL adapters (store/sqlstore), not to package
-// claim, named after the specification:
+// claim, named after the behaviour rules R1-R13 of daemons and the none
+// policy:
 //   - TestR1_NoneIssuesNoAddressUpdate: with policy none a Loop over the SQL
 //     store issues no "update deployment set address" statement (count the
 //     statements through a wrapped driver or a statement log).
@@ -43,6 +44,11 @@ package claim
 //     max(Interval, MembershipTTL/2), Run stops the deployment processes and Leaves on exit.
 //     Report.Restarted: a running deployment whose package, version,
 //     command, args or env changed is stopped and started again.
+//   2026-11-23: additive only. New: Admitter (optional on a Runner: the
+//     loop asks before claiming a waiting deployment; refused ones are in
+//     Report.Declined and left to others; a loop with an Admitter claims a
+//     deployment that stayed waiting for three cycles while it was not
+//     eligible). ConfigError no longer repeats "claim:" in its reason.
 
 import (
 	"context"
@@ -136,6 +142,18 @@ type Runner interface {
 	// Stop stops the process of deployment id and forgets it; an unknown id
 	// is not an error.
 	Stop(ctx context.Context, id string) error
+}
+
+// Admitter is an optional interface of a [Runner]: Admit reports, without
+// starting anything, whether the runner would start d. When the Runner
+// implements it, the loop asks before it claims: a waiting deployment
+// (unassigned, or bound to a node-unit that is no longer active) that
+// Admit refuses with an error wrapping [ErrRefused] is left for other
+// node-units, and listed in [Report.Declined], instead of being claimed and
+// then refused by Start. Other errors are logged and do not hold the claim
+// back. Deployments already bound to this node-unit are not asked about.
+type Admitter interface {
+	Admit(d Deployment) error
 }
 
 // Observer receives one [Report] per cycle, for metrics. It is called

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,9 @@ type Report struct {
 	Missing []string
 	// Restarted are the ids restarted because what they run changed.
 	Restarted []string
+	// Declined are the waiting deployments this node did not consider for
+	// a claim because its Runner's [Admitter] refused them.
+	Declined []string
 	// Problems are the errors about single records: ERR_INVALID_TYPE,
 	// ERR_DAEMON_ADDRESS_SET, ERR_DAEMON_MISSING ([*Error]s), and Runner
 	// failures.
@@ -73,6 +77,8 @@ type Loop struct {
 	types       map[string]Type // type of every id seen in the latest list
 	logged      map[string]bool // problems already logged, by key
 	refused     map[string]bool // refusals already logged, by id and version
+	stallKey    string          // the waiting deployments this node could run, last cycle
+	stallCycles int             // consecutive cycles they stayed waiting, unclaimed
 	noneLogged  bool
 }
 
@@ -220,11 +226,16 @@ func (l *Loop) cycle(ctx context.Context, r *Report) error {
 	for i, n := range nodes {
 		active[i] = n.Address
 	}
+	planned := deps
+	ad, admits := l.runner.(Admitter)
+	if admits && !IsNone(l.cfg.Policy) {
+		planned, r.Declined = l.admit(ad, deps, active)
+	}
 	act := Plan(Inputs{
 		Self:              l.cfg.Address,
 		Policy:            l.cfg.Policy,
 		Active:            active,
-		Deployments:       deps,
+		Deployments:       planned,
 		Usage:             usage,
 		ProbeFailure:      l.cfg.ProbeFailure,
 		Running:           l.runner.Running(),
@@ -234,6 +245,9 @@ func (l *Loop) cycle(ctx context.Context, r *Report) error {
 		State:             l.state,
 	}, r.Start)
 	l.state = act.State
+	if admits {
+		l.unstall(&act, planned)
+	}
 	r.Eligible = act.Eligible
 	r.Missing = act.Missing
 	r.Restarted = act.Restart
@@ -310,6 +324,92 @@ func (l *Loop) cycle(ctx context.Context, r *Report) error {
 		r.Started = append(r.Started, d.ID)
 	}
 	return applyErr
+}
+
+// stallLimit is how many consecutive cycles the same waiting deployments
+// must stay unclaimed before a node-unit that is not eligible claims one.
+const stallLimit = 3
+
+// unstall lets this node claim a waiting deployment that it can run when
+// the same waiting deployments have stayed unclaimed for stallLimit
+// cycles while this node was not eligible: the eligible node-units refuse
+// them (their Runners' Admit), and without this nobody would ever run
+// them. Only loops whose Runner is an [Admitter] do this.
+func (l *Loop) unstall(act *Actions, planned []Deployment) {
+	if act.PolicyDisabled || len(act.Claim) > 0 || act.Eligible {
+		l.stallKey, l.stallCycles = "", 0
+		return
+	}
+	waiting := Candidates(planned, act.Lost)
+	if len(waiting) == 0 {
+		l.stallKey, l.stallCycles = "", 0
+		return
+	}
+	ids := make([]string, len(waiting))
+	for i, d := range waiting {
+		ids[i] = d.ID
+	}
+	key := strings.Join(ids, "\x00")
+	if key != l.stallKey {
+		l.stallKey, l.stallCycles = key, 1
+		return
+	}
+	l.stallCycles++
+	if l.stallCycles < stallLimit {
+		return
+	}
+	l.stallKey, l.stallCycles = "", 0
+	act.Claim = waiting[:1]
+	l.log.Info("claiming a deployment the eligible node-units leave waiting", "id", waiting[0].ID, "cycles", stallLimit)
+}
+
+// admit returns deps without the waiting deployments that ad refuses, and
+// their ids. A waiting deployment is an enabled one of type deployment that
+// is unassigned or bound to a node-unit not in active. A refusal is logged
+// once per deployment version.
+func (l *Loop) admit(ad Admitter, deps []Deployment, active []string) ([]Deployment, []string) {
+	live := make(map[string]bool, len(active))
+	for _, a := range active {
+		live[a] = true
+	}
+	var declined []string
+	var kept []Deployment
+	for i, d := range deps {
+		waiting := d.Type == TypeDeployment && d.Enabled && d.Address != l.cfg.Address && !live[d.Address]
+		if !waiting {
+			if kept != nil {
+				kept = append(kept, d)
+			}
+			continue
+		}
+		err := ad.Admit(d)
+		if err == nil {
+			if kept != nil {
+				kept = append(kept, d)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrRefused) {
+			l.log.Warn("runner could not tell whether it would run deployment; claiming it anyway", "id", d.ID, "err", err)
+			if kept != nil {
+				kept = append(kept, d)
+			}
+			continue
+		}
+		if kept == nil {
+			kept = append(make([]Deployment, 0, len(deps)), deps[:i]...)
+		}
+		declined = append(declined, d.ID)
+		key := d.ID + "\x00" + d.UpdatedAt.String()
+		if !l.refused[key] {
+			l.refused[key] = true
+			l.log.Warn("not claiming deployment: the runner refuses it", "id", d.ID, "err", err)
+		}
+	}
+	if kept == nil {
+		return deps, nil
+	}
+	return kept, declined
 }
 
 func (l *Loop) heartbeat(ctx context.Context, self NodeUnit) ([]NodeUnit, error) {

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Sanitize applies the specification's data rules to the deployments read
+// Sanitize applies the data rules to the deployments read
 // from the store: a record with an invalid type is skipped (R11,
 // ERR_INVALID_TYPE); a daemon's address is ignored, that is set to "" in the
 // returned copy (R12, ERR_DAEMON_ADDRESS_SET); a record without an id, or
@@ -301,7 +301,7 @@ type Actions struct {
 // Claims: under the none policy, nothing. Otherwise the candidates are the
 // enabled deployments of type deployment bound to a lost address (missing
 // from Active for at least LostAfter) and then the unassigned ones, each in
-// candidate order. With MaxClaimsPerCycle <= 1 (the specification's rule),
+// candidate order. With MaxClaimsPerCycle <= 1 (the default),
 // the policy picks the eligible nodes (those at the minimum metric) and a
 // node at rank r among them, in address order, claims candidate r if there
 // is one, so k tied nodes place k deployments per cycle without racing for

@@ -90,7 +90,7 @@ type Weights struct {
 	Memory float64 // weight of memory_mb/1024 (GB); default 0.5
 }
 
-// DefaultWeights are the specification's 50/50 weights.
+// DefaultWeights weigh CPU and memory equally: 0.5 each.
 var DefaultWeights = Weights{CPU: 0.5, Memory: 0.5}
 
 // Score returns u.CPUPercent*w.CPU + u.MemoryMB/1024*w.Memory.

@@ -3,6 +3,7 @@ package claim
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -90,10 +91,11 @@ type Usage struct {
 	MemoryMB float64 `json:"memory_mb"`
 }
 
-// Code is an error code of the specification.
+// Code is a stable error code, such as ERR_INVALID_TYPE, for logs and
+// alerts.
 type Code string
 
-// The specification's error codes.
+// The error codes.
 const (
 	// CodeInvalidType: a record's type is neither "daemon" nor "deployment".
 	// The loop skips the record. Needs a data fix.
@@ -139,10 +141,10 @@ var (
 	ErrRefused = errors.New("claim: deployment refused by runner")
 )
 
-// Error is an error about one deployment, carrying the specification's code
-// when it has one.
+// Error is an error about one deployment, carrying its [Code] when it has
+// one.
 type Error struct {
-	Code  Code   // the specification's code, "" when it names none
+	Code  Code   // the error code, "" when there is none
 	ID    string // the deployment's id
 	Field string // the offending field: "id", "type", "address"
 	Value string // the offending value
@@ -194,7 +196,7 @@ type ConfigError struct {
 
 // Error names the setting, the value and the reason.
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("claim: invalid %s %q: %v", e.Name, e.Value, e.Err)
+	return fmt.Sprintf("claim: invalid %s %q: %s", e.Name, e.Value, strings.TrimPrefix(fmt.Sprint(e.Err), "claim: "))
 }
 
 // Unwrap returns [ErrInvalidConfig] and the reason.

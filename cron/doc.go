@@ -71,7 +71,7 @@
 //   - a once job past due is marked missed and never runs;
 //   - an every or cron job rolls on to its next future slot, with no
 //     catch-up of the slots in between;
-//   - beyond the specification, a job's misfire_grace (default 0: off) lets
+//   - opt-in, a job's misfire_grace (default 0: off) lets
 //     a slot missed by less than the grace still run once, at once.
 //
 // # The runner
@@ -106,8 +106,8 @@
 //     last_status, last_error, next_run_at) goes to [Store.Record] from one
 //     recorder goroutine, newest state last, and the run itself to
 //     [RunStore.AppendRun] when the store keeps history.
-//   - The status words are the specification's: success, failed, timeout,
-//     skipped, paused, missed.
+//   - The status words, in the API and the stores alike: success, failed,
+//     timeout, skipped, paused, missed.
 //
 // [Runner.Run] calls [Runner.Load] if that was not done, then fires jobs
 // until its context ends. Then nothing new is dispatched (runs still

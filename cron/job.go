@@ -11,7 +11,7 @@ import (
 )
 
 // Status is the outcome of a run, as stored in a job's last_status and in
-// run records. The words are the specification's.
+// run records. The same words appear in the REST API and in the stores.
 type Status string
 
 // The statuses a run can end with.
@@ -110,7 +110,7 @@ type scheduleWire struct {
 	TZ      string   `json:"tz,omitempty"`
 }
 
-// MarshalJSON writes the fields of the spec's kind; times are RFC3339 UTC.
+// MarshalJSON writes the fields of the schedule's kind; times are RFC3339 UTC.
 func (s ScheduleSpec) MarshalJSON() ([]byte, error) {
 	w := scheduleWire{Kind: s.Kind, RunAt: formatTime(s.RunAt), Every: s.Every, Jitter: s.Jitter, Cron: s.Cron, TZ: s.TZ}
 	if s.Kind == KindEvery {
@@ -157,8 +157,8 @@ type Job struct {
 	MaxRetries   int          `json:"max_retries"`
 	RetryBackoff Duration     `json:"retry_backoff"`
 	// MisfireGrace, when positive, lets a slot missed by less than this
-	// still run once (see [Misfire]). Zero keeps the specification's rule:
-	// no catch-up.
+	// still run once (see [Misfire]). Zero keeps the default rule: a missed
+	// slot is skipped, with no catch-up.
 	MisfireGrace Duration `json:"misfire_grace,omitempty"`
 
 	LastRunAt  time.Time `json:"last_run_at"`
@@ -184,7 +184,8 @@ type jobWire struct {
 	LastError    string       `json:"last_error"`
 }
 
-// MarshalJSON writes the job with the field names of the specification.
+// MarshalJSON writes the job with the snake_case field names of the REST
+// API and the JSON store (next_run_at, max_retries, ...).
 func (j Job) MarshalJSON() ([]byte, error) {
 	return json.Marshal(jobWire{
 		ID: j.ID, Name: j.Name, Enabled: j.Enabled, Type: j.Type, HTTP: j.HTTP, Schedule: j.Schedule,

@@ -11,7 +11,7 @@ type MisfireDecision struct {
 }
 
 // Misfire decides for schedule s whose slot due was missed, seen at now, with
-// grace g. It is the specification's misfire rule, plus an opt-in grace:
+// grace g. The rule, with its opt-in grace:
 //
 //   - if now-due < g (g > 0): Run = true (the slot runs once, late);
 //     Next = s.Next(now);

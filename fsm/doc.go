@@ -9,8 +9,8 @@
 // from [Dispatched] or [Accepted]) and sends its result ([Result],
 // job_result: [Finished], from any of the three active states). Once the
 // job's reservation on its node is freed, [Release] records it
-// ([Released]). The usual shorthand "job_result: * -> FINISHED -> RELEASED"
-// is thus two events: the reservation lives in another key (another Redis
+// ([Released]). "A job result finishes and releases the job" is thus two
+// events: the reservation lives in another key (another Redis
 // Cluster slot) than the job, so freeing it cannot be atomic with the
 // result, and [Finished] is the honest name of the moment in between. A job
 // left in [Finished] by a crash still has its reservation freed by the

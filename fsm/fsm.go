@@ -6,8 +6,8 @@ import (
 	"slices"
 )
 
-// State is where a job is in its lifecycle. The values are the
-// words deployments of the plane already use, and what the Redis adapter stores.
+// State is where a job is in its lifecycle. The values are upper-case words
+// (CREATED, DISPATCHED, ...) and are what the Redis adapter stores.
 type State string
 
 // The states of a job.

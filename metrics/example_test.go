@@ -2,39 +2,49 @@ package metrics_test
 
 import (
 	"fmt"
-	"net/http"
+	"time"
 
-	"github.com/ksana-dev/ksana/fsm"
-	"github.com/ksana-dev/ksana/metrics"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ksana-dev/ksana/claim"
+	"github.com/ksana-dev/ksana/cron"
+	"github.com/ksana-dev/ksana/metrics"
 )
 
-// A dispatch instance's metrics: the collectors go into a registry, their
-// hooks into the scheduler's Config (cfg.Hooks = m.Hooks()) and the Redis
-// stores (redisstore.NewStores(client, cfg, m.OpHook())).
-func ExampleNewScheduler() {
-	m := metrics.NewScheduler(func() (int, int) { return 2, 1 })
+// Example registers ksana's collectors in a service's own registry, next
+// to one of its own metrics, wires them to a runner and a claim loop, and
+// reads a few series back as a scrape of the registry would.
+func Example() {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(m)
-	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	own := prometheus.NewCounter(prometheus.CounterOpts{Name: "app_logins_total", Help: "The service's own metric."})
+	jobs := metrics.NewCron(metrics.CronConfig{})
+	placement := metrics.NewClaim(metrics.ClaimConfig{})
+	reg.MustRegister(own, jobs, placement)
 
-	hooks := m.Hooks()
-	hooks.JobState(fsm.Created) // what a Dispatcher calls as it works
-	m.OpHook()("fsm_apply", "ok", 0)
+	// The hooks: cron.Config{Observer: jobs} and claim.Config{Observer:
+	// placement}. Here they are called by hand.
+	r, err := cron.New(cron.NewMemStore(), cron.NewHTTPExecutor(cron.HTTPExecutorConfig{}), cron.Config{Observer: jobs})
+	if err != nil {
+		panic(err)
+	}
+	jobs.Watch(r)
+	jobs.RunFinished(cron.Run{Status: cron.StatusSuccess, Attempts: 1, Latency: cron.Duration(40 * time.Millisecond)})
+	placement.ObserveCycle(claim.Report{Active: 2, Deployments: 3, Eligible: true, Claimed: []string{"d1"}})
+	own.Inc()
 
-	mfs, _ := reg.Gather()
-	for _, mf := range mfs {
-		fmt.Println(mf.GetName(), mf.GetType())
+	fams, err := reg.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range fams {
+		switch f.GetName() {
+		case "app_logins_total", "ksana_runs_total", "ksana_callback_latency_seconds", "ksana_claim_active_node_units":
+			fmt.Println(f.GetName(), f.GetType())
+		}
 	}
 	// Output:
-	// scheduler_phase2_adopted_total COUNTER
-	// scheduler_phase2_connected_nodes GAUGE
-	// scheduler_phase2_connected_sessions GAUGE
-	// scheduler_phase2_dlq_moved_total COUNTER
-	// scheduler_phase2_inbox_lost_total COUNTER
-	// scheduler_phase2_inbox_pending GAUGE
-	// scheduler_phase2_job_state_total COUNTER
-	// scheduler_phase2_redis_op_total COUNTER
-	// scheduler_phase2_selection_miss_total COUNTER
+	// app_logins_total COUNTER
+	// ksana_callback_latency_seconds HISTOGRAM
+	// ksana_claim_active_node_units GAUGE
+	// ksana_runs_total COUNTER
 }

@@ -84,12 +84,14 @@
 //
 // # Configuration
 //
-// [Config] is the [scheduler.phase2] table of a config.toml (the name
-// deployments of this plane already use), with the fields enabled,
-// instance_id, redis.mode,
-// redis.url, redis.cluster_urls, redis.key_prefix, owner_ttl_seconds,
-// stream_*, dlq_*, node_snapshot.*) plus [scheduler.phase2.storm]. Zero
-// fields mean the defaults listed on each field ([Config.WithDefaults]);
+// [Config] is the [scheduler.phase2] table of a config.toml. "Phase 2"
+// names the dispatch plane's multi-instance mode, in which several
+// instances share their state (owners, jobs, reservations, delivery) in
+// Redis; the enabled field (default false) switches it on. Its fields are
+// snake_case (enabled, instance_id, redis.mode, redis.url,
+// redis.cluster_urls, redis.key_prefix, owner_ttl_seconds, stream_*,
+// dlq_*, node_snapshot.*) plus [scheduler.phase2.storm]. Zero fields mean
+// the defaults listed on each field ([Config.WithDefaults]);
 // [Config.Validate] returns a [*ConfigError] naming the bad field, such as
 // "scheduler.phase2.redis.mode: unknown mode "x" (single|cluster)".
 // store/redisstore.LoadConfig reads the file.
@@ -169,9 +171,10 @@
 // ApplyJob(release). A [RequestStore] binds each request id to one job:
 // [RequestStore.Bind] calls create once however many duplicates arrive on
 // however many instances. A [TurnStore] applies package affinity's rules:
-// SelectNode is select_node, SetTurnAffinity is the write-once rule applied
-// right after a turn's first job is assigned, and ClearTurnAffinity runs on a
-// finalize reason that ends the turn. [MemJobs], [MemReservations],
+// SelectNode picks a job's node (its turn's affinity node while that is
+// online and in the pool, else one of the pool), SetTurnAffinity is the
+// write-once rule applied right after a turn's first job is assigned, and
+// ClearTurnAffinity runs on a finalize reason that ends the turn. [MemJobs], [MemReservations],
 // [MemRequests] and [MemTurns] are the in-memory reference implementations;
 // store/redisstore has the Redis ones and store/storetest the suites both
 // pass. A bad argument is an [*ArgumentError] ([ErrInvalidArgument]) naming

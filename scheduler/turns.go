@@ -26,7 +26,8 @@ type TurnStore interface {
 	// ClearTurnAffinity removes the turn's affinity (HDEL affinity_node_id)
 	// when a finalize reason ends the turn ([affinity.EndsTurn]).
 	ClearTurnAffinity(ctx context.Context, turnID string) error
-	// SelectNode is select_node ([affinity.Select]) over the stored
+	// SelectNode (select_node in the dispatch plane's vocabulary) applies
+	// [affinity.Select] to the stored
 	// affinity and the nodes' presence: the turn's affinity node when it is
 	// online, in pool and eligible, else a node chosen by s (nil:
 	// [affinity.Random]) among pool's online, eligible nodes. eligible

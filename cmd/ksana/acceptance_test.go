@@ -343,7 +343,7 @@ func TestMetrics(t *testing.T) {
 		`ksana_run_lag_seconds_count 1`,
 		`ksana_callback_latency_seconds_count 1`,
 		`ksana_store_flush_seconds_count `,
-		`ksana_http_requests_total{route="/jobs",code="201"} 2`,
+		`ksana_http_requests_total{code="201",route="/jobs"} 2`,
 	} {
 		if !strings.Contains(resp, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, resp)

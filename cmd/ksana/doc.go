@@ -41,7 +41,9 @@
 // Logs are structured (log/slog) on stderr: every run is logged with
 // job_id, name, status, latency_ms and error. GET /metrics serves
 // Prometheus text: jobs by state, runs by status, firing lag, callback
-// latency, store flush latency, API requests.
+// latency, store flush latency, API requests (the collector of package
+// github.com/ksana-dev/ksana/metrics, which a service embedding the runner
+// registers in its own registry).
 //
 // On SIGINT or SIGTERM it stops accepting requests, lets the runs in flight
 // finish for up to DRAIN_TIMEOUT and cancels the rest, writes the last

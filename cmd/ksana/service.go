@@ -12,64 +12,11 @@ import (
 
 	"github.com/ksana-dev/ksana/cron"
 	"github.com/ksana-dev/ksana/cron/httpapi"
-	"github.com/ksana-dev/ksana/internal/promtext"
+	"github.com/ksana-dev/ksana/metrics"
 	"github.com/ksana-dev/ksana/store/jsonstore"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
-
-// metrics are the series of GET /metrics.
-type metrics struct {
-	reg        *promtext.Registry
-	runs       *promtext.CounterVec
-	lag        *promtext.Histogram
-	latency    *promtext.Histogram
-	flush      *promtext.Histogram
-	flushErrs  *promtext.CounterVec
-	fileBytes  *promtext.GaugeVec
-	requests   *promtext.CounterVec
-	reqLatency *promtext.Histogram
-}
-
-func newMetrics() *metrics {
-	reg := promtext.NewRegistry()
-	return &metrics{
-		reg:        reg,
-		runs:       reg.Counter("ksana_runs_total", "Runs by final status (success, failed, timeout, skipped, missed).", "status"),
-		lag:        reg.Histogram("ksana_run_lag_seconds", "How late runs start: triggered_at minus scheduled_at.", promtext.DefaultBuckets),
-		latency:    reg.Histogram("ksana_callback_latency_seconds", "Duration of a run's callback, retries included.", promtext.DefaultBuckets),
-		flush:      reg.Histogram("ksana_store_flush_seconds", "Duration of one rewrite of jobs.json (encode, write, fsync, rename).", promtext.DefaultBuckets),
-		flushErrs:  reg.Counter("ksana_store_flush_errors_total", "Rewrites of jobs.json that failed."),
-		fileBytes:  reg.Gauge("ksana_store_file_bytes", "Size of jobs.json after the last rewrite."),
-		requests:   reg.Counter("ksana_http_requests_total", "API requests by route and status code.", "route", "code"),
-		reqLatency: reg.Histogram("ksana_http_request_seconds", "API request latency (a write includes its durable save).", promtext.DefaultBuckets),
-	}
-}
-
-// RunFinished implements cron.Observer.
-func (m *metrics) RunFinished(r cron.Run) {
-	m.runs.Add(1, string(r.Status))
-	if r.Attempts > 0 {
-		m.lag.Observe(max(r.Lag(), 0).Seconds())
-		m.latency.Observe(r.Latency.D().Seconds())
-	}
-}
-
-func (m *metrics) onFlush(fi jsonstore.FlushInfo) {
-	m.flush.Observe(fi.Duration.Seconds())
-	if fi.Err != nil {
-		m.flushErrs.Add(1)
-		return
-	}
-	m.fileBytes.Set(float64(fi.Bytes))
-}
-
-func (m *metrics) onRequest(ri httpapi.RequestInfo) {
-	route := ri.Route
-	if route == "" {
-		route = "other"
-	}
-	m.requests.Add(1, route, strconv.Itoa(ri.Status))
-	m.reqLatency.Observe(ri.Duration.Seconds())
-}
 
 // service is the assembled timed-job service: store, runner, API.
 type service struct {
@@ -78,12 +25,14 @@ type service struct {
 	store   *jsonstore.Store
 	runner  *cron.Runner
 	handler http.Handler
-	metrics *metrics
+	metrics *metrics.Cron
 }
 
 func newService(cfg config, log *slog.Logger) (*service, error) {
-	m := newMetrics()
-	store, err := jsonstore.New(cfg.DataDir, jsonstore.Config{Journal: true, Logger: log, OnFlush: m.onFlush})
+	m := metrics.NewCron(metrics.CronConfig{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	store, err := jsonstore.New(cfg.DataDir, jsonstore.Config{Journal: true, Logger: log, OnFlush: m.Flush})
 	if err != nil {
 		return nil, err
 	}
@@ -100,18 +49,7 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		store.Close()
 		return nil, err
 	}
-	m.reg.GaugeFunc("ksana_jobs", "Jobs by state (enabled, paused).", []string{"state"}, func(emit func(float64, ...string)) {
-		var on, off float64
-		for _, j := range runner.List() {
-			if j.Enabled {
-				on++
-			} else {
-				off++
-			}
-		}
-		emit(on, "enabled")
-		emit(off, "paused")
-	})
+	m.Watch(runner)
 	maxRetries := cfg.MaxRetries
 	if maxRetries == 0 {
 		maxRetries = -1 // httpapi: negative means no retries
@@ -120,8 +58,8 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		Token:             cfg.Token,
 		CallbackAllow:     cfg.CallbackAllow,
 		DefaultMaxRetries: maxRetries,
-		Metrics:           m.reg,
-		OnRequest:         m.onRequest,
+		Metrics:           promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		OnRequest:         m.Request,
 		Logger:            log,
 	})
 	if err != nil {

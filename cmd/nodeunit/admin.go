@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,7 +26,8 @@ func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 // adminTimeout bounds an admin sub-command's database work.
 const adminTimeout = 30 * time.Second
 
-// withDB opens the database for an admin sub-command and runs f.
+// withDB opens the database for an admin sub-command that writes (creating
+// or migrating the tables) and runs f.
 func withDB(name string, getenv func(string) string, stderr io.Writer, f func(ctx context.Context, db *sqlstore.DB) error) int {
 	c, err := loadBase(getenv)
 	if err != nil {
@@ -41,6 +43,33 @@ func withDB(name string, getenv func(string) string, stderr io.Writer, f func(ct
 	}
 	defer db.Close()
 	if err := f(ctx, db); err != nil {
+		fmt.Fprintf(stderr, "nodeunit %s: %v\n", name, err)
+		return exitError
+	}
+	return exitOK
+}
+
+// withReadDB runs f for an admin sub-command that only reads: it neither
+// creates the database, its directory or its tables, nor migrates them. db
+// is nil when there is nothing to read yet (no database file, or no
+// tables), which f shows as empty.
+func withReadDB(name string, getenv func(string) string, stderr io.Writer, f func(ctx context.Context, c baseConfig, db *sqlstore.DB) error) int {
+	c, err := loadBase(getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "nodeunit %s: %v\n", name, err)
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	db, err := connectDB(ctx, c)
+	if err != nil {
+		fmt.Fprintf(stderr, "nodeunit %s: %v\n", name, err)
+		return exitUsage
+	}
+	if db != nil {
+		defer db.Close()
+	}
+	if err := f(ctx, c, db); err != nil {
 		fmt.Fprintf(stderr, "nodeunit %s: %v\n", name, err)
 		return exitError
 	}
@@ -96,6 +125,12 @@ func parseAdd(args []string) (claim.Deployment, error) {
 	if d.ID == "" {
 		return d, fmt.Errorf("--id is required")
 	}
+	if d.Type == claim.TypeDaemon && d.Address != "" {
+		return d, &codedError{
+			msg: fmt.Sprintf("%s: --address is for type deployment only: a daemon runs on every node-unit and has no address", claim.CodeDaemonAddressSet),
+			err: claim.ErrDaemonAddressSet,
+		}
+	}
 	if err := d.Validate(); err != nil {
 		return d, err
 	}
@@ -116,9 +151,22 @@ func cmdAdd(args []string, getenv func(string) string, stdout, stderr io.Writer)
 			state = "disabled"
 		}
 		fmt.Fprintf(stdout, "added %s %q (%s)\n", d.Type, d.ID, state)
+		if re := trustedRegexp(getenv); re != nil && !re.MatchString(d.Command) {
+			fmt.Fprintf(stderr, "nodeunit add: warning: command %q does not match NODE_UNIT_TRUSTED_COMMAND_REGEXP %q: node-units with this setting will not run it (nodeunit status shows which do)\n",
+				d.Command, getenv("NODE_UNIT_TRUSTED_COMMAND_REGEXP"))
+		}
 		return nil
 	})
 }
+
+// codedError is a message of its own over a claim sentinel.
+type codedError struct {
+	msg string
+	err error
+}
+
+func (e *codedError) Error() string { return e.msg }
+func (e *codedError) Unwrap() error { return e.err }
 
 // flagError reports a parse error of a sub-command (or prints the help for
 // -h).
@@ -195,8 +243,8 @@ func cmdList(args []string, getenv func(string) string, stdout, stderr io.Writer
 	if code, done := noArgs("list", args, stdout, stderr); done {
 		return code
 	}
-	return withDB("list", getenv, stderr, func(ctx context.Context, db *sqlstore.DB) error {
-		ds, err := db.Deployments().List(ctx)
+	return withReadDB("list", getenv, stderr, func(ctx context.Context, _ baseConfig, db *sqlstore.DB) error {
+		ds, err := listDeployments(ctx, db)
 		if err != nil {
 			return err
 		}
@@ -234,17 +282,12 @@ func cmdNodes(args []string, getenv func(string) string, stdout, stderr io.Write
 	if code, done := noArgs("nodes", args, stdout, stderr); done {
 		return code
 	}
-	c, err := loadBase(getenv)
-	if err != nil {
-		fmt.Fprintf(stderr, "nodeunit nodes: %v\n", err)
-		return exitUsage
-	}
-	return withDB("nodes", getenv, stderr, func(ctx context.Context, db *sqlstore.DB) error {
-		nodes, err := db.Membership().Active(ctx, c.ttl())
+	return withReadDB("nodes", getenv, stderr, func(ctx context.Context, c baseConfig, db *sqlstore.DB) error {
+		nodes, err := activeNodes(ctx, c, db)
 		if err != nil {
 			return err
 		}
-		ds, err := db.Deployments().List(ctx)
+		ds, err := listDeployments(ctx, db)
 		if err != nil {
 			return err
 		}
@@ -263,4 +306,34 @@ func cmdNodes(args []string, getenv func(string) string, stdout, stderr io.Write
 		}
 		return tw.Flush()
 	})
+}
+
+// listDeployments lists every deployment; none when db is nil.
+func listDeployments(ctx context.Context, db *sqlstore.DB) ([]claim.Deployment, error) {
+	if db == nil {
+		return nil, nil
+	}
+	return db.Deployments().List(ctx)
+}
+
+// activeNodes lists the active node-units; none when db is nil.
+func activeNodes(ctx context.Context, c baseConfig, db *sqlstore.DB) ([]claim.NodeUnit, error) {
+	if db == nil {
+		return nil, nil
+	}
+	return db.Membership().Active(ctx, c.ttl())
+}
+
+// trustedRegexp is NODE_UNIT_TRUSTED_COMMAND_REGEXP anchored as the
+// node-units apply it, or nil when it is unset or does not compile.
+func trustedRegexp(getenv func(string) string) *regexp.Regexp {
+	v := getenv("NODE_UNIT_TRUSTED_COMMAND_REGEXP")
+	if v == "" {
+		return nil
+	}
+	re, err := regexp.Compile(`^(?:` + v + `)$`)
+	if err != nil {
+		return nil
+	}
+	return re
 }

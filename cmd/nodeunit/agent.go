@@ -9,12 +9,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ksana-dev/ksana/claim"
 	"github.com/ksana-dev/ksana/internal/nodeunit/proc"
 	"github.com/ksana-dev/ksana/internal/nodeunit/usage"
+	"github.com/ksana-dev/ksana/metrics"
 	"github.com/ksana-dev/ksana/store/sqlstore"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // openDB opens the configured database, creating the default data
@@ -34,19 +38,72 @@ func openDB(ctx context.Context, c baseConfig) (*sqlstore.DB, error) {
 	return db, nil
 }
 
+// connectDB connects to the configured database for reading only: it
+// creates and migrates nothing. It returns nil, nil when there is nothing
+// to read yet: the default SQLite file does not exist, or the database has
+// no tables. A search_path naming no schema is an error naming
+// DATABASE_URL.
+func connectDB(ctx context.Context, c baseConfig) (*sqlstore.DB, error) {
+	if path, ok := sqlitePath(c.DatabaseURL); ok {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	db, err := sqlstore.Connect(ctx, c.DatabaseURL)
+	if err != nil {
+		return nil, &EnvError{Name: "DATABASE_URL", Value: redactURL(c.DatabaseURL), Err: err}
+	}
+	v, err := db.SchemaVersion(ctx)
+	if err != nil {
+		db.Close()
+		return nil, &EnvError{Name: "DATABASE_URL", Value: redactURL(c.DatabaseURL), Err: err}
+	}
+	if v == 0 {
+		db.Close()
+		return nil, nil
+	}
+	return db, nil
+}
+
+// sqlitePath returns the file of an SQLite database URL (sqlite:PATH,
+// file:PATH or a plain path, query removed); ok is false for PostgreSQL,
+// for any other scheme, and for an in-memory database.
+func sqlitePath(u string) (path string, ok bool) {
+	s := strings.TrimSpace(u)
+	lower := strings.ToLower(s)
+	switch {
+	case strings.HasPrefix(lower, "sqlite:"):
+		s = strings.TrimPrefix(s[len("sqlite:"):], "//")
+	case strings.HasPrefix(lower, "file:"):
+		s = strings.TrimPrefix(s[len("file:"):], "//")
+	case strings.Contains(lower, "://"):
+		return "", false // PostgreSQL, or a scheme Open refuses with a message
+	}
+	s, _, _ = strings.Cut(s, "?")
+	if s == "" || s == ":memory:" {
+		return "", false
+	}
+	return s, true
+}
+
 // agent is a running node-unit.
 type agent struct {
-	cfg    runConfig
-	log    *slog.Logger
-	slot   *addressSlot
-	addr   string
-	db     *sqlstore.DB
-	runner *proc.Runner
-	coll   *usage.Collector
-	ln     net.Listener
-	srv    *http.Server
-	loop   *claim.Loop
-	usage  string // the usage endpoint URL
+	cfg     runConfig
+	log     *slog.Logger
+	slot    *addressSlot
+	addr    string
+	db      *sqlstore.DB
+	runner  *proc.Runner
+	coll    *usage.Collector
+	ln      net.Listener
+	srv     *http.Server
+	loop    *claim.Loop
+	board   *board
+	metrics *metrics.Claim
+	usage   string // the usage endpoint URL
+	schema  string // where the tables are
 }
 
 // runAgent runs "nodeunit run" until ctx ends; it returns nil after a clean
@@ -63,7 +120,7 @@ func runAgent(ctx context.Context, c runConfig, log *slog.Logger) (err error) {
 	}
 	log = a.log
 	log.Info("node-unit started", "pid", os.Getpid(),
-		"usage_endpoint", a.usage, "database", redactURL(c.DatabaseURL),
+		"usage_endpoint", a.usage, "database", redactURL(c.DatabaseURL), "schema", a.schema,
 		"policy", c.Policy.Name(), "interval", c.Interval, "membership_ttl", c.ttl(),
 		"logs", a.runner.LogPath("ID"))
 	if c.Trusted == nil {
@@ -122,6 +179,9 @@ func (a *agent) setup(ctx context.Context) error {
 		return err
 	}
 	a.db = db
+	if a.schema, err = db.Schema(ctx); err != nil {
+		return &EnvError{Name: "DATABASE_URL", Value: redactURL(c.DatabaseURL), Err: err}
+	}
 
 	a.runner, err = proc.New(proc.Config{
 		LogDir:    filepath.Join(c.DataDir, "logs", proc.EscapeID(a.addr)),
@@ -138,13 +198,15 @@ func (a *agent) setup(ctx context.Context) error {
 	if err != nil {
 		return &EnvError{Name: "NODE_UNIT_LISTEN", Value: c.Listen, Err: err}
 	}
-	a.srv = &http.Server{Handler: usage.Handler(a.coll.Usage), ReadHeaderTimeout: 5 * time.Second}
+	a.metrics = metrics.NewClaim(metrics.ClaimConfig{})
+	a.board = newBoard(a.metrics)
+	a.srv = &http.Server{Handler: a.handler(), ReadHeaderTimeout: 5 * time.Second}
 	a.usage = c.UsageURL
 	if a.usage == "" {
 		a.usage = usageURL(a.ln.Addr())
 	}
 
-	a.loop, err = claim.New(db.Deployments(), db.Membership(), procRunner{a.runner}, &usage.Probe{}, claim.Config{
+	a.loop, err = claim.New(db.Deployments(), db.Membership(), procRunner{r: a.runner, b: a.board}, &usage.Probe{}, claim.Config{
 		Address:           a.addr,
 		UsageEndpoint:     a.usage,
 		Policy:            c.Policy,
@@ -155,9 +217,34 @@ func (a *agent) setup(ctx context.Context) error {
 		MaxClaimsPerCycle: c.MaxClaims,
 		Rebalance:         claim.Rebalance{Enabled: c.Rebalance},
 		SelfFence:         c.SelfFence,
+		Observer:          a.board,
 		Logger:            base, // the loop adds the address itself
 	})
 	return err
+}
+
+// handler serves the usage endpoint, the status endpoint and /metrics: the
+// claim loop's series and the latest usage reading.
+func (a *agent) handler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(a.metrics,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ksana_nodeunit_cpu_percent",
+			Help: "CPU of the node-unit and its deployment processes, as a share of the machine's total CPU (0-100)."},
+			func() float64 { return a.coll.Usage().CPUPercent }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ksana_nodeunit_memory_mb",
+			Help: "Resident memory of the node-unit and its deployment processes, in MiB."},
+			func() float64 { return a.coll.Usage().MemoryMB }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ksana_nodeunit_processes",
+			Help: "Deployments and daemons this node-unit supervises, running or waiting to restart."},
+			func() float64 { return float64(len(a.runner.Running())) }),
+	)
+	mux := http.NewServeMux()
+	mux.Handle(usage.Path, usage.Handler(a.coll.Usage))
+	mux.Handle(StatusPath, statusHandler(func() nodeStatus {
+		return a.board.status(a.addr, a.runner.Processes(), func(id string) string { return lastLogLine(a.runner.LogPath(id)) })
+	}))
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return mux
 }
 
 // close releases what setup acquired; safe after a partial setup.

@@ -14,7 +14,14 @@
 //	nodeunit remove ID...                  delete deployments
 //	nodeunit list                          show the deployments: id, type, enabled, address, command
 //	nodeunit nodes                         show the active node-units and their deployment counts
+//	nodeunit status                        show each deployment's state on each node-unit
 //	nodeunit help                          show the help (also -h)
+//
+// An unknown command is answered with one line that points at -h. list,
+// nodes and status only read: on a database without tables they show empty
+// tables and create nothing (not even the default SQLite file). add warns
+// when its own NODE_UNIT_TRUSTED_COMMAND_REGEXP, if set, refuses the
+// command.
 //
 // The flags of add are --id, --type (deployment or daemon; an other value
 // is ERR_INVALID_TYPE), --command and --arg (instead of the words after the
@@ -27,8 +34,16 @@
 // run reads every variable below. The other sub-commands read only
 // DATABASE_URL, NODE_UNIT_DATA, LOG_LEVEL, LOG_FORMAT,
 // NODE_UNIT_SCHEDULER_INTERVAL_MS and NODE_UNIT_MEMBERSHIP_TTL_MS (nodes
-// uses the last two to tell which node-units are active). A bad value stops
-// the command with a message naming the variable (exit status 2).
+// and status use the last two to tell which node-units are active). A bad
+// value, or a database that cannot be reached or has no schema to hold the
+// tables, stops the command with one line naming the variable, in the form
+// NAME="value": reason (exit status 2).
+//
+// On PostgreSQL the tables go into the first existing schema of the
+// connection's search path: public unless DATABASE_URL adds
+// search_path=SCHEMA. A search path that names no existing schema is
+// refused with a message saying to create it; the start-up log line names
+// the schema in use.
 //
 //	DATABASE_URL                      [sqlite:$NODE_UNIT_DATA/nodeunit.db]
 //	    postgres://... for PostgreSQL; sqlite:PATH, file:PATH or a PATH for SQLite
@@ -71,7 +86,11 @@
 // A command runs only when it matches NODE_UNIT_TRUSTED_COMMAND_REGEXP as a
 // whole; unset, every command is refused, so that whoever can write the
 // deployment table cannot run arbitrary programs on every node-unit by
-// default. A refused command is logged and never run. Each process gets
+// default. The rule is checked before a claim: a node-unit never claims a
+// deployment it would refuse, so the deployment waits for a node-unit
+// whose rule lets it run (when the least loaded node-units all refuse it,
+// another one that can run it claims it after three cycles). A deployment
+// bound to the node-unit by hand and refused is logged and never run. Each process gets
 // the node-unit's environment plus the deployment's env, runs in its own
 // process group, and writes its output to
 // $NODE_UNIT_DATA/logs/ADDRESS/ID.log. A process that exits is restarted
@@ -91,7 +110,20 @@
 //
 // Its URL is published in the membership; under
 // NODE_UNIT_CLAIM_POLICY=resource_usage every node-unit reads the others'
-// usage each cycle.
+// usage each cycle. The usage is read through gopsutil on Linux, macOS and
+// Windows.
+//
+// # Status and metrics
+//
+// The same listener serves GET /NodeUnit/Status, the state of each
+// deployment on this node-unit as JSON: running (pid, start), restarting
+// (restarts, last exit, its time, the next start, the last lines of its
+// output), refused (the reason, for deployments the trust rule refuses).
+// nodeunit status reads it from every active node-unit and prints one line
+// per deployment and node-unit. GET /metrics serves Prometheus metrics:
+// the claim loop's (ksana_claim_*, see package
+// github.com/ksana-dev/ksana/metrics) and ksana_nodeunit_cpu_percent,
+// ksana_nodeunit_memory_mb and ksana_nodeunit_processes.
 //
 // # Shutdown
 //
@@ -101,4 +133,10 @@
 // second signal ends it at once. A node-unit that dies without leaving is
 // found lost when its last heartbeat is older than
 // NODE_UNIT_MEMBERSHIP_TTL_MS.
+//
+// A node-unit that starts again starts with no deployments: the others
+// keep what they took over, and it claims only deployments that are
+// waiting. NODE_UNIT_REBALANCE=true makes a node-unit that holds 2 or more
+// above the least loaded one release one per cycle, so a restarted
+// node-unit gets its share back.
 package main

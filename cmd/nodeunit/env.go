@@ -30,7 +30,7 @@ var envVars = []envVar{
 	{"DATABASE_URL", "sqlite:$NODE_UNIT_DATA/nodeunit.db", "database holding the deployment and node_unit tables: postgres://... (PostgreSQL) or sqlite:PATH, file:PATH or a PATH (SQLite)"},
 	{"NODE_UNIT_DATA", "./data", "data directory: the default SQLite database, the address files and the deployments' log files"},
 	{"NODE_UNIT_ADDRESS", "generated", "this node-unit's address; by default one is generated once and kept in $NODE_UNIT_DATA/nodeunit-address, and a second node-unit sharing the directory takes nodeunit-address.2 (a file lock tells which are in use)"},
-	{"NODE_UNIT_LISTEN", "127.0.0.1:0", "listen address of the usage endpoint GET /NodeUnit/InspectResourceUsage (port 0: any free port)"},
+	{"NODE_UNIT_LISTEN", "127.0.0.1:0", "listen address of GET /NodeUnit/InspectResourceUsage, GET /NodeUnit/Status and GET /metrics (port 0: any free port)"},
 	{"NODE_UNIT_USAGE_URL", "from NODE_UNIT_LISTEN", "URL other node-units use to read this one's usage; by default http://HOST:PORT/NodeUnit/InspectResourceUsage of the listener, an unspecified host replaced by the host name"},
 	{claim.EnvClaimPolicy, claim.PolicyDeploymentCount, "claim policy, case-insensitive: deployment_count, resource_usage or none"},
 	{claim.EnvSchedulerInterval, "5000", "claim loop period in milliseconds"},
@@ -42,7 +42,7 @@ var envVars = []envVar{
 	{"NODE_UNIT_REBALANCE", "false", "move deployments from a node-unit holding 2 or more above the least loaded one"},
 	{"NODE_UNIT_SELF_FENCE", "false", "stop this node-unit's deployments when it cannot renew its membership for half the TTL"},
 	{"NODE_UNIT_PROBE_FAILURE", "zero", "resource_usage: a node-unit whose usage cannot be read scores 0 (zero) or does not claim that cycle (not_eligible)"},
-	{"NODE_UNIT_TRUSTED_COMMAND_REGEXP", "unset: refuse every command", "only commands matching this expression as a whole run (e.g. '/opt/apps/.*' or 'sleep'); a refused command is logged and never run"},
+	{"NODE_UNIT_TRUSTED_COMMAND_REGEXP", "unset: refuse every command", "only commands matching this expression as a whole run (e.g. '/opt/apps/.*' or 'sleep'); a deployment whose command is refused is never claimed, and is shown as refused by nodeunit status"},
 	{"NODE_UNIT_STOP_GRACE_MS", "10000", "time between SIGTERM and SIGKILL when stopping a deployment"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"LOG_FORMAT", "text", "text or json (structured logs on standard error)"},
@@ -88,6 +88,21 @@ type runConfig struct {
 	StopGrace    time.Duration
 }
 
+// asEnvError turns a *claim.ConfigError about a variable into an
+// *EnvError, so that every bad setting reads the same way:
+// NAME="value": reason.
+func asEnvError(err error) error {
+	var ce *claim.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	reason := ce.Err
+	if reason == nil {
+		reason = errors.New("invalid")
+	}
+	return &EnvError{Name: ce.Name, Value: ce.Value, Err: errors.New(strings.TrimPrefix(reason.Error(), "claim: "))}
+}
+
 func envErr(name, value, format string, args ...any) error {
 	return &EnvError{Name: name, Value: value, Err: fmt.Errorf(format, args...)}
 }
@@ -125,7 +140,7 @@ func loadBase(getenv func(string) string) (baseConfig, error) {
 	}
 	var err error
 	if c.Interval, err = claim.ParseInterval(getenv(claim.EnvSchedulerInterval)); err != nil {
-		return c, err
+		return c, asEnvError(err)
 	}
 	if v := getenv("NODE_UNIT_MEMBERSHIP_TTL_MS"); strings.TrimSpace(v) != "" {
 		if c.MemberTTL, err = parseMillis("NODE_UNIT_MEMBERSHIP_TTL_MS", v, false); err != nil {
@@ -177,7 +192,7 @@ func loadRun(getenv func(string) string) (runConfig, error) {
 		c.UsageURL = v
 	}
 	if c.Policy, err = claim.PolicyFromEnv(getenv); err != nil {
-		return c, err
+		return c, asEnvError(err)
 	}
 	if v := getenv("NODE_UNIT_LOST_AFTER_MS"); strings.TrimSpace(v) != "" {
 		if c.LostAfter, err = parseMillis("NODE_UNIT_LOST_AFTER_MS", v, true); err != nil {

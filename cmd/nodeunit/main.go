@@ -44,12 +44,13 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return cmdList(args, getenv, stdout, stderr)
 	case "nodes":
 		return cmdNodes(args, getenv, stdout, stderr)
+	case "status":
+		return cmdStatus(args, getenv, stdout, stderr)
 	case "help":
 		printUsage(stdout)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "nodeunit: unknown command %q\n\n", cmd)
-	printUsage(stderr)
+	fmt.Fprintf(stderr, "nodeunit: unknown command %q (nodeunit -h lists the commands)\n", cmd)
 	return exitUsage
 }
 
@@ -68,6 +69,8 @@ Usage:
   nodeunit remove ID...                  delete deployments
   nodeunit list                          show the deployments: id, type, enabled, address, command
   nodeunit nodes                         show the active node-units and their deployment counts
+  nodeunit status                        show each deployment's state on each node-unit: running,
+                                         restarting (with its last exit), refused by the trust rule
   nodeunit help                          show this help
 
 Flags of add:
@@ -83,8 +86,10 @@ Flags of add:
 
 Environment (defaults in brackets). The sub-commands other than run read
 only DATABASE_URL, NODE_UNIT_DATA, LOG_LEVEL, LOG_FORMAT,
-NODE_UNIT_SCHEDULER_INTERVAL_MS and NODE_UNIT_MEMBERSHIP_TTL_MS (nodes uses
-the last two to tell which node-units are active).
+NODE_UNIT_SCHEDULER_INTERVAL_MS and NODE_UNIT_MEMBERSHIP_TTL_MS (nodes and
+status use the last two to tell which node-units are active); add also
+reads NODE_UNIT_TRUSTED_COMMAND_REGEXP, to warn about a command it would
+refuse. list, nodes and status only read: they create no table.
 
 `
 
@@ -92,7 +97,9 @@ const usageTail = `
 The usage endpoint answers GET /NodeUnit/InspectResourceUsage with
 {"cpu_percent": ..., "memory_mb": ...}: the CPU of this process and its
 deployment processes as a share of the machine's total CPU (0-100) and their
-resident memory in MB. Each deployment's output goes to
+resident memory in MB. The same listener serves GET /NodeUnit/Status (the
+state of this node-unit's deployments, read by nodeunit status) and
+GET /metrics (Prometheus). Each deployment's output goes to
 $NODE_UNIT_DATA/logs/ADDRESS/ID.log. A bad variable stops start-up with a
 message naming it (exit status 2).
 `
@@ -183,11 +190,14 @@ func cmdRun(args []string, getenv func(string) string, stdout, stderr io.Writer)
 	err = runAgent(ctx, cfg, log)
 	stop()
 	if err != nil {
-		log.Error("node-unit failed", "err", err)
+		// A bad setting found while starting (DATABASE_URL, NODE_UNIT_LISTEN,
+		// NODE_UNIT_DATA) reads like the ones found before: one plain line.
 		var ee *EnvError
 		if errors.As(err, &ee) {
+			fmt.Fprintf(stderr, "nodeunit: %v\n", err)
 			return exitUsage
 		}
+		log.Error("node-unit failed", "err", err)
 		return exitError
 	}
 	return exitOK

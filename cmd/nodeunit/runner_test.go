@@ -27,7 +27,7 @@ func TestRunnerRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close(context.Background())
-	pr := procRunner{r}
+	pr := procRunner{r: r}
 	tests := []struct {
 		name string
 		d    claim.Deployment

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// Field names of turn affinity, as deployments of the plane spell them.
+// Field names of turn affinity in the turn and session hashes.
 const (
 	FieldAffinityNodeID = "affinity_node_id"
 	FieldCurrentTurnID  = "current_turn_id"

@@ -8,8 +8,8 @@ import (
 // DefaultPrefix is the key prefix used when none is configured.
 const DefaultPrefix = "ksana"
 
-// Keys builds every Redis key this package uses, following the key layout of
-// the dispatch plane's established key layout under a configurable prefix. It is the
+// Keys builds every Redis key this package uses, under a configurable
+// prefix, in the layout listed below. It is the
 // only place a key is spelled out: call sites never concatenate keys.
 //
 // Keys that a Lua script touches together carry one hash tag ({job:<id>},

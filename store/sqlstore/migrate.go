@@ -100,6 +100,9 @@ const createVersionTable = `CREATE TABLE IF NOT EXISTS ksana_schema_migrations (
 // lock (one per schema), on SQLite on the write lock that BEGIN IMMEDIATE
 // takes. [Open] calls it.
 func (db *DB) Migrate(ctx context.Context) error {
+	if _, err := db.Schema(ctx); err != nil {
+		return err
+	}
 	ms, err := migrations(db.d)
 	if err != nil {
 		return fmt.Errorf("sqlstore: migrate: %w", err)
@@ -164,8 +167,13 @@ func (db *DB) migrateTx(ctx context.Context, tx *sqlx.Tx, ms []migration) error 
 }
 
 // SchemaVersion returns the newest schema version recorded in the
-// database, 0 when none is.
+// database, 0 when none is (the tables do not exist yet). It changes
+// nothing. A PostgreSQL search path naming no existing schema is an
+// [*SchemaError].
 func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
+	if _, err := db.Schema(ctx); err != nil {
+		return 0, err
+	}
 	ok, err := db.hasTable(ctx, "ksana_schema_migrations")
 	if err != nil || !ok {
 		return 0, err

@@ -25,6 +25,9 @@ var (
 	ErrNotFound = errors.New("sqlstore: deployment not found")
 	// ErrExists: a deployment with the id exists already.
 	ErrExists = errors.New("sqlstore: deployment exists")
+	// ErrNoSchema: the PostgreSQL search path names no existing schema
+	// ([*SchemaError] carries it).
+	ErrNoSchema = errors.New("sqlstore: no schema to hold the tables")
 )
 
 // DB is an open database holding the deployment and node_unit tables. It is
@@ -35,12 +38,14 @@ type DB struct {
 	d *dialect
 }
 
-// Open connects to the database that url names, checks the connection and
-// brings the schema up to date with [DB.Migrate].
+// Open connects to the database that url names ([Connect]) and brings the
+// schema up to date with [DB.Migrate].
 //
 //   - postgres://... or postgresql://...: PostgreSQL through pgx. Any
 //     run-time parameter may be added to the query, such as
-//     search_path=myschema.
+//     search_path=myschema; the tables go into the first schema of the
+//     search path that exists ([DB.Schema]), public by default, and a
+//     search path naming no existing schema is an error that says so.
 //   - sqlite:PATH, file:PATH (an SQLite URI) or a plain PATH: an SQLite
 //     file, created when missing (its directory must exist); ":memory:" is
 //     a private in-memory database. The connection runs in WAL mode with a
@@ -51,6 +56,23 @@ type DB struct {
 //     on the file lock, while several processes share a file through
 //     SQLite's locking.
 func Open(ctx context.Context, url string) (*DB, error) {
+	db, err := Connect(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.x.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Connect is [Open] without the migration: it connects to the database
+// that url names and checks the connection, and never creates or changes a
+// table. It suits read-only tools, which check [DB.SchemaVersion] first (0:
+// no table exists yet). An SQLite file is still created when missing,
+// empty; open it as file:PATH?mode=ro to avoid that.
+func Connect(ctx context.Context, url string) (*DB, error) {
 	d, dsn, err := parseURL(url)
 	if err != nil {
 		return nil, err
@@ -74,10 +96,6 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if err := db.x.PingContext(ctx); err != nil {
 		db.x.Close()
 		return nil, fmt.Errorf("sqlstore: connect %s: %w", d.name, err)
-	}
-	if err := db.Migrate(ctx); err != nil {
-		db.x.Close()
-		return nil, err
 	}
 	return db, nil
 }
@@ -142,6 +160,45 @@ func parseURL(raw string) (*dialect, string, error) {
 
 // Close closes the database connections.
 func (db *DB) Close() error { return db.x.Close() }
+
+// Schema returns the schema that holds (or will hold) the tables: on
+// PostgreSQL the first schema of the search path that exists, "public"
+// unless the URL sets search_path; on SQLite "main". It is an
+// [*SchemaError] when the search path names no existing schema.
+func (db *DB) Schema(ctx context.Context) (string, error) {
+	if db.d != postgresDialect {
+		return "main", nil
+	}
+	var cur *string
+	if err := db.x.GetContext(ctx, &cur, "SELECT current_schema()"); err != nil {
+		return "", fmt.Errorf("sqlstore: current schema: %w", err)
+	}
+	if cur != nil {
+		return *cur, nil
+	}
+	var path string
+	if err := db.x.GetContext(ctx, &path, "SHOW search_path"); err != nil {
+		return "", fmt.Errorf("sqlstore: search_path: %w", err)
+	}
+	return "", &SchemaError{SearchPath: path}
+}
+
+// SchemaError reports a PostgreSQL search path that names no existing
+// schema, so there is nowhere to create or read the tables.
+type SchemaError struct {
+	SearchPath string // the connection's search_path setting
+}
+
+// Error names the search path and says what to do.
+func (e *SchemaError) Error() string {
+	first, _, _ := strings.Cut(e.SearchPath, ",")
+	first = strings.TrimSpace(first)
+	return fmt.Sprintf("sqlstore: no schema of search_path %q exists: create it (CREATE SCHEMA %s) or set search_path in the database URL to an existing schema",
+		e.SearchPath, first)
+}
+
+// Unwrap returns [ErrNoSchema].
+func (e *SchemaError) Unwrap() error { return ErrNoSchema }
 
 // Dialect returns "postgres" or "sqlite".
 func (db *DB) Dialect() string { return db.d.name }

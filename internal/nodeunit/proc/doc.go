@@ -11,8 +11,8 @@
 // at warning level for each id and command, then at debug level. A nil
 // Trusted refuses every command.
 //
-// The process gets the node-unit's own environment plus the spec's
-// variables (the spec wins on a clash), runs in a process group of its own,
+// The process gets the node-unit's own environment plus the [Spec]'s
+// variables (the Spec wins on a clash), runs in a process group of its own,
 // and writes its standard output and error to
 // [Config.LogDir]/<escaped id>.log, opened for appending, so the file keeps
 // the output of every run. On Linux the process also gets SIGKILL when the

@@ -109,6 +109,14 @@ type Process struct {
 	PID      int       // 0 while waiting to be restarted
 	Restarts int       // starts after the first
 	Started  time.Time // start of the current run, zero while waiting
+	// LastExit is how the previous run ended ("exit status 1", "signal:
+	// killed", or why it could not start), "" before any run ended.
+	LastExit string
+	// LastExitAt is when the previous run ended, zero before any did.
+	LastExitAt time.Time
+	// NextStart is when a process waiting to be restarted starts again,
+	// zero while it runs.
+	NextStart time.Time
 }
 
 // Runner supervises local processes. Create it with [New].
@@ -128,10 +136,13 @@ type supervised struct {
 	stop chan struct{} // closed to ask the supervisor to stop
 	done chan struct{} // closed when the supervisor has returned
 
-	mu       sync.Mutex
-	pid      int
-	restarts int
-	started  time.Time
+	mu         sync.Mutex
+	pid        int
+	restarts   int
+	started    time.Time
+	lastExit   string
+	lastExitAt time.Time
+	nextStart  time.Time
 }
 
 // New returns a Runner. It fails when LogDir is empty or cannot be created,
@@ -245,11 +256,11 @@ func EscapeID(id string) string {
 // only the wait for a replaced process to stop; the new process lives
 // until Stop or Close.
 func (r *Runner) Start(ctx context.Context, spec Spec) error {
-	if spec.ID == "" || spec.Command == "" {
-		return fmt.Errorf("proc: %w: id %q, command %q: both are required", ErrInvalidSpec, spec.ID, spec.Command)
-	}
-	if !r.Trusted(spec.Command) {
-		return r.refuse(spec)
+	if err := r.Check(spec); err != nil {
+		if errors.Is(err, ErrUntrusted) {
+			r.logRefusal(spec, err)
+		}
+		return err
 	}
 	spec.Args = slices.Clone(spec.Args)
 	spec.Env = slices.Clone(spec.Env)
@@ -280,12 +291,30 @@ func (r *Runner) Start(ctx context.Context, spec Spec) error {
 	}
 }
 
-func (r *Runner) refuse(spec Spec) error {
+// Check reports, without starting or logging anything, whether Start
+// would accept spec: an error wrapping [ErrInvalidSpec] when it has no id
+// or no command, an [*UntrustedError] when its command is not trusted.
+func (r *Runner) Check(spec Spec) error {
+	if spec.ID == "" || spec.Command == "" {
+		return fmt.Errorf("proc: %w: id %q, command %q: both are required", ErrInvalidSpec, spec.ID, spec.Command)
+	}
+	if !r.Trusted(spec.Command) {
+		pattern := ""
+		if r.cfg.Trusted != nil {
+			pattern = r.cfg.Trusted.String()
+		}
+		return &UntrustedError{ID: spec.ID, Command: spec.Command, Pattern: pattern}
+	}
+	return nil
+}
+
+// logRefusal logs a refused start: at warning level the first time for an
+// id and command, at debug level after.
+func (r *Runner) logRefusal(spec Spec, err error) {
 	pattern := ""
 	if r.cfg.Trusted != nil {
 		pattern = r.cfg.Trusted.String()
 	}
-	err := &UntrustedError{ID: spec.ID, Command: spec.Command, Pattern: pattern}
 	r.mu.Lock()
 	first := r.refused[spec.ID] != spec.Command
 	r.refused[spec.ID] = spec.Command
@@ -296,7 +325,6 @@ func (r *Runner) refuse(spec Spec) error {
 	}
 	r.cfg.Logger.Log(context.Background(), level, "command refused: not trusted",
 		"id", spec.ID, "command", spec.Command, "trusted", pattern, "err", err)
-	return err
 }
 
 // Stop stops the process of id: SIGTERM to its group, SIGKILL after
@@ -368,7 +396,8 @@ func (r *Runner) Processes() []Process {
 	out := make([]Process, 0, len(list))
 	for _, s := range list {
 		s.mu.Lock()
-		out = append(out, Process{ID: s.spec.ID, PID: s.pid, Restarts: s.restarts, Started: s.started})
+		out = append(out, Process{ID: s.spec.ID, PID: s.pid, Restarts: s.restarts, Started: s.started,
+			LastExit: s.lastExit, LastExitAt: s.lastExitAt, NextStart: s.nextStart})
 		s.mu.Unlock()
 	}
 	slices.SortFunc(out, func(a, b Process) int { return strings.Compare(a.ID, b.ID) })
@@ -398,12 +427,16 @@ func (r *Runner) supervise(s *supervised) {
 		if stopped {
 			return
 		}
-		ran := r.cfg.Clock.Now().Sub(start)
+		end := r.cfg.Clock.Now()
+		ran := end.Sub(start)
 		if ran >= r.cfg.ResetAfter {
 			failures = 0
 		}
 		wait := Backoff(failures, r.cfg.MinBackoff, r.cfg.MaxBackoff)
 		failures++
+		s.mu.Lock()
+		s.lastExit, s.lastExitAt, s.nextStart = err.Error(), end, end.Add(wait)
+		s.mu.Unlock()
 		log.Warn("deployment process ended: restarting after backoff", "err", err, "ran", ran.Round(time.Millisecond), "backoff", wait)
 		select {
 		case <-s.stop:
@@ -438,7 +471,7 @@ func (r *Runner) runOnce(s *supervised, attempt int, log *slog.Logger) (stopped 
 	}
 	pid := cmd.Process.Pid
 	s.mu.Lock()
-	s.pid, s.restarts, s.started = pid, attempt, r.cfg.Clock.Now()
+	s.pid, s.restarts, s.started, s.nextStart = pid, attempt, r.cfg.Clock.Now(), time.Time{}
 	s.mu.Unlock()
 	log.Info("deployment process started", "pid", pid, "command", s.spec.Command, "restarts", attempt)
 

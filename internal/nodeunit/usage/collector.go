@@ -23,11 +23,6 @@ type Config struct {
 	Interval time.Duration
 	// Self is the node-unit's process id. Default os.Getpid().
 	Self int
-	// ProcRoot is where the proc file system is mounted. Default "/proc".
-	ProcRoot string
-	// PageSize is the size of a memory page in bytes. Default
-	// os.Getpagesize().
-	PageSize int
 	// Logger receives sampling errors. Default: discard.
 	Logger *slog.Logger
 }
@@ -44,13 +39,13 @@ type Reading struct {
 // concurrent use.
 type Collector struct {
 	cfg Config
-	fs  procFS
+	src source
 
 	mu     sync.Mutex
 	latest Reading
 	// state of the previous sample
-	prevTotal uint64
-	prevTicks map[procKey]uint64
+	prevTotal float64
+	prevCPU   map[procKey]float64
 	primed    bool
 	failed    bool // an error was logged already
 }
@@ -58,7 +53,7 @@ type Collector struct {
 // procKey tells a process from a later one that reuses its pid.
 type procKey struct {
 	pid   int
-	start uint64
+	start int64
 }
 
 // NewCollector returns a Collector; zero Config fields take their defaults.
@@ -72,16 +67,10 @@ func NewCollector(cfg Config) *Collector {
 	if cfg.Self == 0 {
 		cfg.Self = os.Getpid()
 	}
-	if cfg.ProcRoot == "" {
-		cfg.ProcRoot = "/proc"
-	}
-	if cfg.PageSize <= 0 {
-		cfg.PageSize = os.Getpagesize()
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Collector{cfg: cfg, fs: procFS{root: cfg.ProcRoot}}
+	return &Collector{cfg: cfg, src: psSource{}}
 }
 
 // Run samples at once and then every Config.Interval until ctx ends; it
@@ -113,44 +102,99 @@ func (c *Collector) Usage() claim.Usage { return c.Latest().Usage }
 // Sample takes one sample now and returns it. The first sample has
 // cpu_percent 0: CPU use needs two samples.
 func (c *Collector) Sample() Reading {
+	ctx := context.Background()
 	now := time.Now()
-	total, err := c.fs.cpuTotal()
-	var all []pidStat
+	total, err := c.src.cpuTotal(ctx)
+	var all []procLink
 	if err == nil {
-		all, err = c.fs.all()
+		all, err = c.src.list(ctx)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if err != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		if !c.failed {
 			c.failed = true
-			c.cfg.Logger.Warn("resource usage: cannot read the proc file system; reporting zeros", "root", c.cfg.ProcRoot, "err", err)
+			c.cfg.Logger.Warn("resource usage: cannot read the processes; reporting zeros", "err", err)
 		}
 		c.latest = Reading{At: now}
 		return c.latest
 	}
 	tree := selectTree(all, c.cfg.Self, c.cfg.Roots())
-	ticks := make(map[procKey]uint64, len(tree))
-	var used uint64
-	var rss int64
-	for _, st := range tree {
-		k := procKey{st.PID, st.StartTime}
-		ticks[k] = st.Ticks
-		rss += st.RSSPages
-		prev, ok := c.prevTicks[k]
+	stats := make(map[procKey]procStat, len(tree))
+	for _, l := range tree {
+		st, err := c.src.stat(ctx, l.PID)
+		if err != nil {
+			continue // ended since the list, or not readable
+		}
+		stats[procKey{l.PID, st.Start}] = st
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cpuNow := make(map[procKey]float64, len(stats))
+	var used float64
+	var rss uint64
+	for k, st := range stats {
+		cpuNow[k] = st.CPU
+		rss += st.RSS
+		prev, ok := c.prevCPU[k]
 		switch {
-		case ok && st.Ticks >= prev:
-			used += st.Ticks - prev
+		case ok && st.CPU >= prev:
+			used += st.CPU - prev
 		case !ok:
-			used += st.Ticks
+			used += st.CPU
 		}
 	}
-	r := Reading{At: now, Processes: len(tree)}
-	r.MemoryMB = float64(rss) * float64(c.cfg.PageSize) / (1 << 20)
+	r := Reading{At: now, Processes: len(stats)}
+	r.MemoryMB = float64(rss) / (1 << 20)
 	if c.primed && total > c.prevTotal {
-		r.CPUPercent = min(100, 100*float64(used)/float64(total-c.prevTotal))
+		r.CPUPercent = min(100, 100*used/(total-c.prevTotal))
 	}
-	c.prevTotal, c.prevTicks, c.primed = total, ticks, true
+	c.prevTotal, c.prevCPU, c.primed = total, cpuNow, true
 	c.latest = r
 	return r
+}
+
+// selectTree returns the processes that count: self, its descendants, and
+// the members of the process groups led by roots (and their descendants).
+func selectTree(all []procLink, self int, roots []int) []procLink {
+	children := map[int][]int{}
+	byPID := make(map[int]procLink, len(all))
+	groups := map[int]bool{}
+	for _, r := range roots {
+		groups[r] = true
+	}
+	var queue []int
+	seen := map[int]bool{}
+	push := func(pid int) {
+		if !seen[pid] {
+			seen[pid] = true
+			queue = append(queue, pid)
+		}
+	}
+	for _, l := range all {
+		byPID[l.PID] = l
+		children[l.PPID] = append(children[l.PPID], l.PID)
+		if l.PGID != 0 && groups[l.PGID] {
+			push(l.PID)
+		}
+	}
+	for _, r := range roots {
+		if _, ok := byPID[r]; ok {
+			push(r) // the root itself, also where groups are unknown
+		}
+	}
+	push(self)
+	var out []procLink
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		if l, ok := byPID[pid]; ok {
+			out = append(out, l)
+		}
+		for _, ch := range children[pid] {
+			push(ch)
+		}
+	}
+	return out
 }

@@ -7,20 +7,23 @@
 // A [Collector] samples, every [Config.Interval] (default 1 s), the node-unit
 // process, every process descending from it, and every member of the
 // process groups of its deployment processes ([Config.Roots]), so that a
-// deployment's own children count even when they were reparented. It
-// reads Linux's /proc:
+// deployment's own children count even when they were reparented. It reads
+// the processes through gopsutil (github.com/shirou/gopsutil/v4), on
+// Linux, macOS and Windows alike:
 //
-//   - cpu_percent is the CPU time these processes used since the previous
-//     sample divided by the CPU time the whole machine had in the same span
-//     (the "cpu" line of /proc/stat, which sums every core), times 100: a
-//     share of the total CPU capacity, 0-100, whatever the core count. A
+//   - cpu_percent is the CPU time (user and system) these processes used
+//     since the previous sample divided by the CPU time the whole machine
+//     had in the same span (every core summed, idle included), times 100:
+//     a share of the total CPU capacity, 0-100, whatever the core count. A
 //     process that appeared since the previous sample counts with all its
 //     CPU time; a process that ended between two samples loses its last
-//     slice.
+//     slice. The first sample reports 0.
 //   - memory_mb is the sum of their resident set sizes, in MiB.
 //
-// On a system without /proc the collector keeps reporting zeros and logs
-// the error once.
+// Windows has no process groups: there, a deployment's processes count
+// while they descend from the node-unit or from the deployment's own
+// process. When the processes cannot be read at all, the collector reports
+// zeros and logs the error once.
 //
 // # Serving and probing
 //

@@ -1,15 +1,19 @@
-//go:build linux
+//go:build unix
 
 package usage
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"syscall"
 	"testing"
+	"time"
 )
 
-func TestCollectorRealProc(t *testing.T) {
+// TestCollectorRealProcesses samples this machine: this process and a
+// sleep in a process group of its own, through gopsutil.
+func TestCollectorRealProcesses(t *testing.T) {
 	cmd := exec.Command("sleep", "1000")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -18,6 +22,9 @@ func TestCollectorRealProc(t *testing.T) {
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	c := NewCollector(Config{Roots: func() []int { return []int{cmd.Process.Pid} }})
 	c.Sample()
+	// Burn some CPU so that the second sample has something to show.
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+	}
 	got := c.Sample()
 	if got.Processes < 2 {
 		t.Errorf("processes = %d, want at least 2 (this one and sleep)", got.Processes)
@@ -25,14 +32,17 @@ func TestCollectorRealProc(t *testing.T) {
 	if got.MemoryMB <= 0 {
 		t.Errorf("memory_mb = %v, want > 0", got.MemoryMB)
 	}
-	if got.CPUPercent < 0 || got.CPUPercent > 100 {
-		t.Errorf("cpu_percent = %v, want within 0-100", got.CPUPercent)
+	if got.CPUPercent <= 0 || got.CPUPercent > 100 {
+		t.Errorf("cpu_percent = %v, want within (0, 100]", got.CPUPercent)
+	}
+	if g := pgid(cmd.Process.Pid); g != cmd.Process.Pid {
+		t.Errorf("pgid(sleep) = %d, want %d (it leads its group)", g, cmd.Process.Pid)
 	}
 }
 
-// BenchmarkCollectorSample measures one sample of the real /proc (every
-// process is listed to find the node-unit's tree); BenchmarkReadSelfStat
-// is the baseline: reading and parsing one process's stat.
+// BenchmarkCollectorSample measures one sample of this machine (every
+// process is listed to find the node-unit's tree); BenchmarkStatSelf is
+// the baseline: measuring one process.
 func BenchmarkCollectorSample(b *testing.B) {
 	c := NewCollector(Config{})
 	b.ReportAllocs()
@@ -41,14 +51,11 @@ func BenchmarkCollectorSample(b *testing.B) {
 	}
 }
 
-func BenchmarkReadSelfStat(b *testing.B) {
+func BenchmarkStatSelf(b *testing.B) {
 	b.ReportAllocs()
+	ctx := context.Background()
 	for b.Loop() {
-		data, err := os.ReadFile("/proc/self/stat")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := parsePidStat(data); err != nil {
+		if _, err := (psSource{}).stat(ctx, os.Getpid()); err != nil {
 			b.Fatal(err)
 		}
 	}

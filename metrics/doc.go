@@ -40,6 +40,21 @@
 //	ksana_claim_probe_failures_total     counter: failed usage probes
 //	ksana_claim_fenced_cycles_total      counter: cycles that fenced
 //
+// # Dispatch plane
+//
+// [Scheduler] is fed by a scheduler.Dispatcher's Hooks ([Scheduler.Hooks])
+// and the Redis stores' operation hook ([Scheduler.OpHook]). It exposes
+// the dispatch plane's metrics under their own names (no namespace):
+//
+//	scheduler_phase2_redis_op_total{op,result}    counter: Redis operations by name and result
+//	scheduler_phase2_inbox_pending                gauge: inbox entries read, not yet acknowledged
+//	scheduler_phase2_dlq_moved_total              counter: inbox entries moved to the dead-letter queue
+//	scheduler_phase2_job_state_total{state}       counter: jobs moved into each state here
+//	scheduler_phase2_failover_total{reason}       counter: attempts taken off their node
+//	scheduler_phase2_connected_nodes, _sessions   gauges: connections to this instance
+//
+// and more; [Scheduler] lists them all.
+//
 // # Use
 //
 // Create a collector, pass it to the hooks, register it:

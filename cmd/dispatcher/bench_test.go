@@ -1,0 +1,211 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ksana-dev/ksana/internal/testenv"
+	"github.com/ksana-dev/ksana/scheduler"
+	"github.com/ksana-dev/ksana/store/redisstore"
+	"github.com/ksana-dev/ksana/store/storetest"
+)
+
+// benchWindow is how many requests a session keeps outstanding.
+const benchWindow = 64
+
+// runWindowed runs n requests through submit, benchWindow at a time, and
+// returns how long the run took and each request's latency. submit sends
+// request i; answered yields i when its answer arrives.
+func runWindowed(n int, submit func(i int), answered <-chan int) (time.Duration, []time.Duration) {
+	sent := make([]time.Time, n)
+	lat := make([]time.Duration, 0, n)
+	start := time.Now()
+	next := 0
+	for ; next < min(benchWindow, n); next++ {
+		sent[next] = time.Now()
+		submit(next)
+	}
+	for range n {
+		i := <-answered
+		lat = append(lat, time.Since(sent[i]))
+		if next < n {
+			sent[next] = time.Now()
+			submit(next)
+			next++
+		}
+	}
+	return time.Since(start), lat
+}
+
+func pct(lat []time.Duration, p float64) float64 {
+	s := append([]time.Duration(nil), lat...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return float64(s[min(len(s)-1, int(float64(len(s))*p))]) / float64(time.Millisecond)
+}
+
+// benchSession is a library-level session: it hands each answer's request
+// index to a channel.
+type benchSession struct {
+	mu    sync.Mutex
+	index map[string]int
+	ch    chan int
+}
+
+func (s *benchSession) Send(_ context.Context, m scheduler.Envelope) error {
+	s.mu.Lock()
+	i, ok := s.index[m.RequestID]
+	delete(s.index, m.RequestID)
+	s.mu.Unlock()
+	if ok {
+		s.ch <- i
+	}
+	return nil
+}
+
+// BenchmarkEndToEnd measures jobs per second and the latency from a
+// session's request to its result through two dispatch instances on one
+// Redis (KSANA_TEST_REDIS_URL), nodes on A answering at once, the session
+// on B, benchWindow requests outstanding:
+//
+//   - library: two scheduler.Dispatchers in this process, with in-memory
+//     nodes and session (no sockets);
+//   - websocket: two dispatcher processes, example node processes
+//     (-delay 0) on A, a WebSocket session on B.
+//
+// ws_share is the part of the end-to-end time per job that the WebSocket
+// layer adds: 1 - library time per job / websocket time per job. ns/op is
+// the websocket time per job.
+//
+//	go test -run '^$' -bench EndToEnd -benchtime 3000x ./cmd/dispatcher/
+func BenchmarkEndToEnd(b *testing.B) {
+	redisURL := testenv.RedisURL(b)
+	n := b.N
+
+	// Library level.
+	redis := scheduler.RedisConfig{Mode: scheduler.ModeSingle, URL: redisURL, KeyPrefix: randomPrefix(b)}
+	client := redisClient(b, redis)
+	var libDs []*scheduler.Dispatcher
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	for _, id := range []string{"lib-a", "lib-b"} {
+		cfg := testPlane(id, &redis)
+		st, err := redisstore.NewStores(client, cfg, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d, err := scheduler.NewDispatcher(st, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); d.Run(ctx) }()
+		libDs = append(libDs, d)
+	}
+	for i := range 3 {
+		storetest.NewTestNode(scheduler.NodeInfo{NodeID: fmt.Sprintf("ln%d", i), Pools: []string{"p"}, Capacity: 64}).Attach(b, libDs[0])
+	}
+	sess := &benchSession{index: map[string]int{}, ch: make(chan int, n)}
+	if err := libDs[1].AttachSession(ctx, "lib-s", sess); err != nil {
+		b.Fatal(err)
+	}
+	for _, d := range libDs {
+		storetest.Eventually(b, "library fleet", 20*time.Second, func() bool { return len(d.Fleet()) == 3 })
+	}
+	libRun := func(prefix string, n int) (time.Duration, []time.Duration) {
+		return runWindowed(n, func(i int) {
+			q := fmt.Sprintf("%s-%d", prefix, i)
+			sess.mu.Lock()
+			sess.index[q] = i
+			sess.mu.Unlock()
+			go func() {
+				if _, err := libDs[1].Submit(ctx, "lib-s", scheduler.Request{RequestID: q, Pool: "p", Payload: []byte(q)}); err != nil {
+					b.Error(err)
+				}
+			}()
+		}, sess.ch)
+	}
+
+	// WebSocket level.
+	dispatcherBin, nodeBin := binaries(b)
+	dir := b.TempDir()
+	wredis := redis
+	wredis.KeyPrefix = randomPrefix(b)
+	plane := testPlane("", &wredis)
+	a := startProc(b, dir, "a", true, dispatcherBin, "-config", writeConfig(b, dir, "a", plane))
+	bb := startProc(b, dir, "b", true, dispatcherBin, "-config", writeConfig(b, dir, "b", plane))
+	for i := range 3 {
+		startProc(b, dir, fmt.Sprintf("wn%d", i), false, nodeBin, "-url", wsURL(a.addr, "/ws/node"), "-id", fmt.Sprintf("wn%d", i), "-pools", "p", "-capacity", "64", "-delay", "0", "-quiet")
+	}
+	storetest.Eventually(b, "websocket fleet", 20*time.Second, func() bool { return health(bb.addr)["fleet_online"] == 3.0 })
+	ws := mustDial(b, wsURL(bb.addr, "/ws/session", "session_id", "ws-s"), "")
+	wsCh := make(chan int, n)
+	var wmu sync.Mutex
+	wsIndex := map[string]int{}
+	go func() {
+		for {
+			select {
+			case m := <-ws.in:
+				if m.Type != "job_result" {
+					b.Errorf("session got %+v", m)
+					continue
+				}
+				wmu.Lock()
+				i, ok := wsIndex[m.RequestID]
+				delete(wsIndex, m.RequestID)
+				wmu.Unlock()
+				if ok {
+					wsCh <- i
+				}
+			case <-ws.done:
+				return
+			}
+		}
+	}()
+	wsRun := func(prefix string, n int) (time.Duration, []time.Duration) {
+		return runWindowed(n, func(i int) {
+			q := fmt.Sprintf("%s-%d", prefix, i)
+			wmu.Lock()
+			wsIndex[q] = i
+			wmu.Unlock()
+			ws.send(wire{Type: "job_request", RequestID: q, Pool: "p", Payload: []byte(q)})
+		}, wsCh)
+	}
+
+	// Warm both up, then measure them one after the other.
+	libRun("warm", 200)
+	wsRun("warm", 200)
+	// The machine is shared: the two run in alternating rounds, so that
+	// both see the same load.
+	b.ResetTimer()
+	var libTook, wsTook time.Duration
+	var libLat, wsLat []time.Duration
+	const rounds = 4
+	for r := range rounds {
+		k := n / rounds
+		if r == rounds-1 {
+			k = n - k*(rounds-1)
+		}
+		took, lat := libRun(fmt.Sprintf("lib%d", r), k)
+		libTook, libLat = libTook+took, append(libLat, lat...)
+		took, lat = wsRun(fmt.Sprintf("ws%d", r), k)
+		wsTook, wsLat = wsTook+took, append(wsLat, lat...)
+	}
+	b.StopTimer()
+	libPer := float64(libTook) / float64(n)
+	wsPer := float64(wsTook) / float64(n)
+	b.ReportMetric(wsPer, "ns/op")
+	b.ReportMetric(float64(n)/libTook.Seconds(), "lib_jobs/s")
+	b.ReportMetric(float64(n)/wsTook.Seconds(), "ws_jobs/s")
+	b.ReportMetric(pct(libLat, 0.5), "lib_p50_ms")
+	b.ReportMetric(pct(libLat, 0.99), "lib_p99_ms")
+	b.ReportMetric(pct(wsLat, 0.5), "ws_p50_ms")
+	b.ReportMetric(pct(wsLat, 0.99), "ws_p99_ms")
+	b.ReportMetric(1-libPer/wsPer, "ws_share")
+}

@@ -1,0 +1,77 @@
+// Command dispatcher runs one dispatch instance: a
+// [github.com/ksana-dev/ksana/scheduler.Dispatcher] behind WebSocket
+// endpoints for nodes and sessions.
+//
+// # Running
+//
+//	go run ./cmd/dispatcher
+//
+// starts a single instance in memory on 127.0.0.1:7200, with nothing else
+// installed. With -config config.toml and scheduler.phase2.enabled = true
+// it joins every instance on the same Redis (redis.mode = "single" or
+// "cluster") and key prefix: a node connected to one instance takes jobs
+// requested by sessions connected to any other. dispatcher -h lists every
+// setting with its default; config.example.toml in this directory is an
+// annotated file. A bad value stops the start with a message naming the
+// field, such as "dispatcher.selection: unknown strategy", and exit
+// status 2.
+//
+// # Endpoints
+//
+//   - /ws/node: a node's WebSocket. Its first message is register
+//     (node_id, pools, models, capacity); the dispatcher answers
+//     registered. It then gets job_assign (job_id, attempt, session_id,
+//     request_id, turn_id, pool, model, reason, payload) and job_cancel
+//     (the attempt ended: it failed over or timed out), and reports
+//     job_ack, job_started (or asr_partial), job_result (payload) or
+//     model_not_available, each with job_id and attempt. A node may report
+//     only on its own jobs: the node is the connection's, whatever
+//     node_id a message carries. A node that registers again on a new
+//     connection replaces the old one, which is closed (status 1008).
+//   - /ws/session?session_id=ID: a session's WebSocket. It sends
+//     job_request (request_id, and optionally turn_id, pool, model,
+//     payload and reason: "manual", "timeout" or "max_duration", the
+//     finalize reason of the request that ends a turn) and gets one
+//     job_result (node_id, attempt, payload) or job_failed (error) per
+//     request id. Request ids are idempotent across instances: a request
+//     sent again, on any instance, gets the one answer of its job. A
+//     newer connection with the same session_id replaces the old one.
+//   - /metrics: Prometheus metrics of the instance (see
+//     [github.com/ksana-dev/ksana/metrics.Scheduler]).
+//   - /health: {"status", "instance_id", "nodes", "sessions",
+//     "fleet_online"}: the nodes and sessions connected here, and the
+//     nodes online on every instance as this one sees them; 503 while
+//     stopping.
+//
+// Messages are JSON objects with a type field; payload is base64. Either
+// side may send {"type":"ping"}, answered with {"type":"pong"}. The
+// dispatcher also sends a WebSocket ping every
+// dispatcher.ping_interval_ms; a peer that does not answer within that
+// time is disconnected (a node's jobs then go to other nodes).
+//
+// # Bad input
+//
+// Every message is checked before anything changes. A message that is not
+// one JSON object, has an unknown type or field, lacks a required field,
+// or reports on a job that is not the node's current attempt gets an
+// error frame, {"type":"error","code",...,"field",...,"error",...}, and
+// the connection stays open. Codes: bad_json, bad_message (field names
+// the field), frame_too_large, not_registered, wrong_node, stale_attempt,
+// invalid_transition, job_not_found, stopping, internal. A message larger
+// than dispatcher.max_frame_bytes is read and dropped with
+// frame_too_large; one larger than eight times that closes the connection
+// (status 1009). When dispatcher.node_token or dispatcher.session_token
+// is set, the endpoint requires "Authorization: Bearer <token>"; tokens
+// are compared in constant time. A peer that reads too slowly for its
+// dispatcher.send_queue is disconnected.
+//
+// # Stopping
+//
+// On SIGINT or SIGTERM the instance stops accepting connections,
+// withdraws its presence (other instances stop routing to it and take
+// over its inbox), hands each node and session a close frame (1001) after
+// the messages queued for it, lets its nodes' unfinished jobs go to other
+// nodes, and exits 0 (within dispatcher.drain_timeout_ms). Nodes and
+// sessions then reconnect to another instance; a session sends its
+// unanswered requests again and gets their answers.
+package main

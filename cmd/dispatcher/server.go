@@ -1,0 +1,495 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/ksana-dev/ksana/affinity"
+	"github.com/ksana-dev/ksana/fsm"
+	"github.com/ksana-dev/ksana/scheduler"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Message types of the socket protocol besides the scheduler.Envelope
+// types (job_assign, job_cancel, job_ack, job_started, asr_partial,
+// job_result, model_not_available, job_failed).
+const (
+	typeRegister   = "register"    // node → dispatcher: node_id, pools, models, capacity, status
+	typeRegistered = "registered"  // dispatcher → node: the registration took effect
+	typeRequest    = "job_request" // session → dispatcher: request_id, turn_id, pool, model, reason, payload
+	typePing       = "ping"        // either way: a heartbeat, answered with pong
+	typePong       = "pong"
+	typeError      = "error" // dispatcher → peer: a message was refused
+)
+
+// Codes of error frames.
+const (
+	codeBadJSON       = "bad_json"    // not one JSON object
+	codeBadMessage    = "bad_message" // a field is missing or wrong (field names it)
+	codeFrameTooLarge = "frame_too_large"
+	codeNotRegistered = "not_registered" // a node event before register
+	codeWrongNode     = "wrong_node"     // the job is not assigned to this node
+	codeStaleAttempt  = "stale_attempt"  // an event of an attempt that is over
+	codeTransition    = "invalid_transition"
+	codeJobNotFound   = "job_not_found"
+	codeStopping      = "stopping" // the instance is shutting down
+	codeInternal      = "internal"
+)
+
+// inbound is any message a node or a session sends.
+type inbound struct {
+	scheduler.Envelope
+	Pools    []string `json:"pools,omitempty"`
+	Models   []string `json:"models,omitempty"`
+	Capacity int      `json:"capacity,omitempty"`
+	Status   string   `json:"status,omitempty"`
+}
+
+// errorFrame tells a peer why its message was refused; the connection
+// stays open.
+type errorFrame struct {
+	Type      string `json:"type"`                  // "error"
+	Code      string `json:"code"`                  // see the code constants
+	Field     string `json:"field,omitempty"`       // the field at fault, when one is
+	Error     string `json:"error"`                 // a readable explanation
+	InReplyTo string `json:"in_reply_to,omitempty"` // the type of the refused message
+	JobID     string `json:"job_id,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// server serves one dispatch instance over HTTP and WebSocket.
+type server struct {
+	d        *scheduler.Dispatcher
+	st       scheduler.Stores
+	cfg      ServerConfig
+	log      *slog.Logger
+	reg      *prometheus.Registry
+	nodeTok  []byte // sha256 of the token, nil when none is required
+	sessTok  []byte
+	stopping atomic.Bool
+
+	mu    sync.Mutex
+	conns map[*wsConn]struct{}
+	owned map[string]*wsConn // "node/<id>" or "session/<id>" -> its newest connection
+	wg    sync.WaitGroup     // connection handlers
+}
+
+func newServer(d *scheduler.Dispatcher, st scheduler.Stores, cfg ServerConfig, log *slog.Logger, reg *prometheus.Registry) *server {
+	s := &server{d: d, st: st, cfg: cfg, log: log, reg: reg, conns: map[*wsConn]struct{}{}, owned: map[string]*wsConn{}}
+	if cfg.NodeToken != "" {
+		h := sha256.Sum256([]byte(cfg.NodeToken))
+		s.nodeTok = h[:]
+	}
+	if cfg.SessionToken != "" {
+		h := sha256.Sum256([]byte(cfg.SessionToken))
+		s.sessTok = h[:]
+	}
+	return s
+}
+
+func (s *server) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ws/node", s.serveNode)
+	mux.HandleFunc("GET /ws/session", s.serveSession)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /health", s.serveHealth)
+	return mux
+}
+
+func (s *server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	nodes, sessions := s.d.Counts()
+	online := 0
+	for _, n := range s.d.Fleet() {
+		if n.Online {
+			online++
+		}
+	}
+	status, code := "ok", http.StatusOK
+	if s.stopping.Load() {
+		status, code = "stopping", http.StatusServiceUnavailable
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]any{
+		"status": status, "instance_id": s.d.InstanceID(), "nodes": nodes, "sessions": sessions,
+		"fleet_online": online,
+	})
+}
+
+// authorized compares the request's bearer token with want (a SHA-256)
+// in constant time; a nil want lets every request in.
+func authorized(r *http.Request, want []byte) bool {
+	if want == nil {
+		return true
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	got := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(got[:], want) == 1 && ok
+}
+
+// accept checks the token and upgrades the request.
+func (s *server) accept(w http.ResponseWriter, r *http.Request, tok []byte) *wsConn {
+	if !authorized(r, tok) {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+		return nil
+	}
+	if s.stopping.Load() {
+		http.Error(w, "instance stopping", http.StatusServiceUnavailable)
+		return nil
+	}
+	ws, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		s.log.Debug("dispatcher: upgrade", "remote", r.RemoteAddr, "err", err)
+		return nil
+	}
+	ws.SetReadLimit(8 * s.cfg.MaxFrameBytes)
+	c := newConn(ws, s.cfg.SendQueue, time.Duration(s.cfg.WriteTimeoutMS)*time.Millisecond)
+	go c.pinger(time.Duration(s.cfg.PingIntervalMS) * time.Millisecond)
+	s.mu.Lock()
+	if s.stopping.Load() { // a shutdown began meanwhile
+		s.mu.Unlock()
+		c.close(websocket.StatusGoingAway, "instance stopping", false)
+		<-c.done()
+		return nil
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	return c
+}
+
+// own records c as the connection of key and closes the one it replaces:
+// the newest connection of a node or session is the one that counts.
+func (s *server) own(key string, c *wsConn) {
+	s.mu.Lock()
+	old := s.owned[key]
+	s.owned[key] = c
+	s.mu.Unlock()
+	if old != nil && old != c {
+		old.close(websocket.StatusPolicyViolation, "replaced by a newer connection", true)
+	}
+}
+
+// disown forgets c as the connection of key, unless a newer one took it.
+func (s *server) disown(key string, c *wsConn) {
+	s.mu.Lock()
+	if s.owned[key] == c {
+		delete(s.owned, key)
+	}
+	s.mu.Unlock()
+}
+
+func (s *server) release(c *wsConn) {
+	c.close(websocket.StatusNormalClosure, "", true)
+	<-c.done()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// shutdown hands every connection a close frame after its queued
+// messages, and waits for the handlers (they detach their node or
+// session) until ctx ends.
+func (s *server) shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.stopping.Store(true) // under mu: no handler registers after this
+	for c := range s.conns {
+		c.close(websocket.StatusGoingAway, "instance stopping", true)
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// decode parses one frame into m. Unknown fields, trailing data and wrong
+// types are errors naming the field.
+func decode(b []byte, m *inbound) *errorFrame {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(m)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			return &errorFrame{Code: codeBadJSON, Error: "trailing data after the JSON object"}
+		}
+		return nil
+	}
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return &errorFrame{Code: codeBadJSON, Error: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)}
+	case errors.As(err, &te):
+		field := te.Field
+		if i := strings.LastIndexByte(field, '.'); i >= 0 {
+			field = field[i+1:] // "Envelope.attempt" names attempt
+		}
+		if field == "" {
+			return &errorFrame{Code: codeBadJSON, Error: "a message is one JSON object"}
+		}
+		return &errorFrame{Code: codeBadMessage, Field: field, Error: fmt.Sprintf("%s: %s is not a %s", field, te.Value, te.Type)}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return &errorFrame{Code: codeBadMessage, Field: field, Error: field + ": unknown field"}
+	case strings.Contains(err.Error(), "base64"):
+		return &errorFrame{Code: codeBadMessage, Field: "payload", Error: "payload: not standard base64: " + err.Error()}
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return &errorFrame{Code: codeBadJSON, Error: "empty or truncated JSON"}
+	default:
+		return &errorFrame{Code: codeBadJSON, Error: err.Error()}
+	}
+}
+
+// refusal turns an error of the Dispatcher into an error frame.
+func (s *server) refusal(err error, m scheduler.Envelope) *errorFrame {
+	f := &errorFrame{Error: err.Error(), JobID: m.JobID, RequestID: m.RequestID, InReplyTo: string(m.Type)}
+	var me *scheduler.MessageError
+	var te *fsm.TransitionError
+	switch {
+	case errors.As(err, &me):
+		f.Code, f.Field = codeBadMessage, me.Field
+	case errors.Is(err, scheduler.ErrWrongNode):
+		f.Code = codeWrongNode
+	case errors.Is(err, fsm.ErrStaleAttempt):
+		f.Code = codeStaleAttempt
+	case errors.As(err, &te):
+		f.Code = codeTransition
+	case errors.Is(err, scheduler.ErrJobNotFound):
+		f.Code = codeJobNotFound
+	case errors.Is(err, scheduler.ErrStopped):
+		f.Code = codeStopping
+	default:
+		s.log.Warn("dispatcher: message failed", "type", m.Type, "job_id", m.JobID, "request_id", m.RequestID, "err", err)
+		f.Code, f.Error = codeInternal, "internal error; the dispatcher's log has the cause"
+	}
+	return f
+}
+
+func (c *wsConn) refuse(f *errorFrame, inReplyTo string) {
+	f.Type = typeError
+	if f.InReplyTo == "" {
+		f.InReplyTo = inReplyTo
+	}
+	c.sendJSON(f)
+}
+
+// connCtx is the context of a connection's calls into the Dispatcher: it
+// outlives the HTTP request so that the detach at the end still runs.
+func connCtx() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}
+
+// serveNode serves /ws/node: the first message registers the node; job
+// events follow, each for a job assigned to this node.
+func (s *server) serveNode(w http.ResponseWriter, r *http.Request) {
+	c := s.accept(w, r, s.nodeTok)
+	if c == nil {
+		return
+	}
+	defer s.release(c)
+	ctx, cancel := connCtx()
+	defer cancel()
+	work := newShards(s.cfg.Workers, 64)
+	nodeID := ""
+	defer func() {
+		work.stop()
+		if nodeID != "" {
+			s.disown("node/"+nodeID, c)
+			if err := s.d.DetachNode(ctx, nodeID, c); err != nil {
+				s.log.Warn("dispatcher: detach node", "node_id", nodeID, "err", err)
+			}
+			s.log.Info("dispatcher: node disconnected", "node_id", nodeID)
+		}
+	}()
+	s.readLoop(c, func(m inbound) {
+		switch m.Type {
+		case typeRegister:
+			info := scheduler.NodeInfo{NodeID: m.NodeID, Pools: m.Pools, Models: m.Models, Capacity: m.Capacity, Status: m.Status}
+			if nodeID != "" && m.NodeID != nodeID {
+				c.refuse(&errorFrame{Code: codeBadMessage, Field: "node_id", Error: fmt.Sprintf("node_id: this connection is node %q; open another connection for %q", nodeID, m.NodeID)}, typeRegister)
+				return
+			}
+			if err := s.d.AttachNode(ctx, info, c); err != nil {
+				c.refuse(s.refusal(err, m.Envelope), typeRegister)
+				return
+			}
+			nodeID = m.NodeID
+			s.own("node/"+nodeID, c)
+			s.log.Info("dispatcher: node registered", "node_id", nodeID, "pools", m.Pools, "models", m.Models, "capacity", m.Capacity)
+			c.sendJSON(map[string]string{"type": typeRegistered, "node_id": nodeID, "instance_id": s.d.InstanceID()})
+		case scheduler.TypeJobAck, scheduler.TypeJobStarted, scheduler.TypeASRPartial, scheduler.TypeJobResult, scheduler.TypeModelNotAvailable:
+			if nodeID == "" {
+				c.refuse(&errorFrame{Code: codeNotRegistered, Field: "type", Error: "send register before job events", JobID: m.JobID}, string(m.Type))
+				return
+			}
+			if m.Pools != nil || m.Models != nil || m.Capacity != 0 || m.Status != "" {
+				c.refuse(&errorFrame{Code: codeBadMessage, Field: "pools", Error: "pools, models, capacity and status belong to register", JobID: m.JobID}, string(m.Type))
+				return
+			}
+			env := m.Envelope
+			work.run(env.JobID, func() {
+				if err := s.d.NodeEvent(ctx, nodeID, env); err != nil {
+					c.refuse(s.refusal(err, env), string(env.Type))
+				}
+			})
+		default:
+			s.unknown(c, m, "register, job_ack, job_started, asr_partial, job_result, model_not_available, ping")
+		}
+	})
+}
+
+// serveSession serves /ws/session?session_id=ID: job_request messages,
+// answered with job_result or job_failed, one per request.
+func (s *server) serveSession(w http.ResponseWriter, r *http.Request) {
+	sessionID := r.URL.Query().Get("session_id")
+	if err := scheduler.CheckID("session_id", sessionID); err != nil {
+		http.Error(w, "query parameter "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	c := s.accept(w, r, s.sessTok)
+	if c == nil {
+		return
+	}
+	defer s.release(c)
+	ctx, cancel := connCtx()
+	defer cancel()
+	if err := s.d.AttachSession(ctx, sessionID, c); err != nil {
+		c.refuse(s.refusal(err, scheduler.Envelope{SessionID: sessionID}), "")
+		return
+	}
+	s.own("session/"+sessionID, c)
+	work := newShards(s.cfg.Workers, 64)
+	defer func() {
+		work.stop()
+		s.disown("session/"+sessionID, c)
+		if err := s.d.DetachSession(ctx, sessionID, c); err != nil {
+			s.log.Warn("dispatcher: detach session", "session_id", sessionID, "err", err)
+		}
+	}()
+	s.readLoop(c, func(m inbound) {
+		if m.Type != typeRequest {
+			s.unknown(c, m, "job_request, ping")
+			return
+		}
+		if m.Pools != nil || m.Models != nil || m.Capacity != 0 || m.Status != "" {
+			c.refuse(&errorFrame{Code: codeBadMessage, Field: "pools", Error: "pools, models, capacity and status belong to a node's register", RequestID: m.RequestID}, typeRequest)
+			return
+		}
+		if m.JobID != "" || m.Attempt != 0 || m.NodeID != "" || m.Error != "" || (m.SessionID != "" && m.SessionID != sessionID) {
+			c.refuse(&errorFrame{Code: codeBadMessage, Field: "job_id", Error: "a job_request carries request_id, turn_id, pool, model, reason and payload only", RequestID: m.RequestID}, typeRequest)
+			return
+		}
+		req := scheduler.Request{RequestID: m.RequestID, TurnID: m.TurnID, Pool: m.Pool, Model: m.Model, Reason: m.Reason, Payload: m.Payload}
+		if err := scheduler.CheckRequest(req); err != nil {
+			c.refuse(s.refusal(err, m.Envelope), typeRequest)
+			return
+		}
+		// A turn's requests are submitted in order: its first job has its
+		// node before the next one selects.
+		key := req.TurnID
+		if key == "" {
+			key = req.RequestID
+		}
+		work.run(key, func() {
+			jobID, err := s.d.Submit(ctx, sessionID, req)
+			if err != nil {
+				c.refuse(s.refusal(err, m.Envelope), typeRequest)
+				return
+			}
+			s.awaitTurnNode(ctx, req, jobID)
+		})
+	})
+}
+
+// awaitTurnNode holds a turn's next request until the turn has its node.
+// The instance that creates a request's job writes the turn's affinity
+// before its Submit returns; but when the request was a duplicate (the
+// same request id sent to another instance first), Submit returns while
+// that other instance may still be choosing the node, and the turn's
+// next request, submitted here, would choose without the affinity. So,
+// for a request that keeps its turn going, this waits until the turn's
+// affinity is written, the job is over, or the job has waited for a node
+// longer than queue_timeout_ms.
+func (s *server) awaitTurnNode(ctx context.Context, req scheduler.Request, jobID string) {
+	if req.TurnID == "" {
+		return
+	}
+	if ends, _ := affinity.EndsTurn(affinity.Reason(req.Reason)); ends {
+		return
+	}
+	deadline := time.Now().Add(time.Duration(s.d.Config().Dispatch.QueueTimeoutMS) * time.Millisecond)
+	pause := time.Millisecond
+	for {
+		if node, err := s.st.Turns.TurnAffinity(ctx, req.TurnID); err != nil || node != "" {
+			return
+		}
+		if rec, err := s.st.Jobs.Job(ctx, jobID); err == nil && (rec.State == fsm.Released || rec.State == fsm.Failed) {
+			return
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 20*time.Millisecond)
+	}
+}
+
+func (s *server) unknown(c *wsConn, m inbound, want string) {
+	if m.Type == "" {
+		c.refuse(&errorFrame{Code: codeBadMessage, Field: "type", Error: "type: required (" + want + ")"}, "")
+		return
+	}
+	c.refuse(&errorFrame{Code: codeBadMessage, Field: "type", Error: fmt.Sprintf("type: unknown type %q (%s)", m.Type, want)}, string(m.Type))
+}
+
+// readLoop reads a connection's messages until it closes: frames too
+// large or that do not decode get an error frame, pings a pong, and every
+// other message goes to handle.
+func (s *server) readLoop(c *wsConn, handle func(inbound)) {
+	ctx := context.Background()
+	for {
+		b, tooBig, err := readFrame(ctx, c.ws, s.cfg.MaxFrameBytes)
+		if err != nil {
+			return
+		}
+		if tooBig {
+			c.refuse(&errorFrame{Code: codeFrameTooLarge, Error: fmt.Sprintf("message larger than max_frame_bytes (%d); dropped", s.cfg.MaxFrameBytes)}, "")
+			continue
+		}
+		var m inbound
+		if f := decode(b, &m); f != nil {
+			c.refuse(f, "")
+			continue
+		}
+		if m.Type == typePing {
+			c.sendJSON(map[string]string{"type": typePong})
+			continue
+		}
+		handle(m)
+	}
+}

@@ -320,3 +320,29 @@ func TestSpecThroughView(t *testing.T) {
 		t.Run(tt.name, tt.run)
 	}
 }
+
+// TestAdmitWindow: the first waiting deployments, whatever this node
+// claims, for a runner that refuses some of them to see.
+func TestAdmitWindow(t *testing.T) {
+	tests := []struct {
+		name string
+		in   claim.Inputs
+		want claim.Window
+	}{
+		{"no partial", claim.Inputs{Self: "n1"}, claim.Window{}},
+		{"nothing waits", claim.Inputs{Self: "n1", Active: []string{"n1"},
+			Partial: &claim.Partial{Bound: map[string]int{"n1": 3}}}, claim.Window{}},
+		{"not eligible, unassigned waiting", claim.Inputs{Self: "n1", Active: []string{"n1", "n2"},
+			Partial: &claim.Partial{Bound: map[string]int{"n1": 1}, Unassigned: true}}, claim.Window{Limit: 16}},
+		{"lost node", claim.Inputs{Self: "n1", Active: []string{"n1"},
+			Partial: &claim.Partial{Bound: map[string]int{"gone": 2}}}, claim.Window{Lost: []string{"gone"}, Limit: 16}},
+		{"none policy", claim.Inputs{Self: "n1", Policy: claim.NonePolicy(),
+			Partial: &claim.Partial{Unassigned: true}}, claim.Window{}},
+	}
+	for _, tt := range tests {
+		got := claim.AdmitWindow(tt.in, t0, 16)
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: AdmitWindow (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}

@@ -340,6 +340,25 @@ func (d *Dispatcher) wakeSweeper() {
 	}
 }
 
+// live returns [ErrStopped] once Run has ended.
+func (d *Dispatcher) live() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return ErrStopped
+	}
+	return nil
+}
+
+// markOffline takes a node out of this instance's view of the fleet until
+// the next refresh; d.mu is held.
+func (d *Dispatcher) markOffline(nodeID string) {
+	if s, ok := d.fleet[nodeID]; ok {
+		s.Online = false
+		d.fleet[nodeID] = s
+	}
+}
+
 // checkNodeInfo validates and completes what a node says about itself.
 func (d *Dispatcher) checkNodeInfo(info NodeInfo) (NodeInfo, error) {
 	if err := CheckID("node_id", info.NodeID); err != nil {
@@ -392,12 +411,9 @@ func (d *Dispatcher) AttachNode(ctx context.Context, info NodeInfo, conn NodeCon
 	if err != nil {
 		return err
 	}
-	d.mu.Lock()
-	if d.stopped {
-		d.mu.Unlock()
-		return ErrStopped
+	if err := d.live(); err != nil {
+		return err
 	}
-	d.mu.Unlock()
 	if err := d.binds.Connect(ctx, OwnerNode, info.NodeID); err != nil {
 		return err
 	}
@@ -432,10 +448,7 @@ func (d *Dispatcher) DetachNode(ctx context.Context, nodeID string, conn NodeCon
 		return nil
 	}
 	delete(d.nodes, nodeID)
-	if s, ok := d.fleet[nodeID]; ok {
-		s.Online = false
-		d.fleet[nodeID] = s
-	}
+	d.markOffline(nodeID)
 	var jobs []string
 	for id := range n.jobs {
 		jobs = append(jobs, id)
@@ -498,12 +511,9 @@ func (d *Dispatcher) AttachSession(ctx context.Context, sessionID string, conn S
 	if err := CheckID("session_id", sessionID); err != nil {
 		return err
 	}
-	d.mu.Lock()
-	if d.stopped {
-		d.mu.Unlock()
-		return ErrStopped
+	if err := d.live(); err != nil {
+		return err
 	}
-	d.mu.Unlock()
 	if err := d.binds.Connect(ctx, OwnerSession, sessionID); err != nil {
 		return err
 	}
@@ -874,9 +884,8 @@ func (d *Dispatcher) toNode(ctx context.Context, m Envelope) error {
 		// reach: the job's next attempt waits for a node rather than
 		// spending every attempt on this one at once.
 		d.mu.Lock()
-		if s, ok := d.fleet[m.NodeID]; ok && d.nodes[m.NodeID] == nil {
-			s.Online = false
-			d.fleet[m.NodeID] = s
+		if d.nodes[m.NodeID] == nil {
+			d.markOffline(m.NodeID)
 		}
 		d.mu.Unlock()
 	}
@@ -1304,7 +1313,6 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 // instance's nodes, until the job's run timeout.
 func (d *Dispatcher) renewLeases(ctx context.Context) {
 	now := time.Now()
-	type jl struct{ id string }
 	var ids []string
 	d.mu.Lock()
 	for _, n := range d.nodes {

@@ -577,7 +577,9 @@ func CheckRequest(r Request) error {
 // the session's [SessionConn], exactly once per request and session. It
 // returns the job's id. A request id seen before (on any instance) makes
 // no new job: the session is added to the job's waiters, or, when the job
-// is over, answered at once.
+// is over, answered at once. Such a duplicate that keeps a turn going
+// returns once the turn has its node (at most queue_timeout_ms later), so
+// that the session's next request of the turn finds the affinity.
 func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) (string, error) {
 	if err := CheckRequest(req); err != nil {
 		return "", err
@@ -615,7 +617,9 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 		}
 		if done {
 			d.deliver(ctx, sessionID, answerOf(jobID, entry.Spec, sessionID, out))
+			return jobID, nil
 		}
+		d.awaitTurnNode(ctx, req, jobID)
 		return jobID, nil
 	}
 	rec, _, err := d.st.Jobs.CreateJob(ctx, jobID)
@@ -629,6 +633,43 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 		d.log.Warn("scheduler: dispatch", "job_id", jobID, "err", err)
 	}
 	return jobID, nil
+}
+
+// awaitTurnNode holds a duplicate request that keeps its turn going until
+// the turn has its node. The instance that made the job writes the turn's
+// affinity before its Submit returns, but a duplicate (the same request id
+// sent to another instance first) returns while that instance may still be
+// choosing; the session's next request of the turn would then choose
+// without the affinity. It waits until the affinity is written, the job
+// left CREATED, or queue_timeout_ms passed.
+func (d *Dispatcher) awaitTurnNode(ctx context.Context, req Request, jobID string) {
+	if req.TurnID == "" {
+		return
+	}
+	if ends, _ := affinity.EndsTurn(affinity.Reason(req.Reason)); ends {
+		return
+	}
+	deadline := time.Now().Add(msd(d.dc.QueueTimeoutMS))
+	pause := time.Millisecond
+	for {
+		if node, err := d.st.Turns.TurnAffinity(ctx, req.TurnID); err != nil || node != "" {
+			return
+		}
+		if rec, err := d.st.Jobs.Job(ctx, jobID); err == nil && rec.State != fsm.Created {
+			return
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		pause = min(2*pause, 20*time.Millisecond)
+	}
 }
 
 func (d *Dispatcher) submitFailed(sessionID, jobID string, err error) error {

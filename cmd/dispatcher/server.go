@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/ksana-dev/ksana/affinity"
 	"github.com/ksana-dev/ksana/fsm"
 	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/prometheus/client_golang/prometheus"
@@ -412,51 +411,11 @@ func (s *server) serveSession(w http.ResponseWriter, r *http.Request) {
 			key = req.RequestID
 		}
 		work.run(key, func() {
-			jobID, err := s.d.Submit(ctx, sessionID, req)
-			if err != nil {
+			if _, err := s.d.Submit(ctx, sessionID, req); err != nil {
 				c.refuse(s.refusal(err, m.Envelope), typeRequest)
-				return
 			}
-			s.awaitTurnNode(ctx, req, jobID)
 		})
 	})
-}
-
-// awaitTurnNode holds a turn's next request until the turn has its node.
-// The instance that creates a request's job writes the turn's affinity
-// before its Submit returns; but when the request was a duplicate (the
-// same request id sent to another instance first), Submit returns while
-// that other instance may still be choosing the node, and the turn's
-// next request, submitted here, would choose without the affinity. So,
-// for a request that keeps its turn going, this waits until the turn's
-// affinity is written, the job is over, or the job has waited for a node
-// longer than queue_timeout_ms.
-func (s *server) awaitTurnNode(ctx context.Context, req scheduler.Request, jobID string) {
-	if req.TurnID == "" {
-		return
-	}
-	if ends, _ := affinity.EndsTurn(affinity.Reason(req.Reason)); ends {
-		return
-	}
-	deadline := time.Now().Add(time.Duration(s.d.Config().Dispatch.QueueTimeoutMS) * time.Millisecond)
-	pause := time.Millisecond
-	for {
-		if node, err := s.st.Turns.TurnAffinity(ctx, req.TurnID); err != nil || node != "" {
-			return
-		}
-		if rec, err := s.st.Jobs.Job(ctx, jobID); err == nil && (rec.State == fsm.Released || rec.State == fsm.Failed) {
-			return
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, 20*time.Millisecond)
-	}
 }
 
 func (s *server) unknown(c *wsConn, m inbound, want string) {

@@ -43,10 +43,15 @@ import (
 // February) does not run that month. An expression that can never run, such
 // as "0 0 30 2 *", is rejected by [ParseCron].
 //
-// When both day fields are restricted (neither is * nor ?), a day runs when it
-// matches either of them, as in Vixie cron: "0 0 1 * MON" runs on the 1st of
-// each month and on every Monday. When one of them is * or ?, the other one
-// alone selects the days. Note that "*/2" is a restriction (it is not *).
+// The two day fields combine as in Vixie cron (and cronie). A day field
+// whose text starts with * (such as *, */2 or */10,15) or is ? is
+// unrestricted in Vixie's sense. When both day fields are restricted, a day
+// runs when it matches either of them: "0 0 1 * MON" runs on the 1st of each
+// month and on every Monday. When one of them is unrestricted, a day runs
+// when it matches both: "0 0 * * MON" runs on Mondays, "0 0 */2 * MON" on
+// the Mondays that fall on an odd day of the month (1, 3, 5, ... 31), and
+// "0 0 1-7 * */2" on the days 1 to 7 that are a Sunday, Tuesday, Thursday or
+// Saturday.
 //
 // Descriptors replace the five fields: @yearly (or @annually) "0 0 1 1 *",
 // @monthly "0 0 1 * *", @weekly "0 0 * * 0", @daily (or @midnight)
@@ -98,14 +103,18 @@ type CronSchedule struct {
 	month    uint16 // bits 1-12
 	dow      uint8  // bits 0-6, plain weekdays
 
-	domAny, dowAny bool      // the field is * or ?
-	domL           uint32    // bit n: L-n
-	domW           uint32    // bit d: dW
-	domLW          bool      // LW
-	dowL           uint8     // bit w: wL
-	dowHash        [6]uint8  // dowHash[k], bit w: w#k
-	dowByFirst     [7]uint32 // plain dow days of a month whose 1st is weekday i
-	wall           bool      // all 24 hours: follow the wall clock across DST
+	domAny, dowAny bool // the field matches every day: *, ? or a */n list that covers them all
+	// domStar and dowStar are the step of a field that starts with "*/"
+	// (1 for * and ?), 0 for a field that does not start with *. A field
+	// that starts with * is unrestricted in Vixie cron's sense.
+	domStar, dowStar uint8
+	domL             uint32    // bit n: L-n
+	domW             uint32    // bit d: dW
+	domLW            bool      // LW
+	dowL             uint8     // bit w: wL
+	dowHash          [6]uint8  // dowHash[k], bit w: w#k
+	dowByFirst       [7]uint32 // plain dow days of a month whose 1st is weekday i
+	wall             bool      // all 24 hours: follow the wall clock across DST
 }
 
 // CronOption configures [ParseCron].
@@ -319,12 +328,23 @@ func (c *CronSchedule) parseField(k fieldKind, text string) error {
 		}
 		switch k {
 		case fDom:
-			c.domAny = true
+			c.domAny, c.domStar = true, 1
 		case fDow:
-			c.dowAny = true
+			c.dowAny, c.dowStar = true, 1
 		}
 		c.setBits(k, rangeBits(fi.min, fi.max, 1))
 		return nil
+	}
+	if (k == fDom || k == fDow) && strings.HasPrefix(text, "*/") {
+		// The first item is */n (a lone * must stand alone, see parseItem).
+		first, _, _ := strings.Cut(text, ",")
+		if n, ok := number(first[2:]); ok && n >= 1 && n <= 255 {
+			if k == fDom {
+				c.domStar = uint8(n)
+			} else {
+				c.dowStar = uint8(n)
+			}
+		}
 	}
 	var all uint64
 	for _, item := range strings.Split(text, ",") {
@@ -554,6 +574,14 @@ func (c *CronSchedule) finish() {
 		c.dowByFirst[w1] = m
 	}
 	c.wall = c.hour == 1<<24-1
+	// An unrestricted day field whose plain values cover every day matches
+	// every day, whatever else it lists: it is the same as *.
+	if c.domStar != 0 && c.dom == 1<<32-2 {
+		c.domAny, c.domStar, c.domL, c.domW, c.domLW = true, 1, 0, 0, false
+	}
+	if c.dowStar != 0 && c.dow == 1<<7-1 {
+		c.dowAny, c.dowStar, c.dowL, c.dowHash = true, 1, 0, [6]uint8{}
+	}
 }
 
 // possible reports whether some day of the 400-year Gregorian cycle, after
@@ -789,14 +817,16 @@ func (c *CronSchedule) dayMask(y, m int) uint64 {
 		}
 		dowM &= valid
 	}
-	switch {
-	case c.domAny:
-		return dowM
-	case c.dowAny:
-		return domM
-	default:
-		return domM | dowM
+	if c.domAny {
+		domM = valid
 	}
+	if c.dowAny {
+		dowM = valid
+	}
+	if c.domStar != 0 || c.dowStar != 0 {
+		return domM & dowM
+	}
+	return domM | dowM
 }
 
 // String returns the expression in canonical form: a CRON_TZ= prefix when
@@ -830,8 +860,13 @@ func (c *CronSchedule) String() string {
 		b.WriteByte('*')
 	} else {
 		var items []string
-		if c.dom != 0 {
-			items = append(items, formatBits(uint64(c.dom), 1, 31, false))
+		dom := uint64(c.dom)
+		if c.domStar != 0 {
+			items = append(items, "*/"+strconv.Itoa(int(c.domStar)))
+			dom &^= rangeBits(1, 31, int(c.domStar))
+		}
+		if dom != 0 {
+			items = append(items, formatBits(dom, 1, 31, false))
 		}
 		for l := c.domL; l != 0; l &= l - 1 {
 			if n := bits.TrailingZeros32(l); n == 0 {
@@ -855,8 +890,13 @@ func (c *CronSchedule) String() string {
 		b.WriteByte('*')
 	} else {
 		var items []string
-		if c.dow != 0 {
-			items = append(items, formatBits(uint64(c.dow), 0, 6, false))
+		dow := uint64(c.dow)
+		if c.dowStar != 0 {
+			items = append(items, "*/"+strconv.Itoa(int(c.dowStar)))
+			dow &^= rangeBits(0, 6, int(c.dowStar))
+		}
+		if dow != 0 {
+			items = append(items, formatBits(dow, 0, 6, false))
 		}
 		for ws := c.dowL; ws != 0; ws &= ws - 1 {
 			items = append(items, strconv.Itoa(bits.TrailingZeros8(ws))+"L")
@@ -872,8 +912,9 @@ func (c *CronSchedule) String() string {
 }
 
 // formatBits writes a non-empty set of values in [lo,hi] compactly: "*" for
-// all of them (when star), "*/n" or "a-b/n" for an arithmetic progression
-// of three values or more, else a list of values and ranges.
+// all of them and "*/n" for a progression from lo (both only when star: in
+// a day field a leading * changes the meaning), "a-b/n" for an arithmetic
+// progression of three values or more, else a list of values and ranges.
 func formatBits(b uint64, lo, hi int, star bool) string {
 	all := rangeBits(lo, hi, 1)
 	if b == all {
@@ -888,7 +929,7 @@ func formatBits(b uint64, lo, hi int, star bool) string {
 		rest := b &^ (1 << first)
 		step := bits.TrailingZeros64(rest) - first
 		if step > 1 && rangeBits(first, last, step) == b {
-			if first == lo && last+step > hi {
+			if star && first == lo && last+step > hi {
 				return fmt.Sprintf("*/%d", step)
 			}
 			return fmt.Sprintf("%d-%d/%d", first, last, step)

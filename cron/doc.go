@@ -45,6 +45,9 @@
 // ranges and steps; ? in the day fields; Quartz's L, W and # in the day
 // fields; the descriptors @yearly, @annually, @monthly, @weekly, @daily,
 // @midnight, @hourly and @every <duration>; and a CRON_TZ= or TZ= prefix.
+// The two day fields combine as in Vixie cron: when both are restricted a
+// day matches either, and when one of them starts with * (or is ?) a day
+// must match both, so "0 0 */2 * MON" runs on Mondays that fall on odd days.
 // The location defaults to UTC ([WithLocation]; a job's schedule.tz). A
 // parse error names the field and the token, as in
 // "cron: hour field: 25 is out of range [0,23]". [CronSchedule] documents

@@ -596,12 +596,34 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	return stored, nil
 }
 
-// Update replaces the configuration of job j.ID with j's (defaults filled,
-// validated as in [Runner.Add]); the system fields of j are ignored. When the
-// schedule or enabled changes, next_run_at is recomputed from now (a job
-// disabled this way is marked paused); otherwise the job keeps its slot.
-// An unknown id is [ErrNotFound].
-func (r *Runner) Update(ctx context.Context, j Job) (Job, error) {
+// Update changes job id: under the job's lock, so that concurrent changes
+// of one job never lose each other's writes, it passes change a copy of the
+// job as it stands, then fills the defaults of the result, validates it as
+// [Runner.Add] does and saves it durably. An error from change is returned
+// as is and nothing changes; so does a *[ValidationError]. change must not
+// change the id; the system fields it sets are ignored. When the schedule
+// or enabled changes, next_run_at is recomputed from now (a job disabled
+// this way is marked paused); otherwise the job keeps its slot. An unknown
+// id is [ErrNotFound].
+//
+// Changes to different jobs run side by side, and wait for the store
+// together.
+func (r *Runner) Update(ctx context.Context, id string, change func(*Job) error) (Job, error) {
+	defer r.lockJob(id)()
+	r.mu.Lock()
+	_, cur, ok := r.lookup(id)
+	if !ok {
+		r.mu.Unlock()
+		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	j := cur.job(true)
+	r.mu.Unlock()
+	if err := change(&j); err != nil {
+		return Job{}, err
+	}
+	if j.ID != id {
+		return Job{}, invalid("id", "cannot be changed (the job is %q, got %q)", id, j.ID)
+	}
 	r.prepare(&j)
 	now := r.now()
 	if j.Schedule.Kind == KindEvery && j.Schedule.StartAt.IsZero() {
@@ -612,14 +634,10 @@ func (r *Runner) Update(ctx context.Context, j Job) (Job, error) {
 		return Job{}, err
 	}
 	nowNs := toNano(now)
-	defer r.lockJob(j.ID)()
 
 	r.mu.Lock()
-	idx, e, ok := r.lookup(j.ID)
-	if !ok {
-		r.mu.Unlock()
-		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, j.ID)
-	}
+	// The lock on the id keeps the job in its slot: only Remove frees it.
+	idx, e, _ := r.lookup(id)
 	was := e.enabled
 	reschedule := !e.sameSchedule(c) || was != c.enabled
 	c.setBookkeeping(e.bookkeeping())
@@ -630,11 +648,10 @@ func (r *Runner) Update(ctx context.Context, j Job) (Job, error) {
 	}
 	stored := c.job(false)
 	if err := r.store.Save(ctx, stored); err != nil {
-		return Job{}, fmt.Errorf("cron: save job %q: %w", j.ID, err)
+		return Job{}, fmt.Errorf("cron: save job %q: %w", id, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// The lock on the id keeps e in its slot: only Remove frees it.
 	e.setConfig(c)
 	if reschedule {
 		e.next, e.status = c.next, c.status

@@ -152,6 +152,92 @@ func mustGet(t *testing.T, r *Runner, id string) Job {
 	return j
 }
 
+// replaceJob replaces the configuration of job j.ID with j's through
+// Update.
+func replaceJob(ctx context.Context, r *Runner, j Job) (Job, error) {
+	return r.Update(ctx, j.ID, func(cur *Job) error {
+		*cur = j
+		return nil
+	})
+}
+
+func TestUpdateChange(t *testing.T) {
+	ctx := context.Background()
+	errNo := errors.New("no, thanks")
+	tests := []struct {
+		name    string
+		change  func(*Job) error
+		wantErr string // "" for success
+		want    func(j *Job)
+	}{
+		{name: "renames", change: func(j *Job) error { j.Name = "new"; return nil }, want: func(j *Job) { j.Name = "new" }},
+		{name: "defaults filled", change: func(j *Job) error { j.Timeout, j.HTTP.Method = 0, "post"; return nil },
+			want: func(j *Job) { j.Timeout, j.HTTP.Method = Duration(DefaultTimeout), "POST" }},
+		{name: "system fields ignored", change: func(j *Job) error { j.LastStatus, j.LastError = StatusFailed, "x"; return nil }, want: func(*Job) {}},
+		{name: "error from change", change: func(j *Job) error { j.Name = "lost"; return errNo }, wantErr: "no, thanks"},
+		{name: "invalid", change: func(j *Job) error { j.HTTP.URL = "ftp://x"; return nil }, wantErr: "cron: invalid job: http.url: scheme must be http or https, got \"ftp\""},
+		{name: "id changed", change: func(j *Job) error { j.ID = "other"; return nil }, wantErr: "cron: invalid job: id: cannot be changed (the job is \"a\", got \"other\")"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := NewMemStore()
+			r := newTestRunner(t, st, &fakeExec{}, Config{})
+			before := mustAdd(t, r, httpJob("a", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Hour), StartAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}))
+			got, err := r.Update(ctx, "a", tt.change)
+			want := before
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("Update error = %v, want %q", err, tt.wantErr)
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("Update: %v", err)
+				}
+				tt.want(&want)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("Update returned (-want +got):\n%s", diff)
+				}
+			}
+			// The runner and the store hold the same job: the change, or
+			// nothing at all after an error.
+			if diff := cmp.Diff(want, mustGet(t, r, "a")); diff != "" {
+				t.Errorf("runner holds (-want +got):\n%s", diff)
+			}
+			stored, _ := st.Load(ctx)
+			if diff := cmp.Diff([]Job{want}, stored); diff != "" {
+				t.Errorf("store holds (-want +got):\n%s", diff)
+			}
+		})
+	}
+	r := newTestRunner(t, NewMemStore(), &fakeExec{}, Config{})
+	if _, err := r.Update(ctx, "nope", func(*Job) error { return nil }); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Update(unknown) error = %v, want ErrNotFound", err)
+	}
+}
+
+// TestUpdateReadModifyWrite runs concurrent read-modify-write changes of
+// one job through Update: none may be lost.
+func TestUpdateReadModifyWrite(t *testing.T) {
+	ctx := context.Background()
+	st := NewMemStore()
+	r := newTestRunner(t, st, &fakeExec{}, Config{})
+	mustAdd(t, r, httpJob("a", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Hour)}))
+	const n = 40
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if _, err := r.Update(ctx, "a", func(j *Job) error { j.MaxRetries++; return nil }); err != nil {
+				t.Errorf("Update: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	stored, _ := st.Load(ctx)
+	if got, want := [2]int{mustGet(t, r, "a").MaxRetries, stored[0].MaxRetries}, [2]int{n, n}; got != want {
+		t.Errorf("max_retries (runner, store) = %v, want %v", got, want)
+	}
+}
+
 func TestOnceFiresOnTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ex := &fakeExec{}
@@ -558,7 +644,7 @@ func TestUpdateResetsTimer(t *testing.T) {
 		at := t0.Add(5500 * time.Millisecond)
 		j.Schedule = ScheduleSpec{Kind: KindOnce, RunAt: at}
 		j.Name = "renamed"
-		u, err := r.Update(ctx, j)
+		u, err := replaceJob(ctx, r, j)
 		if err != nil {
 			t.Fatalf("Update: %v", err)
 		}
@@ -583,17 +669,17 @@ func TestUpdateResetsTimer(t *testing.T) {
 		e, _ := r.Add(ctx, httpJob("c", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: t0}))
 		e.Timeout = Duration(time.Second)
 		e.NextRunAt = time.Time{} // system fields are ignored
-		u2, err := r.Update(ctx, e)
+		u2, err := replaceJob(ctx, r, e)
 		if err != nil || !u2.NextRunAt.Equal(mustGet(t, r, "c").NextRunAt) || u2.NextRunAt.IsZero() || u2.Timeout != Duration(time.Second) {
 			t.Errorf("Update keeping the schedule = %+v, %v", u2, err)
 		}
-		if _, err := r.Update(ctx, httpJob("nope", e.Schedule)); !errors.Is(err, ErrNotFound) {
+		if _, err := replaceJob(ctx, r, httpJob("nope", e.Schedule)); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Update(unknown) error = %v, want ErrNotFound", err)
 		}
 		bad := e
 		bad.HTTP.Method = "TRACE"
 		var ve *ValidationError
-		if _, err := r.Update(ctx, bad); !errors.As(err, &ve) || ve.Field != "http.method" {
+		if _, err := replaceJob(ctx, r, bad); !errors.As(err, &ve) || ve.Field != "http.method" {
 			t.Errorf("Update(bad method) error = %v, want a ValidationError on http.method", err)
 		}
 		_ = stop()
@@ -889,7 +975,7 @@ func TestConcurrentAPI(t *testing.T) {
 						_, _ = r.RunNow(ctx, id)
 					case 3:
 						j.Schedule.Every = Duration(1500 * time.Millisecond)
-						_, _ = r.Update(ctx, j)
+						_, _ = replaceJob(ctx, r, j)
 					case 4:
 						_ = r.Remove(ctx, id)
 					}
@@ -998,7 +1084,7 @@ func TestConcurrentWritesOneJob(t *testing.T) {
 					j := mustGet(t, r, "one")
 					j.Name = fmt.Sprintf("g%d-%d", g, i)
 					j.Schedule.Every = Duration(time.Duration(1+i%5) * time.Minute)
-					if _, err := r.Update(ctx, j); err != nil {
+					if _, err := replaceJob(ctx, r, j); err != nil {
 						t.Errorf("Update: %v", err)
 					}
 				case 1:
@@ -1042,13 +1128,13 @@ func TestLoadFixesStartAndUpdateEnabled(t *testing.T) {
 		}
 		// Disabling through Update pauses; enabling reschedules.
 		j.Enabled = false
-		u, err := r.Update(ctx, j)
+		u, err := replaceJob(ctx, r, j)
 		if err != nil || u.LastStatus != StatusPaused || !u.NextRunAt.IsZero() {
 			t.Errorf("Update(enabled=false) = status %q next %v, %v; want paused, zero", u.LastStatus, u.NextRunAt, err)
 		}
 		time.Sleep(90 * time.Second)
 		j.Enabled = true
-		u, err = r.Update(ctx, j)
+		u, err = replaceJob(ctx, r, j)
 		if err != nil || !u.NextRunAt.Equal(now.Add(2*time.Minute)) {
 			t.Errorf("Update(enabled=true) = next %v, %v; want %v", u.NextRunAt, err, now.Add(2*time.Minute))
 		}

@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
@@ -74,9 +73,6 @@ type Server struct {
 	log      *slog.Logger
 	tokenSum [32]byte
 	allow    []string
-	// wmu serializes the read-modify-write of PATCH with the other writes
-	// made through this server.
-	wmu sync.Mutex
 }
 
 // New returns the API of r. It checks cfg and names a bad field.
@@ -282,9 +278,7 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bo
 		case http.MethodPatch:
 			s.patch(ctx, w, req, rt.id)
 		case http.MethodDelete:
-			s.wmu.Lock()
 			err := s.r.Remove(ctx, rt.id)
-			s.wmu.Unlock()
 			if err != nil {
 				s.fail(w, err, rt.id)
 				return
@@ -305,7 +299,6 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bo
 		if !s.emptyBody(w, req) {
 			return
 		}
-		s.wmu.Lock()
 		var j cron.Job
 		var err error
 		if strings.HasSuffix(rt.pattern, "pause") {
@@ -313,7 +306,6 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bo
 		} else {
 			j, err = s.r.Resume(ctx, rt.id)
 		}
-		s.wmu.Unlock()
 		if err != nil {
 			s.fail(w, err, rt.id)
 			return
@@ -426,9 +418,7 @@ func (s *Server) create(ctx context.Context, w http.ResponseWriter, req *http.Re
 		writeError(w, rerr)
 		return
 	}
-	s.wmu.Lock()
 	created, err := s.r.Add(ctx, j)
-	s.wmu.Unlock()
 	if err != nil {
 		s.fail(w, err, j.ID)
 		return
@@ -452,19 +442,15 @@ func (s *Server) patch(ctx context.Context, w http.ResponseWriter, req *http.Req
 		writeError(w, badField("id", "cannot be changed (the path names job %q)", id))
 		return
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	j, err := s.r.Get(id)
-	if err != nil {
-		s.fail(w, err, id)
-		return
-	}
-	p.apply(&j)
-	if rerr := s.checkCallback(&j); rerr != nil {
-		writeError(w, rerr)
-		return
-	}
-	updated, err := s.r.Update(ctx, j)
+	// The runner applies the change under the job's lock: concurrent
+	// PATCHes of one job each see the other's result.
+	updated, err := s.r.Update(ctx, id, func(j *cron.Job) error {
+		p.apply(j)
+		if rerr := s.checkCallback(j); rerr != nil {
+			return rerr
+		}
+		return nil
+	})
 	if err != nil {
 		s.fail(w, err, id)
 		return
@@ -475,7 +461,10 @@ func (s *Server) patch(ctx context.Context, w http.ResponseWriter, req *http.Req
 // fail answers with the error of a runner call.
 func (s *Server) fail(w http.ResponseWriter, err error, id string) {
 	var ve *cron.ValidationError
+	var re *RequestError
 	switch {
+	case errors.As(err, &re):
+		writeError(w, re)
 	case errors.As(err, &ve):
 		writeError(w, badField(ve.Field, "%s", ve.Reason))
 	case errors.Is(err, cron.ErrNotFound):

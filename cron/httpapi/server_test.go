@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -404,6 +405,36 @@ func TestCallbackAllow(t *testing.T) {
 	}
 	if r = f.do(t, "PATCH", "/jobs/p", `{"http":{"url":"http://evil.com/"}}`, nil); r.status != 400 {
 		t.Errorf("PATCH to a refused host: %d, want 400", r.status)
+	}
+}
+
+// TestConcurrentPatches sends PATCHes of different fields of one job at
+// the same time: each must keep the others' changes.
+func TestConcurrentPatches(t *testing.T) {
+	f := newFixture(t, Config{})
+	if r := f.do(t, "POST", "/jobs", `{"id":"c","http":{"url":"http://svc.internal/"},"schedule":{"kind":"every","every":"1h"}}`, nil); r.status != 201 {
+		t.Fatal(r.body)
+	}
+	patches := []string{`{"name":"renamed"}`, `{"timeout":"7s"}`, `{"max_retries":9}`, `{"retry_backoff":"2s"}`,
+		`{"http":{"method":"POST","url":"http://svc.internal/x"}}`, `{"misfire_grace":"1m"}`}
+	var wg sync.WaitGroup
+	for _, body := range patches {
+		wg.Go(func() {
+			if r := f.do(t, "PATCH", "/jobs/c", body, nil); r.status != 200 {
+				t.Errorf("PATCH %s: %d %s", body, r.status, r.body)
+			}
+		})
+	}
+	wg.Wait()
+	got := decodeJob(t, f.do(t, "GET", "/jobs/c", "", nil).body)
+	type fields struct {
+		Name, Method, URL    string
+		Timeout, Backoff, Gr cron.Duration
+		Retries              int
+	}
+	want := fields{"renamed", "POST", "http://svc.internal/x", cron.Duration(7 * time.Second), cron.Duration(2 * time.Second), cron.Duration(time.Minute), 9}
+	if diff := cmp.Diff(want, fields{got.Name, got.HTTP.Method, got.HTTP.URL, got.Timeout, got.RetryBackoff, got.MisfireGrace, got.MaxRetries}); diff != "" {
+		t.Errorf("after concurrent PATCHes (-want +got):\n%s", diff)
 	}
 }
 

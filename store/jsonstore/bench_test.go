@@ -4,15 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
+	"github.com/ksana-dev/ksana/cron/httpapi"
 )
 
 // seedDir writes a jobs.json with n jobs into a fresh directory.
@@ -232,13 +237,11 @@ func BenchmarkRunnerWrites(b *testing.B) {
 			var seq atomic.Int64
 			write := func() {
 				i := seq.Add(1)
-				j, err := r.Get(jobID(int(i % n)))
-				if err != nil {
-					b.Error(err)
-					return
+				rename := func(j *cron.Job) error {
+					j.Name = fmt.Sprint("w", i)
+					return nil
 				}
-				j.Name = fmt.Sprint("w", i)
-				if _, err := r.Update(ctx, j); err != nil {
+				if _, err := r.Update(ctx, jobID(int(i%n)), rename); err != nil {
 					b.Error(err)
 				}
 			}
@@ -268,4 +271,77 @@ func BenchmarkRunnerWrites(b *testing.B) {
 			b.ReportMetric(rate(eight)/rate(one), "ratio-8/1")
 		})
 	}
+}
+
+// BenchmarkCreateAPIvsRunner measures 64 concurrent creates of a job, each
+// acknowledged once durable, on one store (journal on, as in cmd/ksana)
+// with 10,000 jobs: through POST /jobs of cron/httpapi from 64 HTTP clients
+// over loopback, and through Runner.Add from 64 goroutines, the baseline,
+// in interleaved rounds. It reports the milliseconds per round of 64 for
+// each and their ratio (the goal: ratio-api/add under 2).
+func BenchmarkCreateAPIvsRunner(b *testing.B) {
+	const n, clients = 10_000, 64
+	s, err := New(seedDir(b, n), Config{Journal: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	noop := cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result {
+		return cron.Result{Status: cron.StatusSuccess, Attempts: 1}
+	})
+	r, err := cron.New(s, noop, cron.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := r.Load(ctx); err != nil {
+		b.Fatal(err)
+	}
+	api, err := httpapi.New(r, httpapi.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
+	const body = `{"http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"every","every":"1h"}}`
+	job := cron.Job{Enabled: true, MaxRetries: cron.DefaultMaxRetries, HTTP: cron.HTTPConfig{URL: "http://127.0.0.1:9/"},
+		Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour)}}
+	post := func() {
+		resp, err := client.Post(srv.URL+"/jobs", "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			b.Errorf("POST /jobs: status %d", resp.StatusCode)
+		}
+	}
+	add := func() {
+		if _, err := r.Add(ctx, job); err != nil {
+			b.Error(err)
+		}
+	}
+	round := func(f func()) time.Duration {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Go(f)
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	round(post) // open the clients' connections
+	var viaAPI, viaAdd time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		viaAdd += round(add)
+		viaAPI += round(post)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(ms(viaAdd), "ms/64-adds")
+	b.ReportMetric(ms(viaAPI), "ms/64-posts")
+	b.ReportMetric(float64(viaAPI)/float64(viaAdd), "ratio-api/add")
 }

@@ -45,7 +45,13 @@ type Config struct {
 	// and a job's misfire_grace may still let the slot run once.
 	// Default 1s.
 	MisfireTolerance time.Duration
-	// Observer sees every run, skip and miss. Default nil: none.
+	// RunLimit is how many runs per job a runner without a store keeps for
+	// [Runner.Runs] (a runner over a store leaves history to the store).
+	// Default 50 ([DefaultRunLimit]).
+	RunLimit int
+	// Observer sees every run, skip and miss, once the run is in the
+	// history. It is called from one goroutine, in the order the runs
+	// finished. Default nil: none.
 	Observer Observer
 	// Logger receives the runner's log records (job_id, name, status,
 	// latency_ms, error). Default nil: discard.
@@ -67,7 +73,7 @@ const fireBatch = 256
 // that execute the runs. All methods are safe for concurrent use. See the
 // package documentation, section "The runner".
 type Runner struct {
-	store Store
+	store Store    // nil: the jobs live in the runner alone
 	runs  RunStore // nil when the store keeps no history
 	exec  Executor
 	cfg   Config
@@ -94,6 +100,7 @@ type Runner struct {
 	qhead int
 	work  sync.Cond // signalled when queue grows or state changes
 	dirty []*entry  // entries whose bookkeeping waits for the recorder
+	ended []ended   // run records that wait for the recorder
 	state runState
 	// wakeAt is the deadline the timer goroutine sleeps toward (Unix ns):
 	// a job scheduled before it wakes the goroutine. 0 while it fires.
@@ -114,6 +121,13 @@ const (
 	stateClosed
 )
 
+// ended is a run record on its way to the recorder. drop marks the run
+// of a job removed while it ran: it goes to the observer only.
+type ended struct {
+	run  Run
+	drop bool
+}
+
 type task struct {
 	e         *entry
 	gen       uint32 // the entry's gen when queued: a mismatch means removed
@@ -124,10 +138,12 @@ type task struct {
 // New returns a Runner over store that runs jobs with exec. It validates cfg
 // and does no I/O: call [Runner.Load] (or just [Runner.Run]) to read the
 // store.
+//
+// A nil store is a runner without durable storage: its jobs live in the
+// runner alone and are lost with the process, each at the runner's own
+// cost in memory (no second copy), and the runner keeps the newest
+// [Config.RunLimit] runs of each job for [Runner.Runs].
 func New(store Store, exec Executor, cfg Config) (*Runner, error) {
-	if store == nil {
-		return nil, errors.New("cron: New: store is nil")
-	}
 	if exec == nil {
 		return nil, errors.New("cron: New: executor is nil")
 	}
@@ -140,6 +156,7 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 		{"DefaultTimeout", int64(cfg.DefaultTimeout)},
 		{"DefaultRetryBackoff", int64(cfg.DefaultRetryBackoff)},
 		{"MisfireTolerance", int64(cfg.MisfireTolerance)},
+		{"RunLimit", int64(cfg.RunLimit)},
 	} {
 		if f.v < 0 {
 			return nil, fmt.Errorf("cron: New: Config.%s must not be negative, got %d", f.name, f.v)
@@ -162,6 +179,9 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	}
 	if cfg.MisfireTolerance == 0 {
 		cfg.MisfireTolerance = time.Second
+	}
+	if cfg.RunLimit == 0 {
+		cfg.RunLimit = DefaultRunLimit
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -253,7 +273,9 @@ func (r *Runner) compile(j *Job, e *entry) error {
 // (by more than MisfireTolerance) is marked missed and never runs; an every
 // or cron job rolls on to its next future slot with no catch-up; a job's
 // misfire_grace lets a slot missed by less than the grace run once, at
-// once. An every job stored without start_at gets start_at = now, saved.
+// once. An every job stored without start_at gets start_at = now, saved
+// durably by Load; the bookkeeping these rules change (last_status missed,
+// next_run_at) is written by the recorder once [Runner.Run] starts.
 //
 // [Runner.Run] calls Load when it has not been called. A second call
 // returns an error.
@@ -263,15 +285,16 @@ func (r *Runner) Load(ctx context.Context) error {
 	if r.loaded {
 		return errors.New("cron: Load: the store was already loaded")
 	}
-	jobs, err := r.store.Load(ctx)
-	if err != nil {
-		return fmt.Errorf("cron: load jobs: %w", err)
+	var jobs []Job
+	if r.store != nil {
+		var err error
+		if jobs, err = r.store.Load(ctx); err != nil {
+			return fmt.Errorf("cron: load jobs: %w", err)
+		}
 	}
 	now := r.now()
 	nowNs := toNano(now)
 	var toSave []Job
-	var toRecord []int32
-	var events []Run
 	r.mu.Lock()
 	for i := range jobs {
 		j := &jobs[i]
@@ -315,7 +338,7 @@ func (r *Runner) Load(ctx context.Context) error {
 			var ev *Run
 			slot, ev = r.settle(idx, e, due, nowNs)
 			if ev != nil {
-				events = append(events, *ev)
+				r.ended = append(r.ended, ended{run: *ev})
 			}
 		}
 		r.insert(idx, e)
@@ -325,13 +348,9 @@ func (r *Runner) Load(ctx context.Context) error {
 		if fixStart {
 			toSave = append(toSave, e.job(false))
 		} else if e.bookkeeping() != before {
-			toRecord = append(toRecord, idx)
+			// The recorder writes it once Run starts.
+			r.markDirty(e)
 		}
-	}
-	recs := make([]record, len(toRecord))
-	for i, idx := range toRecord {
-		e := r.tab.at(idx)
-		recs[i] = record{id: e.id, bk: e.bookkeeping()}
 	}
 	r.loaded = true
 	r.mu.Unlock()
@@ -341,14 +360,6 @@ func (r *Runner) Load(ctx context.Context) error {
 		if err := r.store.Save(ctx, j); err != nil {
 			errs = append(errs, fmt.Errorf("cron: save job %q: %w", j.ID, err))
 		}
-	}
-	for _, rec := range recs {
-		if err := r.store.Record(ctx, rec.id, rec.bk); err != nil {
-			errs = append(errs, fmt.Errorf("cron: record job %q: %w", rec.id, err))
-		}
-	}
-	for _, ev := range events {
-		r.emit(ctx, ev)
 	}
 	r.log.Info("cron: jobs loaded", "jobs", len(jobs), "scheduled", r.scheduled())
 	return errors.Join(errs...)
@@ -498,7 +509,7 @@ func (r *Runner) dequeue() (task, bool) {
 
 // markDirty queues e's bookkeeping for the recorder. mu is held.
 func (r *Runner) markDirty(e *entry) {
-	if e.dirty || e.id == "" {
+	if e.dirty || e.id == "" || r.store == nil {
 		return
 	}
 	e.dirty = true
@@ -575,8 +586,8 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 		e.next = due
 	}
 	stored := e.job(false)
-	if err := r.store.Save(ctx, stored); err != nil {
-		return Job{}, fmt.Errorf("cron: save job %q: %w", e.id, err)
+	if err := r.save(ctx, stored); err != nil {
+		return Job{}, err
 	}
 	r.mu.Lock()
 	idx, se := r.tab.alloc()
@@ -589,10 +600,10 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	if slot != 0 {
 		r.enqueue(se, task{scheduled: slot})
 	}
-	r.mu.Unlock()
 	if ev != nil {
-		r.emit(ctx, *ev)
+		r.finish(*ev, false)
 	}
+	r.mu.Unlock()
 	return stored, nil
 }
 
@@ -647,8 +658,8 @@ func (r *Runner) Update(ctx context.Context, id string, change func(*Job) error)
 		r.reschedulePlan(c, was, nowNs)
 	}
 	stored := c.job(false)
-	if err := r.store.Save(ctx, stored); err != nil {
-		return Job{}, fmt.Errorf("cron: save job %q: %w", id, err)
+	if err := r.save(ctx, stored); err != nil {
+		return Job{}, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -683,6 +694,17 @@ func (r *Runner) reschedulePlan(c *entry, was bool, now int64) {
 	}
 }
 
+// save writes j to the store durably, when there is one.
+func (r *Runner) save(ctx context.Context, j Job) error {
+	if r.store == nil {
+		return nil
+	}
+	if err := r.store.Save(ctx, j); err != nil {
+		return fmt.Errorf("cron: save job %q: %w", j.ID, err)
+	}
+	return nil
+}
+
 // Remove deletes job id from the runner and the store. A run in flight
 // finishes, but its bookkeeping is dropped. An unknown id is [ErrNotFound].
 func (r *Runner) Remove(ctx context.Context, id string) error {
@@ -693,8 +715,10 @@ func (r *Runner) Remove(ctx context.Context, id string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	if err := r.store.Delete(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("cron: delete job %q: %w", id, err)
+	if r.store != nil {
+		if err := r.store.Delete(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("cron: delete job %q: %w", id, err)
+		}
 	}
 	r.mu.Lock()
 	r.unlink(idx, e)
@@ -738,8 +762,8 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 	r.mu.Unlock()
 	r.reschedulePlan(&c, !on, nowNs)
 	j.Enabled, j.NextRunAt, j.LastStatus = on, fromNano(c.next), statusNames[c.status]
-	if err := r.store.Save(ctx, j); err != nil {
-		return Job{}, fmt.Errorf("cron: save job %q: %w", id, err)
+	if err := r.save(ctx, j); err != nil {
+		return Job{}, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -820,15 +844,22 @@ func (r *Runner) Len() int {
 }
 
 // Runs returns up to limit of the newest runs of job id, newest first
-// (limit <= 0: all the store keeps), from the store's [RunStore]. An
-// unknown id is [ErrNotFound]; a store without history gives an error
-// wrapping [ErrUnsupported].
+// (limit <= 0: all that are kept), from the store's [RunStore], or from
+// the runner itself when it has no store. An unknown id is [ErrNotFound];
+// a store without history gives an error wrapping [ErrUnsupported].
 func (r *Runner) Runs(ctx context.Context, id string, limit int) ([]Run, error) {
 	r.mu.Lock()
-	_, ok := r.jobs.get(&r.tab, id)
+	_, e, ok := r.lookup(id)
+	var out []Run
+	if ok && r.store == nil {
+		out = e.runs(limit)
+	}
 	r.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	if r.store == nil {
+		return out, nil
 	}
 	if r.runs == nil {
 		return nil, ErrUnsupported
@@ -933,12 +964,12 @@ func (r *Runner) loop(ctx context.Context) {
 		wait, more := r.fireDue(now, &events)
 		wait = min(wait, maxWait)
 		r.wakeAt = now + int64(wait)
-		r.mu.Unlock()
 		for i, ev := range events {
-			r.emit(ctx, ev)
+			r.finish(ev, false)
 			events[i] = Run{}
 		}
 		events = events[:0]
+		r.mu.Unlock()
 		if ctx.Err() != nil {
 			return
 		}
@@ -1057,15 +1088,8 @@ func (r *Runner) execute(ctx context.Context, t task, j *Job) {
 		e.setLastErr(res.Error)
 		r.markDirty(e)
 	}
+	r.finish(run, removed)
 	r.mu.Unlock()
-	if !removed && r.runs != nil {
-		if err := r.runs.AppendRun(ctx, run); err != nil && !errors.Is(err, ErrNotFound) {
-			r.log.Error("cron: append run", "job_id", j.ID, "run_id", run.ID, "error", err)
-		}
-	}
-	if r.cfg.Observer != nil {
-		r.cfg.Observer.RunFinished(run)
-	}
 	level := slog.LevelInfo
 	if res.Status != StatusSuccess {
 		level = slog.LevelWarn
@@ -1086,39 +1110,38 @@ func (r *Runner) call(ctx context.Context, j *Job, info RunInfo) (res Result) {
 	return r.exec.Execute(ctx, j, info)
 }
 
-// emit hands a run record that did not go through a worker (skipped,
-// missed) to the history and the observer.
-func (r *Runner) emit(ctx context.Context, ev Run) {
-	if ev.ID == "" {
-		ev.ID = newID()
+// finish hands a run record to the recorder: a run a worker finished, or
+// a slot skipped or missed. drop marks the run of a removed job, which
+// only the observer sees. mu is held.
+func (r *Runner) finish(run Run, drop bool) {
+	if run.ID == "" {
+		run.ID = newID()
 	}
-	if r.runs != nil {
-		if err := r.runs.AppendRun(context.WithoutCancel(ctx), ev); err != nil && !errors.Is(err, ErrNotFound) {
-			r.log.Error("cron: append run", "job_id", ev.JobID, "run_id", ev.ID, "error", err)
-		}
-	}
-	if r.cfg.Observer != nil {
-		r.cfg.Observer.RunFinished(ev)
-	}
-	if ev.Status == StatusSkipped {
-		r.log.Warn("cron: slot skipped", "job_id", ev.JobID, "scheduled_at", ev.ScheduledAt, "error", ev.Error)
+	r.ended = append(r.ended, ended{run: run, drop: drop})
+	select {
+	case r.recWake <- struct{}{}:
+	default:
 	}
 }
 
-// recorder writes dirty bookkeeping through Store.Record until stop is
-// closed; then it writes what is left. Being the only writer of bookkeeping
-// and reading it when it writes, it never puts an older state after a newer
-// one.
+// recorder is the one goroutine that writes to the store while the runner
+// runs (but for the durable writes of the API): the bookkeeping of the
+// jobs marked dirty through Store.Record, and the run records that the
+// workers and the timer goroutine hand it through RunStore.AppendRun (or
+// into the runner's own history when it has no store); then it shows each
+// run to the observer. It goes on until stop is closed, then writes what
+// is left. Being the only writer of bookkeeping, and reading it when it
+// writes, it never puts an older state after a newer one.
 func (r *Runner) recorder(ctx context.Context, stop <-chan struct{}) {
-	var batch []record
+	var w recorderBufs
 	for {
 		select {
 		case <-r.recWake:
 		case <-stop:
-			r.flushDirty(ctx, &batch)
+			r.flushDirty(ctx, &w)
 			return
 		}
-		r.flushDirty(ctx, &batch)
+		r.flushDirty(ctx, &w)
 	}
 }
 
@@ -1127,23 +1150,54 @@ type record struct {
 	bk Bookkeeping
 }
 
-func (r *Runner) flushDirty(ctx context.Context, batch *[]record) {
-	b := (*batch)[:0]
+// recorderBufs are the recorder's buffers, reused from one pass to the
+// next.
+type recorderBufs struct {
+	recs  []record
+	ended []ended
+}
+
+func (r *Runner) flushDirty(ctx context.Context, w *recorderBufs) {
+	recs := w.recs[:0]
 	r.mu.Lock()
 	for _, e := range r.dirty {
 		e.dirty = false
 		if e.id != "" { // not a freed slot
-			b = append(b, record{id: e.id, bk: e.bookkeeping()})
+			recs = append(recs, record{id: e.id, bk: e.bookkeeping()})
 		}
 	}
 	clear(r.dirty)
 	r.dirty = r.dirty[:0]
+	// Take the run records, leaving r.ended an empty buffer to fill.
+	runs := r.ended
+	r.ended = w.ended[:0]
+	if r.store == nil {
+		for _, ev := range runs {
+			if _, e, ok := r.lookup(ev.run.JobID); ok && !ev.drop {
+				e.addRun(ev.run, r.cfg.RunLimit)
+			}
+		}
+	}
 	r.mu.Unlock()
-	for _, rec := range b {
+	for _, rec := range recs {
 		if err := r.store.Record(ctx, rec.id, rec.bk); err != nil && !errors.Is(err, ErrNotFound) {
 			r.log.Error("cron: record bookkeeping", "job_id", rec.id, "error", err)
 		}
 	}
-	clear(b)
-	*batch = b
+	for _, ev := range runs {
+		if r.runs != nil && !ev.drop {
+			if err := r.runs.AppendRun(ctx, ev.run); err != nil && !errors.Is(err, ErrNotFound) {
+				r.log.Error("cron: append run", "job_id", ev.run.JobID, "run_id", ev.run.ID, "error", err)
+			}
+		}
+		if r.cfg.Observer != nil {
+			r.cfg.Observer.RunFinished(ev.run)
+		}
+		if ev.run.Status == StatusSkipped {
+			r.log.Warn("cron: slot skipped", "job_id", ev.run.JobID, "scheduled_at", ev.run.ScheduledAt, "error", ev.run.Error)
+		}
+	}
+	clear(recs)
+	clear(runs)
+	w.recs, w.ended = recs, runs[:0]
 }

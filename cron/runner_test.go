@@ -356,15 +356,17 @@ func TestLoadMisfire(t *testing.T) {
 		if len(stored) != len(jobs) {
 			t.Errorf("store has %d jobs after Load, want %d (invalid ones kept)", len(stored), len(jobs))
 		}
+
+		stop := start(t, r)
+		time.Sleep(29 * time.Minute) // before the next slot
+		synctest.Wait()
+		// The recorder has written what Load changed.
+		stored, _ = st.Load(ctx)
 		for _, s := range stored {
 			if s.ID == "once-late" && s.LastStatus != StatusMissed {
 				t.Errorf("stored once-late status %q, want missed", s.LastStatus)
 			}
 		}
-
-		stop := start(t, r)
-		time.Sleep(29 * time.Minute) // before the next slot
-		synctest.Wait()
 		got := map[string][]time.Time{}
 		for _, c := range ex.runs() {
 			got[c.JobID] = append(got[c.JobID], c.ScheduledAt)
@@ -933,14 +935,14 @@ func TestNewConfig(t *testing.T) {
 			t.Errorf("%s: New error = %v, want ok %v", tt.name, err, tt.ok)
 		}
 	}
-	if _, err := New(nil, &fakeExec{}, Config{}); err == nil {
-		t.Errorf("New(nil store): want an error")
+	if _, err := New(nil, &fakeExec{}, Config{RunLimit: -1}); err == nil || err.Error() != "cron: New: Config.RunLimit must not be negative, got -1" {
+		t.Errorf("New(RunLimit -1) error = %v, want one naming Config.RunLimit", err)
 	}
 	if _, err := New(NewMemStore(), nil, Config{}); err == nil {
 		t.Errorf("New(nil executor): want an error")
 	}
 	r, _ := New(NewMemStore(), &fakeExec{}, Config{})
-	want := Config{Workers: 4, DrainTimeout: 30 * time.Second, DefaultTimeout: 10 * time.Second, DefaultRetryBackoff: 5 * time.Second, MisfireTolerance: time.Second}
+	want := Config{Workers: 4, DrainTimeout: 30 * time.Second, DefaultTimeout: 10 * time.Second, DefaultRetryBackoff: 5 * time.Second, MisfireTolerance: time.Second, RunLimit: DefaultRunLimit}
 	if diff := cmp.Diff(want, r.cfg, cmp.Comparer(func(a, b Observer) bool { return a == b })); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
@@ -1159,4 +1161,85 @@ func TestExecutorPanic(t *testing.T) {
 			t.Errorf("observed (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestNoStore runs a runner without a store: its jobs fire, and it keeps
+// the newest RunLimit runs of each job itself, through updates, and drops
+// them with the job.
+func TestNoStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		t0 := time.Now().UTC()
+		r := newTestRunner(t, nil, &fakeExec{}, Config{RunLimit: 3})
+		mustAdd(t, r, httpJob("a", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: t0}))
+		mustAdd(t, r, httpJob("late", ScheduleSpec{Kind: KindOnce, RunAt: t0.Add(-time.Hour)}))
+		stop := start(t, r)
+		time.Sleep(5*time.Minute + time.Second)
+		synctest.Wait()
+		if _, err := replaceJob(ctx, r, httpJob("a", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: t0})); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := r.Runs(ctx, "a", 0)
+		if err != nil {
+			t.Fatalf("Runs: %v", err)
+		}
+		var got []time.Time
+		for _, run := range runs {
+			got = append(got, run.ScheduledAt)
+		}
+		want := []time.Time{t0.Add(5 * time.Minute), t0.Add(4 * time.Minute), t0.Add(3 * time.Minute)} // newest 3, newest first
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Runs(a) scheduled_at (-want +got):\n%s", diff)
+		}
+		if runs, _ := r.Runs(ctx, "a", 1); len(runs) != 1 || !runs[0].ScheduledAt.Equal(want[0]) {
+			t.Errorf("Runs(a, 1) = %+v, want the newest", runs)
+		}
+		late, _ := r.Runs(ctx, "late", 0)
+		if len(late) != 1 || late[0].Status != StatusMissed {
+			t.Errorf("Runs(late) = %+v, want one missed", late)
+		}
+		if err := r.Remove(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		mustAdd(t, r, httpJob("a", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Hour), StartAt: time.Now()}))
+		if runs, _ := r.Runs(ctx, "a", 0); len(runs) != 0 {
+			t.Errorf("Runs of a job added again after Remove = %+v, want none", runs)
+		}
+		if err := stop(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+// TestObserverSeesStoredRuns checks that the observer sees a run once it is
+// in the history: the recorder appends it first.
+func TestObserverSeesStoredRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store Store
+	}{{"memstore", NewMemStore()}, {"no store", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				var r *Runner
+				var missing atomic.Int64
+				var seen atomic.Int64
+				obs := ObserverFunc(func(run Run) {
+					seen.Add(1)
+					runs, err := r.Runs(ctx, run.JobID, 0)
+					if err != nil || !slices.ContainsFunc(runs, func(x Run) bool { return x.ID == run.ID }) {
+						missing.Add(1)
+					}
+				})
+				r = newTestRunner(t, tc.store, &fakeExec{}, Config{Observer: obs})
+				mustAdd(t, r, httpJob("a", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: time.Now()}))
+				start(t, r)
+				time.Sleep(10*time.Second + time.Millisecond)
+				synctest.Wait()
+				if got := [2]int64{seen.Load(), missing.Load()}; got != [2]int64{10, 0} {
+					t.Errorf("observer calls, of which the run was not in Runs = %v, want [10 0]", got)
+				}
+			})
+		})
+	}
 }

@@ -261,7 +261,10 @@ func TestRestartKeepsJobsAndBookkeeping(t *testing.T) {
 	bad := newCallback(t, 500, 0)
 	dir := t.TempDir()
 	ts := startService(t, dir, nil)
-	ts.create(t, fmt.Sprintf(`{"id":"a","name":"A","http":{"method":"POST","url":%q,"headers":{"X-T":"1"},"body":"{\"k\":1}"},"schedule":{"kind":"every","every":"1h","jitter":"1s"},"timeout":"2s","max_retries":1,"retry_backoff":"10ms"}`, cb.URL))
+	// start_at half an hour ago: the first slot (start_at plus a jitter
+	// below 1s) has passed and the next one is half an hour away, so no
+	// slot of a falls due during the test, whatever its speed.
+	ts.create(t, fmt.Sprintf(`{"id":"a","name":"A","http":{"method":"POST","url":%q,"headers":{"X-T":"1"},"body":"{\"k\":1}"},"schedule":{"kind":"every","every":"1h","jitter":"1s","start_at":%q},"timeout":"2s","max_retries":1,"retry_backoff":"10ms"}`, cb.URL, rfc(time.Now().Add(-30*time.Minute))))
 	ts.create(t, fmt.Sprintf(`{"id":"b","http":{"url":%q},"schedule":{"kind":"once","run_at":%q}}`, cb.URL, rfc(time.Now().Add(time.Hour))))
 	ts.create(t, fmt.Sprintf(`{"id":"c","http":{"url":%q},"schedule":{"kind":"every","every":"1h"},"max_retries":0}`, bad.URL))
 	if code := call(t, "POST", ts.url+"/jobs/b/pause", "", nil); code != 200 {

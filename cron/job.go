@@ -2,9 +2,11 @@ package cron
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -34,7 +36,7 @@ const (
 // JobTypeHTTP is the only job type: an HTTP callback.
 const JobTypeHTTP = "http"
 
-// Defaults applied by [Job.Normalize] and the runner when a field is zero.
+// The defaults [Prepare] gives when a field is zero and [Defaults] has none.
 const (
 	DefaultTimeout      = 10 * time.Second
 	DefaultMaxRetries   = 3
@@ -215,27 +217,100 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Normalize fills the defaults of unset fields: type "http", method GET,
-// timeout 10s, retry_backoff 5s. MaxRetries is left alone: 0 means no retry.
-// Times become UTC.
-func (j *Job) Normalize() {
+// Defaults are the values [Prepare] gives to the unset fields of a job
+// whose zero value means "the default".
+type Defaults struct {
+	// Timeout is given to a job whose timeout is 0. Default (0)
+	// [DefaultTimeout].
+	Timeout time.Duration
+	// RetryBackoff is given to a job whose retry_backoff is 0. Default (0)
+	// [DefaultRetryBackoff].
+	RetryBackoff time.Duration
+}
+
+// Prepare is the one way a job's configuration is made ready to run; the
+// [Runner] calls it for every job it adds, updates or loads. It fills the
+// defaults of j's unset fields: type "http", method GET (a method is upper
+// cased), timeout and retry_backoff from d, and for an every schedule
+// without start_at, start_at = now; it turns every time to UTC. Then it
+// checks every field and returns a *[ValidationError] naming the first bad
+// one: type and method, the callback URL (http or https, with a host),
+// timeout > 0, max_retries between 0 and 65535, retry_backoff and
+// misfire_grace >= 0, and the schedule ([ScheduleSpec.Validate]). On
+// success it returns the job's schedule, built once: a cron expression is
+// parsed here and nowhere else. The system fields are not looked at.
+// MaxRetries has no default here: 0 means no retry.
+func Prepare(j *Job, now time.Time, d Defaults) (Schedule, error) {
+	c, err := prepare(j, now, d, false)
+	if err != nil {
+		return nil, err
+	}
+	switch j.Schedule.Kind {
+	case KindOnce:
+		return Once{At: j.Schedule.RunAt}, nil
+	case KindEvery:
+		return Every{Interval: j.Schedule.Every.D(), Start: j.Schedule.StartAt, Jitter: j.Schedule.Jitter.D(), Seed: SeedFor(j.ID)}, nil
+	}
+	return c, nil
+}
+
+// prepare is Prepare without building the once and every schedules (the
+// runner keeps those as plain numbers); it returns the parsed cron
+// expression of a cron job. urlKnownGood skips parsing a URL that the
+// caller has already seen pass (the runner remembers the last one, which
+// spares bulk adds of jobs calling one service a parse each).
+func prepare(j *Job, now time.Time, d Defaults, urlKnownGood bool) (*CronSchedule, error) {
 	if j.Type == "" {
 		j.Type = JobTypeHTTP
 	}
-	if j.HTTP.Method == "" {
+	switch j.HTTP.Method {
+	case "":
 		j.HTTP.Method = "GET"
+	case "GET", "POST", "PUT", "PATCH", "DELETE":
+	default:
+		j.HTTP.Method = strings.ToUpper(j.HTTP.Method)
 	}
-	j.HTTP.Method = strings.ToUpper(j.HTTP.Method)
 	if j.Timeout == 0 {
-		j.Timeout = Duration(DefaultTimeout)
+		j.Timeout = Duration(cmp.Or(d.Timeout, DefaultTimeout))
 	}
 	if j.RetryBackoff == 0 {
-		j.RetryBackoff = Duration(DefaultRetryBackoff)
+		j.RetryBackoff = Duration(cmp.Or(d.RetryBackoff, DefaultRetryBackoff))
 	}
 	j.Schedule.RunAt = utc(j.Schedule.RunAt)
 	j.Schedule.StartAt = utc(j.Schedule.StartAt)
+	if j.Schedule.Kind == KindEvery && j.Schedule.StartAt.IsZero() {
+		j.Schedule.StartAt = now.UTC()
+	}
 	j.LastRunAt = utc(j.LastRunAt)
 	j.NextRunAt = utc(j.NextRunAt)
+
+	if j.Type != JobTypeHTTP {
+		return nil, invalid("type", "must be %q, got %q", JobTypeHTTP, j.Type)
+	}
+	if !allowedMethods[j.HTTP.Method] {
+		return nil, invalid("http.method", "must be one of GET, POST, PUT, PATCH, DELETE, got %q", j.HTTP.Method)
+	}
+	if !urlKnownGood {
+		if err := validateURL(j.HTTP.URL); err != nil {
+			return nil, err
+		}
+	}
+	if j.Timeout <= 0 {
+		return nil, invalid("timeout", "must be > 0, got %s", j.Timeout)
+	}
+	if j.MaxRetries < 0 {
+		return nil, invalid("max_retries", "must be >= 0, got %d", j.MaxRetries)
+	}
+	if j.MaxRetries > math.MaxUint16 {
+		return nil, invalid("max_retries", "must be at most %d, got %d", math.MaxUint16, j.MaxRetries)
+	}
+	if j.RetryBackoff < 0 {
+		return nil, invalid("retry_backoff", "must be >= 0, got %s", j.RetryBackoff)
+	}
+	if j.MisfireGrace < 0 {
+		return nil, invalid("misfire_grace", "must be >= 0, got %s", j.MisfireGrace)
+	}
+	return j.Schedule.check()
 }
 
 // ValidationError names the field of a job that is wrong and why.
@@ -259,39 +334,19 @@ func invalid(field, format string, a ...any) error {
 
 var allowedMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true}
 
-// Validate checks the job's configuration and returns a *ValidationError
-// naming the first bad field. It does not look at the system fields.
-func (j *Job) Validate() error { return j.validate(false) }
-
-// validate is Validate; urlKnownGood skips parsing a URL that the caller
-// has already seen pass (the runner remembers the last one, which spares
-// bulk adds of jobs calling one service a parse each).
-func (j *Job) validate(urlKnownGood bool) error {
-	if j.Type != JobTypeHTTP {
-		return invalid("type", "must be %q, got %q", JobTypeHTTP, j.Type)
-	}
-	if !allowedMethods[j.HTTP.Method] {
-		return invalid("http.method", "must be one of GET, POST, PUT, PATCH, DELETE, got %q", j.HTTP.Method)
-	}
-	if !urlKnownGood {
-		if err := validateURL(j.HTTP.URL); err != nil {
-			return err
-		}
-	}
-	if j.Timeout <= 0 {
-		return invalid("timeout", "must be > 0, got %s", j.Timeout)
-	}
-	if j.MaxRetries < 0 {
-		return invalid("max_retries", "must be >= 0, got %d", j.MaxRetries)
-	}
-	if j.RetryBackoff < 0 {
-		return invalid("retry_backoff", "must be >= 0, got %s", j.RetryBackoff)
-	}
-	if j.MisfireGrace < 0 {
-		return invalid("misfire_grace", "must be >= 0, got %s", j.MisfireGrace)
-	}
-	return j.Schedule.Validate()
+// Validate reports whether [Prepare] would accept the job: it checks a
+// copy of j with the defaults filled, and returns a *ValidationError naming
+// the first bad field. It does not modify j, and does not look at the
+// system fields.
+func (j *Job) Validate() error {
+	c := *j
+	_, err := prepare(&c, validateNow, Defaults{}, false)
+	return err
 }
+
+// validateNow stands for the current time in Validate: it is only the
+// start_at an every schedule would get.
+var validateNow = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // validateURL checks a callback URL: http or https, with a host.
 func validateURL(raw string) error {
@@ -312,40 +367,69 @@ func validateURL(raw string) error {
 }
 
 // Validate checks the schedule and returns a *ValidationError naming the
-// first bad field ("schedule.kind", "schedule.every", ...).
+// first bad field ("schedule.kind", "schedule.every", ...). Times must lie
+// between the years 1679 and 2261. An every schedule with no start_at is
+// valid ([Prepare] gives it one).
 func (s *ScheduleSpec) Validate() error {
+	_, err := s.check()
+	return err
+}
+
+// check is Validate; for a cron schedule it returns the parsed expression.
+func (s *ScheduleSpec) check() (*CronSchedule, error) {
 	switch s.Kind {
 	case KindOnce:
 		if s.RunAt.IsZero() {
-			return invalid("schedule.run_at", "is required for kind once")
+			return nil, invalid("schedule.run_at", "is required for kind once")
+		}
+		if !inNanoRange(s.RunAt) {
+			return nil, invalid("schedule.run_at", "must lie between the years 1679 and 2261, got %s", s.RunAt.Format(time.RFC3339))
 		}
 	case KindEvery:
 		if s.Every <= 0 {
-			return invalid("schedule.every", "must be > 0, got %s", s.Every)
+			return nil, invalid("schedule.every", "must be > 0, got %s", s.Every)
 		}
 		if s.Jitter < 0 {
-			return invalid("schedule.jitter", "must be >= 0, got %s", s.Jitter)
+			return nil, invalid("schedule.jitter", "must be >= 0, got %s", s.Jitter)
 		}
 		if s.Jitter >= s.Every {
-			return invalid("schedule.jitter", "must be less than every (%s), got %s", s.Every, s.Jitter)
+			return nil, invalid("schedule.jitter", "must be less than every (%s), got %s", s.Every, s.Jitter)
+		}
+		if !s.StartAt.IsZero() && !inNanoRange(s.StartAt) {
+			return nil, invalid("schedule.start_at", "must lie between the years 1679 and 2261, got %s", s.StartAt.Format(time.RFC3339))
 		}
 	case KindCron:
 		if s.Cron == "" {
-			return invalid("schedule.cron", "is required for kind cron")
+			return nil, invalid("schedule.cron", "is required for kind cron")
 		}
-		if _, err := s.Build(0); err != nil {
+		c, err := s.parseCron()
+		if err != nil {
 			var ve *ValidationError
 			if errors.As(err, &ve) {
-				return err
+				return nil, err
 			}
-			return invalid("schedule.cron", "%s", strings.TrimPrefix(err.Error(), "cron: "))
+			return nil, invalid("schedule.cron", "%s", strings.TrimPrefix(err.Error(), "cron: "))
 		}
+		return c, nil
 	case "":
-		return invalid("schedule.kind", "is required: once, every or cron")
+		return nil, invalid("schedule.kind", "is required: once, every or cron")
 	default:
-		return invalid("schedule.kind", "must be once, every or cron, got %q", s.Kind)
+		return nil, invalid("schedule.kind", "must be once, every or cron, got %q", s.Kind)
 	}
-	return nil
+	return nil, nil
+}
+
+// parseCron parses the expression of a cron spec in its time zone.
+func (s *ScheduleSpec) parseCron() (*CronSchedule, error) {
+	var opts []CronOption
+	if s.TZ != "" {
+		loc, err := time.LoadLocation(s.TZ)
+		if err != nil {
+			return nil, invalid("schedule.tz", "unknown time zone %q", s.TZ)
+		}
+		opts = append(opts, WithLocation(loc))
+	}
+	return ParseCron(s.Cron, opts...)
 }
 
 // Build turns the spec into a Schedule. seed spreads the jitter of an every
@@ -358,15 +442,7 @@ func (s *ScheduleSpec) Build(seed uint64) (Schedule, error) {
 	case KindEvery:
 		return Every{Interval: s.Every.D(), Start: s.StartAt, Jitter: s.Jitter.D(), Seed: seed}, nil
 	case KindCron:
-		var opts []CronOption
-		if s.TZ != "" {
-			loc, err := time.LoadLocation(s.TZ)
-			if err != nil {
-				return nil, invalid("schedule.tz", "unknown time zone %q", s.TZ)
-			}
-			opts = append(opts, WithLocation(loc))
-		}
-		return ParseCron(s.Cron, opts...)
+		return s.parseCron()
 	}
 	return nil, invalid("schedule.kind", "must be once, every or cron, got %q", s.Kind)
 }

@@ -211,36 +211,19 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// prepare fills the defaults of j and normalizes it.
-func (r *Runner) prepare(j *Job) {
-	if j.Timeout == 0 {
-		j.Timeout = Duration(r.cfg.DefaultTimeout)
-	}
-	if j.RetryBackoff == 0 {
-		j.RetryBackoff = Duration(r.cfg.DefaultRetryBackoff)
-	}
-	j.Normalize()
-}
-
-// compile validates j (normalized) and fills e with its configuration.
-func (r *Runner) compile(j *Job, e *entry) error {
+// compile makes j ready through [prepare] (defaults from the Config,
+// every rule checked, a cron expression parsed once) and fills e with its
+// configuration. now is the start_at of an every job that has none.
+func (r *Runner) compile(j *Job, now time.Time, e *entry) error {
 	last := r.goodURL.Load()
 	known := last != nil && *last == j.HTTP.URL
-	if err := j.validate(known); err != nil {
+	c, err := prepare(j, now, Defaults{Timeout: r.cfg.DefaultTimeout, RetryBackoff: r.cfg.DefaultRetryBackoff}, known)
+	if err != nil {
 		return err
 	}
 	if !known {
 		u := j.HTTP.URL
 		r.goodURL.Store(&u)
-	}
-	if t := j.Schedule.RunAt; !t.IsZero() && !inNanoRange(t) {
-		return invalid("schedule.run_at", "must lie between the years 1679 and 2261, got %s", t.Format(time.RFC3339))
-	}
-	if t := j.Schedule.StartAt; !t.IsZero() && !inNanoRange(t) {
-		return invalid("schedule.start_at", "must lie between the years 1679 and 2261, got %s", t.Format(time.RFC3339))
-	}
-	if j.MaxRetries > math.MaxUint16 {
-		return invalid("max_retries", "must be at most %d, got %d", math.MaxUint16, j.MaxRetries)
 	}
 	*e = entry{
 		id: j.ID, name: j.Name, url: j.HTTP.URL, body: j.HTTP.Body, headers: j.HTTP.Headers,
@@ -253,13 +236,9 @@ func (r *Runner) compile(j *Job, e *entry) error {
 	case KindEvery:
 		e.kind, e.start, e.interval, e.jitter = kindEveryID, toNano(j.Schedule.StartAt), int64(j.Schedule.Every), int64(j.Schedule.Jitter)
 	case KindCron:
-		s, err := j.Schedule.Build(0)
-		if err != nil {
-			return err
-		}
 		e.kind = kindCronID
 		x := e.ext()
-		x.cron, x.cronSpec, x.tz = s, j.Schedule.Cron, j.Schedule.TZ
+		x.cron, x.cronSpec, x.tz = c, j.Schedule.Cron, j.Schedule.TZ
 	}
 	if j.MisfireGrace > 0 {
 		e.ext().grace = int64(j.MisfireGrace)
@@ -298,13 +277,9 @@ func (r *Runner) Load(ctx context.Context) error {
 	r.mu.Lock()
 	for i := range jobs {
 		j := &jobs[i]
-		r.prepare(j)
 		fixStart := j.Schedule.Kind == KindEvery && j.Schedule.StartAt.IsZero()
-		if fixStart {
-			j.Schedule.StartAt = now.UTC()
-		}
 		var c entry
-		if err := r.compile(j, &c); err != nil {
+		if err := r.compile(j, now, &c); err != nil {
 			r.log.Warn("cron: skipping invalid job", "job_id", j.ID, "name", j.Name, "error", err)
 			continue
 		}
@@ -533,14 +508,10 @@ func (r *Runner) markDirty(e *entry) {
 // The runner keeps j.HTTP.Headers as given (it never modifies the map);
 // the caller must not modify it afterwards either.
 func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
-	r.prepare(&j)
 	now := r.now()
-	if j.Schedule.Kind == KindEvery && j.Schedule.StartAt.IsZero() {
-		j.Schedule.StartAt = now.UTC()
-	}
 	var c entry
 	e := &c
-	if err := r.compile(&j, e); err != nil {
+	if err := r.compile(&j, now, e); err != nil {
 		return Job{}, err
 	}
 	generated := e.id == ""
@@ -635,13 +606,9 @@ func (r *Runner) Update(ctx context.Context, id string, change func(*Job) error)
 	if j.ID != id {
 		return Job{}, invalid("id", "cannot be changed (the job is %q, got %q)", id, j.ID)
 	}
-	r.prepare(&j)
 	now := r.now()
-	if j.Schedule.Kind == KindEvery && j.Schedule.StartAt.IsZero() {
-		j.Schedule.StartAt = now.UTC()
-	}
 	c := &entry{}
-	if err := r.compile(&j, c); err != nil {
+	if err := r.compile(&j, now, c); err != nil {
 		return Job{}, err
 	}
 	nowNs := toNano(now)

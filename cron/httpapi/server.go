@@ -412,6 +412,10 @@ func (s *Server) create(ctx context.Context, w http.ResponseWriter, req *http.Re
 		writeError(w, rerr)
 		return
 	}
+	// Only the JSON shape can tell a field left out from a false or a 0,
+	// so the defaults of enabled and max_retries are given here; every
+	// other default and every rule are cron.Prepare's, which the runner
+	// applies.
 	j := cron.Job{ID: p.id, Enabled: true, MaxRetries: s.cfg.DefaultMaxRetries}
 	p.apply(&j)
 	if rerr := s.checkCallback(&j); rerr != nil {

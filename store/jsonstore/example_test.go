@@ -30,7 +30,11 @@ func Example() {
 		HTTP:     cron.HTTPConfig{URL: "https://example.com/ping"},
 		Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(5 * time.Minute), StartAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
 	}
-	job.Normalize()
+	// Prepare fills the defaults (type, method, timeout, retry_backoff) and
+	// checks the job, as a Runner does before it saves one.
+	if _, err := cron.Prepare(&job, time.Now(), cron.Defaults{}); err != nil {
+		panic(err)
+	}
 	// Save returns once a rewrite of jobs.json holding the job is on disk.
 	if err := s.Save(ctx, job); err != nil {
 		panic(err)

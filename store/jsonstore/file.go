@@ -294,7 +294,6 @@ func convertJob(i int, f *fileJob) (cron.Job, *EntryError) {
 		}
 		*d.dst = cron.Duration(v)
 	}
-	j.Normalize()
 	if err := j.Validate(); err != nil {
 		var ve *cron.ValidationError
 		if errors.As(err, &ve) {

@@ -30,7 +30,9 @@ func testJob(id string) cron.Job {
 		Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Minute), StartAt: t0},
 	}
 	j.MaxRetries = 3
-	j.Normalize()
+	if _, err := cron.Prepare(&j, t0, cron.Defaults{}); err != nil {
+		panic(err)
+	}
 	j.NextRunAt = t0.Add(time.Minute)
 	return j
 }

@@ -1,0 +1,123 @@
+package cron
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestPrepare(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.FixedZone("X", 3600))
+	base := func() Job {
+		return Job{ID: "j", Enabled: true, HTTP: HTTPConfig{URL: "http://svc.test/hook"},
+			Schedule: ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute)}}
+	}
+	tests := []struct {
+		name     string
+		edit     func(*Job)
+		defaults Defaults
+		want     func(*Job) // the job after Prepare, from base with defaults filled
+		field    string     // the field a *ValidationError names; "" for success
+	}{
+		{name: "defaults", want: func(*Job) {}},
+		{name: "defaults from Defaults", defaults: Defaults{Timeout: 3 * time.Second, RetryBackoff: time.Second},
+			want: func(j *Job) { j.Timeout, j.RetryBackoff = Duration(3*time.Second), Duration(time.Second) }},
+		{name: "method upper cased", edit: func(j *Job) { j.HTTP.Method = "post" }, want: func(j *Job) { j.HTTP.Method = "POST" }},
+		{name: "start_at kept, in UTC", edit: func(j *Job) { j.Schedule.StartAt = now.Add(time.Hour) },
+			want: func(j *Job) { j.Schedule.StartAt = now.Add(time.Hour).UTC() }},
+		{name: "max_retries 65535", edit: func(j *Job) { j.MaxRetries = math.MaxUint16 }, want: func(j *Job) { j.MaxRetries = math.MaxUint16 }},
+		{name: "type", edit: func(j *Job) { j.Type = "grpc" }, field: "type"},
+		{name: "method", edit: func(j *Job) { j.HTTP.Method = "TRACE" }, field: "http.method"},
+		{name: "url missing", edit: func(j *Job) { j.HTTP.URL = "" }, field: "http.url"},
+		{name: "url scheme", edit: func(j *Job) { j.HTTP.URL = "ftp://svc.test/" }, field: "http.url"},
+		{name: "url host", edit: func(j *Job) { j.HTTP.URL = "http:///x" }, field: "http.url"},
+		{name: "timeout", edit: func(j *Job) { j.Timeout = Duration(-time.Second) }, field: "timeout"},
+		{name: "max_retries negative", edit: func(j *Job) { j.MaxRetries = -1 }, field: "max_retries"},
+		{name: "max_retries over 65535", edit: func(j *Job) { j.MaxRetries = math.MaxUint16 + 1 }, field: "max_retries"},
+		{name: "retry_backoff", edit: func(j *Job) { j.RetryBackoff = Duration(-time.Second) }, field: "retry_backoff"},
+		{name: "misfire_grace", edit: func(j *Job) { j.MisfireGrace = Duration(-time.Second) }, field: "misfire_grace"},
+		{name: "kind missing", edit: func(j *Job) { j.Schedule.Kind = "" }, field: "schedule.kind"},
+		{name: "kind unknown", edit: func(j *Job) { j.Schedule.Kind = "hourly" }, field: "schedule.kind"},
+		{name: "every", edit: func(j *Job) { j.Schedule.Every = 0 }, field: "schedule.every"},
+		{name: "jitter negative", edit: func(j *Job) { j.Schedule.Jitter = -1 }, field: "schedule.jitter"},
+		{name: "jitter not below every", edit: func(j *Job) { j.Schedule.Jitter = j.Schedule.Every }, field: "schedule.jitter"},
+		{name: "start_at before 1679", edit: func(j *Job) { j.Schedule.StartAt = time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC) }, field: "schedule.start_at"},
+		{name: "run_at missing", edit: func(j *Job) { j.Schedule = ScheduleSpec{Kind: KindOnce} }, field: "schedule.run_at"},
+		{name: "run_at after 2261", edit: func(j *Job) {
+			j.Schedule = ScheduleSpec{Kind: KindOnce, RunAt: time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)}
+		}, field: "schedule.run_at"},
+		{name: "cron missing", edit: func(j *Job) { j.Schedule = ScheduleSpec{Kind: KindCron} }, field: "schedule.cron"},
+		{name: "cron bad", edit: func(j *Job) { j.Schedule = ScheduleSpec{Kind: KindCron, Cron: "0 25 * * *"} }, field: "schedule.cron"},
+		{name: "tz unknown", edit: func(j *Job) { j.Schedule = ScheduleSpec{Kind: KindCron, Cron: "0 9 * * *", TZ: "Mars/Base"} }, field: "schedule.tz"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := base()
+			if tt.edit != nil {
+				tt.edit(&j)
+			}
+			validateErr := j.Validate() // must agree with Prepare, and not modify j
+			before := j
+			_, err := Prepare(&j, now, tt.defaults)
+			if tt.field != "" {
+				var ve *ValidationError
+				if !errors.As(err, &ve) || ve.Field != tt.field {
+					t.Fatalf("Prepare error = %v, want a *ValidationError on %s", err, tt.field)
+				}
+				if !errors.As(validateErr, &ve) || ve.Field != tt.field {
+					t.Errorf("Validate error = %v, want a *ValidationError on %s", validateErr, tt.field)
+				}
+				return
+			}
+			if err != nil || validateErr != nil {
+				t.Fatalf("Prepare error = %v, Validate error = %v; want none", err, validateErr)
+			}
+			if before.Timeout != 0 && before.Timeout != j.Timeout {
+				t.Errorf("Validate or Prepare changed a set timeout")
+			}
+			want := base()
+			want.Type, want.HTTP.Method = JobTypeHTTP, "GET"
+			want.Timeout, want.RetryBackoff = Duration(DefaultTimeout), Duration(DefaultRetryBackoff)
+			want.Schedule.StartAt = now.UTC()
+			tt.want(&want)
+			if diff := cmp.Diff(want, j); diff != "" {
+				t.Errorf("prepared job (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPrepareSchedule checks the schedule Prepare returns against the one
+// the spec describes.
+func TestPrepareSchedule(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		spec ScheduleSpec
+		want []time.Time // the first run times after now
+	}{
+		{ScheduleSpec{Kind: KindOnce, RunAt: now.Add(time.Hour)}, []time.Time{now.Add(time.Hour), {}}},
+		{ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute)}, []time.Time{now, now.Add(time.Minute)}}, // start_at = now
+		{ScheduleSpec{Kind: KindCron, Cron: "0 9 * * *", TZ: "Asia/Tokyo"}, []time.Time{time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC)}},
+	}
+	for _, tt := range tests {
+		j := Job{ID: "j", HTTP: HTTPConfig{URL: "http://svc.test/"}, Schedule: tt.spec}
+		s, err := Prepare(&j, now, Defaults{})
+		if err != nil {
+			t.Fatalf("Prepare(%s): %v", tt.spec.Kind, err)
+		}
+		var got []time.Time
+		for t := now.Add(-time.Nanosecond); len(got) < len(tt.want); {
+			t = s.Next(t)
+			got = append(got, t.UTC())
+			if t.IsZero() {
+				break
+			}
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: run times (-want +got):\n%s", tt.spec.Kind, diff)
+		}
+	}
+}

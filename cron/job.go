@@ -55,7 +55,13 @@ func (d Duration) String() string { return time.Duration(d).String() }
 
 // MarshalJSON writes d as a duration string.
 func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
+	// A duration string holds digits, '.', '-' and unit letters ("µs"
+	// included): nothing JSON escapes.
+	s := time.Duration(d).String()
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), nil
 }
 
 // UnmarshalJSON reads a duration string ("" is zero).

@@ -1,6 +1,7 @@
 package cron
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"testing"
@@ -118,6 +119,29 @@ func TestPrepareSchedule(t *testing.T) {
 		}
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("%s: run times (-want +got):\n%s", tt.spec.Kind, diff)
+		}
+	}
+}
+
+func TestDurationJSON(t *testing.T) {
+	tests := []struct {
+		d    Duration
+		want string
+	}{
+		{0, `"0s"`},
+		{Duration(1500 * time.Microsecond), `"1.5ms"`},
+		{Duration(1500 * time.Nanosecond), `"1.5µs"`},
+		{Duration(-90 * time.Second), `"-1m30s"`},
+		{Duration(26 * time.Hour), `"26h0m0s"`},
+	}
+	for _, tt := range tests {
+		b, err := json.Marshal(tt.d)
+		if err != nil || string(b) != tt.want {
+			t.Errorf("Marshal(%d) = %s, %v; want %s", int64(tt.d), b, err, tt.want)
+		}
+		var back Duration
+		if err := json.Unmarshal(b, &back); err != nil || back != tt.d {
+			t.Errorf("Unmarshal(%s) = %d, %v; want %d", b, int64(back), err, int64(tt.d))
 		}
 	}
 }

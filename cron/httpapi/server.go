@@ -497,7 +497,13 @@ func writeError(w http.ResponseWriter, e *RequestError) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	var b []byte
+	var err error
+	if j, ok := v.(cron.Job); ok {
+		b, err = j.MarshalJSON() // spares json.Marshal's second pass over it
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":"encoding the response failed"}`)

@@ -278,7 +278,9 @@ func BenchmarkRunnerWrites(b *testing.B) {
 // with 10,000 jobs: through POST /jobs of cron/httpapi from 64 HTTP clients
 // over loopback, and through Runner.Add from 64 goroutines, the baseline,
 // in interleaved rounds. It reports the milliseconds per round of 64 for
-// each and their ratio (the goal: ratio-api/add under 2).
+// each and their ratio (the goal: ratio-api/add under 2), and the journal
+// syncs per round of each, which shows whether the creates of a round
+// still share their syncs when they come through HTTP.
 func BenchmarkCreateAPIvsRunner(b *testing.B) {
 	const n, clients = 10_000, 64
 	s, err := New(seedDir(b, n), Config{Journal: true})
@@ -324,24 +326,35 @@ func BenchmarkCreateAPIvsRunner(b *testing.B) {
 			b.Error(err)
 		}
 	}
-	round := func(f func()) time.Duration {
+	syncs := func() int {
+		s.jmu.Lock()
+		defer s.jmu.Unlock()
+		return s.jsyncs
+	}
+	var syncsAPI, syncsAdd int
+	round := func(f func(), n *int) time.Duration {
+		before := syncs()
 		start := time.Now()
 		var wg sync.WaitGroup
 		for range clients {
 			wg.Go(f)
 		}
 		wg.Wait()
-		return time.Since(start)
+		d := time.Since(start)
+		*n += syncs() - before
+		return d
 	}
-	round(post) // open the clients' connections
+	round(post, new(int)) // open the clients' connections
 	var viaAPI, viaAdd time.Duration
 	b.ResetTimer()
 	for b.Loop() {
-		viaAdd += round(add)
-		viaAPI += round(post)
+		viaAdd += round(add, &syncsAdd)
+		viaAPI += round(post, &syncsAPI)
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
 	b.ReportMetric(ms(viaAdd), "ms/64-adds")
 	b.ReportMetric(ms(viaAPI), "ms/64-posts")
 	b.ReportMetric(float64(viaAPI)/float64(viaAdd), "ratio-api/add")
+	b.ReportMetric(float64(syncsAdd)/float64(b.N), "syncs/64-adds")
+	b.ReportMetric(float64(syncsAPI)/float64(b.N), "syncs/64-posts")
 }

@@ -120,6 +120,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, &ConfigError{Var: "LOG_FORMAT", Value: getenv("LOG_FORMAT"), Want: "must be text or json"}
 	}
 	c.Token = getenv("KSANA_API_TOKEN")
+	if c.Token != "" && (strings.TrimSpace(c.Token) == "" || strings.TrimSpace(c.Token) != c.Token) {
+		return c, &ConfigError{Var: "KSANA_API_TOKEN", Value: c.Token,
+			Want: "must not be blank nor start or end with white space (no client could send it); unset it to turn authentication off"}
+	}
 	allow, aerr := httpapi.ParseAllowList(getenv("KSANA_CALLBACK_ALLOW"))
 	if aerr != nil {
 		return c, &ConfigError{Var: "KSANA_CALLBACK_ALLOW", Value: getenv("KSANA_CALLBACK_ALLOW"), Want: aerr.Error()}

@@ -53,6 +53,8 @@ func TestLoadConfig(t *testing.T) {
 		{env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: `LOG_LEVEL="loud": must be debug, info, warn or error`},
 		{env: map[string]string{"LOG_FORMAT": "xml"}, wantErr: `LOG_FORMAT="xml"`},
 		{env: map[string]string{"KSANA_CALLBACK_ALLOW": "http://a.com"}, wantErr: `KSANA_CALLBACK_ALLOW="http://a.com": host pattern`},
+		{env: map[string]string{"KSANA_API_TOKEN": " "}, wantErr: `KSANA_API_TOKEN=" ": must not be blank`},
+		{env: map[string]string{"KSANA_API_TOKEN": "secret\n"}, wantErr: `KSANA_API_TOKEN="secret\n": must not be blank nor start or end with white space`},
 	}
 	for _, tt := range tests {
 		c, err := loadConfig(func(k string) string { return tt.env[k] })

@@ -36,7 +36,8 @@ type RequestInfo struct {
 // Config tunes a [Server]. The zero value is ready to use.
 type Config struct {
 	// Token, when set, is required as "Authorization: Bearer <Token>" on
-	// every endpoint but /health; it is compared in constant time. A
+	// every endpoint but /health; it is compared in constant time. It must
+	// not be blank nor start or end with white space. A
 	// request without it gets 401. Default "": no authentication
 	// (KSANA_API_TOKEN in cmd/ksana).
 	Token string
@@ -85,6 +86,9 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Token != "" && strings.TrimSpace(cfg.Token) != cfg.Token {
+		return nil, errors.New("httpapi: New: Config.Token must not be blank nor start or end with white space: no client could send it")
 	}
 	if cfg.DefaultMaxRetries == 0 {
 		cfg.DefaultMaxRetries = cron.DefaultMaxRetries

@@ -375,6 +375,19 @@ func TestToken(t *testing.T) {
 	}
 }
 
+// TestBlankToken: a token no client could send is refused.
+func TestBlankToken(t *testing.T) {
+	r, err := cron.New(nil, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result { return cron.Result{} }), cron.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []string{" ", "\t", " s3cret", "s3cret\n"} {
+		if _, err := New(r, Config{Token: tok}); err == nil || !strings.Contains(err.Error(), "Config.Token") {
+			t.Errorf("New(Token %q) error = %v, want one naming Config.Token", tok, err)
+		}
+	}
+}
+
 func TestCallbackAllow(t *testing.T) {
 	f := newFixture(t, Config{CallbackAllow: []string{"*.internal", "API.example.com"}})
 	tests := []struct {

@@ -354,6 +354,31 @@ func (j *Job) Validate() error {
 // start_at an every schedule would get.
 var validateNow = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// MaxIDLen is the longest job id [Runner.Add] accepts.
+const MaxIDLen = 128
+
+// ValidID checks a job id chosen by a caller of [Runner.Add]: 1 to
+// [MaxIDLen] characters among ASCII letters, digits, '-', '_', '.' and ':',
+// and not "." or "..", so that an id is always one segment of a URL path
+// and of a file name. It returns a *ValidationError on "id". Jobs loaded
+// from a store are not held to it: an id stored before it applied stays
+// usable.
+func ValidID(id string) error {
+	if id == "" || len(id) > MaxIDLen {
+		return invalid("id", "must be 1 to %d characters long, got %d", MaxIDLen, len(id))
+	}
+	if id == "." || id == ".." {
+		return invalid("id", "must not be %q", id)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return invalid("id", "may hold only letters, digits, '-', '_', '.' and ':', got %q at offset %d", id[i:i+1], i)
+		}
+	}
+	return nil
+}
+
 // validateURL checks a callback URL: http or https, with a host.
 func validateURL(raw string) error {
 	if raw == "" {

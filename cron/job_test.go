@@ -1,9 +1,11 @@
 package cron
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,5 +145,39 @@ func TestDurationJSON(t *testing.T) {
 		if err := json.Unmarshal(b, &back); err != nil || back != tt.d {
 			t.Errorf("Unmarshal(%s) = %d, %v; want %d", b, int64(back), err, int64(tt.d))
 		}
+	}
+}
+
+func TestValidID(t *testing.T) {
+	tests := []struct {
+		id   string
+		want string // "" for valid, else the reason
+	}{
+		{"a", ""}, {"Job_1.a:b-c", ""}, {"..a", ""}, {strings.Repeat("x", MaxIDLen), ""},
+		{"", "must be 1 to 128 characters long, got 0"},
+		{strings.Repeat("x", MaxIDLen+1), "must be 1 to 128 characters long, got 129"},
+		{".", `must not be "."`}, {"..", `must not be ".."`},
+		{"a/b", `may hold only letters, digits, '-', '_', '.' and ':', got "/" at offset 1`},
+		{"a b", `may hold only letters, digits, '-', '_', '.' and ':', got " " at offset 1`},
+		{"é", `may hold only letters, digits, '-', '_', '.' and ':', got "\xc3" at offset 0`},
+	}
+	for _, tt := range tests {
+		err := ValidID(tt.id)
+		var got string
+		if err != nil {
+			var ve *ValidationError
+			if !errors.As(err, &ve) || ve.Field != "id" {
+				t.Fatalf("ValidID(%q) = %v, want a *ValidationError on id", tt.id, err)
+			}
+			got = ve.Reason
+		}
+		if got != tt.want {
+			t.Errorf("ValidID(%q) reason = %q, want %q", tt.id, got, tt.want)
+		}
+	}
+	r := newTestRunner(t, nil, &fakeExec{}, Config{})
+	var ve *ValidationError
+	if _, err := r.Add(context.Background(), httpJob("a/b", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Hour)})); !errors.As(err, &ve) || ve.Field != "id" {
+		t.Errorf("Add(id a/b) error = %v, want a *ValidationError on id", err)
 	}
 }

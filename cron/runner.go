@@ -368,7 +368,8 @@ func (r *Runner) unlink(idx int32, e *entry) {
 
 // Add creates a job. It fills defaults (type http, method GET, timeout and
 // retry_backoff from the Config), validates (a *[ValidationError] naming the
-// field), gives an empty id 128 random bits in hex, gives an every job
+// field), checks a given id (see [ValidID]), gives an empty id 128 random
+// bits in hex, gives an every job
 // without start_at the current time as start_at, computes next_run_at, and
 // saves the job durably before it returns the stored job. The system fields
 // of j are ignored. An id in use is [ErrExists].
@@ -388,6 +389,8 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	generated := e.id == ""
 	if generated {
 		e.id = newID() // 128 random bits: no check for a clash
+	} else if err := ValidID(e.id); err != nil {
+		return Job{}, err
 	}
 	nowNs := toNano(now)
 

@@ -175,6 +175,10 @@ type route struct {
 	allow   string // the methods it accepts, for 405
 }
 
+// match routes an escaped path (req.URL.EscapedPath): the id segment is
+// unescaped alone, so that a job whose id holds a '/' (stored before ids
+// were checked) is still reached at /jobs/a%2Fb, and an escaped '/' never
+// reaches an action.
 func match(path string) (route, bool) {
 	switch path {
 	case "/health":
@@ -189,7 +193,8 @@ func match(path string) (route, bool) {
 		return route{}, false
 	}
 	id, action, hasAction := strings.Cut(rest, "/")
-	if id == "" {
+	id, err := url.PathUnescape(id)
+	if err != nil || id == "" {
 		return route{}, false
 	}
 	if !hasAction {
@@ -227,7 +232,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
-	rt, ok := match(req.URL.Path)
+	rt, ok := match(req.URL.EscapedPath())
 	s.serve(sw, req, rt, ok)
 	if sw.status == 0 {
 		sw.status = http.StatusOK

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -521,4 +522,79 @@ func FuzzDecodeJobBody(f *testing.F) {
 			t.Fatalf("accepted body gives a job that does not marshal: %v", err)
 		}
 	})
+}
+
+// TestIDs: a create with an id outside the safe set is refused, naming id;
+// a job stored before the rule applied is still reached (and removed) at
+// its escaped path; an escaped '/' never reaches an action.
+func TestIDs(t *testing.T) {
+	st := cron.NewMemStore()
+	ctx := context.Background()
+	for _, id := range []string{"a/b", "x"} {
+		if err := st.Save(ctx, cron.Job{ID: id, Enabled: true, Type: "http", HTTP: cron.HTTPConfig{Method: "GET", URL: "http://svc.internal/"},
+			Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour), StartAt: time.Now()},
+			Timeout:  cron.Duration(time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var runs atomic.Int64
+	r, err := cron.New(st, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result {
+		runs.Add(1)
+		return cron.Result{Status: cron.StatusSuccess, Attempts: 1}
+	}), cron.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	api, err := New(r, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{runner: r, srv: httptest.NewServer(api)}
+	t.Cleanup(f.srv.Close)
+
+	tests := []struct {
+		id   string
+		want int
+	}{
+		{"a/b", 400}, {"../../etc", 400}, {"a b/c?d", 400}, {".", 400}, {"..", 400}, {"é", 400}, {"a\x00", 400},
+		{strings.Repeat("x", 129), 400},
+		{strings.Repeat("x", 128), 201}, {"Job_1.a:b-c", 201}, {"..a", 201},
+	}
+	for _, tt := range tests {
+		body, _ := json.Marshal(map[string]any{"id": tt.id, "http": map[string]string{"url": "http://svc.internal/"}, "schedule": map[string]string{"kind": "every", "every": "1h"}})
+		res := f.do(t, "POST", "/jobs", string(body), nil)
+		if res.status != tt.want {
+			t.Errorf("POST id %q: %d %s, want %d", tt.id, res.status, res.body, tt.want)
+		}
+		if tt.want == 400 && !strings.Contains(res.body, `"field":"id"`) {
+			t.Errorf("POST id %q: refusal does not name id: %s", tt.id, res.body)
+		}
+	}
+	if got := len(r.List()); got != 5 {
+		t.Errorf("jobs after the creates = %d, want 5 (2 stored, 3 created)", got)
+	}
+	// The stored job a/b is reached at its escaped path.
+	if res := f.do(t, "GET", "/jobs/a%2Fb", "", nil); res.status != 200 || decodeJob(t, res.body).ID != "a/b" {
+		t.Errorf("GET /jobs/a%%2Fb: %d %s, want 200 and the job a/b", res.status, res.body)
+	}
+	// An escaped '/' is part of the id, not a path separator: this is
+	// /jobs/{id} with the id "x/run-now", which takes no POST.
+	if res := f.do(t, "POST", "/jobs/x%2Frun-now", "", nil); res.status != 405 {
+		t.Errorf("POST /jobs/x%%2Frun-now: %d %s, want 405", res.status, res.body)
+	}
+	if res := f.do(t, "GET", "/jobs/x%2Frun-now", "", nil); res.status != 404 {
+		t.Errorf("GET /jobs/x%%2Frun-now: %d %s, want 404", res.status, res.body)
+	}
+	if n := runs.Load(); n != 0 {
+		t.Errorf("%d runs started, want none", n)
+	}
+	if res := f.do(t, "DELETE", "/jobs/a%2Fb", "", nil); res.status != 204 {
+		t.Errorf("DELETE /jobs/a%%2Fb: %d %s, want 204", res.status, res.body)
+	}
+	if _, err := r.Get("a/b"); !errors.Is(err, cron.ErrNotFound) {
+		t.Errorf("after DELETE, Get(a/b) error = %v, want ErrNotFound", err)
+	}
 }

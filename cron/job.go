@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -240,12 +242,20 @@ type Defaults struct {
 // cased), timeout and retry_backoff from d, and for an every schedule
 // without start_at, start_at = now; it turns every time to UTC. Then it
 // checks every field and returns a *[ValidationError] naming the first bad
-// one: type and method, the callback URL (http or https, with a host),
-// timeout > 0, max_retries between 0 and 65535, retry_backoff and
+// one: type and method, the callback URL (http or https, with a host and
+// a port from 1 to 65535 if any), the request headers (see below), the
+// body's placeholders (only {{job_id}}, {{run_id}}, {{scheduled_at}} and
+// {{triggered_at}}: see [ExpandBody]), timeout > 0, max_retries between 0 and 65535, retry_backoff and
 // misfire_grace >= 0, and the schedule ([ScheduleSpec.Validate]). On
 // success it returns the job's schedule, built once: a cron expression is
 // parsed here and nowhere else. The system fields are not looked at.
 // MaxRetries has no default here: 0 means no retry.
+//
+// A header name must be a token (letters, digits and !#$%&'*+-.^_`|~), a
+// value must hold no control character but tab, and Content-Length and
+// Transfer-Encoding are refused: the HTTP client sets them from the body.
+// Host is allowed: it names the virtual host the request asks for, while
+// the connection still goes to the URL's host.
 func Prepare(j *Job, now time.Time, d Defaults) (Schedule, error) {
 	c, err := prepare(j, now, d, false)
 	if err != nil {
@@ -300,6 +310,12 @@ func prepare(j *Job, now time.Time, d Defaults, urlKnownGood bool) (*CronSchedul
 		if err := validateURL(j.HTTP.URL); err != nil {
 			return nil, err
 		}
+	}
+	if err := validateHeaders(j.HTTP.Headers); err != nil {
+		return nil, err
+	}
+	if err := validateBody(j.HTTP.Body); err != nil {
+		return nil, err
 	}
 	if j.Timeout <= 0 {
 		return nil, invalid("timeout", "must be > 0, got %s", j.Timeout)
@@ -394,7 +410,71 @@ func validateURL(raw string) error {
 	if u.Hostname() == "" {
 		return invalid("http.url", "has no host")
 	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return invalid("http.url", "port must be a number from 1 to 65535, got %q", p)
+		}
+	}
 	return nil
+}
+
+// validateHeaders checks a job's request headers: each name a token of
+// RFC 9110 (letters, digits and !#$%&'*+-.^_`|~), each value free of
+// control characters but tab; Content-Length and Transfer-Encoding, which
+// the HTTP client sets from the body, are refused. Host is allowed: it
+// names the virtual host the request asks for (the connection still goes
+// to the URL's host).
+func validateHeaders(h map[string]string) error {
+	for k, v := range h {
+		if k == "" {
+			return invalid("http.headers", "a header name is empty")
+		}
+		for i := 0; i < len(k); i++ {
+			if !isTokenChar(k[i]) {
+				return invalid("http.headers", "header name %q holds %q, which a header name cannot", k, k[i:i+1])
+			}
+		}
+		switch strings.ToLower(k) {
+		case "content-length", "transfer-encoding":
+			return invalid("http.headers", "header %q is set by the client from the body; remove it", k)
+		}
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+				return invalid("http.headers", "the value of header %q holds the control character %q", k, v[i:i+1])
+			}
+		}
+	}
+	return nil
+}
+
+func isTokenChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// placeholders are the names a body may use as {{name}} (see [ExpandBody]).
+var placeholders = []string{"job_id", "run_id", "scheduled_at", "triggered_at"}
+
+// validateBody refuses a {{name}} in a body template whose name is not a
+// placeholder: it would be sent as it is. Only {{ followed by letters,
+// digits or '_' and }} counts; other braces are left alone.
+func validateBody(body string) error {
+	for rest := body; ; {
+		i := strings.Index(rest, "{{")
+		if i < 0 {
+			return nil
+		}
+		rest = rest[i+2:]
+		n := 0
+		for n < len(rest) && (rest[n] == '_' || 'a' <= rest[n] && rest[n] <= 'z' || 'A' <= rest[n] && rest[n] <= 'Z' || '0' <= rest[n] && rest[n] <= '9') {
+			n++
+		}
+		if n == 0 || !strings.HasPrefix(rest[n:], "}}") {
+			continue
+		}
+		if name := rest[:n]; !slices.Contains(placeholders, name) {
+			return invalid("http.body", "unknown placeholder {{%s}}; the placeholders are {{job_id}}, {{run_id}}, {{scheduled_at}} and {{triggered_at}}", name)
+		}
+	}
 }
 
 // Validate checks the schedule and returns a *ValidationError naming the

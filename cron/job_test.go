@@ -37,6 +37,29 @@ func TestPrepare(t *testing.T) {
 		{name: "url missing", edit: func(j *Job) { j.HTTP.URL = "" }, field: "http.url"},
 		{name: "url scheme", edit: func(j *Job) { j.HTTP.URL = "ftp://svc.test/" }, field: "http.url"},
 		{name: "url host", edit: func(j *Job) { j.HTTP.URL = "http:///x" }, field: "http.url"},
+		{name: "url port too high", edit: func(j *Job) { j.HTTP.URL = "http://127.0.0.1:99999/" }, field: "http.url"},
+		{name: "url port 0", edit: func(j *Job) { j.HTTP.URL = "http://127.0.0.1:0/" }, field: "http.url"},
+		{name: "url port 65535", edit: func(j *Job) { j.HTTP.URL = "http://127.0.0.1:65535/" }, want: func(j *Job) { j.HTTP.URL = "http://127.0.0.1:65535/" }},
+		{name: "header name empty", edit: func(j *Job) { j.HTTP.Headers = map[string]string{"": "x"} }, field: "http.headers"},
+		{name: "header name with space", edit: func(j *Job) { j.HTTP.Headers = map[string]string{"Bad Name": "x"} }, field: "http.headers"},
+		{name: "header name with CR LF", edit: func(j *Job) { j.HTTP.Headers = map[string]string{"X-A\r\nX-B": "x"} }, field: "http.headers"},
+		{name: "header value with CR LF", edit: func(j *Job) { j.HTTP.Headers = map[string]string{"X-A": "1\r\nX-B: 2"} }, field: "http.headers"},
+		{name: "header value with NUL", edit: func(j *Job) { j.HTTP.Headers = map[string]string{"X-A": "a\x00"} }, field: "http.headers"},
+		{name: "header Content-Length", edit: func(j *Job) { j.HTTP.Headers = map[string]string{"content-length": "5"} }, field: "http.headers"},
+		{name: "header Transfer-Encoding", edit: func(j *Job) { j.HTTP.Headers = map[string]string{"Transfer-Encoding": "chunked"} }, field: "http.headers"},
+		{name: "headers fine", edit: func(j *Job) {
+			j.HTTP.Headers = map[string]string{"Host": "api.test", "X-T": "a\tb", "Content-Type": "text/plain"}
+		},
+			want: func(j *Job) {
+				j.HTTP.Headers = map[string]string{"Host": "api.test", "X-T": "a\tb", "Content-Type": "text/plain"}
+			}},
+		{name: "unknown placeholder", edit: func(j *Job) { j.HTTP.Body = `{"a":"{{job_id}}","b":"{{unknown}}"}` }, field: "http.body"},
+		{name: "placeholders and other braces", edit: func(j *Job) {
+			j.HTTP.Body = `{{job_id}}{{run_id}}{{scheduled_at}}{{triggered_at}} {{ x }} {{}} {{a-b}} {{{`
+		},
+			want: func(j *Job) {
+				j.HTTP.Body = `{{job_id}}{{run_id}}{{scheduled_at}}{{triggered_at}} {{ x }} {{}} {{a-b}} {{{`
+			}},
 		{name: "timeout", edit: func(j *Job) { j.Timeout = Duration(-time.Second) }, field: "timeout"},
 		{name: "max_retries negative", edit: func(j *Job) { j.MaxRetries = -1 }, field: "max_retries"},
 		{name: "max_retries over 65535", edit: func(j *Job) { j.MaxRetries = math.MaxUint16 + 1 }, field: "max_retries"},

@@ -478,7 +478,8 @@ func validateBody(body string) error {
 }
 
 // Validate checks the schedule and returns a *ValidationError naming the
-// first bad field ("schedule.kind", "schedule.every", ...). Times must lie
+// first bad field ("schedule.kind", "schedule.every", ...). A field the
+// kind does not use (tz on an every schedule) is an error. Times must lie
 // between the years 1679 and 2261. An every schedule with no start_at is
 // valid ([Prepare] gives it one).
 func (s *ScheduleSpec) Validate() error {
@@ -488,6 +489,9 @@ func (s *ScheduleSpec) Validate() error {
 
 // check is Validate; for a cron schedule it returns the parsed expression.
 func (s *ScheduleSpec) check() (*CronSchedule, error) {
+	if f := s.unused(); len(f) > 0 && (s.Kind == KindOnce || s.Kind == KindEvery || s.Kind == KindCron) {
+		return nil, invalid("schedule."+f[0], "is not used by kind %s (%s takes %s)", s.Kind, s.Kind, kindFields[s.Kind])
+	}
 	switch s.Kind {
 	case KindOnce:
 		if s.RunAt.IsZero() {
@@ -528,6 +532,68 @@ func (s *ScheduleSpec) check() (*CronSchedule, error) {
 		return nil, invalid("schedule.kind", "must be once, every or cron, got %q", s.Kind)
 	}
 	return nil, nil
+}
+
+// kindFields lists the fields each kind takes, for error messages.
+var kindFields = map[string]string{
+	KindOnce:  "run_at",
+	KindEvery: "every, and optionally start_at and jitter",
+	KindCron:  "cron, and optionally tz",
+}
+
+// unused returns the JSON names of the fields set in s that its kind does
+// not use, in the order of the JSON form.
+func (s *ScheduleSpec) unused() []string {
+	var out []string
+	once, every, cron := s.Kind == KindOnce, s.Kind == KindEvery, s.Kind == KindCron
+	if !s.RunAt.IsZero() && !once {
+		out = append(out, "run_at")
+	}
+	if s.Every != 0 && !every {
+		out = append(out, "every")
+	}
+	if !s.StartAt.IsZero() && !every {
+		out = append(out, "start_at")
+	}
+	if s.Jitter != 0 && !every {
+		out = append(out, "jitter")
+	}
+	if s.Cron != "" && !cron {
+		out = append(out, "cron")
+	}
+	if s.TZ != "" && !cron {
+		out = append(out, "tz")
+	}
+	return out
+}
+
+// ClearUnused clears the fields of s that its kind does not use (a tz on
+// an every schedule, a run_at on a cron one) and returns their JSON names.
+// [Prepare] refuses such fields; a store or loader may call ClearUnused
+// first, so that a job stored before that rule still loads, as it ran:
+// with those fields ignored. An unknown kind is left alone.
+func (s *ScheduleSpec) ClearUnused() []string {
+	if s.Kind != KindOnce && s.Kind != KindEvery && s.Kind != KindCron {
+		return nil
+	}
+	f := s.unused()
+	for _, name := range f {
+		switch name {
+		case "run_at":
+			s.RunAt = time.Time{}
+		case "every":
+			s.Every = 0
+		case "start_at":
+			s.StartAt = time.Time{}
+		case "jitter":
+			s.Jitter = 0
+		case "cron":
+			s.Cron = ""
+		case "tz":
+			s.TZ = ""
+		}
+	}
+	return f
 }
 
 // parseCron parses the expression of a cron spec in its time zone.

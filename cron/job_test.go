@@ -75,6 +75,12 @@ func TestPrepare(t *testing.T) {
 		{name: "run_at after 2261", edit: func(j *Job) {
 			j.Schedule = ScheduleSpec{Kind: KindOnce, RunAt: time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)}
 		}, field: "schedule.run_at"},
+		{name: "tz on every", edit: func(j *Job) { j.Schedule.TZ = "Asia/Tokyo" }, field: "schedule.tz"},
+		{name: "run_at on every", edit: func(j *Job) { j.Schedule.RunAt = now }, field: "schedule.run_at"},
+		{name: "every on once", edit: func(j *Job) { j.Schedule = ScheduleSpec{Kind: KindOnce, RunAt: now, Every: Duration(time.Hour)} }, field: "schedule.every"},
+		{name: "jitter on once", edit: func(j *Job) { j.Schedule = ScheduleSpec{Kind: KindOnce, RunAt: now, Jitter: 1} }, field: "schedule.jitter"},
+		{name: "start_at on cron", edit: func(j *Job) { j.Schedule = ScheduleSpec{Kind: KindCron, Cron: "0 9 * * *", StartAt: now} }, field: "schedule.start_at"},
+		{name: "cron on once", edit: func(j *Job) { j.Schedule = ScheduleSpec{Kind: KindOnce, RunAt: now, Cron: "0 9 * * *"} }, field: "schedule.cron"},
 		{name: "cron missing", edit: func(j *Job) { j.Schedule = ScheduleSpec{Kind: KindCron} }, field: "schedule.cron"},
 		{name: "cron bad", edit: func(j *Job) { j.Schedule = ScheduleSpec{Kind: KindCron, Cron: "0 25 * * *"} }, field: "schedule.cron"},
 		{name: "tz unknown", edit: func(j *Job) { j.Schedule = ScheduleSpec{Kind: KindCron, Cron: "0 9 * * *", TZ: "Mars/Base"} }, field: "schedule.tz"},

@@ -253,6 +253,9 @@ func (r *Runner) Load(ctx context.Context) error {
 	r.mu.Lock()
 	for i := range jobs {
 		j := &jobs[i]
+		if f := j.Schedule.ClearUnused(); len(f) > 0 {
+			r.log.Warn("cron: stored job has schedule fields its kind does not use; ignoring them", "job_id", j.ID, "name", j.Name, "fields", f)
+		}
 		fixStart := j.Schedule.Kind == KindEvery && j.Schedule.StartAt.IsZero()
 		var c entry
 		if err := r.compile(j, now, &c); err != nil {

@@ -1243,3 +1243,30 @@ func TestObserverSeesStoredRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadClearsUnusedScheduleFields: a job stored with a schedule field
+// its kind does not use (accepted, and ignored, before the rule) loads and
+// runs as before, the field cleared.
+func TestLoadClearsUnusedScheduleFields(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := NewMemStore()
+		t0 := time.Now().UTC()
+		j := httpJob("e", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: t0, TZ: "Mars/Olympus", Cron: "x"})
+		if err := st.Save(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		r := newTestRunner(t, st, &fakeExec{}, Config{})
+		if err := r.Load(ctx); err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+		got := mustGet(t, r, "e")
+		want := ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: t0}
+		if diff := cmp.Diff(want, got.Schedule); diff != "" {
+			t.Errorf("loaded schedule (-want +got):\n%s", diff)
+		}
+		if !got.NextRunAt.Equal(t0.Add(time.Minute)) {
+			t.Errorf("next_run_at = %v, want %v", got.NextRunAt, t0.Add(time.Minute))
+		}
+	})
+}

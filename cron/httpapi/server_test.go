@@ -163,6 +163,8 @@ func TestRejected(t *testing.T) {
 			errBody(`header "Content-Length" is set by the client from the body; remove it`, "http.headers"), ""},
 		{"validation: placeholder", "POST", "/jobs", `{"http":{"url":"http://h/","body":"{{unknown}}"},"schedule":{"kind":"every","every":"1m"}}`, nil, 400,
 			errBody(`unknown placeholder {{unknown}}; the placeholders are {{job_id}}, {{run_id}}, {{scheduled_at}} and {{triggered_at}}`, "http.body"), ""},
+		{"validation: field of another kind", "POST", "/jobs", `{"http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1h","tz":"Asia/Tokyo"}}`, nil, 400,
+			errBody("is not used by kind every (every takes every, and optionally start_at and jitter)", "schedule.tz"), ""},
 		{"validation on patch", "PATCH", "/jobs/fixed", `{"schedule":{"kind":"every","every":"0s"}}`, nil, 400, errBody("must be > 0, got 0s", "schedule.every"), ""},
 		{"patch changes id", "PATCH", "/jobs/fixed", `{"id":"other"}`, nil, 400, errBody(`cannot be changed (the path names job "fixed")`, "id"), ""},
 		{"duplicate id", "POST", "/jobs", validJob, nil, 409, errBody(`a job with id "fixed" already exists`, "id"), ""},
@@ -606,5 +608,44 @@ func TestIDs(t *testing.T) {
 	}
 	if _, err := r.Get("a/b"); !errors.Is(err, cron.ErrNotFound) {
 		t.Errorf("after DELETE, Get(a/b) error = %v, want ErrNotFound", err)
+	}
+}
+
+// TestPatchEnabled: PATCH {"enabled": false} and {"enabled": true} do what
+// /pause and /resume do.
+func TestPatchEnabled(t *testing.T) {
+	f := newFixture(t, Config{})
+	if r := f.do(t, "POST", "/jobs", validJob, nil); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	type state struct {
+		Enabled    bool
+		LastStatus cron.Status
+		Scheduled  bool
+	}
+	get := func(body string) state {
+		j := decodeJob(t, body)
+		return state{j.Enabled, j.LastStatus, !j.NextRunAt.IsZero()}
+	}
+	steps := []struct {
+		method, path, body string
+		want               state
+	}{
+		{"PATCH", "/jobs/fixed", `{"enabled":false}`, state{false, cron.StatusPaused, false}},
+		{"PATCH", "/jobs/fixed", `{"enabled":true}`, state{true, cron.StatusPaused, true}},
+		{"POST", "/jobs/fixed/pause", "", state{false, cron.StatusPaused, false}},
+		{"POST", "/jobs/fixed/resume", "", state{true, cron.StatusPaused, true}},
+	}
+	for _, s := range steps {
+		r := f.do(t, s.method, s.path, s.body, nil)
+		if r.status != 200 {
+			t.Fatalf("%s %s %s: %d %s", s.method, s.path, s.body, r.status, r.body)
+		}
+		if diff := cmp.Diff(s.want, get(r.body)); diff != "" {
+			t.Errorf("%s %s %s: answer (-want +got):\n%s", s.method, s.path, s.body, diff)
+		}
+		if diff := cmp.Diff(s.want, get(f.do(t, "GET", "/jobs/fixed", "", nil).body)); diff != "" {
+			t.Errorf("%s %s %s: then GET (-want +got):\n%s", s.method, s.path, s.body, diff)
+		}
 	}
 }

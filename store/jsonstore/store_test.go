@@ -486,6 +486,16 @@ func TestRecovery(t *testing.T) {
 			wantBad: map[string]string{},
 		},
 		{
+			// A schedule field its kind does not use, accepted (and
+			// ignored) before the rule that refuses it, does not set the
+			// job aside.
+			name: "field of another kind",
+			files: map[string]string{JobsFile: `{"version":1,"updated_at":"2026-01-01T00:00:00Z","jobs":[` +
+				`{"id":"t","type":"http","http":{"method":"GET","url":"http://h/"},"schedule":{"kind":"every","every":"1m","start_at":"2026-01-01T00:00:00Z","tz":"Mars/Olympus"},"timeout":"1s"}]}`},
+			wantIDs: []string{"t"},
+			wantBad: map[string]string{},
+		},
+		{
 			name:    "does not parse",
 			files:   map[string]string{JobsFile: `{"version":1,"jobs":[{"id":`},
 			wantBad: map[string]string{BadFile: `{"version":1,"jobs":[{"id":`},

@@ -38,12 +38,17 @@ const (
 // JobTypeHTTP is the only job type: an HTTP callback.
 const JobTypeHTTP = "http"
 
-// The defaults [Prepare] gives when a field is zero and [Defaults] has none.
+// The defaults [Prepare] gives when a field is zero and [Rules] has none.
 const (
 	DefaultTimeout      = 10 * time.Second
 	DefaultMaxRetries   = 3
 	DefaultRetryBackoff = 5 * time.Second
 )
+
+// DefaultMinInterval is the shortest interval of an every schedule (and of
+// a cron expression's @every) that [Prepare] accepts when
+// [Rules.MinInterval] is 0.
+const DefaultMinInterval = time.Second
 
 // Duration is a time.Duration that reads and writes JSON as a Go duration
 // string such as "5s" or "1m30s". An empty string reads as zero.
@@ -225,15 +230,32 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Defaults are the values [Prepare] gives to the unset fields of a job
-// whose zero value means "the default".
-type Defaults struct {
+// Rules are the settings of a runner that [Prepare] applies: the values
+// it gives to the unset fields of a job whose zero value means "the
+// default", and the shortest interval it accepts. The zero value is the
+// documented defaults.
+type Rules struct {
 	// Timeout is given to a job whose timeout is 0. Default (0)
 	// [DefaultTimeout].
 	Timeout time.Duration
 	// RetryBackoff is given to a job whose retry_backoff is 0. Default (0)
 	// [DefaultRetryBackoff].
 	RetryBackoff time.Duration
+	// MinInterval is the shortest every interval (and @every of a cron
+	// expression) accepted. Default (0) [DefaultMinInterval], 1s; a
+	// negative value sets no minimum.
+	MinInterval time.Duration
+}
+
+// minInterval returns the minimum interval the rules set, 0 for none.
+func (d Rules) minInterval() time.Duration {
+	switch {
+	case d.MinInterval < 0:
+		return 0
+	case d.MinInterval == 0:
+		return DefaultMinInterval
+	}
+	return d.MinInterval
 }
 
 // Prepare is the one way a job's configuration is made ready to run; the
@@ -245,10 +267,12 @@ type Defaults struct {
 // one: type and method, the callback URL (http or https, with a host and
 // a port from 1 to 65535 if any), the request headers (see below), the
 // body's placeholders (only {{job_id}}, {{run_id}}, {{scheduled_at}} and
-// {{triggered_at}}: see [ExpandBody]), timeout > 0, max_retries between 0 and 65535, retry_backoff and
-// misfire_grace >= 0, and the schedule ([ScheduleSpec.Validate]). On
-// success it returns the job's schedule, built once: a cron expression is
-// parsed here and nowhere else. The system fields are not looked at.
+// {{triggered_at}}: see [ExpandBody]), timeout > 0, max_retries between 0
+// and 65535, retry_backoff and misfire_grace >= 0, the schedule
+// ([ScheduleSpec.Validate]) and an interval no shorter than the rules'
+// minimum (1s by default). On success it returns the job's schedule, built
+// once: a cron expression is parsed here and nowhere else. The system
+// fields are not looked at.
 // MaxRetries has no default here: 0 means no retry.
 //
 // A header name must be a token (letters, digits and !#$%&'*+-.^_`|~), a
@@ -256,7 +280,7 @@ type Defaults struct {
 // Transfer-Encoding are refused: the HTTP client sets them from the body.
 // Host is allowed: it names the virtual host the request asks for, while
 // the connection still goes to the URL's host.
-func Prepare(j *Job, now time.Time, d Defaults) (Schedule, error) {
+func Prepare(j *Job, now time.Time, d Rules) (Schedule, error) {
 	c, err := prepare(j, now, d, false)
 	if err != nil {
 		return nil, err
@@ -275,7 +299,7 @@ func Prepare(j *Job, now time.Time, d Defaults) (Schedule, error) {
 // expression of a cron job. urlKnownGood skips parsing a URL that the
 // caller has already seen pass (the runner remembers the last one, which
 // spares bulk adds of jobs calling one service a parse each).
-func prepare(j *Job, now time.Time, d Defaults, urlKnownGood bool) (*CronSchedule, error) {
+func prepare(j *Job, now time.Time, d Rules, urlKnownGood bool) (*CronSchedule, error) {
 	if j.Type == "" {
 		j.Type = JobTypeHTTP
 	}
@@ -332,7 +356,19 @@ func prepare(j *Job, now time.Time, d Defaults, urlKnownGood bool) (*CronSchedul
 	if j.MisfireGrace < 0 {
 		return nil, invalid("misfire_grace", "must be >= 0, got %s", j.MisfireGrace)
 	}
-	return j.Schedule.check()
+	c, err := j.Schedule.check()
+	if err != nil {
+		return nil, err
+	}
+	if min := d.minInterval(); min > 0 {
+		if j.Schedule.Kind == KindEvery && j.Schedule.Every.D() < min {
+			return nil, invalid("schedule.every", "must be at least %s, got %s", min, j.Schedule.Every)
+		}
+		if c != nil && c.every > 0 && c.every < min {
+			return nil, invalid("schedule.cron", "@every must be at least %s, got %s", min, c.every)
+		}
+	}
+	return c, nil
 }
 
 // ValidationError names the field of a job that is wrong and why.
@@ -356,13 +392,14 @@ func invalid(field, format string, a ...any) error {
 
 var allowedMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true}
 
-// Validate reports whether [Prepare] would accept the job: it checks a
-// copy of j with the defaults filled, and returns a *ValidationError naming
-// the first bad field. It does not modify j, and does not look at the
-// system fields.
+// Validate reports whether [Prepare] would accept the job under rules
+// that set no minimum interval (the minimum is a runner's setting): it
+// checks a copy of j with the defaults filled, and returns a
+// *ValidationError naming the first bad field. It does not modify j, and
+// does not look at the system fields.
 func (j *Job) Validate() error {
 	c := *j
-	_, err := prepare(&c, validateNow, Defaults{}, false)
+	_, err := prepare(&c, validateNow, Rules{MinInterval: -1}, false)
 	return err
 }
 

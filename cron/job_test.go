@@ -21,12 +21,13 @@ func TestPrepare(t *testing.T) {
 	tests := []struct {
 		name     string
 		edit     func(*Job)
-		defaults Defaults
+		defaults Rules
 		want     func(*Job) // the job after Prepare, from base with defaults filled
 		field    string     // the field a *ValidationError names; "" for success
+		minOnly  bool       // refused for the minimum interval, which Validate does not apply
 	}{
 		{name: "defaults", want: func(*Job) {}},
-		{name: "defaults from Defaults", defaults: Defaults{Timeout: 3 * time.Second, RetryBackoff: time.Second},
+		{name: "defaults from Rules", defaults: Rules{Timeout: 3 * time.Second, RetryBackoff: time.Second},
 			want: func(j *Job) { j.Timeout, j.RetryBackoff = Duration(3*time.Second), Duration(time.Second) }},
 		{name: "method upper cased", edit: func(j *Job) { j.HTTP.Method = "post" }, want: func(j *Job) { j.HTTP.Method = "POST" }},
 		{name: "start_at kept, in UTC", edit: func(j *Job) { j.Schedule.StartAt = now.Add(time.Hour) },
@@ -75,6 +76,11 @@ func TestPrepare(t *testing.T) {
 		{name: "run_at after 2261", edit: func(j *Job) {
 			j.Schedule = ScheduleSpec{Kind: KindOnce, RunAt: time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)}
 		}, field: "schedule.run_at"},
+		{name: "every below the minimum", edit: func(j *Job) { j.Schedule.Every = Duration(999 * time.Millisecond) }, field: "schedule.every", minOnly: true},
+		{name: "every at the minimum", edit: func(j *Job) { j.Schedule.Every = Duration(time.Second) }, want: func(j *Job) { j.Schedule.Every = Duration(time.Second) }},
+		{name: "every 1ns without minimum", edit: func(j *Job) { j.Schedule.Every = 1 }, defaults: Rules{MinInterval: -1}, want: func(j *Job) { j.Schedule.Every = 1 }},
+		{name: "every below a set minimum", edit: func(j *Job) { j.Schedule.Every = Duration(30 * time.Second) }, defaults: Rules{MinInterval: time.Minute}, field: "schedule.every", minOnly: true},
+		{name: "@every below the minimum", edit: func(j *Job) { j.Schedule = ScheduleSpec{Kind: KindCron, Cron: "@every 500ms"} }, field: "schedule.cron", minOnly: true},
 		{name: "tz on every", edit: func(j *Job) { j.Schedule.TZ = "Asia/Tokyo" }, field: "schedule.tz"},
 		{name: "run_at on every", edit: func(j *Job) { j.Schedule.RunAt = now }, field: "schedule.run_at"},
 		{name: "every on once", edit: func(j *Job) { j.Schedule = ScheduleSpec{Kind: KindOnce, RunAt: now, Every: Duration(time.Hour)} }, field: "schedule.every"},
@@ -99,7 +105,11 @@ func TestPrepare(t *testing.T) {
 				if !errors.As(err, &ve) || ve.Field != tt.field {
 					t.Fatalf("Prepare error = %v, want a *ValidationError on %s", err, tt.field)
 				}
-				if !errors.As(validateErr, &ve) || ve.Field != tt.field {
+				if tt.minOnly {
+					if validateErr != nil {
+						t.Errorf("Validate error = %v, want none: the minimum interval is a runner's rule", validateErr)
+					}
+				} else if !errors.As(validateErr, &ve) || ve.Field != tt.field {
 					t.Errorf("Validate error = %v, want a *ValidationError on %s", validateErr, tt.field)
 				}
 				return
@@ -136,7 +146,7 @@ func TestPrepareSchedule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		j := Job{ID: "j", HTTP: HTTPConfig{URL: "http://svc.test/"}, Schedule: tt.spec}
-		s, err := Prepare(&j, now, Defaults{})
+		s, err := Prepare(&j, now, Rules{})
 		if err != nil {
 			t.Fatalf("Prepare(%s): %v", tt.spec.Kind, err)
 		}

@@ -44,6 +44,12 @@ type Config struct {
 	// and a job's misfire_grace may still let the slot run once.
 	// Default 1s.
 	MisfireTolerance time.Duration
+	// MinInterval is the shortest every interval (and @every of a cron
+	// expression) that Add and Update accept. Default (0) 1s
+	// ([DefaultMinInterval]); a negative value sets no minimum. A stored
+	// job below it still loads and runs, with a warning; an Update of it
+	// must raise its interval.
+	MinInterval time.Duration
 	// RunLimit is how many runs per job a runner without a store keeps for
 	// [Runner.Runs] (a runner over a store leaves history to the store).
 	// Default 50 ([DefaultRunLimit]).
@@ -189,11 +195,16 @@ func newID() string {
 
 // compile makes j ready through [prepare] (defaults from the Config,
 // every rule checked, a cron expression parsed once) and fills e with its
-// configuration. now is the start_at of an every job that has none.
-func (r *Runner) compile(j *Job, now time.Time, e *entry) error {
+// configuration. now is the start_at of an every job that has none. A
+// stored job (stored) is not held to MinInterval: it was accepted before.
+func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	last := r.goodURL.Load()
 	known := last != nil && *last == j.HTTP.URL
-	c, err := prepare(j, now, Defaults{Timeout: r.cfg.DefaultTimeout, RetryBackoff: r.cfg.DefaultRetryBackoff}, known)
+	rules := Rules{Timeout: r.cfg.DefaultTimeout, RetryBackoff: r.cfg.DefaultRetryBackoff, MinInterval: r.cfg.MinInterval}
+	if stored {
+		rules.MinInterval = -1
+	}
+	c, err := prepare(j, now, rules, known)
 	if err != nil {
 		return err
 	}
@@ -258,9 +269,13 @@ func (r *Runner) Load(ctx context.Context) error {
 		}
 		fixStart := j.Schedule.Kind == KindEvery && j.Schedule.StartAt.IsZero()
 		var c entry
-		if err := r.compile(j, now, &c); err != nil {
+		if err := r.compile(j, now, &c, true); err != nil {
 			r.log.Warn("cron: skipping invalid job", "job_id", j.ID, "name", j.Name, "error", err)
 			continue
+		}
+		if min := (Rules{MinInterval: r.cfg.MinInterval}).minInterval(); c.kind == kindEveryID && time.Duration(c.interval) < min {
+			r.log.Warn("cron: stored job runs more often than MinInterval allows new jobs to", "job_id", j.ID, "name", j.Name,
+				"every", time.Duration(c.interval), "min_interval", min)
 		}
 		if j.ID == "" {
 			r.log.Warn("cron: skipping job without id", "name", j.Name)
@@ -386,7 +401,7 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	now := r.now()
 	var c entry
 	e := &c
-	if err := r.compile(&j, now, e); err != nil {
+	if err := r.compile(&j, now, e, false); err != nil {
 		return Job{}, err
 	}
 	generated := e.id == ""
@@ -485,7 +500,7 @@ func (r *Runner) Update(ctx context.Context, id string, change func(*Job) error)
 	}
 	now := r.now()
 	c := &entry{}
-	if err := r.compile(&j, now, c); err != nil {
+	if err := r.compile(&j, now, c, false); err != nil {
 		return Job{}, err
 	}
 	nowNs := toNano(now)

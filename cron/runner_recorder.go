@@ -3,6 +3,8 @@ package cron
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"time"
 )
 
 // ended is a run record on its way to the recorder. drop marks the run
@@ -66,10 +68,48 @@ type record struct {
 }
 
 // recorderBufs are the recorder's buffers, reused from one pass to the
-// next.
+// next, and its memory of the skip warnings.
 type recorderBufs struct {
 	recs  []record
 	ended []ended
+	skips map[string]*skipLog // job id -> its last "slot skipped" warning
+}
+
+// skipLogEvery is the least time between two "slot skipped" warnings of
+// one job: a job whose runs outlast its interval skips a slot each time,
+// and the skips in between are counted into the next warning instead.
+const skipLogEvery = time.Minute
+
+type skipLog struct {
+	last       time.Time
+	suppressed int
+}
+
+// logSkip logs a skipped slot, at most once per skipLogEvery for a job.
+func (w *recorderBufs) logSkip(log *slog.Logger, run Run) {
+	now := run.FinishedAt
+	s := w.skips[run.JobID]
+	if s != nil && now.Sub(s.last) < skipLogEvery {
+		s.suppressed++
+		return
+	}
+	if s == nil {
+		if w.skips == nil {
+			w.skips = make(map[string]*skipLog)
+		}
+		if len(w.skips) >= 4096 {
+			for id, o := range w.skips {
+				if o.suppressed == 0 && now.Sub(o.last) >= skipLogEvery {
+					delete(w.skips, id)
+				}
+			}
+		}
+		s = &skipLog{}
+		w.skips[run.JobID] = s
+	}
+	log.Warn("cron: slot skipped", "job_id", run.JobID, "scheduled_at", run.ScheduledAt, "error", run.Error,
+		"skipped_since_last_warning", s.suppressed)
+	s.last, s.suppressed = now, 0
 }
 
 func (r *Runner) flushDirty(ctx context.Context, w *recorderBufs) {
@@ -109,7 +149,7 @@ func (r *Runner) flushDirty(ctx context.Context, w *recorderBufs) {
 			r.cfg.Observer.RunFinished(ev.run)
 		}
 		if ev.run.Status == StatusSkipped {
-			r.log.Warn("cron: slot skipped", "job_id", ev.run.JobID, "scheduled_at", ev.run.ScheduledAt, "error", ev.run.Error)
+			w.logSkip(r.log, ev.run)
 		}
 	}
 	clear(recs)

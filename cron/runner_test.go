@@ -2,8 +2,10 @@ package cron
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -1267,6 +1269,106 @@ func TestLoadClearsUnusedScheduleFields(t *testing.T) {
 		}
 		if !got.NextRunAt.Equal(t0.Add(time.Minute)) {
 			t.Errorf("next_run_at = %v, want %v", got.NextRunAt, t0.Add(time.Minute))
+		}
+	})
+}
+
+// TestSkipWarningsLimited: a job whose run outlasts many slots is warned
+// about at most once a minute, each warning counting the skips since the
+// last, while every skip still reaches the observer.
+func TestSkipWarningsLimited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		ex := &fakeExec{fn: func(ctx context.Context, j *Job, info RunInfo) Result {
+			time.Sleep(150 * time.Second)
+			return Result{Status: StatusSuccess, Attempts: 1}
+		}}
+		obs := &recObserver{}
+		var logs syncBuf
+		log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		r := newTestRunner(t, nil, ex, Config{Observer: obs, Logger: log})
+		mustAdd(t, r, httpJob("e", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)}))
+		stop := start(t, r)
+		time.Sleep(140 * time.Second)
+		synctest.Wait()
+		_ = stop()
+		skips := 0
+		for _, s := range obs.statuses("e") {
+			if s == StatusSkipped {
+				skips++
+			}
+		}
+		var warned, counted int
+		for line := range strings.Lines(logs.String()) {
+			var rec struct {
+				Msg        string `json:"msg"`
+				Suppressed int    `json:"skipped_since_last_warning"`
+			}
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			if rec.Msg == "cron: slot skipped" {
+				warned++
+				counted += rec.Suppressed + 1
+			}
+		}
+		// Skips from 2s to 140s: warnings at about 2s, 62s and 122s; the
+		// skips after the last one wait for the next warning.
+		if warned != 3 || skips < 130 || skips-counted < 0 || skips-counted >= 60 {
+			t.Errorf("%d warnings accounting for %d skips, %d skips observed; want 3 warnings accounting for all but the last minute's", warned, counted, skips)
+		}
+	})
+}
+
+// syncBuf is a bytes.Buffer safe for concurrent writes.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestMinInterval: Add and Update refuse an every job below MinInterval;
+// a stored one still loads (with a warning) and runs.
+func TestMinInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := NewMemStore()
+		t0 := time.Now().UTC()
+		if err := st.Save(ctx, httpJob("fast", ScheduleSpec{Kind: KindEvery, Every: Duration(100 * time.Millisecond), StartAt: t0})); err != nil {
+			t.Fatal(err)
+		}
+		var logs syncBuf
+		ex := &fakeExec{}
+		r := newTestRunner(t, st, ex, Config{MinInterval: time.Minute, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err := r.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(logs.String(), "runs more often than MinInterval") {
+			t.Errorf("no warning about the stored job below MinInterval; logs:\n%s", logs.String())
+		}
+		var ve *ValidationError
+		if _, err := r.Add(ctx, httpJob("new", ScheduleSpec{Kind: KindEvery, Every: Duration(30 * time.Second)})); !errors.As(err, &ve) || ve.Field != "schedule.every" {
+			t.Errorf("Add(every 30s, MinInterval 1m) error = %v, want a *ValidationError on schedule.every", err)
+		}
+		if _, err := r.Update(ctx, "fast", func(j *Job) error { j.Name = "renamed"; return nil }); !errors.As(err, &ve) || ve.Field != "schedule.every" {
+			t.Errorf("Update of the stored fast job error = %v, want a *ValidationError on schedule.every", err)
+		}
+		start(t, r)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := len(ex.scheduledOf("fast")); n < 9 {
+			t.Errorf("the stored fast job ran %d times in 1s, want about 10", n)
 		}
 	})
 }

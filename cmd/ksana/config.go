@@ -20,6 +20,7 @@ type config struct {
 	MaxRetries     int
 	RetryBackoff   time.Duration
 	DrainTimeout   time.Duration
+	MinInterval    time.Duration
 	LogLevel       slog.Level
 	LogFormat      string
 	Token          string
@@ -40,6 +41,7 @@ var envVars = []envVar{
 	{"MAX_RETRIES", "3", "retries of jobs created without max_retries (0: none)"},
 	{"RETRY_BACKOFF", "5s", "wait between attempts of jobs created without retry_backoff"},
 	{"DRAIN_TIMEOUT", "30s", "on SIGINT/SIGTERM, how long runs in flight may finish before they are cancelled"},
+	{"MIN_INTERVAL", "1s", "the shortest interval an every job (or a cron @every) may have"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"LOG_FORMAT", "text", "text or json (log records go to stderr)"},
 	{"KSANA_API_TOKEN", "", "when set, every endpoint but /health requires Authorization: Bearer <token>"},
@@ -98,6 +100,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	intVar("MAX_RETRIES", "3", 0, 1000, &c.MaxRetries)
 	durVar("RETRY_BACKOFF", "5s", &c.RetryBackoff)
 	durVar("DRAIN_TIMEOUT", "30s", &c.DrainTimeout)
+	durVar("MIN_INTERVAL", "1s", &c.MinInterval)
 	if err != nil {
 		return c, err
 	}

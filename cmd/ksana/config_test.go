@@ -20,7 +20,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config{Port: 7100, DataDir: "./data", Workers: 4, DefaultTimeout: 10 * time.Second, MaxRetries: 3,
-		RetryBackoff: 5 * time.Second, DrainTimeout: 30 * time.Second, LogLevel: slog.LevelInfo, LogFormat: "text"}
+		RetryBackoff: 5 * time.Second, DrainTimeout: 30 * time.Second, MinInterval: time.Second, LogLevel: slog.LevelInfo, LogFormat: "text"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
@@ -50,6 +50,8 @@ func TestLoadConfig(t *testing.T) {
 		{env: map[string]string{"DEFAULT_TIMEOUT": "10"}, wantErr: `DEFAULT_TIMEOUT="10": must be a positive duration`},
 		{env: map[string]string{"RETRY_BACKOFF": "-5s"}, wantErr: `RETRY_BACKOFF="-5s"`},
 		{env: map[string]string{"DRAIN_TIMEOUT": "x"}, wantErr: `DRAIN_TIMEOUT="x"`},
+		{env: map[string]string{"MIN_INTERVAL": "0s"}, wantErr: `MIN_INTERVAL="0s": must be a positive duration`},
+		{env: map[string]string{"MIN_INTERVAL": "10ms"}, check: func(c config) bool { return c.MinInterval == 10*time.Millisecond }},
 		{env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: `LOG_LEVEL="loud": must be debug, info, warn or error`},
 		{env: map[string]string{"LOG_FORMAT": "xml"}, wantErr: `LOG_FORMAT="xml"`},
 		{env: map[string]string{"KSANA_CALLBACK_ALLOW": "http://a.com"}, wantErr: `KSANA_CALLBACK_ALLOW="http://a.com": host pattern`},

@@ -29,7 +29,8 @@ type testService struct {
 
 func startService(t *testing.T, dir string, env map[string]string) *testService {
 	t.Helper()
-	vars := map[string]string{"KSANA_DATA": dir, "PORT": "0", "LOG_LEVEL": "warn"}
+	// The tests' every jobs run every few hundred milliseconds.
+	vars := map[string]string{"KSANA_DATA": dir, "PORT": "0", "LOG_LEVEL": "warn", "MIN_INTERVAL": "10ms"}
 	for k, v := range env {
 		vars[k] = v
 	}

@@ -93,6 +93,7 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		DrainTimeout:        cfg.DrainTimeout,
 		DefaultTimeout:      cfg.DefaultTimeout,
 		DefaultRetryBackoff: cfg.RetryBackoff,
+		MinInterval:         cfg.MinInterval,
 		Observer:            m,
 		Logger:              log,
 	})

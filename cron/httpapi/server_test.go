@@ -163,6 +163,8 @@ func TestRejected(t *testing.T) {
 			errBody(`header "Content-Length" is set by the client from the body; remove it`, "http.headers"), ""},
 		{"validation: placeholder", "POST", "/jobs", `{"http":{"url":"http://h/","body":"{{unknown}}"},"schedule":{"kind":"every","every":"1m"}}`, nil, 400,
 			errBody(`unknown placeholder {{unknown}}; the placeholders are {{job_id}}, {{run_id}}, {{scheduled_at}} and {{triggered_at}}`, "http.body"), ""},
+		{"validation: every too short", "POST", "/jobs", `{"http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1ms"}}`, nil, 400,
+			errBody("must be at least 1s, got 1ms", "schedule.every"), ""},
 		{"validation: field of another kind", "POST", "/jobs", `{"http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1h","tz":"Asia/Tokyo"}}`, nil, 400,
 			errBody("is not used by kind every (every takes every, and optionally start_at and jitter)", "schedule.tz"), ""},
 		{"validation on patch", "PATCH", "/jobs/fixed", `{"schedule":{"kind":"every","every":"0s"}}`, nil, 400, errBody("must be > 0, got 0s", "schedule.every"), ""},

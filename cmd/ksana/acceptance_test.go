@@ -363,3 +363,32 @@ func TestTokenAndAllowList(t *testing.T) {
 		t.Errorf("GET /health without token: %d, want 200", code)
 	}
 }
+
+// TestAllowListOnStoredJobs: a job stored before KSANA_CALLBACK_ALLOW was
+// set is reported at start-up, run-now on it is refused, and its scheduled
+// runs fail without calling its host.
+func TestAllowListOnStoredJobs(t *testing.T) {
+	cb := newCallback(t, 200, 0)
+	dir := t.TempDir()
+	ts := startService(t, dir, nil)
+	// First slot 2s after the start below, then every hour.
+	j := ts.create(t, fmt.Sprintf(`{"id":"old","http":{"url":%q},"schedule":{"kind":"every","every":"1h","start_at":%q},"max_retries":0}`,
+		cb.URL, rfc(time.Now().Add(2*time.Second))))
+	ts.stop()
+
+	ts = startService(t, dir, map[string]string{"KSANA_CALLBACK_ALLOW": "*.internal"})
+	if !strings.Contains(ts.logs.String(), "job calls a host outside KSANA_CALLBACK_ALLOW") || !strings.Contains(ts.logs.String(), "job_id=old") {
+		t.Errorf("no start-up warning about job old; logs:\n%s", ts.logs.String())
+	}
+	var body map[string]string
+	if code := callBody(t, "POST", ts.url+"/jobs/old/run-now", &body); code != 400 || body["field"] != "http.url" {
+		t.Errorf("run-now of a job outside the allow-list: %d %v, want 400 naming http.url", code, body)
+	}
+	runs := ts.waitRuns(t, j.ID, 1)
+	if runs[0].Status != "failed" || !strings.Contains(runs[0].Error, "not in the callback allow-list") {
+		t.Errorf("scheduled run = %s %q, want failed: not in the callback allow-list", runs[0].Status, runs[0].Error)
+	}
+	if n := cb.count(); n != 0 {
+		t.Errorf("the callback outside the allow-list was called %d times", n)
+	}
+}

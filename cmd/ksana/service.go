@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -87,7 +88,7 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 	if err != nil {
 		return nil, err
 	}
-	exec := cron.NewHTTPExecutor(cron.HTTPExecutorConfig{Logger: log})
+	exec := cron.NewHTTPExecutor(cron.HTTPExecutorConfig{Logger: log, AllowHosts: cfg.CallbackAllow})
 	runner, err := cron.New(store, exec, cron.Config{
 		Workers:             cfg.Workers,
 		DrainTimeout:        cfg.DrainTimeout,
@@ -132,6 +133,22 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 	return &service{cfg: cfg, log: log, store: store, runner: runner, handler: api, metrics: m}, nil
 }
 
+// reportDisallowed warns about each stored job whose callback host is
+// outside KSANA_CALLBACK_ALLOW: it was stored before the list was set, and
+// its runs will fail.
+func (s *service) reportDisallowed() {
+	allow := cron.HostAllowList(s.cfg.CallbackAllow)
+	if len(allow) == 0 {
+		return
+	}
+	for _, j := range s.runner.List() {
+		if u, err := url.Parse(j.HTTP.URL); err != nil || !allow.Allows(u.Hostname()) {
+			s.log.Warn("ksana: job calls a host outside KSANA_CALLBACK_ALLOW; its runs will fail until its URL or the list changes",
+				"job_id", j.ID, "name", j.Name, "url", j.HTTP.URL)
+		}
+	}
+}
+
 // run loads the jobs, serves the API on ln and fires jobs until ctx ends.
 // Then it stops accepting requests (waiting up to 10s for those in
 // progress), lets the runs in flight finish up to the drain timeout and
@@ -142,6 +159,7 @@ func (s *service) run(ctx context.Context, ln net.Listener) error {
 		s.log.Error("ksana: loading jobs", "error", err)
 	}
 	s.log.Info("ksana: jobs loaded", "jobs", s.runner.Len(), "data_dir", s.cfg.DataDir, "ms", time.Since(start).Milliseconds())
+	s.reportDisallowed()
 
 	runCtx, stopRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRuns()

@@ -45,7 +45,10 @@ type Config struct {
 	// http.url may point to: "api.example.com" (that host), "*.internal"
 	// (any host under internal), "*" (any). Matching ignores case and the
 	// port. A job whose host matches none is refused with 400. Default
-	// nil: any host (KSANA_CALLBACK_ALLOW in cmd/ksana).
+	// nil: any host (KSANA_CALLBACK_ALLOW in cmd/ksana). run-now of a job
+	// stored earlier with a host outside the list is refused too; give the
+	// same list to the executor ([cron.HTTPExecutorConfig.AllowHosts]) so
+	// that scheduled runs and redirects are held to it as well.
 	CallbackAllow []string
 	// DefaultMaxRetries is given to a job created without max_retries; an
 	// explicit 0 on input always means no retries. Default 3
@@ -107,7 +110,7 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 		if p == "" {
 			continue
 		}
-		if err := checkPattern(p); err != nil {
+		if err := cron.CheckHostPattern(p); err != nil {
 			return nil, fmt.Errorf("httpapi: New: Config.CallbackAllow: %w", err)
 		}
 		s.allow = append(s.allow, p)
@@ -116,56 +119,16 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 }
 
 // ParseAllowList splits a comma-separated list of host patterns (the form
-// of KSANA_CALLBACK_ALLOW) and checks each.
+// of KSANA_CALLBACK_ALLOW) and checks each; see [cron.HostAllowList].
 func ParseAllowList(s string) ([]string, error) {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		p = strings.ToLower(strings.TrimSpace(p))
-		if p == "" {
-			continue
-		}
-		if err := checkPattern(p); err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-func checkPattern(p string) error {
-	rest := p
-	if p == "*" {
-		return nil
-	}
-	if strings.HasPrefix(p, "*.") {
-		rest = p[2:]
-	}
-	if rest == "" || strings.ContainsAny(rest, "*/:@ ?#") {
-		return fmt.Errorf("host pattern %q: want a host name such as api.example.com or *.internal (no scheme, port or path)", p)
-	}
-	return nil
+	return cron.ParseHostAllowList(s)
 }
 
 // HostAllowed reports whether host (no port) matches one of the patterns
-// (as [Config.CallbackAllow]); an empty list allows every host.
+// (as [Config.CallbackAllow]); an empty list allows every host. See
+// [cron.HostAllowList].
 func HostAllowed(patterns []string, host string) bool {
-	if len(patterns) == 0 {
-		return true
-	}
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	for _, p := range patterns {
-		switch {
-		case p == "*":
-			return true
-		case strings.HasPrefix(p, "*."):
-			if strings.HasSuffix(host, p[1:]) && len(host) > len(p)-1 {
-				return true
-			}
-		case p == host:
-			return true
-		}
-	}
-	return false
+	return cron.HostAllowList(patterns).Allows(host)
 }
 
 // route is a matched endpoint.
@@ -297,6 +260,19 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bo
 	case "/jobs/{id}/run-now":
 		if !s.emptyBody(w, req) {
 			return
+		}
+		if len(s.allow) > 0 {
+			// A job stored before the allow-list was set may point
+			// elsewhere: its run would only fail.
+			j, err := s.r.Get(rt.id)
+			if err != nil {
+				s.fail(w, err, rt.id)
+				return
+			}
+			if rerr := s.checkCallback(&j); rerr != nil {
+				writeError(w, rerr)
+				return
+			}
 		}
 		runID, err := s.r.RunNow(ctx, rt.id)
 		if err != nil {

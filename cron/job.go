@@ -57,14 +57,27 @@ type Duration time.Duration
 // D returns d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
-// String formats d like time.Duration.
-func (d Duration) String() string { return time.Duration(d).String() }
+// String formats d like time.Duration, without the zero units that
+// time.Duration leaves at the end: "1h", "1m", "1h30m", "90s", "1.5s",
+// "100ms". It is the one form a Duration takes in JSON, so a duration
+// comes back as it was written ("1h" stays "1h"); any such string parses
+// back with time.ParseDuration.
+func (d Duration) String() string {
+	s := time.Duration(d).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
 
 // MarshalJSON writes d as a duration string.
 func (d Duration) MarshalJSON() ([]byte, error) {
 	// A duration string holds digits, '.', '-' and unit letters ("µs"
 	// included): nothing JSON escapes.
-	s := time.Duration(d).String()
+	s := d.String()
 	b := make([]byte, 0, len(s)+2)
 	b = append(b, '"')
 	b = append(b, s...)

@@ -173,7 +173,16 @@ func TestDurationJSON(t *testing.T) {
 		{Duration(1500 * time.Microsecond), `"1.5ms"`},
 		{Duration(1500 * time.Nanosecond), `"1.5µs"`},
 		{Duration(-90 * time.Second), `"-1m30s"`},
-		{Duration(26 * time.Hour), `"26h0m0s"`},
+		{Duration(26 * time.Hour), `"26h"`},
+		{Duration(time.Hour), `"1h"`},
+		{Duration(time.Minute), `"1m"`},
+		{Duration(10 * time.Minute), `"10m"`},
+		{Duration(90 * time.Minute), `"1h30m"`},
+		{Duration(time.Hour + time.Second), `"1h0m1s"`},
+		{Duration(-time.Hour), `"-1h"`},
+		{Duration(10 * time.Second), `"10s"`},
+		{Duration(100 * time.Millisecond), `"100ms"`},
+		{Duration(time.Minute + 500*time.Millisecond), `"1m0.5s"`},
 	}
 	for _, tt := range tests {
 		b, err := json.Marshal(tt.d)

@@ -651,3 +651,24 @@ func TestPatchEnabled(t *testing.T) {
 		}
 	}
 }
+
+// TestDurationsAsWritten: a duration comes back as the user wrote it, in
+// its short form, from POST, PATCH and GET.
+func TestDurationsAsWritten(t *testing.T) {
+	f := newFixture(t, Config{})
+	r := f.do(t, "POST", "/jobs", `{"id":"d","http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1h","jitter":"10m"},"timeout":"1m","retry_backoff":"90s"}`, nil)
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	want := `"schedule":{"kind":"every","every":"1h","start_at":`
+	if !strings.Contains(r.body, want) || !strings.Contains(r.body, `"jitter":"10m"`) || !strings.Contains(r.body, `"timeout":"1m","max_retries":3,"retry_backoff":"1m30s"`) {
+		t.Errorf("created job %s: want every 1h, jitter 10m, timeout 1m, retry_backoff 1m30s", r.body)
+	}
+	r = f.do(t, "PATCH", "/jobs/d", `{"timeout":"2m"}`, nil)
+	if !strings.Contains(r.body, `"timeout":"2m"`) {
+		t.Errorf("patched job %s: want timeout 2m", r.body)
+	}
+	if r = f.do(t, "GET", "/jobs/d", "", nil); !strings.Contains(r.body, `"every":"1h"`) || !strings.Contains(r.body, `"timeout":"2m"`) {
+		t.Errorf("GET %s: want every 1h and timeout 2m", r.body)
+	}
+}

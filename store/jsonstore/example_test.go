@@ -54,5 +54,5 @@ func Example() {
 	fmt.Println(len(jobs), jobs[0].Name, jobs[0].Schedule.Every)
 	// Output:
 	//   "version": 1,
-	// 1 ping service 5m0s
+	// 1 ping service 5m
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 // config is the service's configuration, read from the environment.
 type config struct {
+	Listen         string // host (or IP) to listen on; "" for every interface
 	Port           int
 	DataDir        string
 	Workers        int
@@ -33,6 +35,7 @@ type envVar struct {
 }
 
 var envVars = []envVar{
+	{"LISTEN_ADDR", "", "host or IP address the REST API listens on, such as 127.0.0.1 (empty: every interface)"},
 	{"PORT", "7100", "TCP port of the REST API (0: any free port, logged at start)"},
 	{"KSANA_DATA", "", "data directory holding jobs.json and runs.jsonl; wins over DATA_DIR"},
 	{"DATA_DIR", "./data", "data directory, when KSANA_DATA is not set"},
@@ -95,6 +98,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 		*dst = d
 	}
 	intVar("PORT", "7100", 0, 65535, &c.Port)
+	if v := strings.TrimSpace(getenv("LISTEN_ADDR")); v != "" {
+		host := strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
+		if strings.ContainsAny(host, "/ ") || (strings.Contains(host, ":") && net.ParseIP(host) == nil) {
+			return c, &ConfigError{Var: "LISTEN_ADDR", Value: v, Want: "must be a host name or an IP address, such as 127.0.0.1 or ::1 (the port is PORT)"}
+		}
+		c.Listen = host
+	}
 	intVar("WORKERS", "4", 1, 65536, &c.Workers)
 	durVar("DEFAULT_TIMEOUT", "10s", &c.DefaultTimeout)
 	intVar("MAX_RETRIES", "3", 0, 1000, &c.MaxRetries)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
@@ -170,6 +171,7 @@ func (s *service) run(ctx context.Context, ln net.Listener) error {
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
 	s.log.Info("ksana: listening", "addr", ln.Addr().String())
+	s.reportExposure(ln.Addr())
 
 	var serveErr error
 	select {
@@ -210,10 +212,34 @@ func newLogger(cfg config, w interface{ Write([]byte) (int, error) }) *slog.Logg
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func listen(port int) (net.Listener, error) {
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+func listen(host string, port int) (net.Listener, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on PORT %d: %w", port, err)
+		return nil, fmt.Errorf("listen on %s (LISTEN_ADDR, PORT): %w", addr, err)
 	}
 	return ln, nil
+}
+
+// reportExposure logs whether the API asks for a token and holds callbacks
+// to an allow-list, and warns when it serves beyond the loopback interface
+// without a token: anyone who reaches the port could then create jobs.
+func (s *service) reportExposure(addr net.Addr) {
+	token := s.cfg.Token != ""
+	allow := "any host"
+	if len(s.cfg.CallbackAllow) > 0 {
+		allow = strings.Join(s.cfg.CallbackAllow, ",")
+	}
+	s.log.Info("ksana: access", "token", map[bool]string{true: "required", false: "off"}[token], "callback_allow", allow)
+	if token {
+		return
+	}
+	loopback := false
+	if ta, ok := addr.(*net.TCPAddr); ok {
+		loopback = ta.IP.IsLoopback()
+	}
+	if !loopback {
+		s.log.Warn("ksana: the API is served beyond this machine with no token: anyone who reaches it can create, change and run jobs. "+
+			"Set KSANA_API_TOKEN, or LISTEN_ADDR=127.0.0.1 to serve this machine only", "addr", addr.String())
+	}
 }

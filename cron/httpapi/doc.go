@@ -22,10 +22,14 @@
 // not "." or ".." ([cron.ValidID]);
 // enabled defaults to true, max_retries when absent to
 // [Config.DefaultMaxRetries] (3) while an explicit 0 means no retries, and
-// the other defaults are the runner's. On PATCH only the fields present
-// change; schedule and http are replaced as whole objects. A write answers
-// only once the change is durable in the runner's store. run-now leaves
-// next_run_at as it was.
+// the other defaults are the runner's. A PATCH body is a JSON merge patch
+// (RFC 7396) of the job's JSON form, at every depth: only the fields sent
+// change, an object (http, schedule, headers) merges field by field, and
+// null removes a field, which then takes its default as on create. To
+// switch a schedule to another kind, remove the fields of the old one
+// ("every": null, ...): a field the kind does not use is refused. A write
+// answers only once the change is durable in the runner's store. run-now
+// leaves next_run_at as it was.
 //
 // # Errors
 //

@@ -422,22 +422,30 @@ func (s *Server) patch(ctx context.Context, w http.ResponseWriter, req *http.Req
 		writeError(w, rerr)
 		return
 	}
-	p, rerr := decodeJobBody(body)
+	patch, rerr := decodeMergePatch(body, id)
 	if rerr != nil {
 		writeError(w, rerr)
-		return
-	}
-	if p.has("id") && p.id != id {
-		writeError(w, badField("id", "cannot be changed (the path names job %q)", id))
 		return
 	}
 	// The runner applies the change under the job's lock: concurrent
 	// PATCHes of one job each see the other's result.
 	updated, err := s.r.Update(ctx, id, func(j *cron.Job) error {
-		p.apply(j)
-		if rerr := s.checkCallback(j); rerr != nil {
+		merged, rerr := mergeJob(j, patch)
+		if rerr != nil {
 			return rerr
 		}
+		p, rerr := decodeJobBody(merged)
+		if rerr != nil {
+			return rerr
+		}
+		// The merged document is read as a create body is: a field the
+		// patch removed (null) takes its default.
+		nj := cron.Job{ID: id, Enabled: true, MaxRetries: s.cfg.DefaultMaxRetries}
+		p.apply(&nj)
+		if rerr := s.checkCallback(&nj); rerr != nil {
+			return rerr
+		}
+		*j = nj
 		return nil
 	})
 	if err != nil {

@@ -168,6 +168,11 @@ func TestRejected(t *testing.T) {
 		{"validation: field of another kind", "POST", "/jobs", `{"http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1h","tz":"Asia/Tokyo"}}`, nil, 400,
 			errBody("is not used by kind every (every takes every, and optionally start_at and jitter)", "schedule.tz"), ""},
 		{"validation on patch", "PATCH", "/jobs/fixed", `{"schedule":{"kind":"every","every":"0s"}}`, nil, 400, errBody("must be > 0, got 0s", "schedule.every"), ""},
+		{"patch unknown nested field", "PATCH", "/jobs/fixed", `{"http":{"urll":"http://h/"}}`, nil, 400, errBody("unknown field", "http.urll"), ""},
+		{"patch wrong type", "PATCH", "/jobs/fixed", `{"timeout":5}`, nil, 400, errBody(`must be a duration string such as "5s", got 5`, "timeout"), ""},
+		{"patch unknown field", "PATCH", "/jobs/fixed", `{"colour":null}`, nil, 400, errBody("unknown field", "colour"), ""},
+		{"patch id null", "PATCH", "/jobs/fixed", `{"id":null}`, nil, 400, errBody(`cannot be changed (the path names job "fixed")`, "id"), ""},
+		{"patch not an object", "PATCH", "/jobs/fixed", `[1]`, nil, 400, errBody("body must be a JSON object", ""), ""},
 		{"patch changes id", "PATCH", "/jobs/fixed", `{"id":"other"}`, nil, 400, errBody(`cannot be changed (the path names job "fixed")`, "id"), ""},
 		{"duplicate id", "POST", "/jobs", validJob, nil, 409, errBody(`a job with id "fixed" already exists`, "id"), ""},
 		{"too large", "POST", "/jobs", huge, nil, 413, errBody("body larger than 4096 bytes", ""), ""},
@@ -287,17 +292,38 @@ func TestLifecycle(t *testing.T) {
 	if diff := cmp.Diff(want, decodeJob(t, r.body)); diff != "" {
 		t.Errorf("after PATCH name, max_retries (-want +got):\n%s", diff)
 	}
-	// schedule and http are replaced whole: the jitter and headers go.
-	r = f.do(t, "PATCH", "/jobs/fixed", `{"schedule":{"kind":"every","every":"2h"},"http":{"url":"http://127.0.0.1:9/other"}}`, nil)
+	// PATCH is a JSON merge patch at every depth: the schedule's jitter and
+	// the headers stay, a null removes a field (the header X-A, the body),
+	// and a removed field takes its default (the method).
+	r = f.do(t, "PATCH", "/jobs/fixed", `{"schedule":{"every":"2h"},"http":{"url":"http://127.0.0.1:9/other","headers":{"X-B":"2"},"body":null}}`, nil)
 	if r.status != 200 {
 		t.Fatalf("patch schedule: %d %s", r.status, r.body)
 	}
 	got := decodeJob(t, r.body)
-	if got.Schedule.Jitter != 0 || got.Schedule.Every.D() != 2*time.Hour || got.HTTP.Headers != nil || got.HTTP.Method != "GET" || got.HTTP.Body != "" {
-		t.Errorf("schedule/http after PATCH = %+v %+v, want replaced whole objects", got.Schedule, got.HTTP)
+	wantHTTP := cron.HTTPConfig{Method: "POST", URL: "http://127.0.0.1:9/other", Headers: map[string]string{"X-A": "1", "X-B": "2"}}
+	if diff := cmp.Diff(wantHTTP, got.HTTP); diff != "" {
+		t.Errorf("http after a merge patch (-want +got):\n%s", diff)
 	}
-	if got.Name != "renamed" || got.Timeout.D() != 3*time.Second {
-		t.Errorf("fields absent from the PATCH changed: name %q timeout %s", got.Name, got.Timeout)
+	if got.Schedule.Jitter.D() != 5*time.Second || got.Schedule.Every.D() != 2*time.Hour || !got.Schedule.StartAt.Equal(fixed.Schedule.StartAt) {
+		t.Errorf("schedule after a merge patch = %+v, want every 2h, the jitter and start_at kept", got.Schedule)
+	}
+	r = f.do(t, "PATCH", "/jobs/fixed", `{"http":{"method":null,"headers":{"X-A":null}},"timeout":null}`, nil)
+	got = decodeJob(t, r.body)
+	if r.status != 200 || got.HTTP.Method != "GET" || !cmp.Equal(got.HTTP.Headers, map[string]string{"X-B": "2"}) || got.Timeout.D() != 10*time.Second {
+		t.Errorf("after nulls: %d method %q headers %v timeout %s; want GET, only X-B, the default 10s", r.status, got.HTTP.Method, got.HTTP.Headers, got.Timeout)
+	}
+	if got.Name != "renamed" || got.MaxRetries != 7 {
+		t.Errorf("fields absent from the PATCH changed: name %q max_retries %d", got.Name, got.MaxRetries)
+	}
+	// Switching the kind needs the old kind's fields removed: the error
+	// names the first one left.
+	r = f.do(t, "PATCH", "/jobs/fixed", `{"schedule":{"kind":"cron","cron":"0 9 * * *"}}`, nil)
+	if r.status != 400 || !strings.Contains(r.body, `"field":"schedule.every"`) {
+		t.Errorf("kind switch leaving every: %d %s, want 400 naming schedule.every", r.status, r.body)
+	}
+	r = f.do(t, "PATCH", "/jobs/fixed", `{"schedule":{"kind":"cron","cron":"0 9 * * *","every":null,"jitter":null,"start_at":null}}`, nil)
+	if got = decodeJob(t, r.body); r.status != 200 || got.Schedule != (cron.ScheduleSpec{Kind: cron.KindCron, Cron: "0 9 * * *"}) {
+		t.Errorf("kind switch: %d %s", r.status, r.body)
 	}
 
 	// run-now: 202, a run id, next_run_at unchanged, the run recorded.

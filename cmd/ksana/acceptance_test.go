@@ -392,3 +392,43 @@ func TestAllowListOnStoredJobs(t *testing.T) {
 		t.Errorf("the callback outside the allow-list was called %d times", n)
 	}
 }
+
+// TestBadJobsFileIsLoud: a jobs.json that cannot be read is set aside and
+// the service starts empty; /health, /metrics and the log say so, and
+// name the backup, until the next restart.
+func TestBadJobsFileIsLoud(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "jobs.json"), []byte("nonsense"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts := startService(t, dir, nil)
+	var health map[string]string
+	if code := call(t, "GET", ts.url+"/health", "", &health); code != 200 {
+		t.Fatalf("/health: %d", code)
+	}
+	backup := filepath.Join(dir, "jobs.bad.json")
+	want := map[string]string{"status": "ok", "store": "recovered: unreadable", "store_backup": backup,
+		"store_note": "jobs.json could not be read and was moved aside: the service started with no jobs"}
+	if diff := cmp.Diff(want, health); diff != "" {
+		t.Errorf("/health after a bad jobs.json (-want +got):\n%s", diff)
+	}
+	metrics, err := httpGet(ts.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := fmt.Sprintf(`ksana_store_recovered{kind="unreadable",backup=%q} 1`, backup); !strings.Contains(metrics, w) {
+		t.Errorf("/metrics lacks %s:\n%s", w, metrics)
+	}
+	if !strings.Contains(ts.logs.String(), "started with NO jobs") {
+		t.Errorf("no loud log line; logs:\n%s", ts.logs.String())
+	}
+	ts.stop()
+
+	// The next start reads the rewritten jobs.json: nothing to report.
+	ts = startService(t, dir, nil)
+	health = nil
+	call(t, "GET", ts.url+"/health", "", &health)
+	if diff := cmp.Diff(map[string]string{"status": "ok"}, health); diff != "" {
+		t.Errorf("/health after a clean start (-want +got):\n%s", diff)
+	}
+}

@@ -115,6 +115,12 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		emit(on, "enabled")
 		emit(off, "paused")
 	})
+	m.reg.GaugeFunc("ksana_store_recovered", "1 when jobs.json could not be read whole at start: kind unreadable (the service started empty) or skipped (some jobs were dropped); backup holds the file as it was.",
+		[]string{"kind", "backup"}, func(emit func(float64, ...string)) {
+			if rec := store.Recovered(); rec != nil {
+				emit(1, recoveryKind(rec), rec.Backup)
+			}
+		})
 	maxRetries := cfg.MaxRetries
 	if maxRetries == 0 {
 		maxRetries = -1 // httpapi: negative means no retries
@@ -125,6 +131,7 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		DefaultMaxRetries: maxRetries,
 		Metrics:           m.reg,
 		OnRequest:         m.onRequest,
+		HealthNotes:       func() map[string]string { return recoveryNotes(store.Recovered()) },
 		Logger:            log,
 	})
 	if err != nil {
@@ -132,6 +139,50 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		return nil, err
 	}
 	return &service{cfg: cfg, log: log, store: store, runner: runner, handler: api, metrics: m}, nil
+}
+
+func recoveryKind(rec *jsonstore.Recovery) string {
+	if rec.Unreadable {
+		return "unreadable"
+	}
+	return "skipped"
+}
+
+// recoveryNotes are the /health fields of a store recovered from a bad
+// jobs.json (none when rec is nil).
+func recoveryNotes(rec *jsonstore.Recovery) map[string]string {
+	if rec == nil {
+		return nil
+	}
+	notes := map[string]string{"store": "recovered: " + recoveryKind(rec), "store_backup": rec.Backup}
+	if rec.Unreadable {
+		notes["store_note"] = "jobs.json could not be read and was moved aside: the service started with no jobs"
+	} else {
+		notes["store_note"] = fmt.Sprintf("%d invalid jobs of jobs.json were dropped", len(rec.Skipped))
+	}
+	return notes
+}
+
+// reportRecovery tells the operator, loudly, that jobs.json was not read
+// whole, and what to do.
+func (s *service) reportRecovery() {
+	rec := s.store.Recovered()
+	if rec == nil {
+		return
+	}
+	if rec.Unreadable {
+		s.log.Error("ksana: jobs.json could not be read: it was moved aside and the service started with NO jobs; none of them will fire. "+
+			"To restore them: stop ksana, fix the backup, move it to jobs.json in the data directory, start again",
+			"backup", rec.Backup, "error", rec.Err)
+		return
+	}
+	ids := make([]string, len(rec.Skipped))
+	for i, e := range rec.Skipped {
+		ids[i] = e.ID
+	}
+	s.log.Error("ksana: invalid jobs of jobs.json were dropped and will not fire; the backup holds them. "+
+		"To restore them: stop ksana, fix them in the backup, move it to jobs.json in the data directory, start again",
+		"backup", rec.Backup, "dropped", len(ids), "job_ids", strings.Join(ids, ","))
 }
 
 // reportDisallowed warns about each stored job whose callback host is
@@ -160,6 +211,7 @@ func (s *service) run(ctx context.Context, ln net.Listener) error {
 		s.log.Error("ksana: loading jobs", "error", err)
 	}
 	s.log.Info("ksana: jobs loaded", "jobs", s.runner.Len(), "data_dir", s.cfg.DataDir, "ms", time.Since(start).Milliseconds())
+	s.reportRecovery()
 	s.reportDisallowed()
 
 	runCtx, stopRuns := context.WithCancel(context.WithoutCancel(ctx))

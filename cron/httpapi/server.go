@@ -58,6 +58,12 @@ type Config struct {
 	// MaxBodyBytes bounds a request body; a larger one gets 413.
 	// Default 1 MiB.
 	MaxBodyBytes int64
+	// HealthNotes, when set, adds its fields to the answer of GET /health
+	// ({"status": "ok"} and these), for conditions an operator must see
+	// that do not make the service unhealthy, such as a store recovered
+	// from a bad file. The answer stays 200. It must be fast and safe for
+	// concurrent use. Default nil.
+	HealthNotes func() map[string]string
 	// Metrics, when set, serves GET /metrics (such as a Prometheus text
 	// registry). Default nil: /metrics is 404.
 	Metrics http.Handler
@@ -225,7 +231,15 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bo
 	ctx := req.Context()
 	switch rt.pattern {
 	case "/health":
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		body := map[string]string{"status": "ok"}
+		if s.cfg.HealthNotes != nil {
+			for k, v := range s.cfg.HealthNotes() {
+				if k != "status" {
+					body[k] = v
+				}
+			}
+		}
+		writeJSON(w, http.StatusOK, body)
 	case "/metrics":
 		if s.cfg.Metrics == nil {
 			writeError(w, &RequestError{Status: http.StatusNotFound, Msg: "metrics are not enabled"})

@@ -558,6 +558,32 @@ func TestRecovery(t *testing.T) {
 			if diff := cmp.Diff(tt.wantLogs, got); diff != "" {
 				t.Errorf("logs (-want +got):\n%s", diff)
 			}
+			// Recovered tells the caller what the logs tell the operator.
+			type summary struct {
+				Unreadable  bool
+				Skipped     int
+				BackupInDir bool
+			}
+			var want *summary
+			for _, m := range tt.wantLogs {
+				if want == nil {
+					want = &summary{BackupInDir: true}
+				}
+				switch m["msg"] {
+				case "jsonstore: jobs file cannot be read; moved aside, starting empty":
+					want.Unreadable = true
+				case "jsonstore: invalid job skipped":
+					want.Skipped++
+				}
+			}
+			var gotSum *summary
+			if rec := s.Recovered(); rec != nil {
+				_, err := os.Stat(rec.Backup)
+				gotSum = &summary{rec.Unreadable, len(rec.Skipped), err == nil && filepath.Dir(rec.Backup) == dir}
+			}
+			if diff := cmp.Diff(want, gotSum); diff != "" {
+				t.Errorf("Recovered() (-want +got):\n%s", diff)
+			}
 			// jobs.json is rewritten at once and holds what was loaded.
 			var fileIDs []string
 			for _, j := range readFileJobs(t, dir) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -693,6 +694,43 @@ func (r *Runner) List() []Job {
 		}
 	}
 	return out
+}
+
+// Page returns up to limit jobs (limit <= 0: no limit) that keep returns
+// true for, in creation order, starting after the job with id after ("":
+// from the first), and whether more jobs follow the last one returned
+// (matching or not). keep sees each job once, and must be fast: the runner
+// is locked meanwhile. An after that names no job is [ErrNotFound]: the
+// job that ended the previous page was removed since.
+func (r *Runner) Page(after string, limit int, keep func(*Job) bool) (jobs []Job, more bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	from := 0
+	if after != "" {
+		_, e, ok := r.lookup(after)
+		if !ok {
+			return nil, false, fmt.Errorf("%w: %q", ErrNotFound, after)
+		}
+		from = int(e.pos) + 1
+	}
+	for i := from; i < len(r.order); i++ {
+		idx := r.order[i]
+		if idx < 0 {
+			continue
+		}
+		if limit > 0 && len(jobs) == limit {
+			return jobs, true, nil
+		}
+		j := r.tab.at(idx).job(false)
+		if keep != nil && !keep(&j) {
+			continue
+		}
+		if j.HTTP.Headers != nil {
+			j.HTTP.Headers = maps.Clone(j.HTTP.Headers)
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, false, nil
 }
 
 // Len returns the number of jobs.

@@ -5,7 +5,7 @@
 // # Endpoints
 //
 //	POST   /jobs                 create a job: 201 and the job (Location: /jobs/{id})
-//	GET    /jobs                 every job, in creation order: 200 and an array
+//	GET    /jobs                 the jobs, in creation order: 200 and an array (paging and filters below)
 //	GET    /jobs/{id}            one job: 200
 //	PATCH  /jobs/{id}            change the fields present: 200 and the job
 //	DELETE /jobs/{id}            204
@@ -30,6 +30,17 @@
 // ("every": null, ...): a field the kind does not use is refused. A write
 // answers only once the change is durable in the runner's store. run-now
 // leaves next_run_at as it was.
+//
+// # Listing jobs
+//
+// GET /jobs answers every job unless asked for less. limit=N (1 to
+// [MaxListLimit]) returns a page of N, and when more jobs follow, a
+// header Link: <?after=ID&...>; rel="next" gives the next page (after is
+// the id of the last job of the page; a page may come back short, or
+// empty, when filters skip jobs). The filters, combined with AND:
+// enabled=true|false, kind=once|every|cron, last_status=success|failed|
+// timeout|skipped|paused|missed (or empty: never run), name=<exact name>.
+// Any other query parameter, or one given twice, is a 400 naming it.
 //
 // # Errors
 //

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -248,7 +250,7 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bo
 		s.cfg.Metrics.ServeHTTP(w, req)
 	case "/jobs":
 		if req.Method == http.MethodGet {
-			writeJSON(w, http.StatusOK, s.r.List())
+			s.list(w, req)
 			return
 		}
 		s.create(ctx, w, req)
@@ -467,6 +469,100 @@ func (s *Server) patch(ctx context.Context, w http.ResponseWriter, req *http.Req
 		return
 	}
 	writeJSON(w, http.StatusOK, updated)
+}
+
+// MaxListLimit is the largest page GET /jobs?limit=N serves.
+const MaxListLimit = 1000
+
+// list answers GET /jobs: every job, or a page of them (limit, after), of
+// those that pass the filters (enabled, kind, last_status, name).
+func (s *Server) list(w http.ResponseWriter, req *http.Request) {
+	q := req.URL.Query()
+	var (
+		limit   int
+		after   string
+		filters []func(*cron.Job) bool
+	)
+	for _, key := range slices.Sorted(maps.Keys(q)) {
+		vals := q[key]
+		if len(vals) > 1 {
+			writeError(w, badField(key, "is given %d times; give it once", len(vals)))
+			return
+		}
+		v := vals[0]
+		switch key {
+		case "limit":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > MaxListLimit {
+				writeError(w, badField("limit", "must be an integer from 1 to %d, got %q", MaxListLimit, v))
+				return
+			}
+			limit = n
+		case "after":
+			if v == "" {
+				writeError(w, badField("after", "must be the id of the last job of the previous page"))
+				return
+			}
+			after = v
+		case "enabled":
+			on, err := strconv.ParseBool(v)
+			if err != nil || (v != "true" && v != "false") {
+				writeError(w, badField("enabled", "must be true or false, got %q", v))
+				return
+			}
+			filters = append(filters, func(j *cron.Job) bool { return j.Enabled == on })
+		case "kind":
+			if v != cron.KindOnce && v != cron.KindEvery && v != cron.KindCron {
+				writeError(w, badField("kind", "must be once, every or cron, got %q", v))
+				return
+			}
+			filters = append(filters, func(j *cron.Job) bool { return j.Schedule.Kind == v })
+		case "last_status":
+			switch st := cron.Status(v); st {
+			case "", cron.StatusSuccess, cron.StatusFailed, cron.StatusTimeout, cron.StatusSkipped, cron.StatusPaused, cron.StatusMissed:
+				filters = append(filters, func(j *cron.Job) bool { return j.LastStatus == st })
+			default:
+				writeError(w, badField("last_status", "must be success, failed, timeout, skipped, paused, missed or empty (never run), got %q", v))
+				return
+			}
+		case "name":
+			filters = append(filters, func(j *cron.Job) bool { return j.Name == v })
+		default:
+			writeError(w, badField(key, "unknown query parameter; GET /jobs takes limit, after, enabled, kind, last_status and name"))
+			return
+		}
+	}
+	keep := func(j *cron.Job) bool {
+		for _, f := range filters {
+			if !f(j) {
+				return false
+			}
+		}
+		return true
+	}
+	jobs, more, err := s.r.Page(after, limit, keep)
+	if errors.Is(err, cron.ErrNotFound) {
+		writeError(w, badField("after", "no job has the id %q (it was removed since the previous page): start again without after", after))
+		return
+	}
+	if err != nil {
+		s.fail(w, err, "")
+		return
+	}
+	if jobs == nil {
+		jobs = []cron.Job{}
+	}
+	if more && len(jobs) > 0 {
+		next := url.Values{}
+		for k, v := range q {
+			next[k] = v
+		}
+		next.Set("after", jobs[len(jobs)-1].ID)
+		// A reference relative to the request, so that it holds where the
+		// API is mounted.
+		w.Header().Set("Link", fmt.Sprintf("<?%s>; rel=\"next\"", next.Encode()))
+	}
+	writeJSON(w, http.StatusOK, jobs)
 }
 
 // fail answers with the error of a runner call.

@@ -698,3 +698,77 @@ func TestDurationsAsWritten(t *testing.T) {
 		t.Errorf("GET %s: want every 1h and timeout 2m", r.body)
 	}
 }
+
+// TestListPagesAndFilters: GET /jobs pages with limit and after (the Link
+// header names the next page) and filters by enabled, kind, last_status
+// and name; an unknown or bad query parameter is a 400 naming it.
+func TestListPagesAndFilters(t *testing.T) {
+	f := newFixture(t, Config{})
+	for _, body := range []string{
+		`{"id":"j1","name":"a","http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1h"}}`,
+		`{"id":"j2","name":"b","http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1h"},"enabled":false}`,
+		`{"id":"j3","name":"a","http":{"url":"http://h/"},"schedule":{"kind":"cron","cron":"0 9 * * *"}}`,
+		`{"id":"j4","name":"c","http":{"url":"http://h/"},"schedule":{"kind":"once","run_at":"2099-01-01T00:00:00Z"}}`,
+		`{"id":"j5","name":"a","http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1h"},"enabled":false}`,
+	} {
+		if r := f.do(t, "POST", "/jobs", body, nil); r.status != 201 {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+	}
+	ids := func(body string) []string {
+		var jobs []cron.Job
+		if err := json.Unmarshal([]byte(body), &jobs); err != nil {
+			t.Fatalf("decode %s: %v", body, err)
+		}
+		out := []string{}
+		for _, j := range jobs {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	tests := []struct {
+		query    string
+		want     []string
+		wantNext string // the Link header's target, "" for none
+	}{
+		{"", []string{"j1", "j2", "j3", "j4", "j5"}, ""},
+		{"?limit=2", []string{"j1", "j2"}, "?after=j2&limit=2"},
+		{"?after=j2&limit=2", []string{"j3", "j4"}, "?after=j4&limit=2"},
+		{"?after=j4&limit=2", []string{"j5"}, ""},
+		{"?name=a", []string{"j1", "j3", "j5"}, ""},
+		{"?name=a&limit=1", []string{"j1"}, "?after=j1&limit=1&name=a"},
+		{"?enabled=false", []string{"j2", "j5"}, ""},
+		{"?enabled=true&kind=every", []string{"j1"}, ""},
+		{"?kind=cron", []string{"j3"}, ""},
+		{"?last_status=", []string{"j1", "j2", "j3", "j4", "j5"}, ""},
+		{"?last_status=success", []string{}, ""},
+	}
+	for _, tt := range tests {
+		r := f.do(t, "GET", "/jobs"+tt.query, "", nil)
+		if r.status != 200 {
+			t.Errorf("GET /jobs%s: %d %s", tt.query, r.status, r.body)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, ids(r.body)); diff != "" {
+			t.Errorf("GET /jobs%s ids (-want +got):\n%s", tt.query, diff)
+		}
+		var next string
+		if l := r.header.Get("Link"); l != "" {
+			next = strings.TrimSuffix(strings.TrimPrefix(l, "<"), `>; rel="next"`)
+		}
+		if next != tt.wantNext {
+			t.Errorf("GET /jobs%s Link = %q, want the next page at %q", tt.query, next, tt.wantNext)
+		}
+	}
+	bad := []struct{ query, field string }{
+		{"?limit=0", "limit"}, {"?limit=1001", "limit"}, {"?limit=x", "limit"}, {"?enabled=yes", "enabled"},
+		{"?kind=hourly", "kind"}, {"?last_status=great", "last_status"}, {"?after=nope", "after"},
+		{"?colour=red", "colour"}, {"?name=a&name=b", "name"},
+	}
+	for _, tt := range bad {
+		r := f.do(t, "GET", "/jobs"+tt.query, "", nil)
+		if r.status != 400 || !strings.Contains(r.body, `"field":"`+tt.field+`"`) {
+			t.Errorf("GET /jobs%s: %d %s, want 400 naming %s", tt.query, r.status, r.body, tt.field)
+		}
+	}
+}

@@ -220,13 +220,27 @@ func jsonKind(k string) string {
 	return k
 }
 
+// httpBody is the http object of a job body.
+type httpBody struct {
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+}
+
+// scheduleBody is the schedule object of a job body.
+type scheduleBody struct {
+	Kind    string `json:"kind"`
+	RunAt   string `json:"run_at"`
+	Every   string `json:"every"`
+	StartAt string `json:"start_at"`
+	Jitter  string `json:"jitter"`
+	Cron    string `json:"cron"`
+	TZ      string `json:"tz"`
+}
+
 func decodeHTTP(v json.RawMessage, dst *cron.HTTPConfig) *RequestError {
-	var h struct {
-		Method  string            `json:"method"`
-		URL     string            `json:"url"`
-		Headers map[string]string `json:"headers"`
-		Body    string            `json:"body"`
-	}
+	var h httpBody
 	if err := strictObject("http", v, &h); err != nil {
 		return err
 	}
@@ -235,15 +249,7 @@ func decodeHTTP(v json.RawMessage, dst *cron.HTTPConfig) *RequestError {
 }
 
 func decodeSchedule(v json.RawMessage, dst *cron.ScheduleSpec) *RequestError {
-	var s struct {
-		Kind    string `json:"kind"`
-		RunAt   string `json:"run_at"`
-		Every   string `json:"every"`
-		StartAt string `json:"start_at"`
-		Jitter  string `json:"jitter"`
-		Cron    string `json:"cron"`
-		TZ      string `json:"tz"`
-	}
+	var s scheduleBody
 	if err := strictObject("schedule", v, &s); err != nil {
 		return err
 	}

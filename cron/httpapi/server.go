@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,6 +157,8 @@ func match(path string) (route, bool) {
 		return route{pattern: "/health", allow: "GET, HEAD"}, true
 	case "/metrics":
 		return route{pattern: "/metrics", allow: "GET, HEAD"}, true
+	case "/openapi.json":
+		return route{pattern: "/openapi.json", allow: "GET, HEAD"}, true
 	case "/jobs":
 		return route{pattern: "/jobs", allow: "GET, POST"}, true
 	}
@@ -216,7 +219,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bool) {
-	if ok && rt.pattern != "/health" && s.cfg.Token != "" && !s.authorized(req) {
+	if ok && rt.pattern != "/health" && rt.pattern != "/openapi.json" && s.cfg.Token != "" && !s.authorized(req) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ksana"`)
 		writeError(w, &RequestError{Status: http.StatusUnauthorized, Msg: "missing or wrong bearer token (Authorization: Bearer <token>)"})
 		return
@@ -242,6 +245,11 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bo
 			}
 		}
 		writeJSON(w, http.StatusOK, body)
+	case "/openapi.json":
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(openAPI)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(openAPI)
 	case "/metrics":
 		if s.cfg.Metrics == nil {
 			writeError(w, &RequestError{Status: http.StatusNotFound, Msg: "metrics are not enabled"})
@@ -471,6 +479,15 @@ func (s *Server) patch(ctx context.Context, w http.ResponseWriter, req *http.Req
 	writeJSON(w, http.StatusOK, updated)
 }
 
+// openAPI is the OpenAPI 3 document of the API, served at /openapi.json.
+// TestOpenAPI keeps it true to the handler.
+//
+//go:embed openapi.json
+var openAPI []byte
+
+// listParams are the query parameters of GET /jobs.
+var listParams = []string{"limit", "after", "enabled", "kind", "last_status", "name"}
+
 // MaxListLimit is the largest page GET /jobs?limit=N serves.
 const MaxListLimit = 1000
 
@@ -528,7 +545,7 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request) {
 		case "name":
 			filters = append(filters, func(j *cron.Job) bool { return j.Name == v })
 		default:
-			writeError(w, badField(key, "unknown query parameter; GET /jobs takes limit, after, enabled, kind, last_status and name"))
+			writeError(w, badField(key, "unknown query parameter; GET /jobs takes %s", strings.Join(listParams, ", ")))
 			return
 		}
 	}

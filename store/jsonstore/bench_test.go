@@ -278,7 +278,9 @@ func BenchmarkRunnerWrites(b *testing.B) {
 // with 10,000 jobs: through POST /jobs of cron/httpapi from 64 HTTP clients
 // over loopback, and through Runner.Add from 64 goroutines, the baseline,
 // in interleaved rounds. It reports the milliseconds per round of 64 for
-// each and their ratio (the goal: ratio-api/add under 2), and the journal
+// each and their ratio (the goal: ratio-api/add under 2), the same posts
+// to the API over a runner without a store (the cost of the HTTP stack
+// alone, client and server on this machine), and the journal
 // syncs per round of each, which shows whether the creates of a round
 // still share their syncs when they come through HTTP.
 func BenchmarkCreateAPIvsRunner(b *testing.B) {
@@ -305,12 +307,23 @@ func BenchmarkCreateAPIvsRunner(b *testing.B) {
 	}
 	srv := httptest.NewServer(api)
 	defer srv.Close()
+	// The HTTP stack alone: the same API over a runner without a store.
+	bare, err := cron.New(nil, noop, cron.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bareAPI, err := httpapi.New(bare, httpapi.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bareSrv := httptest.NewServer(bareAPI)
+	defer bareSrv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
 	const body = `{"http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"every","every":"1h"}}`
 	job := cron.Job{Enabled: true, MaxRetries: cron.DefaultMaxRetries, HTTP: cron.HTTPConfig{URL: "http://127.0.0.1:9/"},
 		Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour)}}
-	post := func() {
-		resp, err := client.Post(srv.URL+"/jobs", "application/json", strings.NewReader(body))
+	postTo := func(base string) {
+		resp, err := client.Post(base+"/jobs", "application/json", strings.NewReader(body))
 		if err != nil {
 			b.Error(err)
 			return
@@ -321,6 +334,8 @@ func BenchmarkCreateAPIvsRunner(b *testing.B) {
 			b.Errorf("POST /jobs: status %d", resp.StatusCode)
 		}
 	}
+	post := func() { postTo(srv.URL) }
+	postBare := func() { postTo(bareSrv.URL) }
 	add := func() {
 		if _, err := r.Add(ctx, job); err != nil {
 			b.Error(err)
@@ -345,15 +360,18 @@ func BenchmarkCreateAPIvsRunner(b *testing.B) {
 		return d
 	}
 	round(post, new(int)) // open the clients' connections
-	var viaAPI, viaAdd time.Duration
+	round(postBare, new(int))
+	var viaAPI, viaAdd, viaBare time.Duration
 	b.ResetTimer()
 	for b.Loop() {
 		viaAdd += round(add, &syncsAdd)
 		viaAPI += round(post, &syncsAPI)
+		viaBare += round(postBare, new(int))
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
 	b.ReportMetric(ms(viaAdd), "ms/64-adds")
 	b.ReportMetric(ms(viaAPI), "ms/64-posts")
+	b.ReportMetric(ms(viaBare), "ms/64-posts-nostore")
 	b.ReportMetric(float64(viaAPI)/float64(viaAdd), "ratio-api/add")
 	b.ReportMetric(float64(syncsAdd)/float64(b.N), "syncs/64-adds")
 	b.ReportMetric(float64(syncsAPI)/float64(b.N), "syncs/64-posts")

@@ -21,10 +21,7 @@ func (r *Runner) markDirty(e *entry) {
 	}
 	e.dirty = true
 	r.dirty = append(r.dirty, e)
-	select {
-	case r.recWake <- struct{}{}:
-	default:
-	}
+	r.wakeRecorder()
 }
 
 // finish hands a run record to the recorder: a run a worker finished, or
@@ -35,6 +32,16 @@ func (r *Runner) finish(run Run, drop bool) {
 		run.ID = newID()
 	}
 	r.ended = append(r.ended, ended{run: run, drop: drop})
+	r.wakeRecorder()
+}
+
+// wakeRecorder wakes the recorder when its work has just gone from none
+// to some: each pass of the recorder takes all of it, so later additions
+// before that pass need no wake of their own. mu is held.
+func (r *Runner) wakeRecorder() {
+	if len(r.dirty)+len(r.ended) != 1 {
+		return
+	}
 	select {
 	case r.recWake <- struct{}{}:
 	default:

@@ -43,10 +43,15 @@ import (
 // February) does not run that month. An expression that can never run, such
 // as "0 0 30 2 *", is rejected by [ParseCron].
 //
-// When both day fields are restricted (neither is * nor ?), a day runs when it
-// matches either of them, as in Vixie cron: "0 0 1 * MON" runs on the 1st of
-// each month and on every Monday. When one of them is * or ?, the other one
-// alone selects the days. Note that "*/2" is a restriction (it is not *).
+// The two day fields combine as in Vixie cron (and cronie). A day field
+// whose text starts with * (such as *, */2 or */10,15) or is ? is
+// unrestricted in Vixie's sense. When both day fields are restricted, a day
+// runs when it matches either of them: "0 0 1 * MON" runs on the 1st of each
+// month and on every Monday. When one of them is unrestricted, a day runs
+// when it matches both: "0 0 * * MON" runs on Mondays, "0 0 */2 * MON" on
+// the Mondays that fall on an odd day of the month (1, 3, 5, ... 31), and
+// "0 0 1-7 * */2" on the days 1 to 7 that are a Sunday, Tuesday, Thursday or
+// Saturday.
 //
 // Descriptors replace the five fields: @yearly (or @annually) "0 0 1 1 *",
 // @monthly "0 0 1 * *", @weekly "0 0 * * 0", @daily (or @midnight)
@@ -98,14 +103,18 @@ type CronSchedule struct {
 	month    uint16 // bits 1-12
 	dow      uint8  // bits 0-6, plain weekdays
 
-	domAny, dowAny bool      // the field is * or ?
-	domL           uint32    // bit n: L-n
-	domW           uint32    // bit d: dW
-	domLW          bool      // LW
-	dowL           uint8     // bit w: wL
-	dowHash        [6]uint8  // dowHash[k], bit w: w#k
-	dowByFirst     [7]uint32 // plain dow days of a month whose 1st is weekday i
-	wall           bool      // all 24 hours: follow the wall clock across DST
+	domAny, dowAny bool // the field matches every day: *, ? or a */n list that covers them all
+	// domStar and dowStar are the step of a field that starts with "*/"
+	// (1 for * and ?), 0 for a field that does not start with *. A field
+	// that starts with * is unrestricted in Vixie cron's sense.
+	domStar, dowStar uint8
+	domL             uint32    // bit n: L-n
+	domW             uint32    // bit d: dW
+	domLW            bool      // LW
+	dowL             uint8     // bit w: wL
+	dowHash          [6]uint8  // dowHash[k], bit w: w#k
+	dowByFirst       [7]uint32 // plain dow days of a month whose 1st is weekday i
+	wall             bool      // all 24 hours: follow the wall clock across DST
 }
 
 // CronOption configures [ParseCron].
@@ -319,12 +328,23 @@ func (c *CronSchedule) parseField(k fieldKind, text string) error {
 		}
 		switch k {
 		case fDom:
-			c.domAny = true
+			c.domAny, c.domStar = true, 1
 		case fDow:
-			c.dowAny = true
+			c.dowAny, c.dowStar = true, 1
 		}
 		c.setBits(k, rangeBits(fi.min, fi.max, 1))
 		return nil
+	}
+	if (k == fDom || k == fDow) && strings.HasPrefix(text, "*/") {
+		// The first item is */n (a lone * must stand alone, see parseItem).
+		first, _, _ := strings.Cut(text, ",")
+		if n, ok := number(first[2:]); ok && n >= 1 && n <= 255 {
+			if k == fDom {
+				c.domStar = uint8(n)
+			} else {
+				c.dowStar = uint8(n)
+			}
+		}
 	}
 	var all uint64
 	for _, item := range strings.Split(text, ",") {
@@ -554,6 +574,14 @@ func (c *CronSchedule) finish() {
 		c.dowByFirst[w1] = m
 	}
 	c.wall = c.hour == 1<<24-1
+	// An unrestricted day field whose plain values cover every day matches
+	// every day, whatever else it lists: it is the same as *.
+	if c.domStar != 0 && c.dom == 1<<32-2 {
+		c.domAny, c.domStar, c.domL, c.domW, c.domLW = true, 1, 0, 0, false
+	}
+	if c.dowStar != 0 && c.dow == 1<<7-1 {
+		c.dowAny, c.dowStar, c.dowL, c.dowHash = true, 1, 0, [6]uint8{}
+	}
 }
 
 // possible reports whether some day of the 400-year Gregorian cycle, after
@@ -575,228 +603,6 @@ func (c *CronSchedule) Location() *time.Location {
 		return time.UTC
 	}
 	return c.loc
-}
-
-// Next returns the first run time strictly after after, in the schedule's
-// location, or the zero time when there is none (a nil or zero schedule).
-// Runs fall on whole seconds. See [CronSchedule] for daylight saving.
-func (c *CronSchedule) Next(after time.Time) time.Time {
-	if c == nil || c.loc == nil {
-		return time.Time{}
-	}
-	if c.every > 0 {
-		_, slot := gridFloor(c.origin, c.every, after)
-		return slot.Add(c.every).In(c.loc)
-	}
-	if c.month == 0 {
-		return time.Time{}
-	}
-	t := after.Unix() + 1       // the first whole second after after
-	limit := civilYear(t) + 401 // beyond a whole Gregorian cycle: no run
-	if c.loc == time.UTC {
-		w, ok := c.nextWall(t, limit)
-		if !ok {
-			return time.Time{}
-		}
-		return time.Unix(w, 0).UTC()
-	}
-	// Walk the zone's periods of constant offset, searching each one's
-	// wall-clock range.
-	for {
-		tt := time.Unix(t, 0).In(c.loc)
-		_, off := tt.Zone()
-		start, end := tt.ZoneBounds()
-		if !end.IsZero() && end.Unix() <= t {
-			// Beyond its transition table, Go extends a zone by yearly
-			// rules and may report a period ending a day before the year
-			// does (seen for leap years). No real transition falls at the
-			// turn of the year: search up to it.
-			end = time.Date(tt.UTC().Year()+1, 1, 1, 0, 0, 0, 0, time.UTC).In(c.loc)
-			if end.Unix() <= t {
-				end = time.Unix(t+86400, 0).In(c.loc)
-			}
-		}
-		lo := t + int64(off) // wall-clock seconds
-		if civilYear(lo) > limit {
-			return time.Time{}
-		}
-		if !c.wall && !start.IsZero() && start.Unix() <= t {
-			if _, prev := start.Add(-time.Nanosecond).Zone(); prev > off {
-				// A fall-back began this period: the wall times up to
-				// start+prev came already, in the previous period.
-				if rep := start.Unix() + int64(prev); lo < rep {
-					lo = rep
-				}
-			}
-		}
-		stop := limit
-		if !end.IsZero() {
-			stop = min(limit, civilYear(end.Unix()+int64(off))+1)
-		}
-		w, ok := c.nextWall(lo, stop)
-		if !ok {
-			if end.IsZero() || stop == limit {
-				return time.Time{}
-			}
-			t = end.Unix()
-			continue
-		}
-		cand := w - int64(off)
-		if end.IsZero() || cand < end.Unix() {
-			return time.Unix(cand, 0).In(c.loc)
-		}
-		if !c.wall {
-			if _, nxt := end.Zone(); nxt > off && w < end.Unix()+int64(nxt) {
-				// w falls in the gap of a spring-forward: run once, at
-				// the first instant after it.
-				return end
-			}
-		}
-		t = end.Unix()
-	}
-}
-
-// nextWall returns the first wall-clock second at or after from (seconds
-// since 1970-01-01 00:00:00 on the wall) that matches the fields, giving up
-// after year stop.
-func (c *CronSchedule) nextWall(from int64, stop int) (int64, bool) {
-	days := floorDiv(from, 86400)
-	sod := int(from - days*86400)
-	y, m, d := civilFromDays(days)
-	h, mi, s := sod/3600, sod/60%60, sod%60
-	my, mm := -1, -1
-	var mask uint64
-	for {
-		if y > stop {
-			return 0, false
-		}
-		if c.month&(1<<m) == 0 {
-			rest := uint32(c.month) >> m << m
-			if rest == 0 {
-				y++
-				rest = uint32(c.month)
-			}
-			m = bits.TrailingZeros32(rest)
-			d, h, mi, s = 1, 0, 0, 0
-			continue
-		}
-		if y != my || m != mm {
-			mask, my, mm = c.dayMask(y, m), y, m
-		}
-		dm := mask >> d << d
-		if dm == 0 {
-			m++
-			if m > 12 {
-				m = 1
-				y++
-			}
-			d, h, mi, s = 1, 0, 0, 0
-			continue
-		}
-		if nd := bits.TrailingZeros64(dm); nd != d {
-			d, h, mi, s = nd, 0, 0, 0
-		}
-		hm := c.hour >> h << h
-		if hm == 0 {
-			d, h, mi, s = d+1, 0, 0, 0
-			continue
-		}
-		if nh := bits.TrailingZeros32(hm); nh != h {
-			h, mi, s = nh, 0, 0
-		}
-		mn := c.min >> mi << mi
-		if mn == 0 {
-			h, mi, s = h+1, 0, 0
-			continue
-		}
-		if nm := bits.TrailingZeros64(mn); nm != mi {
-			mi, s = nm, 0
-		}
-		sm := c.sec >> s << s
-		if sm == 0 {
-			mi, s = mi+1, 0
-			continue
-		}
-		s = bits.TrailingZeros64(sm)
-		return daysFromCivil(y, m, d)*86400 + int64(h*3600+mi*60+s), true
-	}
-}
-
-// dayMask returns the days (bits 1-31) of month m of year y that match the
-// day fields.
-func (c *CronSchedule) dayMask(y, m int) uint64 {
-	dim := daysIn(y, m)
-	valid := uint64(1)<<(dim+1) - 2
-	if c.domAny && c.dowAny {
-		return valid
-	}
-	w1 := weekday(daysFromCivil(y, m, 1))
-	var domM, dowM uint64
-	if !c.domAny {
-		domM = uint64(c.dom)
-		for l := c.domL; l != 0; l &= l - 1 {
-			if n := bits.TrailingZeros32(l); n < dim {
-				domM |= 1 << (dim - n)
-			}
-		}
-		for ws := c.domW; ws != 0; ws &= ws - 1 {
-			if d := bits.TrailingZeros32(ws); d <= dim {
-				switch (w1 + d - 1) % 7 {
-				case 6: // Saturday
-					if d == 1 {
-						d += 2
-					} else {
-						d--
-					}
-				case 0: // Sunday
-					if d == dim {
-						d -= 2
-					} else {
-						d++
-					}
-				}
-				domM |= 1 << d
-			}
-		}
-		if c.domLW {
-			d := dim
-			switch (w1 + dim - 1) % 7 {
-			case 6:
-				d--
-			case 0:
-				d -= 2
-			}
-			domM |= 1 << d
-		}
-		domM &= valid
-	}
-	if !c.dowAny {
-		dowM = uint64(c.dowByFirst[w1])
-		if c.dowL != 0 {
-			wl := (w1 + dim - 1) % 7
-			for ws := c.dowL; ws != 0; ws &= ws - 1 {
-				w := bits.TrailingZeros8(ws)
-				dowM |= 1 << (dim - (wl-w+7)%7)
-			}
-		}
-		for k := 1; k <= 5; k++ {
-			for ws := c.dowHash[k]; ws != 0; ws &= ws - 1 {
-				w := bits.TrailingZeros8(ws)
-				if d := 1 + (w-w1+7)%7 + 7*(k-1); d <= dim {
-					dowM |= 1 << d
-				}
-			}
-		}
-		dowM &= valid
-	}
-	switch {
-	case c.domAny:
-		return dowM
-	case c.dowAny:
-		return domM
-	default:
-		return domM | dowM
-	}
 }
 
 // String returns the expression in canonical form: a CRON_TZ= prefix when
@@ -830,8 +636,13 @@ func (c *CronSchedule) String() string {
 		b.WriteByte('*')
 	} else {
 		var items []string
-		if c.dom != 0 {
-			items = append(items, formatBits(uint64(c.dom), 1, 31, false))
+		dom := uint64(c.dom)
+		if c.domStar != 0 {
+			items = append(items, "*/"+strconv.Itoa(int(c.domStar)))
+			dom &^= rangeBits(1, 31, int(c.domStar))
+		}
+		if dom != 0 {
+			items = append(items, formatBits(dom, 1, 31, false))
 		}
 		for l := c.domL; l != 0; l &= l - 1 {
 			if n := bits.TrailingZeros32(l); n == 0 {
@@ -855,8 +666,13 @@ func (c *CronSchedule) String() string {
 		b.WriteByte('*')
 	} else {
 		var items []string
-		if c.dow != 0 {
-			items = append(items, formatBits(uint64(c.dow), 0, 6, false))
+		dow := uint64(c.dow)
+		if c.dowStar != 0 {
+			items = append(items, "*/"+strconv.Itoa(int(c.dowStar)))
+			dow &^= rangeBits(0, 6, int(c.dowStar))
+		}
+		if dow != 0 {
+			items = append(items, formatBits(dow, 0, 6, false))
 		}
 		for ws := c.dowL; ws != 0; ws &= ws - 1 {
 			items = append(items, strconv.Itoa(bits.TrailingZeros8(ws))+"L")
@@ -872,8 +688,9 @@ func (c *CronSchedule) String() string {
 }
 
 // formatBits writes a non-empty set of values in [lo,hi] compactly: "*" for
-// all of them (when star), "*/n" or "a-b/n" for an arithmetic progression
-// of three values or more, else a list of values and ranges.
+// all of them and "*/n" for a progression from lo (both only when star: in
+// a day field a leading * changes the meaning), "a-b/n" for an arithmetic
+// progression of three values or more, else a list of values and ranges.
 func formatBits(b uint64, lo, hi int, star bool) string {
 	all := rangeBits(lo, hi, 1)
 	if b == all {
@@ -888,7 +705,7 @@ func formatBits(b uint64, lo, hi int, star bool) string {
 		rest := b &^ (1 << first)
 		step := bits.TrailingZeros64(rest) - first
 		if step > 1 && rangeBits(first, last, step) == b {
-			if first == lo && last+step > hi {
+			if star && first == lo && last+step > hi {
 				return fmt.Sprintf("*/%d", step)
 			}
 			return fmt.Sprintf("%d-%d/%d", first, last, step)
@@ -915,114 +732,4 @@ func formatBits(b uint64, lo, hi int, star bool) string {
 		v = e + 1
 	}
 	return strings.Join(parts, ",")
-}
-
-// gridFloor returns the last point origin + k*d (d > 0) at or before t, and
-// its index k. It is exact for any times; far from the origin (beyond 146
-// years) it steps there by 73-year chunks.
-func gridFloor(origin time.Time, d time.Duration, t time.Time) (int64, time.Time) {
-	const maxD = time.Duration(1<<63 - 1)
-	var k int64
-	diff := t.Sub(origin)
-	if diff <= -maxD/2 || diff >= maxD/2 {
-		// Far from the origin (or beyond what a Duration holds): move the
-		// origin by whole multiples of d first.
-		chunk := (maxD / 4 / d) * d
-		if chunk == 0 {
-			chunk = d
-		}
-		per := int64(chunk / d)
-		for diff <= -maxD/2 || diff >= maxD/2 {
-			if diff > 0 {
-				origin = origin.Add(chunk)
-				k += per
-			} else {
-				origin = origin.Add(-chunk)
-				k -= per
-			}
-			diff = t.Sub(origin)
-		}
-	}
-	q := int64(diff / d)
-	if diff%d < 0 {
-		q--
-	}
-	return k + q, origin.Add(time.Duration(q) * d)
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
-
-// civilYear returns the year of wall-clock second w.
-func civilYear(w int64) int {
-	y, _, _ := civilFromDays(floorDiv(w, 86400))
-	return y
-}
-
-// daysFromCivil returns the days since 1970-01-01 of a proleptic Gregorian
-// date (H. Hinnant's algorithm).
-func daysFromCivil(y, m, d int) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 && y%400 != 0 {
-		era--
-	}
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return int64(era)*146097 + int64(doe) - 719468
-}
-
-// civilFromDays is the inverse of daysFromCivil.
-func civilFromDays(z int64) (y, m, d int) {
-	z += 719468
-	era := z / 146097
-	if z < 0 && z%146097 != 0 {
-		era--
-	}
-	doe := int(z - era*146097)
-	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
-	doy := doe - (365*yoe + yoe/4 - yoe/100)
-	mp := (5*doy + 2) / 153
-	d = doy - (153*mp+2)/5 + 1
-	m = mp + 3
-	if m > 12 {
-		m -= 12
-	}
-	y = yoe + int(era)*400
-	if m <= 2 {
-		y++
-	}
-	return y, m, d
-}
-
-// weekday returns the weekday (0 = Sunday) of a day counted from 1970-01-01,
-// a Thursday.
-func weekday(days int64) int {
-	w := (days + 4) % 7
-	if w < 0 {
-		w += 7
-	}
-	return int(w)
-}
-
-func daysIn(y, m int) int {
-	switch m {
-	case 2:
-		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
 }

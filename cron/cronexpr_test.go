@@ -97,7 +97,16 @@ func TestCronNext(t *testing.T) {
 		{"0 0 13 * FRI", "", "2026-02-01T00:00:00Z", []string{"2026-02-06T00:00:00Z", "2026-02-13T00:00:00Z", "2026-02-20T00:00:00Z"}},
 		{"0 0 1 * ?", "", "2026-01-31T00:00:00Z", []string{"2026-02-01T00:00:00Z", "2026-03-01T00:00:00Z"}},
 		{"0 0 ? * MON", "", "2026-01-31T00:00:00Z", []string{"2026-02-02T00:00:00Z", "2026-02-09T00:00:00Z"}},
-		{"0 0 */10 * MON", "", "2026-02-01T00:00:00Z", []string{"2026-02-02T00:00:00Z", "2026-02-09T00:00:00Z", "2026-02-11T00:00:00Z"}}, // */10 restricts: 1,11,21,31
+		// Vixie: a day field that starts with * leaves the days to the other
+		// field's values and its own: a day must match both.
+		{"0 0 */2 * MON", "", "2026-02-01T00:00:00Z", []string{"2026-02-09T00:00:00Z", "2026-02-23T00:00:00Z", "2026-03-09T00:00:00Z"}},  // Mondays on odd days
+		{"0 0 */10 * MON", "", "2026-02-01T00:00:00Z", []string{"2026-05-11T00:00:00Z", "2026-06-01T00:00:00Z", "2026-08-31T00:00:00Z"}}, // Mondays on 1, 11, 21, 31
+		{"0 0 */2,4 * MON", "", "2026-02-01T00:00:00Z", []string{"2026-02-09T00:00:00Z", "2026-02-23T00:00:00Z", "2026-03-09T00:00:00Z"}},
+		{"0 0 */2 * *", "", "2026-02-01T00:00:00Z", []string{"2026-02-03T00:00:00Z", "2026-02-05T00:00:00Z", "2026-02-07T00:00:00Z"}},
+		{"0 0 1-7 * */2", "", "2026-02-01T00:00:00Z", []string{"2026-02-03T00:00:00Z", "2026-02-05T00:00:00Z", "2026-02-07T00:00:00Z", "2026-03-01T00:00:00Z", "2026-03-03T00:00:00Z"}}, // Sun, Tue, Thu, Sat in 1-7
+		{"0 0 15 * */3", "", "2026-02-01T00:00:00Z", []string{"2026-02-15T00:00:00Z", "2026-03-15T00:00:00Z", "2026-04-15T00:00:00Z"}},                                                  // a 15th on Sun, Wed or Sat
+		// A field that does not start with * is restricted, whatever it lists.
+		{"0 0 1,*/2 * MON", "", "2026-02-01T00:00:00Z", []string{"2026-02-02T00:00:00Z", "2026-02-03T00:00:00Z", "2026-02-05T00:00:00Z", "2026-02-07T00:00:00Z", "2026-02-09T00:00:00Z"}},
 		// Six fields.
 		{"*/10 * * * * *", "", "2026-01-01T10:00:05Z", []string{"2026-01-01T10:00:10Z", "2026-01-01T10:00:20Z"}},
 		{"30 0 0 * * *", "", "2026-01-01T00:00:00Z", []string{"2026-01-01T00:00:30Z", "2026-01-02T00:00:30Z"}},
@@ -345,7 +354,13 @@ func TestCronString(t *testing.T) {
 		{"0 30 * * * *", "30 * * * *"},
 		{"15 30 * * * *", "15 30 * * * *"},
 		{"*/1 * * * *", "* * * * *"},
-		{"0 0 */1 * *", "0 0 1-31 * *"},
+		{"0 0 */1 * *", "0 0 * * *"},       // unrestricted and every day: *
+		{"0 0 1-31 * MON", "0 0 1-31 * 1"}, // restricted, though to every day
+		{"0 0 */2 * MON", "0 0 */2 * 1"},
+		{"0 0 */10,15 * MON", "0 0 */10,15 * 1"},
+		{"0 0 */2,2-31/2 * MON", "0 0 * * 1"}, // unrestricted, every day listed
+		{"0 0 1,*/2 * MON", "0 0 1-31/2 * 1"}, // restricted: no leading *
+		{"0 0 1 * */3,1", "0 0 1 * */3,1"},
 		{"0 0 * * 0-7", "0 0 * * 0-6"}, // restricted, though to every day
 		{"0 0 1 * 0-7", "0 0 1 * 0-6"},
 		{"0 0 1,2 * *", "0 0 1,2 * *"},
@@ -450,6 +465,8 @@ var cronSeeds = []string{
 	"CRON_TZ=Asia/Tokyo 0 9 * * *", "TZ=America/New_York 30 2 * * *", "CRON_TZ=Australia/Lord_Howe */15 * * * *",
 	"0 0 30 2 *", "0 25 * * *", "0 0 1 FOO *", "@every -1s", "CRON_TZ=Mars/Base * * * * *", "1,,2 * * * *",
 	"0 0 L-31 * *", "0 0 * * FRI#6", "0 0 ? * 1#1,1#3,2L", "0-59/7 1-23/3 */3 */2 */2",
+	"0 0 */2 * MON", "0 0 */10,15 * MON", "0 0 1,*/2 * MON", "0 0 1 * */3,1", "0 0 */2,L,15W * 5L",
+	"0 0 */7 * */7", "0 0 */2,2-31/2 * MON",
 }
 
 // TestCronNextMatchesBruteForce compares Next on random expressions with a
@@ -470,6 +487,12 @@ func TestCronNextMatchesBruteForce(t *testing.T) {
 				t.Fatalf("ParseCron(%q): %v", spec, err)
 			}
 			continue
+		}
+		// The reference reads Vixie's rule from the text: a day field that
+		// starts with * combines with the other by AND.
+		f := strings.Fields(spec)
+		if got, want := [2]bool{c.domStar != 0, c.dowStar != 0}, [2]bool{f[2][0] == '*', f[4][0] == '*'}; got != want {
+			t.Fatalf("ParseCron(%q): day fields unrestricted (dom, dow) = %v, want %v", spec, got, want)
 		}
 		from := time.Date(2024+rng.IntN(4), time.Month(1+rng.IntN(12)), 1+rng.IntN(28), rng.IntN(24), rng.IntN(60), 0, 0, time.UTC)
 		got := c.Next(from)
@@ -587,13 +610,12 @@ func bruteDay(c *CronSchedule, day time.Time) bool {
 	dowMatch := c.dow&(1<<wd) != 0 ||
 		c.dowL&(1<<wd) != 0 && d+7 > dim ||
 		c.dowHash[(d-1)/7+1]&(1<<wd) != 0
-	switch {
-	case c.domAny && c.dowAny:
-		return true
-	case c.domAny:
-		return dowMatch
-	case c.dowAny:
-		return domMatch
+	// Vixie cron: a field that starts with * (domStar, dowStar) makes the
+	// two fields combine with AND, else with OR.
+	domMatch = domMatch || c.domAny
+	dowMatch = dowMatch || c.dowAny
+	if c.domStar != 0 || c.dowStar != 0 {
+		return domMatch && dowMatch
 	}
 	return domMatch || dowMatch
 }

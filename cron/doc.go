@@ -10,8 +10,8 @@
 // jobs.json file and of the REST API (cron/httpapi): times RFC3339 in UTC,
 // durations as strings such as "5s".
 //
-//	store := cron.NewMemStore() // or store/jsonstore for a file
-//	r, err := cron.New(store, cron.NewHTTPExecutor(cron.HTTPExecutorConfig{}), cron.Config{})
+//	// nil: no store, the jobs live in the runner alone; or store/jsonstore for a file
+//	r, err := cron.New(nil, cron.NewHTTPExecutor(cron.HTTPExecutorConfig{}), cron.Config{})
 //	...
 //	_, err = r.Add(ctx, cron.Job{Name: "ping", Enabled: true,
 //		HTTP:     cron.HTTPConfig{URL: "https://example.com/ping"},
@@ -45,6 +45,9 @@
 // ranges and steps; ? in the day fields; Quartz's L, W and # in the day
 // fields; the descriptors @yearly, @annually, @monthly, @weekly, @daily,
 // @midnight, @hourly and @every <duration>; and a CRON_TZ= or TZ= prefix.
+// The two day fields combine as in Vixie cron: when both are restricted a
+// day matches either, and when one of them starts with * (or is ?) a day
+// must match both, so "0 0 */2 * MON" runs on Mondays that fall on odd days.
 // The location defaults to UTC ([WithLocation]; a job's schedule.tz). A
 // parse error names the field and the token, as in
 // "cron: hour field: 25 is out of range [0,23]". [CronSchedule] documents
@@ -97,6 +100,8 @@
 //     time, in the same order in the store as in memory; writes to
 //     different jobs wait for the store side by side, so a store that
 //     commits in groups (store/jsonstore) makes them durable together.
+//     [Runner.Update] applies a caller's change to a job under that job's
+//     lock (a read-modify-write, such as a PATCH of the REST API).
 //   - [Runner.RunNow] queues a run at once; next_run_at does not change.
 //   - A slot that comes while the job's previous run is still queued or
 //     running is not run: it is recorded as skipped (last_status, the run
@@ -149,11 +154,21 @@
 // # Stores
 //
 // The runner reads and writes jobs through [Store], declared here and
-// implemented by adapters: [MemStore] in memory (with a run history of the
-// newest 50 runs per job), store/jsonstore in one JSON file. Save and
-// Delete are durable; Record (bookkeeping) and [RunStore.AppendRun] may be
+// implemented by adapters: store/jsonstore in one JSON file, and [MemStore]
+// in memory, for tests of code that works through a Store. Save and Delete
+// are durable; Record (bookkeeping) and [RunStore.AppendRun] may be
 // batched, and [Flusher.Flush] makes them durable at shutdown. Every
 // adapter passes the conformance suite store/storetest.TestCronStore.
+//
+// A runner needs no store: New(nil, ...) keeps its jobs in the runner
+// alone, at the runner's own cost in memory (a MemStore would keep a second
+// copy of every job), and the newest [Config.RunLimit] runs of each job for
+// [Runner.Runs]. Nothing survives the process.
+//
+// While the runner runs, one recorder goroutine writes run bookkeeping
+// ([Store.Record]) and run records ([RunStore.AppendRun]): the workers and
+// the timer goroutine hand it their results, and it shows each run to the
+// observer once the run is in the history.
 //
 // # Observing runs
 //

@@ -86,6 +86,10 @@ type entryExt struct {
 	cron     Schedule
 	grace    int64
 	lastErr  string
+	// hist is the run history of a runner without a store: a ring of up
+	// to Config.RunLimit runs, oldest at histHead once it is full.
+	hist     []Run
+	histHead int
 }
 
 const (
@@ -180,12 +184,49 @@ func (e *entry) setConfig(c *entry) {
 	e.start, e.interval, e.jitter, e.timeout, e.backoff = c.start, c.interval, c.jitter, c.timeout, c.backoff
 	e.retries, e.method, e.kind, e.enabled = c.retries, c.method, c.kind, c.enabled
 	lastErr := e.lastErr()
+	var hist []Run
+	var histHead int
+	if e.x != nil {
+		hist, histHead = e.x.hist, e.x.histHead
+	}
 	e.x = nil
 	if c.x != nil {
 		x := *c.x
 		e.x = &x
 	}
 	e.setLastErr(lastErr)
+	if hist != nil {
+		x := e.ext()
+		x.hist, x.histHead = hist, histHead
+	}
+}
+
+// addRun adds run to the entry's history, dropping the oldest beyond limit.
+func (e *entry) addRun(run Run, limit int) {
+	x := e.ext()
+	if len(x.hist) < limit {
+		x.hist = append(x.hist, run)
+		return
+	}
+	x.hist[x.histHead] = run
+	x.histHead = (x.histHead + 1) % len(x.hist)
+}
+
+// runs returns up to limit of the entry's newest runs, newest first
+// (limit <= 0: all).
+func (e *entry) runs(limit int) []Run {
+	if e.x == nil || len(e.x.hist) == 0 {
+		return []Run{}
+	}
+	h, n := e.x.hist, len(e.x.hist)
+	if limit <= 0 || limit > n {
+		limit = n
+	}
+	out := make([]Run, 0, limit)
+	for i := range limit {
+		out = append(out, h[(e.x.histHead+n-1-i)%n])
+	}
+	return out
 }
 
 // sameSchedule reports whether e and c run at the same times.

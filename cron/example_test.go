@@ -14,7 +14,7 @@ import (
 // and next_run_at are set by Add.
 func Example() {
 	ctx := context.Background()
-	r, err := cron.New(cron.NewMemStore(), cron.NewHTTPExecutor(cron.HTTPExecutorConfig{}), cron.Config{})
+	r, err := cron.New(nil, cron.NewHTTPExecutor(cron.HTTPExecutorConfig{}), cron.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -56,7 +56,7 @@ func Example_run() {
 	defer srv.Close()
 
 	done := make(chan cron.Run, 1)
-	r, err := cron.New(cron.NewMemStore(), cron.NewHTTPExecutor(cron.HTTPExecutorConfig{}), cron.Config{
+	r, err := cron.New(nil, cron.NewHTTPExecutor(cron.HTTPExecutorConfig{}), cron.Config{
 		Observer: cron.ObserverFunc(func(run cron.Run) { done <- run }),
 		// However slow the machine, the job runs rather than being missed.
 		MisfireTolerance: time.Minute,

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,6 +114,11 @@ type HTTPExecutorConfig struct {
 	// UserAgent is sent when the job sets no User-Agent header.
 	// Default "ksana-cron".
 	UserAgent string
+	// AllowHosts, when not empty, lists the hosts the executor may call:
+	// a job whose URL points elsewhere fails at once (no retry), and a
+	// redirect to a host outside the list is not followed (the run fails).
+	// Default nil: any host.
+	AllowHosts HostAllowList
 	// Clock gives the time and the waits between attempts.
 	// Default [SystemClock].
 	Clock Clock
@@ -124,6 +130,7 @@ type HTTPExecutorConfig struct {
 // documentation, section "The HTTP callback". It is safe for concurrent use.
 type HTTPExecutor struct {
 	client        *http.Client
+	allow         HostAllowList
 	maxBody       int64
 	maxRetryAfter time.Duration
 	userAgent     string
@@ -162,6 +169,26 @@ func NewHTTPExecutor(cfg HTTPExecutorConfig) *HTTPExecutor {
 	}
 	if x.client == nil {
 		x.client = DefaultHTTPClient()
+	}
+	if len(cfg.AllowHosts) > 0 {
+		x.allow = cfg.AllowHosts
+		// A copy of the client that checks each redirect's host: the
+		// caller's client (or the shared default) is left as it is.
+		c := *x.client
+		next := c.CheckRedirect
+		c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+			if h := req.URL.Hostname(); !x.allow.Allows(h) {
+				return &hostRefusedError{host: h, redirect: true}
+			}
+			if next != nil {
+				return next(req, via)
+			}
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return nil
+		}
+		x.client = &c
 	}
 	if x.maxBody <= 0 {
 		x.maxBody = 64 << 10
@@ -246,7 +273,30 @@ func looksJSON(body string) bool {
 	return s != "" && (s[0] == '{' || s[0] == '[')
 }
 
+// hostRefusedError is a request to a host outside the allow-list.
+type hostRefusedError struct {
+	host     string
+	redirect bool
+}
+
+func (e *hostRefusedError) Error() string {
+	if e.redirect {
+		return fmt.Sprintf("redirect to host %q refused: not in the callback allow-list", e.host)
+	}
+	return fmt.Sprintf("host %q refused: not in the callback allow-list", e.host)
+}
+
 func (x *HTTPExecutor) try(ctx context.Context, j *Job, info RunInfo, body string, timeout time.Duration) attempt {
+	if len(x.allow) > 0 {
+		u, err := url.Parse(j.HTTP.URL)
+		if err != nil || !x.allow.Allows(u.Hostname()) {
+			var h string
+			if err == nil {
+				h = u.Hostname()
+			}
+			return attempt{status: StatusFailed, err: (&hostRefusedError{host: h}).Error()}
+		}
+	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var rd io.Reader
@@ -277,6 +327,9 @@ func (x *HTTPExecutor) try(ctx context.Context, j *Job, info RunInfo, body strin
 
 	resp, err := x.client.Do(req)
 	if err != nil {
+		if re := (*hostRefusedError)(nil); errors.As(err, &re) {
+			return attempt{status: StatusFailed, err: re.Error()}
+		}
 		switch {
 		case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 			return attempt{status: StatusTimeout, err: "run deadline exceeded"}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -367,4 +368,50 @@ func FuzzExpandBody(f *testing.F) {
 			t.Errorf("ExpandBody(%q) replaced nothing", body)
 		}
 	})
+}
+
+// TestHTTPExecutorAllowHosts: with AllowHosts, a job calling a host outside
+// the list fails at once without a request, and a redirect to such a host
+// is not followed.
+func TestHTTPExecutorAllowHosts(t *testing.T) {
+	var hits atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer target.Close()
+	// The same server under another name: localhost instead of 127.0.0.1.
+	other := strings.Replace(target.URL, "127.0.0.1", "localhost", 1)
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other+"/landed", http.StatusFound)
+	}))
+	defer redirector.Close()
+	tests := []struct {
+		name     string
+		allow    HostAllowList
+		url      string
+		want     Result
+		wantHits int64
+	}{
+		{"host refused", HostAllowList{"*.internal"}, target.URL, Result{Status: StatusFailed, Attempts: 1, Error: `host "127.0.0.1" refused: not in the callback allow-list`}, 0},
+		{"redirect refused", HostAllowList{"127.0.0.1"}, redirector.URL, Result{Status: StatusFailed, Attempts: 1, Error: `redirect to host "localhost" refused: not in the callback allow-list`}, 0},
+		{"redirect allowed", HostAllowList{"127.0.0.1", "localhost"}, redirector.URL, Result{Status: StatusSuccess, Attempts: 1, HTTPStatus: 200}, 1},
+		{"no list", nil, redirector.URL, Result{Status: StatusSuccess, Attempts: 1, HTTPStatus: 200}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hits.Store(0)
+			x := NewHTTPExecutor(HTTPExecutorConfig{AllowHosts: tt.allow, Clock: &fakeClock{now: clockStart}})
+			j := execJob(tt.url)
+			j.MaxRetries = 3
+			got := x.Execute(context.Background(), j, RunInfo{RunID: "r1", JobID: j.ID})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if n := hits.Load(); n != tt.wantHits {
+				t.Errorf("the target got %d requests, want %d", n, tt.wantHits)
+			}
+		})
+	}
+	// The default client is left as it was: no redirect check added to it.
+	if DefaultHTTPClient().CheckRedirect != nil {
+		t.Errorf("DefaultHTTPClient has a CheckRedirect after an executor with AllowHosts was made")
+	}
 }

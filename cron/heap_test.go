@@ -50,7 +50,7 @@ func TestHeapOrder(t *testing.T) {
 					j, _ = r.Get(victim)
 					at := base.Add(time.Duration(rng.IntN(100_000)) * time.Millisecond)
 					j.Schedule.RunAt = at
-					if _, err := r.Update(ctx, j); err != nil {
+					if _, err := replaceJob(ctx, r, j); err != nil {
 						t.Fatal(err)
 					}
 					want[victim] = at
@@ -376,7 +376,7 @@ func TestWheelSpansFireOnTime(t *testing.T) {
 		j := mustGet(t, r, "once")
 		moved := t0.Add(45*time.Hour + 7*time.Millisecond)
 		j.Schedule.RunAt = moved
-		if _, err := r.Update(ctx, j); err != nil {
+		if _, err := replaceJob(ctx, r, j); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(19 * time.Hour)

@@ -2,10 +2,14 @@ package cron
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -34,12 +38,17 @@ const (
 // JobTypeHTTP is the only job type: an HTTP callback.
 const JobTypeHTTP = "http"
 
-// Defaults applied by [Job.Normalize] and the runner when a field is zero.
+// The defaults [Prepare] gives when a field is zero and [Rules] has none.
 const (
 	DefaultTimeout      = 10 * time.Second
 	DefaultMaxRetries   = 3
 	DefaultRetryBackoff = 5 * time.Second
 )
+
+// DefaultMinInterval is the shortest interval of an every schedule (and of
+// a cron expression's @every) that [Prepare] accepts when
+// [Rules.MinInterval] is 0.
+const DefaultMinInterval = time.Second
 
 // Duration is a time.Duration that reads and writes JSON as a Go duration
 // string such as "5s" or "1m30s". An empty string reads as zero.
@@ -48,12 +57,31 @@ type Duration time.Duration
 // D returns d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
-// String formats d like time.Duration.
-func (d Duration) String() string { return time.Duration(d).String() }
+// String formats d like time.Duration, without the zero units that
+// time.Duration leaves at the end: "1h", "1m", "1h30m", "90s", "1.5s",
+// "100ms". It is the one form a Duration takes in JSON, so a duration
+// comes back as it was written ("1h" stays "1h"); any such string parses
+// back with time.ParseDuration.
+func (d Duration) String() string {
+	s := time.Duration(d).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
 
 // MarshalJSON writes d as a duration string.
 func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
+	// A duration string holds digits, '.', '-' and unit letters ("µs"
+	// included): nothing JSON escapes.
+	s := d.String()
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), nil
 }
 
 // UnmarshalJSON reads a duration string ("" is zero).
@@ -216,27 +244,145 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Normalize fills the defaults of unset fields: type "http", method GET,
-// timeout 10s, retry_backoff 5s. MaxRetries is left alone: 0 means no retry.
-// Times become UTC.
-func (j *Job) Normalize() {
+// Rules are the settings of a runner that [Prepare] applies: the values
+// it gives to the unset fields of a job whose zero value means "the
+// default", and the shortest interval it accepts. The zero value is the
+// documented defaults.
+type Rules struct {
+	// Timeout is given to a job whose timeout is 0. Default (0)
+	// [DefaultTimeout].
+	Timeout time.Duration
+	// RetryBackoff is given to a job whose retry_backoff is 0. Default (0)
+	// [DefaultRetryBackoff].
+	RetryBackoff time.Duration
+	// MinInterval is the shortest every interval (and @every of a cron
+	// expression) accepted. Default (0) [DefaultMinInterval], 1s; a
+	// negative value sets no minimum.
+	MinInterval time.Duration
+}
+
+// minInterval returns the minimum interval the rules set, 0 for none.
+func (d Rules) minInterval() time.Duration {
+	switch {
+	case d.MinInterval < 0:
+		return 0
+	case d.MinInterval == 0:
+		return DefaultMinInterval
+	}
+	return d.MinInterval
+}
+
+// Prepare is the one way a job's configuration is made ready to run; the
+// [Runner] calls it for every job it adds, updates or loads. It fills the
+// defaults of j's unset fields: type "http", method GET (a method is upper
+// cased), timeout and retry_backoff from d, and for an every schedule
+// without start_at, start_at = now; it turns every time to UTC. Then it
+// checks every field and returns a *[ValidationError] naming the first bad
+// one: type and method, the callback URL (http or https, with a host and
+// a port from 1 to 65535 if any), the request headers (see below), the
+// body's placeholders (only {{job_id}}, {{run_id}}, {{scheduled_at}} and
+// {{triggered_at}}: see [ExpandBody]), timeout > 0, max_retries between 0
+// and 65535, retry_backoff and misfire_grace >= 0, the schedule
+// ([ScheduleSpec.Validate]) and an interval no shorter than the rules'
+// minimum (1s by default). On success it returns the job's schedule, built
+// once: a cron expression is parsed here and nowhere else. The system
+// fields are not looked at.
+// MaxRetries has no default here: 0 means no retry.
+//
+// A header name must be a token (letters, digits and !#$%&'*+-.^_`|~), a
+// value must hold no control character but tab, and Content-Length and
+// Transfer-Encoding are refused: the HTTP client sets them from the body.
+// Host is allowed: it names the virtual host the request asks for, while
+// the connection still goes to the URL's host.
+func Prepare(j *Job, now time.Time, d Rules) (Schedule, error) {
+	c, err := prepare(j, now, d, false)
+	if err != nil {
+		return nil, err
+	}
+	switch j.Schedule.Kind {
+	case KindOnce:
+		return Once{At: j.Schedule.RunAt}, nil
+	case KindEvery:
+		return Every{Interval: j.Schedule.Every.D(), Start: j.Schedule.StartAt, Jitter: j.Schedule.Jitter.D(), Seed: SeedFor(j.ID)}, nil
+	}
+	return c, nil
+}
+
+// prepare is Prepare without building the once and every schedules (the
+// runner keeps those as plain numbers); it returns the parsed cron
+// expression of a cron job. urlKnownGood skips parsing a URL that the
+// caller has already seen pass (the runner remembers the last one, which
+// spares bulk adds of jobs calling one service a parse each).
+func prepare(j *Job, now time.Time, d Rules, urlKnownGood bool) (*CronSchedule, error) {
 	if j.Type == "" {
 		j.Type = JobTypeHTTP
 	}
-	if j.HTTP.Method == "" {
+	switch j.HTTP.Method {
+	case "":
 		j.HTTP.Method = "GET"
+	case "GET", "POST", "PUT", "PATCH", "DELETE":
+	default:
+		j.HTTP.Method = strings.ToUpper(j.HTTP.Method)
 	}
-	j.HTTP.Method = strings.ToUpper(j.HTTP.Method)
 	if j.Timeout == 0 {
-		j.Timeout = Duration(DefaultTimeout)
+		j.Timeout = Duration(cmp.Or(d.Timeout, DefaultTimeout))
 	}
 	if j.RetryBackoff == 0 {
-		j.RetryBackoff = Duration(DefaultRetryBackoff)
+		j.RetryBackoff = Duration(cmp.Or(d.RetryBackoff, DefaultRetryBackoff))
 	}
 	j.Schedule.RunAt = utc(j.Schedule.RunAt)
 	j.Schedule.StartAt = utc(j.Schedule.StartAt)
+	if j.Schedule.Kind == KindEvery && j.Schedule.StartAt.IsZero() {
+		j.Schedule.StartAt = now.UTC()
+	}
 	j.LastRunAt = utc(j.LastRunAt)
 	j.NextRunAt = utc(j.NextRunAt)
+
+	if j.Type != JobTypeHTTP {
+		return nil, invalid("type", "must be %q, got %q", JobTypeHTTP, j.Type)
+	}
+	if !allowedMethods[j.HTTP.Method] {
+		return nil, invalid("http.method", "must be one of GET, POST, PUT, PATCH, DELETE, got %q", j.HTTP.Method)
+	}
+	if !urlKnownGood {
+		if err := validateURL(j.HTTP.URL); err != nil {
+			return nil, err
+		}
+	}
+	if err := validateHeaders(j.HTTP.Headers); err != nil {
+		return nil, err
+	}
+	if err := validateBody(j.HTTP.Body); err != nil {
+		return nil, err
+	}
+	if j.Timeout <= 0 {
+		return nil, invalid("timeout", "must be > 0, got %s", j.Timeout)
+	}
+	if j.MaxRetries < 0 {
+		return nil, invalid("max_retries", "must be >= 0, got %d", j.MaxRetries)
+	}
+	if j.MaxRetries > math.MaxUint16 {
+		return nil, invalid("max_retries", "must be at most %d, got %d", math.MaxUint16, j.MaxRetries)
+	}
+	if j.RetryBackoff < 0 {
+		return nil, invalid("retry_backoff", "must be >= 0, got %s", j.RetryBackoff)
+	}
+	if j.MisfireGrace < 0 {
+		return nil, invalid("misfire_grace", "must be >= 0, got %s", j.MisfireGrace)
+	}
+	c, err := j.Schedule.check()
+	if err != nil {
+		return nil, err
+	}
+	if min := d.minInterval(); min > 0 {
+		if j.Schedule.Kind == KindEvery && j.Schedule.Every.D() < min {
+			return nil, invalid("schedule.every", "must be at least %s, got %s", min, j.Schedule.Every)
+		}
+		if c != nil && c.every > 0 && c.every < min {
+			return nil, invalid("schedule.cron", "@every must be at least %s, got %s", min, c.every)
+		}
+	}
+	return c, nil
 }
 
 // ValidationError names the field of a job that is wrong and why.
@@ -260,38 +406,44 @@ func invalid(field, format string, a ...any) error {
 
 var allowedMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true}
 
-// Validate checks the job's configuration and returns a *ValidationError
-// naming the first bad field. It does not look at the system fields.
-func (j *Job) Validate() error { return j.validate(false) }
+// Validate reports whether [Prepare] would accept the job under rules
+// that set no minimum interval (the minimum is a runner's setting): it
+// checks a copy of j with the defaults filled, and returns a
+// *ValidationError naming the first bad field. It does not modify j, and
+// does not look at the system fields.
+func (j *Job) Validate() error {
+	c := *j
+	_, err := prepare(&c, validateNow, Rules{MinInterval: -1}, false)
+	return err
+}
 
-// validate is Validate; urlKnownGood skips parsing a URL that the caller
-// has already seen pass (the runner remembers the last one, which spares
-// bulk adds of jobs calling one service a parse each).
-func (j *Job) validate(urlKnownGood bool) error {
-	if j.Type != JobTypeHTTP {
-		return invalid("type", "must be %q, got %q", JobTypeHTTP, j.Type)
+// validateNow stands for the current time in Validate: it is only the
+// start_at an every schedule would get.
+var validateNow = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// MaxIDLen is the longest job id [Runner.Add] accepts.
+const MaxIDLen = 128
+
+// ValidID checks a job id chosen by a caller of [Runner.Add]: 1 to
+// [MaxIDLen] characters among ASCII letters, digits, '-', '_', '.' and ':',
+// and not "." or "..", so that an id is always one segment of a URL path
+// and of a file name. It returns a *ValidationError on "id". Jobs loaded
+// from a store are not held to it: an id stored before it applied stays
+// usable.
+func ValidID(id string) error {
+	if id == "" || len(id) > MaxIDLen {
+		return invalid("id", "must be 1 to %d characters long, got %d", MaxIDLen, len(id))
 	}
-	if !allowedMethods[j.HTTP.Method] {
-		return invalid("http.method", "must be one of GET, POST, PUT, PATCH, DELETE, got %q", j.HTTP.Method)
+	if id == "." || id == ".." {
+		return invalid("id", "must not be %q", id)
 	}
-	if !urlKnownGood {
-		if err := validateURL(j.HTTP.URL); err != nil {
-			return err
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return invalid("id", "may hold only letters, digits, '-', '_', '.' and ':', got %q at offset %d", id[i:i+1], i)
 		}
 	}
-	if j.Timeout <= 0 {
-		return invalid("timeout", "must be > 0, got %s", j.Timeout)
-	}
-	if j.MaxRetries < 0 {
-		return invalid("max_retries", "must be >= 0, got %d", j.MaxRetries)
-	}
-	if j.RetryBackoff < 0 {
-		return invalid("retry_backoff", "must be >= 0, got %s", j.RetryBackoff)
-	}
-	if j.MisfireGrace < 0 {
-		return invalid("misfire_grace", "must be >= 0, got %s", j.MisfireGrace)
-	}
-	return j.Schedule.Validate()
+	return nil
 }
 
 // validateURL checks a callback URL: http or https, with a host.
@@ -309,44 +461,203 @@ func validateURL(raw string) error {
 	if u.Hostname() == "" {
 		return invalid("http.url", "has no host")
 	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return invalid("http.url", "port must be a number from 1 to 65535, got %q", p)
+		}
+	}
 	return nil
 }
 
+// validateHeaders checks a job's request headers: each name a token of
+// RFC 9110 (letters, digits and !#$%&'*+-.^_`|~), each value free of
+// control characters but tab; Content-Length and Transfer-Encoding, which
+// the HTTP client sets from the body, are refused. Host is allowed: it
+// names the virtual host the request asks for (the connection still goes
+// to the URL's host).
+func validateHeaders(h map[string]string) error {
+	for k, v := range h {
+		if k == "" {
+			return invalid("http.headers", "a header name is empty")
+		}
+		for i := 0; i < len(k); i++ {
+			if !isTokenChar(k[i]) {
+				return invalid("http.headers", "header name %q holds %q, which a header name cannot", k, k[i:i+1])
+			}
+		}
+		switch strings.ToLower(k) {
+		case "content-length", "transfer-encoding":
+			return invalid("http.headers", "header %q is set by the client from the body; remove it", k)
+		}
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+				return invalid("http.headers", "the value of header %q holds the control character %q", k, v[i:i+1])
+			}
+		}
+	}
+	return nil
+}
+
+func isTokenChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// placeholders are the names a body may use as {{name}} (see [ExpandBody]).
+var placeholders = []string{"job_id", "run_id", "scheduled_at", "triggered_at"}
+
+// validateBody refuses a {{name}} in a body template whose name is not a
+// placeholder: it would be sent as it is. Only {{ followed by letters,
+// digits or '_' and }} counts; other braces are left alone.
+func validateBody(body string) error {
+	for rest := body; ; {
+		i := strings.Index(rest, "{{")
+		if i < 0 {
+			return nil
+		}
+		rest = rest[i+2:]
+		n := 0
+		for n < len(rest) && (rest[n] == '_' || 'a' <= rest[n] && rest[n] <= 'z' || 'A' <= rest[n] && rest[n] <= 'Z' || '0' <= rest[n] && rest[n] <= '9') {
+			n++
+		}
+		if n == 0 || !strings.HasPrefix(rest[n:], "}}") {
+			continue
+		}
+		if name := rest[:n]; !slices.Contains(placeholders, name) {
+			return invalid("http.body", "unknown placeholder {{%s}}; the placeholders are {{job_id}}, {{run_id}}, {{scheduled_at}} and {{triggered_at}}", name)
+		}
+	}
+}
+
 // Validate checks the schedule and returns a *ValidationError naming the
-// first bad field ("schedule.kind", "schedule.every", ...).
+// first bad field ("schedule.kind", "schedule.every", ...). A field the
+// kind does not use (tz on an every schedule) is an error. Times must lie
+// between the years 1679 and 2261. An every schedule with no start_at is
+// valid ([Prepare] gives it one).
 func (s *ScheduleSpec) Validate() error {
+	_, err := s.check()
+	return err
+}
+
+// check is Validate; for a cron schedule it returns the parsed expression.
+func (s *ScheduleSpec) check() (*CronSchedule, error) {
+	if f := s.unused(); len(f) > 0 && (s.Kind == KindOnce || s.Kind == KindEvery || s.Kind == KindCron) {
+		return nil, invalid("schedule."+f[0], "is not used by kind %s (%s takes %s)", s.Kind, s.Kind, kindFields[s.Kind])
+	}
 	switch s.Kind {
 	case KindOnce:
 		if s.RunAt.IsZero() {
-			return invalid("schedule.run_at", "is required for kind once")
+			return nil, invalid("schedule.run_at", "is required for kind once")
+		}
+		if !inNanoRange(s.RunAt) {
+			return nil, invalid("schedule.run_at", "must lie between the years 1679 and 2261, got %s", s.RunAt.Format(time.RFC3339))
 		}
 	case KindEvery:
 		if s.Every <= 0 {
-			return invalid("schedule.every", "must be > 0, got %s", s.Every)
+			return nil, invalid("schedule.every", "must be > 0, got %s", s.Every)
 		}
 		if s.Jitter < 0 {
-			return invalid("schedule.jitter", "must be >= 0, got %s", s.Jitter)
+			return nil, invalid("schedule.jitter", "must be >= 0, got %s", s.Jitter)
 		}
 		if s.Jitter >= s.Every {
-			return invalid("schedule.jitter", "must be less than every (%s), got %s", s.Every, s.Jitter)
+			return nil, invalid("schedule.jitter", "must be less than every (%s), got %s", s.Every, s.Jitter)
+		}
+		if !s.StartAt.IsZero() && !inNanoRange(s.StartAt) {
+			return nil, invalid("schedule.start_at", "must lie between the years 1679 and 2261, got %s", s.StartAt.Format(time.RFC3339))
 		}
 	case KindCron:
 		if s.Cron == "" {
-			return invalid("schedule.cron", "is required for kind cron")
+			return nil, invalid("schedule.cron", "is required for kind cron")
 		}
-		if _, err := s.Build(0); err != nil {
+		c, err := s.parseCron()
+		if err != nil {
 			var ve *ValidationError
 			if errors.As(err, &ve) {
-				return err
+				return nil, err
 			}
-			return invalid("schedule.cron", "%s", strings.TrimPrefix(err.Error(), "cron: "))
+			return nil, invalid("schedule.cron", "%s", strings.TrimPrefix(err.Error(), "cron: "))
 		}
+		return c, nil
 	case "":
-		return invalid("schedule.kind", "is required: once, every or cron")
+		return nil, invalid("schedule.kind", "is required: once, every or cron")
 	default:
-		return invalid("schedule.kind", "must be once, every or cron, got %q", s.Kind)
+		return nil, invalid("schedule.kind", "must be once, every or cron, got %q", s.Kind)
 	}
-	return nil
+	return nil, nil
+}
+
+// kindFields lists the fields each kind takes, for error messages.
+var kindFields = map[string]string{
+	KindOnce:  "run_at",
+	KindEvery: "every, and optionally start_at and jitter",
+	KindCron:  "cron, and optionally tz",
+}
+
+// unused returns the JSON names of the fields set in s that its kind does
+// not use, in the order of the JSON form.
+func (s *ScheduleSpec) unused() []string {
+	var out []string
+	once, every, cron := s.Kind == KindOnce, s.Kind == KindEvery, s.Kind == KindCron
+	if !s.RunAt.IsZero() && !once {
+		out = append(out, "run_at")
+	}
+	if s.Every != 0 && !every {
+		out = append(out, "every")
+	}
+	if !s.StartAt.IsZero() && !every {
+		out = append(out, "start_at")
+	}
+	if s.Jitter != 0 && !every {
+		out = append(out, "jitter")
+	}
+	if s.Cron != "" && !cron {
+		out = append(out, "cron")
+	}
+	if s.TZ != "" && !cron {
+		out = append(out, "tz")
+	}
+	return out
+}
+
+// ClearUnused clears the fields of s that its kind does not use (a tz on
+// an every schedule, a run_at on a cron one) and returns their JSON names.
+// [Prepare] refuses such fields; a store or loader may call ClearUnused
+// first, so that a job stored before that rule still loads, as it ran:
+// with those fields ignored. An unknown kind is left alone.
+func (s *ScheduleSpec) ClearUnused() []string {
+	if s.Kind != KindOnce && s.Kind != KindEvery && s.Kind != KindCron {
+		return nil
+	}
+	f := s.unused()
+	for _, name := range f {
+		switch name {
+		case "run_at":
+			s.RunAt = time.Time{}
+		case "every":
+			s.Every = 0
+		case "start_at":
+			s.StartAt = time.Time{}
+		case "jitter":
+			s.Jitter = 0
+		case "cron":
+			s.Cron = ""
+		case "tz":
+			s.TZ = ""
+		}
+	}
+	return f
+}
+
+// parseCron parses the expression of a cron spec in its time zone.
+func (s *ScheduleSpec) parseCron() (*CronSchedule, error) {
+	var opts []CronOption
+	if s.TZ != "" {
+		loc, err := time.LoadLocation(s.TZ)
+		if err != nil {
+			return nil, invalid("schedule.tz", "unknown time zone %q", s.TZ)
+		}
+		opts = append(opts, WithLocation(loc))
+	}
+	return ParseCron(s.Cron, opts...)
 }
 
 // Build turns the spec into a Schedule. seed spreads the jitter of an every
@@ -359,15 +670,7 @@ func (s *ScheduleSpec) Build(seed uint64) (Schedule, error) {
 	case KindEvery:
 		return Every{Interval: s.Every.D(), Start: s.StartAt, Jitter: s.Jitter.D(), Seed: seed}, nil
 	case KindCron:
-		var opts []CronOption
-		if s.TZ != "" {
-			loc, err := time.LoadLocation(s.TZ)
-			if err != nil {
-				return nil, invalid("schedule.tz", "unknown time zone %q", s.TZ)
-			}
-			opts = append(opts, WithLocation(loc))
-		}
-		return ParseCron(s.Cron, opts...)
+		return s.parseCron()
 	}
 	return nil, invalid("schedule.kind", "must be once, every or cron, got %q", s.Kind)
 }

@@ -12,9 +12,12 @@ const DefaultRunLimit = 50
 
 // MemStore is a [Store] in memory: a [RunStore] that keeps the newest
 // RunLimit runs of each job, and a [Flusher] with nothing to flush. It loses
-// everything with the process; use it for tests, examples and runners whose
-// jobs are added by code at start-up. The zero value is an empty store ready
-// to use. It is safe for concurrent use.
+// everything with the process; use it in tests of code that works through
+// a Store. A runner over a MemStore holds each job twice (in the runner
+// and here); for a runner without durable storage pass a nil store to
+// [New] instead, which keeps the jobs and their run history in the runner
+// alone. The zero value is an empty store ready to use. It is safe for
+// concurrent use.
 //
 // MemStore keeps the jobs it is given as they are: their header maps are
 // shared with the caller, not copied, and must not be modified.

@@ -2,8 +2,10 @@ package cron
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -152,6 +154,92 @@ func mustGet(t *testing.T, r *Runner, id string) Job {
 	return j
 }
 
+// replaceJob replaces the configuration of job j.ID with j's through
+// Update.
+func replaceJob(ctx context.Context, r *Runner, j Job) (Job, error) {
+	return r.Update(ctx, j.ID, func(cur *Job) error {
+		*cur = j
+		return nil
+	})
+}
+
+func TestUpdateChange(t *testing.T) {
+	ctx := context.Background()
+	errNo := errors.New("no, thanks")
+	tests := []struct {
+		name    string
+		change  func(*Job) error
+		wantErr string // "" for success
+		want    func(j *Job)
+	}{
+		{name: "renames", change: func(j *Job) error { j.Name = "new"; return nil }, want: func(j *Job) { j.Name = "new" }},
+		{name: "defaults filled", change: func(j *Job) error { j.Timeout, j.HTTP.Method = 0, "post"; return nil },
+			want: func(j *Job) { j.Timeout, j.HTTP.Method = Duration(DefaultTimeout), "POST" }},
+		{name: "system fields ignored", change: func(j *Job) error { j.LastStatus, j.LastError = StatusFailed, "x"; return nil }, want: func(*Job) {}},
+		{name: "error from change", change: func(j *Job) error { j.Name = "lost"; return errNo }, wantErr: "no, thanks"},
+		{name: "invalid", change: func(j *Job) error { j.HTTP.URL = "ftp://x"; return nil }, wantErr: "cron: invalid job: http.url: scheme must be http or https, got \"ftp\""},
+		{name: "id changed", change: func(j *Job) error { j.ID = "other"; return nil }, wantErr: "cron: invalid job: id: cannot be changed (the job is \"a\", got \"other\")"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := NewMemStore()
+			r := newTestRunner(t, st, &fakeExec{}, Config{})
+			before := mustAdd(t, r, httpJob("a", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Hour), StartAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}))
+			got, err := r.Update(ctx, "a", tt.change)
+			want := before
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("Update error = %v, want %q", err, tt.wantErr)
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("Update: %v", err)
+				}
+				tt.want(&want)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("Update returned (-want +got):\n%s", diff)
+				}
+			}
+			// The runner and the store hold the same job: the change, or
+			// nothing at all after an error.
+			if diff := cmp.Diff(want, mustGet(t, r, "a")); diff != "" {
+				t.Errorf("runner holds (-want +got):\n%s", diff)
+			}
+			stored, _ := st.Load(ctx)
+			if diff := cmp.Diff([]Job{want}, stored); diff != "" {
+				t.Errorf("store holds (-want +got):\n%s", diff)
+			}
+		})
+	}
+	r := newTestRunner(t, NewMemStore(), &fakeExec{}, Config{})
+	if _, err := r.Update(ctx, "nope", func(*Job) error { return nil }); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Update(unknown) error = %v, want ErrNotFound", err)
+	}
+}
+
+// TestUpdateReadModifyWrite runs concurrent read-modify-write changes of
+// one job through Update: none may be lost.
+func TestUpdateReadModifyWrite(t *testing.T) {
+	ctx := context.Background()
+	st := NewMemStore()
+	r := newTestRunner(t, st, &fakeExec{}, Config{})
+	mustAdd(t, r, httpJob("a", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Hour)}))
+	const n = 40
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if _, err := r.Update(ctx, "a", func(j *Job) error { j.MaxRetries++; return nil }); err != nil {
+				t.Errorf("Update: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	stored, _ := st.Load(ctx)
+	if got, want := [2]int{mustGet(t, r, "a").MaxRetries, stored[0].MaxRetries}, [2]int{n, n}; got != want {
+		t.Errorf("max_retries (runner, store) = %v, want %v", got, want)
+	}
+}
+
 func TestOnceFiresOnTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ex := &fakeExec{}
@@ -270,15 +358,17 @@ func TestLoadMisfire(t *testing.T) {
 		if len(stored) != len(jobs) {
 			t.Errorf("store has %d jobs after Load, want %d (invalid ones kept)", len(stored), len(jobs))
 		}
+
+		stop := start(t, r)
+		time.Sleep(29 * time.Minute) // before the next slot
+		synctest.Wait()
+		// The recorder has written what Load changed.
+		stored, _ = st.Load(ctx)
 		for _, s := range stored {
 			if s.ID == "once-late" && s.LastStatus != StatusMissed {
 				t.Errorf("stored once-late status %q, want missed", s.LastStatus)
 			}
 		}
-
-		stop := start(t, r)
-		time.Sleep(29 * time.Minute) // before the next slot
-		synctest.Wait()
 		got := map[string][]time.Time{}
 		for _, c := range ex.runs() {
 			got[c.JobID] = append(got[c.JobID], c.ScheduledAt)
@@ -558,7 +648,7 @@ func TestUpdateResetsTimer(t *testing.T) {
 		at := t0.Add(5500 * time.Millisecond)
 		j.Schedule = ScheduleSpec{Kind: KindOnce, RunAt: at}
 		j.Name = "renamed"
-		u, err := r.Update(ctx, j)
+		u, err := replaceJob(ctx, r, j)
 		if err != nil {
 			t.Fatalf("Update: %v", err)
 		}
@@ -583,17 +673,17 @@ func TestUpdateResetsTimer(t *testing.T) {
 		e, _ := r.Add(ctx, httpJob("c", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: t0}))
 		e.Timeout = Duration(time.Second)
 		e.NextRunAt = time.Time{} // system fields are ignored
-		u2, err := r.Update(ctx, e)
+		u2, err := replaceJob(ctx, r, e)
 		if err != nil || !u2.NextRunAt.Equal(mustGet(t, r, "c").NextRunAt) || u2.NextRunAt.IsZero() || u2.Timeout != Duration(time.Second) {
 			t.Errorf("Update keeping the schedule = %+v, %v", u2, err)
 		}
-		if _, err := r.Update(ctx, httpJob("nope", e.Schedule)); !errors.Is(err, ErrNotFound) {
+		if _, err := replaceJob(ctx, r, httpJob("nope", e.Schedule)); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Update(unknown) error = %v, want ErrNotFound", err)
 		}
 		bad := e
 		bad.HTTP.Method = "TRACE"
 		var ve *ValidationError
-		if _, err := r.Update(ctx, bad); !errors.As(err, &ve) || ve.Field != "http.method" {
+		if _, err := replaceJob(ctx, r, bad); !errors.As(err, &ve) || ve.Field != "http.method" {
 			t.Errorf("Update(bad method) error = %v, want a ValidationError on http.method", err)
 		}
 		_ = stop()
@@ -847,14 +937,14 @@ func TestNewConfig(t *testing.T) {
 			t.Errorf("%s: New error = %v, want ok %v", tt.name, err, tt.ok)
 		}
 	}
-	if _, err := New(nil, &fakeExec{}, Config{}); err == nil {
-		t.Errorf("New(nil store): want an error")
+	if _, err := New(nil, &fakeExec{}, Config{RunLimit: -1}); err == nil || err.Error() != "cron: New: Config.RunLimit must not be negative, got -1" {
+		t.Errorf("New(RunLimit -1) error = %v, want one naming Config.RunLimit", err)
 	}
 	if _, err := New(NewMemStore(), nil, Config{}); err == nil {
 		t.Errorf("New(nil executor): want an error")
 	}
 	r, _ := New(NewMemStore(), &fakeExec{}, Config{})
-	want := Config{Workers: 4, DrainTimeout: 30 * time.Second, DefaultTimeout: 10 * time.Second, DefaultRetryBackoff: 5 * time.Second, MisfireTolerance: time.Second}
+	want := Config{Workers: 4, DrainTimeout: 30 * time.Second, DefaultTimeout: 10 * time.Second, DefaultRetryBackoff: 5 * time.Second, MisfireTolerance: time.Second, RunLimit: DefaultRunLimit}
 	if diff := cmp.Diff(want, r.cfg, cmp.Comparer(func(a, b Observer) bool { return a == b })); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
@@ -889,7 +979,7 @@ func TestConcurrentAPI(t *testing.T) {
 						_, _ = r.RunNow(ctx, id)
 					case 3:
 						j.Schedule.Every = Duration(1500 * time.Millisecond)
-						_, _ = r.Update(ctx, j)
+						_, _ = replaceJob(ctx, r, j)
 					case 4:
 						_ = r.Remove(ctx, id)
 					}
@@ -998,7 +1088,7 @@ func TestConcurrentWritesOneJob(t *testing.T) {
 					j := mustGet(t, r, "one")
 					j.Name = fmt.Sprintf("g%d-%d", g, i)
 					j.Schedule.Every = Duration(time.Duration(1+i%5) * time.Minute)
-					if _, err := r.Update(ctx, j); err != nil {
+					if _, err := replaceJob(ctx, r, j); err != nil {
 						t.Errorf("Update: %v", err)
 					}
 				case 1:
@@ -1042,13 +1132,13 @@ func TestLoadFixesStartAndUpdateEnabled(t *testing.T) {
 		}
 		// Disabling through Update pauses; enabling reschedules.
 		j.Enabled = false
-		u, err := r.Update(ctx, j)
+		u, err := replaceJob(ctx, r, j)
 		if err != nil || u.LastStatus != StatusPaused || !u.NextRunAt.IsZero() {
 			t.Errorf("Update(enabled=false) = status %q next %v, %v; want paused, zero", u.LastStatus, u.NextRunAt, err)
 		}
 		time.Sleep(90 * time.Second)
 		j.Enabled = true
-		u, err = r.Update(ctx, j)
+		u, err = replaceJob(ctx, r, j)
 		if err != nil || !u.NextRunAt.Equal(now.Add(2*time.Minute)) {
 			t.Errorf("Update(enabled=true) = next %v, %v; want %v", u.NextRunAt, err, now.Add(2*time.Minute))
 		}
@@ -1071,6 +1161,214 @@ func TestExecutorPanic(t *testing.T) {
 		}
 		if diff := cmp.Diff([]Status{StatusFailed}, obs.statuses("p")); diff != "" {
 			t.Errorf("observed (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestNoStore runs a runner without a store: its jobs fire, and it keeps
+// the newest RunLimit runs of each job itself, through updates, and drops
+// them with the job.
+func TestNoStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		t0 := time.Now().UTC()
+		r := newTestRunner(t, nil, &fakeExec{}, Config{RunLimit: 3})
+		mustAdd(t, r, httpJob("a", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: t0}))
+		mustAdd(t, r, httpJob("late", ScheduleSpec{Kind: KindOnce, RunAt: t0.Add(-time.Hour)}))
+		stop := start(t, r)
+		time.Sleep(5*time.Minute + time.Second)
+		synctest.Wait()
+		if _, err := replaceJob(ctx, r, httpJob("a", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: t0})); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := r.Runs(ctx, "a", 0)
+		if err != nil {
+			t.Fatalf("Runs: %v", err)
+		}
+		var got []time.Time
+		for _, run := range runs {
+			got = append(got, run.ScheduledAt)
+		}
+		want := []time.Time{t0.Add(5 * time.Minute), t0.Add(4 * time.Minute), t0.Add(3 * time.Minute)} // newest 3, newest first
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Runs(a) scheduled_at (-want +got):\n%s", diff)
+		}
+		if runs, _ := r.Runs(ctx, "a", 1); len(runs) != 1 || !runs[0].ScheduledAt.Equal(want[0]) {
+			t.Errorf("Runs(a, 1) = %+v, want the newest", runs)
+		}
+		late, _ := r.Runs(ctx, "late", 0)
+		if len(late) != 1 || late[0].Status != StatusMissed {
+			t.Errorf("Runs(late) = %+v, want one missed", late)
+		}
+		if err := r.Remove(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		mustAdd(t, r, httpJob("a", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Hour), StartAt: time.Now()}))
+		if runs, _ := r.Runs(ctx, "a", 0); len(runs) != 0 {
+			t.Errorf("Runs of a job added again after Remove = %+v, want none", runs)
+		}
+		if err := stop(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+// TestObserverSeesStoredRuns checks that the observer sees a run once it is
+// in the history: the recorder appends it first.
+func TestObserverSeesStoredRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store Store
+	}{{"memstore", NewMemStore()}, {"no store", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				var r *Runner
+				var missing atomic.Int64
+				var seen atomic.Int64
+				obs := ObserverFunc(func(run Run) {
+					seen.Add(1)
+					runs, err := r.Runs(ctx, run.JobID, 0)
+					if err != nil || !slices.ContainsFunc(runs, func(x Run) bool { return x.ID == run.ID }) {
+						missing.Add(1)
+					}
+				})
+				r = newTestRunner(t, tc.store, &fakeExec{}, Config{Observer: obs})
+				mustAdd(t, r, httpJob("a", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: time.Now()}))
+				start(t, r)
+				time.Sleep(10*time.Second + time.Millisecond)
+				synctest.Wait()
+				if got := [2]int64{seen.Load(), missing.Load()}; got != [2]int64{10, 0} {
+					t.Errorf("observer calls, of which the run was not in Runs = %v, want [10 0]", got)
+				}
+			})
+		})
+	}
+}
+
+// TestLoadClearsUnusedScheduleFields: a job stored with a schedule field
+// its kind does not use (accepted, and ignored, before the rule) loads and
+// runs as before, the field cleared.
+func TestLoadClearsUnusedScheduleFields(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := NewMemStore()
+		t0 := time.Now().UTC()
+		j := httpJob("e", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: t0, TZ: "Mars/Olympus", Cron: "x"})
+		if err := st.Save(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		r := newTestRunner(t, st, &fakeExec{}, Config{})
+		if err := r.Load(ctx); err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+		got := mustGet(t, r, "e")
+		want := ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: t0}
+		if diff := cmp.Diff(want, got.Schedule); diff != "" {
+			t.Errorf("loaded schedule (-want +got):\n%s", diff)
+		}
+		if !got.NextRunAt.Equal(t0.Add(time.Minute)) {
+			t.Errorf("next_run_at = %v, want %v", got.NextRunAt, t0.Add(time.Minute))
+		}
+	})
+}
+
+// TestSkipWarningsLimited: a job whose run outlasts many slots is warned
+// about at most once a minute, each warning counting the skips since the
+// last, while every skip still reaches the observer.
+func TestSkipWarningsLimited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		ex := &fakeExec{fn: func(ctx context.Context, j *Job, info RunInfo) Result {
+			time.Sleep(150 * time.Second)
+			return Result{Status: StatusSuccess, Attempts: 1}
+		}}
+		obs := &recObserver{}
+		var logs syncBuf
+		log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		r := newTestRunner(t, nil, ex, Config{Observer: obs, Logger: log})
+		mustAdd(t, r, httpJob("e", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)}))
+		stop := start(t, r)
+		time.Sleep(140 * time.Second)
+		synctest.Wait()
+		_ = stop()
+		skips := 0
+		for _, s := range obs.statuses("e") {
+			if s == StatusSkipped {
+				skips++
+			}
+		}
+		var warned, counted int
+		for line := range strings.Lines(logs.String()) {
+			var rec struct {
+				Msg        string `json:"msg"`
+				Suppressed int    `json:"skipped_since_last_warning"`
+			}
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			if rec.Msg == "cron: slot skipped" {
+				warned++
+				counted += rec.Suppressed + 1
+			}
+		}
+		// Skips from 2s to 140s: warnings at about 2s, 62s and 122s; the
+		// skips after the last one wait for the next warning.
+		if warned != 3 || skips < 130 || skips-counted < 0 || skips-counted >= 60 {
+			t.Errorf("%d warnings accounting for %d skips, %d skips observed; want 3 warnings accounting for all but the last minute's", warned, counted, skips)
+		}
+	})
+}
+
+// syncBuf is a bytes.Buffer safe for concurrent writes.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestMinInterval: Add and Update refuse an every job below MinInterval;
+// a stored one still loads (with a warning) and runs.
+func TestMinInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := NewMemStore()
+		t0 := time.Now().UTC()
+		if err := st.Save(ctx, httpJob("fast", ScheduleSpec{Kind: KindEvery, Every: Duration(100 * time.Millisecond), StartAt: t0})); err != nil {
+			t.Fatal(err)
+		}
+		var logs syncBuf
+		ex := &fakeExec{}
+		r := newTestRunner(t, st, ex, Config{MinInterval: time.Minute, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err := r.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(logs.String(), "runs more often than MinInterval") {
+			t.Errorf("no warning about the stored job below MinInterval; logs:\n%s", logs.String())
+		}
+		var ve *ValidationError
+		if _, err := r.Add(ctx, httpJob("new", ScheduleSpec{Kind: KindEvery, Every: Duration(30 * time.Second)})); !errors.As(err, &ve) || ve.Field != "schedule.every" {
+			t.Errorf("Add(every 30s, MinInterval 1m) error = %v, want a *ValidationError on schedule.every", err)
+		}
+		if _, err := r.Update(ctx, "fast", func(j *Job) error { j.Name = "renamed"; return nil }); !errors.As(err, &ve) || ve.Field != "schedule.every" {
+			t.Errorf("Update of the stored fast job error = %v, want a *ValidationError on schedule.every", err)
+		}
+		start(t, r)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := len(ex.scheduledOf("fast")); n < 9 {
+			t.Errorf("the stored fast job ran %d times in 1s, want about 10", n)
 		}
 	})
 }

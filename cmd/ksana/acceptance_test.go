@@ -261,7 +261,10 @@ func TestRestartKeepsJobsAndBookkeeping(t *testing.T) {
 	bad := newCallback(t, 500, 0)
 	dir := t.TempDir()
 	ts := startService(t, dir, nil)
-	ts.create(t, fmt.Sprintf(`{"id":"a","name":"A","http":{"method":"POST","url":%q,"headers":{"X-T":"1"},"body":"{\"k\":1}"},"schedule":{"kind":"every","every":"1h","jitter":"1s"},"timeout":"2s","max_retries":1,"retry_backoff":"10ms"}`, cb.URL))
+	// start_at half an hour ago: the first slot (start_at plus a jitter
+	// below 1s) has passed and the next one is half an hour away, so no
+	// slot of a falls due during the test, whatever its speed.
+	ts.create(t, fmt.Sprintf(`{"id":"a","name":"A","http":{"method":"POST","url":%q,"headers":{"X-T":"1"},"body":"{\"k\":1}"},"schedule":{"kind":"every","every":"1h","jitter":"1s","start_at":%q},"timeout":"2s","max_retries":1,"retry_backoff":"10ms"}`, cb.URL, rfc(time.Now().Add(-30*time.Minute))))
 	ts.create(t, fmt.Sprintf(`{"id":"b","http":{"url":%q},"schedule":{"kind":"once","run_at":%q}}`, cb.URL, rfc(time.Now().Add(time.Hour))))
 	ts.create(t, fmt.Sprintf(`{"id":"c","http":{"url":%q},"schedule":{"kind":"every","every":"1h"},"max_retries":0}`, bad.URL))
 	if code := call(t, "POST", ts.url+"/jobs/b/pause", "", nil); code != 200 {
@@ -358,5 +361,74 @@ func TestTokenAndAllowList(t *testing.T) {
 	}
 	if code := call(t, "GET", ts.url+"/health", "", nil); code != 200 {
 		t.Errorf("GET /health without token: %d, want 200", code)
+	}
+}
+
+// TestAllowListOnStoredJobs: a job stored before KSANA_CALLBACK_ALLOW was
+// set is reported at start-up, run-now on it is refused, and its scheduled
+// runs fail without calling its host.
+func TestAllowListOnStoredJobs(t *testing.T) {
+	cb := newCallback(t, 200, 0)
+	dir := t.TempDir()
+	ts := startService(t, dir, nil)
+	// First slot 2s after the start below, then every hour.
+	j := ts.create(t, fmt.Sprintf(`{"id":"old","http":{"url":%q},"schedule":{"kind":"every","every":"1h","start_at":%q},"max_retries":0}`,
+		cb.URL, rfc(time.Now().Add(2*time.Second))))
+	ts.stop()
+
+	ts = startService(t, dir, map[string]string{"KSANA_CALLBACK_ALLOW": "*.internal"})
+	if !strings.Contains(ts.logs.String(), "job calls a host outside KSANA_CALLBACK_ALLOW") || !strings.Contains(ts.logs.String(), "job_id=old") {
+		t.Errorf("no start-up warning about job old; logs:\n%s", ts.logs.String())
+	}
+	var body map[string]string
+	if code := callBody(t, "POST", ts.url+"/jobs/old/run-now", &body); code != 400 || body["field"] != "http.url" {
+		t.Errorf("run-now of a job outside the allow-list: %d %v, want 400 naming http.url", code, body)
+	}
+	runs := ts.waitRuns(t, j.ID, 1)
+	if runs[0].Status != "failed" || !strings.Contains(runs[0].Error, "not in the callback allow-list") {
+		t.Errorf("scheduled run = %s %q, want failed: not in the callback allow-list", runs[0].Status, runs[0].Error)
+	}
+	if n := cb.count(); n != 0 {
+		t.Errorf("the callback outside the allow-list was called %d times", n)
+	}
+}
+
+// TestBadJobsFileIsLoud: a jobs.json that cannot be read is set aside and
+// the service starts empty; /health, /metrics and the log say so, and
+// name the backup, until the next restart.
+func TestBadJobsFileIsLoud(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "jobs.json"), []byte("nonsense"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts := startService(t, dir, nil)
+	var health map[string]string
+	if code := call(t, "GET", ts.url+"/health", "", &health); code != 200 {
+		t.Fatalf("/health: %d", code)
+	}
+	backup := filepath.Join(dir, "jobs.bad.json")
+	want := map[string]string{"status": "ok", "store": "recovered: unreadable", "store_backup": backup,
+		"store_note": "jobs.json could not be read and was moved aside: the service started with no jobs"}
+	if diff := cmp.Diff(want, health); diff != "" {
+		t.Errorf("/health after a bad jobs.json (-want +got):\n%s", diff)
+	}
+	metrics, err := httpGet(ts.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := fmt.Sprintf(`ksana_store_recovered{kind="unreadable",backup=%q} 1`, backup); !strings.Contains(metrics, w) {
+		t.Errorf("/metrics lacks %s:\n%s", w, metrics)
+	}
+	if !strings.Contains(ts.logs.String(), "started with NO jobs") {
+		t.Errorf("no loud log line; logs:\n%s", ts.logs.String())
+	}
+	ts.stop()
+
+	// The next start reads the rewritten jobs.json: nothing to report.
+	ts = startService(t, dir, nil)
+	health = nil
+	call(t, "GET", ts.url+"/health", "", &health)
+	if diff := cmp.Diff(map[string]string{"status": "ok"}, health); diff != "" {
+		t.Errorf("/health after a clean start (-want +got):\n%s", diff)
 	}
 }

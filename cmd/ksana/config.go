@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 // config is the service's configuration, read from the environment.
 type config struct {
+	Listen         string // host (or IP) to listen on; "" for every interface
 	Port           int
 	DataDir        string
 	Workers        int
@@ -20,6 +22,7 @@ type config struct {
 	MaxRetries     int
 	RetryBackoff   time.Duration
 	DrainTimeout   time.Duration
+	MinInterval    time.Duration
 	LogLevel       slog.Level
 	LogFormat      string
 	Token          string
@@ -32,6 +35,7 @@ type envVar struct {
 }
 
 var envVars = []envVar{
+	{"LISTEN_ADDR", "", "host or IP address the REST API listens on, such as 127.0.0.1 (empty: every interface)"},
 	{"PORT", "7100", "TCP port of the REST API (0: any free port, logged at start)"},
 	{"KSANA_DATA", "", "data directory holding jobs.json and runs.jsonl; wins over DATA_DIR"},
 	{"DATA_DIR", "./data", "data directory, when KSANA_DATA is not set"},
@@ -40,6 +44,7 @@ var envVars = []envVar{
 	{"MAX_RETRIES", "3", "retries of jobs created without max_retries (0: none)"},
 	{"RETRY_BACKOFF", "5s", "wait between attempts of jobs created without retry_backoff"},
 	{"DRAIN_TIMEOUT", "30s", "on SIGINT/SIGTERM, how long runs in flight may finish before they are cancelled"},
+	{"MIN_INTERVAL", "1s", "the shortest interval an every job (or a cron @every) may have"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"LOG_FORMAT", "text", "text or json (log records go to stderr)"},
 	{"KSANA_API_TOKEN", "", "when set, every endpoint but /health requires Authorization: Bearer <token>"},
@@ -93,11 +98,19 @@ func loadConfig(getenv func(string) string) (config, error) {
 		*dst = d
 	}
 	intVar("PORT", "7100", 0, 65535, &c.Port)
+	if v := strings.TrimSpace(getenv("LISTEN_ADDR")); v != "" {
+		host := strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
+		if strings.ContainsAny(host, "/ ") || (strings.Contains(host, ":") && net.ParseIP(host) == nil) {
+			return c, &ConfigError{Var: "LISTEN_ADDR", Value: v, Want: "must be a host name or an IP address, such as 127.0.0.1 or ::1 (the port is PORT)"}
+		}
+		c.Listen = host
+	}
 	intVar("WORKERS", "4", 1, 65536, &c.Workers)
 	durVar("DEFAULT_TIMEOUT", "10s", &c.DefaultTimeout)
 	intVar("MAX_RETRIES", "3", 0, 1000, &c.MaxRetries)
 	durVar("RETRY_BACKOFF", "5s", &c.RetryBackoff)
 	durVar("DRAIN_TIMEOUT", "30s", &c.DrainTimeout)
+	durVar("MIN_INTERVAL", "1s", &c.MinInterval)
 	if err != nil {
 		return c, err
 	}
@@ -120,6 +133,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, &ConfigError{Var: "LOG_FORMAT", Value: getenv("LOG_FORMAT"), Want: "must be text or json"}
 	}
 	c.Token = getenv("KSANA_API_TOKEN")
+	if c.Token != "" && (strings.TrimSpace(c.Token) == "" || strings.TrimSpace(c.Token) != c.Token) {
+		return c, &ConfigError{Var: "KSANA_API_TOKEN", Value: c.Token,
+			Want: "must not be blank nor start or end with white space (no client could send it); unset it to turn authentication off"}
+	}
 	allow, aerr := httpapi.ParseAllowList(getenv("KSANA_CALLBACK_ALLOW"))
 	if aerr != nil {
 		return c, &ConfigError{Var: "KSANA_CALLBACK_ALLOW", Value: getenv("KSANA_CALLBACK_ALLOW"), Want: aerr.Error()}

@@ -20,7 +20,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config{Port: 7100, DataDir: "./data", Workers: 4, DefaultTimeout: 10 * time.Second, MaxRetries: 3,
-		RetryBackoff: 5 * time.Second, DrainTimeout: 30 * time.Second, LogLevel: slog.LevelInfo, LogFormat: "text"}
+		RetryBackoff: 5 * time.Second, DrainTimeout: 30 * time.Second, MinInterval: time.Second, LogLevel: slog.LevelInfo, LogFormat: "text"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
@@ -50,9 +50,18 @@ func TestLoadConfig(t *testing.T) {
 		{env: map[string]string{"DEFAULT_TIMEOUT": "10"}, wantErr: `DEFAULT_TIMEOUT="10": must be a positive duration`},
 		{env: map[string]string{"RETRY_BACKOFF": "-5s"}, wantErr: `RETRY_BACKOFF="-5s"`},
 		{env: map[string]string{"DRAIN_TIMEOUT": "x"}, wantErr: `DRAIN_TIMEOUT="x"`},
+		{env: map[string]string{"MIN_INTERVAL": "0s"}, wantErr: `MIN_INTERVAL="0s": must be a positive duration`},
+		{env: map[string]string{"MIN_INTERVAL": "10ms"}, check: func(c config) bool { return c.MinInterval == 10*time.Millisecond }},
 		{env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: `LOG_LEVEL="loud": must be debug, info, warn or error`},
 		{env: map[string]string{"LOG_FORMAT": "xml"}, wantErr: `LOG_FORMAT="xml"`},
 		{env: map[string]string{"KSANA_CALLBACK_ALLOW": "http://a.com"}, wantErr: `KSANA_CALLBACK_ALLOW="http://a.com": host pattern`},
+		{env: map[string]string{"LISTEN_ADDR": "127.0.0.1"}, check: func(c config) bool { return c.Listen == "127.0.0.1" }},
+		{env: map[string]string{"LISTEN_ADDR": "[::1]"}, check: func(c config) bool { return c.Listen == "::1" }},
+		{env: map[string]string{"LISTEN_ADDR": "localhost"}, check: func(c config) bool { return c.Listen == "localhost" }},
+		{env: map[string]string{"LISTEN_ADDR": "127.0.0.1:80"}, wantErr: `LISTEN_ADDR="127.0.0.1:80": must be a host name or an IP address`},
+		{env: map[string]string{"LISTEN_ADDR": "a b"}, wantErr: `LISTEN_ADDR="a b"`},
+		{env: map[string]string{"KSANA_API_TOKEN": " "}, wantErr: `KSANA_API_TOKEN=" ": must not be blank`},
+		{env: map[string]string{"KSANA_API_TOKEN": "secret\n"}, wantErr: `KSANA_API_TOKEN="secret\n": must not be blank nor start or end with white space`},
 	}
 	for _, tt := range tests {
 		c, err := loadConfig(func(k string) string { return tt.env[k] })
@@ -199,4 +208,43 @@ func TestRunRefusesDataDirInUse(t *testing.T) {
 	first.stop()
 	// Once the first is stopped the directory is free again.
 	startService(t, dir, nil).stop()
+}
+
+// TestExposureReport: the start-up log says whether the token and the
+// allow-list are on, and warns when the API is served beyond loopback
+// without a token.
+func TestExposureReport(t *testing.T) {
+	tests := []struct {
+		name     string
+		env      map[string]string
+		wantWarn bool
+		access   string // the "ksana: access" record's fields
+	}{
+		{"every interface, no token", nil, true, `"token":"off","callback_allow":"any host"`},
+		{"loopback, no token", map[string]string{"LISTEN_ADDR": "127.0.0.1"}, false, `"token":"off","callback_allow":"any host"`},
+		{"every interface, token", map[string]string{"KSANA_API_TOKEN": "s3cret", "KSANA_CALLBACK_ALLOW": "*.internal"}, false,
+			`"token":"required","callback_allow":"*.internal"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"KSANA_DATA": t.TempDir(), "PORT": "0", "LOG_FORMAT": "json"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan int, 1)
+			var out, errOut syncBuffer
+			go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, &out, &errOut) }()
+			waitFor(t, "listening", func() bool { return strings.Contains(errOut.String(), `"msg":"ksana: access"`) })
+			cancel()
+			<-done
+			logs := errOut.String()
+			if got := strings.Contains(logs, "served beyond this machine with no token"); got != tt.wantWarn {
+				t.Errorf("warning logged = %v, want %v; logs:\n%s", got, tt.wantWarn, logs)
+			}
+			if !strings.Contains(logs, `"msg":"ksana: access",`+tt.access) {
+				t.Errorf("no access record with %s; logs:\n%s", tt.access, logs)
+			}
+		})
+	}
 }

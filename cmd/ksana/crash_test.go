@@ -31,7 +31,7 @@ type child struct {
 func startChild(t *testing.T, bin, dir string) *child {
 	t.Helper()
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "KSANA_DATA="+dir, "PORT=0", "LOG_FORMAT=json", "LOG_LEVEL=info", "WORKERS=4")
+	cmd.Env = append(os.Environ(), "KSANA_DATA="+dir, "PORT=0", "LOG_FORMAT=json", "LOG_LEVEL=info", "WORKERS=4", "MIN_INTERVAL=10ms")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -22,9 +22,11 @@
 // # Configuration
 //
 // ksana -h lists the environment variables it reads, with their defaults:
-// PORT (7100), KSANA_DATA or DATA_DIR (./data), WORKERS (4),
+// LISTEN_ADDR (every interface), PORT (7100), KSANA_DATA or DATA_DIR
+// (./data), WORKERS (4),
 // DEFAULT_TIMEOUT (10s), MAX_RETRIES (3), RETRY_BACKOFF (5s),
-// DRAIN_TIMEOUT (30s), LOG_LEVEL (info), LOG_FORMAT (text),
+// DRAIN_TIMEOUT (30s), MIN_INTERVAL (1s, the shortest every interval),
+// LOG_LEVEL (info), LOG_FORMAT (text),
 // KSANA_API_TOKEN and KSANA_CALLBACK_ALLOW (unset). A bad value stops the
 // start with a message naming the variable, and exit status 2.
 //

@@ -24,12 +24,14 @@ import (
 type testService struct {
 	url  string
 	svc  *service
+	logs *syncBuffer
 	stop func() // graceful shutdown; checks that run returns nil
 }
 
 func startService(t *testing.T, dir string, env map[string]string) *testService {
 	t.Helper()
-	vars := map[string]string{"KSANA_DATA": dir, "PORT": "0", "LOG_LEVEL": "warn"}
+	// The tests' every jobs run every few hundred milliseconds.
+	vars := map[string]string{"KSANA_DATA": dir, "PORT": "0", "LOG_LEVEL": "warn", "MIN_INTERVAL": "10ms"}
 	for k, v := range env {
 		vars[k] = v
 	}
@@ -37,8 +39,8 @@ func startService(t *testing.T, dir string, env map[string]string) *testService 
 	if err != nil {
 		t.Fatalf("loadConfig: %v", err)
 	}
-	var logs syncBuffer
-	svc, err := newService(cfg, newLogger(cfg, &logs))
+	logs := &syncBuffer{}
+	svc, err := newService(cfg, newLogger(cfg, logs))
 	if err != nil {
 		t.Fatalf("newService: %v", err)
 	}
@@ -49,7 +51,7 @@ func startService(t *testing.T, dir string, env map[string]string) *testService 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- svc.run(ctx, ln) }()
-	ts := &testService{url: "http://" + ln.Addr().String(), svc: svc}
+	ts := &testService{url: "http://" + ln.Addr().String(), svc: svc, logs: logs}
 	var once sync.Once
 	ts.stop = func() {
 		once.Do(func() {
@@ -257,4 +259,20 @@ func httpGet(url string) (string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
+}
+
+// callBody makes a request without a body and decodes any JSON answer.
+func callBody(t *testing.T, method, url string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	_ = json.NewDecoder(resp.Body).Decode(out)
+	return resp.StatusCode
 }

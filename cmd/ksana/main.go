@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		log.Error("ksana: start", "error", err)
 		return 1
 	}
-	ln, err := listen(cfg.Port)
+	ln, err := listen(cfg.Listen, cfg.Port)
 	if err != nil {
 		log.Error("ksana: start", "error", err)
 		svc.store.Close()

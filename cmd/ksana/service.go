@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
@@ -36,12 +38,13 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 	if err != nil {
 		return nil, err
 	}
-	exec := cron.NewHTTPExecutor(cron.HTTPExecutorConfig{Logger: log})
+	exec := cron.NewHTTPExecutor(cron.HTTPExecutorConfig{Logger: log, AllowHosts: cfg.CallbackAllow})
 	runner, err := cron.New(store, exec, cron.Config{
 		Workers:             cfg.Workers,
 		DrainTimeout:        cfg.DrainTimeout,
 		DefaultTimeout:      cfg.DefaultTimeout,
 		DefaultRetryBackoff: cfg.RetryBackoff,
+		MinInterval:         cfg.MinInterval,
 		Observer:            m,
 		Logger:              log,
 	})
@@ -50,6 +53,14 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		return nil, err
 	}
 	m.Watch(runner)
+	if rec := store.Recovered(); rec != nil {
+		// jobs.json could not be read whole at start: say so until the next start.
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ksana_store_recovered",
+			Help: "1 when jobs.json could not be read whole at start: kind unreadable (the service started empty) or skipped (some jobs were dropped); backup holds the file as it was."},
+			[]string{"kind", "backup"})
+		g.WithLabelValues(recoveryKind(rec), rec.Backup).Set(1)
+		reg.MustRegister(g)
+	}
 	maxRetries := cfg.MaxRetries
 	if maxRetries == 0 {
 		maxRetries = -1 // httpapi: negative means no retries
@@ -60,6 +71,7 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		DefaultMaxRetries: maxRetries,
 		Metrics:           promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		OnRequest:         m.Request,
+		HealthNotes:       func() map[string]string { return recoveryNotes(store.Recovered()) },
 		Logger:            log,
 	})
 	if err != nil {
@@ -67,6 +79,66 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		return nil, err
 	}
 	return &service{cfg: cfg, log: log, store: store, runner: runner, handler: api, metrics: m}, nil
+}
+
+func recoveryKind(rec *jsonstore.Recovery) string {
+	if rec.Unreadable {
+		return "unreadable"
+	}
+	return "skipped"
+}
+
+// recoveryNotes are the /health fields of a store recovered from a bad
+// jobs.json (none when rec is nil).
+func recoveryNotes(rec *jsonstore.Recovery) map[string]string {
+	if rec == nil {
+		return nil
+	}
+	notes := map[string]string{"store": "recovered: " + recoveryKind(rec), "store_backup": rec.Backup}
+	if rec.Unreadable {
+		notes["store_note"] = "jobs.json could not be read and was moved aside: the service started with no jobs"
+	} else {
+		notes["store_note"] = fmt.Sprintf("%d invalid jobs of jobs.json were dropped", len(rec.Skipped))
+	}
+	return notes
+}
+
+// reportRecovery tells the operator, loudly, that jobs.json was not read
+// whole, and what to do.
+func (s *service) reportRecovery() {
+	rec := s.store.Recovered()
+	if rec == nil {
+		return
+	}
+	if rec.Unreadable {
+		s.log.Error("ksana: jobs.json could not be read: it was moved aside and the service started with NO jobs; none of them will fire. "+
+			"To restore them: stop ksana, fix the backup, move it to jobs.json in the data directory, start again",
+			"backup", rec.Backup, "error", rec.Err)
+		return
+	}
+	ids := make([]string, len(rec.Skipped))
+	for i, e := range rec.Skipped {
+		ids[i] = e.ID
+	}
+	s.log.Error("ksana: invalid jobs of jobs.json were dropped and will not fire; the backup holds them. "+
+		"To restore them: stop ksana, fix them in the backup, move it to jobs.json in the data directory, start again",
+		"backup", rec.Backup, "dropped", len(ids), "job_ids", strings.Join(ids, ","))
+}
+
+// reportDisallowed warns about each stored job whose callback host is
+// outside KSANA_CALLBACK_ALLOW: it was stored before the list was set, and
+// its runs will fail.
+func (s *service) reportDisallowed() {
+	allow := cron.HostAllowList(s.cfg.CallbackAllow)
+	if len(allow) == 0 {
+		return
+	}
+	for _, j := range s.runner.List() {
+		if u, err := url.Parse(j.HTTP.URL); err != nil || !allow.Allows(u.Hostname()) {
+			s.log.Warn("ksana: job calls a host outside KSANA_CALLBACK_ALLOW; its runs will fail until its URL or the list changes",
+				"job_id", j.ID, "name", j.Name, "url", j.HTTP.URL)
+		}
+	}
 }
 
 // run loads the jobs, serves the API on ln and fires jobs until ctx ends.
@@ -79,6 +151,8 @@ func (s *service) run(ctx context.Context, ln net.Listener) error {
 		s.log.Error("ksana: loading jobs", "error", err)
 	}
 	s.log.Info("ksana: jobs loaded", "jobs", s.runner.Len(), "data_dir", s.cfg.DataDir, "ms", time.Since(start).Milliseconds())
+	s.reportRecovery()
+	s.reportDisallowed()
 
 	runCtx, stopRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRuns()
@@ -89,6 +163,7 @@ func (s *service) run(ctx context.Context, ln net.Listener) error {
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
 	s.log.Info("ksana: listening", "addr", ln.Addr().String())
+	s.reportExposure(ln.Addr())
 
 	var serveErr error
 	select {
@@ -129,10 +204,34 @@ func newLogger(cfg config, w interface{ Write([]byte) (int, error) }) *slog.Logg
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func listen(port int) (net.Listener, error) {
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+func listen(host string, port int) (net.Listener, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on PORT %d: %w", port, err)
+		return nil, fmt.Errorf("listen on %s (LISTEN_ADDR, PORT): %w", addr, err)
 	}
 	return ln, nil
+}
+
+// reportExposure logs whether the API asks for a token and holds callbacks
+// to an allow-list, and warns when it serves beyond the loopback interface
+// without a token: anyone who reaches the port could then create jobs.
+func (s *service) reportExposure(addr net.Addr) {
+	token := s.cfg.Token != ""
+	allow := "any host"
+	if len(s.cfg.CallbackAllow) > 0 {
+		allow = strings.Join(s.cfg.CallbackAllow, ",")
+	}
+	s.log.Info("ksana: access", "token", map[bool]string{true: "required", false: "off"}[token], "callback_allow", allow)
+	if token {
+		return
+	}
+	loopback := false
+	if ta, ok := addr.(*net.TCPAddr); ok {
+		loopback = ta.IP.IsLoopback()
+	}
+	if !loopback {
+		s.log.Warn("ksana: the API is served beyond this machine with no token: anyone who reaches it can create, change and run jobs. "+
+			"Set KSANA_API_TOKEN, or LISTEN_ADDR=127.0.0.1 to serve this machine only", "addr", addr.String())
+	}
 }

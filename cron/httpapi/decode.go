@@ -220,13 +220,27 @@ func jsonKind(k string) string {
 	return k
 }
 
+// httpBody is the http object of a job body.
+type httpBody struct {
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+}
+
+// scheduleBody is the schedule object of a job body.
+type scheduleBody struct {
+	Kind    string `json:"kind"`
+	RunAt   string `json:"run_at"`
+	Every   string `json:"every"`
+	StartAt string `json:"start_at"`
+	Jitter  string `json:"jitter"`
+	Cron    string `json:"cron"`
+	TZ      string `json:"tz"`
+}
+
 func decodeHTTP(v json.RawMessage, dst *cron.HTTPConfig) *RequestError {
-	var h struct {
-		Method  string            `json:"method"`
-		URL     string            `json:"url"`
-		Headers map[string]string `json:"headers"`
-		Body    string            `json:"body"`
-	}
+	var h httpBody
 	if err := strictObject("http", v, &h); err != nil {
 		return err
 	}
@@ -235,15 +249,7 @@ func decodeHTTP(v json.RawMessage, dst *cron.HTTPConfig) *RequestError {
 }
 
 func decodeSchedule(v json.RawMessage, dst *cron.ScheduleSpec) *RequestError {
-	var s struct {
-		Kind    string `json:"kind"`
-		RunAt   string `json:"run_at"`
-		Every   string `json:"every"`
-		StartAt string `json:"start_at"`
-		Jitter  string `json:"jitter"`
-		Cron    string `json:"cron"`
-		TZ      string `json:"tz"`
-	}
+	var s scheduleBody
 	if err := strictObject("schedule", v, &s); err != nil {
 		return err
 	}
@@ -302,4 +308,95 @@ func (p *patch) apply(j *cron.Job) {
 	if p.has("misfire_grace") {
 		j.MisfireGrace = p.misfireGrace
 	}
+}
+
+// decodeMergePatch reads a PATCH body: a JSON merge patch (RFC 7396) of
+// the job's JSON form. Its own fields are checked here (an unknown or
+// system field, an id other than the path's); the values are checked once
+// merged, as a create body is.
+func decodeMergePatch(body []byte, id string) (map[string]any, *RequestError) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil, &RequestError{Status: 400, Msg: "empty body: a JSON object is required"}
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	var patch map[string]any
+	if err := d.Decode(&patch); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, &RequestError{Status: 400, Msg: "body must be a JSON object"}
+		}
+		return nil, &RequestError{Status: 400, Msg: "malformed JSON: " + err.Error()}
+	}
+	if patch == nil {
+		return nil, &RequestError{Status: 400, Msg: "body must be a JSON object"}
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, &RequestError{Status: 400, Msg: "malformed JSON: data after the object"}
+	}
+	known := make(map[string]bool, len(jobFieldOrder))
+	for _, f := range jobFieldOrder {
+		known[f] = true
+	}
+	raw := make(map[string]json.RawMessage, len(patch))
+	for k := range patch {
+		raw[k] = nil
+	}
+	for _, field := range fieldOrder(raw) {
+		switch {
+		case !known[field]:
+			return nil, badField(field, "unknown field")
+		case systemFields[field]:
+			return nil, badField(field, "is a system field, maintained by the service; it cannot be set")
+		case field == "id" && patch[field] != id:
+			return nil, badField("id", "cannot be changed (the path names job %q)", id)
+		}
+	}
+	return patch, nil
+}
+
+// mergeJob applies a merge patch to the JSON form of j, without its system
+// fields, and returns the merged document.
+func mergeJob(j *cron.Job, patch map[string]any) ([]byte, *RequestError) {
+	cur, err := j.MarshalJSON()
+	if err != nil {
+		return nil, &RequestError{Status: 500, Msg: "encoding the job: " + err.Error()}
+	}
+	d := json.NewDecoder(bytes.NewReader(cur))
+	d.UseNumber()
+	var doc map[string]any
+	if err := d.Decode(&doc); err != nil {
+		return nil, &RequestError{Status: 500, Msg: "decoding the job: " + err.Error()}
+	}
+	for f := range systemFields {
+		delete(doc, f)
+	}
+	merged, err := json.Marshal(mergePatch(doc, patch))
+	if err != nil {
+		return nil, &RequestError{Status: 500, Msg: "encoding the merged job: " + err.Error()}
+	}
+	return merged, nil
+}
+
+// mergePatch applies patch to target as RFC 7396 says: an object patch
+// merges into an object field by field, at every depth; null removes a
+// field; any other value replaces the target.
+func mergePatch(target any, patch any) any {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	t, ok := target.(map[string]any)
+	if !ok {
+		t = map[string]any{}
+	}
+	for k, v := range p {
+		if v == nil {
+			delete(t, k)
+			continue
+		}
+		t[k] = mergePatch(t[k], v)
+	}
+	return t
 }

@@ -5,7 +5,7 @@
 // # Endpoints
 //
 //	POST   /jobs                 create a job: 201 and the job (Location: /jobs/{id})
-//	GET    /jobs                 every job, in creation order: 200 and an array
+//	GET    /jobs                 the jobs, in creation order: 200 and an array (paging and filters below)
 //	GET    /jobs/{id}            one job: 200
 //	PATCH  /jobs/{id}            change the fields present: 200 and the job
 //	DELETE /jobs/{id}            204
@@ -14,16 +14,34 @@
 //	POST   /jobs/{id}/resume     enabled=true: 200 and the job
 //	GET    /jobs/{id}/runs       the newest runs, newest first (?limit=N, default 50)
 //	GET    /health               200 {"status":"ok"}, never authenticated
+//	GET    /openapi.json         the OpenAPI 3 document of the API, never authenticated
 //	GET    /metrics              [Config.Metrics] (Prometheus text in cmd/ksana)
 //
 // Jobs are read and written in the JSON form of [cron.Job]. On POST /jobs
-// the id may be empty (the runner generates 128 random bits in hex),
+// the id may be empty (the runner generates 128 random bits in hex); a
+// given id holds 1 to 128 letters, digits, '-', '_', '.' or ':' and is
+// not "." or ".." ([cron.ValidID]);
 // enabled defaults to true, max_retries when absent to
 // [Config.DefaultMaxRetries] (3) while an explicit 0 means no retries, and
-// the other defaults are the runner's. On PATCH only the fields present
-// change; schedule and http are replaced as whole objects. A write answers
-// only once the change is durable in the runner's store. run-now leaves
-// next_run_at as it was.
+// the other defaults are the runner's. A PATCH body is a JSON merge patch
+// (RFC 7396) of the job's JSON form, at every depth: only the fields sent
+// change, an object (http, schedule, headers) merges field by field, and
+// null removes a field, which then takes its default as on create. To
+// switch a schedule to another kind, remove the fields of the old one
+// ("every": null, ...): a field the kind does not use is refused. A write
+// answers only once the change is durable in the runner's store. run-now
+// leaves next_run_at as it was.
+//
+// # Listing jobs
+//
+// GET /jobs answers every job unless asked for less. limit=N (1 to
+// [MaxListLimit]) returns a page of N, and when more jobs follow, a
+// header Link: <?after=ID&...>; rel="next" gives the next page (after is
+// the id of the last job of the page; a page may come back short, or
+// empty, when filters skip jobs). The filters, combined with AND:
+// enabled=true|false, kind=once|every|cron, last_status=success|failed|
+// timeout|skipped|paused|missed (or empty: never run), name=<exact name>.
+// Any other query parameter, or one given twice, is a 400 naming it.
 //
 // # Errors
 //

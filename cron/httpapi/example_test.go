@@ -18,7 +18,7 @@ func Example() {
 	exec := cron.ExecutorFunc(func(ctx context.Context, j *cron.Job, info cron.RunInfo) cron.Result {
 		return cron.Result{Status: cron.StatusSuccess, Attempts: 1, HTTPStatus: 200}
 	})
-	runner, err := cron.New(cron.NewMemStore(), exec, cron.Config{})
+	runner, err := cron.New(nil, exec, cron.Config{})
 	if err != nil {
 		panic(err)
 	}

@@ -4,17 +4,19 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
@@ -37,7 +39,8 @@ type RequestInfo struct {
 // Config tunes a [Server]. The zero value is ready to use.
 type Config struct {
 	// Token, when set, is required as "Authorization: Bearer <Token>" on
-	// every endpoint but /health; it is compared in constant time. A
+	// every endpoint but /health; it is compared in constant time. It must
+	// not be blank nor start or end with white space. A
 	// request without it gets 401. Default "": no authentication
 	// (KSANA_API_TOKEN in cmd/ksana).
 	Token string
@@ -45,7 +48,10 @@ type Config struct {
 	// http.url may point to: "api.example.com" (that host), "*.internal"
 	// (any host under internal), "*" (any). Matching ignores case and the
 	// port. A job whose host matches none is refused with 400. Default
-	// nil: any host (KSANA_CALLBACK_ALLOW in cmd/ksana).
+	// nil: any host (KSANA_CALLBACK_ALLOW in cmd/ksana). run-now of a job
+	// stored earlier with a host outside the list is refused too; give the
+	// same list to the executor ([cron.HTTPExecutorConfig.AllowHosts]) so
+	// that scheduled runs and redirects are held to it as well.
 	CallbackAllow []string
 	// DefaultMaxRetries is given to a job created without max_retries; an
 	// explicit 0 on input always means no retries. Default 3
@@ -55,6 +61,12 @@ type Config struct {
 	// MaxBodyBytes bounds a request body; a larger one gets 413.
 	// Default 1 MiB.
 	MaxBodyBytes int64
+	// HealthNotes, when set, adds its fields to the answer of GET /health
+	// ({"status": "ok"} and these), for conditions an operator must see
+	// that do not make the service unhealthy, such as a store recovered
+	// from a bad file. The answer stays 200. It must be fast and safe for
+	// concurrent use. Default nil.
+	HealthNotes func() map[string]string
 	// Metrics, when set, serves GET /metrics (such as a Prometheus text
 	// registry). Default nil: /metrics is 404.
 	Metrics http.Handler
@@ -74,9 +86,6 @@ type Server struct {
 	log      *slog.Logger
 	tokenSum [32]byte
 	allow    []string
-	// wmu serializes the read-modify-write of PATCH with the other writes
-	// made through this server.
-	wmu sync.Mutex
 }
 
 // New returns the API of r. It checks cfg and names a bad field.
@@ -89,6 +98,9 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Token != "" && strings.TrimSpace(cfg.Token) != cfg.Token {
+		return nil, errors.New("httpapi: New: Config.Token must not be blank nor start or end with white space: no client could send it")
 	}
 	if cfg.DefaultMaxRetries == 0 {
 		cfg.DefaultMaxRetries = cron.DefaultMaxRetries
@@ -107,7 +119,7 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 		if p == "" {
 			continue
 		}
-		if err := checkPattern(p); err != nil {
+		if err := cron.CheckHostPattern(p); err != nil {
 			return nil, fmt.Errorf("httpapi: New: Config.CallbackAllow: %w", err)
 		}
 		s.allow = append(s.allow, p)
@@ -116,56 +128,16 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 }
 
 // ParseAllowList splits a comma-separated list of host patterns (the form
-// of KSANA_CALLBACK_ALLOW) and checks each.
+// of KSANA_CALLBACK_ALLOW) and checks each; see [cron.HostAllowList].
 func ParseAllowList(s string) ([]string, error) {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		p = strings.ToLower(strings.TrimSpace(p))
-		if p == "" {
-			continue
-		}
-		if err := checkPattern(p); err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-func checkPattern(p string) error {
-	rest := p
-	if p == "*" {
-		return nil
-	}
-	if strings.HasPrefix(p, "*.") {
-		rest = p[2:]
-	}
-	if rest == "" || strings.ContainsAny(rest, "*/:@ ?#") {
-		return fmt.Errorf("host pattern %q: want a host name such as api.example.com or *.internal (no scheme, port or path)", p)
-	}
-	return nil
+	return cron.ParseHostAllowList(s)
 }
 
 // HostAllowed reports whether host (no port) matches one of the patterns
-// (as [Config.CallbackAllow]); an empty list allows every host.
+// (as [Config.CallbackAllow]); an empty list allows every host. See
+// [cron.HostAllowList].
 func HostAllowed(patterns []string, host string) bool {
-	if len(patterns) == 0 {
-		return true
-	}
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	for _, p := range patterns {
-		switch {
-		case p == "*":
-			return true
-		case strings.HasPrefix(p, "*."):
-			if strings.HasSuffix(host, p[1:]) && len(host) > len(p)-1 {
-				return true
-			}
-		case p == host:
-			return true
-		}
-	}
-	return false
+	return cron.HostAllowList(patterns).Allows(host)
 }
 
 // route is a matched endpoint.
@@ -175,12 +147,18 @@ type route struct {
 	allow   string // the methods it accepts, for 405
 }
 
+// match routes an escaped path (req.URL.EscapedPath): the id segment is
+// unescaped alone, so that a job whose id holds a '/' (stored before ids
+// were checked) is still reached at /jobs/a%2Fb, and an escaped '/' never
+// reaches an action.
 func match(path string) (route, bool) {
 	switch path {
 	case "/health":
 		return route{pattern: "/health", allow: "GET, HEAD"}, true
 	case "/metrics":
 		return route{pattern: "/metrics", allow: "GET, HEAD"}, true
+	case "/openapi.json":
+		return route{pattern: "/openapi.json", allow: "GET, HEAD"}, true
 	case "/jobs":
 		return route{pattern: "/jobs", allow: "GET, POST"}, true
 	}
@@ -189,7 +167,8 @@ func match(path string) (route, bool) {
 		return route{}, false
 	}
 	id, action, hasAction := strings.Cut(rest, "/")
-	if id == "" {
+	id, err := url.PathUnescape(id)
+	if err != nil || id == "" {
 		return route{}, false
 	}
 	if !hasAction {
@@ -227,7 +206,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
-	rt, ok := match(req.URL.Path)
+	rt, ok := match(req.URL.EscapedPath())
 	s.serve(sw, req, rt, ok)
 	if sw.status == 0 {
 		sw.status = http.StatusOK
@@ -240,7 +219,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bool) {
-	if ok && rt.pattern != "/health" && s.cfg.Token != "" && !s.authorized(req) {
+	if ok && rt.pattern != "/health" && rt.pattern != "/openapi.json" && s.cfg.Token != "" && !s.authorized(req) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ksana"`)
 		writeError(w, &RequestError{Status: http.StatusUnauthorized, Msg: "missing or wrong bearer token (Authorization: Bearer <token>)"})
 		return
@@ -257,7 +236,20 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bo
 	ctx := req.Context()
 	switch rt.pattern {
 	case "/health":
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		body := map[string]string{"status": "ok"}
+		if s.cfg.HealthNotes != nil {
+			for k, v := range s.cfg.HealthNotes() {
+				if k != "status" {
+					body[k] = v
+				}
+			}
+		}
+		writeJSON(w, http.StatusOK, body)
+	case "/openapi.json":
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(openAPI)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(openAPI)
 	case "/metrics":
 		if s.cfg.Metrics == nil {
 			writeError(w, &RequestError{Status: http.StatusNotFound, Msg: "metrics are not enabled"})
@@ -266,7 +258,7 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bo
 		s.cfg.Metrics.ServeHTTP(w, req)
 	case "/jobs":
 		if req.Method == http.MethodGet {
-			writeJSON(w, http.StatusOK, s.r.List())
+			s.list(w, req)
 			return
 		}
 		s.create(ctx, w, req)
@@ -282,9 +274,7 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bo
 		case http.MethodPatch:
 			s.patch(ctx, w, req, rt.id)
 		case http.MethodDelete:
-			s.wmu.Lock()
 			err := s.r.Remove(ctx, rt.id)
-			s.wmu.Unlock()
 			if err != nil {
 				s.fail(w, err, rt.id)
 				return
@@ -294,6 +284,19 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bo
 	case "/jobs/{id}/run-now":
 		if !s.emptyBody(w, req) {
 			return
+		}
+		if len(s.allow) > 0 {
+			// A job stored before the allow-list was set may point
+			// elsewhere: its run would only fail.
+			j, err := s.r.Get(rt.id)
+			if err != nil {
+				s.fail(w, err, rt.id)
+				return
+			}
+			if rerr := s.checkCallback(&j); rerr != nil {
+				writeError(w, rerr)
+				return
+			}
 		}
 		runID, err := s.r.RunNow(ctx, rt.id)
 		if err != nil {
@@ -305,7 +308,6 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bo
 		if !s.emptyBody(w, req) {
 			return
 		}
-		s.wmu.Lock()
 		var j cron.Job
 		var err error
 		if strings.HasSuffix(rt.pattern, "pause") {
@@ -313,7 +315,6 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bo
 		} else {
 			j, err = s.r.Resume(ctx, rt.id)
 		}
-		s.wmu.Unlock()
 		if err != nil {
 			s.fail(w, err, rt.id)
 			return
@@ -420,15 +421,17 @@ func (s *Server) create(ctx context.Context, w http.ResponseWriter, req *http.Re
 		writeError(w, rerr)
 		return
 	}
+	// Only the JSON shape can tell a field left out from a false or a 0,
+	// so the defaults of enabled and max_retries are given here; every
+	// other default and every rule are cron.Prepare's, which the runner
+	// applies.
 	j := cron.Job{ID: p.id, Enabled: true, MaxRetries: s.cfg.DefaultMaxRetries}
 	p.apply(&j)
 	if rerr := s.checkCallback(&j); rerr != nil {
 		writeError(w, rerr)
 		return
 	}
-	s.wmu.Lock()
 	created, err := s.r.Add(ctx, j)
-	s.wmu.Unlock()
 	if err != nil {
 		s.fail(w, err, j.ID)
 		return
@@ -443,28 +446,32 @@ func (s *Server) patch(ctx context.Context, w http.ResponseWriter, req *http.Req
 		writeError(w, rerr)
 		return
 	}
-	p, rerr := decodeJobBody(body)
+	patch, rerr := decodeMergePatch(body, id)
 	if rerr != nil {
 		writeError(w, rerr)
 		return
 	}
-	if p.has("id") && p.id != id {
-		writeError(w, badField("id", "cannot be changed (the path names job %q)", id))
-		return
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	j, err := s.r.Get(id)
-	if err != nil {
-		s.fail(w, err, id)
-		return
-	}
-	p.apply(&j)
-	if rerr := s.checkCallback(&j); rerr != nil {
-		writeError(w, rerr)
-		return
-	}
-	updated, err := s.r.Update(ctx, j)
+	// The runner applies the change under the job's lock: concurrent
+	// PATCHes of one job each see the other's result.
+	updated, err := s.r.Update(ctx, id, func(j *cron.Job) error {
+		merged, rerr := mergeJob(j, patch)
+		if rerr != nil {
+			return rerr
+		}
+		p, rerr := decodeJobBody(merged)
+		if rerr != nil {
+			return rerr
+		}
+		// The merged document is read as a create body is: a field the
+		// patch removed (null) takes its default.
+		nj := cron.Job{ID: id, Enabled: true, MaxRetries: s.cfg.DefaultMaxRetries}
+		p.apply(&nj)
+		if rerr := s.checkCallback(&nj); rerr != nil {
+			return rerr
+		}
+		*j = nj
+		return nil
+	})
 	if err != nil {
 		s.fail(w, err, id)
 		return
@@ -472,10 +479,116 @@ func (s *Server) patch(ctx context.Context, w http.ResponseWriter, req *http.Req
 	writeJSON(w, http.StatusOK, updated)
 }
 
+// openAPI is the OpenAPI 3 document of the API, served at /openapi.json.
+// TestOpenAPI keeps it true to the handler.
+//
+//go:embed openapi.json
+var openAPI []byte
+
+// listParams are the query parameters of GET /jobs.
+var listParams = []string{"limit", "after", "enabled", "kind", "last_status", "name"}
+
+// MaxListLimit is the largest page GET /jobs?limit=N serves.
+const MaxListLimit = 1000
+
+// list answers GET /jobs: every job, or a page of them (limit, after), of
+// those that pass the filters (enabled, kind, last_status, name).
+func (s *Server) list(w http.ResponseWriter, req *http.Request) {
+	q := req.URL.Query()
+	var (
+		limit   int
+		after   string
+		filters []func(*cron.Job) bool
+	)
+	for _, key := range slices.Sorted(maps.Keys(q)) {
+		vals := q[key]
+		if len(vals) > 1 {
+			writeError(w, badField(key, "is given %d times; give it once", len(vals)))
+			return
+		}
+		v := vals[0]
+		switch key {
+		case "limit":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > MaxListLimit {
+				writeError(w, badField("limit", "must be an integer from 1 to %d, got %q", MaxListLimit, v))
+				return
+			}
+			limit = n
+		case "after":
+			if v == "" {
+				writeError(w, badField("after", "must be the id of the last job of the previous page"))
+				return
+			}
+			after = v
+		case "enabled":
+			on, err := strconv.ParseBool(v)
+			if err != nil || (v != "true" && v != "false") {
+				writeError(w, badField("enabled", "must be true or false, got %q", v))
+				return
+			}
+			filters = append(filters, func(j *cron.Job) bool { return j.Enabled == on })
+		case "kind":
+			if v != cron.KindOnce && v != cron.KindEvery && v != cron.KindCron {
+				writeError(w, badField("kind", "must be once, every or cron, got %q", v))
+				return
+			}
+			filters = append(filters, func(j *cron.Job) bool { return j.Schedule.Kind == v })
+		case "last_status":
+			switch st := cron.Status(v); st {
+			case "", cron.StatusSuccess, cron.StatusFailed, cron.StatusTimeout, cron.StatusSkipped, cron.StatusPaused, cron.StatusMissed:
+				filters = append(filters, func(j *cron.Job) bool { return j.LastStatus == st })
+			default:
+				writeError(w, badField("last_status", "must be success, failed, timeout, skipped, paused, missed or empty (never run), got %q", v))
+				return
+			}
+		case "name":
+			filters = append(filters, func(j *cron.Job) bool { return j.Name == v })
+		default:
+			writeError(w, badField(key, "unknown query parameter; GET /jobs takes %s", strings.Join(listParams, ", ")))
+			return
+		}
+	}
+	keep := func(j *cron.Job) bool {
+		for _, f := range filters {
+			if !f(j) {
+				return false
+			}
+		}
+		return true
+	}
+	jobs, more, err := s.r.Page(after, limit, keep)
+	if errors.Is(err, cron.ErrNotFound) {
+		writeError(w, badField("after", "no job has the id %q (it was removed since the previous page): start again without after", after))
+		return
+	}
+	if err != nil {
+		s.fail(w, err, "")
+		return
+	}
+	if jobs == nil {
+		jobs = []cron.Job{}
+	}
+	if more && len(jobs) > 0 {
+		next := url.Values{}
+		for k, v := range q {
+			next[k] = v
+		}
+		next.Set("after", jobs[len(jobs)-1].ID)
+		// A reference relative to the request, so that it holds where the
+		// API is mounted.
+		w.Header().Set("Link", fmt.Sprintf("<?%s>; rel=\"next\"", next.Encode()))
+	}
+	writeJSON(w, http.StatusOK, jobs)
+}
+
 // fail answers with the error of a runner call.
 func (s *Server) fail(w http.ResponseWriter, err error, id string) {
 	var ve *cron.ValidationError
+	var re *RequestError
 	switch {
+	case errors.As(err, &re):
+		writeError(w, re)
 	case errors.As(err, &ve):
 		writeError(w, badField(ve.Field, "%s", ve.Reason))
 	case errors.Is(err, cron.ErrNotFound):
@@ -504,7 +617,13 @@ func writeError(w http.ResponseWriter, e *RequestError) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	var b []byte
+	var err error
+	if j, ok := v.(cron.Job); ok {
+		b, err = j.MarshalJSON() // spares json.Marshal's second pass over it
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":"encoding the response failed"}`)

@@ -3,12 +3,14 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,7 +153,26 @@ func TestRejected(t *testing.T) {
 			errBody(`must be once, every or cron, got "sometimes"`, "schedule.kind"), ""},
 		{"validation: negative retries", "POST", "/jobs", `{"http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1m"},"max_retries":-1}`, nil, 400,
 			errBody("must be >= 0, got -1", "max_retries"), ""},
+		{"validation: port", "POST", "/jobs", `{"http":{"url":"http://127.0.0.1:99999/"},"schedule":{"kind":"every","every":"1m"}}`, nil, 400,
+			errBody(`port must be a number from 1 to 65535, got "99999"`, "http.url"), ""},
+		{"validation: header name", "POST", "/jobs", `{"http":{"url":"http://h/","headers":{"Bad Name":"x"}},"schedule":{"kind":"every","every":"1m"}}`, nil, 400,
+			errBody(`header name "Bad Name" holds " ", which a header name cannot`, "http.headers"), ""},
+		{"validation: header value", "POST", "/jobs", `{"http":{"url":"http://h/","headers":{"X-A":"1\r\nX-B: 2"}},"schedule":{"kind":"every","every":"1m"}}`, nil, 400,
+			errBody(`the value of header "X-A" holds the control character "\r"`, "http.headers"), ""},
+		{"validation: Content-Length", "PATCH", "/jobs/fixed", `{"http":{"url":"http://h/","headers":{"Content-Length":"5"}}}`, nil, 400,
+			errBody(`header "Content-Length" is set by the client from the body; remove it`, "http.headers"), ""},
+		{"validation: placeholder", "POST", "/jobs", `{"http":{"url":"http://h/","body":"{{unknown}}"},"schedule":{"kind":"every","every":"1m"}}`, nil, 400,
+			errBody(`unknown placeholder {{unknown}}; the placeholders are {{job_id}}, {{run_id}}, {{scheduled_at}} and {{triggered_at}}`, "http.body"), ""},
+		{"validation: every too short", "POST", "/jobs", `{"http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1ms"}}`, nil, 400,
+			errBody("must be at least 1s, got 1ms", "schedule.every"), ""},
+		{"validation: field of another kind", "POST", "/jobs", `{"http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1h","tz":"Asia/Tokyo"}}`, nil, 400,
+			errBody("is not used by kind every (every takes every, and optionally start_at and jitter)", "schedule.tz"), ""},
 		{"validation on patch", "PATCH", "/jobs/fixed", `{"schedule":{"kind":"every","every":"0s"}}`, nil, 400, errBody("must be > 0, got 0s", "schedule.every"), ""},
+		{"patch unknown nested field", "PATCH", "/jobs/fixed", `{"http":{"urll":"http://h/"}}`, nil, 400, errBody("unknown field", "http.urll"), ""},
+		{"patch wrong type", "PATCH", "/jobs/fixed", `{"timeout":5}`, nil, 400, errBody(`must be a duration string such as "5s", got 5`, "timeout"), ""},
+		{"patch unknown field", "PATCH", "/jobs/fixed", `{"colour":null}`, nil, 400, errBody("unknown field", "colour"), ""},
+		{"patch id null", "PATCH", "/jobs/fixed", `{"id":null}`, nil, 400, errBody(`cannot be changed (the path names job "fixed")`, "id"), ""},
+		{"patch not an object", "PATCH", "/jobs/fixed", `[1]`, nil, 400, errBody("body must be a JSON object", ""), ""},
 		{"patch changes id", "PATCH", "/jobs/fixed", `{"id":"other"}`, nil, 400, errBody(`cannot be changed (the path names job "fixed")`, "id"), ""},
 		{"duplicate id", "POST", "/jobs", validJob, nil, 409, errBody(`a job with id "fixed" already exists`, "id"), ""},
 		{"too large", "POST", "/jobs", huge, nil, 413, errBody("body larger than 4096 bytes", ""), ""},
@@ -271,17 +292,38 @@ func TestLifecycle(t *testing.T) {
 	if diff := cmp.Diff(want, decodeJob(t, r.body)); diff != "" {
 		t.Errorf("after PATCH name, max_retries (-want +got):\n%s", diff)
 	}
-	// schedule and http are replaced whole: the jitter and headers go.
-	r = f.do(t, "PATCH", "/jobs/fixed", `{"schedule":{"kind":"every","every":"2h"},"http":{"url":"http://127.0.0.1:9/other"}}`, nil)
+	// PATCH is a JSON merge patch at every depth: the schedule's jitter and
+	// the headers stay, a null removes a field (the header X-A, the body),
+	// and a removed field takes its default (the method).
+	r = f.do(t, "PATCH", "/jobs/fixed", `{"schedule":{"every":"2h"},"http":{"url":"http://127.0.0.1:9/other","headers":{"X-B":"2"},"body":null}}`, nil)
 	if r.status != 200 {
 		t.Fatalf("patch schedule: %d %s", r.status, r.body)
 	}
 	got := decodeJob(t, r.body)
-	if got.Schedule.Jitter != 0 || got.Schedule.Every.D() != 2*time.Hour || got.HTTP.Headers != nil || got.HTTP.Method != "GET" || got.HTTP.Body != "" {
-		t.Errorf("schedule/http after PATCH = %+v %+v, want replaced whole objects", got.Schedule, got.HTTP)
+	wantHTTP := cron.HTTPConfig{Method: "POST", URL: "http://127.0.0.1:9/other", Headers: map[string]string{"X-A": "1", "X-B": "2"}}
+	if diff := cmp.Diff(wantHTTP, got.HTTP); diff != "" {
+		t.Errorf("http after a merge patch (-want +got):\n%s", diff)
 	}
-	if got.Name != "renamed" || got.Timeout.D() != 3*time.Second {
-		t.Errorf("fields absent from the PATCH changed: name %q timeout %s", got.Name, got.Timeout)
+	if got.Schedule.Jitter.D() != 5*time.Second || got.Schedule.Every.D() != 2*time.Hour || !got.Schedule.StartAt.Equal(fixed.Schedule.StartAt) {
+		t.Errorf("schedule after a merge patch = %+v, want every 2h, the jitter and start_at kept", got.Schedule)
+	}
+	r = f.do(t, "PATCH", "/jobs/fixed", `{"http":{"method":null,"headers":{"X-A":null}},"timeout":null}`, nil)
+	got = decodeJob(t, r.body)
+	if r.status != 200 || got.HTTP.Method != "GET" || !cmp.Equal(got.HTTP.Headers, map[string]string{"X-B": "2"}) || got.Timeout.D() != 10*time.Second {
+		t.Errorf("after nulls: %d method %q headers %v timeout %s; want GET, only X-B, the default 10s", r.status, got.HTTP.Method, got.HTTP.Headers, got.Timeout)
+	}
+	if got.Name != "renamed" || got.MaxRetries != 7 {
+		t.Errorf("fields absent from the PATCH changed: name %q max_retries %d", got.Name, got.MaxRetries)
+	}
+	// Switching the kind needs the old kind's fields removed: the error
+	// names the first one left.
+	r = f.do(t, "PATCH", "/jobs/fixed", `{"schedule":{"kind":"cron","cron":"0 9 * * *"}}`, nil)
+	if r.status != 400 || !strings.Contains(r.body, `"field":"schedule.every"`) {
+		t.Errorf("kind switch leaving every: %d %s, want 400 naming schedule.every", r.status, r.body)
+	}
+	r = f.do(t, "PATCH", "/jobs/fixed", `{"schedule":{"kind":"cron","cron":"0 9 * * *","every":null,"jitter":null,"start_at":null}}`, nil)
+	if got = decodeJob(t, r.body); r.status != 200 || got.Schedule != (cron.ScheduleSpec{Kind: cron.KindCron, Cron: "0 9 * * *"}) {
+		t.Errorf("kind switch: %d %s", r.status, r.body)
 	}
 
 	// run-now: 202, a run id, next_run_at unchanged, the run recorded.
@@ -374,6 +416,19 @@ func TestToken(t *testing.T) {
 	}
 }
 
+// TestBlankToken: a token no client could send is refused.
+func TestBlankToken(t *testing.T) {
+	r, err := cron.New(nil, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result { return cron.Result{} }), cron.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []string{" ", "\t", " s3cret", "s3cret\n"} {
+		if _, err := New(r, Config{Token: tok}); err == nil || !strings.Contains(err.Error(), "Config.Token") {
+			t.Errorf("New(Token %q) error = %v, want one naming Config.Token", tok, err)
+		}
+	}
+}
+
 func TestCallbackAllow(t *testing.T) {
 	f := newFixture(t, Config{CallbackAllow: []string{"*.internal", "API.example.com"}})
 	tests := []struct {
@@ -404,6 +459,36 @@ func TestCallbackAllow(t *testing.T) {
 	}
 	if r = f.do(t, "PATCH", "/jobs/p", `{"http":{"url":"http://evil.com/"}}`, nil); r.status != 400 {
 		t.Errorf("PATCH to a refused host: %d, want 400", r.status)
+	}
+}
+
+// TestConcurrentPatches sends PATCHes of different fields of one job at
+// the same time: each must keep the others' changes.
+func TestConcurrentPatches(t *testing.T) {
+	f := newFixture(t, Config{})
+	if r := f.do(t, "POST", "/jobs", `{"id":"c","http":{"url":"http://svc.internal/"},"schedule":{"kind":"every","every":"1h"}}`, nil); r.status != 201 {
+		t.Fatal(r.body)
+	}
+	patches := []string{`{"name":"renamed"}`, `{"timeout":"7s"}`, `{"max_retries":9}`, `{"retry_backoff":"2s"}`,
+		`{"http":{"method":"POST","url":"http://svc.internal/x"}}`, `{"misfire_grace":"1m"}`}
+	var wg sync.WaitGroup
+	for _, body := range patches {
+		wg.Go(func() {
+			if r := f.do(t, "PATCH", "/jobs/c", body, nil); r.status != 200 {
+				t.Errorf("PATCH %s: %d %s", body, r.status, r.body)
+			}
+		})
+	}
+	wg.Wait()
+	got := decodeJob(t, f.do(t, "GET", "/jobs/c", "", nil).body)
+	type fields struct {
+		Name, Method, URL    string
+		Timeout, Backoff, Gr cron.Duration
+		Retries              int
+	}
+	want := fields{"renamed", "POST", "http://svc.internal/x", cron.Duration(7 * time.Second), cron.Duration(2 * time.Second), cron.Duration(time.Minute), 9}
+	if diff := cmp.Diff(want, fields{got.Name, got.HTTP.Method, got.HTTP.URL, got.Timeout, got.RetryBackoff, got.MisfireGrace, got.MaxRetries}); diff != "" {
+		t.Errorf("after concurrent PATCHes (-want +got):\n%s", diff)
 	}
 }
 
@@ -477,4 +562,213 @@ func FuzzDecodeJobBody(f *testing.F) {
 			t.Fatalf("accepted body gives a job that does not marshal: %v", err)
 		}
 	})
+}
+
+// TestIDs: a create with an id outside the safe set is refused, naming id;
+// a job stored before the rule applied is still reached (and removed) at
+// its escaped path; an escaped '/' never reaches an action.
+func TestIDs(t *testing.T) {
+	st := cron.NewMemStore()
+	ctx := context.Background()
+	for _, id := range []string{"a/b", "x"} {
+		if err := st.Save(ctx, cron.Job{ID: id, Enabled: true, Type: "http", HTTP: cron.HTTPConfig{Method: "GET", URL: "http://svc.internal/"},
+			Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour), StartAt: time.Now()},
+			Timeout:  cron.Duration(time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var runs atomic.Int64
+	r, err := cron.New(st, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result {
+		runs.Add(1)
+		return cron.Result{Status: cron.StatusSuccess, Attempts: 1}
+	}), cron.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	api, err := New(r, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{runner: r, srv: httptest.NewServer(api)}
+	t.Cleanup(f.srv.Close)
+
+	tests := []struct {
+		id   string
+		want int
+	}{
+		{"a/b", 400}, {"../../etc", 400}, {"a b/c?d", 400}, {".", 400}, {"..", 400}, {"é", 400}, {"a\x00", 400},
+		{strings.Repeat("x", 129), 400},
+		{strings.Repeat("x", 128), 201}, {"Job_1.a:b-c", 201}, {"..a", 201},
+	}
+	for _, tt := range tests {
+		body, _ := json.Marshal(map[string]any{"id": tt.id, "http": map[string]string{"url": "http://svc.internal/"}, "schedule": map[string]string{"kind": "every", "every": "1h"}})
+		res := f.do(t, "POST", "/jobs", string(body), nil)
+		if res.status != tt.want {
+			t.Errorf("POST id %q: %d %s, want %d", tt.id, res.status, res.body, tt.want)
+		}
+		if tt.want == 400 && !strings.Contains(res.body, `"field":"id"`) {
+			t.Errorf("POST id %q: refusal does not name id: %s", tt.id, res.body)
+		}
+	}
+	if got := len(r.List()); got != 5 {
+		t.Errorf("jobs after the creates = %d, want 5 (2 stored, 3 created)", got)
+	}
+	// The stored job a/b is reached at its escaped path.
+	if res := f.do(t, "GET", "/jobs/a%2Fb", "", nil); res.status != 200 || decodeJob(t, res.body).ID != "a/b" {
+		t.Errorf("GET /jobs/a%%2Fb: %d %s, want 200 and the job a/b", res.status, res.body)
+	}
+	// An escaped '/' is part of the id, not a path separator: this is
+	// /jobs/{id} with the id "x/run-now", which takes no POST.
+	if res := f.do(t, "POST", "/jobs/x%2Frun-now", "", nil); res.status != 405 {
+		t.Errorf("POST /jobs/x%%2Frun-now: %d %s, want 405", res.status, res.body)
+	}
+	if res := f.do(t, "GET", "/jobs/x%2Frun-now", "", nil); res.status != 404 {
+		t.Errorf("GET /jobs/x%%2Frun-now: %d %s, want 404", res.status, res.body)
+	}
+	if n := runs.Load(); n != 0 {
+		t.Errorf("%d runs started, want none", n)
+	}
+	if res := f.do(t, "DELETE", "/jobs/a%2Fb", "", nil); res.status != 204 {
+		t.Errorf("DELETE /jobs/a%%2Fb: %d %s, want 204", res.status, res.body)
+	}
+	if _, err := r.Get("a/b"); !errors.Is(err, cron.ErrNotFound) {
+		t.Errorf("after DELETE, Get(a/b) error = %v, want ErrNotFound", err)
+	}
+}
+
+// TestPatchEnabled: PATCH {"enabled": false} and {"enabled": true} do what
+// /pause and /resume do.
+func TestPatchEnabled(t *testing.T) {
+	f := newFixture(t, Config{})
+	if r := f.do(t, "POST", "/jobs", validJob, nil); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	type state struct {
+		Enabled    bool
+		LastStatus cron.Status
+		Scheduled  bool
+	}
+	get := func(body string) state {
+		j := decodeJob(t, body)
+		return state{j.Enabled, j.LastStatus, !j.NextRunAt.IsZero()}
+	}
+	steps := []struct {
+		method, path, body string
+		want               state
+	}{
+		{"PATCH", "/jobs/fixed", `{"enabled":false}`, state{false, cron.StatusPaused, false}},
+		{"PATCH", "/jobs/fixed", `{"enabled":true}`, state{true, cron.StatusPaused, true}},
+		{"POST", "/jobs/fixed/pause", "", state{false, cron.StatusPaused, false}},
+		{"POST", "/jobs/fixed/resume", "", state{true, cron.StatusPaused, true}},
+	}
+	for _, s := range steps {
+		r := f.do(t, s.method, s.path, s.body, nil)
+		if r.status != 200 {
+			t.Fatalf("%s %s %s: %d %s", s.method, s.path, s.body, r.status, r.body)
+		}
+		if diff := cmp.Diff(s.want, get(r.body)); diff != "" {
+			t.Errorf("%s %s %s: answer (-want +got):\n%s", s.method, s.path, s.body, diff)
+		}
+		if diff := cmp.Diff(s.want, get(f.do(t, "GET", "/jobs/fixed", "", nil).body)); diff != "" {
+			t.Errorf("%s %s %s: then GET (-want +got):\n%s", s.method, s.path, s.body, diff)
+		}
+	}
+}
+
+// TestDurationsAsWritten: a duration comes back as the user wrote it, in
+// its short form, from POST, PATCH and GET.
+func TestDurationsAsWritten(t *testing.T) {
+	f := newFixture(t, Config{})
+	r := f.do(t, "POST", "/jobs", `{"id":"d","http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1h","jitter":"10m"},"timeout":"1m","retry_backoff":"90s"}`, nil)
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	want := `"schedule":{"kind":"every","every":"1h","start_at":`
+	if !strings.Contains(r.body, want) || !strings.Contains(r.body, `"jitter":"10m"`) || !strings.Contains(r.body, `"timeout":"1m","max_retries":3,"retry_backoff":"1m30s"`) {
+		t.Errorf("created job %s: want every 1h, jitter 10m, timeout 1m, retry_backoff 1m30s", r.body)
+	}
+	r = f.do(t, "PATCH", "/jobs/d", `{"timeout":"2m"}`, nil)
+	if !strings.Contains(r.body, `"timeout":"2m"`) {
+		t.Errorf("patched job %s: want timeout 2m", r.body)
+	}
+	if r = f.do(t, "GET", "/jobs/d", "", nil); !strings.Contains(r.body, `"every":"1h"`) || !strings.Contains(r.body, `"timeout":"2m"`) {
+		t.Errorf("GET %s: want every 1h and timeout 2m", r.body)
+	}
+}
+
+// TestListPagesAndFilters: GET /jobs pages with limit and after (the Link
+// header names the next page) and filters by enabled, kind, last_status
+// and name; an unknown or bad query parameter is a 400 naming it.
+func TestListPagesAndFilters(t *testing.T) {
+	f := newFixture(t, Config{})
+	for _, body := range []string{
+		`{"id":"j1","name":"a","http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1h"}}`,
+		`{"id":"j2","name":"b","http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1h"},"enabled":false}`,
+		`{"id":"j3","name":"a","http":{"url":"http://h/"},"schedule":{"kind":"cron","cron":"0 9 * * *"}}`,
+		`{"id":"j4","name":"c","http":{"url":"http://h/"},"schedule":{"kind":"once","run_at":"2099-01-01T00:00:00Z"}}`,
+		`{"id":"j5","name":"a","http":{"url":"http://h/"},"schedule":{"kind":"every","every":"1h"},"enabled":false}`,
+	} {
+		if r := f.do(t, "POST", "/jobs", body, nil); r.status != 201 {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+	}
+	ids := func(body string) []string {
+		var jobs []cron.Job
+		if err := json.Unmarshal([]byte(body), &jobs); err != nil {
+			t.Fatalf("decode %s: %v", body, err)
+		}
+		out := []string{}
+		for _, j := range jobs {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	tests := []struct {
+		query    string
+		want     []string
+		wantNext string // the Link header's target, "" for none
+	}{
+		{"", []string{"j1", "j2", "j3", "j4", "j5"}, ""},
+		{"?limit=2", []string{"j1", "j2"}, "?after=j2&limit=2"},
+		{"?after=j2&limit=2", []string{"j3", "j4"}, "?after=j4&limit=2"},
+		{"?after=j4&limit=2", []string{"j5"}, ""},
+		{"?name=a", []string{"j1", "j3", "j5"}, ""},
+		{"?name=a&limit=1", []string{"j1"}, "?after=j1&limit=1&name=a"},
+		{"?enabled=false", []string{"j2", "j5"}, ""},
+		{"?enabled=true&kind=every", []string{"j1"}, ""},
+		{"?kind=cron", []string{"j3"}, ""},
+		{"?last_status=", []string{"j1", "j2", "j3", "j4", "j5"}, ""},
+		{"?last_status=success", []string{}, ""},
+	}
+	for _, tt := range tests {
+		r := f.do(t, "GET", "/jobs"+tt.query, "", nil)
+		if r.status != 200 {
+			t.Errorf("GET /jobs%s: %d %s", tt.query, r.status, r.body)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, ids(r.body)); diff != "" {
+			t.Errorf("GET /jobs%s ids (-want +got):\n%s", tt.query, diff)
+		}
+		var next string
+		if l := r.header.Get("Link"); l != "" {
+			next = strings.TrimSuffix(strings.TrimPrefix(l, "<"), `>; rel="next"`)
+		}
+		if next != tt.wantNext {
+			t.Errorf("GET /jobs%s Link = %q, want the next page at %q", tt.query, next, tt.wantNext)
+		}
+	}
+	bad := []struct{ query, field string }{
+		{"?limit=0", "limit"}, {"?limit=1001", "limit"}, {"?limit=x", "limit"}, {"?enabled=yes", "enabled"},
+		{"?kind=hourly", "kind"}, {"?last_status=great", "last_status"}, {"?after=nope", "after"},
+		{"?colour=red", "colour"}, {"?name=a&name=b", "name"},
+	}
+	for _, tt := range bad {
+		r := f.do(t, "GET", "/jobs"+tt.query, "", nil)
+		if r.status != 400 || !strings.Contains(r.body, `"field":"`+tt.field+`"`) {
+			t.Errorf("GET /jobs%s: %d %s, want 400 naming %s", tt.query, r.status, r.body, tt.field)
+		}
+	}
 }

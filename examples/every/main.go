@@ -61,7 +61,7 @@ func run(duration time.Duration, verbose bool) error {
 			r.Attempts, r.Lag().Round(time.Microsecond), r.Latency.D().Round(time.Microsecond), r.Error)
 	})
 	exec := cron.NewHTTPExecutor(cron.HTTPExecutorConfig{Logger: logger})
-	runner, err := cron.New(cron.NewMemStore(), exec, cron.Config{Observer: observer, Logger: logger})
+	runner, err := cron.New(nil, exec, cron.Config{Observer: observer, Logger: logger}) // no store: jobs live in the runner
 	if err != nil {
 		return err
 	}

@@ -4,15 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
+	"github.com/ksana-dev/ksana/cron/httpapi"
 )
 
 // seedDir writes a jobs.json with n jobs into a fresh directory.
@@ -232,13 +237,11 @@ func BenchmarkRunnerWrites(b *testing.B) {
 			var seq atomic.Int64
 			write := func() {
 				i := seq.Add(1)
-				j, err := r.Get(jobID(int(i % n)))
-				if err != nil {
-					b.Error(err)
-					return
+				rename := func(j *cron.Job) error {
+					j.Name = fmt.Sprint("w", i)
+					return nil
 				}
-				j.Name = fmt.Sprint("w", i)
-				if _, err := r.Update(ctx, j); err != nil {
+				if _, err := r.Update(ctx, jobID(int(i%n)), rename); err != nil {
 					b.Error(err)
 				}
 			}
@@ -268,4 +271,108 @@ func BenchmarkRunnerWrites(b *testing.B) {
 			b.ReportMetric(rate(eight)/rate(one), "ratio-8/1")
 		})
 	}
+}
+
+// BenchmarkCreateAPIvsRunner measures 64 concurrent creates of a job, each
+// acknowledged once durable, on one store (journal on, as in cmd/ksana)
+// with 10,000 jobs: through POST /jobs of cron/httpapi from 64 HTTP clients
+// over loopback, and through Runner.Add from 64 goroutines, the baseline,
+// in interleaved rounds. It reports the milliseconds per round of 64 for
+// each and their ratio (the goal: ratio-api/add under 2), the same posts
+// to the API over a runner without a store (the cost of the HTTP stack
+// alone, client and server on this machine), and the journal
+// syncs per round of each, which shows whether the creates of a round
+// still share their syncs when they come through HTTP.
+func BenchmarkCreateAPIvsRunner(b *testing.B) {
+	const n, clients = 10_000, 64
+	s, err := New(seedDir(b, n), Config{Journal: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	noop := cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result {
+		return cron.Result{Status: cron.StatusSuccess, Attempts: 1}
+	})
+	r, err := cron.New(s, noop, cron.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := r.Load(ctx); err != nil {
+		b.Fatal(err)
+	}
+	api, err := httpapi.New(r, httpapi.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	// The HTTP stack alone: the same API over a runner without a store.
+	bare, err := cron.New(nil, noop, cron.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bareAPI, err := httpapi.New(bare, httpapi.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bareSrv := httptest.NewServer(bareAPI)
+	defer bareSrv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
+	const body = `{"http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"every","every":"1h"}}`
+	job := cron.Job{Enabled: true, MaxRetries: cron.DefaultMaxRetries, HTTP: cron.HTTPConfig{URL: "http://127.0.0.1:9/"},
+		Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour)}}
+	postTo := func(base string) {
+		resp, err := client.Post(base+"/jobs", "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			b.Errorf("POST /jobs: status %d", resp.StatusCode)
+		}
+	}
+	post := func() { postTo(srv.URL) }
+	postBare := func() { postTo(bareSrv.URL) }
+	add := func() {
+		if _, err := r.Add(ctx, job); err != nil {
+			b.Error(err)
+		}
+	}
+	syncs := func() int {
+		s.jmu.Lock()
+		defer s.jmu.Unlock()
+		return s.jsyncs
+	}
+	var syncsAPI, syncsAdd int
+	round := func(f func(), n *int) time.Duration {
+		before := syncs()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Go(f)
+		}
+		wg.Wait()
+		d := time.Since(start)
+		*n += syncs() - before
+		return d
+	}
+	round(post, new(int)) // open the clients' connections
+	round(postBare, new(int))
+	var viaAPI, viaAdd, viaBare time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		viaAdd += round(add, &syncsAdd)
+		viaAPI += round(post, &syncsAPI)
+		viaBare += round(postBare, new(int))
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(ms(viaAdd), "ms/64-adds")
+	b.ReportMetric(ms(viaAPI), "ms/64-posts")
+	b.ReportMetric(ms(viaBare), "ms/64-posts-nostore")
+	b.ReportMetric(float64(viaAPI)/float64(viaAdd), "ratio-api/add")
+	b.ReportMetric(float64(syncsAdd)/float64(b.N), "syncs/64-adds")
+	b.ReportMetric(float64(syncsAPI)/float64(b.N), "syncs/64-posts")
 }

@@ -105,5 +105,9 @@
 //     file is first copied to jobs.bad-<UTC timestamp>.json, so nothing is
 //     lost, and then rewritten without them.
 //
+// [Store.Recovered] returns what was set aside (nil when the file was read
+// whole), so that a caller without a logger learns of it too and can make
+// it visible: the jobs concerned do not fire until the backup is restored.
+//
 // A line of runs.jsonl cut short by a crash is dropped.
 package jsonstore

@@ -106,7 +106,7 @@ func appendTime(b []byte, t time.Time) []byte {
 // appendDuration writes d as a quoted Go duration string.
 func appendDuration(b []byte, d cron.Duration) []byte {
 	b = append(b, '"')
-	b = append(b, time.Duration(d).String()...)
+	b = append(b, d.String()...)
 	return append(b, '"')
 }
 

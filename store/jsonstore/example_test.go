@@ -30,7 +30,11 @@ func Example() {
 		HTTP:     cron.HTTPConfig{URL: "https://example.com/ping"},
 		Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(5 * time.Minute), StartAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
 	}
-	job.Normalize()
+	// Prepare fills the defaults (type, method, timeout, retry_backoff) and
+	// checks the job, as a Runner does before it saves one.
+	if _, err := cron.Prepare(&job, time.Now(), cron.Rules{}); err != nil {
+		panic(err)
+	}
 	// Save returns once a rewrite of jobs.json holding the job is on disk.
 	if err := s.Save(ctx, job); err != nil {
 		panic(err)
@@ -50,5 +54,5 @@ func Example() {
 	fmt.Println(len(jobs), jobs[0].Name, jobs[0].Schedule.Every)
 	// Output:
 	//   "version": 1,
-	// 1 ping service 5m0s
+	// 1 ping service 5m
 }

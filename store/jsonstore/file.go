@@ -294,7 +294,9 @@ func convertJob(i int, f *fileJob) (cron.Job, *EntryError) {
 		}
 		*d.dst = cron.Duration(v)
 	}
-	j.Normalize()
+	// A schedule field its kind does not use was ignored before the rule
+	// that refuses it: such a job loads as it ran.
+	j.Schedule.ClearUnused()
 	if err := j.Validate(); err != nil {
 		var ve *cron.ValidationError
 		if errors.As(err, &ve) {

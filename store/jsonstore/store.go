@@ -131,6 +131,8 @@ type Store struct {
 	jheld     uint64        // jobs.json holds every record up to this seq
 	jsyncs    int           // journal writes made (each one sync)
 
+	recovery *Recovery // what New set aside; nil when jobs.json read clean
+
 	kick  chan struct{}
 	force chan chan error
 	stop  chan struct{}
@@ -263,6 +265,30 @@ func New(dir string, cfg Config) (_ *Store, err error) {
 // Dir returns the data directory.
 func (s *Store) Dir() string { return s.dir }
 
+// Recovery describes what [New] set aside because jobs.json could not be
+// read whole: the file itself (Unreadable: the store started empty) or
+// some of its entries (Skipped). The jobs are not lost: Backup holds the
+// file as it was.
+type Recovery struct {
+	// Unreadable is set when jobs.json did not parse at all: it was moved
+	// to Backup and the store started with no jobs.
+	Unreadable bool
+	// Skipped lists the entries that were dropped, each naming its id,
+	// index and field.
+	Skipped []*EntryError
+	// Backup is the path of the copy of jobs.json as it was.
+	Backup string
+	// Err is why the file could not be read, when Unreadable.
+	Err error
+}
+
+// Recovered reports what New set aside from jobs.json, or nil when the
+// file was read whole (or did not exist). It does not change until the
+// store is opened again. A caller should make it visible where an
+// operator looks: a store that starts empty because its file was bad
+// silently stops every job.
+func (s *Store) Recovered() *Recovery { return s.recovery }
+
 // loadJobs reads jobs.json into memory. It reports whether the file must be
 // written at once (it was missing, moved aside or had entries skipped).
 func (s *Store) loadJobs() (bool, error) {
@@ -283,6 +309,7 @@ func (s *Store) loadJobs() (bool, error) {
 		}
 		s.log.Error("jsonstore: jobs file cannot be read; moved aside, starting empty",
 			"file", path, "backup", backup, "error", err)
+		s.recovery = &Recovery{Unreadable: true, Backup: backup, Err: err}
 		return true, nil
 	}
 	if len(bad) > 0 {
@@ -294,6 +321,7 @@ func (s *Store) loadJobs() (bool, error) {
 			s.log.Error("jsonstore: invalid job skipped", "job_id", e.ID, "index", e.Index,
 				"field", e.Field, "error", e.Err, "backup", backup)
 		}
+		s.recovery = &Recovery{Skipped: bad, Backup: backup}
 	}
 	s.order = make([]*entry, 0, len(jobs))
 	for i := range jobs {

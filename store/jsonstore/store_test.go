@@ -30,7 +30,9 @@ func testJob(id string) cron.Job {
 		Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Minute), StartAt: t0},
 	}
 	j.MaxRetries = 3
-	j.Normalize()
+	if _, err := cron.Prepare(&j, t0, cron.Rules{}); err != nil {
+		panic(err)
+	}
 	j.NextRunAt = t0.Add(time.Minute)
 	return j
 }
@@ -484,6 +486,16 @@ func TestRecovery(t *testing.T) {
 			wantBad: map[string]string{},
 		},
 		{
+			// A schedule field its kind does not use, accepted (and
+			// ignored) before the rule that refuses it, does not set the
+			// job aside.
+			name: "field of another kind",
+			files: map[string]string{JobsFile: `{"version":1,"updated_at":"2026-01-01T00:00:00Z","jobs":[` +
+				`{"id":"t","type":"http","http":{"method":"GET","url":"http://h/"},"schedule":{"kind":"every","every":"1m","start_at":"2026-01-01T00:00:00Z","tz":"Mars/Olympus"},"timeout":"1s"}]}`},
+			wantIDs: []string{"t"},
+			wantBad: map[string]string{},
+		},
+		{
 			name:    "does not parse",
 			files:   map[string]string{JobsFile: `{"version":1,"jobs":[{"id":`},
 			wantBad: map[string]string{BadFile: `{"version":1,"jobs":[{"id":`},
@@ -545,6 +557,32 @@ func TestRecovery(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.wantLogs, got); diff != "" {
 				t.Errorf("logs (-want +got):\n%s", diff)
+			}
+			// Recovered tells the caller what the logs tell the operator.
+			type summary struct {
+				Unreadable  bool
+				Skipped     int
+				BackupInDir bool
+			}
+			var want *summary
+			for _, m := range tt.wantLogs {
+				if want == nil {
+					want = &summary{BackupInDir: true}
+				}
+				switch m["msg"] {
+				case "jsonstore: jobs file cannot be read; moved aside, starting empty":
+					want.Unreadable = true
+				case "jsonstore: invalid job skipped":
+					want.Skipped++
+				}
+			}
+			var gotSum *summary
+			if rec := s.Recovered(); rec != nil {
+				_, err := os.Stat(rec.Backup)
+				gotSum = &summary{rec.Unreadable, len(rec.Skipped), err == nil && filepath.Dir(rec.Backup) == dir}
+			}
+			if diff := cmp.Diff(want, gotSum); diff != "" {
+				t.Errorf("Recovered() (-want +got):\n%s", diff)
 			}
 			// jobs.json is rewritten at once and holds what was loaded.
 			var fileIDs []string

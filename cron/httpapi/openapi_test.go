@@ -1,0 +1,158 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ksana-dev/ksana/cron"
+)
+
+// openAPIDoc is the part of the OpenAPI document the test reads.
+type openAPIDoc struct {
+	Paths      map[string]map[string]json.RawMessage `json:"paths"`
+	Components struct {
+		Schemas map[string]struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"schemas"`
+	} `json:"components"`
+}
+
+func jsonNames(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestOpenAPI keeps /openapi.json true to the handler: every route and
+// method the handler serves is documented and the other way round, and the
+// fields of the job, http, schedule and run objects and the query
+// parameters of GET /jobs are the ones the handler reads and writes.
+func TestOpenAPI(t *testing.T) {
+	f := newFixture(t, Config{Token: "s3cret"})
+	r := f.do(t, "GET", "/openapi.json", "", nil) // no token needed
+	if r.status != 200 || r.body != string(openAPI) {
+		t.Fatalf("GET /openapi.json: %d, body equal to the embedded document: %v", r.status, r.body == string(openAPI))
+	}
+	var doc openAPIDoc
+	if err := json.Unmarshal(openAPI, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+
+	// Routes: each documented path matches the route of the same pattern,
+	// with the same methods (HEAD aside); each route the handler serves is
+	// documented.
+	served := []string{"/health", "/metrics", "/openapi.json", "/jobs", "/jobs/x", "/jobs/x/run-now", "/jobs/x/pause", "/jobs/x/resume", "/jobs/x/runs"}
+	var servedPatterns []string
+	for _, p := range served {
+		rt, ok := match(p)
+		if !ok {
+			t.Fatalf("match(%q): no route", p)
+		}
+		servedPatterns = append(servedPatterns, rt.pattern)
+	}
+	slices.Sort(servedPatterns)
+	if diff := cmp.Diff(servedPatterns, keys(doc.Paths)); diff != "" {
+		t.Errorf("paths (-served +documented):\n%s", diff)
+	}
+	for path, ops := range doc.Paths {
+		rt, ok := match(strings.ReplaceAll(path, "{id}", "x"))
+		if !ok || rt.pattern != path {
+			t.Errorf("documented path %s: the handler routes it to %q (%v)", path, rt.pattern, ok)
+			continue
+		}
+		var documented []string
+		for op := range ops {
+			if op != "parameters" {
+				documented = append(documented, strings.ToUpper(op))
+			}
+		}
+		slices.Sort(documented)
+		var allowed []string
+		for _, m := range strings.Split(rt.allow, ", ") {
+			if m != "HEAD" {
+				allowed = append(allowed, m)
+			}
+		}
+		slices.Sort(allowed)
+		if diff := cmp.Diff(allowed, documented); diff != "" {
+			t.Errorf("methods of %s (-served +documented):\n%s", path, diff)
+		}
+	}
+
+	// Fields.
+	schema := func(name string) []string { return keys(doc.Components.Schemas[name].Properties) }
+	var input []string
+	for _, fl := range jobFieldOrder {
+		if !systemFields[fl] {
+			input = append(input, fl)
+		}
+	}
+	slices.Sort(input)
+	all := slices.Sorted(slices.Values(jobFieldOrder))
+	for _, tc := range []struct {
+		schema string
+		want   []string
+	}{
+		{"JobInput", input},
+		{"Job", all},
+		{"HTTP", jsonNames(reflect.TypeFor[httpBody]())},
+		{"Schedule", jsonNames(reflect.TypeFor[scheduleBody]())},
+		{"Run", jsonNames(reflect.TypeFor[cron.Run]())},
+	} {
+		if diff := cmp.Diff(tc.want, schema(tc.schema)); diff != "" {
+			t.Errorf("schema %s properties (-handler +documented):\n%s", tc.schema, diff)
+		}
+	}
+	// The job the API writes has exactly the documented Job fields.
+	var written map[string]any
+	if err := json.Unmarshal(must(cron.Job{}.MarshalJSON()), &written); err != nil {
+		t.Fatal(err)
+	}
+	delete(written, "misfire_grace") // omitted when zero
+	wantWritten := slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "misfire_grace" })
+	if diff := cmp.Diff(wantWritten, keys(written)); diff != "" {
+		t.Errorf("fields of a written job (-documented +written):\n%s", diff)
+	}
+	var get struct {
+		Parameters []struct {
+			Name string `json:"name"`
+		} `json:"parameters"`
+	}
+	if err := json.Unmarshal(doc.Paths["/jobs"]["get"], &get); err != nil {
+		t.Fatal(err)
+	}
+	var params []string
+	for _, p := range get.Parameters {
+		params = append(params, p.Name)
+	}
+	slices.Sort(params)
+	if diff := cmp.Diff(slices.Sorted(slices.Values(listParams)), params); diff != "" {
+		t.Errorf("GET /jobs query parameters (-handler +documented):\n%s", diff)
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

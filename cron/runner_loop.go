@@ -1,0 +1,166 @@
+package cron
+
+import (
+	"context"
+	"time"
+)
+
+// maxWait caps each sleep of the timer goroutine: a low-frequency tick that
+// notices a wall clock that jumped (or a suspend that stopped the monotonic
+// clock) within a second.
+const maxWait = time.Second
+
+// fireBatch bounds the slots handled under one hold of the lock, so that a
+// burst of due jobs does not keep API calls waiting.
+const fireBatch = 256
+
+// settle places an enabled entry whose run is due at due (0: none), seen at
+// now, outside the timer loop (Load, Add, Resume): on time or in the future,
+// it goes in the heap at due; past MisfireTolerance the misfire rules apply.
+// It returns the slot to run at once (a missed slot within misfire_grace) or
+// 0, and the event to emit for a missed once job. mu is held.
+func (r *Runner) settle(idx int32, e *entry, due, now int64) (slot int64, ev *Run) {
+	if due == 0 {
+		e.next = 0
+		return 0, nil
+	}
+	if now-due <= int64(r.cfg.MisfireTolerance) {
+		e.next = due
+		r.schedule(idx, e, due)
+		return 0, nil
+	}
+	return r.misfire(idx, e, due, now)
+}
+
+// misfire applies the misfire rules to the entry's slot due, found at now.
+// mu is held.
+func (r *Runner) misfire(idx int32, e *entry, due, now int64) (slot int64, ev *Run) {
+	d := Misfire(e.schedule(), fromNano(due), fromNano(now), time.Duration(e.grace()))
+	e.next = toNano(d.Next)
+	r.schedule(idx, e, e.next)
+	if d.Status == StatusMissed {
+		e.status = statusID(StatusMissed)
+		e.setLastErr("")
+		t := fromNano(now)
+		ev = &Run{JobID: e.id, ScheduledAt: fromNano(due), TriggeredAt: t, FinishedAt: t, Status: StatusMissed}
+		r.log.Info("cron: once job missed", "job_id", e.id, "name", e.name, "scheduled_at", fromNano(due))
+	} else if !d.Run {
+		r.log.Info("cron: slot missed, rolled on", "job_id", e.id, "name", e.name, "scheduled_at", fromNano(due), "next_run_at", d.Next)
+	}
+	r.markDirty(e)
+	if d.Run {
+		return due, ev
+	}
+	return 0, ev
+}
+
+// schedule puts e in the heap at at (0: takes it out) and wakes the timer
+// goroutine when the earliest deadline moves. mu is held.
+func (r *Runner) schedule(idx int32, e *entry, at int64) {
+	if e.queuedAt == at {
+		return
+	}
+	r.unschedule(e)
+	if at == 0 {
+		return
+	}
+	e.queuedAt = at
+	r.heap.push(item{at: at, idx: idx, gen: e.gen})
+	if at < r.wakeAt {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (r *Runner) unschedule(e *entry) {
+	if e.queuedAt != 0 {
+		e.queuedAt = 0
+		r.heap.markStale()
+	}
+}
+
+// loop is the timer goroutine: it fires what is due and sleeps until the
+// next deadline, a change of it, or the end of ctx.
+func (r *Runner) loop(ctx context.Context) {
+	timer := time.NewTimer(maxWait)
+	defer timer.Stop()
+	var events []Run
+	for {
+		r.mu.Lock()
+		now := toNano(r.now())
+		r.wakeAt = 0
+		wait, more := r.fireDue(now, &events)
+		wait = min(wait, maxWait)
+		r.wakeAt = now + int64(wait)
+		for i, ev := range events {
+			r.finish(ev, false)
+			events[i] = Run{}
+		}
+		events = events[:0]
+		r.mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+		if more {
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-r.wake:
+		}
+	}
+}
+
+// fireDue handles up to fireBatch due slots at now. It returns how long to
+// wait for the next one (maxWait when there is none), or more = true when
+// due slots remain. mu is held.
+func (r *Runner) fireDue(now int64, events *[]Run) (wait time.Duration, more bool) {
+	for range fireBatch {
+		it, ok := r.heap.peek(now)
+		if !ok {
+			return maxWait, false
+		}
+		if it.at > now {
+			return time.Duration(it.at - now), false
+		}
+		e := r.tab.at(it.idx)
+		e.queuedAt = 0
+		r.heap.hold() // the job's next slot, if any, replaces the root
+		r.fire(it.idx, e, it.at, now, events)
+		r.heap.release()
+	}
+	return 0, true
+}
+
+// fire handles the slot due of e at now: it rolls e to its next slot and
+// dispatches the run, records a skip when the previous run is still in
+// flight, or applies the misfire rules when the slot is late. mu is held.
+func (r *Runner) fire(idx int32, e *entry, due, now int64, events *[]Run) {
+	if now-due > int64(r.cfg.MisfireTolerance) {
+		slot, ev := r.misfire(idx, e, due, now)
+		if ev != nil {
+			*events = append(*events, *ev)
+		}
+		if slot == 0 {
+			return
+		}
+	} else {
+		e.next = e.nextAfter(due)
+		r.schedule(idx, e, e.next)
+	}
+	if e.inflight > 0 {
+		e.status = statusID(StatusSkipped)
+		e.setLastErr("previous run still in flight")
+		r.markDirty(e)
+		t := fromNano(now)
+		*events = append(*events, Run{JobID: e.id, ScheduledAt: fromNano(due), TriggeredAt: t, FinishedAt: t, Status: StatusSkipped, Error: "previous run still in flight"})
+		return
+	}
+	r.markDirty(e)
+	r.enqueue(e, task{scheduled: due})
+}

@@ -1,0 +1,165 @@
+package cron
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// ended is a run record on its way to the recorder. drop marks the run
+// of a job removed while it ran: it goes to the observer only.
+type ended struct {
+	run  Run
+	drop bool
+}
+
+// markDirty queues e's bookkeeping for the recorder. mu is held.
+func (r *Runner) markDirty(e *entry) {
+	if e.dirty || e.id == "" || r.store == nil {
+		return
+	}
+	e.dirty = true
+	r.dirty = append(r.dirty, e)
+	r.wakeRecorder()
+}
+
+// finish hands a run record to the recorder: a run a worker finished, or
+// a slot skipped or missed. drop marks the run of a removed job, which
+// only the observer sees. mu is held.
+func (r *Runner) finish(run Run, drop bool) {
+	if run.ID == "" {
+		run.ID = newID()
+	}
+	r.ended = append(r.ended, ended{run: run, drop: drop})
+	r.wakeRecorder()
+}
+
+// wakeRecorder wakes the recorder when its work has just gone from none
+// to some: each pass of the recorder takes all of it, so later additions
+// before that pass need no wake of their own. mu is held.
+func (r *Runner) wakeRecorder() {
+	if len(r.dirty)+len(r.ended) != 1 {
+		return
+	}
+	select {
+	case r.recWake <- struct{}{}:
+	default:
+	}
+}
+
+// recorder is the one goroutine that writes to the store while the runner
+// runs (but for the durable writes of the API): the bookkeeping of the
+// jobs marked dirty through Store.Record, and the run records that the
+// workers and the timer goroutine hand it through RunStore.AppendRun (or
+// into the runner's own history when it has no store); then it shows each
+// run to the observer. It goes on until stop is closed, then writes what
+// is left. Being the only writer of bookkeeping, and reading it when it
+// writes, it never puts an older state after a newer one.
+func (r *Runner) recorder(ctx context.Context, stop <-chan struct{}) {
+	var w recorderBufs
+	for {
+		select {
+		case <-r.recWake:
+		case <-stop:
+			r.flushDirty(ctx, &w)
+			return
+		}
+		r.flushDirty(ctx, &w)
+	}
+}
+
+type record struct {
+	id string
+	bk Bookkeeping
+}
+
+// recorderBufs are the recorder's buffers, reused from one pass to the
+// next, and its memory of the skip warnings.
+type recorderBufs struct {
+	recs  []record
+	ended []ended
+	skips map[string]*skipLog // job id -> its last "slot skipped" warning
+}
+
+// skipLogEvery is the least time between two "slot skipped" warnings of
+// one job: a job whose runs outlast its interval skips a slot each time,
+// and the skips in between are counted into the next warning instead.
+const skipLogEvery = time.Minute
+
+type skipLog struct {
+	last       time.Time
+	suppressed int
+}
+
+// logSkip logs a skipped slot, at most once per skipLogEvery for a job.
+func (w *recorderBufs) logSkip(log *slog.Logger, run Run) {
+	now := run.FinishedAt
+	s := w.skips[run.JobID]
+	if s != nil && now.Sub(s.last) < skipLogEvery {
+		s.suppressed++
+		return
+	}
+	if s == nil {
+		if w.skips == nil {
+			w.skips = make(map[string]*skipLog)
+		}
+		if len(w.skips) >= 4096 {
+			for id, o := range w.skips {
+				if o.suppressed == 0 && now.Sub(o.last) >= skipLogEvery {
+					delete(w.skips, id)
+				}
+			}
+		}
+		s = &skipLog{}
+		w.skips[run.JobID] = s
+	}
+	log.Warn("cron: slot skipped", "job_id", run.JobID, "scheduled_at", run.ScheduledAt, "error", run.Error,
+		"skipped_since_last_warning", s.suppressed)
+	s.last, s.suppressed = now, 0
+}
+
+func (r *Runner) flushDirty(ctx context.Context, w *recorderBufs) {
+	recs := w.recs[:0]
+	r.mu.Lock()
+	for _, e := range r.dirty {
+		e.dirty = false
+		if e.id != "" { // not a freed slot
+			recs = append(recs, record{id: e.id, bk: e.bookkeeping()})
+		}
+	}
+	clear(r.dirty)
+	r.dirty = r.dirty[:0]
+	// Take the run records, leaving r.ended an empty buffer to fill.
+	runs := r.ended
+	r.ended = w.ended[:0]
+	if r.store == nil {
+		for _, ev := range runs {
+			if _, e, ok := r.lookup(ev.run.JobID); ok && !ev.drop {
+				e.addRun(ev.run, r.cfg.RunLimit)
+			}
+		}
+	}
+	r.mu.Unlock()
+	for _, rec := range recs {
+		if err := r.store.Record(ctx, rec.id, rec.bk); err != nil && !errors.Is(err, ErrNotFound) {
+			r.log.Error("cron: record bookkeeping", "job_id", rec.id, "error", err)
+		}
+	}
+	for _, ev := range runs {
+		if r.runs != nil && !ev.drop {
+			if err := r.runs.AppendRun(ctx, ev.run); err != nil && !errors.Is(err, ErrNotFound) {
+				r.log.Error("cron: append run", "job_id", ev.run.JobID, "run_id", ev.run.ID, "error", err)
+			}
+		}
+		if r.cfg.Observer != nil {
+			r.cfg.Observer.RunFinished(ev.run)
+		}
+		if ev.run.Status == StatusSkipped {
+			w.logSkip(r.log, ev.run)
+		}
+	}
+	clear(recs)
+	clear(runs)
+	w.recs, w.ended = recs, runs[:0]
+}

@@ -416,7 +416,7 @@ func TestBadJobsFileIsLoud(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := fmt.Sprintf(`ksana_store_recovered{kind="unreadable",backup=%q} 1`, backup); !strings.Contains(metrics, w) {
+	if w := fmt.Sprintf(`ksana_store_recovered{backup=%q,kind="unreadable"} 1`, backup); !strings.Contains(metrics, w) {
 		t.Errorf("/metrics lacks %s:\n%s", w, metrics)
 	}
 	if !strings.Contains(ts.logs.String(), "started with NO jobs") {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -93,11 +94,32 @@ func Connect(ctx context.Context, url string) (*DB, error) {
 		x.SetMaxIdleConns(1)
 		db = &DB{x: x, d: d}
 	}
-	if err := db.x.PingContext(ctx); err != nil {
+	if err := db.ping(ctx); err != nil {
 		db.x.Close()
 		return nil, fmt.Errorf("sqlstore: connect %s: %w", d.name, err)
 	}
 	return db, nil
+}
+
+// ping checks the connection. An SQLite file that another process is
+// creating or switching to WAL at the same moment answers SQLITE_BUSY
+// without waiting for the busy timeout; the ping is tried again for up to
+// that timeout (10 s).
+func (db *DB) ping(ctx context.Context) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := db.x.PingContext(ctx)
+		if err == nil || db.d == postgresDialect || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
 }
 
 // openPostgres wraps a pgx configuration (tests add a tracer to it).

@@ -33,7 +33,10 @@
 //     [StormGuard], not already tried for this job (unless no other node
 //     can take it), with a free slot. The turn's affinity node comes
 //     first when it qualifies; otherwise the choice is random, or the
-//     less loaded of two random nodes with [SelectTwoChoices].
+//     less loaded of two random nodes with [SelectTwoChoices]. The fleet
+//     is each instance's own nodes plus the shared node snapshots
+//     (node_snapshot.enabled; without them an instance sees only its own
+//     nodes), refreshed every refresh_interval_ms.
 //  3. One of the node's slots is reserved ([ReservationStore]), the
 //     dispatch is recorded with the attempt checked (DISPATCHED), and the
 //     turn's affinity is written right after its first job has a node (a

@@ -392,6 +392,7 @@ type ValidationError struct {
 	Reason string
 }
 
+// Error returns "cron: invalid job: <field>: <reason>".
 func (e *ValidationError) Error() string { return "cron: invalid job: " + e.Field + ": " + e.Reason }
 
 // Is reports whether target is ErrInvalidJob.

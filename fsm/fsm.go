@@ -52,10 +52,22 @@ func Events() []Event {
 }
 
 // Valid reports whether s is one of [States].
-func (s State) Valid() bool { return slices.Contains(States(), s) }
+func (s State) Valid() bool {
+	switch s {
+	case Created, Dispatched, Accepted, Running, Finished, Released, Failed:
+		return true
+	}
+	return false
+}
 
 // Valid reports whether e is one of [Events].
-func (e Event) Valid() bool { return slices.Contains(Events(), e) }
+func (e Event) Valid() bool {
+	switch e {
+	case Dispatch, Ack, Start, Result, Release, Timeout, Failover, Fail:
+		return true
+	}
+	return false
+}
 
 // Active reports whether a job in s is on a node: [Dispatched], [Accepted]
 // or [Running].

@@ -260,3 +260,27 @@ func FuzzApply(f *testing.F) {
 		}
 	})
 }
+
+// TestValidMatchesLists keeps Valid and the lists of States and Events one.
+func TestValidMatchesLists(t *testing.T) {
+	for _, s := range States() {
+		if !s.Valid() {
+			t.Errorf("state %s in States() is not Valid", s)
+		}
+	}
+	for _, e := range Events() {
+		if !e.Valid() {
+			t.Errorf("event %s in Events() is not Valid", e)
+		}
+	}
+	for _, s := range []State{"", "created", "PENDING"} {
+		if s.Valid() {
+			t.Errorf("state %q is Valid", s)
+		}
+	}
+	for _, e := range []Event{"", "JOB_ACK", "job_cancel"} {
+		if e.Valid() {
+			t.Errorf("event %q is Valid", e)
+		}
+	}
+}

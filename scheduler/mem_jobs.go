@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -111,11 +112,14 @@ func (s *MemJobs) ApplyJob(ctx context.Context, jobID string, ev fsm.Event, atte
 	if !ok {
 		return JobTransition{}, fmt.Errorf("job %q: %w", jobID, ErrJobNotFound)
 	}
+	// The node check comes after the attempt checks and before the
+	// table's, as in the Redis script.
 	out, err := s.m.Apply(rec.Job, ev, attempt)
-	if err != nil {
+	wrongNode := ev != fsm.Dispatch && nodeID != "" && nodeID != rec.NodeID
+	if err != nil && !(wrongNode && errors.Is(err, fsm.ErrInvalidTransition)) {
 		return JobTransition{Job: rec}, err
 	}
-	if ev != fsm.Dispatch && nodeID != "" && nodeID != rec.NodeID {
+	if wrongNode {
 		return JobTransition{Job: rec}, fmt.Errorf("job %q is on node %q, not %q: %w", jobID, rec.NodeID, nodeID, ErrWrongNode)
 	}
 	if out.Duplicate {

@@ -63,7 +63,17 @@ func TestOncePastDueIsMissed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "jobs.json"), []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ts := startService(t, dir, nil)
+	// One worker runs the slots in time order, so once a later probe job
+	// has run, any run wrongly given to a missed job has called back.
+	oneWorker := map[string]string{"WORKERS": "1"}
+	probeCB := newCallback(t, 200, 0)
+	probe := func(ts *testService, id string) {
+		t.Helper()
+		at := time.Now().Add(300 * time.Millisecond).UTC()
+		ts.create(t, fmt.Sprintf(`{"id":%q,"http":{"url":%q},"schedule":{"kind":"once","run_at":%q}}`, id, probeCB.URL, rfc(at)))
+		ts.waitRuns(t, id, 1)
+	}
+	ts := startService(t, dir, oneWorker)
 	// And one created already past due.
 	created := ts.create(t, fmt.Sprintf(`{"id":"late","http":{"url":%q},"schedule":{"kind":"once","run_at":%q}}`, cb.URL, rfc(past)))
 	if created.LastStatus != cron.StatusMissed {
@@ -79,18 +89,19 @@ func TestOncePastDueIsMissed(t *testing.T) {
 			t.Errorf("job %s: run record %+v, want missed with 0 attempts", id, runs[0])
 		}
 	}
-	// Never run: give a wrongly scheduled run time to show up.
-	time.Sleep(300 * time.Millisecond)
+	// Never run: a probe due later has run, so a wrongly scheduled run
+	// would have called back by now.
+	probe(ts, "probe-1")
 	if n := cb.count(); n != 0 {
 		t.Errorf("a missed once job called back %d times", n)
 	}
 	// Missed survives a restart and still never runs.
 	ts.stop()
-	ts = startService(t, dir, nil)
+	ts = startService(t, dir, oneWorker)
 	if j := ts.job(t, "down"); j.LastStatus != cron.StatusMissed {
 		t.Errorf("after restart: last_status %q, want missed", j.LastStatus)
 	}
-	time.Sleep(300 * time.Millisecond)
+	probe(ts, "probe-2")
 	if n := cb.count(); n != 0 {
 		t.Errorf("after restart a missed once job called back %d times", n)
 	}

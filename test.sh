@@ -4,12 +4,12 @@
 # It makes sure the servers the tests talk to are up (installing them from
 # Debian's packages where they are missing), starts a private 3-master Redis
 # Cluster on free local ports, exports their addresses for the tests, runs
-# go vet, builds every package for macOS and Windows, runs the race-enabled
-# test suite, and stops the cluster again.
+# go vet and a pinned staticcheck, builds every package for macOS and
+# Windows, runs the race-enabled test suite, and stops the cluster again.
 #
 #   ./test.sh                 everything
 #   ./test.sh ./cron/...      only some packages (extra arguments go to go test;
-#                             go vet gets the package arguments)
+#                             go vet and staticcheck get the package arguments)
 #   ./test.sh -run TestX ./cron/
 #
 # Environment read by the tests (set here, override to point elsewhere):
@@ -123,11 +123,15 @@ given=${#pkgs[@]}
 [ "$given" -gt 0 ] || pkgs=(./...)
 log "go vet ${pkgs[*]}"
 go vet "${pkgs[@]}"
+# staticcheck at a pinned version: a new finding fails the run.
+staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
+log "staticcheck ${pkgs[*]}"
+go run "$staticcheck" "${pkgs[@]}"
 # The node-unit reads processes on Linux, macOS and Windows: everything
 # must at least build there.
 for goos in darwin windows; do
   log "GOOS=$goos go build ${pkgs[*]}"
-  GOOS=$goos go build "${pkgs[@]}"
+  GOOS=$goos go build -o /dev/null "${pkgs[@]}" # a single main package would leave its binary here
 done
 args=("$@")
 [ "$given" -gt 0 ] || args+=(./...)

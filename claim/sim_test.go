@@ -184,7 +184,6 @@ type sim struct {
 	nextDep       int
 	steps         int
 	ttl           time.Duration
-	settleMax     time.Duration
 	settleSeen    time.Duration
 	trace         []traceEntry // the latest cycles, printed on failure
 	zombieFree    time.Time
@@ -288,8 +287,6 @@ func (s *sim) upNodes() []*simNode {
 	}
 	return out
 }
-
-func (s *sim) upCount() int { return len(s.upNodes()) }
 
 // churn applies one random event with some probability and reports
 // whether it did.

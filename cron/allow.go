@@ -27,12 +27,14 @@ func ParseHostAllowList(s string) (HostAllowList, error) {
 		if err := CheckHostPattern(p); err != nil {
 			return nil, err
 		}
-		out = append(out, p)
+		out = append(out, strings.TrimSuffix(p, "."))
 	}
 	return out, nil
 }
 
-// CheckHostPattern checks one pattern of a [HostAllowList].
+// CheckHostPattern checks one pattern of a [HostAllowList]: "*", or a host
+// name, alone or after "*.", with no empty label (one trailing dot is
+// allowed, and ignored when matching).
 func CheckHostPattern(p string) error {
 	rest := p
 	if p == "*" {
@@ -41,7 +43,9 @@ func CheckHostPattern(p string) error {
 	if strings.HasPrefix(p, "*.") {
 		rest = p[2:]
 	}
-	if rest == "" || strings.ContainsAny(rest, "*/:@ ?#") {
+	name := strings.TrimSuffix(rest, ".")
+	if name == "" || strings.ContainsAny(rest, "*/:@ ?#") ||
+		strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") || strings.Contains(name, "..") {
 		return fmt.Errorf("host pattern %q: want a host name such as api.example.com or *.internal (no scheme, port or path)", p)
 	}
 	return nil
@@ -56,6 +60,9 @@ func (l HostAllowList) Allows(host string) bool {
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	for _, p := range l {
+		if q := strings.TrimSuffix(p, "."); q != "*" { // as the host; "*." stays no match
+			p = q
+		}
 		switch {
 		case p == "*":
 			return true

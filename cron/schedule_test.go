@@ -159,8 +159,8 @@ func TestEverySlot(t *testing.T) {
 }
 
 func TestSeedFor(t *testing.T) {
-	if SeedFor("job-1") != SeedFor("job-1") {
-		t.Error("SeedFor is not deterministic")
+	if a, b := SeedFor("job-1"), SeedFor("job-1"); a != b {
+		t.Errorf("SeedFor(%q) = %d, then %d: not deterministic", "job-1", a, b)
 	}
 	seen := map[uint64]string{}
 	for _, id := range []string{"", "a", "b", "job-1", "job-2", "job-10", "1-boj"} {

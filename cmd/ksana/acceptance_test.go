@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -62,7 +63,17 @@ func TestOncePastDueIsMissed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "jobs.json"), []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ts := startService(t, dir, nil)
+	// One worker runs the slots in time order, so once a later probe job
+	// has run, any run wrongly given to a missed job has called back.
+	oneWorker := map[string]string{"WORKERS": "1"}
+	probeCB := newCallback(t, 200, 0)
+	probe := func(ts *testService, id string) {
+		t.Helper()
+		at := time.Now().Add(300 * time.Millisecond).UTC()
+		ts.create(t, fmt.Sprintf(`{"id":%q,"http":{"url":%q},"schedule":{"kind":"once","run_at":%q}}`, id, probeCB.URL, rfc(at)))
+		ts.waitRuns(t, id, 1)
+	}
+	ts := startService(t, dir, oneWorker)
 	// And one created already past due.
 	created := ts.create(t, fmt.Sprintf(`{"id":"late","http":{"url":%q},"schedule":{"kind":"once","run_at":%q}}`, cb.URL, rfc(past)))
 	if created.LastStatus != cron.StatusMissed {
@@ -78,18 +89,19 @@ func TestOncePastDueIsMissed(t *testing.T) {
 			t.Errorf("job %s: run record %+v, want missed with 0 attempts", id, runs[0])
 		}
 	}
-	// Never run: give a wrongly scheduled run time to show up.
-	time.Sleep(300 * time.Millisecond)
+	// Never run: a probe due later has run, so a wrongly scheduled run
+	// would have called back by now.
+	probe(ts, "probe-1")
 	if n := cb.count(); n != 0 {
 		t.Errorf("a missed once job called back %d times", n)
 	}
 	// Missed survives a restart and still never runs.
 	ts.stop()
-	ts = startService(t, dir, nil)
+	ts = startService(t, dir, oneWorker)
 	if j := ts.job(t, "down"); j.LastStatus != cron.StatusMissed {
 		t.Errorf("after restart: last_status %q, want missed", j.LastStatus)
 	}
-	time.Sleep(300 * time.Millisecond)
+	probe(ts, "probe-2")
 	if n := cb.count(); n != 0 {
 		t.Errorf("after restart a missed once job called back %d times", n)
 	}
@@ -117,25 +129,48 @@ func TestEveryRollsAndRestartSkipsToNextSlot(t *testing.T) {
 	}
 	ts.stop()
 
-	// Down for several slots: no catch-up, next_run_at rolls to the next
-	// future slot.
+	// Down for many slots, far longer than the misfire tolerance (1s): no
+	// slot of the downtime runs after the restart, not even the one that
+	// was stored as next_run_at, and the first run is the grid's next slot
+	// after the restart.
+	const downFor = 15 * every
 	down := time.Now()
-	time.Sleep(5 * every)
+	time.Sleep(downFor) // the downtime itself
+	upStart := time.Now()
 	ts = startService(t, dir, nil)
-	up := time.Now()
+	upEnd := time.Now()
+	// nextSlot is the first slot of the grid after at.
+	nextSlot := func(at time.Time) time.Time {
+		return start.Add((at.Sub(start)/every + 1) * every)
+	}
 	got := ts.job(t, j.ID)
 	if !onGrid(got.NextRunAt) {
 		t.Errorf("next_run_at %v after restart is off the grid", got.NextRunAt)
 	}
-	if got.NextRunAt.Before(up.Add(-time.Second)) {
-		t.Errorf("next_run_at %v after restart at %v is in the past", got.NextRunAt, up)
+	if got.NextRunAt.Before(upStart) {
+		t.Errorf("next_run_at %v after a restart begun at %v is in the past", got.NextRunAt, upStart)
 	}
-	before := len(ts.runs(t, j.ID))
-	after := ts.waitRuns(t, j.ID, before+2)
-	for _, r := range after[:len(after)-before] {
-		if r.ScheduledAt.After(down) && r.ScheduledAt.Before(up.Add(-time.Second)) {
-			t.Errorf("a slot of the downtime (%v) was run after the restart", r.ScheduledAt)
+	var since []cron.Run // the runs after the restart, oldest first
+	waitFor(t, "two runs after the restart", func() bool {
+		since = since[:0]
+		for _, r := range ts.runs(t, j.ID) {
+			if r.TriggeredAt.After(down) {
+				since = append(since, r)
+			}
 		}
+		return len(since) >= 2
+	})
+	slices.SortFunc(since, func(a, b cron.Run) int { return a.ScheduledAt.Compare(b.ScheduledAt) })
+	for _, r := range since {
+		if r.ScheduledAt.Before(upStart) {
+			t.Errorf("a slot of the downtime (%v, down from %v to %v) ran after the restart", r.ScheduledAt, down, upStart)
+		}
+		if !onGrid(r.ScheduledAt) {
+			t.Errorf("run scheduled at %v after restart is off the grid", r.ScheduledAt)
+		}
+	}
+	if first, last := since[0].ScheduledAt, nextSlot(upEnd); first.After(last) {
+		t.Errorf("first run after the restart scheduled at %v, want the next slot after the restart (%v at the latest)", first, last)
 	}
 }
 

@@ -78,11 +78,12 @@ func claimAddress(dir string, gen func() (string, error)) (*addressSlot, error) 
 			f.Close()
 			return nil, err
 		}
-		if err := f.Truncate(0); err == nil {
+		err = f.Truncate(0)
+		if err == nil {
 			_, err = f.WriteAt([]byte(addr+"\n"), 0)
-			if err == nil {
-				err = f.Sync()
-			}
+		}
+		if err == nil {
+			err = f.Sync()
 		}
 		if err != nil {
 			f.Close()

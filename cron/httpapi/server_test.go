@@ -505,6 +505,11 @@ func TestParseAllowList(t *testing.T) {
 		{"x.com:80", nil, true},
 		{"a.*.com", nil, true},
 		{"*.", nil, true},
+		{"api.example.com.,*.Internal.", []string{"api.example.com", "*.internal"}, false}, // the trailing dot a host may carry
+		{".", nil, true},
+		{"*..", nil, true},
+		{"a..b", nil, true},
+		{".a", nil, true},
 	}
 	for _, tt := range tests {
 		got, err := ParseAllowList(tt.in)
@@ -514,6 +519,14 @@ func TestParseAllowList(t *testing.T) {
 		if diff := cmp.Diff(tt.want, got); diff != "" && !tt.wantErr {
 			t.Errorf("ParseAllowList(%q) (-want +got):\n%s", tt.in, diff)
 		}
+	}
+	for _, host := range []string{"api.example.com", "api.example.com.", "x.internal."} {
+		if !HostAllowed([]string{"api.example.com.", "*.internal."}, host) {
+			t.Errorf("patterns with a trailing dot do not allow %q", host)
+		}
+	}
+	if HostAllowed([]string{"*."}, "x.com") {
+		t.Error("the pattern *. allows x.com")
 	}
 	if _, err := New(&cron.Runner{}, Config{CallbackAllow: []string{"a/b"}}); err == nil {
 		t.Errorf("New accepted the pattern a/b")

@@ -169,15 +169,6 @@ func TestTurnsKeysAndTTL(t *testing.T) {
 	}
 }
 
-func TestNewTurnsBadConfig(t *testing.T) {
-	if _, err := NewTurns(testServers(t)[0].client, TurnsConfig{TTL: -time.Second}); err == nil {
-		t.Error("NewTurns with a negative TTL: no error")
-	}
-	if _, err := NewTurns(nil, TurnsConfig{}); err == nil {
-		t.Error("NewTurns(nil): no error")
-	}
-}
-
 func TestTurnsAndRequestsOpHook(t *testing.T) {
 	ctx := context.Background()
 	c := testServers(t)[0].client

@@ -115,15 +115,6 @@ func TestRequestsWaitTimeout(t *testing.T) {
 	}
 }
 
-func TestNewRequestsBadConfig(t *testing.T) {
-	c := testServers(t)[0].client
-	for _, cfg := range []RequestsConfig{{LockTTL: -1}, {WaitTimeout: -1}, {LockTTL: time.Hour, BindingTTL: time.Minute}, {LockTTL: time.Microsecond}} {
-		if _, err := NewRequests(c, cfg); err == nil {
-			t.Errorf("NewRequests(%+v): no error", cfg)
-		}
-	}
-}
-
 // TestRequestsBindingWithoutLock: a binding whose lock has expired (or is
 // held by someone else) is returned as it is; create is not called, and a
 // lock taken beside it is given back while another's lock is left alone.

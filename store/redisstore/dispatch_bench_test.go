@@ -16,30 +16,33 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// interleave runs rounds of perRound calls of base and then of op, each
-// spread over len(calls) goroutines, and returns the total time of each,
-// so that load from other processes on a shared machine weighs on both.
-func interleave(b *testing.B, perRound int64, base, op []func() error) (tBase, tOp time.Duration) {
-	run := func(calls []func() error) time.Duration {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		start := time.Now()
-		for w := range calls {
-			wg.Go(func() {
-				for next.Add(1) <= perRound {
-					if err := calls[w](); err != nil {
-						b.Error(err)
-						return
-					}
+// runCalls makes n calls spread over the goroutines of calls (one each)
+// and returns the time taken.
+func runCalls(b *testing.B, n int64, calls []func() error) time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range calls {
+		wg.Go(func() {
+			for next.Add(1) <= n {
+				if err := calls[w](); err != nil {
+					b.Error(err)
+					return
 				}
-			})
-		}
-		wg.Wait()
-		return time.Since(start)
+			}
+		})
 	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// interleave runs rounds of perRound calls of base and then of op and
+// returns the total time of each, so that load from other processes on a
+// shared machine weighs on both.
+func interleave(b *testing.B, perRound int64, base, op []func() error) (tBase, tOp time.Duration) {
 	for b.Loop() {
-		tBase += run(base)
-		tOp += run(op)
+		tBase += runCalls(b, perRound, base)
+		tOp += runCalls(b, perRound, op)
 	}
 	return tBase, tOp
 }
@@ -282,21 +285,7 @@ func interleaveOnce(b *testing.B, perRound int64, op []func() error) (time.Durat
 	var total time.Duration
 	rounds := max(b.N, 1)
 	for range rounds {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		start := time.Now()
-		for w := range op {
-			wg.Go(func() {
-				for next.Add(1) <= perRound {
-					if err := op[w](); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		total += time.Since(start)
+		total += runCalls(b, perRound, op)
 	}
 	return total, rounds
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"runtime"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -155,26 +154,6 @@ func BenchmarkOpsVsRaw(b *testing.B) {
 	trivial := rueidis.NewLuaScript("return 1")
 	rawKey := testPrefix(b) + ":raw"
 
-	// run makes n calls spread over the callers and returns the time taken.
-	run := func(b *testing.B, n int64, call []func() error) time.Duration {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		start := time.Now()
-		for w := range call {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for next.Add(1) <= n {
-					if err := call[w](); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		return time.Since(start)
-	}
 	raw := make([]func() error, callers)
 	for w := range raw {
 		raw[w] = func() error { return trivial.Exec(ctx, c, []string{rawKey}, nil).Error() }
@@ -182,8 +161,8 @@ func BenchmarkOpsVsRaw(b *testing.B) {
 	compare := func(b *testing.B, op []func() error) {
 		var tRaw, tOp time.Duration
 		for b.Loop() {
-			tRaw += run(b, perRound, raw)
-			tOp += run(b, perRound, op)
+			tRaw += runCalls(b, perRound, raw)
+			tOp += runCalls(b, perRound, op)
 		}
 		b.ReportMetric(float64(tRaw)/float64(tOp), "op/raw")
 		b.ReportMetric(float64(b.N*perRound)/tOp.Seconds(), "ops/s")

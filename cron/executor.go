@@ -55,23 +55,8 @@ type Result struct {
 	Error      string
 }
 
-// Clock is the HTTP executor's source of time: the current time (to read a
-// Retry-After date) and the waits between attempts. Tests replace it to
-// make retries instant.
-type Clock interface {
-	Now() time.Time
-	// Sleep waits for d, or returns ctx.Err() as soon as ctx ends.
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-// SystemClock is the real [Clock].
-var SystemClock Clock = systemClock{}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
-func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
+// sleep waits for d, or returns ctx.Err() as soon as ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -119,9 +104,6 @@ type HTTPExecutorConfig struct {
 	// redirect to a host outside the list is not followed (the run fails).
 	// Default nil: any host.
 	AllowHosts HostAllowList
-	// Clock gives the time and the waits between attempts.
-	// Default [SystemClock].
-	Clock Clock
 	// Logger receives a record per failed attempt. Default nil: discard.
 	Logger *slog.Logger
 }
@@ -134,7 +116,6 @@ type HTTPExecutor struct {
 	maxBody       int64
 	maxRetryAfter time.Duration
 	userAgent     string
-	clock         Clock
 	log           *slog.Logger
 }
 
@@ -165,7 +146,7 @@ func DefaultHTTPClient() *http.Client { return defaultClient() }
 func NewHTTPExecutor(cfg HTTPExecutorConfig) *HTTPExecutor {
 	x := &HTTPExecutor{
 		client: cfg.Client, maxBody: cfg.MaxBodyBytes, maxRetryAfter: cfg.MaxRetryAfter,
-		userAgent: cfg.UserAgent, clock: cfg.Clock, log: cfg.Logger,
+		userAgent: cfg.UserAgent, log: cfg.Logger,
 	}
 	if x.client == nil {
 		x.client = DefaultHTTPClient()
@@ -198,9 +179,6 @@ func NewHTTPExecutor(cfg HTTPExecutorConfig) *HTTPExecutor {
 	}
 	if x.userAgent == "" {
 		x.userAgent = "ksana-cron"
-	}
-	if x.clock == nil {
-		x.clock = SystemClock
 	}
 	if x.log == nil {
 		x.log = slog.New(slog.DiscardHandler)
@@ -245,7 +223,7 @@ func (x *HTTPExecutor) Execute(ctx context.Context, j *Job, info RunInfo) Result
 		}
 		x.log.Warn("cron: attempt failed, retrying", "job_id", j.ID, "run_id", info.RunID, "attempt", n,
 			"status", string(a.status), "error", a.err, "wait", wait)
-		if err := x.clock.Sleep(ctx, wait); err != nil {
+		if err := sleep(ctx, wait); err != nil {
 			return res
 		}
 	}
@@ -356,7 +334,7 @@ func (x *HTTPExecutor) try(ctx context.Context, j *Job, info RunInfo, body strin
 		a.err += ": " + snippet
 	}
 	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
-		a.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), x.clock.Now())
+		a.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
 	return a
 }

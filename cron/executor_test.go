@@ -11,31 +11,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
-
-// fakeClock makes the executor's waits instant and records them.
-type fakeClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	waits []time.Duration
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.waits = append(c.waits, d)
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-	return ctx.Err()
-}
 
 // reply is one scripted answer of a test server.
 type reply struct {
@@ -52,6 +32,8 @@ type scripted struct {
 	replies []reply
 	reqs    []*http.Request
 	bodies  []string
+	starts  []time.Time // when each request came
+	ends    []time.Time // when each answer was sent
 }
 
 func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -60,6 +42,13 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := len(s.reqs)
 	s.reqs = append(s.reqs, r)
 	s.bodies = append(s.bodies, string(b))
+	s.starts = append(s.starts, time.Now())
+	s.ends = append(s.ends, time.Time{})
+	defer func() {
+		s.mu.Lock()
+		s.ends[n] = time.Now()
+		s.mu.Unlock()
+	}()
 	rp := s.replies[min(n, len(s.replies)-1)]
 	s.mu.Unlock()
 	if rp.hang {
@@ -73,12 +62,27 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, rp.body)
 }
 
+// waits returns the time between the end of each answer and the next
+// request: under testing/synctest, the executor's wait between attempts.
+func (s *scripted) waits() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var w []time.Duration
+	for i := 1; i < len(s.starts); i++ {
+		w = append(w, s.starts[i].Sub(s.ends[i-1]))
+	}
+	return w
+}
+
 func execJob(url string) *Job {
 	return &Job{ID: "job-1", Enabled: true, Type: JobTypeHTTP, HTTP: HTTPConfig{Method: "POST", URL: url},
 		Timeout: Duration(10 * time.Second), MaxRetries: 3, RetryBackoff: Duration(5 * time.Second)}
 }
 
 var clockStart = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// bubbleStart is where the clock of a testing/synctest bubble starts.
+var bubbleStart = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func TestHTTPExecutorRetryClasses(t *testing.T) {
 	backoff := 5 * time.Second
@@ -103,7 +107,7 @@ func TestHTTPExecutorRetryClasses(t *testing.T) {
 			Result{Status: StatusSuccess, Attempts: 2, HTTPStatus: 200}, []time.Duration{backoff}},
 		{"429 Retry-After capped", []reply{{code: 429, retryAfter: "86400"}, {code: 200}}, 3, 0,
 			Result{Status: StatusSuccess, Attempts: 2, HTTPStatus: 200}, []time.Duration{5 * time.Minute}},
-		{"503 Retry-After date", []reply{{code: 503, retryAfter: clockStart.Add(time.Minute).Format(http.TimeFormat)}, {code: 200}}, 3, 0,
+		{"503 Retry-After date", []reply{{code: 503, retryAfter: bubbleStart.Add(time.Minute).Format(http.TimeFormat)}, {code: 200}}, 3, 0,
 			Result{Status: StatusSuccess, Attempts: 2, HTTPStatus: 200}, []time.Duration{time.Minute}},
 		{"500 Retry-After ignored", []reply{{code: 500, retryAfter: "30"}, {code: 200}}, 3, 0,
 			Result{Status: StatusSuccess, Attempts: 2, HTTPStatus: 200}, []time.Duration{backoff}},
@@ -113,32 +117,34 @@ func TestHTTPExecutorRetryClasses(t *testing.T) {
 			Result{Status: StatusFailed, Attempts: 1, HTTPStatus: 400, Error: "http 400"}, nil},
 		{"timeout", []reply{{hang: true}}, 1, 50 * time.Millisecond,
 			Result{Status: StatusTimeout, Attempts: 2, Error: "timeout after 50ms"}, []time.Duration{backoff}},
-		// The second attempt must answer within the timeout, even on a loaded machine.
 		{"timeout then success", []reply{{hang: true}, {code: 200}}, 1, 1500 * time.Millisecond,
 			Result{Status: StatusSuccess, Attempts: 2, HTTPStatus: 200}, []time.Duration{backoff}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := &scripted{replies: tt.replies}
-			ts := httptest.NewServer(srv)
-			defer ts.Close()
-			clk := &fakeClock{now: clockStart}
-			x := NewHTTPExecutor(HTTPExecutorConfig{Clock: clk})
-			j := execJob(ts.URL + "/hook")
-			j.MaxRetries = tt.retries
-			if tt.timeout > 0 {
-				j.Timeout = Duration(tt.timeout)
-			}
-			got := x.Execute(context.Background(), j, RunInfo{RunID: "r1", JobID: j.ID})
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("result (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantWaits, clk.waits); diff != "" {
-				t.Errorf("waits (-want +got):\n%s", diff)
-			}
-			if srv.count() != got.Attempts {
-				t.Errorf("server saw %d requests, result says %d attempts", srv.count(), got.Attempts)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				if !time.Now().Equal(bubbleStart) {
+					t.Fatalf("the bubble starts at %v, the test expects %v", time.Now(), bubbleStart)
+				}
+				srv := &scripted{replies: tt.replies}
+				n := newPipeNet(t, srv)
+				x := NewHTTPExecutor(HTTPExecutorConfig{Client: n.Client})
+				j := execJob("http://hooks.test/hook")
+				j.MaxRetries = tt.retries
+				if tt.timeout > 0 {
+					j.Timeout = Duration(tt.timeout)
+				}
+				got := x.Execute(context.Background(), j, RunInfo{RunID: "r1", JobID: j.ID})
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("result (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tt.wantWaits, srv.waits()); diff != "" {
+					t.Errorf("waits (-want +got):\n%s", diff)
+				}
+				if srv.count() != got.Attempts {
+					t.Errorf("server saw %d requests, result says %d attempts", srv.count(), got.Attempts)
+				}
+			})
 		})
 	}
 }
@@ -150,31 +156,47 @@ func (s *scripted) count() int {
 }
 
 func TestHTTPExecutorConnectionRefused(t *testing.T) {
+	// A real refused connection first: its error names it.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
 	l.Close()
-	clk := &fakeClock{now: clockStart}
-	x := NewHTTPExecutor(HTTPExecutorConfig{Clock: clk})
+	x := NewHTTPExecutor(HTTPExecutorConfig{})
 	j := execJob("http://" + addr + "/hook")
-	j.MaxRetries = 2
+	j.MaxRetries = 0
 	got := x.Execute(context.Background(), j, RunInfo{RunID: "r1", JobID: j.ID})
-	if got.Status != StatusFailed || got.Attempts != 3 || !strings.Contains(got.Error, "refused") {
-		t.Errorf("result = %+v, want failed after 3 attempts with a connection refused error", got)
+	if got.Status != StatusFailed || got.Attempts != 1 || !strings.Contains(got.Error, "refused") {
+		t.Errorf("result = %+v, want failed after 1 attempt with a connection refused error", got)
 	}
-	if diff := cmp.Diff([]time.Duration{5 * time.Second, 5 * time.Second}, clk.waits); diff != "" {
-		t.Errorf("waits (-want +got):\n%s", diff)
-	}
+	// Then the retries, on the bubble's clock.
+	synctest.Test(t, func(t *testing.T) {
+		n := newPipeNet(t, http.NotFoundHandler())
+		n.Stop()
+		x := NewHTTPExecutor(HTTPExecutorConfig{Client: n.Client})
+		j := execJob("http://hooks.test/hook")
+		j.MaxRetries = 2
+		start := time.Now()
+		got := x.Execute(context.Background(), j, RunInfo{RunID: "r1", JobID: j.ID})
+		if got.Status != StatusFailed || got.Attempts != 3 || !strings.Contains(got.Error, "refused") {
+			t.Errorf("result = %+v, want failed after 3 attempts with a connection refused error", got)
+		}
+		if took := time.Since(start); took != 10*time.Second {
+			t.Errorf("3 attempts took %v, want 10s (two waits of 5s)", took)
+		}
+	})
 }
 
 func TestHTTPExecutorHeadersAndBody(t *testing.T) {
+	synctest.Test(t, testHTTPExecutorHeadersAndBody)
+}
+
+func testHTTPExecutorHeadersAndBody(t *testing.T) {
 	srv := &scripted{replies: []reply{{code: 500}, {code: 200}}}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	x := NewHTTPExecutor(HTTPExecutorConfig{Clock: &fakeClock{now: clockStart}})
-	j := execJob(ts.URL + "/hook?x=1")
+	n := newPipeNet(t, srv)
+	x := NewHTTPExecutor(HTTPExecutorConfig{Client: n.Client})
+	j := execJob("http://hooks.test/hook?x=1")
 	j.HTTP.Headers = map[string]string{"X-Token": "abc", "X-Ksana-Run-Id": "forged"}
 	j.HTTP.Body = `{"job":"{{job_id}}","run":"{{run_id}}","at":"{{scheduled_at}}","t":"{{triggered_at}}"}`
 	info := RunInfo{RunID: "0123456789abcdef0123456789abcdef", JobID: j.ID,
@@ -244,7 +266,7 @@ func TestHTTPExecutorBodyCap(t *testing.T) {
 		}
 	}))
 	defer ts.Close()
-	x := NewHTTPExecutor(HTTPExecutorConfig{MaxBodyBytes: 4096, Clock: &fakeClock{now: clockStart}})
+	x := NewHTTPExecutor(HTTPExecutorConfig{MaxBodyBytes: 4096})
 	j := execJob(ts.URL)
 	j.MaxRetries = 0
 	got := x.Execute(context.Background(), j, RunInfo{RunID: "r", JobID: j.ID})
@@ -270,8 +292,9 @@ func TestHTTPExecutorReusesConnections(t *testing.T) {
 	}
 	ts.Start()
 	defer ts.Close()
-	x := NewHTTPExecutor(HTTPExecutorConfig{Client: ts.Client(), Clock: &fakeClock{now: clockStart}})
+	x := NewHTTPExecutor(HTTPExecutorConfig{Client: ts.Client()})
 	j := execJob(ts.URL)
+	j.RetryBackoff = Duration(time.Millisecond)
 	j.MaxRetries = 9
 	got := x.Execute(context.Background(), j, RunInfo{RunID: "r", JobID: j.ID})
 	if got.Attempts != 10 {
@@ -288,27 +311,22 @@ func TestHTTPExecutorReusesConnections(t *testing.T) {
 }
 
 func TestHTTPExecutorCancelled(t *testing.T) {
-	srv := &scripted{replies: []reply{{code: 503}}}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	clk := &cancelClock{fakeClock: fakeClock{now: clockStart}, cancel: cancel}
-	x := NewHTTPExecutor(HTTPExecutorConfig{Clock: clk})
-	got := x.Execute(ctx, execJob(ts.URL), RunInfo{RunID: "r", JobID: "job-1"})
-	if got.Attempts != 1 || got.Status != StatusFailed {
-		t.Errorf("result = %+v, want 1 failed attempt: a cancelled wait stops the retries", got)
-	}
-}
-
-// cancelClock cancels the run while it waits to retry.
-type cancelClock struct {
-	fakeClock
-	cancel func()
-}
-
-func (c *cancelClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.cancel()
-	return c.fakeClock.Sleep(ctx, d)
+	synctest.Test(t, func(t *testing.T) {
+		srv := &scripted{replies: []reply{{code: 503}}}
+		n := newPipeNet(t, srv)
+		ctx, cancel := context.WithCancel(context.Background())
+		x := NewHTTPExecutor(HTTPExecutorConfig{Client: n.Client})
+		start := time.Now()
+		// Cancel the run while it waits to retry (the backoff is 5s).
+		time.AfterFunc(time.Second, cancel)
+		got := x.Execute(ctx, execJob("http://hooks.test/"), RunInfo{RunID: "r", JobID: "job-1"})
+		if got.Attempts != 1 || got.Status != StatusFailed {
+			t.Errorf("result = %+v, want 1 failed attempt: a cancelled wait stops the retries", got)
+		}
+		if took := time.Since(start); took != time.Second {
+			t.Errorf("Execute returned after %v, want 1s (when the run was cancelled)", took)
+		}
+	})
 }
 
 func TestParseRetryAfter(t *testing.T) {
@@ -398,7 +416,7 @@ func TestHTTPExecutorAllowHosts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			hits.Store(0)
-			x := NewHTTPExecutor(HTTPExecutorConfig{AllowHosts: tt.allow, Clock: &fakeClock{now: clockStart}})
+			x := NewHTTPExecutor(HTTPExecutorConfig{AllowHosts: tt.allow})
 			j := execJob(tt.url)
 			j.MaxRetries = 3
 			got := x.Execute(context.Background(), j, RunInfo{RunID: "r1", JobID: j.ID})

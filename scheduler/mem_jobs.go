@@ -22,16 +22,15 @@ type MemJobsConfig struct {
 	// TTL is how long a record lives after its last change. Default (0):
 	// [DefaultJobTTL].
 	TTL time.Duration
-	// Now is the clock. Default (nil): time.Now.
-	Now func() time.Time
 }
 
 // MemJobs is the in-memory [JobStore]: the reference implementation, for
-// tests and single-process use. It is safe for concurrent use.
+// tests and single-process use. It is safe for concurrent use. It reads
+// the time from package time, so a test drives its TTL under
+// testing/synctest.
 type MemJobs struct {
 	m   fsm.Machine
 	ttl time.Duration
-	now func() time.Time
 
 	mu   sync.Mutex
 	jobs map[string]memJob
@@ -55,10 +54,7 @@ func NewMemJobs(cfg MemJobsConfig) (*MemJobs, error) {
 	if cfg.TTL == 0 {
 		cfg.TTL = DefaultJobTTL
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	return &MemJobs{m: fsm.Machine{MaxAttempts: cfg.MaxAttempts}, ttl: cfg.TTL, now: cfg.Now, jobs: map[string]memJob{}}, nil
+	return &MemJobs{m: fsm.Machine{MaxAttempts: cfg.MaxAttempts}, ttl: cfg.TTL, jobs: map[string]memJob{}}, nil
 }
 
 func (s *MemJobs) get(id string, now time.Time) (JobRecord, bool) {
@@ -77,7 +73,7 @@ func (s *MemJobs) CreateJob(ctx context.Context, jobID string) (JobRecord, bool,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := time.Now()
 	if rec, ok := s.get(jobID, now); ok {
 		return rec, false, nil
 	}
@@ -93,7 +89,7 @@ func (s *MemJobs) Job(ctx context.Context, jobID string) (JobRecord, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, ok := s.get(jobID, s.now())
+	rec, ok := s.get(jobID, time.Now())
 	if !ok {
 		return JobRecord{}, fmt.Errorf("job %q: %w", jobID, ErrJobNotFound)
 	}
@@ -107,7 +103,7 @@ func (s *MemJobs) ApplyJob(ctx context.Context, jobID string, ev fsm.Event, atte
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := time.Now()
 	rec, ok := s.get(jobID, now)
 	if !ok {
 		return JobTransition{}, fmt.Errorf("job %q: %w", jobID, ErrJobNotFound)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"testing/synctest"
 	"testing"
 	"time"
 
@@ -12,26 +12,6 @@ import (
 	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/ksana-dev/ksana/store/storetest"
 )
-
-// fakeClock is a hand-written clock for the in-memory stores.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 func TestMemJobs(t *testing.T) {
 	for _, max := range []int{0, 1, 4} {
@@ -47,29 +27,30 @@ func TestMemJobs(t *testing.T) {
 	}
 }
 
-func TestMemJobsTTL(t *testing.T) {
+func TestMemJobsTTL(t *testing.T) { synctest.Test(t, testMemJobsTTL) }
+
+func testMemJobsTTL(t *testing.T) {
 	ctx := context.Background()
-	clock := newFakeClock()
-	s, err := scheduler.NewMemJobs(scheduler.MemJobsConfig{TTL: time.Hour, Now: clock.Now})
+	s, err := scheduler.NewMemJobs(scheduler.MemJobsConfig{TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.CreateJob(ctx, "j"); err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(50 * time.Minute)
+	time.Sleep(50 * time.Minute)
 	if _, err := s.ApplyJob(ctx, "j", fsm.Dispatch, 1, "n"); err != nil { // renews the TTL
 		t.Fatal(err)
 	}
-	clock.Advance(50 * time.Minute)
+	time.Sleep(50 * time.Minute)
 	rec, err := s.Job(ctx, "j")
 	if err != nil {
 		t.Fatalf("Job 50m after a change, TTL 1h: %v", err)
 	}
-	if want := clock.Now().Add(-50 * time.Minute); !rec.UpdatedAt.Equal(want) {
+	if want := time.Now().Add(-50 * time.Minute); !rec.UpdatedAt.Equal(want) {
 		t.Errorf("UpdatedAt = %v, want %v", rec.UpdatedAt, want)
 	}
-	clock.Advance(10 * time.Minute)
+	time.Sleep(10 * time.Minute)
 	if _, err := s.Job(ctx, "j"); !errors.Is(err, scheduler.ErrJobNotFound) {
 		t.Errorf("Job after the TTL: error = %v, want ErrJobNotFound", err)
 	}

@@ -25,12 +25,11 @@ type MemRequestsConfig struct {
 	// WaitTimeout bounds a duplicate's wait for the binding. Default (0):
 	// [DefaultBindWait].
 	WaitTimeout time.Duration
-	// Now is the clock of binding expiry. Default (nil): time.Now.
-	Now func() time.Time
 }
 
 // MemRequests is the in-memory [RequestStore]: the reference
-// implementation. It is safe for concurrent use.
+// implementation. It is safe for concurrent use. Binding expiry reads the
+// time from package time (testing/synctest fakes it).
 type MemRequests struct {
 	cfg MemRequestsConfig
 
@@ -60,9 +59,6 @@ func NewMemRequests(cfg MemRequestsConfig) (*MemRequests, error) {
 	if cfg.WaitTimeout == 0 {
 		cfg.WaitTimeout = DefaultBindWait
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	return &MemRequests{cfg: cfg, bindings: map[string]memBinding{}, inflight: map[string]chan struct{}{}}, nil
 }
 
@@ -74,7 +70,7 @@ func (s *MemRequests) Bind(ctx context.Context, requestID string, create func(ct
 	var timeout <-chan time.Time // started by the first wait
 	for {
 		s.mu.Lock()
-		if mb, ok := s.bindings[requestID]; ok && s.cfg.Now().Before(mb.expires) {
+		if mb, ok := s.bindings[requestID]; ok && time.Now().Before(mb.expires) {
 			s.mu.Unlock()
 			return mb.b, false, nil
 		}
@@ -121,7 +117,7 @@ func (s *MemRequests) create(ctx context.Context, requestID string, create func(
 		return RequestBinding{}, false, err
 	}
 	s.mu.Lock()
-	s.bindings[requestID] = memBinding{b, s.cfg.Now().Add(s.cfg.BindingTTL)}
+	s.bindings[requestID] = memBinding{b, time.Now().Add(s.cfg.BindingTTL)}
 	s.mu.Unlock()
 	return b, true, nil
 }

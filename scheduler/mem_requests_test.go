@@ -23,10 +23,11 @@ func TestMemRequests(t *testing.T) {
 	})
 }
 
-func TestMemRequestsBindingTTL(t *testing.T) {
+func TestMemRequestsBindingTTL(t *testing.T) { synctest.Test(t, testMemRequestsBindingTTL) }
+
+func testMemRequestsBindingTTL(t *testing.T) {
 	ctx := context.Background()
-	clock := newFakeClock()
-	s, err := scheduler.NewMemRequests(scheduler.MemRequestsConfig{BindingTTL: time.Minute, Now: clock.Now})
+	s, err := scheduler.NewMemRequests(scheduler.MemRequestsConfig{BindingTTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,12 +37,12 @@ func TestMemRequestsBindingTTL(t *testing.T) {
 		return scheduler.RequestBinding{JobID: "job-" + string(rune('0'+n))}, nil
 	}
 	first, _, _ := s.Bind(ctx, "r", create)
-	clock.Advance(59 * time.Second)
+	time.Sleep(59 * time.Second)
 	again, created, _ := s.Bind(ctx, "r", create)
 	if created || again.JobID != first.JobID {
 		t.Errorf("Bind within the TTL = %+v, created %v; want %+v", again, created, first)
 	}
-	clock.Advance(time.Second)
+	time.Sleep(time.Second)
 	later, created, _ := s.Bind(ctx, "r", create)
 	if !created || later.JobID != "job-2" {
 		t.Errorf("Bind after the TTL = %+v, created %v; want job-2 created", later, created)

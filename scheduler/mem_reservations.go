@@ -8,17 +8,15 @@ import (
 	"time"
 )
 
-// MemReservationsConfig configures [MemReservations].
-type MemReservationsConfig struct {
-	// Now is the clock. Default (nil): time.Now.
-	Now func() time.Time
-}
+// MemReservationsConfig configures [MemReservations]. It has no fields
+// yet; it is the place of future tunables. The store reads the time from
+// package time, so a test drives its expiry under testing/synctest.
+type MemReservationsConfig struct{}
 
 // MemReservations is the in-memory [ReservationStore]: the reference
-// implementation. It is safe for concurrent use.
+// implementation. It is safe for concurrent use. Expiry reads the time
+// from package time (testing/synctest fakes it).
 type MemReservations struct {
-	now func() time.Time
-
 	mu    sync.Mutex
 	nodes map[string]map[string]time.Time // node -> job -> expiry
 }
@@ -27,10 +25,7 @@ var _ ReservationStore = (*MemReservations)(nil)
 
 // NewMemReservations returns an empty store.
 func NewMemReservations(cfg MemReservationsConfig) *MemReservations {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	return &MemReservations{now: cfg.Now, nodes: map[string]map[string]time.Time{}}
+	return &MemReservations{nodes: map[string]map[string]time.Time{}}
 }
 
 // live drops the expired reservations of nodeID and returns the rest.
@@ -51,7 +46,7 @@ func (s *MemReservations) Reserve(ctx context.Context, nodeID, jobID string, cap
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := time.Now()
 	r := s.live(nodeID, now)
 	if _, held := r[jobID]; !held && len(r) >= capacity {
 		return fmt.Errorf("node %q: %d of %d slots reserved: %w", nodeID, len(r), capacity, ErrNodeFull)
@@ -87,7 +82,7 @@ func (s *MemReservations) Count(ctx context.Context, nodeID string) (int, error)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.live(nodeID, s.now())), nil
+	return len(s.live(nodeID, time.Now())), nil
 }
 
 // Jobs implements [ReservationStore].

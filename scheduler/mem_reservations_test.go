@@ -2,7 +2,6 @@ package scheduler_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/ksana-dev/ksana/store/storetest"
@@ -10,10 +9,6 @@ import (
 
 func TestMemReservations(t *testing.T) {
 	storetest.TestReservationStore(t, func(t *testing.T) storetest.ReservationHarness {
-		clock := newFakeClock()
-		return storetest.ReservationHarness{
-			Store:  scheduler.NewMemReservations(scheduler.MemReservationsConfig{Now: clock.Now}),
-			Elapse: func(d time.Duration) { clock.Advance(d) },
-		}
+		return storetest.ReservationHarness{Store: scheduler.NewMemReservations(scheduler.MemReservationsConfig{}), Synctest: true}
 	})
 }

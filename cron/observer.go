@@ -4,10 +4,12 @@ import "time"
 
 // Observer sees every run of every job: each finished run, and each slot
 // that was skipped (the previous run was still in flight) or missed (a once
-// job past due), with Attempts 0. The runner calls it from its worker and
-// timer goroutines, so it must be safe for concurrent use, and fast: a slow
-// observer delays the runs behind it. It is the hook for metrics (lag,
-// latency, outcome counts) without a metrics dependency.
+// job past due), with Attempts 0. The runner calls it from one goroutine,
+// its recorder, after the run's bookkeeping is handed to the store, in the
+// order the runs ended; it must be fast: a slow observer delays the
+// bookkeeping of the runs behind it (never the runs themselves). It is the
+// hook for metrics (lag, latency, outcome counts) without a metrics
+// dependency.
 type Observer interface {
 	RunFinished(r Run)
 }

@@ -75,7 +75,11 @@ type Runner struct {
 	exec  Executor
 	cfg   Config
 	log   *slog.Logger
-	now   func() time.Time
+	// now is time.Now. The runner reads time from package time, and its
+	// tests run under testing/synctest; the one test that needs the wall
+	// clock to jump ahead of the bubble's (a machine waking from suspend,
+	// TestLateWake) replaces it.
+	now func() time.Time
 
 	// The API's writes to one job are serialized by a lock on its id (ids),
 	// so that the store sees them in the order they are applied in memory;

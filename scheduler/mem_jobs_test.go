@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"testing/synctest"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ksana-dev/ksana/fsm"

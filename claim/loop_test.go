@@ -16,7 +16,7 @@ import (
 )
 
 func TestNewValidatesConfig(t *testing.T) {
-	s := claimtest.NewStore(nil)
+	s := claimtest.NewStore()
 	r := claimtest.NewRunner()
 	tests := []struct {
 		name  string
@@ -67,7 +67,7 @@ func TestCycleStatements(t *testing.T) {
 		{"lost node, one takeover: 3", func(s *claimtest.Store) claim.Membership { return s }, []claim.Deployment{at("x", "gone", 0)}, 3},
 	}
 	for _, tt := range tests {
-		s := claimtest.NewStore(nil)
+		s := claimtest.NewStore()
 		for _, d := range tt.deps {
 			s.Put(d)
 		}
@@ -81,7 +81,7 @@ func TestCycleStatements(t *testing.T) {
 }
 
 func TestMaxClaimsPerCycleOneStatement(t *testing.T) {
-	s := claimtest.NewStore(nil)
+	s := claimtest.NewStore()
 	for _, d := range unassigned(10) {
 		s.Put(d)
 	}
@@ -117,7 +117,7 @@ func TestSpec000_FetchResourceUsageConcurrentlyWithTimeout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		synctest.Test(t, func(t *testing.T) {
-			s := claimtest.NewStore(nil)
+			s := claimtest.NewStore()
 			s.Put(at("u", "", 0))
 			for _, a := range []string{"n2", "n3"} {
 				if err := s.Heartbeat(context.Background(), claim.NodeUnit{Address: a}); err != nil {
@@ -147,7 +147,7 @@ func TestSpec000_FetchResourceUsageConcurrentlyWithTimeout(t *testing.T) {
 // timeout only when they run at once.
 func TestProbesRunConcurrently(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := claimtest.NewStore(nil)
+		s := claimtest.NewStore()
 		for _, a := range []string{"n2", "n3"} {
 			if err := s.Heartbeat(context.Background(), claim.NodeUnit{Address: a}); err != nil {
 				t.Fatal(err)
@@ -169,7 +169,7 @@ func TestProbesRunConcurrently(t *testing.T) {
 
 func TestProbesOnlyUnderResourceUsage(t *testing.T) {
 	for _, p := range []claim.Policy{claim.DeploymentCountPolicy(), claim.NonePolicy()} {
-		s := claimtest.NewStore(nil)
+		s := claimtest.NewStore()
 		probe := claimtest.NewProbe(nil)
 		n := newNode(t, s, s, probe, claim.Config{Address: "n1", Policy: p})
 		n.cycle(t)
@@ -263,7 +263,7 @@ func TestRebalance(t *testing.T) {
 }
 
 func TestRunnerRefusalLoggedOnce(t *testing.T) {
-	s := claimtest.NewStore(nil)
+	s := claimtest.NewStore()
 	s.Put(at("bad", "n1", 0))
 	n := newNode(t, s, s, nil, claim.Config{Address: "n1"})
 	n.runner.StartErr = func(d claim.Deployment) error { return fmt.Errorf("command not trusted: %w", claim.ErrRefused) }
@@ -291,7 +291,7 @@ func TestRunnerRefusalLoggedOnce(t *testing.T) {
 // Observer, and on shutdown stops its deployments and leaves.
 func TestSpec000_RespectsSchedulerInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := claimtest.NewStore(nil)
+		s := claimtest.NewStore()
 		s.Put(at("mine", "n1", 0))
 		s.Put(daemon("dm"))
 		var mu sync.Mutex
@@ -496,7 +496,7 @@ func (hangingMembership) Heartbeat(ctx context.Context, n claim.NodeUnit) error 
 
 func TestSelfFenceWhenMembershipHangs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := claimtest.NewStore(nil)
+		s := claimtest.NewStore()
 		s.Put(at("mine", "n1", 0))
 		hang := false
 		n := newNode(t, s, switchMembership{&hang, membershipOnly{s}, hangingMembership{s}}, nil,
@@ -551,7 +551,7 @@ func (m switchMembership) Leave(ctx context.Context, address string) error {
 }
 
 func TestLoopRestartsChangedDeployment(t *testing.T) {
-	s := claimtest.NewStore(nil)
+	s := claimtest.NewStore()
 	d := at("mine", "n1", 0)
 	d.PackageVersion = "1.0.0"
 	s.Put(d)

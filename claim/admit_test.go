@@ -81,7 +81,7 @@ func TestAdmitterBeforeClaim(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := claimtest.NewStore(nil)
+			s := claimtest.NewStore()
 			for _, d := range tt.deps {
 				s.Put(d)
 			}
@@ -131,7 +131,7 @@ func TestAdmitterBeforeClaim(t *testing.T) {
 // TestAdmitterTwoNodes: of two node-units, only the one that can run a
 // deployment ends up with it, and the other's load does not count it.
 func TestAdmitterTwoNodes(t *testing.T) {
-	s := claimtest.NewStore(nil)
+	s := claimtest.NewStore()
 	s.Put(withCommand(at("b", "", 0), "bad"))
 	s.Put(withCommand(at("g1", "", 1), "good"))
 	s.Put(withCommand(at("g2", "", 2), "good"))
@@ -173,7 +173,7 @@ func (admitAll) Admit(claim.Deployment) error { return nil }
 // deployment stayed waiting for three of its cycles, although it is not
 // eligible; until then it waits.
 func TestAdmitterUnstalls(t *testing.T) {
-	s := claimtest.NewStore(nil)
+	s := claimtest.NewStore()
 	s.Put(withCommand(at("held", "n2", 0), "good")) // n2 holds one: n1 is the least loaded
 	s.Put(withCommand(at("b", "", 1), "bad"))
 	strict := &admitting{Runner: claimtest.NewRunner()}

@@ -39,7 +39,10 @@ type Rebalance struct {
 }
 
 // Config tunes a [Loop]. Zero fields mean the documented defaults; only
-// Address is required.
+// Address is required. There is no clock to configure: the loop reads
+// package time (its decisions, such as LostAfter, self-fencing and report
+// times, use time.Now; Run's ticker is a time.Ticker), and tests drive it
+// with testing/synctest.
 type Config struct {
 	// Address is this node-unit's address, the value claims write into
 	// deployment.address. Required.
@@ -83,10 +86,6 @@ type Config struct {
 	SelfFence bool
 	// Logger receives the loop's logs. Default: discard.
 	Logger *slog.Logger
-	// Now is the clock of the loop's decisions (LostAfter, self-fencing,
-	// report times). Default time.Now. Run's ticker runs on the runtime's
-	// clock, which testing/synctest fakes.
-	Now func() time.Time
 	// Observer receives a [Report] per cycle. Default none.
 	Observer Observer
 }
@@ -150,11 +149,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Rebalance.Cycles < 1 {
 		return bad("Rebalance.Cycles", c.Rebalance.Cycles, "must be at least 1")
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
 	if c.StartedAt.IsZero() {
-		c.StartedAt = c.Now()
+		c.StartedAt = time.Now()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -186,4 +186,12 @@
 // reference Store and Membership with the same conditional-update
 // semantics, and fakes of Runner and UsageProbe; store/storetest.TestClaimStore
 // is the conformance suite every Store and Membership passes.
+//
+// # Time
+//
+// The loop takes its time from package time: time.Now for its decisions
+// (LostAfter, self-fencing, report times) and a time.Ticker for Run. There
+// is no clock to inject; tests run the loop, and claimtest's Store, whose
+// "database clock" is time.Now too, inside testing/synctest, which fakes
+// package time.
 package claim

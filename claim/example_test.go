@@ -14,11 +14,11 @@ import (
 // candidates), and every node runs the daemon.
 func Example() {
 	ctx := context.Background()
-	now := func() time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }
-	db := claimtest.NewStore(now) // store/sqlstore in production
+	db := claimtest.NewStore() // store/sqlstore in production
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, id := range []string{"web", "worker", "cron", "mailer"} {
 		db.Put(claim.Deployment{ID: id, Type: claim.TypeDeployment, Enabled: true,
-			UpdatedAt: now().Add(time.Duration(i) * time.Minute)})
+			UpdatedAt: t0.Add(time.Duration(i) * time.Minute)})
 	}
 	db.Put(claim.Deployment{ID: "log-shipper", Type: claim.TypeDaemon, Enabled: true})
 
@@ -31,7 +31,7 @@ func Example() {
 	for _, addr := range []string{"node-a", "node-b"} {
 		_ = db.Heartbeat(ctx, claim.NodeUnit{Address: addr})
 		r := claimtest.NewRunner() // a process runner in production
-		l, err := claim.New(db, db, r, nil, claim.Config{Address: addr, Policy: policy, Now: now})
+		l, err := claim.New(db, db, r, nil, claim.Config{Address: addr, Policy: policy})
 		if err != nil {
 			panic(err)
 		}

@@ -12,26 +12,6 @@ import (
 	"github.com/ksana-dev/ksana/claim/claimtest"
 )
 
-// clock is a fake clock shared by a store and its loops.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: t0} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // logRecord is one captured log record.
 type logRecord struct {
 	Level slog.Level

@@ -20,8 +20,8 @@ var ErrRunning = errors.New("claim: loop already running")
 // Report is what one cycle did, given to the [Observer] and returned by
 // [Loop.Cycle].
 type Report struct {
-	Start    time.Time     // when the cycle began (Config.Now)
-	Duration time.Duration // how long it took, by Config.Now
+	Start    time.Time     // when the cycle began (time.Now)
+	Duration time.Duration // how long it took
 	// Active is the number of active node-units seen.
 	Active int
 	// Deployments is the number of enabled deployments read: every one
@@ -108,7 +108,7 @@ func New(store Store, members Membership, runner Runner, probe UsageProbe, cfg C
 	return &Loop{
 		store: store, members: members, runner: runner, probe: probe, cfg: c,
 		log:         c.Logger.With("address", c.Address),
-		lastRenewed: c.Now(),
+		lastRenewed: time.Now(),
 		types:       map[string]Type{},
 		logged:      map[string]bool{},
 		refused:     map[string]bool{},
@@ -183,10 +183,10 @@ func (l *Loop) stopDeployments(ctx context.Context) []string {
 func (l *Loop) Cycle(ctx context.Context) (Report, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r := Report{Start: l.cfg.Now()}
+	r := Report{Start: time.Now()}
 	err := l.cycle(ctx, &r)
 	r.Err = err
-	r.Duration = l.cfg.Now().Sub(r.Start)
+	r.Duration = time.Since(r.Start)
 	if l.cfg.Observer != nil {
 		l.cfg.Observer.ObserveCycle(r)
 	}
@@ -214,7 +214,7 @@ func (l *Loop) cycle(ctx context.Context, r *Report) error {
 func (l *Loop) fence(ctx context.Context, r *Report) {
 	// Under none nobody takes deployments over, so there is nothing to
 	// fence against (R2: bound deployments keep running).
-	if l.cfg.SelfFence && !IsNone(l.cfg.Policy) && l.cfg.Now().Sub(l.lastRenewed) >= l.cfg.MembershipTTL/2 {
+	if l.cfg.SelfFence && !IsNone(l.cfg.Policy) && time.Since(l.lastRenewed) >= l.cfg.MembershipTTL/2 {
 		r.Stopped = l.stopDeployments(ctx)
 		r.Fenced = true
 		if len(r.Stopped) > 0 {

@@ -16,7 +16,7 @@ import (
 )
 
 func TestNewValidatesConfig(t *testing.T) {
-	s := claimtest.NewStore(nil)
+	s := claimtest.NewStore()
 	r := claimtest.NewRunner()
 	tests := []struct {
 		name  string
@@ -67,7 +67,7 @@ func TestCycleStatements(t *testing.T) {
 		{"lost node, one takeover: 3", func(s *claimtest.Store) claim.Membership { return s }, []claim.Deployment{at("x", "gone", 0)}, 3},
 	}
 	for _, tt := range tests {
-		s := claimtest.NewStore(nil)
+		s := claimtest.NewStore()
 		for _, d := range tt.deps {
 			s.Put(d)
 		}
@@ -81,7 +81,7 @@ func TestCycleStatements(t *testing.T) {
 }
 
 func TestMaxClaimsPerCycleOneStatement(t *testing.T) {
-	s := claimtest.NewStore(nil)
+	s := claimtest.NewStore()
 	for _, d := range unassigned(10) {
 		s.Put(d)
 	}
@@ -117,7 +117,7 @@ func TestSpec000_FetchResourceUsageConcurrentlyWithTimeout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		synctest.Test(t, func(t *testing.T) {
-			s := claimtest.NewStore(nil)
+			s := claimtest.NewStore()
 			s.Put(at("u", "", 0))
 			for _, a := range []string{"n2", "n3"} {
 				if err := s.Heartbeat(context.Background(), claim.NodeUnit{Address: a}); err != nil {
@@ -147,7 +147,7 @@ func TestSpec000_FetchResourceUsageConcurrentlyWithTimeout(t *testing.T) {
 // timeout only when they run at once.
 func TestProbesRunConcurrently(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := claimtest.NewStore(nil)
+		s := claimtest.NewStore()
 		for _, a := range []string{"n2", "n3"} {
 			if err := s.Heartbeat(context.Background(), claim.NodeUnit{Address: a}); err != nil {
 				t.Fatal(err)
@@ -169,7 +169,7 @@ func TestProbesRunConcurrently(t *testing.T) {
 
 func TestProbesOnlyUnderResourceUsage(t *testing.T) {
 	for _, p := range []claim.Policy{claim.DeploymentCountPolicy(), claim.NonePolicy()} {
-		s := claimtest.NewStore(nil)
+		s := claimtest.NewStore()
 		probe := claimtest.NewProbe(nil)
 		n := newNode(t, s, s, probe, claim.Config{Address: "n1", Policy: p})
 		n.cycle(t)
@@ -181,89 +181,92 @@ func TestProbesOnlyUnderResourceUsage(t *testing.T) {
 
 func TestSelfFence(t *testing.T) {
 	for _, fence := range []bool{false, true} {
-		c := newClock()
-		s := claimtest.NewStore(c.Now)
-		s.Put(at("mine", "n1", 0))
-		s.Put(daemon("dm"))
-		n := newNode(t, s, s, nil, claim.Config{Address: "n1", Now: c.Now, SelfFence: fence, Interval: interval, MembershipTTL: 4 * interval})
-		n.cycle(t)
-		down := errors.New("database unreachable")
-		s.SetFail(func(string) error { return down })
-		c.Advance(interval)
-		if r, err := n.loop.Cycle(context.Background()); !errors.Is(err, down) || r.Fenced {
-			t.Errorf("fence=%v: one interval without membership: err %v, fenced %v; want the error, not fenced", fence, err, r.Fenced)
-		}
-		c.Advance(interval) // now 2 intervals = TTL/2 since the last renewal
-		r, _ := n.loop.Cycle(context.Background())
-		want, wantRunning := false, []string{"dm", "mine"}
-		if fence {
-			want, wantRunning = true, []string{"dm"}
-		}
-		if r.Fenced != want {
-			t.Errorf("fence=%v: fenced = %v at TTL/2", fence, r.Fenced)
-		}
-		if diff := cmp.Diff(wantRunning, n.runner.Running()); diff != "" {
-			t.Errorf("fence=%v: running at TTL/2 (-want +got):\n%s", fence, diff)
-		}
-		// The database comes back: what is still bound to n1 runs again.
-		s.SetFail(nil)
-		c.Advance(interval)
-		n.cycle(t)
-		if diff := cmp.Diff([]string{"dm", "mine"}, n.runner.Running()); diff != "" {
-			t.Errorf("fence=%v: running after recovery (-want +got):\n%s", fence, diff)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			s := claimtest.NewStore()
+			s.Put(at("mine", "n1", 0))
+			s.Put(daemon("dm"))
+			n := newNode(t, s, s, nil, claim.Config{Address: "n1", SelfFence: fence, Interval: interval, MembershipTTL: 4 * interval})
+			n.cycle(t)
+			down := errors.New("database unreachable")
+			s.SetFail(func(string) error { return down })
+			time.Sleep(interval)
+			if r, err := n.loop.Cycle(context.Background()); !errors.Is(err, down) || r.Fenced {
+				t.Errorf("fence=%v: one interval without membership: err %v, fenced %v; want the error, not fenced", fence, err, r.Fenced)
+			}
+			time.Sleep(interval) // now 2 intervals = TTL/2 since the last renewal
+			r, _ := n.loop.Cycle(context.Background())
+			want, wantRunning := false, []string{"dm", "mine"}
+			if fence {
+				want, wantRunning = true, []string{"dm"}
+			}
+			if r.Fenced != want {
+				t.Errorf("fence=%v: fenced = %v at TTL/2", fence, r.Fenced)
+			}
+			if diff := cmp.Diff(wantRunning, n.runner.Running()); diff != "" {
+				t.Errorf("fence=%v: running at TTL/2 (-want +got):\n%s", fence, diff)
+			}
+			// The database comes back: what is still bound to n1 runs again.
+			s.SetFail(nil)
+			time.Sleep(interval)
+			n.cycle(t)
+			if diff := cmp.Diff([]string{"dm", "mine"}, n.runner.Running()); diff != "" {
+				t.Errorf("fence=%v: running after recovery (-want +got):\n%s", fence, diff)
+			}
+		})
 	}
 }
 
 func TestLostAfter(t *testing.T) {
-	c := newClock()
-	s := claimtest.NewStore(c.Now)
-	s.Put(at("x", "gone", 0))
-	n := newNode(t, s, s, nil, claim.Config{Address: "n1", Now: c.Now, LostAfter: 3 * interval})
-	var claimedAt []int
-	for i := range 6 {
-		if r := n.cycle(t); len(r.Claimed) > 0 {
-			claimedAt = append(claimedAt, i)
+	synctest.Test(t, func(t *testing.T) {
+		s := claimtest.NewStore()
+		s.Put(at("x", "gone", 0))
+		n := newNode(t, s, s, nil, claim.Config{Address: "n1", LostAfter: 3 * interval})
+		var claimedAt []int
+		for i := range 6 {
+			if r := n.cycle(t); len(r.Claimed) > 0 {
+				claimedAt = append(claimedAt, i)
+			}
+			time.Sleep(interval)
 		}
-		c.Advance(interval)
-	}
-	if diff := cmp.Diff([]int{3}, claimedAt); diff != "" {
-		t.Errorf("cycles that took x over (-want +got):\n%s", diff)
-	}
+		if diff := cmp.Diff([]int{3}, claimedAt); diff != "" {
+			t.Errorf("cycles that took x over (-want +got):\n%s", diff)
+		}
+	})
 }
 
 func TestRebalance(t *testing.T) {
 	for _, enabled := range []bool{false, true} {
-		c := newClock()
-		s := claimtest.NewStore(c.Now)
-		for i := range 6 {
-			s.Put(at(fmt.Sprintf("d%d", i), "n1", i))
-		}
-		cfg := claim.Config{Now: c.Now, Rebalance: claim.Rebalance{Enabled: enabled, Cycles: 2}}
-		cfg.Address = "n1"
-		n1 := newNode(t, s, s, nil, cfg)
-		cfg.Address = "n2"
-		n2 := newNode(t, s, s, nil, cfg)
-		for range 20 {
-			n1.cycle(t)
-			n2.cycle(t)
-			c.Advance(interval)
-		}
-		got := []int{len(n1.runner.Running()), len(n2.runner.Running())}
-		// Off: n2 joined late and gets nothing. On: n1 releases until the
-		// difference is below the threshold 2.
-		want := []int{6, 0}
-		if enabled {
-			want = []int{3, 3}
-		}
-		if !cmp.Equal(got, want) {
-			t.Errorf("rebalance %v: running %v, want %v", enabled, got, want)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			s := claimtest.NewStore()
+			for i := range 6 {
+				s.Put(at(fmt.Sprintf("d%d", i), "n1", i))
+			}
+			cfg := claim.Config{Rebalance: claim.Rebalance{Enabled: enabled, Cycles: 2}}
+			cfg.Address = "n1"
+			n1 := newNode(t, s, s, nil, cfg)
+			cfg.Address = "n2"
+			n2 := newNode(t, s, s, nil, cfg)
+			for range 20 {
+				n1.cycle(t)
+				n2.cycle(t)
+				time.Sleep(interval)
+			}
+			got := []int{len(n1.runner.Running()), len(n2.runner.Running())}
+			// Off: n2 joined late and gets nothing. On: n1 releases until the
+			// difference is below the threshold 2.
+			want := []int{6, 0}
+			if enabled {
+				want = []int{3, 3}
+			}
+			if !cmp.Equal(got, want) {
+				t.Errorf("rebalance %v: running %v, want %v", enabled, got, want)
+			}
+		})
 	}
 }
 
 func TestRunnerRefusalLoggedOnce(t *testing.T) {
-	s := claimtest.NewStore(nil)
+	s := claimtest.NewStore()
 	s.Put(at("bad", "n1", 0))
 	n := newNode(t, s, s, nil, claim.Config{Address: "n1"})
 	n.runner.StartErr = func(d claim.Deployment) error { return fmt.Errorf("command not trusted: %w", claim.ErrRefused) }
@@ -291,7 +294,7 @@ func TestRunnerRefusalLoggedOnce(t *testing.T) {
 // Observer, and on shutdown stops its deployments and leaves.
 func TestSpec000_RespectsSchedulerInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := claimtest.NewStore(nil)
+		s := claimtest.NewStore()
 		s.Put(at("mine", "n1", 0))
 		s.Put(daemon("dm"))
 		var mu sync.Mutex
@@ -496,7 +499,7 @@ func (hangingMembership) Heartbeat(ctx context.Context, n claim.NodeUnit) error 
 
 func TestSelfFenceWhenMembershipHangs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := claimtest.NewStore(nil)
+		s := claimtest.NewStore()
 		s.Put(at("mine", "n1", 0))
 		hang := false
 		n := newNode(t, s, switchMembership{&hang, membershipOnly{s}, hangingMembership{s}}, nil,
@@ -551,7 +554,7 @@ func (m switchMembership) Leave(ctx context.Context, address string) error {
 }
 
 func TestLoopRestartsChangedDeployment(t *testing.T) {
-	s := claimtest.NewStore(nil)
+	s := claimtest.NewStore()
 	d := at("mine", "n1", 0)
 	d.PackageVersion = "1.0.0"
 	s.Put(d)

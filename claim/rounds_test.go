@@ -54,7 +54,7 @@ func (p firstOnly) PickEligible(nodes []string, s map[string][]claim.MetricSnaps
 }
 
 func newRounds(tb testing.TB, nodes, deployments, maxClaims int, naive bool) *rounds {
-	r := &rounds{store: claimtest.NewStore(func() time.Time { return t0 }), rng: rand.New(rand.NewPCG(1, 2))}
+	r := &rounds{store: claimtest.NewStore(), rng: rand.New(rand.NewPCG(1, 2))}
 	for i := range deployments {
 		r.store.Put(claim.Deployment{ID: fmt.Sprintf("d%05d", i), Type: claim.TypeDeployment, Enabled: true, CreatedAt: t0, UpdatedAt: t0})
 	}
@@ -66,7 +66,7 @@ func newRounds(tb testing.TB, nodes, deployments, maxClaims int, naive bool) *ro
 		if naive {
 			p = firstOnly{p, addr}
 		}
-		loop, err := claim.New(st, st, claimtest.NewRunner(), nil, claim.Config{Address: addr, Policy: p, MaxClaimsPerCycle: maxClaims, Now: func() time.Time { return t0 }})
+		loop, err := claim.New(st, st, claimtest.NewRunner(), nil, claim.Config{Address: addr, Policy: p, MaxClaimsPerCycle: maxClaims})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ksana-dev/ksana/claim"
@@ -14,8 +15,8 @@ import (
 )
 
 // The deterministic simulation: node-units join, leave, crash, restart and
-// get cut off from the database at random (seeded), on a fake clock over the
-// in-memory store, while deployments are added and toggled. Each node runs
+// get cut off from the database at random (seeded), under testing/synctest's
+// fake clock over the in-memory store, while deployments are added and toggled. Each node runs
 // its cycle every interval at its own phase. After every step the
 // invariants are checked; every few thousand steps the churn pauses and the
 // cluster must settle with every enabled deployment assigned to a live node.
@@ -174,7 +175,6 @@ type sim struct {
 	t     *testing.T
 	cfg   simConfig
 	rng   *rand.Rand
-	clock *clock
 	store *claimtest.Store
 	nodes []*simNode
 	// inactiveSince records when an address stopped being active.
@@ -214,9 +214,8 @@ func (s *sim) fail(format string, args ...any) {
 }
 
 func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
-	c := newClock()
-	s := &sim{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), clock: c,
-		store: claimtest.NewStore(c.Now), inactiveSince: map[string]time.Time{}, enabledAt: map[string]time.Time{}, ttl: 3 * interval}
+	s := &sim{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		store: claimtest.NewStore(), inactiveSince: map[string]time.Time{}, enabledAt: map[string]time.Time{}, ttl: 3 * interval}
 	for range 40 {
 		s.addDeployment()
 	}
@@ -233,7 +232,7 @@ func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
 
 func (s *sim) addDeployment() {
 	s.store.Put(claim.Deployment{ID: fmt.Sprintf("dep-%03d", s.nextDep), Type: claim.TypeDeployment, Enabled: true,
-		CreatedAt: s.clock.Now(), UpdatedAt: s.clock.Now()})
+		CreatedAt: time.Now(), UpdatedAt: time.Now()})
 	s.nextDep++
 }
 
@@ -241,7 +240,7 @@ func (s *sim) addDeployment() {
 func (s *sim) start(n *simNode) {
 	n.runner = claimtest.NewRunner()
 	n.up, n.partitioned = true, false
-	n.healthySince = s.clock.Now()
+	n.healthySince = time.Now()
 	var st interface {
 		claim.Store
 		claim.Membership
@@ -250,7 +249,7 @@ func (s *sim) start(n *simNode) {
 		st = partViewStore{partStore{s: s.store, down: &n.partitioned}, claimtest.Viewing(s.store)}
 	}
 	loop, err := claim.New(st, st, n.runner, nil, claim.Config{
-		Address: n.addr, Policy: s.cfg.policy, Interval: interval, MembershipTTL: s.ttl, Now: s.clock.Now,
+		Address: n.addr, Policy: s.cfg.policy, Interval: interval, MembershipTTL: s.ttl,
 		LostAfter: s.cfg.lostAfter, MaxClaimsPerCycle: s.cfg.maxClaims, SelfFence: s.cfg.selfFence,
 		Rebalance: claim.Rebalance{Enabled: s.cfg.rebalance},
 	})
@@ -258,7 +257,7 @@ func (s *sim) start(n *simNode) {
 		s.t.Fatal(err)
 	}
 	n.loop = loop
-	n.next = s.clock.Now().Add(time.Duration(s.rng.Int64N(int64(interval))))
+	n.next = time.Now().Add(time.Duration(s.rng.Int64N(int64(interval))))
 }
 
 func (s *sim) join() {
@@ -310,14 +309,14 @@ func (s *sim) churn() bool {
 	case r < 16 && s.cfg.partitions:
 		n := up[s.rng.IntN(len(up))]
 		n.partitioned = !n.partitioned
-		n.healthySince = s.clock.Now()
+		n.healthySince = time.Now()
 	case r < 20 && s.nextDep < 80:
 		s.addDeployment()
 	case r < 24:
 		id := fmt.Sprintf("dep-%03d", s.rng.IntN(s.nextDep))
 		d, _ := s.store.Get(id)
 		s.store.SetEnabled(id, !d.Enabled)
-		s.enabledAt[id] = s.clock.Now()
+		s.enabledAt[id] = time.Now()
 	default:
 		return false
 	}
@@ -334,8 +333,8 @@ func (s *sim) step() {
 		return
 	}
 	n := slices.MinFunc(up, func(a, b *simNode) int { return a.next.Compare(b.next) })
-	if d := n.next.Sub(s.clock.Now()); d > 0 {
-		s.clock.Advance(d)
+	if d := n.next.Sub(time.Now()); d > 0 {
+		time.Sleep(d)
 	}
 	r, err := n.loop.Cycle(context.Background())
 	if len(s.trace) == 40 {
@@ -351,7 +350,7 @@ func (s *sim) step() {
 
 // check verifies the invariants that hold after every step.
 func (s *sim) check() {
-	now := s.clock.Now()
+	now := time.Now()
 	active, _ := s.store.Active(context.Background(), s.ttl)
 	isActive := map[string]bool{}
 	for _, n := range active {
@@ -435,16 +434,16 @@ func (s *sim) settle() {
 	for _, n := range s.upNodes() {
 		if n.partitioned {
 			n.partitioned = false
-			n.healthySince = s.clock.Now()
+			n.healthySince = time.Now()
 		}
 	}
-	start := s.clock.Now()
+	start := time.Now()
 	limit := s.ttl + s.cfg.lostAfter + 120*interval
-	for s.clock.Now().Sub(start) <= limit {
+	for time.Now().Sub(start) <= limit {
 		s.step()
 		s.check()
 		if s.settled() {
-			s.settleSeen = max(s.settleSeen, s.clock.Now().Sub(start))
+			s.settleSeen = max(s.settleSeen, time.Now().Sub(start))
 			return
 		}
 	}
@@ -485,19 +484,22 @@ func (s *sim) settled() bool {
 func runSim(t *testing.T, cfg simConfig) {
 	const cycles, settleEvery = 10000, 2500
 	for _, seed := range []uint64{1, 2} {
-		s := newSim(t, seed, cfg)
-		for s.steps < cycles {
-			if s.churn() {
+		// Each seed runs in its own bubble: its clock starts at t0.
+		synctest.Test(t, func(t *testing.T) {
+			s := newSim(t, seed, cfg)
+			for s.steps < cycles {
+				if s.churn() {
+					s.check()
+				}
+				s.step()
 				s.check()
+				if s.steps%settleEvery == 0 || s.steps >= cycles {
+					s.settle()
+				}
 			}
-			s.step()
-			s.check()
-			if s.steps%settleEvery == 0 || s.steps >= cycles {
-				s.settle()
-			}
-		}
-		t.Logf("seed %d: %d cycles, %d nodes ever, %d deployments, %d address writes, %d lost-deadline checks, slowest settle %v",
-			seed, s.steps, len(s.nodes), s.nextDep, s.writes, s.deadlineChecks, s.settleSeen)
+			t.Logf("seed %d: %d cycles, %d nodes ever, %d deployments, %d address writes, %d lost-deadline checks, slowest settle %v",
+				seed, s.steps, len(s.nodes), s.nextDep, s.writes, s.deadlineChecks, s.settleSeen)
+		})
 	}
 }
 

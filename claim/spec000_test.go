@@ -5,6 +5,7 @@ import (
 
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,7 +17,9 @@ import (
 // The test cases of the RFC "NodeUnit Deployment 失联与抢占调度" (000), one
 // test each, named after them.
 
-var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+// t0 is the start of every testing/synctest bubble, where the tests that
+// run the loop begin: time.Now() there is t0 until the test sleeps.
+var t0 = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func dep(id, address string) claim.Deployment {
 	return claim.Deployment{ID: id, Type: claim.TypeDeployment, Enabled: true, Address: address, CreatedAt: t0, UpdatedAt: t0}
@@ -265,27 +268,28 @@ func ids(ds []claim.Deployment) []string {
 // (the specification's rule), each by a single-row conditional update: the
 // ones not yet taken stay bound to the lost node, never blanked in bulk.
 func TestSpec000_ReleasesLostDeploymentsAndClaimsOnePerCycle(t *testing.T) {
-	c := newClock()
-	s := claimtest.NewStore(c.Now)
-	for i := range 3 {
-		s.Put(at(fmt.Sprintf("x%d", i), "gone", i))
-	}
-	s.Put(at("u", "", 9))
-	n := newNode(t, s, s, nil, claim.Config{Address: "n1", Now: c.Now})
-	want := []map[string]string{
-		{"x0": "n1", "x1": "gone", "x2": "gone", "u": ""},
-		{"x0": "n1", "x1": "n1", "x2": "gone", "u": ""},
-		{"x0": "n1", "x1": "n1", "x2": "n1", "u": ""},
-		{"x0": "n1", "x1": "n1", "x2": "n1", "u": "n1"},
-	}
-	for i, w := range want {
-		r := n.cycle(t)
-		if len(r.Claimed) != 1 {
-			t.Errorf("cycle %d claimed %v, want exactly one", i, r.Claimed)
+	synctest.Test(t, func(t *testing.T) {
+		s := claimtest.NewStore()
+		for i := range 3 {
+			s.Put(at(fmt.Sprintf("x%d", i), "gone", i))
 		}
-		if diff := cmp.Diff(w, s.Addresses()); diff != "" {
-			t.Errorf("cycle %d addresses (-want +got):\n%s", i, diff)
+		s.Put(at("u", "", 9))
+		n := newNode(t, s, s, nil, claim.Config{Address: "n1"})
+		want := []map[string]string{
+			{"x0": "n1", "x1": "gone", "x2": "gone", "u": ""},
+			{"x0": "n1", "x1": "n1", "x2": "gone", "u": ""},
+			{"x0": "n1", "x1": "n1", "x2": "n1", "u": ""},
+			{"x0": "n1", "x1": "n1", "x2": "n1", "u": "n1"},
 		}
-		c.Advance(interval)
-	}
+		for i, w := range want {
+			r := n.cycle(t)
+			if len(r.Claimed) != 1 {
+				t.Errorf("cycle %d claimed %v, want exactly one", i, r.Claimed)
+			}
+			if diff := cmp.Diff(w, s.Addresses()); diff != "" {
+				t.Errorf("cycle %d addresses (-want +got):\n%s", i, diff)
+			}
+			time.Sleep(interval)
+		}
+	})
 }

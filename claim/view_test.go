@@ -206,7 +206,7 @@ func TestClaimWindow(t *testing.T) {
 // a changed row is read in full, and once more the next cycle; a claim
 // reads one candidate.
 func TestViewCycleStatements(t *testing.T) {
-	s := claimtest.NewStore(nil)
+	s := claimtest.NewStore()
 	v := claimtest.Viewing(s)
 	for i := range 50 {
 		s.Put(claim.Deployment{ID: fmt.Sprintf("other-%02d", i), Type: claim.TypeDeployment, Enabled: true, Address: "n2"})
@@ -260,7 +260,7 @@ func TestViewCycleStatements(t *testing.T) {
 // resolution keeps its version; the read a cycle after the change still
 // sees the second update, and the deployment restarts with it.
 func TestViewSameStampUpdateSeen(t *testing.T) {
-	s := claimtest.NewStore(nil)
+	s := claimtest.NewStore()
 	v := claimtest.Viewing(s)
 	stamp := t0.Add(time.Minute)
 	s.Put(claim.Deployment{ID: "mine", Type: claim.TypeDeployment, Enabled: true, Address: "n1", Command: "a", UpdatedAt: t0})

@@ -7,7 +7,7 @@
 // [claim.HeartbeatActiver]: a deployment table and a node-unit membership
 // in memory, with the same conditional-update semantics as the SQL adapters
 // (it passes store/storetest.TestClaimStore). Its clock, the "database's
-// clock", is injected. Beyond the interfaces it has an admin side to set up
+// clock", is package time; tests control it with testing/synctest. Beyond the interfaces it has an admin side to set up
 // and inspect state ([Store.Put], [Store.SetEnabled], [Store.Get],
 // [Store.All], [Store.Addresses], [Store.Backdate]) and hooks for tests:
 // [Store.SetFail] injects errors, [Store.SetOnWrite] observes every address

@@ -3,7 +3,6 @@ package claimtest_test
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/ksana-dev/ksana/claim"
 	"github.com/ksana-dev/ksana/claim/claimtest"
@@ -13,7 +12,7 @@ import (
 // unassigned deployment finds it taken.
 func Example() {
 	ctx := context.Background()
-	db := claimtest.NewStore(func() time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) })
+	db := claimtest.NewStore()
 	db.Put(claim.Deployment{ID: "web", Type: claim.TypeDeployment, Enabled: true})
 
 	first, _ := db.Claim(ctx, "web", "node-a", nil)

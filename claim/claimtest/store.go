@@ -18,7 +18,6 @@ var ErrNotFound = errors.New("claimtest: deployment not found")
 // value is not usable; call [NewStore].
 type Store struct {
 	mu         sync.Mutex
-	now        func() time.Time
 	deps       map[string]claim.Deployment
 	ids        []string // the keys of deps, sorted
 	nodes      map[string]claim.NodeUnit
@@ -33,13 +32,11 @@ var (
 	_ claim.HeartbeatActiver = (*Store)(nil)
 )
 
-// NewStore returns an empty store whose clock (the "database's clock") is
-// now; nil means time.Now.
-func NewStore(now func() time.Time) *Store {
-	if now == nil {
-		now = time.Now
-	}
-	return &Store{now: now, deps: map[string]claim.Deployment{}, nodes: map[string]claim.NodeUnit{}}
+// NewStore returns an empty store. Its clock, the "database's clock", is
+// package time (time.Now); tests that need to control it run under
+// testing/synctest.
+func NewStore() *Store {
+	return &Store{deps: map[string]claim.Deployment{}, nodes: map[string]claim.NodeUnit{}}
 }
 
 // SetFail installs f, called with the method name ("Deployments", "Claim",
@@ -89,12 +86,12 @@ func clone(d claim.Deployment) claim.Deployment {
 }
 
 // Put inserts or replaces d as given (any type, address and timestamps; a
-// zero CreatedAt or UpdatedAt is set to the store's now). It is the admin
+// zero CreatedAt or UpdatedAt is set to time.Now). It is the admin
 // path, not part of claim.Store.
 func (s *Store) Put(d claim.Deployment) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := time.Now()
 	if d.CreatedAt.IsZero() {
 		d.CreatedAt = now
 	}
@@ -116,7 +113,7 @@ func (s *Store) SetEnabled(id string, enabled bool) bool {
 	d, ok := s.deps[id]
 	if ok {
 		d.Enabled = enabled
-		d.UpdatedAt = s.now()
+		d.UpdatedAt = time.Now()
 		s.deps[id] = d
 	}
 	return ok
@@ -172,7 +169,7 @@ func (s *Store) Backdate(address string, age time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n, ok := s.nodes[address]; ok {
-		n.LastSeen = s.now().Add(-age)
+		n.LastSeen = time.Now().Add(-age)
 		s.nodes[address] = n
 	}
 }
@@ -201,7 +198,7 @@ func (s *Store) claimable(d claim.Deployment, ok bool, lost []string) bool {
 func (s *Store) setAddress(id string, d claim.Deployment, to string) {
 	from := d.Address
 	d.Address = to
-	d.UpdatedAt = s.now()
+	d.UpdatedAt = time.Now()
 	s.deps[id] = d
 	if s.onWrite != nil {
 		s.onWrite(id, from, to)
@@ -272,12 +269,12 @@ func (s *Store) Heartbeat(ctx context.Context, n claim.NodeUnit) error {
 }
 
 func (s *Store) heartbeat(n claim.NodeUnit) {
-	n.LastSeen = s.now()
+	n.LastSeen = time.Now()
 	s.nodes[n.Address] = n
 }
 
 func (s *Store) active(ttl time.Duration) []claim.NodeUnit {
-	now := s.now()
+	now := time.Now()
 	var out []claim.NodeUnit
 	for _, n := range s.nodes {
 		if now.Sub(n.LastSeen) < ttl {
@@ -289,7 +286,7 @@ func (s *Store) active(ttl time.Duration) []claim.NodeUnit {
 }
 
 // Active implements [claim.Membership]: the nodes whose last heartbeat is
-// less than ttl before the store's now.
+// less than ttl before time.Now.
 func (s *Store) Active(ctx context.Context, ttl time.Duration) ([]claim.NodeUnit, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

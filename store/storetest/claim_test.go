@@ -29,14 +29,14 @@ func (a memAdmin) BackdateNode(ctx context.Context, address string, age time.Dur
 
 func TestClaimStoreInMemory(t *testing.T) {
 	storetest.TestClaimStore(t, func(t *testing.T) (claim.Store, claim.Membership, storetest.ClaimAdmin) {
-		s := claimtest.NewStore(nil)
+		s := claimtest.NewStore()
 		return s, s, memAdmin{s}
 	})
 }
 
 func TestClaimStoreInMemoryView(t *testing.T) {
 	storetest.TestClaimStore(t, func(t *testing.T) (claim.Store, claim.Membership, storetest.ClaimAdmin) {
-		s := claimtest.NewStore(nil)
+		s := claimtest.NewStore()
 		return claimtest.Viewing(s), s, memAdmin{s}
 	})
 }

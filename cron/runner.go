@@ -72,6 +72,7 @@ type Config struct {
 type Runner struct {
 	store Store    // nil: the jobs live in the runner alone
 	runs  RunStore // nil when the store keeps no history
+	sh    sharedCaps // the store's capabilities for sharing it (shared.go)
 	exec  Executor
 	cfg   Config
 	log   *slog.Logger
@@ -181,6 +182,7 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 		wakeAt:  math.MaxInt64,
 	}
 	r.runs, _ = store.(RunStore)
+	r.sh = sharedOf(store)
 	r.work.L = &r.mu
 	r.heap.tab = &r.tab
 	r.heap.cur = toNano(r.now()) >> tickShift
@@ -307,7 +309,7 @@ func (r *Runner) Load(ctx context.Context) error {
 			}
 			var ev *Run
 			slot, ev = r.settle(idx, e, due, nowNs)
-			if ev != nil {
+			if ev != nil && r.mine(j.ID) {
 				r.ended = append(r.ended, ended{run: *ev})
 			}
 		}
@@ -660,8 +662,13 @@ func (r *Runner) RunNow(ctx context.Context, id string) (string, error) {
 	return runID, nil
 }
 
-// Get returns job id. An unknown id is [ErrNotFound].
+// Get returns job id. An unknown id is [ErrNotFound]. A job that a
+// shared store says another runner fires is read from the store (see
+// [JobReader]), for its fresh bookkeeping.
 func (r *Runner) Get(id string) (Job, error) {
+	if j, ok := r.getShared(id); ok {
+		return j, nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, e, ok := r.lookup(id)

@@ -70,8 +70,8 @@ type Config struct {
 // that execute the runs. All methods are safe for concurrent use. See the
 // package documentation, section "The runner".
 type Runner struct {
-	store Store    // nil: the jobs live in the runner alone
-	runs  RunStore // nil when the store keeps no history
+	store Store      // nil: the jobs live in the runner alone
+	runs  RunStore   // nil when the store keeps no history
 	sh    sharedCaps // the store's capabilities for sharing it (shared.go)
 	exec  Executor
 	cfg   Config

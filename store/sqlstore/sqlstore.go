@@ -35,8 +35,9 @@ var (
 // safe for concurrent use; one DB serves the [Deployments] and [Membership]
 // adapters of one process.
 type DB struct {
-	x *sqlx.DB
-	d *dialect
+	x  *sqlx.DB
+	d  *dialect
+	pg *pgx.ConnConfig // PostgreSQL: the connection settings, for LISTEN
 }
 
 // Open connects to the database that url names ([Connect]) and brings the
@@ -124,7 +125,7 @@ func (db *DB) ping(ctx context.Context) error {
 
 // openPostgres wraps a pgx configuration (tests add a tracer to it).
 func openPostgres(cfg *pgx.ConnConfig) *DB {
-	return &DB{x: sqlx.NewDb(stdlib.OpenDB(*cfg), postgresDialect.driver), d: postgresDialect}
+	return &DB{x: sqlx.NewDb(stdlib.OpenDB(*cfg), postgresDialect.driver), d: postgresDialect, pg: cfg.Copy()}
 }
 
 // sqliteDefaults are the connection settings Open adds to an SQLite DSN

@@ -259,11 +259,15 @@ func TestClusterKillStopJoin(t *testing.T) {
 		t.Skip("SIGKILL, SIGSTOP")
 	}
 	if testing.Short() {
-		t.Skip("processes on PostgreSQL")
+		t.Skip("processes on PostgreSQL and SQLite")
 	}
-	const ttl = 2 * time.Second
-	dbURL := postgresSchemaURL(t, "ksana_cluster_test")
 	bin := buildKsana(t)
+	t.Run("postgres", func(t *testing.T) { testClusterKillStopJoin(t, bin, postgresSchemaURL(t, "ksana_cluster_test")) })
+	t.Run("sqlite", func(t *testing.T) { testClusterKillStopJoin(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db")) })
+}
+
+func testClusterKillStopJoin(t *testing.T, bin, dbURL string) {
+	const ttl = 2 * time.Second
 	cb := newSlotCounter(t)
 	env := []string{"DATABASE_URL=" + dbURL, "KSANA_LEASE_TTL=" + ttl.String()}
 	ms := []*member{startMember(t, bin, "a", env...), startMember(t, bin, "b", env...), startMember(t, bin, "c", env...)}

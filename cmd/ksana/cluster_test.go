@@ -33,7 +33,7 @@ var schemaSeq atomic.Int64
 // postgresSchemaURL creates a schema of its own for t, dropped at
 // cleanup, and returns a URL whose search_path selects it and whose
 // connections carry application_name app.
-func postgresSchemaURL(t *testing.T, app string) string {
+func postgresSchemaURL(t testing.TB, app string) string {
 	t.Helper()
 	base := testenv.PostgresURL(t)
 	schema := fmt.Sprintf("ksana_cmd_test_%d_%d", time.Now().UnixNano(), schemaSeq.Add(1))

@@ -41,6 +41,13 @@ func openDB(cfg config, log *slog.Logger) (*dbStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
+	if db.Dialect() == "postgres" {
+		// database/sql keeps 2 idle connections by default: under
+		// concurrent API writes every other statement would open a
+		// connection (a new server process).
+		db.SQL().SetMaxOpenConns(cfg.Workers + 16)
+		db.SQL().SetMaxIdleConns(cfg.Workers + 16)
+	}
 	name := cfg.Instance
 	if name == "" {
 		name = instanceName()

@@ -248,22 +248,28 @@ func (s *Jobs) ClaimRun(ctx context.Context, r cron.Run, slot bool) (bool, error
 	return n == 1, nil
 }
 
+// trimEvery is how many runs of the database (by seq) go between two
+// trims of a job's history: a job keeps between RunLimit and about
+// RunLimit + trimEvery rows, and [Jobs.Runs] returns RunLimit at most.
+const trimEvery = 16
+
 // AppendRun stores the finished run r: it completes the row that
 // [Jobs.ClaimRun] inserted, or inserts one (a skipped or missed slot, which
-// is not called), unless a run of the same slot exists already. Then it
-// drops the job's oldest runs beyond RunLimit. An unknown job is
-// [cron.ErrNotFound].
+// is not called), unless a run of the same slot exists already. Then, for
+// one run in trimEvery, it drops the job's oldest runs beyond RunLimit. An
+// unknown job is [cron.ErrNotFound]. Like Record, it need not be durable
+// when it returns: on PostgreSQL it commits with synchronous_commit off.
 func (s *Jobs) AppendRun(ctx context.Context, r cron.Run) error {
 	x := s.db.async()
-	res, err := x.ExecContext(ctx, s.db.d.sql(`UPDATE ksana_run SET triggered_at = ?, finished_at = ?, status = ?, attempts = ?,
-		http_status = ?, error = ?, latency = ? WHERE id = ? AND job_id = ?`),
-		nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus, r.Error, int64(r.Latency), r.ID, r.JobID)
-	if err != nil {
+	var seqs []int64
+	if err := x.SelectContext(ctx, &seqs, s.db.d.sql(`UPDATE ksana_run SET triggered_at = ?, finished_at = ?, status = ?, attempts = ?,
+		http_status = ?, error = ?, latency = ? WHERE id = ? AND job_id = ? RETURNING seq`),
+		nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus, r.Error, int64(r.Latency), r.ID, r.JobID); err != nil {
 		return fmt.Errorf("sqlstore: append run %q of job %q: %w", r.ID, r.JobID, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		_, err = x.ExecContext(ctx, s.db.d.sql(`INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, finished_at,
-			status, attempts, http_status, error, latency, instance) VALUES (?, ?, TRUE, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
+	if len(seqs) == 0 {
+		err := x.SelectContext(ctx, &seqs, s.db.d.sql(`INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, finished_at,
+			status, attempts, http_status, error, latency, instance) VALUES (?, ?, TRUE, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq`),
 			r.ID, r.JobID, nanos(r.ScheduledAt), nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus,
 			r.Error, int64(r.Latency), s.cfg.Instance)
 		if isForeignKeyViolation(err) {
@@ -272,6 +278,9 @@ func (s *Jobs) AppendRun(ctx context.Context, r cron.Run) error {
 		if err != nil {
 			return fmt.Errorf("sqlstore: append run %q of job %q: %w", r.ID, r.JobID, err)
 		}
+	}
+	if len(seqs) == 0 || seqs[0]%trimEvery != 0 {
+		return nil
 	}
 	if _, err := x.ExecContext(ctx, s.db.d.sql(`DELETE FROM ksana_run WHERE job_id = ? AND seq <= (
 			SELECT seq FROM ksana_run WHERE job_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`), r.JobID, r.JobID, s.cfg.RunLimit); err != nil {

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -12,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -255,9 +256,6 @@ func visible(t *testing.T, ms []*member, id, name string, limit time.Duration) t
 // renewal period plus one interval, and every acknowledged API write is
 // visible from every live instance.
 func TestClusterKillStopJoin(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("SIGKILL, SIGSTOP")
-	}
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL and SQLite")
 	}
@@ -367,9 +365,6 @@ func testClusterKillStopJoin(t *testing.T, bin, dbURL string) {
 // survive the database's connections being cut (pg_terminate_backend):
 // the jobs keep firing and writes keep propagating, with no restart.
 func TestClusterConflictAndOutage(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("processes")
-	}
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL")
 	}

@@ -203,15 +203,6 @@ func (s *Jobs) Owns(id string) bool {
 	return s.cfg.Leases == nil || s.cfg.Leases.Owns(id)
 }
 
-// isUniqueViolation reports a unique or primary-key violation.
-func isUniqueViolation(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "SQLSTATE 23505") || strings.Contains(msg, "UNIQUE constraint failed")
-}
-
 // isForeignKeyViolation reports a run of a job that does not exist.
 func isForeignKeyViolation(err error) bool {
 	if err == nil {

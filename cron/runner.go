@@ -452,7 +452,7 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 		e.next = due
 	}
 	stored := e.job(false)
-	if err := r.save(ctx, stored); err != nil {
+	if err := r.create(ctx, stored); err != nil {
 		return Job{}, err
 	}
 	r.mu.Lock()

@@ -2,6 +2,7 @@ package cron
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -42,11 +43,21 @@ type JobReader interface {
 	Job(ctx context.Context, id string) (Job, error)
 }
 
+// Inserter is an optional capability of a [Store] shared by several
+// runners: Insert stores a new job durably, or fails with an error
+// wrapping [ErrExists] when the id is stored already, also when another
+// runner stored it a moment ago and this one has not held it yet.
+// [Runner.Add] uses it instead of Save.
+type Inserter interface {
+	Insert(ctx context.Context, j Job) error
+}
+
 // sharedCaps are the optional capabilities of a shared store.
 type sharedCaps struct {
 	claim  SlotClaimer
 	owner  Owner
 	reader JobReader
+	insert Inserter
 }
 
 func sharedOf(s Store) sharedCaps {
@@ -54,7 +65,23 @@ func sharedOf(s Store) sharedCaps {
 	c.claim, _ = s.(SlotClaimer)
 	c.owner, _ = s.(Owner)
 	c.reader, _ = s.(JobReader)
+	c.insert, _ = s.(Inserter)
 	return c
+}
+
+// create stores the new job j: through the store's [Inserter] when it has
+// one, else as any save.
+func (r *Runner) create(ctx context.Context, j Job) error {
+	if r.sh.insert == nil {
+		return r.save(ctx, j)
+	}
+	if err := r.sh.insert.Insert(ctx, j); err != nil {
+		if errors.Is(err, ErrExists) {
+			return fmt.Errorf("%w: %q", ErrExists, j.ID)
+		}
+		return fmt.Errorf("cron: save job %q: %w", j.ID, err)
+	}
+	return nil
 }
 
 // mine reports whether this runner fires job id: always, unless the

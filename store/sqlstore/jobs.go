@@ -19,6 +19,7 @@ var (
 	_ cron.SlotClaimer = (*Jobs)(nil)
 	_ cron.Owner       = (*Jobs)(nil)
 	_ cron.JobReader   = (*Jobs)(nil)
+	_ cron.Inserter    = (*Jobs)(nil)
 )
 
 // JobsConfig tunes [DB.Jobs]. The zero value is ready to use.
@@ -135,6 +136,16 @@ func (s *Jobs) Job(ctx context.Context, id string) (cron.Job, error) {
 // Save creates or replaces job j, durably, in one statement. A replaced
 // job keeps its place in the creation order. An empty id is an error.
 func (s *Jobs) Save(ctx context.Context, j cron.Job) error {
+	return s.write(ctx, j, true)
+}
+
+// Insert creates job j durably, in one statement; an id already stored
+// (by any process) is [cron.ErrExists]. An empty id is an error.
+func (s *Jobs) Insert(ctx context.Context, j cron.Job) error {
+	return s.write(ctx, j, false)
+}
+
+func (s *Jobs) write(ctx context.Context, j cron.Job, replace bool) error {
 	if j.ID == "" {
 		return errors.New("sqlstore: save job: empty id")
 	}
@@ -144,18 +155,26 @@ func (s *Jobs) Save(ctx context.Context, j cron.Job) error {
 	if err != nil {
 		return fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
 	}
-	q := `INSERT INTO ksana_job (id, config, last_run_at, next_run_at, last_status, last_error) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET config = excluded.config, last_run_at = excluded.last_run_at,
-			next_run_at = excluded.next_run_at, last_status = excluded.last_status, last_error = excluded.last_error`
+	q := `INSERT INTO ksana_job (id, config, last_run_at, next_run_at, last_status, last_error) VALUES (?, ?, ?, ?, ?, ?)`
 	if s.db.d != postgresDialect {
 		q = `INSERT INTO ksana_job (id, seq, config, last_run_at, next_run_at, last_status, last_error)
-			VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ksana_job), ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET config = excluded.config, last_run_at = excluded.last_run_at,
-			next_run_at = excluded.next_run_at, last_status = excluded.last_status, last_error = excluded.last_error`
+			VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ksana_job), ?, ?, ?, ?, ?)`
 	}
-	if _, err := s.db.x.ExecContext(ctx, s.db.d.sql(q), j.ID, string(cfg), nanos(b.LastRunAt), nanos(b.NextRunAt),
-		string(b.LastStatus), b.LastError); err != nil {
+	if replace {
+		q += ` ON CONFLICT (id) DO UPDATE SET config = excluded.config, last_run_at = excluded.last_run_at,
+			next_run_at = excluded.next_run_at, last_status = excluded.last_status, last_error = excluded.last_error`
+	} else {
+		q += " ON CONFLICT (id) DO NOTHING"
+	}
+	res, err := s.db.x.ExecContext(ctx, s.db.d.sql(q), j.ID, string(cfg), nanos(b.LastRunAt), nanos(b.NextRunAt),
+		string(b.LastStatus), b.LastError)
+	if err != nil {
 		return fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
+	}
+	if !replace {
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return fmt.Errorf("sqlstore: insert job %q: %w", j.ID, cron.ErrExists)
+		}
 	}
 	return nil
 }

@@ -104,3 +104,38 @@ func TestClaimRunOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestInsertExists: a job id stored by one process is refused to another
+// process's Insert (Add through the API) with cron.ErrExists, even before
+// that process has heard of it; Save replaces.
+func TestInsertExists(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			u := b.url(t)
+			s1, s2 := mustJobs(t, mustOpen(t, u), JobsConfig{}), mustJobs(t, mustOpen(t, u), JobsConfig{})
+			if err := s1.Insert(ctx, testJob("x")); err != nil {
+				t.Fatal(err)
+			}
+			j := testJob("x")
+			j.Name = "other"
+			if err := s2.Insert(ctx, j); !errors.Is(err, cron.ErrExists) {
+				t.Errorf("second Insert error = %v, want cron.ErrExists", err)
+			}
+			r, err := cron.New(s2, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result { return cron.Result{} }), cron.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Add(ctx, j); !errors.Is(err, cron.ErrExists) {
+				t.Errorf("Runner.Add of an id another process stored: %v, want cron.ErrExists", err)
+			}
+			if err := s2.Save(ctx, j); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s1.Job(ctx, "x")
+			if err != nil || got.Name != "other" {
+				t.Errorf("after Save: %q, %v; want the replaced job", got.Name, err)
+			}
+		})
+	}
+}

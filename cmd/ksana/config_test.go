@@ -59,7 +59,9 @@ func TestLoadConfig(t *testing.T) {
 		{env: map[string]string{"LISTEN_ADDR": "[::1]"}, check: func(c config) bool { return c.Listen == "::1" }},
 		{env: map[string]string{"LISTEN_ADDR": "localhost"}, check: func(c config) bool { return c.Listen == "localhost" }},
 		{env: map[string]string{"DATABASE_URL": " sqlite:/tmp/k.db ", "KSANA_INSTANCE": "k1", "KSANA_LEASE_TTL": "2s"},
-			check: func(c config) bool { return c.DatabaseURL == "sqlite:/tmp/k.db" && c.Instance == "k1" && c.LeaseTTL == 2*time.Second }},
+			check: func(c config) bool {
+				return c.DatabaseURL == "sqlite:/tmp/k.db" && c.Instance == "k1" && c.LeaseTTL == 2*time.Second
+			}},
 		{env: map[string]string{"KSANA_LEASE_TTL": "soon"}, wantErr: `KSANA_LEASE_TTL="soon": must be a positive duration`},
 		{env: map[string]string{"LISTEN_ADDR": "127.0.0.1:80"}, wantErr: `LISTEN_ADDR="127.0.0.1:80": must be a host name or an IP address`},
 		{env: map[string]string{"LISTEN_ADDR": "a b"}, wantErr: `LISTEN_ADDR="a b"`},

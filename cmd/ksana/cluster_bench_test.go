@@ -196,8 +196,8 @@ func xacts(b *testing.B, dbURL string) int64 {
 
 // BenchmarkSharedFiringLag measures the firing lag (callback arrival minus
 // scheduled time, p50 and p99) of 100,000 every-100s jobs (1,000 slots a
-// second) on one service over the JSON file, then on three services over
-// one PostgreSQL schema, in the same run; and on PostgreSQL the database
+// second) on one service over the JSON file, then on one and on three
+// services over one PostgreSQL schema, in the same run; and on PostgreSQL the database
 // transactions per fired slot (pg_stat_database, while nothing else uses
 // the database). Run it alone: go test -run XXX -bench SharedFiringLag
 // -benchtime 1x ./cmd/ksana/
@@ -225,6 +225,16 @@ func BenchmarkSharedFiringLag(b *testing.B) {
 		_, _, stop := startBenchService(b, env("bench-0")) // migrates
 		stop()
 		insertJobs(b, dbURL, jobs)
+		{
+			// One instance on PostgreSQL: the cost of the database alone.
+			_, _, stop := startBenchService(b, env("bench-solo"))
+			time.Sleep(5 * time.Second)
+			p50, p99, calls, dups := cb.measure(window)
+			stop()
+			b.ReportMetric(float64(p50)/1e6, "pg1-p50-ms")
+			b.ReportMetric(float64(p99)/1e6, "pg1-p99-ms")
+			b.Logf("postgres, 1 instance: %d calls in %v, lag p50 %v p99 %v, %d slots called twice", calls, window, p50, p99, dups)
+		}
 		var stops []func()
 		var svcs []*service
 		for i := range 3 {

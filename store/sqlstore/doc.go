@@ -175,7 +175,10 @@
 //     [cron.Runner.Drop]) without writing them back. Reading the row, not
 //     the payload, makes two instances that update one job at once
 //     converge on the row that committed last. After a lost connection
-//     the watcher listens again and reads every job once.
+//     the watcher listens again and reads every job once. A job created
+//     with a given id goes in with [Jobs.Insert] (a [cron.Inserter]), so
+//     an id another process stored a moment ago is [cron.ErrExists], not
+//     replaced.
 //   - Reads. The list and pages come from the process's memory; the
 //     bookkeeping of a job another process fires is written by that
 //     process, so GET of one job ([cron.JobReader]) reads its row.

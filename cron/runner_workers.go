@@ -95,7 +95,7 @@ func (r *Runner) execute(ctx context.Context, t task, j *Job) {
 		e.last = toNano(triggered)
 		e.status = statusID(res.Status)
 		e.setLastErr(res.Error)
-		r.markDirty(e)
+		r.markRan(e, slot)
 	}
 	r.finish(run, removed)
 	r.mu.Unlock()

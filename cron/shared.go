@@ -90,6 +90,23 @@ func (r *Runner) mine(id string) bool {
 	return r.sh.owner == nil || r.sh.owner.Owns(id)
 }
 
+// markRan queues the bookkeeping of e after a run. A run-now of a job
+// another runner fires is the one run whose bookkeeping this runner
+// writes for it, so that last_run_at and last_status show it as they
+// would on one runner. mu is held.
+func (r *Runner) markRan(e *entry, slot bool) {
+	if slot || r.mine(e.id) {
+		r.markDirty(e)
+		return
+	}
+	if e.dirty || e.id == "" || r.store == nil {
+		return
+	}
+	e.dirty = true
+	r.dirty = append(r.dirty, e)
+	r.wakeRecorder()
+}
+
 // passOver handles the slot due of a job this runner does not own: it
 // rolls e on to its first slot after now, with no run and no bookkeeping.
 // mu is held.

@@ -131,6 +131,19 @@ func TestSharedRunnersFireEachSlotOnce(t *testing.T) {
 		if _, err := r2.Get("a"); err != nil {
 			t.Errorf("Get of a job not owned: %v", err)
 		}
+		// A run-now through a runner that does not own the job runs, and
+		// its bookkeeping reaches the store as on one runner.
+		if _, err := r2.RunNow(context.Background(), "a"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if len(ex2.runs()) != n2+1 {
+			t.Errorf("run-now through a runner that does not own the job: %d calls, want 1", len(ex2.runs())-n2)
+		}
+		if got := mustGet(t, r2, "a"); !got.LastRunAt.Equal(time.Now()) || got.LastStatus != StatusSuccess {
+			t.Errorf("after run-now: last_run_at %v, last_status %q; want now and success", got.LastRunAt, got.LastStatus)
+		}
+		n2++
 
 		// Owned again, but the claims fail: no call, a skipped run.
 		st.setOwned("a")

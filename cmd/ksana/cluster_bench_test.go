@@ -194,6 +194,30 @@ func xacts(b *testing.B, dbURL string) int64 {
 	return n
 }
 
+// runsByInstance returns how many runs of ksana_run each instance claimed.
+func runsByInstance(b *testing.B, dbURL string) string {
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query("SELECT instance, count(*) FROM ksana_run GROUP BY instance ORDER BY instance")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var name string
+		var n int
+		if err := rows.Scan(&name, &n); err != nil {
+			b.Fatal(err)
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d", name, n))
+	}
+	return strings.Join(parts, " ")
+}
+
 // BenchmarkSharedFiringLag measures the firing lag (callback arrival minus
 // scheduled time, p50 and p99) of 100,000 every-100s jobs (1,000 slots a
 // second) on one service over the JSON file, then on one and on three
@@ -246,6 +270,7 @@ func BenchmarkSharedFiringLag(b *testing.B) {
 		x0 := xacts(b, dbURL)
 		p50, p99, calls, dups := cb.measure(window)
 		x1 := xacts(b, dbURL)
+		share := runsByInstance(b, dbURL)
 		var held []string
 		for _, s := range svcs {
 			held = append(held, fmt.Sprint(len(s.db.leases.Owned())))
@@ -257,8 +282,8 @@ func BenchmarkSharedFiringLag(b *testing.B) {
 		b.ReportMetric(float64(p99)/1e6, "pg3-p99-ms")
 		b.ReportMetric(float64(p99)/float64(max(jsonP99, 1)), "p99-ratio")
 		b.ReportMetric(float64(x1-x0)/float64(max(calls, 1)), "db-xacts/slot")
-		b.Logf("postgres, 3 instances (partitions held %s): %d calls in %v, lag p50 %v p99 %v, %d slots called twice, %d transactions",
-			strings.Join(held, "/"), calls, window, p50, p99, dups, x1-x0)
+		b.Logf("postgres, 3 instances (partitions held %s; runs by instance %s): %d calls in %v, lag p50 %v p99 %v, %d slots called twice, %d transactions",
+			strings.Join(held, "/"), share, calls, window, p50, p99, dups, x1-x0)
 	}
 }
 

@@ -143,7 +143,7 @@
 // each fires only the jobs it owns:
 //
 //   - Partitions and leases. A job belongs to partition [Partition](id,
-//     256) (FNV-1a). [Leases.Run] heartbeats the process in ksana_member
+//     1024) (FNV-1a). [Leases.Run] heartbeats the process in ksana_member
 //     every TTL/3 (default TTL 6 s), reads the live members (heartbeat
 //     within the TTL, by the database's clock), and computes its fair
 //     share by rendezvous hashing ([Share]): each partition goes to the
@@ -151,8 +151,11 @@
 //     joins or dies moves only its own share. In one UPDATE ... RETURNING
 //     it renews the leases of its share that it holds and takes those
 //     that are free or expired; in another it releases the leases beyond
-//     its share, so that a joiner takes them at its next round. A process
-//     that stops (SIGTERM) releases everything at once.
+//     its share. A process whose share is not all free yet tries again
+//     every TTL/12 until it is, so a partition handed over from one live
+//     process to another (on a join) goes without an owner for about
+//     TTL/12 (500 ms by default). A process that stops (SIGTERM) releases
+//     everything at once.
 //   - Time fencing. [Jobs.Owns] (the [cron.Owner] the runner asks at each
 //     slot) is true while the lease is held and unexpired by the local
 //     monotonic clock, counted from before the renewing statement was

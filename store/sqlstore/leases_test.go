@@ -227,3 +227,54 @@ func TestWatcher(t *testing.T) {
 		})
 	}
 }
+
+// TestLeasesRunKeepsShare: two keepers' Run loops, once settled, hold
+// every partition between them at every moment for several TTLs (no
+// renewal comes late), and a keeper that stops hands its share over.
+func TestLeasesRunKeepsShare(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			u := b.url(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			a, c := mustLeases(t, mustOpen(t, u), "a"), mustLeases(t, mustOpen(t, u), "c")
+			actx, stopA := context.WithCancel(ctx)
+			var wg sync.WaitGroup
+			wg.Go(func() { a.Run(actx) })
+			wg.Go(func() { c.Run(ctx) })
+			defer func() { cancel(); wg.Wait() }()
+			covered := func() (int, int, int) {
+				na, nc := len(a.Owned()), len(c.Owned())
+				seen := map[int]bool{}
+				for _, p := range append(a.Owned(), c.Owned()...) {
+					seen[p] = true
+				}
+				return na, nc, len(seen)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				na, nc, all := covered()
+				if na > 0 && nc > 0 && all == 64 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("never settled: a %d, c %d, covered %d", na, nc, all)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			for end := time.Now().Add(5 * 600 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+				if na, nc, all := covered(); na == 0 || nc == 0 || all != 64 {
+					t.Fatalf("after settling: a holds %d, c %d, %d of 64 covered", na, nc, all)
+				}
+			}
+			stopA()
+			deadline = time.Now().Add(5 * time.Second)
+			for len(c.Owned()) != 64 {
+				if time.Now().After(deadline) {
+					t.Fatalf("after a stopped, c holds %d of 64", len(c.Owned()))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}

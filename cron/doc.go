@@ -154,7 +154,8 @@
 // # Stores
 //
 // The runner reads and writes jobs through [Store], declared here and
-// implemented by adapters: store/jsonstore in one JSON file, and [MemStore]
+// implemented by adapters: store/jsonstore in one JSON file,
+// store/sqlstore in PostgreSQL or SQLite, and [MemStore]
 // in memory, for tests of code that works through a Store. Save and Delete
 // are durable; Record (bookkeeping) and [RunStore.AppendRun] may be
 // batched, and [Flusher.Flush] makes them durable at shutdown. Every
@@ -169,6 +170,21 @@
 // ([Store.Record]) and run records ([RunStore.AppendRun]): the workers and
 // the timer goroutine hand it their results, and it shows each run to the
 // observer once the run is in the history.
+//
+// # Sharing a store among runners
+//
+// Several runners (several processes) may share one store, such as
+// store/sqlstore's Jobs on one database. A shared store offers optional
+// capabilities, found by type assertion: an [Owner] says which jobs this
+// runner fires (the others it holds for the API and rolls past their
+// slots, writing nothing); a [SlotClaimer] records each run before it is
+// called and refuses a second claim of the same slot, so that a slot is
+// called at most once across the runners, even by a runner that lost its
+// ownership without knowing yet; a [JobReader] answers [Runner.Get] for
+// the jobs another runner fires, whose bookkeeping that runner writes; an
+// [Inserter] makes [Runner.Add] refuse an id another runner stored. The
+// other runners' writes reach this one through [Runner.Hold] and
+// [Runner.Drop], which change the runner without writing the store back.
 //
 // # Observing runs
 //

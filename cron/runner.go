@@ -70,8 +70,9 @@ type Config struct {
 // that execute the runs. All methods are safe for concurrent use. See the
 // package documentation, section "The runner".
 type Runner struct {
-	store Store    // nil: the jobs live in the runner alone
-	runs  RunStore // nil when the store keeps no history
+	store Store      // nil: the jobs live in the runner alone
+	runs  RunStore   // nil when the store keeps no history
+	sh    sharedCaps // the store's capabilities for sharing it (shared.go)
 	exec  Executor
 	cfg   Config
 	log   *slog.Logger
@@ -185,6 +186,7 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 		wakeAt:  math.MaxInt64,
 	}
 	r.runs, _ = store.(RunStore)
+	r.sh = sharedOf(store)
 	r.work.L = &r.mu
 	r.heap.tab = &r.tab
 	r.heap.cur = toNano(r.now()) >> tickShift
@@ -311,7 +313,7 @@ func (r *Runner) Load(ctx context.Context) error {
 			}
 			var ev *Run
 			slot, ev = r.settle(idx, e, due, nowNs)
-			if ev != nil {
+			if ev != nil && r.mine(j.ID) {
 				r.ended = append(r.ended, ended{run: *ev})
 			}
 		}
@@ -454,7 +456,7 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 		e.next = due
 	}
 	stored := e.job(false)
-	if err := r.save(ctx, stored); err != nil {
+	if err := r.create(ctx, stored); err != nil {
 		return Job{}, err
 	}
 	r.mu.Lock()
@@ -664,8 +666,13 @@ func (r *Runner) RunNow(ctx context.Context, id string) (string, error) {
 	return runID, nil
 }
 
-// Get returns job id. An unknown id is [ErrNotFound].
+// Get returns job id. An unknown id is [ErrNotFound]. A job that a
+// shared store says another runner fires is read from the store (see
+// [JobReader]), for its fresh bookkeeping.
 func (r *Runner) Get(id string) (Job, error) {
+	if j, ok := r.getShared(id); ok {
+		return j, nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, e, ok := r.lookup(id)

@@ -141,6 +141,10 @@ func (r *Runner) fireDue(now int64, events *[]Run) (wait time.Duration, more boo
 // dispatches the run, records a skip when the previous run is still in
 // flight, or applies the misfire rules when the slot is late. mu is held.
 func (r *Runner) fire(idx int32, e *entry, due, now int64, events *[]Run) {
+	if !r.mine(e.id) {
+		r.passOver(idx, e, due, now)
+		return
+	}
 	if now-due > int64(r.cfg.MisfireTolerance) {
 		slot, ev := r.misfire(idx, e, due, now)
 		if ev != nil {

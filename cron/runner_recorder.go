@@ -16,7 +16,7 @@ type ended struct {
 
 // markDirty queues e's bookkeeping for the recorder. mu is held.
 func (r *Runner) markDirty(e *entry) {
-	if e.dirty || e.id == "" || r.store == nil {
+	if e.dirty || e.id == "" || r.store == nil || !r.mine(e.id) {
 		return
 	}
 	e.dirty = true

@@ -67,11 +67,16 @@ func (r *Runner) worker(ctx context.Context) {
 }
 
 func (r *Runner) execute(ctx context.Context, t task, j *Job) {
-	if t.runID == "" {
+	slot := t.runID == ""
+	if slot {
 		t.runID = newID()
 	}
 	triggered := r.now()
 	info := RunInfo{RunID: t.runID, JobID: j.ID, ScheduledAt: fromNano(t.scheduled), TriggeredAt: triggered.UTC()}
+	if !r.claim(ctx, t, slot, info) {
+		r.unclaimed(t)
+		return
+	}
 	res := r.call(ctx, j, info)
 	finished := r.now()
 	if res.Status == "" {
@@ -90,7 +95,7 @@ func (r *Runner) execute(ctx context.Context, t task, j *Job) {
 		e.last = toNano(triggered)
 		e.status = statusID(res.Status)
 		e.setLastErr(res.Error)
-		r.markDirty(e)
+		r.markRan(e, slot)
 	}
 	r.finish(run, removed)
 	r.mu.Unlock()

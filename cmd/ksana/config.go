@@ -27,6 +27,11 @@ type config struct {
 	LogFormat      string
 	Token          string
 	CallbackAllow  []string
+	// DatabaseURL selects the SQL store (postgres://... or sqlite:PATH);
+	// "" keeps the jobs in DataDir's JSON file.
+	DatabaseURL string
+	Instance    string        // this instance's name on the database; "" is host-pid-random
+	LeaseTTL    time.Duration // lease and heartbeat TTL on the database
 }
 
 // envVar documents one variable for -h.
@@ -49,6 +54,9 @@ var envVars = []envVar{
 	{"LOG_FORMAT", "text", "text or json (log records go to stderr)"},
 	{"KSANA_API_TOKEN", "", "when set, every endpoint but /health requires Authorization: Bearer <token>"},
 	{"KSANA_CALLBACK_ALLOW", "", "comma-separated host patterns job URLs must match, such as *.internal,api.example.com (empty: any host)"},
+	{"DATABASE_URL", "", "postgres://... or sqlite:PATH: keep the jobs in that database, shared by every ksana on it (unset: the JSON file of the data directory)"},
+	{"KSANA_INSTANCE", "", "this instance's name among those on one DATABASE_URL; must be unique (unset: host-pid-random)"},
+	{"KSANA_LEASE_TTL", "6s", "with DATABASE_URL: how long an instance's leases last without renewal; a dead instance's jobs fire again elsewhere within it plus a third"},
 }
 
 // ConfigError names the environment variable that is wrong.
@@ -111,6 +119,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	durVar("RETRY_BACKOFF", "5s", &c.RetryBackoff)
 	durVar("DRAIN_TIMEOUT", "30s", &c.DrainTimeout)
 	durVar("MIN_INTERVAL", "1s", &c.MinInterval)
+	durVar("KSANA_LEASE_TTL", "6s", &c.LeaseTTL)
+	if err == nil && c.LeaseTTL < 300*time.Millisecond {
+		err = &ConfigError{Var: "KSANA_LEASE_TTL", Value: getenv("KSANA_LEASE_TTL"), Want: "must be at least 300ms"}
+	}
 	if err != nil {
 		return c, err
 	}
@@ -142,6 +154,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, &ConfigError{Var: "KSANA_CALLBACK_ALLOW", Value: getenv("KSANA_CALLBACK_ALLOW"), Want: aerr.Error()}
 	}
 	c.CallbackAllow = allow
+	c.DatabaseURL = strings.TrimSpace(getenv("DATABASE_URL"))
+	c.Instance = strings.TrimSpace(getenv("KSANA_INSTANCE"))
+	if strings.ContainsAny(c.Instance, " \t\n") {
+		return c, &ConfigError{Var: "KSANA_INSTANCE", Value: getenv("KSANA_INSTANCE"), Want: "must not contain white space"}
+	}
 	return c, nil
 }
 
@@ -151,7 +168,9 @@ func usage() string {
 	b.WriteString(`ksana: the timed-job service. It serves the REST API (POST/GET /jobs,
 GET/PATCH/DELETE /jobs/{id}, POST /jobs/{id}/run-now|pause|resume,
 GET /jobs/{id}/runs, GET /health, GET /metrics) and keeps its jobs in
-one JSON file, <data dir>/jobs.json. SIGINT or SIGTERM stops it cleanly.
+one JSON file, <data dir>/jobs.json, or with DATABASE_URL in PostgreSQL
+or SQLite, where several instances share the jobs. SIGINT or SIGTERM
+stops it cleanly.
 
 Usage: ksana [-h]
 

@@ -20,7 +20,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config{Port: 7100, DataDir: "./data", Workers: 4, DefaultTimeout: 10 * time.Second, MaxRetries: 3,
-		RetryBackoff: 5 * time.Second, DrainTimeout: 30 * time.Second, MinInterval: time.Second, LogLevel: slog.LevelInfo, LogFormat: "text"}
+		RetryBackoff: 5 * time.Second, DrainTimeout: 30 * time.Second, MinInterval: time.Second, LogLevel: slog.LevelInfo, LogFormat: "text", LeaseTTL: 6 * time.Second}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
@@ -58,6 +58,11 @@ func TestLoadConfig(t *testing.T) {
 		{env: map[string]string{"LISTEN_ADDR": "127.0.0.1"}, check: func(c config) bool { return c.Listen == "127.0.0.1" }},
 		{env: map[string]string{"LISTEN_ADDR": "[::1]"}, check: func(c config) bool { return c.Listen == "::1" }},
 		{env: map[string]string{"LISTEN_ADDR": "localhost"}, check: func(c config) bool { return c.Listen == "localhost" }},
+		{env: map[string]string{"DATABASE_URL": " sqlite:/tmp/k.db ", "KSANA_INSTANCE": "k1", "KSANA_LEASE_TTL": "2s"},
+			check: func(c config) bool {
+				return c.DatabaseURL == "sqlite:/tmp/k.db" && c.Instance == "k1" && c.LeaseTTL == 2*time.Second
+			}},
+		{env: map[string]string{"KSANA_LEASE_TTL": "soon"}, wantErr: `KSANA_LEASE_TTL="soon": must be a positive duration`},
 		{env: map[string]string{"LISTEN_ADDR": "127.0.0.1:80"}, wantErr: `LISTEN_ADDR="127.0.0.1:80": must be a host name or an IP address`},
 		{env: map[string]string{"LISTEN_ADDR": "a b"}, wantErr: `LISTEN_ADDR="a b"`},
 		{env: map[string]string{"KSANA_API_TOKEN": " "}, wantErr: `KSANA_API_TOKEN=" ": must not be blank`},
@@ -91,10 +96,17 @@ func TestRunExitCodes(t *testing.T) {
 		wantStderr []string
 	}{
 		{"help", []string{"-h"}, nil, 0, []string{"PORT", "KSANA_DATA", "DATA_DIR", "WORKERS", "DEFAULT_TIMEOUT", "MAX_RETRIES",
-			"RETRY_BACKOFF", "LOG_LEVEL", "KSANA_API_TOKEN", "KSANA_CALLBACK_ALLOW", "DRAIN_TIMEOUT", "LOG_FORMAT"}, nil},
+			"RETRY_BACKOFF", "LOG_LEVEL", "KSANA_API_TOKEN", "KSANA_CALLBACK_ALLOW", "DRAIN_TIMEOUT", "LOG_FORMAT",
+			"DATABASE_URL", "KSANA_INSTANCE", "KSANA_LEASE_TTL"}, nil},
 		{"bad flag", []string{"-x"}, nil, 2, nil, []string{"flag provided but not defined: -x", "Environment:"}},
 		{"argument", []string{"serve"}, nil, 2, nil, []string{`unexpected argument "serve"`}},
 		{"bad variable", nil, map[string]string{"WORKERS": "many"}, 2, nil, []string{`ksana: bad configuration: WORKERS="many"`}},
+		{"database url scheme", nil, map[string]string{"DATABASE_URL": "mysql://db/ksana"}, 1, nil,
+			[]string{`DATABASE_URL: sqlstore: invalid database url: unsupported scheme \"mysql\"`}},
+		{"database unreachable", nil, map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/ksana?connect_timeout=1"}, 1, nil,
+			[]string{"DATABASE_URL: sqlstore: connect postgres"}},
+		{"lease ttl", nil, map[string]string{"KSANA_LEASE_TTL": "100ms"}, 2, nil, []string{`KSANA_LEASE_TTL="100ms": must be at least 300ms`}},
+		{"instance", nil, map[string]string{"KSANA_INSTANCE": "a b"}, 2, nil, []string{`KSANA_INSTANCE="a b": must not contain white space`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

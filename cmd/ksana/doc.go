@@ -19,6 +19,21 @@
 // directory, and leaves its files alone. The system drops the lock when
 // the process ends, even by a crash.
 //
+// # Several instances on one database
+//
+// DATABASE_URL=postgres://... (or sqlite:PATH) keeps the jobs in that
+// database ([github.com/ksana-dev/ksana/store/sqlstore.Jobs]) instead of
+// jobs.json, and every instance on it shares them: each serves the whole
+// API; each fires the jobs of the partitions it leases
+// ([github.com/ksana-dev/ksana/store/sqlstore.Leases], renewed every
+// KSANA_LEASE_TTL/3, default TTL 6s); a change made through any instance
+// reaches the others at once (LISTEN/NOTIFY; SQLite polls every 250ms).
+// An instance killed with kill -9 is replaced within KSANA_LEASE_TTL plus a
+// third. Each slot is called at most once across the instances: its run
+// row, unique on job id and scheduled time, is inserted before the
+// callback is called. GET /health adds the instance name, the live
+// members and the partitions held. The data directory is not used.
+//
 // # Configuration
 //
 // ksana -h lists the environment variables it reads, with their defaults:
@@ -27,7 +42,8 @@
 // DEFAULT_TIMEOUT (10s), MAX_RETRIES (3), RETRY_BACKOFF (5s),
 // DRAIN_TIMEOUT (30s), MIN_INTERVAL (1s, the shortest every interval),
 // LOG_LEVEL (info), LOG_FORMAT (text),
-// KSANA_API_TOKEN and KSANA_CALLBACK_ALLOW (unset). A bad value stops the
+// KSANA_API_TOKEN and KSANA_CALLBACK_ALLOW (unset), DATABASE_URL and
+// KSANA_INSTANCE (unset), KSANA_LEASE_TTL (6s). A bad value stops the
 // start with a message naming the variable, and exit status 2.
 //
 // # Durability

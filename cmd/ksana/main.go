@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	ln, err := listen(cfg.Listen, cfg.Port)
 	if err != nil {
 		log.Error("ksana: start", "error", err)
-		svc.store.Close()
+		svc.closeStore()
 		return 1
 	}
 	if err := svc.run(ctx, ln); err != nil {

@@ -24,7 +24,8 @@ import (
 type service struct {
 	cfg     config
 	log     *slog.Logger
-	store   *jsonstore.Store
+	store   *jsonstore.Store // nil with DATABASE_URL
+	db      *dbStore         // nil without DATABASE_URL
 	runner  *cron.Runner
 	handler http.Handler
 	metrics *metrics.Cron
@@ -34,12 +35,26 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 	m := metrics.NewCron(metrics.CronConfig{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
-	store, err := jsonstore.New(cfg.DataDir, jsonstore.Config{Journal: true, Logger: log, OnFlush: m.Flush})
-	if err != nil {
-		return nil, err
+	var (
+		store  *jsonstore.Store
+		db     *dbStore
+		cstore cron.Store
+		err    error
+	)
+	if cfg.DatabaseURL != "" {
+		if db, err = openDB(cfg, log); err != nil {
+			return nil, err
+		}
+		cstore = db.jobs
+	} else {
+		if store, err = jsonstore.New(cfg.DataDir, jsonstore.Config{Journal: true, Logger: log, OnFlush: m.Flush}); err != nil {
+			return nil, err
+		}
+		cstore = store
 	}
+	svc := &service{cfg: cfg, log: log, store: store, db: db, metrics: m}
 	exec := cron.NewHTTPExecutor(cron.HTTPExecutorConfig{Logger: log, AllowHosts: cfg.CallbackAllow})
-	runner, err := cron.New(store, exec, cron.Config{
+	runner, err := cron.New(cstore, exec, cron.Config{
 		Workers:             cfg.Workers,
 		DrainTimeout:        cfg.DrainTimeout,
 		DefaultTimeout:      cfg.DefaultTimeout,
@@ -49,11 +64,15 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		Logger:              log,
 	})
 	if err != nil {
-		store.Close()
+		svc.closeStore()
 		return nil, err
 	}
 	m.Watch(runner)
-	if rec := store.Recovered(); rec != nil {
+	notes := func() map[string]string { return db.notes() }
+	if store != nil {
+		notes = func() map[string]string { return recoveryNotes(store.Recovered()) }
+	}
+	if rec := recovered(store); rec != nil {
 		// jobs.json could not be read whole at start: say so until the next start.
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ksana_store_recovered",
 			Help: "1 when jobs.json could not be read whole at start: kind unreadable (the service started empty) or skipped (some jobs were dropped); backup holds the file as it was."},
@@ -71,14 +90,32 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		DefaultMaxRetries: maxRetries,
 		Metrics:           promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		OnRequest:         m.Request,
-		HealthNotes:       func() map[string]string { return recoveryNotes(store.Recovered()) },
+		HealthNotes:       notes,
 		Logger:            log,
 	})
 	if err != nil {
-		store.Close()
+		svc.closeStore()
 		return nil, err
 	}
-	return &service{cfg: cfg, log: log, store: store, runner: runner, handler: api, metrics: m}, nil
+	svc.runner, svc.handler = runner, api
+	return svc, nil
+}
+
+// recovered is the recovery of the JSON store, nil for none or for a
+// database.
+func recovered(s *jsonstore.Store) *jsonstore.Recovery {
+	if s == nil {
+		return nil
+	}
+	return s.Recovered()
+}
+
+// closeStore closes the JSON file or the database.
+func (s *service) closeStore() error {
+	if s.db != nil {
+		return s.db.close()
+	}
+	return s.store.Close()
 }
 
 func recoveryKind(rec *jsonstore.Recovery) string {
@@ -106,7 +143,7 @@ func recoveryNotes(rec *jsonstore.Recovery) map[string]string {
 // reportRecovery tells the operator, loudly, that jobs.json was not read
 // whole, and what to do.
 func (s *service) reportRecovery() {
-	rec := s.store.Recovered()
+	rec := recovered(s.store)
 	if rec == nil {
 		return
 	}
@@ -147,10 +184,27 @@ func (s *service) reportDisallowed() {
 // cancels them, flushes the store and closes it.
 func (s *service) run(ctx context.Context, ln net.Listener) error {
 	start := time.Now()
+	if s.db != nil {
+		// Follow the other instances' writes from before the load on.
+		if err := s.db.watch(ctx); err != nil {
+			s.log.Error("ksana: following the database's changes", "error", err)
+			s.closeStore()
+			return err
+		}
+	}
 	if err := s.runner.Load(ctx); err != nil {
 		s.log.Error("ksana: loading jobs", "error", err)
 	}
-	s.log.Info("ksana: jobs loaded", "jobs", s.runner.Len(), "data_dir", s.cfg.DataDir, "ms", time.Since(start).Milliseconds())
+	if s.db != nil {
+		s.log.Info("ksana: jobs loaded", "jobs", s.runner.Len(), "database", s.db.db.Dialect(), "instance", s.db.leases.Instance(),
+			"ms", time.Since(start).Milliseconds())
+	} else {
+		s.log.Info("ksana: jobs loaded", "jobs", s.runner.Len(), "data_dir", s.cfg.DataDir, "ms", time.Since(start).Milliseconds())
+	}
+	stopShared := func() {}
+	if s.db != nil {
+		stopShared = s.db.start(ctx, s.runner)
+	}
 	s.reportRecovery()
 	s.reportDisallowed()
 
@@ -182,7 +236,8 @@ func (s *service) run(ctx context.Context, ln net.Listener) error {
 	if runErr != nil {
 		s.log.Error("ksana: runner", "error", runErr)
 	}
-	closeErr := s.store.Close()
+	stopShared()
+	closeErr := s.closeStore()
 	if closeErr != nil {
 		s.log.Error("ksana: closing the store", "error", closeErr)
 	}

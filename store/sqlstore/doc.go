@@ -1,7 +1,9 @@
 // Package sqlstore keeps the claim loop's state in SQL: the deployment
 // table as a [claim.Store] and the node_unit table as a [claim.Membership],
-// on PostgreSQL (through pgx) or on an embedded SQLite file (through
-// modernc.org/sqlite, no C compiler needed), with one code path for both.
+// and cron's timed jobs ([Jobs], shared among several processes through
+// [Leases] and a [Watcher]), on PostgreSQL (through pgx) or on an embedded
+// SQLite file (through modernc.org/sqlite, no C compiler needed), with one
+// code path for both.
 //
 // # Opening
 //
@@ -112,6 +114,108 @@
 // [Deployments.SetEnabled] and [Deployments.Delete] serve command lines
 // such as cmd/nodeunit's add, enable, disable and list. Disabling keeps a
 // deployment's address.
+//
+// # Cron jobs
+//
+// [DB.Jobs] is cron's store: a [cron.Store], [cron.RunStore] and
+// [cron.Flusher] passing the same conformance suite as the JSON file.
+// Migration 6 adds its tables:
+//
+//	ksana_job (id TEXT PRIMARY KEY, seq (creation order), config TEXT (the job's JSON
+//	    without bookkeeping), last_run_at, next_run_at BIGINT (Unix ns, 0 = none),
+//	    last_status, last_error TEXT)
+//	ksana_run (seq, id TEXT UNIQUE, job_id REFERENCES ksana_job ON DELETE CASCADE,
+//	    slot BOOLEAN, scheduled_at, triggered_at, finished_at BIGINT, status, attempts,
+//	    http_status, error, latency, instance)
+//	    UNIQUE (job_id, scheduled_at) WHERE slot
+//	ksana_member (instance TEXT PRIMARY KEY, started_at, last_seen)
+//	ksana_lease (part INTEGER PRIMARY KEY, owner TEXT ('' = free), expires_at)
+//	ksana_job_change (seq, job_id, at)   -- SQLite's change feed, filled by triggers
+//
+// Every write is durable when it returns (Flush has nothing to do). Save
+// is one upsert; Record, the bookkeeping of a run, is one UPDATE of four
+// columns, so a run never rewrites a job's configuration.
+//
+// # Sharing cron jobs
+//
+// Several processes (cmd/ksana with DATABASE_URL) share one database's
+// jobs. Each serves the whole API and holds every job in its runner, and
+// each fires only the jobs it owns:
+//
+//   - Partitions and leases. A job belongs to partition [Partition](id,
+//     1024) (FNV-1a). [Leases.Run] heartbeats the process in ksana_member
+//     every TTL/3 (default TTL 6 s), reads the live members (heartbeat
+//     within the TTL, by the database's clock), and computes its fair
+//     share by rendezvous hashing ([Share]): each partition goes to the
+//     live member of highest hash(member, partition), so a member that
+//     joins or dies moves only its own share. In one UPDATE ... RETURNING
+//     it renews the leases of its share that it holds and takes those
+//     that are free or expired; in another it releases the leases beyond
+//     its share. A process whose share is not all free yet tries again
+//     every TTL/12 until it is, so a partition handed over from one live
+//     process to another (on a join) goes without an owner for about
+//     TTL/12 (500 ms by default). A process that stops (SIGTERM) releases
+//     everything at once.
+//   - Time fencing. [Jobs.Owns] (the [cron.Owner] the runner asks at each
+//     slot) is true while the lease is held and unexpired by the local
+//     monotonic clock, counted from before the renewing statement was
+//     sent, so it ends no later than the database's expires_at. A process
+//     paused past its lease (SIGSTOP, a long GC, a VM migration) stops
+//     firing the moment it wakes, before it talks to the database.
+//   - The run row is the hard guarantee. Before the callback is called
+//     the runner inserts the run's row ([Jobs.ClaimRun], a
+//     [cron.SlotClaimer]); the row is unique on (job_id, scheduled_at), and
+//     the process whose insert finds the row present does not call. Slots
+//     are the schedule's (jitter is a hash of the id), so every process
+//     computes the same scheduled_at for a slot. Retries of a run happen
+//     inside one call of the executor: one row. A run-now has no slot: its
+//     row is unique by its run id.
+//   - Propagation. A trigger on ksana_job announces every change of a
+//     configuration: pg_notify on the channel ksana_jobs:<schema> on
+//     PostgreSQL, a row in ksana_job_change on SQLite. A [Watcher] per
+//     process LISTENs (or polls every 250 ms) and reads the changed rows,
+//     then holds or drops them in the runner ([cron.Runner.Hold],
+//     [cron.Runner.Drop]) without writing them back. Reading the row, not
+//     the payload, makes two instances that update one job at once
+//     converge on the row that committed last. After a lost connection
+//     the watcher listens again and reads every job once. A job created
+//     with a given id goes in with [Jobs.Insert] (a [cron.Inserter]), so
+//     an id another process stored a moment ago is [cron.ErrExists], not
+//     replaced.
+//   - Reads. The list and pages come from the process's memory; the
+//     bookkeeping of a job another process fires is written by that
+//     process, so GET of one job ([cron.JobReader]) reads its row.
+//
+// What is guaranteed: each slot of a job is called at most once across
+// all processes, also when a process is paused past its lease and wakes,
+// or loses the database while a run is queued (a failed claim is never
+// called; it is recorded as skipped with the error). A slot is missed only
+// while no process holds the job's lease: after a kill -9, from the last
+// renewal until another process takes the lease (at most TTL + TTL/3: 8 s
+// by default); the misfire rules then apply as on a restart (an every or
+// cron job rolls on to its next slot, a slot within misfire_grace runs
+// once). A callback already in flight when its process dies is not
+// repeated: its row stays claimed and unfinished, and [Jobs.Runs] lists
+// finished runs only.
+//
+// Why every process holds every job: the API answers lists and pages from
+// memory, as on one process, and a lease changing hands needs no load:
+// the new owner already has the job in its heap at its next slot. The cost
+// is memory (each process holds all the jobs) and CPU (each process rolls
+// every job's slots, firing a third of them). Holding only the owned
+// partitions would need store-side lists and pages in the API.
+//
+// Statements per fired slot: about three — the claim (INSERT), the
+// result (UPDATE of the same row), the bookkeeping (one UPDATE of
+// ksana_job, shared by the fire and the finish when the recorder sees
+// both at once), and one trim of the history in 16 (DELETE).
+// BenchmarkStatementsPerSlot counts them. These writes commit with
+// synchronous_commit off on PostgreSQL (as cron.Store allows for run
+// bookkeeping): a claim is visible to every other transaction the moment
+// it commits, so it excludes a second call, and no fsync lies on the
+// firing path. Save and Delete, which the API acknowledges, are durable.
+// Leases cost four statements per process every TTL/3, whatever the
+// number of jobs.
 //
 // # Errors
 //

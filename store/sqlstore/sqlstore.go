@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,8 +36,38 @@ var (
 // safe for concurrent use; one DB serves the [Deployments] and [Membership]
 // adapters of one process.
 type DB struct {
-	x *sqlx.DB
-	d *dialect
+	x  *sqlx.DB
+	d  *dialect
+	pg *pgx.ConnConfig // PostgreSQL: the connection settings, for LISTEN
+
+	asyncOnce sync.Once
+	asyncX    *sqlx.DB // PostgreSQL: connections with synchronous_commit off (see async)
+}
+
+// async returns the pool for writes that need not be durable when they
+// return: on PostgreSQL, connections with synchronous_commit off, whose
+// commits are visible to every other transaction at once (a unique row
+// still excludes every later insert) but reach the disk up to three
+// wal_writer_delay later; on SQLite the one connection.
+func (db *DB) async() *sqlx.DB {
+	if db.d != postgresDialect || db.pg == nil {
+		return db.x
+	}
+	db.asyncOnce.Do(func() {
+		cfg := db.pg.Copy()
+		if cfg.RuntimeParams == nil {
+			cfg.RuntimeParams = map[string]string{}
+		}
+		cfg.RuntimeParams["synchronous_commit"] = "off"
+		db.asyncX = sqlx.NewDb(stdlib.OpenDB(*cfg), postgresDialect.driver)
+		n := db.x.Stats().MaxOpenConnections
+		if n == 0 {
+			n = 32
+		}
+		db.asyncX.SetMaxOpenConns(n)
+		db.asyncX.SetMaxIdleConns(n)
+	})
+	return db.asyncX
 }
 
 // Open connects to the database that url names ([Connect]) and brings the
@@ -124,7 +155,7 @@ func (db *DB) ping(ctx context.Context) error {
 
 // openPostgres wraps a pgx configuration (tests add a tracer to it).
 func openPostgres(cfg *pgx.ConnConfig) *DB {
-	return &DB{x: sqlx.NewDb(stdlib.OpenDB(*cfg), postgresDialect.driver), d: postgresDialect}
+	return &DB{x: sqlx.NewDb(stdlib.OpenDB(*cfg), postgresDialect.driver), d: postgresDialect, pg: cfg.Copy()}
 }
 
 // sqliteDefaults are the connection settings Open adds to an SQLite DSN
@@ -181,7 +212,14 @@ func parseURL(raw string) (*dialect, string, error) {
 }
 
 // Close closes the database connections.
-func (db *DB) Close() error { return db.x.Close() }
+func (db *DB) Close() error {
+	err := db.x.Close()
+	db.asyncOnce.Do(func() {}) // no pool is created after Close
+	if db.asyncX != nil {
+		err = errors.Join(err, db.asyncX.Close())
+	}
+	return err
+}
 
 // Schema returns the schema that holds (or will hold) the tables: on
 // PostgreSQL the first schema of the search path that exists, "public"

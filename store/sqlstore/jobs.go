@@ -1,0 +1,344 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ksana-dev/ksana/cron"
+)
+
+var (
+	_ cron.Store       = (*Jobs)(nil)
+	_ cron.RunStore    = (*Jobs)(nil)
+	_ cron.Flusher     = (*Jobs)(nil)
+	_ cron.SlotClaimer = (*Jobs)(nil)
+	_ cron.Owner       = (*Jobs)(nil)
+	_ cron.JobReader   = (*Jobs)(nil)
+	_ cron.Inserter    = (*Jobs)(nil)
+)
+
+// JobsConfig tunes [DB.Jobs]. The zero value is ready to use.
+type JobsConfig struct {
+	// RunLimit is how many runs per job the history keeps.
+	// Default (0) [cron.DefaultRunLimit].
+	RunLimit int
+	// Instance names this process in the runs it claims (column instance
+	// of ksana_run). Default "" (none).
+	Instance string
+	// Leases, when set, makes the store an owner of the jobs of the
+	// partitions it holds ([Jobs.Owns]); nil owns every job (one runner
+	// on the database).
+	Leases *Leases
+}
+
+// Jobs is cron's job store on the ksana_job and ksana_run tables: a
+// [cron.Store], [cron.RunStore], [cron.Flusher] (every write is durable
+// when it returns: Flush has nothing to do), [cron.SlotClaimer],
+// [cron.Owner] and [cron.JobReader]. See the package documentation,
+// "Cron jobs" and "Sharing cron jobs".
+type Jobs struct {
+	db  *DB
+	cfg JobsConfig
+}
+
+// Jobs returns cron's job store on db.
+func (db *DB) Jobs(cfg JobsConfig) (*Jobs, error) {
+	if cfg.RunLimit < 0 {
+		return nil, fmt.Errorf("sqlstore: jobs: JobsConfig.RunLimit must not be negative, got %d", cfg.RunLimit)
+	}
+	if cfg.RunLimit == 0 {
+		cfg.RunLimit = cron.DefaultRunLimit
+	}
+	return &Jobs{db: db, cfg: cfg}, nil
+}
+
+// nanos is t as Unix nanoseconds, 0 for the zero time.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+type jobRow struct {
+	ID         string `db:"id"`
+	Config     string `db:"config"`
+	LastRunAt  int64  `db:"last_run_at"`
+	NextRunAt  int64  `db:"next_run_at"`
+	LastStatus string `db:"last_status"`
+	LastError  string `db:"last_error"`
+}
+
+func (r *jobRow) job() (cron.Job, error) {
+	var j cron.Job
+	if err := json.Unmarshal([]byte(r.Config), &j); err != nil {
+		return cron.Job{}, fmt.Errorf("sqlstore: job %q: config column: %w", r.ID, err)
+	}
+	j.ID = r.ID
+	cron.Bookkeeping{LastRunAt: fromNanos(r.LastRunAt), NextRunAt: fromNanos(r.NextRunAt),
+		LastStatus: cron.Status(r.LastStatus), LastError: r.LastError}.Apply(&j)
+	return j, nil
+}
+
+const jobColumns = "id, config, last_run_at, next_run_at, last_status, last_error"
+
+// Load returns every job, in creation order. A row whose config column
+// cannot be read is an error naming the job.
+func (s *Jobs) Load(ctx context.Context) ([]cron.Job, error) {
+	rows, err := s.db.x.QueryxContext(ctx, "SELECT "+jobColumns+" FROM ksana_job ORDER BY seq, id")
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: load jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []cron.Job
+	for rows.Next() {
+		var r jobRow
+		if err := rows.StructScan(&r); err != nil {
+			return nil, fmt.Errorf("sqlstore: load jobs: %w", err)
+		}
+		j, err := r.job()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: load jobs: %w", err)
+	}
+	return out, nil
+}
+
+// Job returns job id as stored, or an error wrapping [cron.ErrNotFound].
+func (s *Jobs) Job(ctx context.Context, id string) (cron.Job, error) {
+	var r jobRow
+	err := s.db.x.GetContext(ctx, &r, s.db.d.sql("SELECT "+jobColumns+" FROM ksana_job WHERE id = ?"), id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return cron.Job{}, fmt.Errorf("%w: %q", cron.ErrNotFound, id)
+	}
+	if err != nil {
+		return cron.Job{}, fmt.Errorf("sqlstore: get job %q: %w", id, err)
+	}
+	return r.job()
+}
+
+// Save creates or replaces job j, durably, in one statement. A replaced
+// job keeps its place in the creation order. An empty id is an error.
+func (s *Jobs) Save(ctx context.Context, j cron.Job) error {
+	return s.write(ctx, j, true)
+}
+
+// Insert creates job j durably, in one statement; an id already stored
+// (by any process) is [cron.ErrExists]. An empty id is an error.
+func (s *Jobs) Insert(ctx context.Context, j cron.Job) error {
+	return s.write(ctx, j, false)
+}
+
+func (s *Jobs) write(ctx context.Context, j cron.Job, replace bool) error {
+	if j.ID == "" {
+		return errors.New("sqlstore: save job: empty id")
+	}
+	b := cron.BookkeepingOf(&j)
+	cron.Bookkeeping{}.Apply(&j)
+	cfg, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
+	}
+	q := `INSERT INTO ksana_job (id, config, last_run_at, next_run_at, last_status, last_error) VALUES (?, ?, ?, ?, ?, ?)`
+	if s.db.d != postgresDialect {
+		q = `INSERT INTO ksana_job (id, seq, config, last_run_at, next_run_at, last_status, last_error)
+			VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ksana_job), ?, ?, ?, ?, ?)`
+	}
+	if replace {
+		q += ` ON CONFLICT (id) DO UPDATE SET config = excluded.config, last_run_at = excluded.last_run_at,
+			next_run_at = excluded.next_run_at, last_status = excluded.last_status, last_error = excluded.last_error`
+	} else {
+		q += " ON CONFLICT (id) DO NOTHING"
+	}
+	res, err := s.db.x.ExecContext(ctx, s.db.d.sql(q), j.ID, string(cfg), nanos(b.LastRunAt), nanos(b.NextRunAt),
+		string(b.LastStatus), b.LastError)
+	if err != nil {
+		return fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
+	}
+	if !replace {
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return fmt.Errorf("sqlstore: insert job %q: %w", j.ID, cron.ErrExists)
+		}
+	}
+	return nil
+}
+
+// Delete removes job id and its runs durably; an unknown id is
+// [cron.ErrNotFound].
+func (s *Jobs) Delete(ctx context.Context, id string) error {
+	res, err := s.db.x.ExecContext(ctx, s.db.d.sql("DELETE FROM ksana_job WHERE id = ?"), id)
+	if err != nil {
+		return fmt.Errorf("sqlstore: delete job %q: %w", id, err)
+	}
+	return affected(res, id)
+}
+
+func affected(res sql.Result, id string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("sqlstore: job %q: rows affected: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %q", cron.ErrNotFound, id)
+	}
+	return nil
+}
+
+// Record stores the bookkeeping of job id (one UPDATE); an unknown id is
+// [cron.ErrNotFound]. As cron.Store allows, it need not be durable when it
+// returns: on PostgreSQL it commits with synchronous_commit off.
+func (s *Jobs) Record(ctx context.Context, id string, b cron.Bookkeeping) error {
+	res, err := s.db.async().ExecContext(ctx, s.db.d.sql(`UPDATE ksana_job SET last_run_at = ?, next_run_at = ?, last_status = ?, last_error = ?
+		WHERE id = ?`), nanos(b.LastRunAt), nanos(b.NextRunAt), string(b.LastStatus), b.LastError, id)
+	if err != nil {
+		return fmt.Errorf("sqlstore: record job %q: %w", id, err)
+	}
+	return affected(res, id)
+}
+
+// Flush does nothing: every write is durable when it returns.
+func (s *Jobs) Flush(ctx context.Context) error { return nil }
+
+// Owns reports whether this process fires job id: whether its
+// [JobsConfig.Leases] hold the lease of the job's partition, unexpired by
+// the local clock. Without Leases it owns every job.
+func (s *Jobs) Owns(id string) bool {
+	return s.cfg.Leases == nil || s.cfg.Leases.Owns(id)
+}
+
+// isForeignKeyViolation reports a run of a job that does not exist.
+func isForeignKeyViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "SQLSTATE 23503") || strings.Contains(msg, "FOREIGN KEY constraint failed")
+}
+
+// ClaimRun inserts the run row of r before its callback is called. With
+// slot true the row is unique on (job id, scheduled_at): when another
+// process inserted it first, ClaimRun returns false and the run must not
+// be called. A run of an unknown job is [cron.ErrNotFound].
+//
+// On PostgreSQL the insert commits with synchronous_commit off: the row
+// excludes every later claim at once, without waiting for the disk. Only
+// a crash of the database server within about 600ms of a claim can lose
+// it; a slot is never claimed again afterwards by the runners (each tries
+// a slot once), so this costs nothing but the run's history row.
+func (s *Jobs) ClaimRun(ctx context.Context, r cron.Run, slot bool) (bool, error) {
+	res, err := s.db.async().ExecContext(ctx, s.db.d.sql(`INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, instance)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
+		r.ID, r.JobID, slot, nanos(r.ScheduledAt), nanos(r.TriggeredAt), s.cfg.Instance)
+	if isForeignKeyViolation(err) {
+		return false, fmt.Errorf("sqlstore: claim run of job %q: %w", r.JobID, cron.ErrNotFound)
+	}
+	if err != nil {
+		return false, fmt.Errorf("sqlstore: claim run of job %q at %s: %w", r.JobID, r.ScheduledAt.Format(time.RFC3339Nano), err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("sqlstore: claim run of job %q: %w", r.JobID, err)
+	}
+	return n == 1, nil
+}
+
+// trimEvery is how many runs of the database (by seq) go between two
+// trims of a job's history: a job keeps between RunLimit and about
+// RunLimit + trimEvery rows, and [Jobs.Runs] returns RunLimit at most.
+const trimEvery = 16
+
+// AppendRun stores the finished run r: it completes the row that
+// [Jobs.ClaimRun] inserted, or inserts one (a skipped or missed slot, which
+// is not called), unless a run of the same slot exists already. Then, for
+// one run in trimEvery, it drops the job's oldest runs beyond RunLimit. An
+// unknown job is [cron.ErrNotFound]. Like Record, it need not be durable
+// when it returns: on PostgreSQL it commits with synchronous_commit off.
+func (s *Jobs) AppendRun(ctx context.Context, r cron.Run) error {
+	x := s.db.async()
+	var seqs []int64
+	if err := x.SelectContext(ctx, &seqs, s.db.d.sql(`UPDATE ksana_run SET triggered_at = ?, finished_at = ?, status = ?, attempts = ?,
+		http_status = ?, error = ?, latency = ? WHERE id = ? AND job_id = ? RETURNING seq`),
+		nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus, r.Error, int64(r.Latency), r.ID, r.JobID); err != nil {
+		return fmt.Errorf("sqlstore: append run %q of job %q: %w", r.ID, r.JobID, err)
+	}
+	if len(seqs) == 0 {
+		err := x.SelectContext(ctx, &seqs, s.db.d.sql(`INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, finished_at,
+			status, attempts, http_status, error, latency, instance) VALUES (?, ?, TRUE, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq`),
+			r.ID, r.JobID, nanos(r.ScheduledAt), nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus,
+			r.Error, int64(r.Latency), s.cfg.Instance)
+		if isForeignKeyViolation(err) {
+			return fmt.Errorf("sqlstore: append run of job %q: %w", r.JobID, cron.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlstore: append run %q of job %q: %w", r.ID, r.JobID, err)
+		}
+	}
+	if len(seqs) == 0 || seqs[0]%trimEvery != 0 {
+		return nil
+	}
+	if _, err := x.ExecContext(ctx, s.db.d.sql(`DELETE FROM ksana_run WHERE job_id = ? AND seq <= (
+			SELECT seq FROM ksana_run WHERE job_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`), r.JobID, r.JobID, s.cfg.RunLimit); err != nil {
+		return fmt.Errorf("sqlstore: trim runs of job %q: %w", r.JobID, err)
+	}
+	return nil
+}
+
+type runRow struct {
+	ID          string `db:"id"`
+	JobID       string `db:"job_id"`
+	ScheduledAt int64  `db:"scheduled_at"`
+	TriggeredAt int64  `db:"triggered_at"`
+	FinishedAt  int64  `db:"finished_at"`
+	Status      string `db:"status"`
+	Attempts    int    `db:"attempts"`
+	HTTPStatus  int    `db:"http_status"`
+	Error       string `db:"error"`
+	Latency     int64  `db:"latency"`
+}
+
+// Runs returns up to limit of the newest finished runs of job id, newest
+// first (limit <= 0: all kept). A run claimed but not finished (in flight,
+// or of a process that died while calling it) is left out. An unknown id
+// is [cron.ErrNotFound].
+func (s *Jobs) Runs(ctx context.Context, id string, limit int) ([]cron.Run, error) {
+	if limit <= 0 || limit > s.cfg.RunLimit {
+		limit = s.cfg.RunLimit
+	}
+	var rows []runRow
+	if err := s.db.x.SelectContext(ctx, &rows, s.db.d.sql(`SELECT id, job_id, scheduled_at, triggered_at, finished_at, status, attempts,
+		http_status, error, latency FROM ksana_run WHERE job_id = ? AND status <> '' ORDER BY seq DESC LIMIT ?`), id, limit); err != nil {
+		return nil, fmt.Errorf("sqlstore: runs of job %q: %w", id, err)
+	}
+	if len(rows) == 0 {
+		var n int
+		if err := s.db.x.GetContext(ctx, &n, s.db.d.sql("SELECT count(*) FROM ksana_job WHERE id = ?"), id); err != nil {
+			return nil, fmt.Errorf("sqlstore: runs of job %q: %w", id, err)
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("%w: %q", cron.ErrNotFound, id)
+		}
+	}
+	out := make([]cron.Run, len(rows))
+	for i, r := range rows {
+		out[i] = cron.Run{ID: r.ID, JobID: r.JobID, ScheduledAt: fromNanos(r.ScheduledAt), TriggeredAt: fromNanos(r.TriggeredAt),
+			FinishedAt: fromNanos(r.FinishedAt), Status: cron.Status(r.Status), Attempts: r.Attempts, HTTPStatus: r.HTTPStatus,
+			Error: r.Error, Latency: cron.Duration(r.Latency)}
+	}
+	return out, nil
+}

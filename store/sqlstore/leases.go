@@ -1,0 +1,361 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of [LeasesConfig].
+const (
+	DefaultLeaseTTL   = 6 * time.Second
+	DefaultPartitions = 1024
+)
+
+// LeasesConfig tunes [DB.Leases]. Instance is required; every other zero
+// value is a documented default.
+type LeasesConfig struct {
+	// Instance names this process among those sharing the database; it
+	// must be unique among them (cmd/ksana uses host name, process id and
+	// random bits). Required.
+	Instance string
+	// TTL is how long a lease and a heartbeat last without renewal: the
+	// leases of a process that stops renewing (killed, paused, cut off
+	// from the database) are taken by the others within TTL plus one
+	// renewal period (TTL/3). Default 6s ([DefaultLeaseTTL]); at least
+	// 300ms.
+	TTL time.Duration
+	// Partitions is the number of partitions the job ids are hashed into;
+	// every process on one database must use the same number. Default 1024
+	// ([DefaultPartitions]): with three processes, each share is within
+	// about 10% of a third. From 1 to 65536.
+	Partitions int
+	// Logger receives the gains and losses of leases and the errors of
+	// renewal. Default nil: discard.
+	Logger *slog.Logger
+}
+
+// Leases shares the partitions of the job ids among the live processes of
+// one database: one lease per partition in ksana_lease, one heartbeat per
+// process in ksana_member. See the package documentation, "Sharing cron
+// jobs". Run renews them; Owns answers from memory.
+type Leases struct {
+	db   *DB
+	cfg  LeasesConfig
+	log  *slog.Logger
+	base time.Time      // the monotonic origin of exp
+	exp  []atomic.Int64 // per partition: local lease expiry as ns since base, 0 = not held
+
+	mu      sync.Mutex
+	members []string
+	pending bool // the last round left partitions of the share to take
+}
+
+// Leases returns the lease keeper of one process.
+func (db *DB) Leases(cfg LeasesConfig) (*Leases, error) {
+	if cfg.Instance == "" {
+		return nil, errors.New("sqlstore: leases: LeasesConfig.Instance is required")
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = DefaultLeaseTTL
+	}
+	if cfg.TTL < 300*time.Millisecond {
+		return nil, fmt.Errorf("sqlstore: leases: LeasesConfig.TTL must be at least 300ms, got %v", cfg.TTL)
+	}
+	if cfg.Partitions == 0 {
+		cfg.Partitions = DefaultPartitions
+	}
+	if cfg.Partitions < 1 || cfg.Partitions > 1<<16 {
+		return nil, fmt.Errorf("sqlstore: leases: LeasesConfig.Partitions must be from 1 to 65536, got %d", cfg.Partitions)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Leases{db: db, cfg: cfg, log: log, base: time.Now(), exp: make([]atomic.Int64, cfg.Partitions)}, nil
+}
+
+// Partition returns the partition of job id among n: FNV-1a of the id,
+// modulo n.
+func Partition(id string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % uint32(n))
+}
+
+// Owns reports whether this process holds the lease of job id's partition
+// and, by its own monotonic clock, the lease has not expired: a process
+// that was paused past its lease stops firing as soon as it wakes, before
+// it talks to the database again.
+func (l *Leases) Owns(id string) bool {
+	return l.holds(Partition(id, l.cfg.Partitions))
+}
+
+func (l *Leases) holds(p int) bool {
+	e := l.exp[p].Load()
+	return e != 0 && int64(time.Since(l.base)) < e
+}
+
+// Owned returns the partitions this process holds now, in order.
+func (l *Leases) Owned() []int {
+	var out []int
+	for p := range l.exp {
+		if l.holds(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Members returns the live processes seen at the last renewal, in order.
+func (l *Leases) Members() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.members)
+}
+
+// Instance returns LeasesConfig.Instance.
+func (l *Leases) Instance() string { return l.cfg.Instance }
+
+// TTL returns the lease TTL in effect.
+func (l *Leases) TTL() time.Duration { return l.cfg.TTL }
+
+// Run renews the heartbeat and the leases every TTL/3 until ctx ends,
+// then releases every lease and the heartbeat so that the others take
+// over at once. A failed renewal is logged and tried again at the next
+// period; meanwhile the leases run out by the local clock. Run returns
+// an error only when the lease table disagrees with Partitions.
+func (l *Leases) Run(ctx context.Context) error {
+	if err := l.init(ctx); err != nil {
+		return err
+	}
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			return l.Leave(rctx)
+		case <-t.C:
+		}
+		if err := l.Renew(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("sqlstore: lease renewal failed; leases run out by the local clock", "instance", l.cfg.Instance, "error", err)
+		}
+		// Renew every TTL/3; while part of the share is still held by
+		// another process (which releases it at its own next round) or
+		// not yet expired, every TTL/12, so that a partition handed over
+		// is without an owner for about TTL/12 at most.
+		wait := l.cfg.TTL / 3
+		l.mu.Lock()
+		if l.pending {
+			wait = l.cfg.TTL / 12
+		}
+		l.mu.Unlock()
+		t.Reset(wait)
+	}
+}
+
+// init creates the lease rows of the partitions, waiting for the database
+// while ctx allows.
+func (l *Leases) init(ctx context.Context) error {
+	for {
+		err := l.initOnce(ctx)
+		if err == nil || errors.Is(err, errPartitions) {
+			return err
+		}
+		l.log.Warn("sqlstore: leases: cannot reach the database; trying again", "error", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(l.cfg.TTL / 3):
+		}
+	}
+}
+
+var errPartitions = errors.New("sqlstore: leases: partition count differs from the database's")
+
+func (l *Leases) initOnce(ctx context.Context) error {
+	var have int
+	if err := l.db.x.GetContext(ctx, &have, "SELECT COALESCE(MAX(part) + 1, 0) FROM ksana_lease"); err != nil {
+		return fmt.Errorf("sqlstore: leases: read ksana_lease: %w", err)
+	}
+	if have != 0 && have != l.cfg.Partitions {
+		return fmt.Errorf("%w: ksana_lease has %d partitions, LeasesConfig.Partitions is %d (every process on one database must use the same)",
+			errPartitions, have, l.cfg.Partitions)
+	}
+	var b strings.Builder
+	b.WriteString("INSERT INTO ksana_lease (part) VALUES ")
+	for p := range l.cfg.Partitions {
+		if p > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(" + strconv.Itoa(p) + ")")
+	}
+	b.WriteString(" ON CONFLICT DO NOTHING")
+	if _, err := l.db.x.ExecContext(ctx, b.String()); err != nil {
+		return fmt.Errorf("sqlstore: leases: create ksana_lease rows: %w", err)
+	}
+	return nil
+}
+
+// until returns an SQL expression for the database clock plus the
+// duration its one placeholder takes from untilArg.
+func (l *Leases) until() string {
+	if l.db.d == postgresDialect {
+		return "(now() + (CAST(? AS BIGINT) * INTERVAL '1 millisecond'))"
+	}
+	return "strftime('%Y-%m-%d %H:%M:%f', 'now', ?)"
+}
+
+func (l *Leases) untilArg(d time.Duration) any {
+	if l.db.d == postgresDialect {
+		return d.Milliseconds()
+	}
+	return fmt.Sprintf("+%d.%03d seconds", d.Milliseconds()/1000, d.Milliseconds()%1000)
+}
+
+// Share returns the partitions of n that member holds among members by
+// rendezvous hashing: each partition goes to the member of highest
+// hash(member, partition). A member that joins or leaves moves only its
+// own share.
+func Share(member string, members []string, n int) []int {
+	var out []int
+	for p := range n {
+		if owner(members, p) == member {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func owner(members []string, p int) string {
+	var best string
+	var bestScore uint64
+	for _, m := range members {
+		h := fnv.New64a()
+		h.Write([]byte(m))
+		h.Write([]byte{0, byte(p >> 8), byte(p)})
+		s := mix(h.Sum64())
+		if best == "" || s > bestScore || (s == bestScore && m < best) {
+			best, bestScore = m, s
+		}
+	}
+	return best
+}
+
+// mix is the finaliser of splitmix64: FNV's high bits alone are poorly
+// spread for inputs that differ in the last bytes.
+func mix(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// Renew runs one round: the heartbeat, the list of live processes, then
+// the leases of this process's fair share (rendezvous hashing over the
+// live processes): it renews those it holds, takes those that are free or
+// expired, and releases those beyond its share so that a process that
+// joined takes them at its next round. Run calls it every TTL/3.
+func (l *Leases) Renew(ctx context.Context) error {
+	d := l.db.d
+	if _, err := l.db.x.ExecContext(ctx, d.sql(`INSERT INTO ksana_member (instance) VALUES (?)
+		ON CONFLICT (instance) DO UPDATE SET last_seen = {now}`), l.cfg.Instance); err != nil {
+		return fmt.Errorf("sqlstore: heartbeat of %q: %w", l.cfg.Instance, err)
+	}
+	var members []string
+	if err := l.db.x.SelectContext(ctx, &members, d.sql("SELECT instance FROM ksana_member WHERE last_seen >= {since} ORDER BY instance"),
+		d.sinceArg(l.cfg.TTL)); err != nil {
+		return fmt.Errorf("sqlstore: live members: %w", err)
+	}
+	if !slices.Contains(members, l.cfg.Instance) {
+		members = append(members, l.cfg.Instance)
+		slices.Sort(members)
+	}
+	l.mu.Lock()
+	l.members = members
+	l.mu.Unlock()
+	want := Share(l.cfg.Instance, members, l.cfg.Partitions)
+
+	start := time.Since(l.base) // before the statement: the local expiry is never later than the database's
+	var got []int
+	if len(want) > 0 {
+		q, args, err := d.in("UPDATE ksana_lease SET owner = ?, expires_at = "+l.until()+
+			" WHERE part IN (?) AND (owner = ? OR owner = '' OR expires_at < {now}) RETURNING part",
+			l.cfg.Instance, l.untilArg(l.cfg.TTL), want, l.cfg.Instance)
+		if err != nil {
+			return err
+		}
+		if err := l.db.x.SelectContext(ctx, &got, q, args...); err != nil {
+			return fmt.Errorf("sqlstore: take leases: %w", err)
+		}
+	}
+	q, args := "UPDATE ksana_lease SET owner = '', expires_at = {now} WHERE owner = ? RETURNING part", []any{l.cfg.Instance}
+	if len(want) > 0 {
+		var err error
+		q, args, err = d.in("UPDATE ksana_lease SET owner = '', expires_at = {now} WHERE owner = ? AND part NOT IN (?) RETURNING part", l.cfg.Instance, want)
+		if err != nil {
+			return err
+		}
+	} else {
+		q = d.sql(q)
+	}
+	// Stop firing what is released before the release is visible.
+	held := make([]bool, l.cfg.Partitions)
+	for _, p := range got {
+		if p >= 0 && p < len(held) {
+			held[p] = true
+		}
+	}
+	var gained, lost int
+	exp := int64(start + l.cfg.TTL)
+	for p := range l.exp {
+		was := l.holds(p)
+		if held[p] {
+			l.exp[p].Store(exp)
+			if !was {
+				gained++
+			}
+		} else {
+			l.exp[p].Store(0)
+			if was {
+				lost++
+			}
+		}
+	}
+	l.mu.Lock()
+	l.pending = len(got) < len(want)
+	l.mu.Unlock()
+	var released []int
+	if err := l.db.x.SelectContext(ctx, &released, q, args...); err != nil {
+		return fmt.Errorf("sqlstore: release leases: %w", err)
+	}
+	if gained > 0 || lost > 0 {
+		l.log.Info("sqlstore: leases changed", "instance", l.cfg.Instance, "members", len(members), "share", len(want),
+			"held", len(got), "gained", gained, "lost", lost)
+	}
+	return nil
+}
+
+// Leave releases every lease of this process and deletes its heartbeat,
+// so that the others take its partitions at their next round.
+func (l *Leases) Leave(ctx context.Context) error {
+	for p := range l.exp {
+		l.exp[p].Store(0)
+	}
+	d := l.db.d
+	_, err1 := l.db.x.ExecContext(ctx, d.sql("UPDATE ksana_lease SET owner = '', expires_at = {now} WHERE owner = ?"), l.cfg.Instance)
+	_, err2 := l.db.x.ExecContext(ctx, d.sql("DELETE FROM ksana_member WHERE instance = ?"), l.cfg.Instance)
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("sqlstore: leave %q: %w", l.cfg.Instance, err)
+	}
+	return nil
+}

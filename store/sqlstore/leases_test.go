@@ -1,0 +1,280 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ksana-dev/ksana/cron"
+)
+
+func mustLeases(t *testing.T, db *DB, name string) *Leases {
+	t.Helper()
+	l, err := db.Leases(LeasesConfig{Instance: name, TTL: 600 * time.Millisecond, Partitions: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.initOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// renewAll runs rounds of every keeper until their holdings stop changing.
+func renewAll(t *testing.T, ls ...*Leases) {
+	t.Helper()
+	for range 3 {
+		for _, l := range ls {
+			if err := l.Renew(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestLeasesShareTakeoverJoin: three keepers on one database hold disjoint
+// shares covering every partition; one that stops renewing (as a killed
+// process) loses its partitions to the others once its leases expire; a
+// keeper that joins takes its share from the others within two rounds;
+// one that leaves hands over at the next round.
+func TestLeasesShareTakeoverJoin(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			u := b.url(t)
+			a, bb, c := mustLeases(t, mustOpen(t, u), "a"), mustLeases(t, mustOpen(t, u), "b"), mustLeases(t, mustOpen(t, u), "c")
+			renewAll(t, a, bb, c)
+			cover := func(ls ...*Leases) (all []int, each map[string]int) {
+				each = map[string]int{}
+				for _, l := range ls {
+					o := l.Owned()
+					each[l.Instance()] = len(o)
+					all = append(all, o...)
+				}
+				slices.Sort(all)
+				return all, each
+			}
+			want := make([]int, 64)
+			for i := range want {
+				want[i] = i
+			}
+			all, each := cover(a, bb, c)
+			if diff := cmp.Diff(want, all); diff != "" {
+				t.Fatalf("three keepers: partitions held (-want each once +got): %s", diff)
+			}
+			for n, k := range each {
+				if k < 10 {
+					t.Errorf("%s holds %d of 64 partitions, want about a third", n, k)
+				}
+			}
+			// a stops renewing: after the TTL the others take its share.
+			time.Sleep(700 * time.Millisecond)
+			if len(a.Owned()) != 0 {
+				t.Errorf("a holds %v after its TTL without renewal, want none (time fencing)", a.Owned())
+			}
+			renewAll(t, bb, c)
+			if all, _ := cover(bb, c); !cmp.Equal(want, all) {
+				t.Errorf("after a's leases expired, b and c hold %v, want all 64 once", all)
+			}
+			// d joins.
+			d := mustLeases(t, mustOpen(t, u), "d")
+			renewAll(t, bb, c, d)
+			all, each = cover(bb, c, d)
+			if !cmp.Equal(want, all) || each["d"] < 10 {
+				t.Errorf("after d joined: held %v, each %v; want all once, d about a third", all, each)
+			}
+			// d leaves: b and c take its share at their next round.
+			if err := d.Leave(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			renewAll(t, bb, c)
+			if all, _ := cover(bb, c); !cmp.Equal(want, all) {
+				t.Errorf("after d left, b and c hold %v, want all 64 once", all)
+			}
+		})
+	}
+}
+
+// TestLeasesConfig: bad configurations name the field.
+func TestLeasesConfig(t *testing.T) {
+	db := openTestSQLite(t)
+	for _, tt := range []struct {
+		cfg  LeasesConfig
+		want string
+	}{
+		{LeasesConfig{}, "sqlstore: leases: LeasesConfig.Instance is required"},
+		{LeasesConfig{Instance: "a", TTL: time.Millisecond}, "sqlstore: leases: LeasesConfig.TTL must be at least 300ms, got 1ms"},
+		{LeasesConfig{Instance: "a", Partitions: -1}, "sqlstore: leases: LeasesConfig.Partitions must be from 1 to 65536, got -1"},
+	} {
+		if _, err := db.Leases(tt.cfg); err == nil || err.Error() != tt.want {
+			t.Errorf("Leases(%+v) error = %v, want %q", tt.cfg, err, tt.want)
+		}
+	}
+	l, _ := db.Leases(LeasesConfig{Instance: "a", Partitions: 8})
+	if err := l.initOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l2, _ := db.Leases(LeasesConfig{Instance: "b", Partitions: 16})
+	if err := l2.Run(context.Background()); err == nil {
+		t.Errorf("Run with 16 partitions on a table of 8: no error")
+	}
+}
+
+// holder is a Holder that records the jobs it holds.
+type holder struct {
+	mu   sync.Mutex
+	jobs map[string]cron.Job
+}
+
+func (h *holder) Hold(j cron.Job) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.jobs[j.ID] = j
+	return nil
+}
+
+func (h *holder) Drop(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.jobs[id]
+	delete(h.jobs, id)
+	return ok
+}
+
+func (h *holder) IDs() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for id := range h.jobs {
+		out = append(out, id)
+	}
+	return out
+}
+
+func (h *holder) name(id string) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	j, ok := h.jobs[id]
+	return j.Name, ok
+}
+
+// TestWatcher: a watcher on one connection sees the saves and deletes
+// made through another (another process). Its return after a cut
+// connection is cmd/ksana's TestClusterConflictAndOutage.
+func TestWatcher(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			u := b.url(t)
+			writer := mustJobs(t, mustOpen(t, u), JobsConfig{})
+			reader := mustJobs(t, mustOpen(t, u), JobsConfig{})
+			w, err := reader.Watcher(ctx, WatchConfig{Poll: 20 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &holder{jobs: map[string]cron.Job{}}
+			done := make(chan error, 1)
+			go func() { done <- w.Run(ctx, h) }()
+			wait := func(what string, cond func() bool) {
+				t.Helper()
+				deadline := time.Now().Add(10 * time.Second)
+				for !cond() {
+					if time.Now().After(deadline) {
+						t.Fatalf("timed out waiting for %s", what)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			for i := range 5 {
+				j := testJob(fmt.Sprintf("w%d", i))
+				if err := writer.Save(ctx, j); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wait("five jobs held", func() bool { return len(h.IDs()) == 5 })
+			j := testJob("w1")
+			j.Name = "renamed"
+			if err := writer.Save(ctx, j); err != nil {
+				t.Fatal(err)
+			}
+			if err := writer.Delete(ctx, "w2"); err != nil {
+				t.Fatal(err)
+			}
+			wait("the rename and the delete", func() bool {
+				n, _ := h.name("w1")
+				_, held := h.name("w2")
+				return n == "renamed" && !held
+			})
+			// Bookkeeping is not announced.
+			if err := writer.Record(ctx, "w3", cron.Bookkeeping{LastStatus: cron.StatusSuccess}); err != nil {
+				t.Fatal(err)
+			}
+			j = testJob("w4")
+			j.Name = "after"
+			if err := writer.Save(ctx, j); err != nil {
+				t.Fatal(err)
+			}
+			wait("a later change", func() bool { n, _ := h.name("w4"); return n == "after" })
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+}
+
+// TestLeasesRunKeepsShare: two keepers' Run loops, once settled, hold
+// every partition between them at every moment for several TTLs (no
+// renewal comes late), and a keeper that stops hands its share over.
+func TestLeasesRunKeepsShare(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			u := b.url(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			a, c := mustLeases(t, mustOpen(t, u), "a"), mustLeases(t, mustOpen(t, u), "c")
+			actx, stopA := context.WithCancel(ctx)
+			var wg sync.WaitGroup
+			wg.Go(func() { a.Run(actx) })
+			wg.Go(func() { c.Run(ctx) })
+			defer func() { cancel(); wg.Wait() }()
+			covered := func() (int, int, int) {
+				na, nc := len(a.Owned()), len(c.Owned())
+				seen := map[int]bool{}
+				for _, p := range append(a.Owned(), c.Owned()...) {
+					seen[p] = true
+				}
+				return na, nc, len(seen)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				na, nc, all := covered()
+				if na > 0 && nc > 0 && all == 64 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("never settled: a %d, c %d, covered %d", na, nc, all)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			for end := time.Now().Add(5 * 600 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+				if na, nc, all := covered(); na == 0 || nc == 0 || all != 64 {
+					t.Fatalf("after settling: a holds %d, c %d, %d of 64 covered", na, nc, all)
+				}
+			}
+			stopA()
+			deadline = time.Now().Add(5 * time.Second)
+			for len(c.Owned()) != 64 {
+				if time.Now().After(deadline) {
+					t.Fatalf("after a stopped, c holds %d of 64", len(c.Owned()))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}

@@ -312,6 +312,24 @@ func convertJob(i int, f *fileJob) (cron.Job, *EntryError) {
 	return j, nil
 }
 
+// appendHeader appends the start of jobs.json, up to the jobs array.
+func appendHeader(b []byte, now time.Time) []byte {
+	b = append(b, "{\n  \"version\": "...)
+	b = strconv.AppendInt(b, FormatVersion, 10)
+	b = append(b, ",\n  \"updated_at\": "...)
+	b = appendTime(b, now)
+	return append(b, ",\n  \"jobs\": "...)
+}
+
+// appendFooter appends the end of jobs.json after jobs entries written as
+// "[\n    {job}" and ",\n    {job}".
+func appendFooter(b []byte, jobs int) []byte {
+	if jobs == 0 {
+		return append(b, "[]\n}\n"...)
+	}
+	return append(b, "\n  ]\n}\n"...)
+}
+
 // appendDocument appends the whole jobs.json document to b: the header, one
 // already-encoded job per line, the footer.
 func appendDocument(b []byte, now time.Time, jobs [][]byte) []byte {

@@ -36,27 +36,28 @@ type FlushInfo struct {
 
 // Config tunes a [Store]. The zero value is ready to use.
 type Config struct {
-	// FlushInterval is the least time between the starts of two rewrites,
-	// so also the longest a change waits for its rewrite to start (when no
-	// rewrite is running); a change made after an idle interval is written
-	// at once. Every change made before a rewrite starts is in it.
-	// Default 50ms.
+	// FlushInterval is the least time between the starts of two flushes
+	// (a write of the queued journal records and runs, or without Journal a
+	// rewrite of jobs.json), so also the longest a change waits for its
+	// flush to start (when none is running); a change made after an idle
+	// interval is flushed at once. Default 50ms.
 	FlushInterval time.Duration
 	// RunHistory is how many runs are kept per job (the newest). Default 50;
 	// a negative value keeps none.
 	RunHistory int
 	// OnFlush, when set, is called after each rewrite of jobs.json (the
-	// store flush latency of /metrics). It runs on the flushing goroutine
+	// store flush latency of /metrics), not after appends to the journal. It runs on the flushing goroutine
 	// and must be fast. Default nil.
 	OnFlush func(FlushInfo)
-	// Journal, when set, makes Save and Delete durable through an
-	// append-only journal beside jobs.json (jobs.journal): they return once
-	// their record is appended and synced, and jobs.json follows with the
-	// next rewrite, after which the journal is truncated. A durable write
-	// then costs one small append instead of a rewrite of the whole file,
-	// which matters with many jobs. At start, a journal left by a crash is
-	// replayed into jobs.json. Default false: Save and Delete wait for the
-	// rewrite.
+	// Journal, when set, sends every change to an append-only journal
+	// beside jobs.json (jobs.journal): Save and Delete return once their
+	// record is appended and synced, Record's records are written within
+	// FlushInterval, and jobs.json is rewritten only when the journal has
+	// grown past CompactRatio and CompactMin, or at Close. A change then
+	// costs one small append instead of a rewrite of the whole file, which
+	// matters with many jobs. At start, the journal is replayed. Default
+	// false: Save and Delete wait for a rewrite of jobs.json, and every
+	// change (bookkeeping included) makes one, coalesced per FlushInterval.
 	Journal bool
 	// CompactRatio and CompactMin set when jobs.json is rewritten in
 	// journal mode: once the journal files hold at least CompactRatio times

@@ -1,7 +1,9 @@
 package jsonstore
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -300,4 +302,48 @@ func TestRunsOnDisk(t *testing.T) {
 	// (After a crash, before a compaction of runs.jsonl, the job created
 	// again under the id of a deleted one shows the old job's runs: lines
 	// know their job by id only.)
+}
+
+// TestFastDecodeHalves: a jobs.json large enough to be read on two
+// goroutines decodes as the general decoder decodes it, in the form this
+// package writes and pretty-printed (elements over several lines).
+func TestFastDecodeHalves(t *testing.T) {
+	var refs [][]byte
+	for i := range 20_000 {
+		j := testJob(fmt.Sprintf("job-%05d", i))
+		j.Name = fmt.Sprintf("name, {with} \"quotes\"\n%d", i)
+		refs = append(refs, appendJob(nil, &j))
+	}
+	plain := appendDocument(nil, t0, refs)
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, plain, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"plain": plain, "pretty": pretty.Bytes()} {
+		t.Run(name, func(t *testing.T) {
+			if len(data) < 4<<20 {
+				t.Fatalf("file of %d bytes: too small to be split", len(data))
+			}
+			_, fast, ok := fastDecode(data)
+			if !ok {
+				t.Fatal("fastDecode refused the file")
+			}
+			_, raws, err := splitFile(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fast) != len(raws) {
+				t.Fatalf("fastDecode read %d jobs, the general decoder %d", len(fast), len(raws))
+			}
+			for i := range raws {
+				var want fileJob
+				if err := json.Unmarshal(raws[i], &want); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want, fast[i]); diff != "" {
+					t.Fatalf("job %d (-general +fast):\n%s", i, diff)
+				}
+			}
+		})
+	}
 }

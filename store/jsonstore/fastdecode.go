@@ -29,12 +29,7 @@ func fastDecode(data []byte) (version int, jobs []fileJob, ok bool) {
 				return false
 			}
 			sawJobs = true
-			// One job per line in the files this package writes.
-			jobs = make([]fileJob, 0, bytes.Count(s.b[s.i:], []byte{'\n'})+1)
-			return s.array(func() bool {
-				jobs = append(jobs, fileJob{})
-				return s.job(&jobs[len(jobs)-1])
-			})
+			return s.jobsArray(&jobs)
 		}
 		return false
 	})
@@ -45,9 +40,172 @@ func fastDecode(data []byte) (version int, jobs []fileJob, ok bool) {
 	return version, jobs, true
 }
 
+// jobsArray reads the jobs array into jobs, on two goroutines when it is
+// large: the second reads from an element boundary found near the middle,
+// and its result is taken only when the first, reading from the start,
+// reaches that very boundary (so a boundary guessed wrong costs time, never
+// a wrong result).
+func (s *scanner) jobsArray(jobs *[]fileJob) bool {
+	if !s.consume('[') {
+		return false
+	}
+	if s.consume(']') {
+		return true
+	}
+	split := -1
+	if len(s.b)-s.i > 4<<20 {
+		split = elementStart(s.b, s.i+(len(s.b)-s.i)/2)
+	}
+	type half struct {
+		jobs []fileJob
+		end  int
+		ok   bool
+	}
+	var second chan half
+	end := len(s.b)
+	if split > 0 {
+		end = split
+		second = make(chan half, 1)
+		go func() {
+			t := &scanner{b: s.b, i: split}
+			// One job per line in the files this package writes.
+			js := make([]fileJob, 0, bytes.Count(s.b[split:], []byte{'\n'})+1)
+			ok := t.elements(&js)
+			second <- half{js, t.i, ok}
+		}()
+	}
+	wait := func() half {
+		if second == nil {
+			return half{}
+		}
+		h := <-second
+		second = nil
+		return h
+	}
+	*jobs = make([]fileJob, 0, bytes.Count(s.b[s.i:end], []byte{'\n'})+1)
+	for {
+		s.ws()
+		if second != nil && s.i >= split {
+			h := wait()
+			if s.i == split {
+				if !h.ok {
+					return false
+				}
+				*jobs = append(*jobs, h.jobs...)
+				s.i = h.end
+				return true
+			}
+			// Not a boundary after all: go on alone.
+		}
+		*jobs = append(*jobs, fileJob{})
+		if !s.job(&(*jobs)[len(*jobs)-1]) {
+			wait()
+			return false
+		}
+		if s.consume(',') {
+			continue
+		}
+		wait()
+		return s.consume(']')
+	}
+}
+
+// elements reads jobs separated by commas up to and including the closing
+// bracket of the array.
+func (s *scanner) elements(jobs *[]fileJob) bool {
+	for {
+		*jobs = append(*jobs, fileJob{})
+		if !s.job(&(*jobs)[len(*jobs)-1]) {
+			return false
+		}
+		if s.consume(',') {
+			continue
+		}
+		return s.consume(']')
+	}
+}
+
+// elementStart returns the offset of a '{' at or after from that follows a
+// comma and a newline (so, in valid JSON, outside any string: a string
+// holds no raw newline), or -1 when there is none in the next MiB.
+func elementStart(b []byte, from int) int {
+	limit := min(len(b), from+1<<20)
+	for i := from; i < limit; i++ {
+		if b[i] != '\n' {
+			continue
+		}
+		j := i + 1
+		for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\r' || b[j] == '\n') {
+			j++
+		}
+		if j >= len(b) || b[j] != '{' {
+			continue
+		}
+		k := i - 1
+		for k >= 0 && (b[k] == ' ' || b[k] == '\t' || b[k] == '\r') {
+			k--
+		}
+		if k >= 0 && b[k] == ',' {
+			return j
+		}
+	}
+	return -1
+}
+
 type scanner struct {
 	b []byte
 	i int
+	// intern holds the values of fields that many jobs share (method, URL,
+	// kind, durations...), so that each is allocated once, and the jobs
+	// share it.
+	intern map[string]string
+}
+
+// maxInterned bounds the values interned: past it, values are allocated.
+const maxInterned = 1 << 14
+
+// shared reads a string that many jobs may share, interned.
+func (s *scanner) shared(dst *string) bool {
+	if !s.consume('"') {
+		return false
+	}
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			raw := s.b[start:s.i]
+			if len(raw) > 256 {
+				break
+			}
+			if v, ok := s.intern[string(raw)]; ok { // no allocation
+				s.i++
+				*dst = v
+				return true
+			}
+			if !utf8.Valid(raw) {
+				return false
+			}
+			s.i++
+			v := string(raw)
+			if s.intern == nil {
+				s.intern = make(map[string]string)
+			}
+			if len(s.intern) < maxInterned {
+				s.intern[v] = v
+			}
+			*dst = v
+			return true
+		case c == '\\' || c < 0x20:
+		default:
+			s.i++
+			continue
+		}
+		break
+	}
+	// Escapes, control characters or a long value: the general path.
+	s.i = start - 1
+	return s.into(dst)
 }
 
 func (s *scanner) ws() {
@@ -244,16 +402,16 @@ func (s *scanner) job(j *fileJob) bool {
 			j.Enabled = v
 			return ok
 		case "type":
-			return s.into(&j.Type)
+			return s.shared(&j.Type)
 		case "http":
 			return s.object(func(key string) bool {
 				switch key {
 				case "method":
-					return s.into(&j.HTTP.Method)
+					return s.shared(&j.HTTP.Method)
 				case "url":
-					return s.into(&j.HTTP.URL)
+					return s.shared(&j.HTTP.URL)
 				case "body":
-					return s.into(&j.HTTP.Body)
+					return s.shared(&j.HTTP.Body)
 				case "headers":
 					if j.HTTP.Headers != nil {
 						return false
@@ -271,40 +429,40 @@ func (s *scanner) job(j *fileJob) bool {
 			return s.object(func(key string) bool {
 				switch key {
 				case "kind":
-					return s.into(&j.Schedule.Kind)
+					return s.shared(&j.Schedule.Kind)
 				case "run_at":
 					return s.into(&j.Schedule.RunAt)
 				case "every":
-					return s.into(&j.Schedule.Every)
+					return s.shared(&j.Schedule.Every)
 				case "start_at":
 					return s.into(&j.Schedule.StartAt)
 				case "jitter":
-					return s.into(&j.Schedule.Jitter)
+					return s.shared(&j.Schedule.Jitter)
 				case "cron":
-					return s.into(&j.Schedule.Cron)
+					return s.shared(&j.Schedule.Cron)
 				case "tz":
-					return s.into(&j.Schedule.TZ)
+					return s.shared(&j.Schedule.TZ)
 				}
 				return false
 			})
 		case "timeout":
-			return s.into(&j.Timeout)
+			return s.shared(&j.Timeout)
 		case "max_retries":
 			v, ok := s.int()
 			j.MaxRetries = v
 			return ok
 		case "retry_backoff":
-			return s.into(&j.RetryBackoff)
+			return s.shared(&j.RetryBackoff)
 		case "misfire_grace":
-			return s.into(&j.MisfireGrace)
+			return s.shared(&j.MisfireGrace)
 		case "last_run_at":
 			return s.into(&j.LastRunAt)
 		case "next_run_at":
 			return s.into(&j.NextRunAt)
 		case "last_status":
-			return s.into(&j.LastStatus)
+			return s.shared(&j.LastStatus)
 		case "last_error":
-			return s.into(&j.LastError)
+			return s.shared(&j.LastError)
 		}
 		return false
 	})

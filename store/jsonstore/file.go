@@ -90,17 +90,43 @@ func (e *EntryError) Unwrap() error { return e.Err }
 // decodeFile reads the contents of jobs.json. A file that does not parse or
 // has an unknown version returns an error (and no jobs); entries that parse
 // but are invalid are returned as EntryErrors beside the good jobs.
-//
-// The top level is read as a token stream that only splits the jobs array
-// into its entries; the entries are then decoded strictly (unknown fields
-// are errors) on two goroutines.
 func decodeFile(data []byte) ([]cron.Job, []*EntryError, error) {
+	var jobs []cron.Job
+	good, bad, err := decodeFileTo(data, func(n int) func(i int) *cron.Job {
+		jobs = make([]cron.Job, n)
+		return func(i int) *cron.Job { return &jobs[i] }
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]cron.Job, len(good))
+	for k, i := range good {
+		out[k] = jobs[i]
+	}
+	return out, bad, nil
+}
+
+// decodeFileTo is decodeFile decoding into the place that alloc gives: it
+// is called once with the number of entries, and returns where entry i
+// goes. It returns the indices of the good entries, in order.
+//
+// The file is read by a decoder without reflection when it can
+// (fastDecode); else the top level is read as a token stream that only
+// splits the jobs array into its entries, which are then decoded strictly
+// (unknown fields are errors). The entries are converted on two
+// goroutines.
+func decodeFileTo(data []byte, alloc func(n int) func(i int) *cron.Job) ([]int, []*EntryError, error) {
 	if version, fjs, ok := fastDecode(data); ok {
 		if version != FormatVersion {
 			return nil, nil, fmt.Errorf("jsonstore: unknown version %d (want %d)", version, FormatVersion)
 		}
-		jobs, bad := convertAll(len(fjs), func(i int) (cron.Job, *EntryError) { return convertJob(i, &fjs[i]) })
-		return jobs, bad, nil
+		at := alloc(len(fjs))
+		good, bad := convertAll(len(fjs), func(i int) *EntryError {
+			j, ee := convertJob(i, &fjs[i])
+			*at(i) = j
+			return ee
+		}, at)
+		return good, bad, nil
 	}
 	version, raws, err := splitFile(data)
 	if err != nil {
@@ -109,18 +135,23 @@ func decodeFile(data []byte) ([]cron.Job, []*EntryError, error) {
 	if version != FormatVersion {
 		return nil, nil, fmt.Errorf("jsonstore: unknown version %d (want %d)", version, FormatVersion)
 	}
-	jobs, bad := convertAll(len(raws), func(i int) (cron.Job, *EntryError) { return decodeEntry(i, raws[i]) })
-	return jobs, bad, nil
+	at := alloc(len(raws))
+	good, bad := convertAll(len(raws), func(i int) *EntryError {
+		j, ee := decodeEntry(i, raws[i])
+		*at(i) = j
+		return ee
+	}, at)
+	return good, bad, nil
 }
 
 // convertAll runs conv over n entries (on two goroutines when there are
-// many) and drops the bad ones and repeated ids.
-func convertAll(n int, conv func(i int) (cron.Job, *EntryError)) ([]cron.Job, []*EntryError) {
-	jobs := make([]cron.Job, n)
+// many) and returns the indices of the good ones, dropping the bad ones
+// and repeated ids.
+func convertAll(n int, conv func(i int) *EntryError, at func(i int) *cron.Job) ([]int, []*EntryError) {
 	errs := make([]*EntryError, n)
 	decodeRange := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			jobs[i], errs[i] = conv(i)
+			errs[i] = conv(i)
 		}
 	}
 	if n < 2048 {
@@ -134,22 +165,23 @@ func convertAll(n int, conv func(i int) (cron.Job, *EntryError)) ([]cron.Job, []
 	}
 	var bad []*EntryError
 	seen := make(map[string]struct{}, n)
-	out := jobs[:0]
-	for i := range jobs {
+	good := make([]int, 0, n)
+	for i := range n {
 		if errs[i] == nil {
-			if _, dup := seen[jobs[i].ID]; dup {
-				errs[i] = &EntryError{Index: i, ID: jobs[i].ID, Field: "id", Err: errors.New("appears twice; the first entry is kept")}
+			id := at(i).ID
+			if _, dup := seen[id]; dup {
+				errs[i] = &EntryError{Index: i, ID: id, Field: "id", Err: errors.New("appears twice; the first entry is kept")}
 			}
 		}
 		if errs[i] != nil {
 			bad = append(bad, errs[i])
+			*at(i) = cron.Job{}
 			continue
 		}
-		seen[jobs[i].ID] = struct{}{}
-		out = append(out, jobs[i])
+		seen[at(i).ID] = struct{}{}
+		good = append(good, i)
 	}
-	clear(jobs[len(out):])
-	return out, bad
+	return good, bad
 }
 
 // splitFile reads the top-level object: the version and the raw entries of

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -327,7 +328,16 @@ func (s *Store) loadJobs() (bool, error) {
 		return false, fmt.Errorf("jsonstore: read %s: %w", path, err)
 	}
 	now := time.Now()
-	jobs, bad, err := decodeFile(data)
+	// The entries are decoded in place, in slabs of 1024 (no copy, no
+	// object per job, no one huge object for the collector).
+	var slabs [][]entry
+	at := func(i int) *entry { return &slabs[i>>10][i&1023] }
+	good, bad, err := decodeFileTo(data, func(n int) func(i int) *cron.Job {
+		for k := 0; k < n; k += 1024 {
+			slabs = append(slabs, make([]entry, min(1024, n-k)))
+		}
+		return func(i int) *cron.Job { return &at(i).job }
+	})
 	if err != nil {
 		backup, merr := moveAside(s.dir, now)
 		if merr != nil {
@@ -349,10 +359,14 @@ func (s *Store) loadJobs() (bool, error) {
 		}
 		s.recovery = &Recovery{Skipped: bad, Backup: backup}
 	}
-	s.order = make([]*entry, 0, len(jobs))
-	s.slab = make([]entry, 0, len(jobs))
-	for i := range jobs {
-		s.newEntryLocked(jobs[i])
+	// The entries stay where they were decoded (the bad ones' slots stay
+	// empty): no copy, no object per job.
+	s.order = make([]*entry, 0, len(good))
+	s.index = make(map[string]*entry, len(good))
+	for _, i := range good {
+		e := at(i)
+		s.order = append(s.order, e)
+		s.index[e.job.ID] = e
 	}
 	s.jobsSize = int64(len(data))
 	return len(bad) > 0, nil
@@ -440,6 +454,8 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	e.deleted = true
 	s.runKept -= int(min(e.rcount, uint32(max(s.cfg.RunHistory, 0))))
+	s.newRuns = dropRuns(s.newRuns, id)
+	s.writing = dropRuns(s.writing, id)
 	delete(s.index, id)
 	s.tombs++
 	if s.cfg.Journal {
@@ -831,6 +847,23 @@ func (s *Store) unlock() {
 		s.lock.Close()
 		s.lock = nil
 	}
+}
+
+// dropRuns returns runs without those of job id, in a new slice when any
+// is dropped (the flusher may hold the old one).
+func dropRuns(runs []cron.Run, id string) []cron.Run {
+	for i := range runs {
+		if runs[i].JobID == id {
+			out := slices.Clone(runs[:i])
+			for _, r := range runs[i+1:] {
+				if r.JobID != id {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+	}
+	return runs
 }
 
 // cloneJob copies j deeply enough that the caller's headers map is not shared.

@@ -312,7 +312,9 @@ func start(bin, dir string) (*child, time.Duration, error) {
 
 // procWriteBytes returns write_bytes of /proc/pid/io: bytes the process
 // caused to be sent to the storage layer.
-func procWriteBytes(pid int) (int64, error) { return procField(fmt.Sprintf("/proc/%d/io", pid), "write_bytes:", 1) }
+func procWriteBytes(pid int) (int64, error) {
+	return procField(fmt.Sprintf("/proc/%d/io", pid), "write_bytes:", 1)
+}
 
 // procRSS returns VmRSS of /proc/pid/status in bytes.
 func procRSS(pid int) (int64, error) {

@@ -92,9 +92,16 @@ func (e *EntryError) Unwrap() error { return e.Err }
 // but are invalid are returned as EntryErrors beside the good jobs.
 func decodeFile(data []byte) ([]cron.Job, []*EntryError, error) {
 	var jobs []cron.Job
-	good, bad, err := decodeFileTo(data, func(n int) func(i int) *cron.Job {
+	good, bad, err := decodeFileTo(data, func(n int) func(i int, j *cron.Job) string {
 		jobs = make([]cron.Job, n)
-		return func(i int) *cron.Job { return &jobs[i] }
+		return func(i int, j *cron.Job) string {
+			if j != nil {
+				jobs[i] = *j
+			} else {
+				jobs[i] = cron.Job{}
+			}
+			return jobs[i].ID
+		}
 	})
 	if err != nil {
 		return nil, nil, err
@@ -106,26 +113,29 @@ func decodeFile(data []byte) ([]cron.Job, []*EntryError, error) {
 	return out, bad, nil
 }
 
-// decodeFileTo is decodeFile decoding into the place that alloc gives: it
-// is called once with the number of entries, and returns where entry i
-// goes. It returns the indices of the good entries, in order.
+// decodeFileTo is decodeFile putting each entry where the caller wants it:
+// alloc is called once with the number of entries and returns put, which
+// stores job j as entry i (j nil: entry i is dropped) and returns its id.
+// It returns the indices of the good entries, in order.
 //
 // The file is read by a decoder without reflection when it can
 // (fastDecode); else the top level is read as a token stream that only
 // splits the jobs array into its entries, which are then decoded strictly
 // (unknown fields are errors). The entries are converted on two
 // goroutines.
-func decodeFileTo(data []byte, alloc func(n int) func(i int) *cron.Job) ([]int, []*EntryError, error) {
+func decodeFileTo(data []byte, alloc func(n int) func(i int, j *cron.Job) string) ([]int, []*EntryError, error) {
 	if version, fjs, ok := fastDecode(data); ok {
 		if version != FormatVersion {
 			return nil, nil, fmt.Errorf("jsonstore: unknown version %d (want %d)", version, FormatVersion)
 		}
-		at := alloc(len(fjs))
-		good, bad := convertAll(len(fjs), func(i int) *EntryError {
+		put := alloc(len(fjs))
+		good, bad := convertAll(len(fjs), func(i int) (string, *EntryError) {
 			j, ee := convertJob(i, &fjs[i])
-			*at(i) = j
-			return ee
-		}, at)
+			if ee != nil {
+				return "", ee
+			}
+			return put(i, &j), nil
+		}, put)
 		return good, bad, nil
 	}
 	version, raws, err := splitFile(data)
@@ -135,23 +145,26 @@ func decodeFileTo(data []byte, alloc func(n int) func(i int) *cron.Job) ([]int, 
 	if version != FormatVersion {
 		return nil, nil, fmt.Errorf("jsonstore: unknown version %d (want %d)", version, FormatVersion)
 	}
-	at := alloc(len(raws))
-	good, bad := convertAll(len(raws), func(i int) *EntryError {
+	put := alloc(len(raws))
+	good, bad := convertAll(len(raws), func(i int) (string, *EntryError) {
 		j, ee := decodeEntry(i, raws[i])
-		*at(i) = j
-		return ee
-	}, at)
+		if ee != nil {
+			return "", ee
+		}
+		return put(i, &j), nil
+	}, put)
 	return good, bad, nil
 }
 
 // convertAll runs conv over n entries (on two goroutines when there are
-// many) and returns the indices of the good ones, dropping the bad ones
-// and repeated ids.
-func convertAll(n int, conv func(i int) *EntryError, at func(i int) *cron.Job) ([]int, []*EntryError) {
+// many) and returns the indices of the good ones, dropping (through put)
+// the bad ones and repeated ids.
+func convertAll(n int, conv func(i int) (string, *EntryError), put func(i int, j *cron.Job) string) ([]int, []*EntryError) {
 	errs := make([]*EntryError, n)
+	ids := make([]string, n)
 	decodeRange := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			errs[i] = conv(i)
+			ids[i], errs[i] = conv(i)
 		}
 	}
 	if n < 2048 {
@@ -168,17 +181,16 @@ func convertAll(n int, conv func(i int) *EntryError, at func(i int) *cron.Job) (
 	good := make([]int, 0, n)
 	for i := range n {
 		if errs[i] == nil {
-			id := at(i).ID
-			if _, dup := seen[id]; dup {
-				errs[i] = &EntryError{Index: i, ID: id, Field: "id", Err: errors.New("appears twice; the first entry is kept")}
+			if _, dup := seen[ids[i]]; dup {
+				errs[i] = &EntryError{Index: i, ID: ids[i], Field: "id", Err: errors.New("appears twice; the first entry is kept")}
+				put(i, nil)
 			}
 		}
 		if errs[i] != nil {
 			bad = append(bad, errs[i])
-			*at(i) = cron.Job{}
 			continue
 		}
-		seen[at(i).ID] = struct{}{}
+		seen[ids[i]] = struct{}{}
 		good = append(good, i)
 	}
 	return good, bad

@@ -419,7 +419,7 @@ func (s *Store) applyRecord(i int, r *journalRecord) bool {
 			return false
 		}
 		if e, ok := s.index[j.ID]; ok {
-			e.job = j
+			e.set(&j)
 		} else {
 			s.newEntryLocked(j)
 		}
@@ -444,7 +444,7 @@ func (s *Store) applyRecord(i int, r *journalRecord) bool {
 			*t.dst = v.UTC()
 		}
 		b.LastStatus, b.LastError = cron.Status(r.LastStatus), r.LastError
-		b.Apply(&e.job)
+		e.apply(&b)
 	}
 	return true
 }

@@ -142,6 +142,12 @@ func readLineAt(f *os.File, off int64, buf []byte) ([]byte, error) {
 	}
 }
 
+// runScratch is where a job's lines go in a write to runs.jsonl.
+type runScratch struct {
+	head, first int64 // offsets + 1 of its newest and oldest lines written
+	seen, kept  uint32
+}
+
 // appendRuns appends the runs taken since the last flush to runs.jsonl and
 // syncs it. It runs on the flushing goroutine, the only writer of the file.
 func (s *Store) appendRuns() error {
@@ -155,27 +161,31 @@ func (s *Store) appendRuns() error {
 	s.writing = runs
 	var buf []byte
 	var touched []*entry
+	scr := make(map[*entry]*runScratch)
 	var err error
 	for i := range runs {
 		e := s.index[runs[i].JobID]
 		if e == nil {
 			continue // deleted since
 		}
+		c := scr[e]
 		prev := e.rhead
-		if e.nseen > 0 {
-			prev = e.nhead
+		if c != nil {
+			prev = c.head
 		} else {
+			c = &runScratch{}
+			scr[e] = c
 			touched = append(touched, e)
 		}
 		off := s.rsize + int64(len(buf))
 		if buf, err = appendRunLine(buf, prev, &runs[i]); err != nil {
 			break
 		}
-		if e.nseen == 0 {
-			e.nfirst = off + 1
+		if c.seen == 0 {
+			c.first = off + 1
 		}
-		e.nhead = off + 1
-		e.nseen++
+		c.head = off + 1
+		c.seen++
 	}
 	f := s.rf
 	s.mu.Unlock()
@@ -192,17 +202,17 @@ func (s *Store) appendRuns() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range touched {
+		c := scr[e]
 		if err == nil && !e.deleted {
 			before := min(e.rcount, hist)
-			e.rhead = e.nhead
+			e.rhead = c.head
 			if e.rfirst == 0 {
-				e.rfirst = e.nfirst
+				e.rfirst = c.first
 			}
-			e.rcount += e.nseen
+			e.rcount += c.seen
 			s.runKept += int(min(e.rcount, hist) - before)
-			s.runLines += int(e.nseen)
+			s.runLines += int(c.seen)
 		}
-		e.nhead, e.nfirst, e.nseen = 0, 0, 0
 	}
 	s.writing = nil
 	if err != nil {
@@ -258,8 +268,11 @@ func lineBody(line []byte) []byte {
 func (s *Store) compactRuns() error {
 	hist := uint32(max(s.cfg.RunHistory, 0))
 	s.mu.Lock()
+	scr := make(map[*entry]*runScratch, len(s.index))
 	for _, e := range s.index {
-		e.nhead, e.nfirst, e.nseen, e.nkept = 0, 0, 0, 0
+		if e.rcount > 0 {
+			scr[e] = &runScratch{}
+		}
 	}
 	src, end := s.rf, s.rsize
 	s.mu.Unlock()
@@ -306,21 +319,21 @@ func (s *Store) compactRuns() error {
 					locked = true
 				}
 				e := s.index[id]
-				if e != nil && e.rcount > 0 && lineOff+1 >= e.rfirst {
-					keep := e.rcount <= hist || e.nseen >= e.rcount-hist
-					e.nseen++
+				if c := scr[e]; c != nil && e.rcount > 0 && lineOff+1 >= e.rfirst {
+					keep := e.rcount <= hist || c.seen >= e.rcount-hist
+					c.seen++
 					if keep {
 						nb = append(nb[:0], `{"prev":`...)
-						nb = strconv.AppendInt(nb, e.nhead, 10)
+						nb = strconv.AppendInt(nb, c.head, 10)
 						nb = append(nb, ',')
 						nb = append(nb, lineBody(body)...)
 						nb = append(nb, '\n')
 						w.Write(nb)
-						if e.nfirst == 0 {
-							e.nfirst = wsize + 1
+						if c.first == 0 {
+							c.first = wsize + 1
 						}
-						e.nhead = wsize + 1
-						e.nkept++
+						c.head = wsize + 1
+						c.kept++
 						wsize += int64(len(nb))
 					}
 				}
@@ -355,10 +368,13 @@ func (s *Store) compactRuns() error {
 	s.mu.Lock()
 	kept, keptLines := 0, 0
 	for _, e := range s.index {
-		e.rhead, e.rfirst, e.rcount = e.nhead, e.nfirst, e.nkept
-		kept += int(min(e.nkept, hist))
-		keptLines += int(e.nkept)
-		e.nhead, e.nfirst, e.nseen, e.nkept = 0, 0, 0, 0
+		var c runScratch
+		if p := scr[e]; p != nil {
+			c = *p
+		}
+		e.rhead, e.rfirst, e.rcount = c.head, c.first, c.kept
+		kept += int(min(c.kept, hist))
+		keptLines += int(c.kept)
 	}
 	s.runKept, s.runLines = kept, keptLines
 	old := s.rf

@@ -93,21 +93,6 @@ var (
 	_ cron.Flusher  = (*Store)(nil)
 )
 
-type entry struct {
-	job     cron.Job // guarded by Store.mu
-	deleted bool     // guarded by Store.mu
-
-	// The job's lines in runs.jsonl (of this incarnation of its id),
-	// guarded by Store.mu; offsets are the line's offset + 1, 0 = none.
-	rhead  int64  // the newest line
-	rfirst int64  // the oldest line
-	rcount uint32 // lines from rfirst on
-
-	// Scratch of a compaction of runs.jsonl, owned by the flusher.
-	nhead, nfirst int64
-	nseen, nkept  uint32
-}
-
 type waiter struct {
 	gen uint64
 	ch  chan error
@@ -181,8 +166,9 @@ func (s *Store) newEntryLocked(j cron.Job) *entry {
 	if len(s.slab) == cap(s.slab) {
 		s.slab = make([]entry, 0, 1024)
 	}
-	s.slab = append(s.slab, entry{job: j})
+	s.slab = append(s.slab, entry{})
 	e := &s.slab[len(s.slab)-1]
+	e.set(&j)
 	s.order = append(s.order, e)
 	s.index[j.ID] = e
 	return e
@@ -332,11 +318,19 @@ func (s *Store) loadJobs() (bool, error) {
 	// object per job, no one huge object for the collector).
 	var slabs [][]entry
 	at := func(i int) *entry { return &slabs[i>>10][i&1023] }
-	good, bad, err := decodeFileTo(data, func(n int) func(i int) *cron.Job {
+	good, bad, err := decodeFileTo(data, func(n int) func(i int, j *cron.Job) string {
 		for k := 0; k < n; k += 1024 {
 			slabs = append(slabs, make([]entry, min(1024, n-k)))
 		}
-		return func(i int) *cron.Job { return &at(i).job }
+		return func(i int, j *cron.Job) string {
+			e := at(i)
+			if j != nil {
+				e.set(j)
+			} else {
+				*e = entry{}
+			}
+			return e.id
+		}
 	})
 	if err != nil {
 		backup, merr := moveAside(s.dir, now)
@@ -366,7 +360,7 @@ func (s *Store) loadJobs() (bool, error) {
 	for _, i := range good {
 		e := at(i)
 		s.order = append(s.order, e)
-		s.index[e.job.ID] = e
+		s.index[e.id] = e
 	}
 	s.jobsSize = int64(len(data))
 	return len(bad) > 0, nil
@@ -382,7 +376,8 @@ func (s *Store) Load(ctx context.Context) ([]cron.Job, error) {
 	jobs := make([]cron.Job, 0, len(s.index))
 	for _, e := range s.order {
 		if !e.deleted {
-			jobs = append(jobs, cloneJob(&e.job))
+			j := e.job()
+			jobs = append(jobs, cloneJob(&j))
 		}
 	}
 	return jobs, nil
@@ -396,7 +391,8 @@ func (s *Store) Get(id string) (cron.Job, error) {
 	if !ok {
 		return cron.Job{}, cron.ErrNotFound
 	}
-	return cloneJob(&e.job), nil
+	j := e.job()
+	return cloneJob(&j), nil
 }
 
 // Len returns the number of jobs.
@@ -422,7 +418,7 @@ func (s *Store) Save(ctx context.Context, j cron.Job) error {
 	}
 	j = cloneJob(&j)
 	if e, ok := s.index[j.ID]; ok {
-		e.job = j
+		e.set(&j)
 	} else {
 		s.newEntryLocked(j)
 	}
@@ -485,7 +481,7 @@ func (s *Store) Record(ctx context.Context, id string, b cron.Bookkeeping) error
 	if !ok {
 		return cron.ErrNotFound
 	}
-	b.Apply(&e.job)
+	e.apply(&b)
 	if s.cfg.Journal {
 		s.jseq++
 		s.jpend = appendJournalRecord(s.jpend, s.jseq, id, &b)
@@ -794,7 +790,8 @@ func (s *Store) writeJobsFile(now time.Time) (size int64, jobs int, err error) {
 			} else {
 				buf = append(buf, ",\n    "...)
 			}
-			buf = appendJob(buf, &e.job)
+			j := e.job()
+			buf = appendJob(buf, &j)
 			jobs++
 		}
 		s.mu.Unlock()

@@ -347,3 +347,27 @@ func TestFastDecodeHalves(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactRewrites: Compact rewrites jobs.json at once in journal mode
+// and empties the journal.
+func TestCompactRewrites(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := open(t, dir, Config{Journal: true, FlushInterval: time.Hour})
+	if err := s.Save(ctx, testJob("a")); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Rewrites()
+	if err := s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Rewrites() - before; got != 1 {
+		t.Errorf("rewrites after Compact = %d, want 1", got)
+	}
+	if got := len(readFileJobs(t, dir)); got != 1 {
+		t.Errorf("jobs.json after Compact holds %d jobs, want 1", got)
+	}
+	if got := journalRecords(t, dir); got != 0 {
+		t.Errorf("journal after Compact holds %d records, want 0", got)
+	}
+}

@@ -122,6 +122,7 @@ type Store struct {
 	closed    bool
 	jobsSize  int64 // size of jobs.json
 	rewrites  int   // rewrites of jobs.json made since New
+	compact   bool  // Compact asks for a rewrite at the next flush
 
 	// The journal (Journal mode). jseq and jpend are guarded by mu, so that
 	// records are numbered and queued in the order of the changes.
@@ -516,7 +517,7 @@ func (s *Store) Flush(ctx context.Context) error {
 // for tests and tools.
 func (s *Store) Compact(ctx context.Context) error {
 	s.mu.Lock()
-	s.gen++ // so that the rewrite is not skipped
+	s.compact = true
 	s.mu.Unlock()
 	return s.Flush(ctx)
 }
@@ -657,6 +658,8 @@ func (s *Store) flush(final bool) error {
 	s.scheduled = false
 	s.lastStart = time.Now()
 	jobsChanged := s.gen != s.durable
+	compact := s.compact
+	s.compact = false
 	s.mu.Unlock()
 
 	var errs []error
@@ -668,8 +671,11 @@ func (s *Store) flush(final bool) error {
 			errs = append(errs, err)
 		}
 	}
-	rewrite := jobsChanged && (!s.cfg.Journal || final || s.journalTooBig())
-	if rewrite || (final && len(s.jold) > 0) {
+	rewrite := compact || jobsChanged && (!s.cfg.Journal || final || s.journalTooBig())
+	s.jmu.Lock()
+	rotated := len(s.jold) > 0
+	s.jmu.Unlock()
+	if rewrite || (final && rotated) {
 		if err := s.rewriteJobs(); err != nil {
 			errs = append(errs, err)
 		}

@@ -51,15 +51,15 @@ func (e *entry) set(j *cron.Job) {
 	e.startAt, e.last, e.next = j.Schedule.StartAt, j.LastRunAt, j.NextRunAt
 	e.status, e.enabled = j.LastStatus, j.Enabled
 	e.retries = int32(j.MaxRetries)
-	x := entryExt{runAt: j.Schedule.RunAt, jitter: j.Schedule.Jitter, misfireGrace: j.MisfireGrace,
-		cron: j.Schedule.Cron, tz: j.Schedule.TZ, lastError: j.LastError}
-	if int(e.retries) != j.MaxRetries {
-		x.retries = j.MaxRetries
-	}
-	if x == (entryExt{}) {
-		e.x = nil
-	} else {
-		e.x = &x
+	e.x = nil
+	if !j.Schedule.RunAt.IsZero() || j.Schedule.Jitter != 0 || j.MisfireGrace != 0 || j.Schedule.Cron != "" ||
+		j.Schedule.TZ != "" || j.LastError != "" || int(e.retries) != j.MaxRetries {
+		x := &entryExt{runAt: j.Schedule.RunAt, jitter: j.Schedule.Jitter, misfireGrace: j.MisfireGrace,
+			cron: j.Schedule.Cron, tz: j.Schedule.TZ, lastError: j.LastError}
+		if int(e.retries) != j.MaxRetries {
+			x.retries = j.MaxRetries
+		}
+		e.x = x
 	}
 }
 

@@ -3,6 +3,7 @@ package jsonstore
 import (
 	"bytes"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // fastDecode reads a jobs.json in the plain form this package writes,
@@ -159,6 +160,36 @@ type scanner struct {
 	// kind, durations...), so that each is allocated once, and the jobs
 	// share it.
 	intern map[string]string
+}
+
+// view reads a string that is parsed and dropped (a time): in the common
+// case it is not copied but points into the file's bytes, which the
+// decoder neither changes nor keeps. convertJob parses such fields into
+// values and never keeps the string itself (its errors quote a copy).
+func (s *scanner) view(dst *string) bool {
+	if !s.consume('"') {
+		return false
+	}
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		if c == '"' {
+			raw := s.b[start:s.i]
+			if len(raw) == 0 {
+				*dst = ""
+			} else {
+				*dst = unsafe.String(&raw[0], len(raw))
+			}
+			s.i++
+			return true
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+		s.i++
+	}
+	s.i = start - 1
+	return s.into(dst)
 }
 
 // maxInterned bounds the values interned: past it, values are allocated.
@@ -431,11 +462,11 @@ func (s *scanner) job(j *fileJob) bool {
 				case "kind":
 					return s.shared(&j.Schedule.Kind)
 				case "run_at":
-					return s.into(&j.Schedule.RunAt)
+					return s.view(&j.Schedule.RunAt)
 				case "every":
 					return s.shared(&j.Schedule.Every)
 				case "start_at":
-					return s.into(&j.Schedule.StartAt)
+					return s.view(&j.Schedule.StartAt)
 				case "jitter":
 					return s.shared(&j.Schedule.Jitter)
 				case "cron":
@@ -456,9 +487,9 @@ func (s *scanner) job(j *fileJob) bool {
 		case "misfire_grace":
 			return s.shared(&j.MisfireGrace)
 		case "last_run_at":
-			return s.into(&j.LastRunAt)
+			return s.view(&j.LastRunAt)
 		case "next_run_at":
-			return s.into(&j.NextRunAt)
+			return s.view(&j.NextRunAt)
 		case "last_status":
 			return s.shared(&j.LastStatus)
 		case "last_error":

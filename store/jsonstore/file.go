@@ -92,15 +92,11 @@ func (e *EntryError) Unwrap() error { return e.Err }
 // but are invalid are returned as EntryErrors beside the good jobs.
 func decodeFile(data []byte) ([]cron.Job, []*EntryError, error) {
 	var jobs []cron.Job
-	good, bad, err := decodeFileTo(data, func(n int) func(i int, j *cron.Job) string {
+	good, bad, err := decodeFileTo(data, func(n int) func(i int, j cron.Job, ok bool) string {
 		jobs = make([]cron.Job, n)
-		return func(i int, j *cron.Job) string {
-			if j != nil {
-				jobs[i] = *j
-			} else {
-				jobs[i] = cron.Job{}
-			}
-			return jobs[i].ID
+		return func(i int, j cron.Job, ok bool) string {
+			jobs[i] = j
+			return j.ID
 		}
 	})
 	if err != nil {
@@ -123,7 +119,7 @@ func decodeFile(data []byte) ([]cron.Job, []*EntryError, error) {
 // splits the jobs array into its entries, which are then decoded strictly
 // (unknown fields are errors). The entries are converted on two
 // goroutines.
-func decodeFileTo(data []byte, alloc func(n int) func(i int, j *cron.Job) string) ([]int, []*EntryError, error) {
+func decodeFileTo(data []byte, alloc func(n int) func(i int, j cron.Job, ok bool) string) ([]int, []*EntryError, error) {
 	if version, fjs, ok := fastDecode(data); ok {
 		if version != FormatVersion {
 			return nil, nil, fmt.Errorf("jsonstore: unknown version %d (want %d)", version, FormatVersion)
@@ -134,7 +130,7 @@ func decodeFileTo(data []byte, alloc func(n int) func(i int, j *cron.Job) string
 			if ee != nil {
 				return "", ee
 			}
-			return put(i, &j), nil
+			return put(i, j, true), nil
 		}, put)
 		return good, bad, nil
 	}
@@ -151,7 +147,7 @@ func decodeFileTo(data []byte, alloc func(n int) func(i int, j *cron.Job) string
 		if ee != nil {
 			return "", ee
 		}
-		return put(i, &j), nil
+		return put(i, j, true), nil
 	}, put)
 	return good, bad, nil
 }
@@ -159,7 +155,7 @@ func decodeFileTo(data []byte, alloc func(n int) func(i int, j *cron.Job) string
 // convertAll runs conv over n entries (on two goroutines when there are
 // many) and returns the indices of the good ones, dropping (through put)
 // the bad ones and repeated ids.
-func convertAll(n int, conv func(i int) (string, *EntryError), put func(i int, j *cron.Job) string) ([]int, []*EntryError) {
+func convertAll(n int, conv func(i int) (string, *EntryError), put func(i int, j cron.Job, ok bool) string) ([]int, []*EntryError) {
 	errs := make([]*EntryError, n)
 	ids := make([]string, n)
 	decodeRange := func(lo, hi int) {
@@ -183,7 +179,7 @@ func convertAll(n int, conv func(i int) (string, *EntryError), put func(i int, j
 		if errs[i] == nil {
 			if _, dup := seen[ids[i]]; dup {
 				errs[i] = &EntryError{Index: i, ID: ids[i], Field: "id", Err: errors.New("appears twice; the first entry is kept")}
-				put(i, nil)
+				put(i, cron.Job{}, false)
 			}
 		}
 		if errs[i] != nil {
@@ -297,46 +293,34 @@ func convertJob(i int, f *fileJob) (cron.Job, *EntryError) {
 		MaxRetries: f.MaxRetries, LastStatus: cron.Status(f.LastStatus), LastError: f.LastError,
 	}
 	j.Schedule.Kind, j.Schedule.Cron, j.Schedule.TZ = f.Schedule.Kind, f.Schedule.Cron, f.Schedule.TZ
-	var err error
-	times := []struct {
-		field string
-		s     string
-		dst   *time.Time
-	}{
-		{"schedule.run_at", f.Schedule.RunAt, &j.Schedule.RunAt},
-		{"schedule.start_at", f.Schedule.StartAt, &j.Schedule.StartAt},
-		{"last_run_at", f.LastRunAt, &j.LastRunAt},
-		{"next_run_at", f.NextRunAt, &j.NextRunAt},
+	// Field by field, with no pointer into j: j stays on the stack.
+	var ok bool
+	var field string
+	if j.Schedule.RunAt, ok = parseTimeField(f.Schedule.RunAt); !ok {
+		field = "schedule.run_at"
+	} else if j.Schedule.StartAt, ok = parseTimeField(f.Schedule.StartAt); !ok {
+		field = "schedule.start_at"
+	} else if j.LastRunAt, ok = parseTimeField(f.LastRunAt); !ok {
+		field = "last_run_at"
+	} else if j.NextRunAt, ok = parseTimeField(f.NextRunAt); !ok {
+		field = "next_run_at"
 	}
-	for _, t := range times {
-		if t.s == "" {
-			continue
-		}
-		if *t.dst, err = time.Parse(time.RFC3339Nano, t.s); err != nil {
-			return fail(t.field, fmt.Errorf("must be an RFC3339 time, got %q", t.s))
-		}
-		*t.dst = t.dst.UTC()
+	if field != "" {
+		return fail(field, fmt.Errorf("must be an RFC3339 time, got %q", timeFieldValue(f, field)))
 	}
-	durations := []struct {
-		field string
-		s     string
-		dst   *cron.Duration
-	}{
-		{"schedule.every", f.Schedule.Every, &j.Schedule.Every},
-		{"schedule.jitter", f.Schedule.Jitter, &j.Schedule.Jitter},
-		{"timeout", f.Timeout, &j.Timeout},
-		{"retry_backoff", f.RetryBackoff, &j.RetryBackoff},
-		{"misfire_grace", f.MisfireGrace, &j.MisfireGrace},
+	if j.Schedule.Every, ok = parseDurationField(f.Schedule.Every); !ok {
+		field = "schedule.every"
+	} else if j.Schedule.Jitter, ok = parseDurationField(f.Schedule.Jitter); !ok {
+		field = "schedule.jitter"
+	} else if j.Timeout, ok = parseDurationField(f.Timeout); !ok {
+		field = "timeout"
+	} else if j.RetryBackoff, ok = parseDurationField(f.RetryBackoff); !ok {
+		field = "retry_backoff"
+	} else if j.MisfireGrace, ok = parseDurationField(f.MisfireGrace); !ok {
+		field = "misfire_grace"
 	}
-	for _, d := range durations {
-		if d.s == "" {
-			continue
-		}
-		v, err := time.ParseDuration(d.s)
-		if err != nil {
-			return fail(d.field, fmt.Errorf("must be a duration such as \"5s\", got %q", d.s))
-		}
-		*d.dst = cron.Duration(v)
+	if field != "" {
+		return fail(field, fmt.Errorf("must be a duration such as \"5s\", got %q", durationFieldValue(f, field)))
 	}
 	// A schedule field its kind does not use was ignored before the rule
 	// that refuses it: such a job loads as it ran.
@@ -354,6 +338,53 @@ func convertJob(i int, f *fileJob) (cron.Job, *EntryError) {
 		return fail("last_status", fmt.Errorf("unknown status %q", j.LastStatus))
 	}
 	return j, nil
+}
+
+// parseTimeField parses an RFC3339 time of jobs.json ("" is the zero time).
+func parseTimeField(s string) (time.Time, bool) {
+	if s == "" {
+		return time.Time{}, true
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}
+
+// parseDurationField parses a duration of jobs.json ("" is 0).
+func parseDurationField(s string) (cron.Duration, bool) {
+	if s == "" {
+		return 0, true
+	}
+	d, err := time.ParseDuration(s)
+	return cron.Duration(d), err == nil
+}
+
+func timeFieldValue(f *fileJob, field string) string {
+	switch field {
+	case "schedule.run_at":
+		return f.Schedule.RunAt
+	case "schedule.start_at":
+		return f.Schedule.StartAt
+	case "last_run_at":
+		return f.LastRunAt
+	}
+	return f.NextRunAt
+}
+
+func durationFieldValue(f *fileJob, field string) string {
+	switch field {
+	case "schedule.every":
+		return f.Schedule.Every
+	case "schedule.jitter":
+		return f.Schedule.Jitter
+	case "timeout":
+		return f.Timeout
+	case "retry_backoff":
+		return f.RetryBackoff
+	}
+	return f.MisfireGrace
 }
 
 // appendHeader appends the start of jobs.json, up to the jobs array.

@@ -319,17 +319,17 @@ func (s *Store) loadJobs() (bool, error) {
 	// object per job, no one huge object for the collector).
 	var slabs [][]entry
 	at := func(i int) *entry { return &slabs[i>>10][i&1023] }
-	good, bad, err := decodeFileTo(data, func(n int) func(i int, j *cron.Job) string {
+	good, bad, err := decodeFileTo(data, func(n int) func(i int, j cron.Job, ok bool) string {
 		for k := 0; k < n; k += 1024 {
 			slabs = append(slabs, make([]entry, min(1024, n-k)))
 		}
-		return func(i int, j *cron.Job) string {
+		return func(i int, j cron.Job, ok bool) string {
 			e := at(i)
-			if j != nil {
-				e.set(j)
-			} else {
+			if !ok {
 				*e = entry{}
+				return ""
 			}
+			e.set(&j)
 			return e.id
 		}
 	})

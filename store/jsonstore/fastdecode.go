@@ -1,7 +1,6 @@
 package jsonstore
 
 import (
-	"bytes"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -14,6 +13,24 @@ import (
 // field by field. Whatever it accepts, it decodes as encoding/json would
 // (FuzzFastDecode checks this).
 func fastDecode(data []byte) (version int, jobs []fileJob, ok bool) {
+	var parts [2][]fileJob
+	version, n, ok := fastDecodeEach(data, func(part, k int, fj *fileJob) {
+		parts[part] = append(parts[part], *fj)
+	})
+	if !ok {
+		return 0, nil, false
+	}
+	return version, append(parts[0][:n[0]], parts[1][:n[1]]...), true
+}
+
+// fastDecodeEach is fastDecode handing each job to each instead of
+// returning them all: each(part, k, fj) gets the k-th job of part 0 (the
+// file from its start) or part 1 (from a boundary near the middle, read on
+// a second goroutine when the file is large), concurrently for the two
+// parts; fj is reused once each returns. The jobs are, in file order, the
+// first n[0] of part 0 then the first n[1] of part 1 (part 1 may have
+// been read and then dropped: n[1] is then 0).
+func fastDecodeEach(data []byte, each func(part, k int, fj *fileJob)) (version int, n [2]int, ok bool) {
 	s := &scanner{b: data}
 	sawJobs := false
 	ok = s.object(func(key string) bool {
@@ -23,30 +40,30 @@ func fastDecode(data []byte) (version int, jobs []fileJob, ok bool) {
 			version = v
 			return ok
 		case "updated_at":
-			_, ok := s.str()
-			return ok
+			var at string
+			return s.view(&at)
 		case "jobs":
 			if sawJobs {
 				return false
 			}
 			sawJobs = true
-			return s.jobsArray(&jobs)
+			return s.jobsArray(each, &n)
 		}
 		return false
 	})
 	s.ws()
 	if !ok || s.i != len(s.b) {
-		return 0, nil, false
+		return 0, [2]int{}, false
 	}
-	return version, jobs, true
+	return version, n, true
 }
 
-// jobsArray reads the jobs array into jobs, on two goroutines when it is
-// large: the second reads from an element boundary found near the middle,
-// and its result is taken only when the first, reading from the start,
-// reaches that very boundary (so a boundary guessed wrong costs time, never
-// a wrong result).
-func (s *scanner) jobsArray(jobs *[]fileJob) bool {
+// jobsArray reads the jobs array, on two goroutines when it is large: the
+// second reads from an element boundary found near the middle, and its
+// jobs are taken only when the first, reading from the start, reaches that
+// very boundary (so a boundary guessed wrong costs time, never a wrong
+// result).
+func (s *scanner) jobsArray(each func(part, k int, fj *fileJob), n *[2]int) bool {
 	if !s.consume('[') {
 		return false
 	}
@@ -58,21 +75,17 @@ func (s *scanner) jobsArray(jobs *[]fileJob) bool {
 		split = elementStart(s.b, s.i+(len(s.b)-s.i)/2)
 	}
 	type half struct {
-		jobs []fileJob
-		end  int
-		ok   bool
+		n   int
+		end int
+		ok  bool
 	}
 	var second chan half
-	end := len(s.b)
 	if split > 0 {
-		end = split
 		second = make(chan half, 1)
 		go func() {
 			t := &scanner{b: s.b, i: split}
-			// One job per line in the files this package writes.
-			js := make([]fileJob, 0, bytes.Count(s.b[split:], []byte{'\n'})+1)
-			ok := t.elements(&js)
-			second <- half{js, t.i, ok}
+			k, ok := t.elements(func(k int, fj *fileJob) { each(1, k, fj) })
+			second <- half{k, t.i, ok}
 		}()
 	}
 	wait := func() half {
@@ -83,7 +96,7 @@ func (s *scanner) jobsArray(jobs *[]fileJob) bool {
 		second = nil
 		return h
 	}
-	*jobs = make([]fileJob, 0, bytes.Count(s.b[s.i:end], []byte{'\n'})+1)
+	var fj fileJob
 	for {
 		s.ws()
 		if second != nil && s.i >= split {
@@ -92,17 +105,19 @@ func (s *scanner) jobsArray(jobs *[]fileJob) bool {
 				if !h.ok {
 					return false
 				}
-				*jobs = append(*jobs, h.jobs...)
+				n[1] = h.n
 				s.i = h.end
 				return true
 			}
 			// Not a boundary after all: go on alone.
 		}
-		*jobs = append(*jobs, fileJob{})
-		if !s.job(&(*jobs)[len(*jobs)-1]) {
+		fj = fileJob{}
+		if !s.job(&fj) {
 			wait()
 			return false
 		}
+		each(0, n[0], &fj)
+		n[0]++
 		if s.consume(',') {
 			continue
 		}
@@ -112,17 +127,19 @@ func (s *scanner) jobsArray(jobs *[]fileJob) bool {
 }
 
 // elements reads jobs separated by commas up to and including the closing
-// bracket of the array.
-func (s *scanner) elements(jobs *[]fileJob) bool {
-	for {
-		*jobs = append(*jobs, fileJob{})
-		if !s.job(&(*jobs)[len(*jobs)-1]) {
-			return false
+// bracket of the array, handing each to each; it returns how many.
+func (s *scanner) elements(each func(k int, fj *fileJob)) (int, bool) {
+	var fj fileJob
+	for k := 0; ; k++ {
+		fj = fileJob{}
+		if !s.job(&fj) {
+			return k, false
 		}
+		each(k, &fj)
 		if s.consume(',') {
 			continue
 		}
-		return s.consume(']')
+		return k + 1, s.consume(']')
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
@@ -91,47 +90,62 @@ func (e *EntryError) Unwrap() error { return e.Err }
 // has an unknown version returns an error (and no jobs); entries that parse
 // but are invalid are returned as EntryErrors beside the good jobs.
 func decodeFile(data []byte) ([]cron.Job, []*EntryError, error) {
-	var jobs []cron.Job
-	good, bad, err := decodeFileTo(data, func(n int) func(i int, j cron.Job, ok bool) string {
-		jobs = make([]cron.Job, n)
-		return func(i int, j cron.Job, ok bool) string {
-			jobs[i] = j
-			return j.ID
+	var parts [2][]cron.Job
+	good, bad, err := decodeFileTo(data, func(part, k int, j cron.Job, ok bool) string {
+		if k == len(parts[part]) {
+			parts[part] = append(parts[part], cron.Job{})
 		}
+		parts[part][k] = j
+		return j.ID
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	out := make([]cron.Job, len(good))
-	for k, i := range good {
-		out[k] = jobs[i]
+	for i, g := range good {
+		out[i] = parts[g.part][g.k]
 	}
 	return out, bad, nil
 }
 
-// decodeFileTo is decodeFile putting each entry where the caller wants it:
-// alloc is called once with the number of entries and returns put, which
-// stores job j as entry i (j nil: entry i is dropped) and returns its id.
-// It returns the indices of the good entries, in order.
+// jobPos is where decodeFileTo put a job: the k-th of part 0 or 1.
+type jobPos struct{ part, k int }
+
+// decodeFileTo is decodeFile handing each entry to put instead of
+// returning them: put(part, k, j, ok) stores job j as the k-th of part 0
+// or 1 (called for k = 0, 1, 2... in order within a part, the two parts
+// concurrently), or drops it again when ok is false (a repeated id), and
+// returns its id. It returns the positions of the good jobs, in file
+// order: part 0's, then part 1's.
 //
 // The file is read by a decoder without reflection when it can
-// (fastDecode); else the top level is read as a token stream that only
-// splits the jobs array into its entries, which are then decoded strictly
-// (unknown fields are errors). The entries are converted on two
-// goroutines.
-func decodeFileTo(data []byte, alloc func(n int) func(i int, j cron.Job, ok bool) string) ([]int, []*EntryError, error) {
-	if version, fjs, ok := fastDecode(data); ok {
+// (fastDecodeEach, on two goroutines for a large file, each converting
+// the jobs it reads); else the top level is read as a token stream that
+// only splits the jobs array into its entries, which are then decoded
+// strictly (unknown fields are errors).
+func decodeFileTo(data []byte, put func(part, k int, j cron.Job, ok bool) string) ([]jobPos, []*EntryError, error) {
+	var ids [2][]string
+	var errs [2][]*EntryError
+	version, n, ok := fastDecodeEach(data, func(part, k int, fj *fileJob) {
+		j, ee := convertJob(k, fj)
+		if ee != nil {
+			put(part, k, cron.Job{}, false)
+			ids[part] = append(ids[part], "")
+		} else {
+			ids[part] = append(ids[part], put(part, k, j, true))
+		}
+		errs[part] = append(errs[part], ee)
+	})
+	if ok {
 		if version != FormatVersion {
 			return nil, nil, fmt.Errorf("jsonstore: unknown version %d (want %d)", version, FormatVersion)
 		}
-		put := alloc(len(fjs))
-		good, bad := convertAll(len(fjs), func(i int) (string, *EntryError) {
-			j, ee := convertJob(i, &fjs[i])
+		for _, ee := range errs[1][:n[1]] {
 			if ee != nil {
-				return "", ee
+				ee.Index += n[0]
 			}
-			return put(i, j, true), nil
-		}, put)
+		}
+		good, bad := dropRepeated(n, ids, errs, put)
 		return good, bad, nil
 	}
 	version, raws, err := splitFile(data)
@@ -141,53 +155,45 @@ func decodeFileTo(data []byte, alloc func(n int) func(i int, j cron.Job, ok bool
 	if version != FormatVersion {
 		return nil, nil, fmt.Errorf("jsonstore: unknown version %d (want %d)", version, FormatVersion)
 	}
-	put := alloc(len(raws))
-	good, bad := convertAll(len(raws), func(i int) (string, *EntryError) {
+	ids, errs = [2][]string{}, [2][]*EntryError{}
+	for i := range raws {
 		j, ee := decodeEntry(i, raws[i])
 		if ee != nil {
-			return "", ee
+			put(0, i, cron.Job{}, false)
+			ids[0] = append(ids[0], "")
+		} else {
+			ids[0] = append(ids[0], put(0, i, j, true))
 		}
-		return put(i, j, true), nil
-	}, put)
+		errs[0] = append(errs[0], ee)
+	}
+	good, bad := dropRepeated([2]int{len(raws), 0}, ids, errs, put)
 	return good, bad, nil
 }
 
-// convertAll runs conv over n entries (on two goroutines when there are
-// many) and returns the indices of the good ones, dropping (through put)
-// the bad ones and repeated ids.
-func convertAll(n int, conv func(i int) (string, *EntryError), put func(i int, j cron.Job, ok bool) string) ([]int, []*EntryError) {
-	errs := make([]*EntryError, n)
-	ids := make([]string, n)
-	decodeRange := func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			ids[i], errs[i] = conv(i)
-		}
-	}
-	if n < 2048 {
-		decodeRange(0, n)
-	} else {
-		var wg sync.WaitGroup
-		half := n / 2
-		wg.Go(func() { decodeRange(0, half) })
-		decodeRange(half, n)
-		wg.Wait()
-	}
+// dropRepeated returns the positions of the good jobs and the errors of
+// the bad ones, in file order, dropping (through put) a job whose id an
+// earlier one has.
+func dropRepeated(n [2]int, ids [2][]string, errs [2][]*EntryError, put func(part, k int, j cron.Job, ok bool) string) ([]jobPos, []*EntryError) {
 	var bad []*EntryError
-	seen := make(map[string]struct{}, n)
-	good := make([]int, 0, n)
-	for i := range n {
-		if errs[i] == nil {
-			if _, dup := seen[ids[i]]; dup {
-				errs[i] = &EntryError{Index: i, ID: ids[i], Field: "id", Err: errors.New("appears twice; the first entry is kept")}
-				put(i, cron.Job{}, false)
+	seen := make(map[string]struct{}, n[0]+n[1])
+	good := make([]jobPos, 0, n[0]+n[1])
+	for part := range 2 {
+		for k := range n[part] {
+			ee := errs[part][k]
+			id := ids[part][k]
+			if ee == nil {
+				if _, dup := seen[id]; dup {
+					ee = &EntryError{Index: k + part*n[0], ID: id, Field: "id", Err: errors.New("appears twice; the first entry is kept")}
+					put(part, k, cron.Job{}, false)
+				}
 			}
+			if ee != nil {
+				bad = append(bad, ee)
+				continue
+			}
+			seen[id] = struct{}{}
+			good = append(good, jobPos{part, k})
 		}
-		if errs[i] != nil {
-			bad = append(bad, errs[i])
-			continue
-		}
-		seen[ids[i]] = struct{}{}
-		good = append(good, i)
 	}
 	return good, bad
 }

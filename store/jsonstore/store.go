@@ -315,23 +315,22 @@ func (s *Store) loadJobs() (bool, error) {
 		return false, fmt.Errorf("jsonstore: read %s: %w", path, err)
 	}
 	now := time.Now()
-	// The entries are decoded in place, in slabs of 1024 (no copy, no
-	// object per job, no one huge object for the collector).
-	var slabs [][]entry
-	at := func(i int) *entry { return &slabs[i>>10][i&1023] }
-	good, bad, err := decodeFileTo(data, func(n int) func(i int, j cron.Job, ok bool) string {
-		for k := 0; k < n; k += 1024 {
-			slabs = append(slabs, make([]entry, min(1024, n-k)))
+	// The entries are decoded in place, in slabs of 1024 per part of the
+	// file (no copy, no object per job, no one huge object for the
+	// collector); the two parts are filled concurrently.
+	var slabs [2][][]entry
+	at := func(part, k int) *entry { return &slabs[part][k>>10][k&1023] }
+	good, bad, err := decodeFileTo(data, func(part, k int, j cron.Job, ok bool) string {
+		if k>>10 == len(slabs[part]) {
+			slabs[part] = append(slabs[part], make([]entry, 1024))
 		}
-		return func(i int, j cron.Job, ok bool) string {
-			e := at(i)
-			if !ok {
-				*e = entry{}
-				return ""
-			}
-			e.set(&j)
-			return e.id
+		e := at(part, k)
+		if !ok {
+			*e = entry{}
+			return ""
 		}
+		e.set(&j)
+		return e.id
 	})
 	if err != nil {
 		backup, merr := moveAside(s.dir, now)
@@ -358,8 +357,8 @@ func (s *Store) loadJobs() (bool, error) {
 	// empty): no copy, no object per job.
 	s.order = make([]*entry, 0, len(good))
 	s.index = make(map[string]*entry, len(good))
-	for _, i := range good {
-		e := at(i)
+	for _, g := range good {
+		e := at(g.part, g.k)
 		s.order = append(s.order, e)
 		s.index[e.id] = e
 	}

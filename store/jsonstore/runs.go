@@ -265,7 +265,11 @@ func lineBody(line []byte) []byte {
 // job, in two passes over the file: the store knows how many lines each
 // job has, so one sequential read decides each line. It runs on the
 // flushing goroutine; Runs reads the old file until the new one is in.
-func (s *Store) compactRuns() error {
+//
+// With strict, each line is decoded as a start does, and those that do not
+// decode are dropped (the file came from disk, not from this store);
+// else the job id is all that is read.
+func (s *Store) compactRuns(strict bool) error {
 	hist := uint32(max(s.cfg.RunHistory, 0))
 	s.mu.Lock()
 	scr := make(map[*entry]*runScratch, len(s.index))
@@ -313,7 +317,12 @@ func (s *Store) compactRuns() error {
 		off += int64(len(line))
 		body := bytes.TrimRight(line, "\n")
 		if len(body) > 1 && body[0] == '{' {
-			if id, ok := lineJobID(body); ok {
+			id, ok := lineJobID(body)
+			if ok && strict {
+				var rl runLine
+				ok = json.Unmarshal(body, &rl) == nil && rl.JobID == id
+			}
+			if ok {
 				if !locked {
 					s.mu.Lock()
 					locked = true
@@ -434,7 +443,7 @@ func (s *Store) loadRuns() error {
 		s.runKept += int(min(e.rcount, hist))
 	}
 	if compact || s.runLines > 2*s.runKept+4096 {
-		if err := s.compactRuns(); err != nil {
+		if err := s.compactRuns(compact); err != nil {
 			return fmt.Errorf("jsonstore: compact %s: %w", path, err)
 		}
 	}

@@ -680,7 +680,7 @@ func (s *Store) flush(final bool) error {
 		}
 	}
 	if s.runsNeedCompaction() {
-		if err := s.compactRuns(); err != nil {
+		if err := s.compactRuns(false); err != nil {
 			errs = append(errs, fmt.Errorf("jsonstore: compact %s: %w", RunsFile, err))
 		}
 	}

@@ -109,7 +109,7 @@
 // # Start
 //
 // [New] reads jobs.json (with a decoder that does not use reflection,
-// on two goroutines), replays the journal files in sequence order over it,
+// on two goroutines that each decode half of the jobs array), replays the journal files in sequence order over it,
 // skipping records cut short by a crash, and goes on appending to the
 // journal: the start does not rewrite jobs.json (unless it had to set
 // entries aside, see Recovery). It then opens runs.jsonl through runs.idx,
@@ -120,13 +120,16 @@
 //
 // # Memory
 //
-// Each job is held once in the store, as a [cron.Job] (whose strings a
-// [cron.Runner] loading from the store shares), with about 60 bytes more
-// for its place in runs.jsonl and its index entry: about 450 bytes a job
-// beside the strings. Run history is not held: [Store.Runs] reads it from
-// runs.jsonl (the runs of the last FlushInterval come from memory). Journal
-// records are held only until written, and a rewrite streams jobs.json
-// through a 1 MiB buffer.
+// Each job is held once, in a compact entry (its fields, with those most
+// jobs leave empty behind a pointer, and where its runs are in
+// runs.jsonl): about 270 bytes beside its strings, which a [cron.Runner]
+// loading from the store shares, and values that many jobs share (method,
+// URL, durations...) are read once at start. Entries live in slabs of 1024,
+// not as one object each. No copy of a job's JSON is kept: a rewrite
+// encodes the jobs again. Run history is not held: [Store.Runs] reads it
+// from runs.jsonl (the runs of the last FlushInterval come from memory).
+// Journal records are held only until written, and a rewrite streams
+// jobs.json through a 1 MiB buffer.
 //
 // # Recovery
 //

@@ -330,8 +330,10 @@ func (s *Store) replayJournal() error {
 	if skipped > 0 {
 		s.log.Warn("jsonstore: journal records cut short by a crash were skipped", "dir", s.dir, "records", skipped)
 	}
+	if applied > 0 || skipped > 0 {
+		s.gen++ // jobs.json does not hold them yet (or the journal holds only debris): rewrite at Close
+	}
 	if applied > 0 {
-		s.gen++ // jobs.json does not hold them yet
 		s.log.Info("jsonstore: journal replayed", "dir", s.dir, "records", applied, "files", len(files))
 	}
 	return nil

@@ -33,12 +33,13 @@ func main() {
 	warmup := flag.Duration("warmup", 10*time.Second, "how long to run before measuring")
 	dir := flag.String("dir", "", "data directory (default: a fresh temporary one)")
 	restarts := flag.Bool("restarts", true, "time restarts after SIGTERM and SIGKILL at the end")
+	timeline := flag.Bool("timeline", false, "print each second's worst firing lag and API latency, and the rewrites of jobs.json")
 	flag.Parse()
 	if *bin == "" {
 		fmt.Fprintln(os.Stderr, "jsonstore-load: -bin is required (go build -o /tmp/ksana ./cmd/ksana)")
 		os.Exit(2)
 	}
-	if err := run(*bin, *dir, *jobs, *rate, *duration, *warmup, *restarts); err != nil {
+	if err := run(*bin, *dir, *jobs, *rate, *duration, *warmup, *restarts, *timeline); err != nil {
 		fmt.Fprintln(os.Stderr, "jsonstore-load:", err)
 		os.Exit(1)
 	}
@@ -49,6 +50,7 @@ type lags struct {
 	mu        sync.Mutex
 	on        bool
 	d         []time.Duration
+	secMax    time.Duration // the worst lag since the last timeline line
 	callbacks atomic.Int64
 }
 
@@ -60,13 +62,14 @@ func (l *lags) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.mu.Lock()
 		if l.on {
 			l.d = append(l.d, now.Sub(at))
+			l.secMax = max(l.secMax, now.Sub(at))
 		}
 		l.mu.Unlock()
 	}
 	w.WriteHeader(http.StatusOK)
 }
 
-func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts bool) error {
+func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts, timeline bool) error {
 	if dir == "" {
 		var err error
 		if dir, err = os.MkdirTemp("", "jsonstore-load-"); err != nil {
@@ -104,7 +107,7 @@ func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts 
 
 	// API probes: a GET and a PATCH of a random job, 10 times a second each.
 	var apiMu sync.Mutex
-	var getMax, patchMax time.Duration
+	var getMax, patchMax, apiSec time.Duration
 	var gets, patches int
 	stopProbe := make(chan struct{})
 	var pw sync.WaitGroup
@@ -140,6 +143,7 @@ func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts 
 			p := time.Since(t)
 			apiMu.Lock()
 			getMax, patchMax = max(getMax, g), max(patchMax, p)
+			apiSec = max(apiSec, g, p)
 			gets++
 			patches++
 			apiMu.Unlock()
@@ -158,6 +162,22 @@ func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts 
 		rss, _ := procRSS(pid)
 		rssMax = max(rssMax, rss)
 		now := fileSizes(dir)
+		if timeline {
+			lg.mu.Lock()
+			worst := lg.secMax
+			lg.secMax = 0
+			lg.mu.Unlock()
+			apiMu.Lock()
+			api := apiSec
+			apiSec = 0
+			apiMu.Unlock()
+			st, _ := os.Stat(filepath.Join(dir, "jobs.json"))
+			mark := ""
+			if st != nil && st.ModTime().After(time.Now().Add(-time.Second)) {
+				mark = "  jobs.json rewritten"
+			}
+			fmt.Printf("%4.0fs lag max %8s  api max %8s  journal %6.1f MB%s\n", time.Since(began).Seconds(), worst.Round(time.Millisecond), api.Round(time.Millisecond), float64(now["jobs.journal"])/1e6, mark)
+		}
 		for k, v := range now {
 			if d := v - last[k]; d > 0 {
 				appended += d

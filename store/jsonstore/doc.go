@@ -108,11 +108,12 @@
 //
 // # Start
 //
-// [New] reads jobs.json (with a decoder that does not use reflection,
-// on two goroutines that each decode half of the jobs array), replays the journal files in sequence order over it,
-// skipping records cut short by a crash, and goes on appending to the
-// journal: the start does not rewrite jobs.json (unless it had to set
-// entries aside, see Recovery). It then opens runs.jsonl through runs.idx,
+// [New] reads jobs.json (with a decoder that does not use reflection, on
+// two goroutines that each decode and convert half of the jobs array),
+// replays the journal files in sequence order over it, skipping records
+// cut short by a crash, and goes on appending to the journal: the start
+// does not rewrite jobs.json (unless it had to set entries aside, see
+// Recovery). It then opens runs.jsonl through runs.idx,
 // reading only the lines appended after the index was written; a last
 // line cut short by a crash is cut off. A store opened without Journal
 // still replays journal files it finds, rewrites jobs.json and removes

@@ -107,7 +107,7 @@ func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts,
 
 	// API probes: a GET and a PATCH of a random job, 10 times a second each.
 	var apiMu sync.Mutex
-	var getMax, patchMax, apiSec time.Duration
+	var getMax, patchMax, apiWorst time.Duration
 	var gets, patches int
 	stopProbe := make(chan struct{})
 	var pw sync.WaitGroup
@@ -143,7 +143,7 @@ func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts,
 			p := time.Since(t)
 			apiMu.Lock()
 			getMax, patchMax = max(getMax, g), max(patchMax, p)
-			apiSec = max(apiSec, g, p)
+			apiWorst = max(apiWorst, g, p)
 			gets++
 			patches++
 			apiMu.Unlock()
@@ -168,8 +168,8 @@ func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts,
 			lg.secMax = 0
 			lg.mu.Unlock()
 			apiMu.Lock()
-			api := apiSec
-			apiSec = 0
+			api := apiWorst
+			apiWorst = 0
 			apiMu.Unlock()
 			st, _ := os.Stat(filepath.Join(dir, "jobs.json"))
 			mark := ""

@@ -297,24 +297,6 @@ func (s *scanner) object(field func(key string) bool) bool {
 	}
 }
 
-func (s *scanner) array(elem func() bool) bool {
-	if !s.consume('[') {
-		return false
-	}
-	if s.consume(']') {
-		return true
-	}
-	for {
-		if !elem() {
-			return false
-		}
-		if s.consume(',') {
-			continue
-		}
-		return s.consume(']')
-	}
-}
-
 // str reads a string with at most the short escapes; \u escapes, control
 // characters and invalid UTF-8 are left to the general decoder.
 func (s *scanner) str() (string, bool) {

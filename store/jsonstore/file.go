@@ -433,35 +433,6 @@ func appendDocument(b []byte, now time.Time, jobs [][]byte) []byte {
 	return append(b, "  ]\n}\n"...)
 }
 
-// writeFileAtomic replaces dir/name with data: it writes a temporary file in
-// the same directory, syncs and closes it, renames it over name and syncs
-// the directory, so that a crash at any moment leaves either the old or the
-// new file, never a mix.
-func writeFileAtomic(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err = f.Write(data); err == nil {
-		if err = f.Chmod(0o600); err == nil {
-			err = f.Sync()
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return syncDir(dir)
-}
-
 func syncDir(dir string) error {
 	if runtime.GOOS == "windows" {
 		return nil // directories cannot be synced there; the rename is durable as NTFS makes it

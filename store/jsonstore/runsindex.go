@@ -131,14 +131,14 @@ func (s *Store) readRunsIndex(f *os.File, size int64) (int64, error) {
 		if p == nil || uint64(len(p)) < l {
 			return 0, bad
 		}
-		id := string(p[:l])
+		key := p[:l]
 		p = p[l:]
 		head, first, count := int64(next()), int64(next()), uint32(next())
 		if p == nil {
 			return 0, bad
 		}
 		// The runs of a job gone stay counted in lines: a compaction drops them.
-		if e := s.index[id]; e != nil {
+		if e := s.index[string(key)]; e != nil {
 			e.rhead, e.rfirst, e.rcount = head, first, count
 		}
 	}

@@ -50,9 +50,11 @@
 //
 // Every write the API acknowledges is on disk: the store runs with its
 // journal ([github.com/ksana-dev/ksana/store/jsonstore.Config] Journal), so
-// an API write costs one small synced append, and jobs.json is rewritten
-// with group commit (at most one rewrite per 50ms) and truncates the
-// journal. A start after a crash replays the journal.
+// an API write costs one small synced append, and run bookkeeping is
+// appended to the same journal within 50ms. jobs.json is rewritten in the
+// background once the journal reaches half its size (at least 4 MiB), and
+// at a clean stop, which leaves the journal empty. A start replays the
+// journal.
 //
 // # Logs, metrics, shutdown
 //
@@ -64,6 +66,6 @@
 // registers in its own registry).
 //
 // On SIGINT or SIGTERM it stops accepting requests, lets the runs in flight
-// finish for up to DRAIN_TIMEOUT and cancels the rest, writes the last
-// bookkeeping to jobs.json, and exits 0.
+// finish for up to DRAIN_TIMEOUT and cancels the rest, rewrites jobs.json
+// with every change (emptying the journal), and exits 0.
 package main

@@ -128,10 +128,14 @@ func run(w io.Writer) (summary, error) {
 	}
 	fmt.Fprintln(out, "POST /admin/jobs/hook/pause: 200 OK")
 
-	// Shut down: the server, then the runner (which flushes the store).
+	// Shut down: the server, then the runner (which flushes the store's
+	// journal), then the store, which writes jobs.json whole.
 	srv.Shutdown(context.Background())
 	stop()
 	if err := <-done; err != nil {
+		return sum, err
+	}
+	if err := store.Close(); err != nil {
 		return sum, err
 	}
 	sum.Hooks = hooks.Load()

@@ -1,6 +1,7 @@
 // Package jsonstore is the one-JSON-file job store of the timed-job service:
 // a [cron.Store] (with the optional [cron.RunStore] and [cron.Flusher]) that
-// keeps every job in memory and in a single file, jobs.json, in a data
+// keeps every job in memory and on disk in jobs.json, a journal of the
+// changes not yet in it, and the run history in runs.jsonl, all in a data
 // directory.
 //
 // # Files
@@ -12,12 +13,26 @@
 //     service is stopped. The top-level object has "version" (1,
 //     [FormatVersion]), "updated_at" and "jobs", an array of jobs in creation
 //     order with exactly the fields of [cron.Job]'s JSON form. One job per
-//     line keeps diffs readable.
-//   - jobs.journal ([JournalFile]): with [Config.Journal], the durable
-//     changes not yet in jobs.json (see below); empty after a rewrite.
+//     line keeps diffs readable. While the service runs it may lag behind
+//     the journal; after a clean stop ([Store.Close]) it holds everything.
+//   - jobs.journal ([JournalFile]): with [Config.Journal], the changes not
+//     yet in jobs.json, one JSON record per line: a job saved (whole), a job
+//     deleted (its id), or the bookkeeping of a run (last_run_at,
+//     next_run_at, last_status, last_error). Empty after a clean stop.
+//     During a rewrite of jobs.json the journal is renamed
+//     jobs.journal.<seq> and a new one started; the renamed one is removed
+//     once the rewrite is on disk.
 //   - runs.jsonl ([RunsFile]): the run history, one [cron.Run] per line,
-//     appended; the newest [Config.RunHistory] runs per job (default 50) are
-//     kept and the file is compacted when it grows past twice that.
+//     appended, with one more field, "prev": the offset + 1 of the previous
+//     line of the same job (0: none), so a job's runs are read from the
+//     file, newest first, without reading the rest. The newest
+//     [Config.RunHistory] runs per job (default 50) are kept: the file is
+//     compacted when it holds more than twice as many lines as are kept,
+//     plus 4096.
+//   - runs.idx ([RunsIndexFile]): written by Close, where each job's newest
+//     and oldest lines are in runs.jsonl, so that a start does not read the
+//     history; removed at start. Without it (after a crash) a start reads
+//     runs.jsonl whole.
 //   - jobs.lock ([LockFile]): empty; locked while a [Store] has the
 //     directory open (see Locking below).
 //
@@ -47,48 +62,75 @@
 // library has no flock (Windows, Solaris, AIX, Plan 9, js, wasip1) no lock
 // is taken and keeping one process per directory is the operator's job.
 //
-// # Writing: atomic rewrites with group commit
+// # Writing: the journal and rewrites of jobs.json
 //
-// Every rewrite of jobs.json writes a temporary file (jobs.json.tmp) in the
-// same directory, syncs and closes it, renames it over jobs.json and syncs
-// the directory: after a crash at any moment the file is the old one or the
-// new one, whole.
+// With [Config.Journal] (cmd/ksana sets it), every change is appended to
+// the journal, and jobs.json is rewritten only now and then:
 //
-// Changes are coalesced. A change starts a rewrite at once, unless one
-// started less than [Config.FlushInterval] (default 50ms) ago: then the
-// rewrite starts an interval after that one, and carries every change made
-// before it starts. So a rewrite starts at most one interval after the
-// first change not yet on disk, and there is at most one rewrite per
-// interval however fast changes come: a burst of 10,000 changes costs a
-// handful of rewrites, while a lone change is written at once.
-// [Store.Save] and [Store.Delete] (a job created, changed, paused,
-// resumed or deleted) return only when a rewrite holding their change is on
-// disk. [Store.Record] (run bookkeeping) and [Store.AppendRun] return at
-// once and reach the disk with the next rewrite. [Store.Flush] writes at
-// once, and [Store.Close] writes the last changes before it returns.
+//   - [Store.Save] and [Store.Delete] append their record and return once it
+//     is synced: an acknowledged change survives a crash, kill -9 or power
+//     loss. Appends commit in groups: the records of changes made while a
+//     sync is under way go out together in the next write and share its
+//     sync.
+//   - [Store.Record] (the bookkeeping of a run) queues its record and
+//     returns at once; the queue is written and synced within
+//     [Config.FlushInterval] (default 50ms), or with the next Save. A
+//     bookkeeping record not yet written when the process dies is lost:
+//     the job then shows the run before, and fires as its schedule says.
+//   - jobs.json is rewritten when the journal files have grown past
+//     [Config.CompactRatio] times its size (default 0.5) and at least
+//     [Config.CompactMin] bytes (default 4 MiB), and at Close. A burst of
+//     10,000 bookkeeping updates thus costs about 2 MB of appends and no
+//     rewrite.
 //
-// # The journal
+// A rewrite runs on the store's own goroutine and never holds the API or
+// the timer for long: it first renames the journal (see Files), then
+// encodes the jobs from memory 1024 at a time under the store's lock,
+// streaming them to jobs.json.tmp, which it syncs and renames over
+// jobs.json before syncing the directory; then it removes the renamed
+// journal. After a crash at any moment jobs.json is the old file or the new
+// one, whole, and every change since the old one is in a journal file. A
+// change made during the rewrite may or may not be in the new file, and is
+// in the new journal: replaying a record over a state that already holds
+// it changes nothing.
 //
-// With [Config.Journal] (cmd/ksana sets it), Save and Delete do not wait for
-// a rewrite: each appends one record (the whole job, or the id deleted) to
-// jobs.journal ([JournalFile]) and returns once it is synced, a small write
-// whatever the number of jobs. Appends commit in groups: the records of
-// saves that arrive while a sync is under way go out together in the next
-// write and share its sync. jobs.json follows with the next rewrite, which
-// then truncates the journal, so it stays short and jobs.json stays what a
-// user reads (at most one rewrite behind while the service runs; complete
-// after a clean shutdown). After a crash, [New] replays the journal in
-// sequence order over jobs.json, skipping a record cut short, and rewrites
-// jobs.json at once. A store opened without Journal still replays a
-// journal it finds, then removes it.
+// Without Journal, Save and Delete return once a rewrite of jobs.json
+// holding their change is on disk, and Record reaches the disk with the
+// next rewrite. Rewrites are coalesced: a change starts one at once, unless
+// one started less than FlushInterval ago; then it starts an interval
+// after that one and carries every change made before it starts.
 //
-// Each job's JSON is cached and re-encoded only when the job changes, with
-// an encoder that does not use reflection, so a rewrite of 100,000 jobs
-// costs little more than the write itself.
+// [Store.Flush] writes what is queued (journal records and runs) and
+// returns when it is on disk; [Store.Compact] rewrites jobs.json at once.
+// When a write fails (a full disk), the waiting Save or Delete returns the
+// error, the change stays in memory and the next rewrite holds it: a change
+// reported as failed may still reach the disk later.
 //
-// When a rewrite fails (a full disk), the waiting Save or Delete returns the
-// error, the changes stay in memory and the next rewrite retries them: a
-// change reported as failed may still reach the disk later.
+// # Start
+//
+// [New] reads jobs.json (with a decoder that does not use reflection, on
+// two goroutines that each decode and convert half of the jobs array),
+// replays the journal files in sequence order over it, skipping records
+// cut short by a crash, and goes on appending to the journal: the start
+// does not rewrite jobs.json (unless it had to set entries aside, see
+// Recovery). It then opens runs.jsonl through runs.idx,
+// reading only the lines appended after the index was written; a last
+// line cut short by a crash is cut off. A store opened without Journal
+// still replays journal files it finds, rewrites jobs.json and removes
+// them.
+//
+// # Memory
+//
+// Each job is held once, in a compact entry (its fields, with those most
+// jobs leave empty behind a pointer, and where its runs are in
+// runs.jsonl): about 270 bytes beside its strings, which a [cron.Runner]
+// loading from the store shares, and values that many jobs share (method,
+// URL, durations...) are read once at start. Entries live in slabs of 1024,
+// not as one object each. No copy of a job's JSON is kept: a rewrite
+// encodes the jobs again. Run history is not held: [Store.Runs] reads it
+// from runs.jsonl (the runs of the last FlushInterval come from memory).
+// Journal records are held only until written, and a rewrite streams
+// jobs.json through a 1 MiB buffer.
 //
 // # Recovery
 //
@@ -109,5 +151,9 @@
 // whole), so that a caller without a logger learns of it too and can make
 // it visible: the jobs concerned do not fire until the backup is restored.
 //
-// A line of runs.jsonl cut short by a crash is dropped.
+// A line of runs.jsonl cut short by a crash is dropped; lines that do not
+// parse or belong to no job are dropped by a compaction at start. A job
+// deleted and created again under the same id may, after a crash and
+// until the next compaction of runs.jsonl, show the runs of the job
+// deleted: lines know their job by id only.
 package jsonstore

@@ -1,8 +1,8 @@
 package jsonstore
 
 import (
-	"bytes"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // fastDecode reads a jobs.json in the plain form this package writes,
@@ -13,6 +13,24 @@ import (
 // field by field. Whatever it accepts, it decodes as encoding/json would
 // (FuzzFastDecode checks this).
 func fastDecode(data []byte) (version int, jobs []fileJob, ok bool) {
+	var parts [2][]fileJob
+	version, n, ok := fastDecodeEach(data, func(part, k int, fj *fileJob) {
+		parts[part] = append(parts[part], *fj)
+	})
+	if !ok {
+		return 0, nil, false
+	}
+	return version, append(parts[0][:n[0]], parts[1][:n[1]]...), true
+}
+
+// fastDecodeEach is fastDecode handing each job to each instead of
+// returning them all: each(part, k, fj) gets the k-th job of part 0 (the
+// file from its start) or part 1 (from a boundary near the middle, read on
+// a second goroutine when the file is large), concurrently for the two
+// parts; fj is reused once each returns. The jobs are, in file order, the
+// first n[0] of part 0 then the first n[1] of part 1 (part 1 may have
+// been read and then dropped: n[1] is then 0).
+func fastDecodeEach(data []byte, each func(part, k int, fj *fileJob)) (version int, n [2]int, ok bool) {
 	s := &scanner{b: data}
 	sawJobs := false
 	ok = s.object(func(key string) bool {
@@ -22,32 +40,220 @@ func fastDecode(data []byte) (version int, jobs []fileJob, ok bool) {
 			version = v
 			return ok
 		case "updated_at":
-			_, ok := s.str()
-			return ok
+			var at string
+			return s.view(&at)
 		case "jobs":
 			if sawJobs {
 				return false
 			}
 			sawJobs = true
-			// One job per line in the files this package writes.
-			jobs = make([]fileJob, 0, bytes.Count(s.b[s.i:], []byte{'\n'})+1)
-			return s.array(func() bool {
-				jobs = append(jobs, fileJob{})
-				return s.job(&jobs[len(jobs)-1])
-			})
+			return s.jobsArray(each, &n)
 		}
 		return false
 	})
 	s.ws()
 	if !ok || s.i != len(s.b) {
-		return 0, nil, false
+		return 0, [2]int{}, false
 	}
-	return version, jobs, true
+	return version, n, true
+}
+
+// jobsArray reads the jobs array, on two goroutines when it is large: the
+// second reads from an element boundary found near the middle, and its
+// jobs are taken only when the first, reading from the start, reaches that
+// very boundary (so a boundary guessed wrong costs time, never a wrong
+// result).
+func (s *scanner) jobsArray(each func(part, k int, fj *fileJob), n *[2]int) bool {
+	if !s.consume('[') {
+		return false
+	}
+	if s.consume(']') {
+		return true
+	}
+	split := -1
+	if len(s.b)-s.i > 4<<20 {
+		split = elementStart(s.b, s.i+(len(s.b)-s.i)/2)
+	}
+	type half struct {
+		n   int
+		end int
+		ok  bool
+	}
+	var second chan half
+	if split > 0 {
+		second = make(chan half, 1)
+		go func() {
+			t := &scanner{b: s.b, i: split}
+			k, ok := t.elements(func(k int, fj *fileJob) { each(1, k, fj) })
+			second <- half{k, t.i, ok}
+		}()
+	}
+	wait := func() half {
+		if second == nil {
+			return half{}
+		}
+		h := <-second
+		second = nil
+		return h
+	}
+	var fj fileJob
+	for {
+		s.ws()
+		if second != nil && s.i >= split {
+			h := wait()
+			if s.i == split {
+				if !h.ok {
+					return false
+				}
+				n[1] = h.n
+				s.i = h.end
+				return true
+			}
+			// Not a boundary after all: go on alone.
+		}
+		fj = fileJob{}
+		if !s.job(&fj) {
+			wait()
+			return false
+		}
+		each(0, n[0], &fj)
+		n[0]++
+		if s.consume(',') {
+			continue
+		}
+		wait()
+		return s.consume(']')
+	}
+}
+
+// elements reads jobs separated by commas up to and including the closing
+// bracket of the array, handing each to each; it returns how many.
+func (s *scanner) elements(each func(k int, fj *fileJob)) (int, bool) {
+	var fj fileJob
+	for k := 0; ; k++ {
+		fj = fileJob{}
+		if !s.job(&fj) {
+			return k, false
+		}
+		each(k, &fj)
+		if s.consume(',') {
+			continue
+		}
+		return k + 1, s.consume(']')
+	}
+}
+
+// elementStart returns the offset of a '{' at or after from that follows a
+// comma and a newline (so, in valid JSON, outside any string: a string
+// holds no raw newline), or -1 when there is none in the next MiB.
+func elementStart(b []byte, from int) int {
+	limit := min(len(b), from+1<<20)
+	for i := from; i < limit; i++ {
+		if b[i] != '\n' {
+			continue
+		}
+		j := i + 1
+		for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\r' || b[j] == '\n') {
+			j++
+		}
+		if j >= len(b) || b[j] != '{' {
+			continue
+		}
+		k := i - 1
+		for k >= 0 && (b[k] == ' ' || b[k] == '\t' || b[k] == '\r') {
+			k--
+		}
+		if k >= 0 && b[k] == ',' {
+			return j
+		}
+	}
+	return -1
 }
 
 type scanner struct {
 	b []byte
 	i int
+	// intern holds the values of fields that many jobs share (method, URL,
+	// kind, durations...), so that each is allocated once, and the jobs
+	// share it.
+	intern map[string]string
+}
+
+// view reads a string that is parsed and dropped (a time): in the common
+// case it is not copied but points into the file's bytes, which the
+// decoder neither changes nor keeps. convertJob parses such fields into
+// values and never keeps the string itself (its errors quote a copy).
+func (s *scanner) view(dst *string) bool {
+	if !s.consume('"') {
+		return false
+	}
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		if c == '"' {
+			raw := s.b[start:s.i]
+			if len(raw) == 0 {
+				*dst = ""
+			} else {
+				*dst = unsafe.String(&raw[0], len(raw))
+			}
+			s.i++
+			return true
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+		s.i++
+	}
+	s.i = start - 1
+	return s.into(dst)
+}
+
+// maxInterned bounds the values interned: past it, values are allocated.
+const maxInterned = 1 << 14
+
+// shared reads a string that many jobs may share, interned.
+func (s *scanner) shared(dst *string) bool {
+	if !s.consume('"') {
+		return false
+	}
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			raw := s.b[start:s.i]
+			if len(raw) > 256 {
+				break
+			}
+			if v, ok := s.intern[string(raw)]; ok { // no allocation
+				s.i++
+				*dst = v
+				return true
+			}
+			if !utf8.Valid(raw) {
+				return false
+			}
+			s.i++
+			v := string(raw)
+			if s.intern == nil {
+				s.intern = make(map[string]string)
+			}
+			if len(s.intern) < maxInterned {
+				s.intern[v] = v
+			}
+			*dst = v
+			return true
+		case c == '\\' || c < 0x20:
+		default:
+			s.i++
+			continue
+		}
+		break
+	}
+	// Escapes, control characters or a long value: the general path.
+	s.i = start - 1
+	return s.into(dst)
 }
 
 func (s *scanner) ws() {
@@ -88,24 +294,6 @@ func (s *scanner) object(field func(key string) bool) bool {
 			continue
 		}
 		return s.consume('}')
-	}
-}
-
-func (s *scanner) array(elem func() bool) bool {
-	if !s.consume('[') {
-		return false
-	}
-	if s.consume(']') {
-		return true
-	}
-	for {
-		if !elem() {
-			return false
-		}
-		if s.consume(',') {
-			continue
-		}
-		return s.consume(']')
 	}
 }
 
@@ -244,16 +432,16 @@ func (s *scanner) job(j *fileJob) bool {
 			j.Enabled = v
 			return ok
 		case "type":
-			return s.into(&j.Type)
+			return s.shared(&j.Type)
 		case "http":
 			return s.object(func(key string) bool {
 				switch key {
 				case "method":
-					return s.into(&j.HTTP.Method)
+					return s.shared(&j.HTTP.Method)
 				case "url":
-					return s.into(&j.HTTP.URL)
+					return s.shared(&j.HTTP.URL)
 				case "body":
-					return s.into(&j.HTTP.Body)
+					return s.shared(&j.HTTP.Body)
 				case "headers":
 					if j.HTTP.Headers != nil {
 						return false
@@ -271,40 +459,40 @@ func (s *scanner) job(j *fileJob) bool {
 			return s.object(func(key string) bool {
 				switch key {
 				case "kind":
-					return s.into(&j.Schedule.Kind)
+					return s.shared(&j.Schedule.Kind)
 				case "run_at":
-					return s.into(&j.Schedule.RunAt)
+					return s.view(&j.Schedule.RunAt)
 				case "every":
-					return s.into(&j.Schedule.Every)
+					return s.shared(&j.Schedule.Every)
 				case "start_at":
-					return s.into(&j.Schedule.StartAt)
+					return s.view(&j.Schedule.StartAt)
 				case "jitter":
-					return s.into(&j.Schedule.Jitter)
+					return s.shared(&j.Schedule.Jitter)
 				case "cron":
-					return s.into(&j.Schedule.Cron)
+					return s.shared(&j.Schedule.Cron)
 				case "tz":
-					return s.into(&j.Schedule.TZ)
+					return s.shared(&j.Schedule.TZ)
 				}
 				return false
 			})
 		case "timeout":
-			return s.into(&j.Timeout)
+			return s.shared(&j.Timeout)
 		case "max_retries":
 			v, ok := s.int()
 			j.MaxRetries = v
 			return ok
 		case "retry_backoff":
-			return s.into(&j.RetryBackoff)
+			return s.shared(&j.RetryBackoff)
 		case "misfire_grace":
-			return s.into(&j.MisfireGrace)
+			return s.shared(&j.MisfireGrace)
 		case "last_run_at":
-			return s.into(&j.LastRunAt)
+			return s.view(&j.LastRunAt)
 		case "next_run_at":
-			return s.into(&j.NextRunAt)
+			return s.view(&j.NextRunAt)
 		case "last_status":
-			return s.into(&j.LastStatus)
+			return s.shared(&j.LastStatus)
 		case "last_error":
-			return s.into(&j.LastError)
+			return s.shared(&j.LastError)
 		}
 		return false
 	})

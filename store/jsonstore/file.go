@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
@@ -90,17 +89,64 @@ func (e *EntryError) Unwrap() error { return e.Err }
 // decodeFile reads the contents of jobs.json. A file that does not parse or
 // has an unknown version returns an error (and no jobs); entries that parse
 // but are invalid are returned as EntryErrors beside the good jobs.
-//
-// The top level is read as a token stream that only splits the jobs array
-// into its entries; the entries are then decoded strictly (unknown fields
-// are errors) on two goroutines.
 func decodeFile(data []byte) ([]cron.Job, []*EntryError, error) {
-	if version, fjs, ok := fastDecode(data); ok {
+	var parts [2][]cron.Job
+	good, bad, err := decodeFileTo(data, func(part, k int, j cron.Job, ok bool) string {
+		if k == len(parts[part]) {
+			parts[part] = append(parts[part], cron.Job{})
+		}
+		parts[part][k] = j
+		return j.ID
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]cron.Job, len(good))
+	for i, g := range good {
+		out[i] = parts[g.part][g.k]
+	}
+	return out, bad, nil
+}
+
+// jobPos is where decodeFileTo put a job: the k-th of part 0 or 1.
+type jobPos struct{ part, k int }
+
+// decodeFileTo is decodeFile handing each entry to put instead of
+// returning them: put(part, k, j, ok) stores job j as the k-th of part 0
+// or 1 (called for k = 0, 1, 2... in order within a part, the two parts
+// concurrently), or drops it again when ok is false (a repeated id), and
+// returns its id. It returns the positions of the good jobs, in file
+// order: part 0's, then part 1's.
+//
+// The file is read by a decoder without reflection when it can
+// (fastDecodeEach, on two goroutines for a large file, each converting
+// the jobs it reads); else the top level is read as a token stream that
+// only splits the jobs array into its entries, which are then decoded
+// strictly (unknown fields are errors).
+func decodeFileTo(data []byte, put func(part, k int, j cron.Job, ok bool) string) ([]jobPos, []*EntryError, error) {
+	var ids [2][]string
+	var errs [2][]*EntryError
+	version, n, ok := fastDecodeEach(data, func(part, k int, fj *fileJob) {
+		j, ee := convertJob(k, fj)
+		if ee != nil {
+			put(part, k, cron.Job{}, false)
+			ids[part] = append(ids[part], "")
+		} else {
+			ids[part] = append(ids[part], put(part, k, j, true))
+		}
+		errs[part] = append(errs[part], ee)
+	})
+	if ok {
 		if version != FormatVersion {
 			return nil, nil, fmt.Errorf("jsonstore: unknown version %d (want %d)", version, FormatVersion)
 		}
-		jobs, bad := convertAll(len(fjs), func(i int) (cron.Job, *EntryError) { return convertJob(i, &fjs[i]) })
-		return jobs, bad, nil
+		for _, ee := range errs[1][:n[1]] {
+			if ee != nil {
+				ee.Index += n[0]
+			}
+		}
+		good, bad := dropRepeated(n, ids, errs, put)
+		return good, bad, nil
 	}
 	version, raws, err := splitFile(data)
 	if err != nil {
@@ -109,47 +155,47 @@ func decodeFile(data []byte) ([]cron.Job, []*EntryError, error) {
 	if version != FormatVersion {
 		return nil, nil, fmt.Errorf("jsonstore: unknown version %d (want %d)", version, FormatVersion)
 	}
-	jobs, bad := convertAll(len(raws), func(i int) (cron.Job, *EntryError) { return decodeEntry(i, raws[i]) })
-	return jobs, bad, nil
+	ids, errs = [2][]string{}, [2][]*EntryError{}
+	for i := range raws {
+		j, ee := decodeEntry(i, raws[i])
+		if ee != nil {
+			put(0, i, cron.Job{}, false)
+			ids[0] = append(ids[0], "")
+		} else {
+			ids[0] = append(ids[0], put(0, i, j, true))
+		}
+		errs[0] = append(errs[0], ee)
+	}
+	good, bad := dropRepeated([2]int{len(raws), 0}, ids, errs, put)
+	return good, bad, nil
 }
 
-// convertAll runs conv over n entries (on two goroutines when there are
-// many) and drops the bad ones and repeated ids.
-func convertAll(n int, conv func(i int) (cron.Job, *EntryError)) ([]cron.Job, []*EntryError) {
-	jobs := make([]cron.Job, n)
-	errs := make([]*EntryError, n)
-	decodeRange := func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			jobs[i], errs[i] = conv(i)
-		}
-	}
-	if n < 2048 {
-		decodeRange(0, n)
-	} else {
-		var wg sync.WaitGroup
-		half := n / 2
-		wg.Go(func() { decodeRange(0, half) })
-		decodeRange(half, n)
-		wg.Wait()
-	}
+// dropRepeated returns the positions of the good jobs and the errors of
+// the bad ones, in file order, dropping (through put) a job whose id an
+// earlier one has.
+func dropRepeated(n [2]int, ids [2][]string, errs [2][]*EntryError, put func(part, k int, j cron.Job, ok bool) string) ([]jobPos, []*EntryError) {
 	var bad []*EntryError
-	seen := make(map[string]struct{}, n)
-	out := jobs[:0]
-	for i := range jobs {
-		if errs[i] == nil {
-			if _, dup := seen[jobs[i].ID]; dup {
-				errs[i] = &EntryError{Index: i, ID: jobs[i].ID, Field: "id", Err: errors.New("appears twice; the first entry is kept")}
+	seen := make(map[string]struct{}, n[0]+n[1])
+	good := make([]jobPos, 0, n[0]+n[1])
+	for part := range 2 {
+		for k := range n[part] {
+			ee := errs[part][k]
+			id := ids[part][k]
+			if ee == nil {
+				if _, dup := seen[id]; dup {
+					ee = &EntryError{Index: k + part*n[0], ID: id, Field: "id", Err: errors.New("appears twice; the first entry is kept")}
+					put(part, k, cron.Job{}, false)
+				}
 			}
+			if ee != nil {
+				bad = append(bad, ee)
+				continue
+			}
+			seen[id] = struct{}{}
+			good = append(good, jobPos{part, k})
 		}
-		if errs[i] != nil {
-			bad = append(bad, errs[i])
-			continue
-		}
-		seen[jobs[i].ID] = struct{}{}
-		out = append(out, jobs[i])
 	}
-	clear(jobs[len(out):])
-	return out, bad
+	return good, bad
 }
 
 // splitFile reads the top-level object: the version and the raw entries of
@@ -253,46 +299,34 @@ func convertJob(i int, f *fileJob) (cron.Job, *EntryError) {
 		MaxRetries: f.MaxRetries, LastStatus: cron.Status(f.LastStatus), LastError: f.LastError,
 	}
 	j.Schedule.Kind, j.Schedule.Cron, j.Schedule.TZ = f.Schedule.Kind, f.Schedule.Cron, f.Schedule.TZ
-	var err error
-	times := []struct {
-		field string
-		s     string
-		dst   *time.Time
-	}{
-		{"schedule.run_at", f.Schedule.RunAt, &j.Schedule.RunAt},
-		{"schedule.start_at", f.Schedule.StartAt, &j.Schedule.StartAt},
-		{"last_run_at", f.LastRunAt, &j.LastRunAt},
-		{"next_run_at", f.NextRunAt, &j.NextRunAt},
+	// Field by field, with no pointer into j: j stays on the stack.
+	var ok bool
+	var field string
+	if j.Schedule.RunAt, ok = parseTimeField(f.Schedule.RunAt); !ok {
+		field = "schedule.run_at"
+	} else if j.Schedule.StartAt, ok = parseTimeField(f.Schedule.StartAt); !ok {
+		field = "schedule.start_at"
+	} else if j.LastRunAt, ok = parseTimeField(f.LastRunAt); !ok {
+		field = "last_run_at"
+	} else if j.NextRunAt, ok = parseTimeField(f.NextRunAt); !ok {
+		field = "next_run_at"
 	}
-	for _, t := range times {
-		if t.s == "" {
-			continue
-		}
-		if *t.dst, err = time.Parse(time.RFC3339Nano, t.s); err != nil {
-			return fail(t.field, fmt.Errorf("must be an RFC3339 time, got %q", t.s))
-		}
-		*t.dst = t.dst.UTC()
+	if field != "" {
+		return fail(field, fmt.Errorf("must be an RFC3339 time, got %q", timeFieldValue(f, field)))
 	}
-	durations := []struct {
-		field string
-		s     string
-		dst   *cron.Duration
-	}{
-		{"schedule.every", f.Schedule.Every, &j.Schedule.Every},
-		{"schedule.jitter", f.Schedule.Jitter, &j.Schedule.Jitter},
-		{"timeout", f.Timeout, &j.Timeout},
-		{"retry_backoff", f.RetryBackoff, &j.RetryBackoff},
-		{"misfire_grace", f.MisfireGrace, &j.MisfireGrace},
+	if j.Schedule.Every, ok = parseDurationField(f.Schedule.Every); !ok {
+		field = "schedule.every"
+	} else if j.Schedule.Jitter, ok = parseDurationField(f.Schedule.Jitter); !ok {
+		field = "schedule.jitter"
+	} else if j.Timeout, ok = parseDurationField(f.Timeout); !ok {
+		field = "timeout"
+	} else if j.RetryBackoff, ok = parseDurationField(f.RetryBackoff); !ok {
+		field = "retry_backoff"
+	} else if j.MisfireGrace, ok = parseDurationField(f.MisfireGrace); !ok {
+		field = "misfire_grace"
 	}
-	for _, d := range durations {
-		if d.s == "" {
-			continue
-		}
-		v, err := time.ParseDuration(d.s)
-		if err != nil {
-			return fail(d.field, fmt.Errorf("must be a duration such as \"5s\", got %q", d.s))
-		}
-		*d.dst = cron.Duration(v)
+	if field != "" {
+		return fail(field, fmt.Errorf("must be a duration such as \"5s\", got %q", durationFieldValue(f, field)))
 	}
 	// A schedule field its kind does not use was ignored before the rule
 	// that refuses it: such a job loads as it ran.
@@ -310,6 +344,71 @@ func convertJob(i int, f *fileJob) (cron.Job, *EntryError) {
 		return fail("last_status", fmt.Errorf("unknown status %q", j.LastStatus))
 	}
 	return j, nil
+}
+
+// parseTimeField parses an RFC3339 time of jobs.json ("" is the zero time).
+func parseTimeField(s string) (time.Time, bool) {
+	if s == "" {
+		return time.Time{}, true
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}
+
+// parseDurationField parses a duration of jobs.json ("" is 0).
+func parseDurationField(s string) (cron.Duration, bool) {
+	if s == "" {
+		return 0, true
+	}
+	d, err := time.ParseDuration(s)
+	return cron.Duration(d), err == nil
+}
+
+func timeFieldValue(f *fileJob, field string) string {
+	switch field {
+	case "schedule.run_at":
+		return f.Schedule.RunAt
+	case "schedule.start_at":
+		return f.Schedule.StartAt
+	case "last_run_at":
+		return f.LastRunAt
+	}
+	return f.NextRunAt
+}
+
+func durationFieldValue(f *fileJob, field string) string {
+	switch field {
+	case "schedule.every":
+		return f.Schedule.Every
+	case "schedule.jitter":
+		return f.Schedule.Jitter
+	case "timeout":
+		return f.Timeout
+	case "retry_backoff":
+		return f.RetryBackoff
+	}
+	return f.MisfireGrace
+}
+
+// appendHeader appends the start of jobs.json, up to the jobs array.
+func appendHeader(b []byte, now time.Time) []byte {
+	b = append(b, "{\n  \"version\": "...)
+	b = strconv.AppendInt(b, FormatVersion, 10)
+	b = append(b, ",\n  \"updated_at\": "...)
+	b = appendTime(b, now)
+	return append(b, ",\n  \"jobs\": "...)
+}
+
+// appendFooter appends the end of jobs.json after jobs entries written as
+// "[\n    {job}" and ",\n    {job}".
+func appendFooter(b []byte, jobs int) []byte {
+	if jobs == 0 {
+		return append(b, "[]\n}\n"...)
+	}
+	return append(b, "\n  ]\n}\n"...)
 }
 
 // appendDocument appends the whole jobs.json document to b: the header, one
@@ -332,35 +431,6 @@ func appendDocument(b []byte, now time.Time, jobs [][]byte) []byte {
 		b = append(b, '\n')
 	}
 	return append(b, "  ]\n}\n"...)
-}
-
-// writeFileAtomic replaces dir/name with data: it writes a temporary file in
-// the same directory, syncs and closes it, renames it over name and syncs
-// the directory, so that a crash at any moment leaves either the old or the
-// new file, never a mix.
-func writeFileAtomic(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err = f.Write(data); err == nil {
-		if err = f.Chmod(0o600); err == nil {
-			err = f.Sync()
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return syncDir(dir)
 }
 
 func syncDir(dir string) error {

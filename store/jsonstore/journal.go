@@ -6,32 +6,41 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/ksana-dev/ksana/cron"
 )
 
-// JournalFile is the append-only journal of durable changes not yet in
-// jobs.json, used when [Config.Journal] is set.
+// JournalFile is the append-only journal of the changes not yet in
+// jobs.json, used when [Config.Journal] is set. A rewrite of jobs.json
+// first renames it to jobs.journal.<seq> (the sequence of its last record)
+// and starts a new one; the renamed file is removed once the rewrite is on
+// disk.
 const JournalFile = "jobs.journal"
-
-// jline is one journal record kept in memory until jobs.json holds it.
-type jline struct {
-	seq  uint64
-	data []byte
-}
 
 // journalRecord is the JSON form of a journal line.
 type journalRecord struct {
 	Seq uint64          `json:"seq"`
-	Op  string          `json:"op"` // "save" or "delete"
+	Op  string          `json:"op"` // "save", "delete" or "record"
 	ID  string          `json:"id,omitempty"`
 	Job json.RawMessage `json:"job,omitempty"`
+	// The bookkeeping of a "record".
+	LastRunAt  string `json:"last_run_at,omitempty"`
+	NextRunAt  string `json:"next_run_at,omitempty"`
+	LastStatus string `json:"last_status,omitempty"`
+	LastError  string `json:"last_error,omitempty"`
 }
+
+// Each record starts and ends with a newline, so that a record cut short
+// by a crash or a failed write stays on a line of its own and is skipped
+// on replay.
 
 // appendJournalSave returns the journal line of a save.
 func appendJournalSave(b []byte, seq uint64, j *cron.Job) []byte {
@@ -50,83 +59,85 @@ func appendJournalDelete(b []byte, seq uint64, id string) []byte {
 	return append(b, "}\n"...)
 }
 
-// journalBatch is the records that one write and one sync of the journal
-// make durable together.
-type journalBatch struct {
-	recs []jline
-	done bool
-	err  error
+// appendJournalRecord returns the journal line of run bookkeeping.
+func appendJournalRecord(b []byte, seq uint64, id string, bk *cron.Bookkeeping) []byte {
+	b = append(b, "\n{\"seq\":"...)
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, `,"op":"record","id":`...)
+	b = appendString(b, id)
+	b = append(b, `,"last_run_at":`...)
+	b = appendTime(b, bk.LastRunAt)
+	b = append(b, `,"next_run_at":`...)
+	b = appendTime(b, bk.NextRunAt)
+	b = append(b, `,"last_status":`...)
+	b = appendString(b, string(bk.LastStatus))
+	b = append(b, `,"last_error":`...)
+	b = appendString(b, bk.LastError)
+	return append(b, "}\n"...)
 }
 
-// journalAppend writes one record and syncs the journal. Each record starts
-// with a newline, so a record cut short by a crash or a failed write stays
-// on a line of its own and is skipped on replay.
-//
-// Appends commit in groups: while one caller writes and syncs, the records
-// of the callers that arrive meanwhile gather in the next batch, and one of
-// them writes and syncs that batch for all, so that concurrent saves share
-// a sync. A record that jobs.json already holds (a rewrite took it in while
-// it waited) is not written at all.
-func (s *Store) journalAppend(seq uint64, data []byte) error {
+// journalWait returns once the record seq is written and synced, writing
+// the records waiting itself when no write is under way. Appends commit in
+// groups: while one caller writes and syncs, the records of the changes
+// made meanwhile wait in jpend, and the next writer writes and syncs them
+// all together, so that concurrent saves (and the bookkeeping queued
+// between them) share a sync.
+func (s *Store) journalWait(seq uint64) error {
 	s.jmu.Lock()
 	defer s.jmu.Unlock()
-	if s.jf == nil {
-		return ErrClosed
-	}
-	if s.jopen == nil {
-		s.jopen = &journalBatch{}
-	}
-	b := s.jopen
-	b.recs = append(b.recs, jline{seq: seq, data: data})
-	for !b.done {
+	for s.jsynced < seq {
+		if seq <= s.jfailed {
+			return s.jerr
+		}
+		if s.jf == nil {
+			return ErrClosed
+		}
 		if s.jbusy {
 			s.jcond.Wait()
 			continue
 		}
-		s.writeJournalBatch() // b is the open batch: earlier ones are done
+		s.writeJournal()
 	}
-	return b.err
+	return nil
 }
 
-// writeJournalBatch writes and syncs the open batch, releasing jmu (held on
+// journalCommit writes and syncs every record queued so far.
+func (s *Store) journalCommit() error {
+	s.mu.Lock()
+	seq := s.jseq
+	s.mu.Unlock()
+	return s.journalWait(seq)
+}
+
+// writeJournal writes and syncs the records waiting, releasing jmu (held on
 // entry and on return) during the I/O.
-func (s *Store) writeJournalBatch() {
-	b := s.jopen
-	s.jopen = nil
-	defer s.jcond.Broadcast()
-	if s.jf == nil {
-		b.done, b.err = true, ErrClosed
-		return
-	}
-	var buf []byte
-	keep := b.recs[:0]
-	for _, r := range b.recs {
-		if r.seq > s.jheld {
-			buf = append(buf, r.data...)
-			keep = append(keep, r)
-		}
-	}
-	if len(keep) == 0 {
-		b.done = true
-		return
-	}
-	f := s.jf
+func (s *Store) writeJournal() {
 	s.jbusy = true
+	f := s.jf
 	s.jmu.Unlock()
-	_, err := f.Write(buf)
-	if err == nil {
-		err = f.Sync()
+	s.mu.Lock()
+	buf, upto := s.jpend, s.jseq
+	s.jpend = nil
+	s.mu.Unlock()
+	var err error
+	if len(buf) > 0 {
+		if _, err = f.Write(buf); err == nil {
+			err = f.Sync()
+		}
 	}
 	s.jmu.Lock()
 	s.jbusy = false
+	defer s.jcond.Broadcast()
 	if err != nil {
-		b.done, b.err = true, fmt.Errorf("jsonstore: append to %s: %w", JournalFile, err)
+		s.jfailed, s.jerr = upto, fmt.Errorf("jsonstore: append to %s: %w", JournalFile, err)
+		s.jsynced = upto // those records are not retried; the next rewrite holds their changes
 		return
 	}
-	s.jlines = append(s.jlines, keep...)
-	s.jsize += int64(len(buf))
-	s.jsyncs++
-	b.done = true
+	if len(buf) > 0 {
+		s.jsize += int64(len(buf))
+		s.jsyncs++
+	}
+	s.jsynced = max(s.jsynced, upto)
 }
 
 // waitJournalIdle waits, under jmu, until no journal write is under way.
@@ -136,137 +147,306 @@ func (s *Store) waitJournalIdle() {
 	}
 }
 
-// compactJournal drops the records that jobs.json now holds (seq <= upto):
-// the journal is truncated, or rewritten with the records made during the
-// rewrite.
-func (s *Store) compactJournal(upto uint64) error {
+// journalTooBig reports whether the journal files have grown past the
+// compaction threshold: CompactRatio times the size of jobs.json, and at
+// least CompactMin bytes.
+func (s *Store) journalTooBig() bool {
+	s.mu.Lock()
+	limit := max(int64(float64(s.jobsSize)*s.cfg.CompactRatio), s.cfg.CompactMin)
+	s.mu.Unlock()
+	s.jmu.Lock()
+	defer s.jmu.Unlock()
+	return s.jsize >= limit
+}
+
+// rotateJournal writes the records waiting into the current journal, syncs
+// it, renames it jobs.journal.<seq> and starts an empty one. It returns
+// the sequence of the last record in the renamed file: every change up to
+// it is in the journal files, and a rewrite that starts after it holds
+// them all. Without the journal it only returns the current sequence.
+func (s *Store) rotateJournal() (uint64, error) {
 	s.jmu.Lock()
 	defer s.jmu.Unlock()
 	s.waitJournalIdle()
-	s.jheld = max(s.jheld, upto)
-	path := filepath.Join(s.dir, JournalFile)
-	if !s.cfg.Journal {
-		if s.jreplayed {
-			s.jreplayed = false
-			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-			return syncDir(s.dir)
-		}
-		return nil
-	}
 	if s.jf == nil {
-		return nil
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.jseq, nil
 	}
-	keep := s.jlines[:0]
-	var size int64
-	for _, l := range s.jlines {
-		if l.seq > upto {
-			keep = append(keep, l)
-			size += int64(len(l.data))
-		}
+	s.jbusy = true
+	f := s.jf
+	s.jmu.Unlock()
+	s.mu.Lock()
+	buf, upto := s.jpend, s.jseq
+	s.jpend = nil
+	s.mu.Unlock()
+	var err error
+	if len(buf) > 0 {
+		_, err = f.Write(buf)
 	}
-	clear(s.jlines[len(keep):])
-	s.jlines = keep
-	if size == s.jsize && !s.jreplayed {
-		return nil
+	if err == nil {
+		err = f.Sync()
 	}
-	if len(keep) == 0 {
-		if err := s.jf.Truncate(0); err != nil {
-			return err
-		}
-		s.jsize, s.jreplayed = 0, false
-		return s.jf.Sync()
+	path := filepath.Join(s.dir, JournalFile)
+	old := path + "." + strconv.FormatUint(upto, 10)
+	var nf *os.File
+	if err == nil {
+		err = os.Rename(path, old)
 	}
-	var buf []byte
-	for _, l := range keep {
-		buf = append(buf, l.data...)
+	if err == nil {
+		nf, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_TRUNC, 0o600)
 	}
-	if err := writeFileAtomic(s.dir, JournalFile, buf); err != nil {
-		return err
+	if err == nil {
+		err = syncDir(s.dir)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
+	s.jmu.Lock()
+	s.jbusy = false
+	defer s.jcond.Broadcast()
 	if err != nil {
-		return err
+		if nf != nil {
+			nf.Close()
+		}
+		s.jfailed, s.jerr = upto, fmt.Errorf("jsonstore: rotate %s: %w", JournalFile, err)
+		s.jsynced = upto
+		return 0, s.jerr
 	}
-	s.jf.Close()
-	s.jf, s.jsize, s.jreplayed = f, size, false
-	return nil
+	f.Close()
+	s.jf = nf
+	s.jsize += int64(len(buf))
+	s.jsynced = max(s.jsynced, upto)
+	s.jold = append(s.jold, old)
+	return upto, nil
 }
 
-// replayJournal applies the records of jobs.journal (left by a crash) to
-// the jobs loaded from jobs.json, in sequence order. It reports whether
-// there were any. Records cut short are skipped.
-func (s *Store) replayJournal() (bool, error) {
-	path := filepath.Join(s.dir, JournalFile)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+// dropRotated removes the rotated journal files that jobs.json now holds
+// (those up to seq upto); without the journal, every journal file.
+func (s *Store) dropRotated(upto uint64) error {
+	s.jmu.Lock()
+	defer s.jmu.Unlock()
+	var errs []error
+	keep := s.jold[:0]
+	removed := false
+	for _, p := range s.jold {
+		if n, ok := rotatedSeq(p); ok && n > upto && s.cfg.Journal {
+			keep = append(keep, p)
+			continue
+		}
+		st, err := os.Stat(p)
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			keep = append(keep, p)
+			continue
+		}
+		if err == nil {
+			s.jsize -= st.Size()
+		}
+		removed = true
 	}
+	s.jold = keep
+	if removed {
+		errs = append(errs, syncDir(s.dir))
+	}
+	if s.jf != nil && len(s.jold) == 0 {
+		if st, err := s.jf.Stat(); err == nil {
+			s.jsize = st.Size()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// rotatedSeq returns the sequence in the name of a rotated journal file;
+// ok is false for the current journal.
+func rotatedSeq(path string) (uint64, bool) {
+	base := filepath.Base(path)
+	if !strings.HasPrefix(base, JournalFile+".") {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(base[len(JournalFile)+1:], 10, 64)
+	return n, err == nil
+}
+
+// journalFiles returns the journal files of dir in the order of their
+// records: the rotated ones by sequence, then the current one.
+func journalFiles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return false, fmt.Errorf("jsonstore: read %s: %w", path, err)
+		return nil, err
 	}
-	defer f.Close()
-	var recs []journalRecord
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	skipped := 0
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
+	type rot struct {
+		seq  uint64
+		path string
+	}
+	var rots []rot
+	current := ""
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if e.Name() == JournalFile {
+			current = p
 			continue
 		}
-		var r journalRecord
-		if err := json.Unmarshal(line, &r); err != nil || (r.Op != "save" && r.Op != "delete") {
-			skipped++
-			continue
+		if n, ok := rotatedSeq(p); ok {
+			rots = append(rots, rot{n, p})
 		}
-		recs = append(recs, r)
 	}
-	if err := sc.Err(); err != nil {
-		return false, fmt.Errorf("jsonstore: read %s: %w", path, err)
-	}
-	slices.SortStableFunc(recs, func(a, b journalRecord) int {
+	slices.SortFunc(rots, func(a, b rot) int {
 		switch {
-		case a.Seq < b.Seq:
+		case a.seq < b.seq:
 			return -1
-		case a.Seq > b.Seq:
+		case a.seq > b.seq:
 			return 1
 		}
 		return 0
 	})
-	for i, r := range recs {
-		s.jseq = max(s.jseq, r.Seq)
-		switch r.Op {
-		case "delete":
-			if e, ok := s.index[r.ID]; ok {
-				e.deleted = true
-				delete(s.index, r.ID)
-				s.tombs++
-			}
-		case "save":
-			j, ee := decodeEntry(i, r.Job)
-			if ee != nil {
-				s.log.Error("jsonstore: invalid journal record skipped", "job_id", ee.ID, "field", ee.Field, "error", ee.Err)
-				continue
-			}
-			if e, ok := s.index[j.ID]; ok {
-				e.job, e.stale = j, true
-			} else {
-				e := &entry{job: j, stale: true}
-				s.order = append(s.order, e)
-				s.index[j.ID] = e
-			}
+	var out []string
+	for _, r := range rots {
+		out = append(out, r.path)
+	}
+	if current != "" {
+		out = append(out, current)
+	}
+	return out, nil
+}
+
+// replayJournal applies the records of the journal files (rotated ones
+// first) to the jobs loaded from jobs.json, in sequence order. Records cut
+// short are skipped. The files are remembered in jold (they are removed
+// by the next rewrite of jobs.json), and their sizes counted in jsize.
+func (s *Store) replayJournal() error {
+	files, err := journalFiles(s.dir)
+	if err != nil {
+		return fmt.Errorf("jsonstore: list %s: %w", s.dir, err)
+	}
+	applied, skipped := 0, 0
+	for _, path := range files {
+		a, sk, size, err := s.replayFile(path)
+		if err != nil {
+			return err
 		}
+		applied += a
+		skipped += sk
+		s.jsize += size
+		s.jold = append(s.jold, path)
 	}
 	if skipped > 0 {
-		s.log.Warn("jsonstore: journal records cut short by a crash were skipped", "file", path, "records", skipped)
+		s.log.Warn("jsonstore: journal records cut short by a crash were skipped", "dir", s.dir, "records", skipped)
 	}
-	if len(recs) > 0 || skipped > 0 {
-		s.log.Info("jsonstore: journal replayed", "file", path, "records", len(recs))
-		s.jreplayed = true
-		return true, nil
+	if applied > 0 || skipped > 0 {
+		s.gen++ // jobs.json does not hold them yet (or the journal holds only debris): rewrite at Close
 	}
-	s.jreplayed = true // an empty file: remove or reuse it
-	return false, nil
+	if applied > 0 {
+		s.log.Info("jsonstore: journal replayed", "dir", s.dir, "records", applied, "files", len(files))
+	}
+	return nil
+}
+
+// replayFile applies the records of one journal file, in sequence order.
+func (s *Store) replayFile(path string) (applied, skipped int, size int64, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("jsonstore: read %s: %w", path, err)
+	}
+	defer f.Close()
+	var recs []journalRecord
+	r := bufio.NewReaderSize(f, 1<<20)
+	sorted := true
+	for {
+		line, rerr := r.ReadSlice('\n')
+		if errors.Is(rerr, bufio.ErrBufferFull) {
+			// A line longer than the buffer: read it whole.
+			long := append([]byte(nil), line...)
+			for errors.Is(rerr, bufio.ErrBufferFull) {
+				line, rerr = r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		size += int64(len(line))
+		if rerr != nil && rerr != io.EOF {
+			return 0, 0, 0, fmt.Errorf("jsonstore: read %s: %w", path, rerr)
+		}
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			var rec journalRecord
+			if err := json.Unmarshal(line, &rec); err != nil || (rec.Op != "save" && rec.Op != "delete" && rec.Op != "record") {
+				skipped++
+			} else {
+				if n := len(recs); n > 0 && recs[n-1].Seq > rec.Seq {
+					sorted = false
+				}
+				if rec.Op == "save" {
+					rec.Job = append(json.RawMessage(nil), rec.Job...)
+				}
+				recs = append(recs, rec)
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+	}
+	if !sorted {
+		slices.SortStableFunc(recs, func(a, b journalRecord) int {
+			switch {
+			case a.Seq < b.Seq:
+				return -1
+			case a.Seq > b.Seq:
+				return 1
+			}
+			return 0
+		})
+	}
+	for i := range recs {
+		if s.applyRecord(i, &recs[i]) {
+			applied++
+		}
+	}
+	return applied, skipped, size, nil
+}
+
+// applyRecord applies one journal record to the jobs in memory.
+func (s *Store) applyRecord(i int, r *journalRecord) bool {
+	s.jseq = max(s.jseq, r.Seq)
+	switch r.Op {
+	case "delete":
+		if e, ok := s.index[r.ID]; ok {
+			e.deleted = true
+			delete(s.index, r.ID)
+			s.tombs++
+		}
+	case "save":
+		j, ee := decodeEntry(i, r.Job)
+		if ee != nil {
+			s.log.Error("jsonstore: invalid journal record skipped", "job_id", ee.ID, "field", ee.Field, "error", ee.Err)
+			return false
+		}
+		if e, ok := s.index[j.ID]; ok {
+			e.set(&j)
+		} else {
+			s.newEntryLocked(j)
+		}
+	case "record":
+		e, ok := s.index[r.ID]
+		if !ok {
+			return false
+		}
+		var b cron.Bookkeeping
+		for _, t := range []struct {
+			s   string
+			dst *time.Time
+		}{{r.LastRunAt, &b.LastRunAt}, {r.NextRunAt, &b.NextRunAt}} {
+			if t.s == "" {
+				continue
+			}
+			v, err := time.Parse(time.RFC3339Nano, t.s)
+			if err != nil {
+				s.log.Error("jsonstore: invalid journal record skipped", "job_id", r.ID, "error", err)
+				return false
+			}
+			*t.dst = v.UTC()
+		}
+		b.LastStatus, b.LastError = cron.Status(r.LastStatus), r.LastError
+		e.apply(&b)
+	}
+	return true
 }

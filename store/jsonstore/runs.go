@@ -7,133 +7,39 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"time"
+	"strconv"
 
 	"github.com/ksana-dev/ksana/cron"
 )
 
-// runRing keeps the newest runs of one job.
-type runRing struct {
-	buf  []cron.Run
-	next int // where the next run goes
-	n    int
+// A line of runs.jsonl is one run: the JSON form of [cron.Run] with one
+// more field first, "prev": the offset + 1 of the previous line of the same
+// job in the file (0: none). The lines of a job form a chain from its
+// newest, whose offset the store keeps, so that a job's history is read
+// from the file when asked, line by line, newest first.
+type runLine struct {
+	Prev int64 `json:"prev"`
+	cron.Run
 }
 
-func newRunRing(limit int) *runRing { return &runRing{buf: make([]cron.Run, 0, min(limit, 8))} }
-
-func (r *runRing) push(run cron.Run, limit int) {
-	if len(r.buf) < limit {
-		r.buf = append(r.buf, run)
-		r.n = len(r.buf)
-		r.next = len(r.buf) % limit
-		return
+// appendRunLine appends the line of run r with prev to b.
+func appendRunLine(b []byte, prev int64, r *cron.Run) ([]byte, error) {
+	enc, err := json.Marshal(r)
+	if err != nil {
+		return b, err
 	}
-	r.buf[r.next] = run
-	r.next = (r.next + 1) % limit
-	r.n = limit
+	b = append(b, `{"prev":`...)
+	b = strconv.AppendInt(b, prev, 10)
+	b = append(b, ',')
+	b = append(b, enc[1:]...)
+	return append(b, '\n'), nil
 }
 
-// newest returns up to limit runs, newest first.
-func (r *runRing) newest(limit int) []cron.Run {
-	if limit <= 0 || limit > r.n {
-		limit = r.n
-	}
-	out := make([]cron.Run, 0, limit)
-	i := r.next
-	for range limit {
-		i = (i - 1 + len(r.buf)) % len(r.buf)
-		out = append(out, r.buf[i])
-	}
-	return out
-}
-
-// AppendRun adds r to the history of r.JobID, dropping the oldest beyond
-// [Config.RunHistory]. It returns at once; the run reaches runs.jsonl with
-// the next flush. An unknown job is cron.ErrNotFound.
-func (s *Store) AppendRun(ctx context.Context, r cron.Run) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if _, ok := s.index[r.JobID]; !ok {
-		return cron.ErrNotFound
-	}
-	if s.cfg.RunHistory < 0 {
-		return nil
-	}
-	ring := s.runs[r.JobID]
-	if ring == nil {
-		ring = newRunRing(s.cfg.RunHistory)
-		s.runs[r.JobID] = ring
-	}
-	ring.push(r, s.cfg.RunHistory)
-	s.newRuns = append(s.newRuns, r)
-	if !s.scheduled {
-		s.scheduled = true
-		s.dirtyAt = time.Now()
-		select {
-		case s.kick <- struct{}{}:
-		default:
-		}
-	}
-	return nil
-}
-
-// Runs returns up to limit of the newest runs of job id, newest first
-// (limit <= 0: all kept). An unknown job is cron.ErrNotFound.
-func (s *Store) Runs(ctx context.Context, id string, limit int) ([]cron.Run, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
-	if _, ok := s.index[id]; !ok {
-		return nil, cron.ErrNotFound
-	}
-	ring := s.runs[id]
-	if ring == nil {
-		return []cron.Run{}, nil
-	}
-	return ring.newest(limit), nil
-}
-
-// runsNeedCompactionLocked reports whether runs.jsonl has grown well past
-// what is kept, counting adding more lines.
-func (s *Store) runsNeedCompactionLocked(adding int) bool {
-	if s.cfg.RunHistory < 0 {
-		return false
-	}
-	kept := 0
-	if s.runLines+adding > 4096 {
-		for _, r := range s.runs {
-			kept += r.n
-		}
-		return s.runLines+adding > 2*kept+4096
-	}
-	return false
-}
-
-// allRunsLocked returns every kept run, oldest first per job.
-func (s *Store) allRunsLocked() []cron.Run {
-	var out []cron.Run
-	for _, e := range s.order {
-		if e.deleted {
-			continue
-		}
-		if r := s.runs[e.job.ID]; r != nil {
-			rs := r.newest(0)
-			slices.Reverse(rs)
-			out = append(out, rs...)
-		}
-	}
-	return out
-}
-
+// appendRunLines appends runs as lines without "prev" (the form of older
+// versions, which a start compacts into the current one).
 func appendRunLines(b []byte, runs []cron.Run) ([]byte, error) {
 	for i := range runs {
 		line, err := json.Marshal(&runs[i])
@@ -146,88 +52,468 @@ func appendRunLines(b []byte, runs []cron.Run) ([]byte, error) {
 	return b, nil
 }
 
-// appendRuns appends runs to runs.jsonl and syncs it.
-func (s *Store) appendRuns(runs []cron.Run) error {
-	data, err := appendRunLines(nil, runs)
-	if err != nil {
-		return err
+// AppendRun adds r to the history of r.JobID. It returns at once; the run
+// reaches runs.jsonl with the next flush. An unknown job is
+// cron.ErrNotFound.
+func (s *Store) AppendRun(ctx context.Context, r cron.Run) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
 	}
-	f, err := os.OpenFile(filepath.Join(s.dir, RunsFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
+	if _, ok := s.index[r.JobID]; !ok {
+		return cron.ErrNotFound
 	}
-	if _, err = f.Write(data); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// rewriteRuns replaces runs.jsonl with the given runs, atomically.
-func (s *Store) rewriteRuns(runs []cron.Run) error {
-	data, err := appendRunLines(nil, runs)
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(s.dir, RunsFile, data)
-}
-
-// loadRuns reads runs.jsonl. Lines that do not parse (a line cut short by a
-// crash) and runs of unknown jobs are dropped; the file is then compacted.
-func (s *Store) loadRuns() error {
-	path := filepath.Join(s.dir, RunsFile)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if s.cfg.RunHistory < 0 {
 		return nil
 	}
+	s.newRuns = append(s.newRuns, r)
+	s.scheduleLocked()
+	return nil
+}
+
+// Runs returns up to limit of the newest runs of job id, newest first
+// (limit <= 0 or above [Config.RunHistory]: RunHistory). The runs not yet
+// written come from memory, the others from runs.jsonl. An unknown job is
+// cron.ErrNotFound.
+func (s *Store) Runs(ctx context.Context, id string, limit int) ([]cron.Run, error) {
+	s.rmu.RLock()
+	defer s.rmu.RUnlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	e, ok := s.index[id]
+	if !ok {
+		s.mu.Unlock()
+		return nil, cron.ErrNotFound
+	}
+	hist := max(s.cfg.RunHistory, 0)
+	if limit <= 0 || limit > hist {
+		limit = hist
+	}
+	out := []cron.Run{}
+	for _, rs := range [][]cron.Run{s.newRuns, s.writing} {
+		for i := len(rs) - 1; i >= 0 && len(out) < limit; i-- {
+			if rs[i].JobID == id {
+				out = append(out, rs[i])
+			}
+		}
+	}
+	head, first, f := e.rhead, e.rfirst, s.rf
+	s.mu.Unlock()
+	var buf []byte
+	for head != 0 && head >= first && len(out) < limit && f != nil {
+		line, err := readLineAt(f, head-1, buf)
+		if err != nil {
+			return out, fmt.Errorf("jsonstore: read %s at %d: %w", RunsFile, head-1, err)
+		}
+		buf = line[:0]
+		var rl runLine
+		if err := json.Unmarshal(line, &rl); err != nil || rl.JobID != id || rl.Prev >= head {
+			return out, fmt.Errorf("jsonstore: %s at %d: not a run of job %s", RunsFile, head-1, id)
+		}
+		out = append(out, rl.Run)
+		head = rl.Prev
+	}
+	return out, nil
+}
+
+// readLineAt reads the line at off (without its newline).
+func readLineAt(f *os.File, off int64, buf []byte) ([]byte, error) {
+	size := 512
+	for {
+		if cap(buf) < size {
+			buf = make([]byte, size)
+		}
+		buf = buf[:size]
+		n, err := f.ReadAt(buf, off)
+		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+			return buf[:i], nil
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		size *= 4
+	}
+}
+
+// runScratch is where a job's lines go in a write to runs.jsonl.
+type runScratch struct {
+	head, first int64 // offsets + 1 of its newest and oldest lines written
+	seen, kept  uint32
+}
+
+// appendRuns appends the runs taken since the last flush to runs.jsonl and
+// syncs it. It runs on the flushing goroutine, the only writer of the file.
+func (s *Store) appendRuns() error {
+	s.mu.Lock()
+	runs := s.newRuns
+	if len(runs) == 0 || s.rf == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	s.newRuns = nil
+	s.writing = runs
+	var buf []byte
+	var touched []*entry
+	scr := make(map[*entry]*runScratch)
+	var err error
+	for i := range runs {
+		e := s.index[runs[i].JobID]
+		if e == nil {
+			continue // deleted since
+		}
+		c := scr[e]
+		prev := e.rhead
+		if c != nil {
+			prev = c.head
+		} else {
+			c = &runScratch{}
+			scr[e] = c
+			touched = append(touched, e)
+		}
+		off := s.rsize + int64(len(buf))
+		if buf, err = appendRunLine(buf, prev, &runs[i]); err != nil {
+			break
+		}
+		if c.seen == 0 {
+			c.first = off + 1
+		}
+		c.head = off + 1
+		c.seen++
+	}
+	f := s.rf
+	s.mu.Unlock()
+	if err == nil {
+		if _, err = f.Write(buf); err == nil {
+			err = f.Sync()
+		}
+		if err != nil {
+			// Leave no torn line behind, to be glued to the next one.
+			_ = f.Truncate(s.rsize)
+		}
+	}
+	hist := uint32(max(s.cfg.RunHistory, 0))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range touched {
+		c := scr[e]
+		if err == nil && !e.deleted {
+			before := min(e.rcount, hist)
+			e.rhead = c.head
+			if e.rfirst == 0 {
+				e.rfirst = c.first
+			}
+			e.rcount += c.seen
+			s.runKept += int(min(e.rcount, hist) - before)
+			s.runLines += int(c.seen)
+		}
+	}
+	s.writing = nil
+	if err != nil {
+		s.newRuns = append(runs, s.newRuns...)
+		return err
+	}
+	s.rsize += int64(len(buf))
+	return nil
+}
+
+// runsNeedCompaction reports whether runs.jsonl has grown well past what
+// is kept: twice the kept lines and 4096 more.
+func (s *Store) runsNeedCompaction() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rf != nil && s.runLines > 2*s.runKept+4096
+}
+
+// lineJobID returns the job id of a line of runs.jsonl.
+func lineJobID(line []byte) (string, bool) {
+	const key = `,"job_id":"`
+	if i := bytes.Index(line, []byte(key)); i >= 0 {
+		rest := line[i+len(key):]
+		if j := bytes.IndexByte(rest, '"'); j >= 0 && bytes.IndexByte(rest[:j], '\\') < 0 {
+			return string(rest[:j]), true
+		}
+	}
+	var r struct {
+		JobID string `json:"job_id"`
+	}
+	if err := json.Unmarshal(line, &r); err != nil {
+		return "", false
+	}
+	return r.JobID, true
+}
+
+// lineBody returns a line of runs.jsonl without its opening brace and its
+// "prev" field: what follows them in a rewritten line.
+func lineBody(line []byte) []byte {
+	const p = `{"prev":`
+	if bytes.HasPrefix(line, []byte(p)) {
+		if i := bytes.IndexByte(line, ','); i >= 0 {
+			return line[i+1:]
+		}
+	}
+	return line[1:]
+}
+
+// compactRuns rewrites runs.jsonl with the newest RunHistory runs of each
+// job, in two passes over the file: the store knows how many lines each
+// job has, so one sequential read decides each line. It runs on the
+// flushing goroutine; Runs reads the old file until the new one is in.
+//
+// With strict, each line is decoded as a start does, and those that do not
+// decode are dropped (the file came from disk, not from this store);
+// else the job id is all that is read.
+func (s *Store) compactRuns(strict bool) error {
+	hist := uint32(max(s.cfg.RunHistory, 0))
+	s.mu.Lock()
+	scr := make(map[*entry]*runScratch, len(s.index))
+	for _, e := range s.index {
+		if e.rcount > 0 {
+			scr[e] = &runScratch{}
+		}
+	}
+	src, end := s.rf, s.rsize
+	s.mu.Unlock()
+
+	tmp := filepath.Join(s.dir, RunsFile+".tmp")
+	out, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		out.Close()
+		_ = os.Remove(tmp)
+		return err
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(src, 0, end), 1<<20)
+	w := bufio.NewWriterSize(out, 1<<20)
+	var off, wsize int64
+	var nb []byte
+	lines := 0
+	locked := false
+	for {
+		line, rerr := r.ReadSlice('\n')
+		if errors.Is(rerr, bufio.ErrBufferFull) {
+			long := append([]byte(nil), line...)
+			for errors.Is(rerr, bufio.ErrBufferFull) {
+				line, rerr = r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if rerr != nil && rerr != io.EOF {
+			if locked {
+				s.mu.Unlock()
+			}
+			return fail(rerr)
+		}
+		lineOff := off
+		off += int64(len(line))
+		body := bytes.TrimRight(line, "\n")
+		if len(body) > 1 && body[0] == '{' {
+			id, ok := lineJobID(body)
+			if ok && strict {
+				var rl runLine
+				ok = json.Unmarshal(body, &rl) == nil && rl.JobID == id
+			}
+			if ok {
+				if !locked {
+					s.mu.Lock()
+					locked = true
+				}
+				e := s.index[id]
+				if c := scr[e]; c != nil && e.rcount > 0 && lineOff+1 >= e.rfirst {
+					keep := e.rcount <= hist || c.seen >= e.rcount-hist
+					c.seen++
+					if keep {
+						nb = append(nb[:0], `{"prev":`...)
+						nb = strconv.AppendInt(nb, c.head, 10)
+						nb = append(nb, ',')
+						nb = append(nb, lineBody(body)...)
+						nb = append(nb, '\n')
+						w.Write(nb)
+						if c.first == 0 {
+							c.first = wsize + 1
+						}
+						c.head = wsize + 1
+						c.kept++
+						wsize += int64(len(nb))
+					}
+				}
+				if lines++; lines%4096 == 0 {
+					s.mu.Unlock()
+					locked = false
+				}
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+	}
+	if locked {
+		s.mu.Unlock()
+	}
+	if err := w.Flush(); err != nil {
+		return fail(err)
+	}
+	if err := out.Sync(); err != nil {
+		return fail(err)
+	}
+	// The swap: no Runs reads the old file from here on.
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if err := os.Rename(tmp, filepath.Join(s.dir, RunsFile)); err != nil {
+		return fail(err)
+	}
+	if _, err := out.Seek(0, io.SeekEnd); err != nil {
+		return fail(err)
+	}
+	s.mu.Lock()
+	kept, keptLines := 0, 0
+	for _, e := range s.index {
+		var c runScratch
+		if p := scr[e]; p != nil {
+			c = *p
+		}
+		e.rhead, e.rfirst, e.rcount = c.head, c.first, c.kept
+		kept += int(min(c.kept, hist))
+		keptLines += int(c.kept)
+	}
+	s.runKept, s.runLines = kept, keptLines
+	old := s.rf
+	s.rf = out
+	st, _ := out.Stat()
+	if st != nil {
+		s.rsize = st.Size()
+	}
+	s.mu.Unlock()
+	old.Close()
+	return syncDir(s.dir)
+}
+
+// loadRuns opens runs.jsonl and finds each job's lines. Lines that do not
+// parse, runs of unknown jobs and lines of an older form are dropped by a
+// compaction at once; a last line cut short by a crash is cut off.
+func (s *Store) loadRuns() error {
+	if s.cfg.RunHistory < 0 {
+		return nil
+	}
+	path := filepath.Join(s.dir, RunsFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("jsonstore: open %s: %w", path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("jsonstore: open %s: %w", path, err)
+	}
+	s.rf = f
+	from, err := s.readRunsIndex(f, st.Size())
+	if err != nil {
+		s.log.Warn("jsonstore: runs index not used; reading runs.jsonl whole", "error", err)
+		for _, e := range s.index {
+			e.rhead, e.rfirst, e.rcount = 0, 0, 0
+		}
+		s.runLines, from = 0, 0
+	}
+	good, compact, err := s.scanRuns(f, from, st.Size())
 	if err != nil {
 		return fmt.Errorf("jsonstore: read %s: %w", path, err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	lines, dropped := 0, 0
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		lines++
-		var r cron.Run
-		if err := json.Unmarshal(line, &r); err != nil {
-			dropped++
-			continue
-		}
-		if _, ok := s.index[r.JobID]; !ok || s.cfg.RunHistory < 0 {
-			dropped++
-			continue
-		}
-		ring := s.runs[r.JobID]
-		if ring == nil {
-			ring = newRunRing(s.cfg.RunHistory)
-			s.runs[r.JobID] = ring
-		}
-		ring.push(r, s.cfg.RunHistory)
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("jsonstore: read %s: %w", path, err)
-	}
-	s.runLines = lines
-	torn := false
-	if st, err := f.Stat(); err == nil && st.Size() > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, st.Size()-1); err != nil || last[0] != '\n' {
-			torn = true
+	if good < st.Size() {
+		// A last line cut short by a crash.
+		if err := f.Truncate(good); err != nil {
+			return fmt.Errorf("jsonstore: cut the torn end of %s: %w", path, err)
 		}
 	}
-	if dropped > 0 || torn || s.runsNeedCompactionLocked(0) {
-		keep := s.allRunsLocked()
-		if err := s.rewriteRuns(keep); err != nil {
+	// From here on runs are appended: the next start must not trust the
+	// index until Close writes it again.
+	_ = os.Remove(filepath.Join(s.dir, RunsIndexFile))
+	s.rsize = good
+	hist := uint32(s.cfg.RunHistory)
+	s.runKept = 0
+	for _, e := range s.index {
+		s.runKept += int(min(e.rcount, hist))
+	}
+	if compact || s.runLines > 2*s.runKept+4096 {
+		if err := s.compactRuns(compact); err != nil {
 			return fmt.Errorf("jsonstore: compact %s: %w", path, err)
 		}
-		s.runLines = len(keep)
+	}
+	if _, err := s.rf.Seek(0, io.SeekEnd); err != nil {
+		return err
 	}
 	return nil
+}
+
+// scanRuns reads the lines of runs.jsonl from offset from to size and
+// links them to their jobs. It returns the end of the last whole line and
+// whether a compaction is needed (lines that do not parse, of unknown jobs
+// or without a right "prev").
+func (s *Store) scanRuns(f *os.File, from, size int64) (good int64, compact bool, err error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(f, from, size-from), 1<<20)
+	off := from
+	for {
+		line, rerr := r.ReadSlice('\n')
+		if errors.Is(rerr, bufio.ErrBufferFull) {
+			long := append([]byte(nil), line...)
+			for errors.Is(rerr, bufio.ErrBufferFull) {
+				line, rerr = r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if rerr == io.EOF {
+			return off, compact || len(bytes.TrimSpace(line)) > 0, nil
+		}
+		if rerr != nil {
+			return 0, false, rerr
+		}
+		lineOff := off
+		off += int64(len(line))
+		body := bytes.TrimSpace(line)
+		if len(body) == 0 {
+			compact = true
+			continue
+		}
+		s.runLines++
+		var rl struct {
+			Prev *int64 `json:"prev"`
+			cron.Run
+		}
+		if err := json.Unmarshal(body, &rl); err != nil {
+			compact = true
+			continue
+		}
+		e := s.index[rl.JobID]
+		if e == nil {
+			compact = true
+			continue
+		}
+		if rl.Prev == nil || *rl.Prev != e.rhead || len(body) != len(line)-1 {
+			compact = true // relinked by the compaction
+		}
+		if e.rfirst == 0 {
+			e.rfirst = lineOff + 1
+		}
+		e.rhead = lineOff + 1
+		e.rcount++
+	}
+}
+
+// closeRuns closes runs.jsonl.
+func (s *Store) closeRuns() {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if s.rf != nil {
+		s.rf.Close()
+		s.rf = nil
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,6 +20,8 @@ const (
 	DefaultFlushInterval = 50 * time.Millisecond
 	DefaultRunHistory    = 50
 	DefaultDir           = "./data"
+	DefaultCompactRatio  = 0.5
+	DefaultCompactMin    = 4 << 20
 )
 
 // ErrClosed is returned by every method of a [Store] after Close.
@@ -28,35 +31,41 @@ var ErrClosed = errors.New("jsonstore: store is closed")
 type FlushInfo struct {
 	Jobs     int           // jobs in the file
 	Bytes    int           // size of the file
-	Runs     int           // run records appended to runs.jsonl in the same flush
 	Duration time.Duration // encode, write, sync and rename
 	Err      error         // nil when the rewrite reached the disk
 }
 
 // Config tunes a [Store]. The zero value is ready to use.
 type Config struct {
-	// FlushInterval is the least time between the starts of two rewrites,
-	// so also the longest a change waits for its rewrite to start (when no
-	// rewrite is running); a change made after an idle interval is written
-	// at once. Every change made before a rewrite starts is in it.
-	// Default 50ms.
+	// FlushInterval is the least time between the starts of two flushes
+	// (a write of the queued journal records and runs, or without Journal a
+	// rewrite of jobs.json), so also the longest a change waits for its
+	// flush to start (when none is running); a change made after an idle
+	// interval is flushed at once. Default 50ms.
 	FlushInterval time.Duration
 	// RunHistory is how many runs are kept per job (the newest). Default 50;
 	// a negative value keeps none.
 	RunHistory int
 	// OnFlush, when set, is called after each rewrite of jobs.json (the
-	// store flush latency of /metrics). It runs on the flushing goroutine
+	// store flush latency of /metrics), not after appends to the journal. It runs on the flushing goroutine
 	// and must be fast. Default nil.
 	OnFlush func(FlushInfo)
-	// Journal, when set, makes Save and Delete durable through an
-	// append-only journal beside jobs.json (jobs.journal): they return once
-	// their record is appended and synced, and jobs.json follows with the
-	// next rewrite, after which the journal is truncated. A durable write
-	// then costs one small append instead of a rewrite of the whole file,
-	// which matters with many jobs. At start, a journal left by a crash is
-	// replayed into jobs.json. Default false: Save and Delete wait for the
-	// rewrite.
+	// Journal, when set, sends every change to an append-only journal
+	// beside jobs.json (jobs.journal): Save and Delete return once their
+	// record is appended and synced, Record's records are written within
+	// FlushInterval, and jobs.json is rewritten only when the journal has
+	// grown past CompactRatio and CompactMin, or at Close. A change then
+	// costs one small append instead of a rewrite of the whole file, which
+	// matters with many jobs. At start, the journal is replayed. Default
+	// false: Save and Delete wait for a rewrite of jobs.json, and every
+	// change (bookkeeping included) makes one, coalesced per FlushInterval.
 	Journal bool
+	// CompactRatio and CompactMin set when jobs.json is rewritten in
+	// journal mode: once the journal files hold at least CompactRatio times
+	// the size of jobs.json and at least CompactMin bytes. Defaults 0.5 and
+	// 4 MiB. Without the journal every flush rewrites jobs.json.
+	CompactRatio float64
+	CompactMin   int64
 	// Logger receives the recovery messages (backups made, entries
 	// skipped) and flush failures. Default nil: discard.
 	Logger *slog.Logger
@@ -84,21 +93,14 @@ var (
 	_ cron.Flusher  = (*Store)(nil)
 )
 
-type entry struct {
-	job     cron.Job // guarded by Store.mu
-	stale   bool     // enc does not hold job; guarded by Store.mu
-	deleted bool     // guarded by Store.mu
-	enc     []byte   // the job's JSON; read and written by the flusher only
-}
-
 type waiter struct {
 	gen uint64
 	ch  chan error
 }
 
-// Store is the one-JSON-file job store. It keeps every job in memory and
-// rewrites jobs.json with group commit (see the package documentation).
-// It is safe for concurrent use.
+// Store is the one-JSON-file job store. It keeps every job in memory,
+// journals changes and rewrites jobs.json in the background (see the
+// package documentation). It is safe for concurrent use.
 type Store struct {
 	dir  string
 	cfg  Config
@@ -109,29 +111,44 @@ type Store struct {
 	order     []*entry // creation order, with deleted entries until compaction
 	tombs     int
 	index     map[string]*entry
-	runs      map[string]*runRing
-	newRuns   []cron.Run // runs not yet appended to runs.jsonl
-	runLines  int        // lines in runs.jsonl
+	slab      []entry    // where new entries are allocated
+	newRuns   []cron.Run // runs not yet taken by the flusher
+	writing   []cron.Run // runs the flusher is appending to runs.jsonl
 	gen       uint64     // changes made
-	durable   uint64     // changes on disk
-	scheduled bool       // a flush is due; dirtySince is its start
+	durable   uint64     // changes in jobs.json (without the journal: on disk)
+	scheduled bool       // a flush is due; dirtyAt is its start
 	dirtyAt   time.Time
 	waiters   []waiter
 	closed    bool
-	jseq      uint64 // sequence of the last journal record
+	jobsSize  int64 // size of jobs.json
+	rewrites  int   // rewrites of jobs.json made since New
+	compact   bool  // Compact asks for a rewrite at the next flush
 
-	jmu       sync.Mutex // guards the journal fields below
-	jcond     sync.Cond  // on jmu: a journal write ended
-	jf        *os.File   // jobs.journal, open for appending (Journal mode)
-	jlines    []jline    // records not yet known to be in jobs.json
-	jsize     int64
-	jreplayed bool          // a journal file was found at start
-	jopen     *journalBatch // records waiting for the next journal write
-	jbusy     bool          // a journal write is under way, outside jmu
-	jheld     uint64        // jobs.json holds every record up to this seq
-	jsyncs    int           // journal writes made (each one sync)
+	// The journal (Journal mode). jseq and jpend are guarded by mu, so that
+	// records are numbered and queued in the order of the changes.
+	jseq  uint64 // sequence of the last journal record
+	jpend []byte // records not yet written, in sequence order
+
+	jmu     sync.Mutex // guards the journal fields below
+	jcond   sync.Cond  // on jmu: a journal write ended
+	jf      *os.File   // jobs.journal, open for appending (Journal mode)
+	jbusy   bool       // a journal write is under way, outside jmu
+	jsynced uint64     // every record up to this seq is written and synced
+	jfailed uint64     // records up to this seq (and after jsynced) failed: jerr
+	jerr    error
+	jsize   int64    // bytes of the journal files (current and rotated)
+	jold    []string // rotated journal files that jobs.json may not hold yet
+	jsyncs  int      // journal writes made (each one sync)
+
+	// runs.jsonl: rf is swapped by a compaction under rmu (held before mu).
+	rmu      sync.RWMutex
+	rf       *os.File // open for reading and appending; nil when RunHistory < 0
+	rsize    int64    // size of runs.jsonl; owned by the flusher
+	runLines int      // lines in runs.jsonl; guarded by mu
+	runKept  int      // lines that a compaction would keep; guarded by mu
 
 	recovery *Recovery // what New set aside; nil when jobs.json read clean
+	crashed  bool      // tests: Close writes nothing, as if the process died
 
 	kick  chan struct{}
 	force chan chan error
@@ -139,48 +156,30 @@ type Store struct {
 	done  chan struct{}
 	once  sync.Once
 
-	// Owned by the flushing goroutine, like every entry's enc.
-	lastStart time.Time // of the last rewrite
+	// Owned by the flushing goroutine.
+	lastStart time.Time // of the last flush
 	buf       []byte
-	refs      [][]byte
-	live      []*entry
-	pending   []pendingEnc
 }
 
-type pendingEnc struct {
-	e   *entry
-	job cron.Job
-}
-
-// encodePending re-encodes the jobs that changed since the last rewrite,
-// on two goroutines when there are many (after a start-up, every job).
-func (s *Store) encodePending() {
-	p := s.pending
-	encode := func(part []pendingEnc) {
-		for i := range part {
-			e := part[i].e
-			if cap(e.enc) == 0 {
-				e.enc = make([]byte, 0, 512)
-			}
-			e.enc = appendJob(e.enc[:0], &part[i].job)
-		}
+// newEntryLocked allocates an entry for j (from a slab: no object per job
+// for the garbage collector) and appends it to the creation order.
+func (s *Store) newEntryLocked(j cron.Job) *entry {
+	if len(s.slab) == cap(s.slab) {
+		s.slab = make([]entry, 0, 1024)
 	}
-	if len(p) < 4096 {
-		encode(p)
-		return
-	}
-	half := len(p) / 2
-	var wg sync.WaitGroup
-	wg.Go(func() { encode(p[:half]) })
-	encode(p[half:])
-	wg.Wait()
+	s.slab = append(s.slab, entry{})
+	e := &s.slab[len(s.slab)-1]
+	e.set(&j)
+	s.order = append(s.order, e)
+	s.index[j.ID] = e
+	return e
 }
 
 // New opens the store in dir, creating the directory (0700) when missing,
-// and loads jobs.json and runs.jsonl. It recovers from a bad file as the
-// package documentation describes; only an I/O error fails it. Close the
-// store to stop its flushing goroutine, write the last changes and release
-// the directory.
+// loads jobs.json, replays the journal and opens runs.jsonl. It recovers
+// from a bad file as the package documentation describes; only an I/O
+// error fails it. Close the store to stop its flushing goroutine, write the
+// last changes and release the directory.
 //
 // Before it reads or changes anything else in dir (it only creates dir and
 // jobs.lock when missing), New takes an exclusive advisory lock on
@@ -199,13 +198,24 @@ func New(dir string, cfg Config) (_ *Store, err error) {
 	if cfg.RunHistory == 0 {
 		cfg.RunHistory = DefaultRunHistory
 	}
+	if cfg.CompactRatio < 0 {
+		return nil, fmt.Errorf("jsonstore: Config.CompactRatio must be >= 0, got %v", cfg.CompactRatio)
+	}
+	if cfg.CompactRatio == 0 {
+		cfg.CompactRatio = DefaultCompactRatio
+	}
+	if cfg.CompactMin < 0 {
+		return nil, fmt.Errorf("jsonstore: Config.CompactMin must be >= 0, got %d", cfg.CompactMin)
+	}
+	if cfg.CompactMin == 0 {
+		cfg.CompactMin = DefaultCompactMin
+	}
 	if dir == "" {
 		return nil, errors.New("jsonstore: empty data directory")
 	}
 	s := &Store{
 		dir: dir, cfg: cfg, log: cfg.Logger,
 		index: make(map[string]*entry),
-		runs:  make(map[string]*runRing),
 		kick:  make(chan struct{}, 1),
 		force: make(chan chan error),
 		stop:  make(chan struct{}),
@@ -224,6 +234,7 @@ func New(dir string, cfg Config) (_ *Store, err error) {
 	defer func() {
 		if err != nil {
 			s.closeJournal()
+			s.closeRuns()
 			s.unlock()
 		}
 	}()
@@ -233,28 +244,31 @@ func New(dir string, cfg Config) (_ *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	replayed, err := s.replayJournal()
-	if err != nil {
+	if err := s.replayJournal(); err != nil {
 		return nil, err
 	}
-	rewrite = rewrite || replayed
+	if !cfg.Journal && len(s.jold) > 0 {
+		rewrite = true // a journal left by journal mode: into jobs.json, then removed
+	}
 	if cfg.Journal {
 		jpath := filepath.Join(dir, JournalFile)
 		f, err := os.OpenFile(jpath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("jsonstore: open %s: %w", jpath, err)
 		}
-		if st, err := f.Stat(); err == nil {
-			s.jsize = st.Size()
-		}
 		s.jf = f
+		// The replayed current journal goes on: it counts as a rotated
+		// one no more.
+		if n := len(s.jold); n > 0 && s.jold[n-1] == jpath {
+			s.jold = s.jold[:n-1]
+		}
 	}
 	if err := s.loadRuns(); err != nil {
 		return nil, err
 	}
 	if rewrite {
 		s.gen++
-		if err := s.flushOnce(); err != nil {
+		if err := s.rewriteJobs(); err != nil {
 			return nil, err
 		}
 	}
@@ -301,7 +315,23 @@ func (s *Store) loadJobs() (bool, error) {
 		return false, fmt.Errorf("jsonstore: read %s: %w", path, err)
 	}
 	now := time.Now()
-	jobs, bad, err := decodeFile(data)
+	// The entries are decoded in place, in slabs of 1024 per part of the
+	// file (no copy, no object per job, no one huge object for the
+	// collector); the two parts are filled concurrently.
+	var slabs [2][][]entry
+	at := func(part, k int) *entry { return &slabs[part][k>>10][k&1023] }
+	good, bad, err := decodeFileTo(data, func(part, k int, j cron.Job, ok bool) string {
+		if k>>10 == len(slabs[part]) {
+			slabs[part] = append(slabs[part], make([]entry, 1024))
+		}
+		e := at(part, k)
+		if !ok {
+			*e = entry{}
+			return ""
+		}
+		e.set(&j)
+		return e.id
+	})
 	if err != nil {
 		backup, merr := moveAside(s.dir, now)
 		if merr != nil {
@@ -323,12 +353,16 @@ func (s *Store) loadJobs() (bool, error) {
 		}
 		s.recovery = &Recovery{Skipped: bad, Backup: backup}
 	}
-	s.order = make([]*entry, 0, len(jobs))
-	for i := range jobs {
-		e := &entry{job: jobs[i], stale: true}
+	// The entries stay where they were decoded (the bad ones' slots stay
+	// empty): no copy, no object per job.
+	s.order = make([]*entry, 0, len(good))
+	s.index = make(map[string]*entry, len(good))
+	for _, g := range good {
+		e := at(g.part, g.k)
 		s.order = append(s.order, e)
-		s.index[e.job.ID] = e
+		s.index[e.id] = e
 	}
+	s.jobsSize = int64(len(data))
 	return len(bad) > 0, nil
 }
 
@@ -342,7 +376,8 @@ func (s *Store) Load(ctx context.Context) ([]cron.Job, error) {
 	jobs := make([]cron.Job, 0, len(s.index))
 	for _, e := range s.order {
 		if !e.deleted {
-			jobs = append(jobs, cloneJob(&e.job))
+			j := e.job()
+			jobs = append(jobs, cloneJob(&j))
 		}
 	}
 	return jobs, nil
@@ -356,7 +391,8 @@ func (s *Store) Get(id string) (cron.Job, error) {
 	if !ok {
 		return cron.Job{}, cron.ErrNotFound
 	}
-	return cloneJob(&e.job), nil
+	j := e.job()
+	return cloneJob(&j), nil
 }
 
 // Len returns the number of jobs.
@@ -366,10 +402,11 @@ func (s *Store) Len() int {
 	return len(s.index)
 }
 
-// Save creates or replaces the job with j.ID and returns once a rewrite of
-// jobs.json holding the change is on disk (or ctx ends: the change then
-// still reaches the disk with a later rewrite). A new job goes last in
-// creation order; a replaced one keeps its place.
+// Save creates or replaces the job with j.ID, durably: with
+// [Config.Journal] once its journal record is synced, else once a rewrite
+// of jobs.json holding it is on disk (or ctx ends: the change then still
+// reaches the disk later). A new job goes last in creation order; a
+// replaced one keeps its place.
 func (s *Store) Save(ctx context.Context, j cron.Job) error {
 	if j.ID == "" {
 		return errors.New("jsonstore: save: empty job id")
@@ -381,22 +418,17 @@ func (s *Store) Save(ctx context.Context, j cron.Job) error {
 	}
 	j = cloneJob(&j)
 	if e, ok := s.index[j.ID]; ok {
-		e.job = j
-		e.stale = true
+		e.set(&j)
 	} else {
-		e := &entry{job: j, stale: true}
-		s.order = append(s.order, e)
-		s.index[j.ID] = e
-		if r := s.runs[j.ID]; r == nil && s.cfg.RunHistory > 0 {
-			s.runs[j.ID] = newRunRing(s.cfg.RunHistory)
-		}
+		s.newEntryLocked(j)
 	}
 	if s.cfg.Journal {
 		s.jseq++
 		seq := s.jseq
+		s.jpend = appendJournalSave(s.jpend, seq, &j)
 		s.changedLocked(false)
 		s.mu.Unlock()
-		return s.journalAppend(seq, appendJournalSave(make([]byte, 0, 512), seq, &j))
+		return s.journalWait(seq)
 	}
 	ch := s.changedLocked(true)
 	s.mu.Unlock()
@@ -417,23 +449,28 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return cron.ErrNotFound
 	}
 	e.deleted = true
+	s.runKept -= int(min(e.rcount, uint32(max(s.cfg.RunHistory, 0))))
+	s.newRuns = dropRuns(s.newRuns, id)
+	s.writing = dropRuns(s.writing, id)
 	delete(s.index, id)
-	delete(s.runs, id)
 	s.tombs++
 	if s.cfg.Journal {
 		s.jseq++
 		seq := s.jseq
+		s.jpend = appendJournalDelete(s.jpend, seq, id)
 		s.changedLocked(false)
 		s.mu.Unlock()
-		return s.journalAppend(seq, appendJournalDelete(nil, seq, id))
+		return s.journalWait(seq)
 	}
 	ch := s.changedLocked(true)
 	s.mu.Unlock()
 	return wait(ctx, ch)
 }
 
-// Record stores the bookkeeping of job id. It returns at once: the change
-// reaches the disk with the next rewrite. An unknown id is cron.ErrNotFound.
+// Record stores the bookkeeping of job id. It returns at once: with
+// [Config.Journal] the change is appended to the journal within a flush
+// interval, else it reaches jobs.json with the next rewrite. An unknown id
+// is cron.ErrNotFound.
 func (s *Store) Record(ctx context.Context, id string, b cron.Bookkeeping) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -444,13 +481,18 @@ func (s *Store) Record(ctx context.Context, id string, b cron.Bookkeeping) error
 	if !ok {
 		return cron.ErrNotFound
 	}
-	b.Apply(&e.job)
-	e.stale = true
+	e.apply(&b)
+	if s.cfg.Journal {
+		s.jseq++
+		s.jpend = appendJournalRecord(s.jpend, s.jseq, id, &b)
+	}
 	s.changedLocked(false)
 	return nil
 }
 
-// Flush writes every change made so far and returns when it is on disk.
+// Flush writes every change made so far and returns when it is on disk:
+// with [Config.Journal] in the journal (jobs.json follows at the next
+// compaction), else in jobs.json.
 func (s *Store) Flush(ctx context.Context) error {
 	ch := make(chan error, 1)
 	select {
@@ -468,30 +510,55 @@ func (s *Store) Flush(ctx context.Context) error {
 	}
 }
 
-// Close writes the last changes, stops the flushing goroutine, releases the
-// lock on the data directory ([LockFile]) and returns the error of the
-// final rewrite, if any. Later calls return nil.
+// Compact rewrites jobs.json at once with every change and drops the
+// journal records it then holds. It returns when the rewrite is on disk.
+// The store compacts on its own (see the package documentation); Compact is
+// for tests and tools.
+func (s *Store) Compact(ctx context.Context) error {
+	s.mu.Lock()
+	s.compact = true
+	s.mu.Unlock()
+	return s.Flush(ctx)
+}
+
+// Rewrites returns how many times jobs.json was rewritten since New (the
+// rewrites New itself made included).
+func (s *Store) Rewrites() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rewrites
+}
+
+// Close writes the last changes into jobs.json (emptying the journal),
+// stops the flushing goroutine, releases the lock on the data directory
+// ([LockFile]) and returns the error of the final rewrite, if any. Later
+// calls return nil.
 func (s *Store) Close() error {
 	var err error
 	s.once.Do(func() {
 		// No change is taken from here on, so the final rewrite carries
-		// every change a caller was told of (a change taken after it
-		// would sit in the journal and count as not written).
+		// every change a caller was told of.
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
 		close(s.stop)
 		<-s.done
-		s.closeJournal()
 		s.mu.Lock()
-		if s.gen != s.durable {
-			err = errors.New("jsonstore: close: the last changes could not be written")
+		if s.gen != s.durable && !s.crashed {
+			err = errors.New("jsonstore: close: the last changes could not be written into " + JobsFile)
 		}
 		for _, w := range s.waiters {
 			w.ch <- ErrClosed
 		}
 		s.waiters = nil
 		s.mu.Unlock()
+		s.closeJournal()
+		if s.crashed {
+			// nothing more
+		} else if rerr := s.writeRunsIndex(); rerr != nil {
+			s.log.Warn("jsonstore: runs index not written; the next start reads runs.jsonl whole", "error", rerr)
+		}
+		s.closeRuns()
 		// Last: nothing writes to the directory any more.
 		s.unlock()
 	})
@@ -503,6 +570,17 @@ func (s *Store) Close() error {
 // the change.
 func (s *Store) changedLocked(durable bool) chan error {
 	s.gen++
+	s.scheduleLocked()
+	if !durable {
+		return nil
+	}
+	ch := make(chan error, 1)
+	s.waiters = append(s.waiters, waiter{gen: s.gen, ch: ch})
+	return ch
+}
+
+// scheduleLocked makes sure a flush is due.
+func (s *Store) scheduleLocked() {
 	if !s.scheduled {
 		s.scheduled = true
 		s.dirtyAt = time.Now()
@@ -511,12 +589,6 @@ func (s *Store) changedLocked(durable bool) chan error {
 		default:
 		}
 	}
-	if !durable {
-		return nil
-	}
-	ch := make(chan error, 1)
-	s.waiters = append(s.waiters, waiter{gen: s.gen, ch: ch})
-	return ch
 }
 
 func wait(ctx context.Context, ch chan error) error {
@@ -529,7 +601,7 @@ func wait(ctx context.Context, ch chan error) error {
 }
 
 // loop is the flushing goroutine: it waits for a change, lets the flush
-// interval pass from the first one, and rewrites.
+// interval pass from the first one, and flushes.
 func (s *Store) loop() {
 	defer close(s.done)
 	timer := time.NewTimer(time.Hour)
@@ -538,7 +610,7 @@ func (s *Store) loop() {
 	for {
 		select {
 		case <-s.kick:
-			// Start at once, unless a rewrite started less than an
+			// Start at once, unless a flush started less than an
 			// interval ago: then an interval after that one.
 			s.mu.Lock()
 			due := s.dirtyAt
@@ -550,39 +622,96 @@ func (s *Store) loop() {
 			armed = true
 		case <-timer.C:
 			armed = false
-			s.flushLogged()
+			s.flushLogged(false)
 		case ch := <-s.force:
 			if armed {
 				timer.Stop()
 				armed = false
 			}
-			ch <- s.flushOnce()
+			ch <- s.flush(false)
 		case <-s.stop:
 			timer.Stop()
-			s.flushLogged()
+			s.flushLogged(true)
 			return
 		}
 	}
 }
 
-func (s *Store) flushLogged() {
-	if err := s.flushOnce(); err != nil {
-		s.log.Error("jsonstore: rewrite failed; retrying", "file", filepath.Join(s.dir, JobsFile), "error", err)
+func (s *Store) flushLogged(final bool) {
+	if err := s.flush(final); err != nil {
+		s.log.Error("jsonstore: flush failed; retrying", "dir", s.dir, "error", err)
 	}
 }
 
-// flushOnce rewrites jobs.json (and appends new runs) when anything changed.
-func (s *Store) flushOnce() error {
+// flush appends the new runs to runs.jsonl and, with the journal, writes
+// the records waiting; it rewrites jobs.json when the journal has grown
+// past the threshold (with the journal), when anything changed (without),
+// or at the final flush of Close; and it compacts runs.jsonl when it has
+// grown past twice what it keeps.
+func (s *Store) flush(final bool) error {
 	s.mu.Lock()
-	s.scheduled = false
-	if s.gen == s.durable && len(s.newRuns) == 0 {
+	if s.crashed {
 		s.mu.Unlock()
 		return nil
 	}
+	s.scheduled = false
+	s.lastStart = time.Now()
+	jobsChanged := s.gen != s.durable
+	compact := s.compact
+	s.compact = false
+	s.mu.Unlock()
+
+	var errs []error
+	if err := s.appendRuns(); err != nil {
+		errs = append(errs, fmt.Errorf("jsonstore: append to %s: %w", RunsFile, err))
+	}
+	if s.cfg.Journal {
+		if err := s.journalCommit(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	rewrite := compact || jobsChanged && (!s.cfg.Journal || final || s.journalTooBig())
+	s.jmu.Lock()
+	rotated := len(s.jold) > 0
+	s.jmu.Unlock()
+	if rewrite || (final && rotated) {
+		if err := s.rewriteJobs(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.runsNeedCompaction() {
+		if err := s.compactRuns(false); err != nil {
+			errs = append(errs, fmt.Errorf("jsonstore: compact %s: %w", RunsFile, err))
+		}
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		s.mu.Lock()
+		s.scheduleLocked() // retry
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// rewriteJobs writes jobs.json from the jobs in memory and, with the
+// journal, drops the journal records it holds. The jobs are encoded a
+// chunk at a time under the lock, so the API and the timer are held for
+// no more than a chunk; a change made during the rewrite may or may not be
+// in the file, and is in the journal after the rotation that starts the
+// rewrite (replaying a record over a state that holds it is harmless).
+func (s *Store) rewriteJobs() error {
+	start := time.Now()
+	s.lastStart = start
+	var upto uint64
+	if s.cfg.Journal {
+		var err error
+		if upto, err = s.rotateJournal(); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
 	gen := s.gen
-	jseq := s.jseq
-	jobsChanged := gen != s.durable
-	if s.tombs > 0 && s.tombs >= len(s.order)/4 {
+	if s.tombs > 0 {
 		live := s.order[:0]
 		for _, e := range s.order {
 			if !e.deleted {
@@ -593,117 +722,115 @@ func (s *Store) flushOnce() error {
 		s.order = live
 		s.tombs = 0
 	}
-	s.live = s.live[:0]
-	s.pending = s.pending[:0]
-	if jobsChanged {
-		for _, e := range s.order {
-			if e.deleted {
-				continue
-			}
-			if e.stale {
-				// Encoded below, outside the lock, from a copy: a Save
-				// replaces e.job (and its headers map) whole, so the copy
-				// stays consistent.
-				s.pending = append(s.pending, pendingEnc{e: e, job: e.job})
-				e.stale = false
-			}
-			s.live = append(s.live, e)
-		}
-	}
-	runs := s.newRuns
-	s.newRuns = nil
-	compact := s.runsNeedCompactionLocked(len(runs))
-	var keep []cron.Run
-	if compact {
-		keep = s.allRunsLocked()
-	}
 	s.mu.Unlock()
 
-	start := time.Now()
-	s.lastStart = start
-	s.encodePending()
-	s.refs = s.refs[:0]
-	for _, e := range s.live {
-		s.refs = append(s.refs, e.enc)
-	}
-	var err error
-	switch {
-	case compact:
-		err = s.rewriteRuns(keep)
-	case len(runs) > 0:
-		err = s.appendRuns(runs)
-	}
+	size, n, err := s.writeJobsFile(start)
 	if err != nil {
-		err = fmt.Errorf("jsonstore: write %s: %w", RunsFile, err)
+		err = fmt.Errorf("jsonstore: write %s: %w", JobsFile, err)
 	}
-	size := 0
-	if err == nil && jobsChanged {
-		need := 256
-		for _, r := range s.refs {
-			need += len(r) + 6
-		}
-		if cap(s.buf) < need {
-			s.buf = make([]byte, 0, need+need/8)
-		}
-		s.buf = appendDocument(s.buf[:0], start, s.refs)
-		size = len(s.buf)
-		if werr := writeFileAtomic(s.dir, JobsFile, s.buf); werr != nil {
-			err = fmt.Errorf("jsonstore: write %s: %w", JobsFile, werr)
-		}
-		if cap(s.buf) > 4*len(s.buf)+1<<20 {
-			s.buf = nil
-		}
-	}
-	if err == nil && jobsChanged {
-		if jerr := s.compactJournal(jseq); jerr != nil {
+	if err == nil {
+		if jerr := s.dropRotated(upto); jerr != nil {
 			// The records stay and are replayed (again) after a crash:
-			// harmless, as each one holds a whole job.
-			s.log.Warn("jsonstore: journal not compacted", "error", jerr)
+			// harmless, as replaying a record over a state that holds it
+			// changes nothing.
+			s.log.Warn("jsonstore: rotated journal not removed", "error", jerr)
 		}
 	}
-	nJobs := len(s.refs)
-	clear(s.refs)
-	clear(s.live)
-	clear(s.pending)
 	elapsed := time.Since(start)
 
 	s.mu.Lock()
+	s.rewrites++
 	if err == nil {
-		s.durable = gen
-		if compact {
-			s.runLines = len(keep)
-		} else {
-			s.runLines += len(runs)
-		}
-	} else {
-		if !compact {
-			s.newRuns = append(runs, s.newRuns...)
-		}
-		if !s.scheduled {
-			s.scheduled = true
-			s.dirtyAt = time.Now()
-			select {
-			case s.kick <- struct{}{}:
-			default:
-			}
-		}
+		s.durable = max(s.durable, gen)
+		s.jobsSize = size
 	}
-	n := 0
+	nw := 0
 	for _, w := range s.waiters {
 		if w.gen <= gen {
 			w.ch <- err
 			continue
 		}
-		s.waiters[n] = w
-		n++
+		s.waiters[nw] = w
+		nw++
 	}
-	clear(s.waiters[n:])
-	s.waiters = s.waiters[:n]
+	clear(s.waiters[nw:])
+	s.waiters = s.waiters[:nw]
 	s.mu.Unlock()
-	if jobsChanged && s.cfg.OnFlush != nil {
-		s.cfg.OnFlush(FlushInfo{Jobs: nJobs, Bytes: size, Runs: len(runs), Duration: elapsed, Err: err})
+	if s.cfg.OnFlush != nil {
+		s.cfg.OnFlush(FlushInfo{Jobs: n, Bytes: int(size), Duration: elapsed, Err: err})
 	}
 	return err
+}
+
+// rewriteChunk is how many jobs are encoded per hold of the lock.
+const rewriteChunk = 1024
+
+// writeJobsFile writes jobs.json atomically from memory, streaming: the
+// file is never held whole in memory.
+func (s *Store) writeJobsFile(now time.Time) (size int64, jobs int, err error) {
+	tmp := filepath.Join(s.dir, JobsFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	buf := appendHeader(s.buf[:0], now)
+	for i := 0; ; i += rewriteChunk {
+		s.mu.Lock()
+		if i >= len(s.order) {
+			s.mu.Unlock()
+			break
+		}
+		for _, e := range s.order[i:min(i+rewriteChunk, len(s.order))] {
+			if e.deleted {
+				continue
+			}
+			if jobs == 0 {
+				buf = append(buf, "[\n    "...)
+			} else {
+				buf = append(buf, ",\n    "...)
+			}
+			j := e.job()
+			buf = appendJob(buf, &j)
+			jobs++
+		}
+		s.mu.Unlock()
+		if len(buf) >= 1<<20 {
+			if _, err = f.Write(buf); err != nil {
+				return 0, 0, err
+			}
+			size += int64(len(buf))
+			buf = buf[:0]
+		}
+	}
+	buf = appendFooter(buf, jobs)
+	if _, err = f.Write(buf); err != nil {
+		return 0, 0, err
+	}
+	size += int64(len(buf))
+	if cap(buf) <= 4<<20 {
+		s.buf = buf[:0]
+	}
+	if err = f.Chmod(0o600); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return 0, 0, err
+	}
+	if err = os.Rename(tmp, filepath.Join(s.dir, JobsFile)); err != nil {
+		_ = os.Remove(tmp)
+		return 0, 0, err
+	}
+	return size, jobs, syncDir(s.dir)
 }
 
 func (s *Store) closeJournal() {
@@ -722,6 +849,23 @@ func (s *Store) unlock() {
 		s.lock.Close()
 		s.lock = nil
 	}
+}
+
+// dropRuns returns runs without those of job id, in a new slice when any
+// is dropped (the flusher may hold the old one).
+func dropRuns(runs []cron.Run, id string) []cron.Run {
+	for i := range runs {
+		if runs[i].JobID == id {
+			out := slices.Clone(runs[:i])
+			for _, r := range runs[i+1:] {
+				if r.JobID != id {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+	}
+	return runs
 }
 
 // cloneJob copies j deeply enough that the caller's headers map is not shared.

@@ -1,0 +1,360 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ksana-dev/ksana/cron"
+)
+
+func main() {
+	bin := flag.String("bin", "", "the ksana binary (required)")
+	jobs := flag.Int("jobs", 100_000, "every-jobs to synthesize")
+	rate := flag.Int("rate", 1000, "firings per second (sets each job's interval: jobs/rate seconds)")
+	duration := flag.Duration("duration", 60*time.Second, "how long to measure")
+	warmup := flag.Duration("warmup", 10*time.Second, "how long to run before measuring")
+	dir := flag.String("dir", "", "data directory (default: a fresh temporary one)")
+	restarts := flag.Bool("restarts", true, "time restarts after SIGTERM and SIGKILL at the end")
+	timeline := flag.Bool("timeline", false, "print each second's worst firing lag and API latency, and the rewrites of jobs.json")
+	flag.Parse()
+	if *bin == "" {
+		fmt.Fprintln(os.Stderr, "jsonstore-load: -bin is required (go build -o /tmp/ksana ./cmd/ksana)")
+		os.Exit(2)
+	}
+	if err := run(*bin, *dir, *jobs, *rate, *duration, *warmup, *restarts, *timeline); err != nil {
+		fmt.Fprintln(os.Stderr, "jsonstore-load:", err)
+		os.Exit(1)
+	}
+}
+
+// lags collects the firing lags seen by the callback endpoint.
+type lags struct {
+	mu        sync.Mutex
+	on        bool
+	d         []time.Duration
+	secMax    time.Duration // the worst lag since the last timeline line
+	callbacks atomic.Int64
+}
+
+func (l *lags) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	io.Copy(io.Discard, r.Body)
+	l.callbacks.Add(1)
+	if at, err := time.Parse(time.RFC3339Nano, r.Header.Get(cron.HeaderScheduledAt)); err == nil {
+		l.mu.Lock()
+		if l.on {
+			l.d = append(l.d, now.Sub(at))
+			l.secMax = max(l.secMax, now.Sub(at))
+		}
+		l.mu.Unlock()
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts, timeline bool) error {
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "jsonstore-load-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	lg := &lags{}
+	go http.Serve(ln, lg)
+	cbURL := "http://" + ln.Addr().String() + "/hook"
+
+	every := time.Duration(float64(n) / float64(rate) * float64(time.Second))
+	t0 := time.Now()
+	if err := writeJobs(dir, n, every, cbURL, t0.Add(5*time.Second)); err != nil {
+		return err
+	}
+	st, _ := os.Stat(filepath.Join(dir, "jobs.json"))
+	fmt.Printf("jobs: %d every %s (%d/s), jobs.json %.1f MB, written in %s\n", n, every, rate, float64(st.Size())/1e6, time.Since(t0).Round(time.Millisecond))
+
+	c, startDur, err := start(bin, dir)
+	if err != nil {
+		return err
+	}
+	defer func() { c.cmd.Process.Kill(); c.cmd.Wait() }()
+	fmt.Printf("first start to /health: %s\n", startDur.Round(time.Millisecond))
+
+	time.Sleep(warmup)
+	lg.mu.Lock()
+	lg.on = true
+	lg.mu.Unlock()
+
+	// API probes: a GET and a PATCH of a random job, 10 times a second each.
+	var apiMu sync.Mutex
+	var getMax, patchMax, apiWorst time.Duration
+	var gets, patches int
+	stopProbe := make(chan struct{})
+	var pw sync.WaitGroup
+	client := &http.Client{Timeout: 30 * time.Second}
+	pw.Go(func() {
+		tk := time.NewTicker(100 * time.Millisecond)
+		defer tk.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stopProbe:
+				return
+			case <-tk.C:
+			}
+			id := jobID(rand.IntN(n))
+			t := time.Now()
+			resp, err := client.Get(c.url + "/jobs/" + id)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			g := time.Since(t)
+			req, _ := http.NewRequest("PATCH", c.url+"/jobs/"+jobID(rand.IntN(n)), strings.NewReader(fmt.Sprintf(`{"name":"patched %d"}`, i)))
+			req.Header.Set("Content-Type", "application/json")
+			t = time.Now()
+			resp, err = client.Do(req)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode >= 300 {
+					fmt.Println("PATCH:", resp.Status)
+				}
+			}
+			p := time.Since(t)
+			apiMu.Lock()
+			getMax, patchMax = max(getMax, g), max(patchMax, p)
+			apiWorst = max(apiWorst, g, p)
+			gets++
+			patches++
+			apiMu.Unlock()
+		}
+	})
+
+	pid := c.cmd.Process.Pid
+	w0, _ := procWriteBytes(pid)
+	appended := int64(0)
+	last := fileSizes(dir)
+	var rssMax int64
+	cb0 := lg.callbacks.Load()
+	began := time.Now()
+	for time.Since(began) < duration {
+		time.Sleep(time.Second)
+		rss, _ := procRSS(pid)
+		rssMax = max(rssMax, rss)
+		now := fileSizes(dir)
+		if timeline {
+			lg.mu.Lock()
+			worst := lg.secMax
+			lg.secMax = 0
+			lg.mu.Unlock()
+			apiMu.Lock()
+			api := apiWorst
+			apiWorst = 0
+			apiMu.Unlock()
+			st, _ := os.Stat(filepath.Join(dir, "jobs.json"))
+			mark := ""
+			if st != nil && st.ModTime().After(time.Now().Add(-time.Second)) {
+				mark = "  jobs.json rewritten"
+			}
+			fmt.Printf("%4.0fs lag max %8s  api max %8s  journal %6.1f MB%s\n", time.Since(began).Seconds(), worst.Round(time.Millisecond), api.Round(time.Millisecond), float64(now["jobs.journal"])/1e6, mark)
+		}
+		for k, v := range now {
+			if d := v - last[k]; d > 0 {
+				appended += d
+			}
+		}
+		last = now
+	}
+	elapsed := time.Since(began)
+	w1, _ := procWriteBytes(pid)
+	close(stopProbe)
+	pw.Wait()
+	lg.mu.Lock()
+	lg.on = false
+	d := slices.Clone(lg.d)
+	lg.mu.Unlock()
+	slices.Sort(d)
+	pct := func(p float64) time.Duration {
+		if len(d) == 0 {
+			return 0
+		}
+		return d[min(len(d)-1, int(p*float64(len(d))))]
+	}
+	fired := lg.callbacks.Load() - cb0
+	sec := elapsed.Seconds()
+	fmt.Printf("measured %.0fs: %d callbacks (%.0f/s)\n", sec, fired, float64(fired)/sec)
+	fmt.Printf("disk written (/proc write_bytes): %.2f MB/s; store appends (journal + runs.jsonl growth): %.2f MB/s; ratio %.1f\n",
+		float64(w1-w0)/sec/1e6, float64(appended)/sec/1e6, float64(w1-w0)/max(float64(appended), 1))
+	fmt.Printf("firing lag: p50 %s p99 %s max %s (%d samples)\n", pct(0.5).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), pct(1).Round(10*time.Microsecond), len(d))
+	fmt.Printf("API: GET /jobs/{id} max %s (%d), PATCH max %s (%d)\n", getMax.Round(10*time.Microsecond), gets, patchMax.Round(10*time.Microsecond), patches)
+	rss, _ := procRSS(pid)
+	fmt.Printf("RSS: %.1f MB now, %.1f MB max: %.0f B a job (max)\n", float64(rss)/1e6, float64(rssMax)/1e6, float64(rssMax)/float64(n))
+	if !restarts {
+		return nil
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t := time.Now()
+		c.cmd.Process.Signal(sig)
+		c.cmd.Wait()
+		stopped := time.Since(t)
+		var sd time.Duration
+		c, sd, err = start(bin, dir)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("restart after %s: stop %s + start to /health %s = %s\n", sig, stopped.Round(time.Millisecond), sd.Round(time.Millisecond), time.Since(t).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// fileSizes returns the sizes of the files the store appends to.
+func fileSizes(dir string) map[string]int64 {
+	out := map[string]int64{}
+	for _, name := range []string{"jobs.journal", "runs.jsonl"} {
+		if st, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			out[name] = st.Size()
+		}
+	}
+	return out
+}
+
+func jobID(i int) string { return fmt.Sprintf("job-%08d", i) }
+
+// writeJobs writes n every-jobs whose first runs spread evenly over one
+// interval from first.
+func writeJobs(dir string, n int, every time.Duration, url string, first time.Time) error {
+	f, err := os.Create(filepath.Join(dir, "jobs.json"))
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString("{\n  \"version\": 1,\n  \"updated_at\": \"\",\n  \"jobs\": [\n")
+	step := every / time.Duration(n)
+	first = first.UTC().Truncate(time.Millisecond)
+	for i := range n {
+		at := first.Add(time.Duration(i) * step)
+		j := cron.Job{ID: jobID(i), Name: "job " + strconv.Itoa(i), Enabled: true, Type: "http",
+			HTTP:     cron.HTTPConfig{Method: "POST", URL: url, Body: `{"n":1}`},
+			Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(every), StartAt: at},
+			Timeout:  cron.Duration(10 * time.Second), RetryBackoff: cron.Duration(time.Second),
+			NextRunAt: at}
+		enc, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		w.WriteString("    ")
+		w.Write(enc)
+		if i < n-1 {
+			w.WriteByte(',')
+		}
+		w.WriteByte('\n')
+	}
+	w.WriteString("  ]\n}\n")
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+type child struct {
+	cmd *exec.Cmd
+	url string
+}
+
+// start runs the binary on dir and returns once /health answers.
+func start(bin, dir string) (*child, time.Duration, error) {
+	// A free port, so that the child can log at warn level only (a
+	// restart logs every missed slot at info).
+	pl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, 0, err
+	}
+	port := pl.Addr().(*net.TCPAddr).Port
+	pl.Close()
+	t := time.Now()
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "KSANA_DATA="+dir, "PORT="+strconv.Itoa(port), "LISTEN_ADDR=127.0.0.1", "LOG_FORMAT=json", "LOG_LEVEL=warn",
+		"WORKERS=64", "MIN_INTERVAL=10ms", "MAX_RETRIES=0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, 0, err
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if line := sc.Bytes(); bytes.Contains(line, []byte(`"level":"ERROR"`)) {
+				fmt.Fprintf(os.Stderr, "ksana: %s\n", bytes.TrimSpace(line))
+			}
+		}
+	}()
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		resp, err := http.Get(url + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			return nil, 0, errors.New("ksana did not answer /health")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return &child{cmd: cmd, url: url}, time.Since(t), nil
+}
+
+// procWriteBytes returns write_bytes of /proc/pid/io: bytes the process
+// caused to be sent to the storage layer.
+func procWriteBytes(pid int) (int64, error) {
+	return procField(fmt.Sprintf("/proc/%d/io", pid), "write_bytes:", 1)
+}
+
+// procRSS returns VmRSS of /proc/pid/status in bytes.
+func procRSS(pid int) (int64, error) {
+	return procField(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:", 1024)
+}
+
+func procField(path, key string, unit int64) (int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, key); ok {
+			f := strings.Fields(v)
+			if len(f) == 0 {
+				break
+			}
+			n, err := strconv.ParseInt(f[0], 10, 64)
+			return n * unit, err
+		}
+	}
+	return 0, fmt.Errorf("%s: no %s", path, key)
+}

@@ -640,8 +640,11 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 // affinity before its Submit returns, but a duplicate (the same request id
 // sent to another instance first) returns while that instance may still be
 // choosing; the session's next request of the turn would then choose
-// without the affinity. It waits until the affinity is written, the job
-// left CREATED, or queue_timeout_ms passed.
+// without the affinity. It waits until the affinity is written, or
+// queue_timeout_ms passed, or the job has been out of CREATED for
+// turnWriteGrace without an affinity (the instance that dispatched it
+// writes the affinity right after the job leaves CREATED; a job that
+// failed, or whose write failed, never gets one).
 func (d *Dispatcher) awaitTurnNode(ctx context.Context, req Request, jobID string) {
 	if req.TurnID == "" {
 		return
@@ -650,13 +653,18 @@ func (d *Dispatcher) awaitTurnNode(ctx context.Context, req Request, jobID strin
 		return
 	}
 	deadline := time.Now().Add(msd(d.dc.QueueTimeoutMS))
+	var leftCreated time.Time
 	pause := time.Millisecond
 	for {
 		if node, err := d.st.Turns.TurnAffinity(ctx, req.TurnID); err != nil || node != "" {
 			return
 		}
 		if rec, err := d.st.Jobs.Job(ctx, jobID); err == nil && rec.State != fsm.Created {
-			return
+			if leftCreated.IsZero() {
+				leftCreated = time.Now()
+			} else if time.Since(leftCreated) >= turnWriteGrace {
+				return
+			}
 		}
 		if time.Now().After(deadline) {
 			return
@@ -671,6 +679,11 @@ func (d *Dispatcher) awaitTurnNode(ctx context.Context, req Request, jobID strin
 		pause = min(2*pause, 20*time.Millisecond)
 	}
 }
+
+// turnWriteGrace is how long a duplicate waits for a turn's affinity once
+// the turn's job left CREATED: the dispatching instance writes it right
+// after, one round trip later.
+const turnWriteGrace = time.Second
 
 func (d *Dispatcher) submitFailed(sessionID, jobID string, err error) error {
 	d.mu.Lock()

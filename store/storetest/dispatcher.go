@@ -43,6 +43,7 @@ func TestDispatcher(t *testing.T, newHarness func(t *testing.T) DispatcherHarnes
 	t.Run("LongJobKeepsLease", func(t *testing.T) { testDispatchLongJob(t, newHarness(t)) })
 	t.Run("BadNodeEvents", func(t *testing.T) { testDispatchBadEvents(t, newHarness(t)) })
 	t.Run("TurnJobsAtOnce", func(t *testing.T) { testDispatchTurnAtOnce(t, newHarness(t)) })
+	t.Run("TurnAcrossInstances", func(t *testing.T) { testDispatchTurnAcrossInstances(t, newHarness(t)) })
 	t.Run("AckTimeout", func(t *testing.T) { testDispatchAckTimeout(t, newHarness(t)) })
 	t.Run("RunTimeout", func(t *testing.T) { testDispatchRunTimeout(t, newHarness(t)) })
 	t.Run("TwoChoices", func(t *testing.T) { testDispatchTwoChoices(t, newHarness(t)) })
@@ -1087,6 +1088,90 @@ func testDispatchSoak(t *testing.T, h DispatcherHarness) {
 		}
 		if n != poisoned {
 			t.Errorf("DLQs hold %d entries, want the %d poisoned", n, poisoned)
+		}
+	}
+}
+
+// slowAffinity delays each write of a turn's affinity, widening the moment
+// between a job leaving CREATED and its turn having a node.
+type slowAffinity struct {
+	scheduler.TurnStore
+	delay time.Duration
+}
+
+func (s slowAffinity) SetTurnAffinity(ctx context.Context, sessionID, turnID, nodeID string) (string, bool, error) {
+	time.Sleep(s.delay)
+	return s.TurnStore.SetTurnAffinity(ctx, sessionID, turnID, nodeID)
+}
+
+// testDispatchTurnAcrossInstances: a turn's requests come to two instances
+// (a client that sends each request to both). The first request is made
+// on B; its duplicate on A returns only once the turn has its node, so the
+// next request, made on A before B sees it, goes to the same node.
+func testDispatchTurnAcrossInstances(t *testing.T, h DispatcherHarness) {
+	stores := h.Stores
+	h.Stores = func() scheduler.Stores {
+		st := stores()
+		st.Turns = slowAffinity{st.Turns, 100 * time.Millisecond}
+		return st
+	}
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	b := p.Start("inst-b", false, nil)
+	var nodes []*TestNode
+	for i := range 3 {
+		n := NewTestNode(scheduler.NodeInfo{NodeID: fmt.Sprintf("n%d", i), Pools: []string{"p"}, Capacity: 8})
+		n.Attach(t, a)
+		nodes = append(nodes, n)
+	}
+	waitFleet(t, b, "n0", "n1", "n2")
+	sA, sB := NewTestSession("s-a"), NewTestSession("s-b")
+	sA.Attach(t, a)
+	sB.Attach(t, b)
+	jobs := h.Stores().Jobs
+	var reqs []string
+	turnOf := map[string]string{}
+	payloads := map[string]string{}
+	var wg sync.WaitGroup
+	const turns = 6
+	for tu := range turns {
+		turn := fmt.Sprintf("t%d", tu)
+		first, next := fmt.Sprintf("x-%d-0", tu), fmt.Sprintf("x-%d-1", tu)
+		for _, q := range []string{first, next} {
+			reqs = append(reqs, q)
+			turnOf[scheduler.JobIDFor(q)] = turn
+			payloads[q] = q
+		}
+		req := func(q, reason string) scheduler.Request {
+			return scheduler.Request{RequestID: q, TurnID: turn, Pool: "p", Reason: reason, Payload: []byte(q)}
+		}
+		wg.Go(func() { sB.Submit(t, req(first, "max_duration")) })
+		Eventually(t, "the first job made on B", 5*time.Second, func() bool {
+			_, err := jobs.Job(context.Background(), scheduler.JobIDFor(first))
+			return err == nil
+		})
+		sA.Submit(t, req(first, "max_duration")) // the duplicate: returns once the turn has its node
+		sA.Submit(t, req(next, "manual"))        // made on A
+		wg.Go(func() { sB.Submit(t, req(next, "manual")) })
+	}
+	wg.Wait()
+	sA.WaitAnswers(t, reqs, 10*time.Second)
+	sB.WaitAnswers(t, reqs, 10*time.Second)
+	checkAnsweredOnce(t, sA, payloads)
+	checkAnsweredOnce(t, sB, payloads)
+	nodesOf := map[string]map[string]bool{}
+	for _, n := range nodes {
+		for job := range n.Ran() {
+			tu := turnOf[job]
+			if nodesOf[tu] == nil {
+				nodesOf[tu] = map[string]bool{}
+			}
+			nodesOf[tu][n.ID] = true
+		}
+	}
+	for tu, ns := range nodesOf {
+		if len(ns) != 1 {
+			t.Errorf("turn %s ran on %d nodes %v, want 1 (turn affinity across instances)", tu, len(ns), ns)
 		}
 	}
 }

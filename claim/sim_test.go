@@ -333,7 +333,7 @@ func (s *sim) step() {
 		return
 	}
 	n := slices.MinFunc(up, func(a, b *simNode) int { return a.next.Compare(b.next) })
-	if d := n.next.Sub(time.Now()); d > 0 {
+	if d := time.Until(n.next); d > 0 {
 		time.Sleep(d)
 	}
 	r, err := n.loop.Cycle(context.Background())
@@ -439,11 +439,11 @@ func (s *sim) settle() {
 	}
 	start := time.Now()
 	limit := s.ttl + s.cfg.lostAfter + 120*interval
-	for time.Now().Sub(start) <= limit {
+	for time.Since(start) <= limit {
 		s.step()
 		s.check()
 		if s.settled() {
-			s.settleSeen = max(s.settleSeen, time.Now().Sub(start))
+			s.settleSeen = max(s.settleSeen, time.Since(start))
 			return
 		}
 	}

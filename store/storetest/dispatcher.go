@@ -636,8 +636,12 @@ func testDispatchInstanceDies(t *testing.T, h DispatcherHarness) {
 
 func testDispatchDuplicates(t *testing.T, h DispatcherHarness) {
 	p := NewTestPlane(t, h)
-	a := p.Start("inst-a", false, nil)
-	b := p.Start("inst-b", false, nil)
+	// 200 submits at once on a loaded machine: an ack later than the
+	// suite's 1s would fail the attempt over (a second run of the job that
+	// is not a duplicate); this case checks duplicates alone.
+	patient := func(c *scheduler.Config) { c.Dispatch.AckTimeoutMS = 5000 }
+	a := p.Start("inst-a", false, patient)
+	b := p.Start("inst-b", false, patient)
 	n := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Capacity: 64})
 	n.Attach(t, a)
 	waitFleet(t, b, "n1")

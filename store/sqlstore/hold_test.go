@@ -183,7 +183,11 @@ func TestJobsHeldByPartition(t *testing.T) {
 				})
 			}
 			same("the job")
-			j, err := other.Update(ctx, id, func(j *cron.Job) error { j.Name = "renamed"; j.Schedule.Every = cron.Duration(2 * time.Hour); return nil })
+			j, err := other.Update(ctx, id, func(j *cron.Job) error {
+				j.Name = "renamed"
+				j.Schedule.Every = cron.Duration(2 * time.Hour)
+				return nil
+			})
 			if err != nil || j.Name != "renamed" || j.NextRunAt.IsZero() {
 				t.Fatalf("Update on a runner not holding the job: %+v, %v", j, err)
 			}

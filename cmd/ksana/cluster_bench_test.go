@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
+	"github.com/ksana-dev/ksana/store/sqlstore"
 )
 
 // benchJobs returns n every jobs calling url, interval apart, their slots
@@ -71,7 +72,7 @@ func insertJobs(b *testing.B, dbURL string, jobs []cron.Job) {
 	defer db.Close()
 	for start := 0; start < len(jobs); start += 1000 {
 		var q strings.Builder
-		q.WriteString("INSERT INTO ksana_job (id, config, next_run_at) VALUES ")
+		q.WriteString("INSERT INTO ksana_job (id, part, config, next_run_at) VALUES ")
 		var args []any
 		for i, j := range jobs[start:min(start+1000, len(jobs))] {
 			next := j.NextRunAt.UnixNano()
@@ -80,8 +81,8 @@ func insertJobs(b *testing.B, dbURL string, jobs []cron.Job) {
 			if i > 0 {
 				q.WriteByte(',')
 			}
-			fmt.Fprintf(&q, "($%d, $%d, $%d)", len(args)+1, len(args)+2, len(args)+3)
-			args = append(args, j.ID, string(cfg), next)
+			fmt.Fprintf(&q, "($%d, $%d, $%d, $%d)", len(args)+1, len(args)+2, len(args)+3, len(args)+4)
+			args = append(args, j.ID, sqlstore.Partition(j.ID, sqlstore.DefaultPartitions), string(cfg), next)
 		}
 		if _, err := db.Exec(q.String(), args...); err != nil {
 			b.Fatal(err)

@@ -41,7 +41,8 @@ type JobsConfig struct {
 // Jobs is cron's job store on the ksana_job and ksana_run tables: a
 // [cron.Store], [cron.RunStore], [cron.Flusher] (every write is durable
 // when it returns: Flush has nothing to do), [cron.SlotClaimer],
-// [cron.Owner] and [cron.JobReader]. See the package documentation,
+// [cron.Owner], [cron.JobReader], [cron.Inserter], [cron.JobLister] and
+// [cron.JobCounter]. See the package documentation,
 // "Cron jobs" and "Sharing cron jobs".
 type Jobs struct {
 	db  *DB

@@ -18,7 +18,8 @@ import (
 type Holder interface {
 	// Hold adds or replaces a job as stored, without writing it back.
 	Hold(j cron.Job) error
-	// Drop forgets a job removed from the store.
+	// Drop forgets a job removed from the store, or of a partition no
+	// longer leased.
 	Drop(id string) bool
 	// IDs returns the ids of the jobs held.
 	IDs() []string

@@ -176,16 +176,26 @@
 // Several runners (several processes) may share one store, such as
 // store/sqlstore's Jobs on one database. A shared store offers optional
 // capabilities, found by type assertion: an [Owner] says which jobs this
-// runner fires (the others it holds for the API and rolls past their
-// slots, writing nothing); a [SlotClaimer] records each run before it is
-// called and refuses a second claim of the same slot, so that a slot is
-// called at most once across the runners, even by a runner that lost its
-// ownership without knowing yet; a [JobReader] answers [Runner.Get] for
-// the jobs another runner fires, whose bookkeeping that runner writes; an
-// [Inserter] makes [Runner.Add] refuse an id another runner stored. The
-// other runners' writes reach this one through [Runner.Hold] and
-// [Runner.Drop], which change the runner without writing the store back.
+// runner fires; a [SlotClaimer] records each run before it is called and
+// refuses a second claim of the same slot, so that a slot is called at
+// most once across the runners, even by a runner that lost its ownership
+// without knowing yet; an [Inserter] makes [Runner.Add] refuse an id
+// another runner stored.
 //
+// Over an [Owner], each runner holds only the jobs it fires: the store's
+// side loads them into the runner with [Runner.Hold] as it gains them and
+// forgets them with [Runner.Drop] as it loses them (also how the other
+// runners' writes reach this one, without writing the store back), and
+// [Runner.Add] of a job another runner fires stores it without holding
+// it. The API still sees every job: a [JobReader] answers [Runner.Get]
+// (and the reads of [Runner.Update], [Runner.Pause], [Runner.Resume],
+// [Runner.Remove] and [Runner.RunNow] of a job not held, which then change
+// the store under the same validation, for the owner to take up), a
+// [JobLister] answers [Runner.Page] in the one creation order, and a
+// [JobCounter] answers [Runner.Count]. A run-now of a job not held is
+// called by the runner that received it, from the stored job. [Runner.Len],
+// [Runner.List] and [Runner.IDs] are of the jobs held.
+
 // # Observing runs
 //
 // [Config.Observer] sees every finished run as a [Run]: scheduled,

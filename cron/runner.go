@@ -460,6 +460,15 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 		return Job{}, err
 	}
 	r.mu.Lock()
+	if ev != nil {
+		r.finish(*ev, false)
+	}
+	if !r.mine(e.id) {
+		// A shared store's runner holds only the jobs it fires: the one
+		// that fires this one loads it from the store.
+		r.mu.Unlock()
+		return stored, nil
+	}
 	idx, se := r.tab.alloc()
 	c.gen = se.gen
 	*se = c
@@ -469,9 +478,6 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	}
 	if slot != 0 {
 		r.enqueue(se, task{scheduled: slot})
-	}
-	if ev != nil {
-		r.finish(*ev, false)
 	}
 	r.mu.Unlock()
 	return stored, nil
@@ -488,13 +494,18 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 // id is [ErrNotFound].
 //
 // Changes to different jobs run side by side, and wait for the store
-// together.
+// together. A job that a shared store holds but the runner does not (see
+// [JobReader]) is read from the store, changed and validated the same
+// way, and saved; the runner that fires it takes the change from there.
 func (r *Runner) Update(ctx context.Context, id string, change func(*Job) error) (Job, error) {
 	defer r.lockJob(id)()
 	r.mu.Lock()
 	_, cur, ok := r.lookup(id)
 	if !ok {
 		r.mu.Unlock()
+		if j, ok, err := r.updateStored(ctx, id, change, false); ok {
+			return j, err
+		}
 		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	j := cur.job(true)
@@ -579,6 +590,16 @@ func (r *Runner) Remove(ctx context.Context, id string) error {
 	idx, e, ok := r.lookup(id)
 	r.mu.Unlock()
 	if !ok {
+		if r.sh.reader != nil && r.store != nil {
+			// A job of a shared store that another runner holds.
+			if err := r.store.Delete(ctx, id); err != nil {
+				if errors.Is(err, ErrNotFound) {
+					return fmt.Errorf("%w: %q", ErrNotFound, id)
+				}
+				return fmt.Errorf("cron: delete job %q: %w", id, err)
+			}
+			return nil
+		}
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	if r.store != nil {
@@ -613,7 +634,15 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 	idx, e, ok := r.lookup(id)
 	if !ok {
 		r.mu.Unlock()
-		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+		j, ok, err := r.readStored(ctx, id)
+		if !ok {
+			return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+		}
+		if err != nil || j.Enabled == on {
+			return j, err
+		}
+		j, _, err = r.updateStored(ctx, id, func(j *Job) error { j.Enabled = on; return nil }, true)
+		return j, err
 	}
 	if e.enabled == on {
 		j := e.job(true)
@@ -646,7 +675,10 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 // RunNow queues a run of job id for the worker pool at once, whatever its
 // schedule or enabled flag, and returns the run's id. next_run_at does not
 // change. A run queued when Run's context ends is dropped. An unknown id is
-// [ErrNotFound]; after Run has returned, [ErrClosed].
+// [ErrNotFound]; after Run has returned, [ErrClosed]. A job of a shared
+// store that the runner does not hold (see [JobReader]) is read from the
+// store and run by this runner all the same, claimed by its run id (see
+// [SlotClaimer]); the runner writes that run's bookkeeping.
 func (r *Runner) RunNow(ctx context.Context, id string) (string, error) {
 	runID := newID()
 	now := toNano(r.now())
@@ -657,6 +689,12 @@ func (r *Runner) RunNow(ctx context.Context, id string) (string, error) {
 	}
 	_, e, ok := r.lookup(id)
 	if !ok {
+		if ok, err := r.runStored(id, runID, now); ok {
+			if err != nil {
+				return "", err
+			}
+			return runID, nil
+		}
 		return "", fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	if e.inflight >= maxInflight {
@@ -666,20 +704,39 @@ func (r *Runner) RunNow(ctx context.Context, id string) (string, error) {
 	return runID, nil
 }
 
-// Get returns job id. An unknown id is [ErrNotFound]. A job that a
-// shared store says another runner fires is read from the store (see
-// [JobReader]), for its fresh bookkeeping.
+// Get returns job id. An unknown id is [ErrNotFound]. Over a shared store
+// that is a [JobReader], the job is read from the store (for the
+// bookkeeping another runner writes, and for the jobs this runner does
+// not hold); a job this runner fires shows its own next_run_at, and the
+// later of its own last run and the stored one.
 func (r *Runner) Get(id string) (Job, error) {
-	if j, ok := r.getShared(id); ok {
+	r.mu.Lock()
+	_, e, held := r.lookup(id)
+	var j Job
+	if held {
+		j = e.job(true)
+	}
+	r.mu.Unlock()
+	if r.sh.reader == nil || r.store == nil {
+		if !held {
+			return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+		}
 		return j, nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, e, ok := r.lookup(id)
-	if !ok {
-		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	s, _, err := r.readStored(ctx, id)
+	switch {
+	case err != nil && held:
+		return j, nil // the held copy answers
+	case err != nil:
+		return Job{}, err
+	case held && r.mine(id):
+		newerRun(BookkeepingOf(&j), BookkeepingOf(&s)).Apply(&j)
+		return j, nil
+	default:
+		return s, nil
 	}
-	return e.job(true), nil
 }
 
 // lockJob takes the locks of an API write to job id (see Runner.lmu) and
@@ -693,8 +750,9 @@ func (r *Runner) lockJob(id string) (unlock func()) {
 	}
 }
 
-// List returns every job in creation order. Jobs whose Add calls ran at
-// the same time may come in either order.
+// List returns every job the runner holds, in creation order (over a
+// shared store, those it fires: see [Runner.Page] for every stored job).
+// Jobs whose Add calls ran at the same time may come in either order.
 func (r *Runner) List() []Job {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -713,7 +771,14 @@ func (r *Runner) List() []Job {
 // (matching or not). keep sees each job once, and must be fast: the runner
 // is locked meanwhile. An after that names no job is [ErrNotFound]: the
 // job that ended the previous page was removed since.
+//
+// Over a shared store that is a [JobLister] and an [Owner] (where each
+// runner holds only the jobs it fires), Page pages through every stored
+// job, from the store.
 func (r *Runner) Page(after string, limit int, keep func(*Job) bool) (jobs []Job, more bool, err error) {
+	if r.partial() && r.sh.lister != nil {
+		return r.pageStored(after, limit, keep)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	from := 0
@@ -744,11 +809,39 @@ func (r *Runner) Page(after string, limit int, keep func(*Job) bool) (jobs []Job
 	return jobs, false, nil
 }
 
-// Len returns the number of jobs.
+// Len returns the number of jobs the runner holds: every job, but over a
+// shared store whose runners each hold the jobs they fire (an [Owner]),
+// only those. [Runner.Count] counts every stored job.
 func (r *Runner) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.jobs.len()
+}
+
+// Count returns the number of jobs enabled and paused: of the jobs held,
+// or, over a shared store that is a [JobCounter] and an [Owner], of every
+// stored job (then a failed read of the store is an error).
+func (r *Runner) Count(ctx context.Context) (enabled, paused int, err error) {
+	if r.partial() && r.sh.counter != nil {
+		enabled, paused, err = r.sh.counter.CountJobs(ctx)
+		if err != nil {
+			return 0, 0, fmt.Errorf("cron: count jobs: %w", err)
+		}
+		return enabled, paused, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, idx := range r.order {
+		if idx < 0 {
+			continue
+		}
+		if r.tab.at(idx).enabled {
+			enabled++
+		} else {
+			paused++
+		}
+	}
+	return enabled, paused, nil
 }
 
 // Runs returns up to limit of the newest runs of job id, newest first
@@ -763,7 +856,7 @@ func (r *Runner) Runs(ctx context.Context, id string, limit int) ([]Run, error) 
 		out = e.runs(limit)
 	}
 	r.mu.Unlock()
-	if !ok {
+	if !ok && (r.sh.reader == nil || r.runs == nil) {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	if r.store == nil {

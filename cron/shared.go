@@ -52,12 +52,33 @@ type Inserter interface {
 	Insert(ctx context.Context, j Job) error
 }
 
+// JobLister is an optional capability of a [Store] shared by runners that
+// each hold only the jobs they fire (see [Owner]): PageJobs pages through
+// every stored job as [Runner.Page] does through the jobs of a runner (up
+// to limit jobs that keep returns true for, in creation order, after the
+// job with id after, and whether more follow; an after that names no job
+// is [ErrNotFound]). The creation order must be the one a single runner
+// over the store would have. [Runner.Page] and [Runner.List] use it when
+// the store is also an [Owner].
+type JobLister interface {
+	PageJobs(ctx context.Context, after string, limit int, keep func(*Job) bool) (jobs []Job, more bool, err error)
+}
+
+// JobCounter is an optional capability of a shared [Store]: CountJobs
+// counts every stored job, enabled and paused. [Runner.Count] uses it
+// when the store is also an [Owner].
+type JobCounter interface {
+	CountJobs(ctx context.Context) (enabled, paused int, err error)
+}
+
 // sharedCaps are the optional capabilities of a shared store.
 type sharedCaps struct {
-	claim  SlotClaimer
-	owner  Owner
-	reader JobReader
-	insert Inserter
+	claim   SlotClaimer
+	owner   Owner
+	reader  JobReader
+	insert  Inserter
+	lister  JobLister
+	counter JobCounter
 }
 
 func sharedOf(s Store) sharedCaps {
@@ -66,7 +87,104 @@ func sharedOf(s Store) sharedCaps {
 	c.owner, _ = s.(Owner)
 	c.reader, _ = s.(JobReader)
 	c.insert, _ = s.(Inserter)
+	c.lister, _ = s.(JobLister)
+	c.counter, _ = s.(JobCounter)
 	return c
+}
+
+// storeTimeout bounds the store reads of the methods without a context
+// (Get, Page, List, Count).
+const storeTimeout = 10 * time.Second
+
+// partial reports whether the runner may hold only part of the stored
+// jobs: its store is an [Owner] (a shared store whose runners each hold
+// the jobs they fire).
+func (r *Runner) partial() bool { return r.sh.owner != nil }
+
+// readStored reads job id from a shared store, for a job the runner does
+// not hold. ok is false when the store cannot be read that way.
+func (r *Runner) readStored(ctx context.Context, id string) (j Job, ok bool, err error) {
+	if r.sh.reader == nil || r.store == nil {
+		return Job{}, false, nil
+	}
+	j, err = r.sh.reader.Job(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Job{}, true, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return Job{}, true, fmt.Errorf("cron: read job %q: %w", id, err)
+	}
+	return j, true, nil
+}
+
+// updateStored is [Runner.Update] of a job the runner does not hold: it
+// reads the job from the store, applies change, validates the result as
+// Update does, recomputes the bookkeeping as Update would and saves the
+// job durably. The runner that fires the job takes the change from the
+// store (see [Runner.Hold]). ok is false when the store cannot be read
+// that way. The result is held to MinInterval unless stored (a pause or
+// resume, which changes nothing else). The caller holds the job's lock.
+func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) error, stored bool) (Job, bool, error) {
+	j, ok, err := r.readStored(ctx, id)
+	if !ok || err != nil {
+		return Job{}, ok, err
+	}
+	now := r.now()
+	var old entry
+	if err := r.compile(&j, now, &old, true); err != nil {
+		return Job{}, true, fmt.Errorf("cron: stored job %q: %w", id, err)
+	}
+	old.setBookkeeping(BookkeepingOf(&j))
+	if err := change(&j); err != nil {
+		return Job{}, true, err
+	}
+	if j.ID != id {
+		return Job{}, true, invalid("id", "cannot be changed (the job is %q, got %q)", id, j.ID)
+	}
+	c := &entry{}
+	if err := r.compile(&j, now, c, stored); err != nil {
+		return Job{}, true, err
+	}
+	c.setBookkeeping(old.bookkeeping())
+	if !old.sameSchedule(c) || old.enabled != c.enabled {
+		r.reschedulePlan(c, old.enabled, toNano(now))
+	}
+	if err := r.save(ctx, c.job(false)); err != nil {
+		return Job{}, true, err
+	}
+	return c.job(true), true, nil
+}
+
+// runStored is [Runner.RunNow] of a job the runner does not hold: the run
+// is called by this runner, from a copy of the job as stored that the
+// runner does not hold (claimed by its run id, like every run-now), and
+// the runner writes the run's bookkeeping. mu is held on entry and exit.
+func (r *Runner) runStored(id, runID string, now int64) (bool, error) {
+	if r.sh.reader == nil || r.store == nil {
+		return false, nil
+	}
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	j, _, err := r.readStored(ctx, id)
+	cancel()
+	var c entry
+	if err == nil {
+		if cerr := r.compile(&j, r.now(), &c, true); cerr != nil {
+			err = fmt.Errorf("cron: stored job %q: %w", id, cerr)
+		}
+		c.setBookkeeping(BookkeepingOf(&j))
+	}
+	r.mu.Lock()
+	if err != nil {
+		return true, err
+	}
+	if r.state >= stateStopping {
+		return true, ErrClosed
+	}
+	e := new(entry)
+	*e = c
+	r.enqueue(e, task{runID: runID, scheduled: now})
+	return true, nil
 }
 
 // create stores the new job j: through the store's [Inserter] when it has
@@ -151,26 +269,45 @@ func (r *Runner) unclaimed(t task) {
 	r.mu.Unlock()
 }
 
-// getShared reads job id from the store when the runner holds it but does
-// not own it. ok is false when the runner's own copy should answer.
-func (r *Runner) getShared(id string) (Job, bool) {
-	if r.sh.reader == nil || r.mine(id) {
-		return Job{}, false
+// newerRun returns mem with the last-run fields of stored when stored's
+// last run is the later one: a run-now called by a runner that does not
+// hold the job writes them to the store only.
+func newerRun(mem, stored Bookkeeping) Bookkeeping {
+	if stored.LastRunAt.After(mem.LastRunAt) {
+		mem.LastRunAt, mem.LastStatus, mem.LastError = stored.LastRunAt, stored.LastStatus, stored.LastError
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	return mem
+}
+
+// pageStored is [Runner.Page] from a shared store's [JobLister]: the jobs
+// this runner holds and fires show the bookkeeping it has in memory, as
+// [Runner.Get] does.
+func (r *Runner) pageStored(after string, limit int, keep func(*Job) bool) ([]Job, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	j, err := r.sh.reader.Job(ctx, id)
+	jobs, more, err := r.sh.lister.PageJobs(ctx, after, limit, keep)
 	if err != nil {
-		return Job{}, false
+		if errors.Is(err, ErrNotFound) {
+			return nil, false, fmt.Errorf("%w: %q", ErrNotFound, after)
+		}
+		return nil, false, fmt.Errorf("cron: page jobs: %w", err)
 	}
-	return j, true
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range jobs {
+		if _, e, ok := r.lookup(jobs[i].ID); ok && r.mine(jobs[i].ID) {
+			newerRun(e.bookkeeping(), BookkeepingOf(&jobs[i])).Apply(&jobs[i])
+		}
+	}
+	return jobs, more, nil
 }
 
 // Hold makes the runner hold job j as another runner stored it, without
 // writing it back to the store: a new id is added (after every held job in
 // the creation order), a known one takes j's configuration. A job whose
 // schedule and enabled flag did not change keeps the bookkeeping the
-// runner has while the runner owns it (it is the one writing it), and
+// runner has while the runner owns it (it is the one writing it; but for
+// j's last run when that is later: a run-now another runner called), and
 // takes j's otherwise. A job the runner fires (see [Owner]) is scheduled
 // at j's next_run_at, through the misfire rules when that has passed. An
 // invalid j is an error and changes nothing. Hold is how a runner that
@@ -194,7 +331,7 @@ func (r *Runner) Hold(j Job) error {
 	idx, e, ok := r.lookup(j.ID)
 	if ok {
 		if e.sameSchedule(&c) && e.enabled == c.enabled && r.mine(j.ID) {
-			c.setBookkeeping(e.bookkeeping())
+			c.setBookkeeping(newerRun(e.bookkeeping(), c.bookkeeping()))
 			e.setConfig(&c)
 			return nil
 		}

@@ -1,8 +1,10 @@
 package metrics
 
 import (
+	"context"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -129,16 +131,22 @@ func (c *Cron) Describe(ch chan<- *prometheus.Desc) {
 func (c *Cron) Collect(ch chan<- prometheus.Metric) {
 	var on, off float64
 	if r := c.runner.Load(); r != nil {
-		for _, j := range r.List() {
-			if j.Enabled {
-				on++
-			} else {
-				off++
-			}
+		// Every job, also over a shared store whose runners each hold
+		// only the jobs they fire (then counted in the store).
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		e, p, err := r.Count(ctx)
+		cancel()
+		if err != nil {
+			ch <- prometheus.NewInvalidMetric(c.jobsDesc, err)
+			on, off = -1, -1
+		} else {
+			on, off = float64(e), float64(p)
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(c.jobsDesc, prometheus.GaugeValue, on, "enabled")
-	ch <- prometheus.MustNewConstMetric(c.jobsDesc, prometheus.GaugeValue, off, "paused")
+	if on >= 0 {
+		ch <- prometheus.MustNewConstMetric(c.jobsDesc, prometheus.GaugeValue, on, "enabled")
+		ch <- prometheus.MustNewConstMetric(c.jobsDesc, prometheus.GaugeValue, off, "paused")
+	}
 	for _, m := range c.collectors() {
 		m.Collect(ch)
 	}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
+	"github.com/ksana-dev/ksana/store/sqlstore"
 )
 
 // benchJobs returns n every jobs calling url, interval apart, their slots
@@ -71,7 +72,7 @@ func insertJobs(b *testing.B, dbURL string, jobs []cron.Job) {
 	defer db.Close()
 	for start := 0; start < len(jobs); start += 1000 {
 		var q strings.Builder
-		q.WriteString("INSERT INTO ksana_job (id, config, next_run_at) VALUES ")
+		q.WriteString("INSERT INTO ksana_job (id, part, config, next_run_at) VALUES ")
 		var args []any
 		for i, j := range jobs[start:min(start+1000, len(jobs))] {
 			next := j.NextRunAt.UnixNano()
@@ -80,8 +81,8 @@ func insertJobs(b *testing.B, dbURL string, jobs []cron.Job) {
 			if i > 0 {
 				q.WriteByte(',')
 			}
-			fmt.Fprintf(&q, "($%d, $%d, $%d)", len(args)+1, len(args)+2, len(args)+3)
-			args = append(args, j.ID, string(cfg), next)
+			fmt.Fprintf(&q, "($%d, $%d, $%d, $%d)", len(args)+1, len(args)+2, len(args)+3, len(args)+4)
+			args = append(args, j.ID, sqlstore.Partition(j.ID, sqlstore.DefaultPartitions), string(cfg), next)
 		}
 		if _, err := db.Exec(q.String(), args...); err != nil {
 			b.Fatal(err)
@@ -267,6 +268,23 @@ func BenchmarkSharedFiringLag(b *testing.B) {
 			svcs = append(svcs, svc)
 		}
 		time.Sleep(8 * time.Second) // the leases settle
+		// Each instance holds only the jobs of its partitions, loaded as
+		// it gains them: measure once every job is held by one of them.
+		settled := time.Now()
+		for {
+			sum := 0
+			for _, s := range svcs {
+				sum += s.runner.Len()
+			}
+			if sum == n {
+				break
+			}
+			if time.Since(settled) > time.Minute {
+				b.Fatalf("after the leases settled and a minute, the instances hold %d of %d jobs", sum, n)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		b.Logf("every job held %v after the 8s for the leases", time.Since(settled).Round(time.Millisecond))
 		x0 := xacts(b, dbURL)
 		p50, p99, calls, dups := cb.measure(window)
 		x1 := xacts(b, dbURL)

@@ -223,9 +223,8 @@ func visible(t *testing.T, ms []*member, id, name string, limit time.Duration) t
 			continue
 		}
 		for {
-			// GET /jobs/{id} of a job another instance fires reads the
-			// database; the list is the instance's own memory, which the
-			// watcher keeps.
+			// GET /jobs/{id} and the list read the database; the
+			// instance that fires the job holds it through its watcher.
 			var j cron.Job
 			code := call(t, "GET", m.url+"/jobs/"+id, "", &j)
 			var list []cron.Job

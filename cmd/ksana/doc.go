@@ -24,15 +24,18 @@
 // DATABASE_URL=postgres://... (or sqlite:PATH) keeps the jobs in that
 // database ([github.com/ksana-dev/ksana/store/sqlstore.Jobs]) instead of
 // jobs.json, and every instance on it shares them: each serves the whole
-// API; each fires the jobs of the partitions it leases
-// ([github.com/ksana-dev/ksana/store/sqlstore.Leases], renewed every
-// KSANA_LEASE_TTL/3, default TTL 6s); a change made through any instance
+// API; each holds in memory and fires only the jobs of the partitions it
+// leases ([github.com/ksana-dev/ksana/store/sqlstore.Leases], renewed every
+// KSANA_LEASE_TTL/3, default TTL 6s), loading a partition's jobs from the
+// database when it gains the lease; the API reads and writes the jobs
+// another instance holds through the database, and the list, its pages
+// and the ksana_jobs metric come from the database; a change made through any instance
 // reaches the others at once (LISTEN/NOTIFY; SQLite polls every 250ms).
 // An instance killed with kill -9 is replaced within KSANA_LEASE_TTL plus a
 // third. Each slot is called at most once across the instances: its run
 // row, unique on job id and scheduled time, is inserted before the
 // callback is called. GET /health adds the instance name, the live
-// members and the partitions held. The data directory is not used.
+// members, the partitions held and jobs_held (the jobs in memory). The data directory is not used.
 //
 // # Configuration
 //

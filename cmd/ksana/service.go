@@ -69,7 +69,7 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		return nil, err
 	}
 	m.Watch(runner)
-	notes := func() map[string]string { return db.notes() }
+	notes := func() map[string]string { return db.notes(runner) }
 	if store != nil {
 		notes = func() map[string]string { return recoveryNotes(store.Recovered()) }
 	}

@@ -92,9 +92,11 @@ func (d *dbStore) start(ctx context.Context, r *cron.Runner) (stop func()) {
 	}
 }
 
-// notes are the /health fields of an instance on a database.
-func (d *dbStore) notes() map[string]string {
+// notes are the /health fields of an instance on a database; jobs_held
+// is the number of jobs r holds (those of the partitions held).
+func (d *dbStore) notes(r *cron.Runner) map[string]string {
 	return map[string]string{
+		"jobs_held":       strconv.Itoa(r.Len()),
 		"store":           d.db.Dialect(),
 		"instance":        d.leases.Instance(),
 		"partitions_held": strconv.Itoa(len(d.leases.Owned())),

@@ -139,8 +139,9 @@
 // # Sharing cron jobs
 //
 // Several processes (cmd/ksana with DATABASE_URL) share one database's
-// jobs. Each serves the whole API and holds every job in its runner, and
-// each fires only the jobs it owns:
+// jobs. Each serves the whole API, and each holds in its runner and fires
+// only the jobs of the partitions it leases (about a third each with
+// three processes):
 //
 //   - Partitions and leases. A job belongs to partition [Partition](id,
 //     1024) (FNV-1a). [Leases.Run] heartbeats the process in ksana_member
@@ -182,9 +183,26 @@
 //     with a given id goes in with [Jobs.Insert] (a [cron.Inserter]), so
 //     an id another process stored a moment ago is [cron.ErrExists], not
 //     replaced.
-//   - Reads. The list and pages come from the process's memory; the
-//     bookkeeping of a job another process fires is written by that
-//     process, so GET of one job ([cron.JobReader]) reads its row.
+//   - Holding by partition. ksana_job keeps each job's partition in its
+//     part column (written on insert, indexed with seq). The [Watcher]
+//     follows the process's leases (at each round that gains or loses
+//     some, and every TTL/12 for a lease that runs out by the local
+//     clock): it loads the jobs of the partitions gained
+//     ([Jobs.LoadPartitions], one query per batch of up to 1024
+//     partitions) and holds them, and drops the jobs of the partitions
+//     lost. A change of a job of a partition not held is ignored (and
+//     drops a stale copy). [Jobs.Load] returns only the jobs of the
+//     partitions held (none before the leases' first round).
+//   - Reads. GET of one job reads its row ([cron.JobReader]); the list
+//     and its pages read the table in creation order ([Jobs.PageJobs], a
+//     [cron.JobLister]), and the ksana_jobs metric counts the rows
+//     ([Jobs.CountJobs], a [cron.JobCounter]). A job the process fires
+//     shows its own next_run_at, which it writes shortly after.
+//   - Writes of a job not held. PATCH, pause, resume and delete read the
+//     row, apply the change under the same validation, and save it
+//     durably; the owner takes it through its watcher. A run-now runs on
+//     the process that received it, claimed by its run id like every
+//     run-now, and that process writes its last_run_at and last_status.
 //
 // What is guaranteed: each slot of a job is called at most once across
 // all processes, also when a process is paused past its lease and wakes,
@@ -198,12 +216,14 @@
 // repeated: its row stays claimed and unfinished, and [Jobs.Runs] lists
 // finished runs only.
 //
-// Why every process holds every job: the API answers lists and pages from
-// memory, as on one process, and a lease changing hands needs no load:
-// the new owner already has the job in its heap at its next slot. The cost
-// is memory (each process holds all the jobs) and CPU (each process rolls
-// every job's slots, firing a third of them). Holding only the owned
-// partitions would need store-side lists and pages in the API.
+// Why each process holds only its partitions: memory and CPU per process
+// are its share of the table, not the whole table (three processes on 1M
+// jobs hold and fire about a third each). The cost: a lease changing
+// hands loads the partition's jobs (one indexed query) before they fire,
+// so a handover adds that query's time to the TTL/12 without an owner,
+// and a slot that passed meanwhile goes through the misfire rules; lists
+// and pages of the API read the database, and a filter that matches few
+// jobs reads many rows.
 //
 // Statements per fired slot: about three — the claim (INSERT), the
 // result (UPDATE of the same row), the bookkeeping (one UPDATE of

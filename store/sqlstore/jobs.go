@@ -20,6 +20,8 @@ var (
 	_ cron.Owner       = (*Jobs)(nil)
 	_ cron.JobReader   = (*Jobs)(nil)
 	_ cron.Inserter    = (*Jobs)(nil)
+	_ cron.JobLister   = (*Jobs)(nil)
+	_ cron.JobCounter  = (*Jobs)(nil)
 )
 
 // JobsConfig tunes [DB.Jobs]. The zero value is ready to use.
@@ -39,7 +41,8 @@ type JobsConfig struct {
 // Jobs is cron's job store on the ksana_job and ksana_run tables: a
 // [cron.Store], [cron.RunStore], [cron.Flusher] (every write is durable
 // when it returns: Flush has nothing to do), [cron.SlotClaimer],
-// [cron.Owner] and [cron.JobReader]. See the package documentation,
+// [cron.Owner], [cron.JobReader], [cron.Inserter], [cron.JobLister] and
+// [cron.JobCounter]. See the package documentation,
 // "Cron jobs" and "Sharing cron jobs".
 type Jobs struct {
 	db  *DB
@@ -94,10 +97,118 @@ func (r *jobRow) job() (cron.Job, error) {
 
 const jobColumns = "id, config, last_run_at, next_run_at, last_status, last_error"
 
-// Load returns every job, in creation order. A row whose config column
-// cannot be read is an error naming the job.
+// partitions is the number of partitions of the job ids: that of
+// JobsConfig.Leases, else [DefaultPartitions].
+func (s *Jobs) partitions() int {
+	if s.cfg.Leases != nil {
+		return s.cfg.Leases.cfg.Partitions
+	}
+	return DefaultPartitions
+}
+
+// Load returns the jobs in creation order: every job without
+// [JobsConfig.Leases]; with them, only the jobs of the partitions held
+// now (none before the leases' first round: a [Watcher] loads the jobs
+// of each partition as it is gained). A row whose config column cannot
+// be read is an error naming the job.
 func (s *Jobs) Load(ctx context.Context) ([]cron.Job, error) {
-	rows, err := s.db.x.QueryxContext(ctx, "SELECT "+jobColumns+" FROM ksana_job ORDER BY seq, id")
+	if s.cfg.Leases != nil {
+		return s.LoadPartitions(ctx, s.cfg.Leases.Owned())
+	}
+	return s.query(ctx, "SELECT "+jobColumns+" FROM ksana_job ORDER BY seq, id")
+}
+
+// LoadPartitions returns the jobs of the given partitions (see
+// [Partition]) in creation order, through the index on ksana_job's part
+// column: one query per 1024 partitions.
+func (s *Jobs) LoadPartitions(ctx context.Context, parts []int) ([]cron.Job, error) {
+	var out []cron.Job
+	for start := 0; start < len(parts); start += 1024 {
+		q, args, err := s.db.d.in("SELECT "+jobColumns+" FROM ksana_job WHERE part IN (?) ORDER BY seq, id", parts[start:min(start+1024, len(parts))])
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: load jobs of partitions: %w", err)
+		}
+		jobs, err := s.query(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, jobs...)
+	}
+	return out, nil
+}
+
+// PageJobs returns up to limit stored jobs (limit <= 0: no limit) that
+// keep returns true for, in creation order, after the job with id after
+// ("": from the first), and whether more jobs follow the last one
+// returned; an after that names no job is [cron.ErrNotFound]. It reads
+// the table in batches of rows by seq, so a filter that matches few jobs
+// reads many rows: cron's Runner.Page calls it for a runner that holds
+// only its share of the jobs.
+func (s *Jobs) PageJobs(ctx context.Context, after string, limit int, keep func(*cron.Job) bool) ([]cron.Job, bool, error) {
+	var from int64
+	if after != "" {
+		err := s.db.x.GetContext(ctx, &from, s.db.d.sql("SELECT seq FROM ksana_job WHERE id = ?"), after)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, false, fmt.Errorf("%w: %q", cron.ErrNotFound, after)
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("sqlstore: page jobs: %w", err)
+		}
+	}
+	batch := 512
+	if limit > 0 && keep == nil {
+		batch = limit + 1
+	}
+	var out []cron.Job
+	for {
+		type pageRow struct {
+			Seq int64 `db:"seq"`
+			jobRow
+		}
+		var rows []pageRow
+		if err := s.db.x.SelectContext(ctx, &rows, s.db.d.sql("SELECT seq, "+jobColumns+" FROM ksana_job WHERE seq > ? ORDER BY seq LIMIT ?"), from, batch); err != nil {
+			return nil, false, fmt.Errorf("sqlstore: page jobs: %w", err)
+		}
+		for i := range rows {
+			if limit > 0 && len(out) == limit {
+				return out, true, nil
+			}
+			j, err := rows[i].job()
+			if err != nil {
+				return nil, false, err
+			}
+			if keep != nil && !keep(&j) {
+				continue
+			}
+			out = append(out, j)
+		}
+		if len(rows) < batch {
+			return out, false, nil
+		}
+		from = rows[len(rows)-1].Seq
+	}
+}
+
+// CountJobs returns the number of stored jobs enabled and paused
+// (disabled), read from each job's config column.
+func (s *Jobs) CountJobs(ctx context.Context) (enabled, paused int, err error) {
+	expr := "CAST(config AS jsonb)->>'enabled' = 'true'"
+	if s.db.d != postgresDialect {
+		expr = "json_extract(config, '$.enabled') = 1"
+	}
+	var c struct {
+		All int `db:"n"`
+		On  int `db:"enabled_n"`
+	}
+	if err := s.db.x.GetContext(ctx, &c, "SELECT count(*) AS n, COALESCE(SUM(CASE WHEN "+expr+" THEN 1 ELSE 0 END), 0) AS enabled_n FROM ksana_job"); err != nil {
+		return 0, 0, fmt.Errorf("sqlstore: count jobs: %w", err)
+	}
+	return c.On, c.All - c.On, nil
+}
+
+// query runs a SELECT of jobColumns and decodes its rows.
+func (s *Jobs) query(ctx context.Context, q string, args ...any) ([]cron.Job, error) {
+	rows, err := s.db.x.QueryxContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: load jobs: %w", err)
 	}
@@ -155,10 +266,10 @@ func (s *Jobs) write(ctx context.Context, j cron.Job, replace bool) error {
 	if err != nil {
 		return fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
 	}
-	q := `INSERT INTO ksana_job (id, config, last_run_at, next_run_at, last_status, last_error) VALUES (?, ?, ?, ?, ?, ?)`
+	q := `INSERT INTO ksana_job (id, part, config, last_run_at, next_run_at, last_status, last_error) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	if s.db.d != postgresDialect {
-		q = `INSERT INTO ksana_job (id, seq, config, last_run_at, next_run_at, last_status, last_error)
-			VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ksana_job), ?, ?, ?, ?, ?)`
+		q = `INSERT INTO ksana_job (id, part, seq, config, last_run_at, next_run_at, last_status, last_error)
+			VALUES (?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ksana_job), ?, ?, ?, ?, ?)`
 	}
 	if replace {
 		q += ` ON CONFLICT (id) DO UPDATE SET config = excluded.config, last_run_at = excluded.last_run_at,
@@ -166,7 +277,7 @@ func (s *Jobs) write(ctx context.Context, j cron.Job, replace bool) error {
 	} else {
 		q += " ON CONFLICT (id) DO NOTHING"
 	}
-	res, err := s.db.x.ExecContext(ctx, s.db.d.sql(q), j.ID, string(cfg), nanos(b.LastRunAt), nanos(b.NextRunAt),
+	res, err := s.db.x.ExecContext(ctx, s.db.d.sql(q), j.ID, Partition(j.ID, s.partitions()), string(cfg), nanos(b.LastRunAt), nanos(b.NextRunAt),
 		string(b.LastStatus), b.LastError)
 	if err != nil {
 		return fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)

@@ -54,6 +54,8 @@ type Leases struct {
 	base time.Time      // the monotonic origin of exp
 	exp  []atomic.Int64 // per partition: local lease expiry as ns since base, 0 = not held
 
+	changed chan struct{} // signalled when a round gains or loses leases
+
 	mu      sync.Mutex
 	members []string
 	pending bool // the last round left partitions of the share to take
@@ -80,7 +82,7 @@ func (db *DB) Leases(cfg LeasesConfig) (*Leases, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Leases{db: db, cfg: cfg, log: log, base: time.Now(), exp: make([]atomic.Int64, cfg.Partitions)}, nil
+	return &Leases{db: db, cfg: cfg, log: log, base: time.Now(), exp: make([]atomic.Int64, cfg.Partitions), changed: make(chan struct{}, 1)}, nil
 }
 
 // Partition returns the partition of job id among n: FNV-1a of the id,
@@ -121,6 +123,22 @@ func (l *Leases) Members() []string {
 	defer l.mu.Unlock()
 	return slices.Clone(l.members)
 }
+
+// Changed returns a channel that receives a value after a round of
+// [Leases.Renew] (or [Leases.Leave]) that gained or lost leases. A lease
+// that runs out by the local clock sends nothing: a reader polls
+// [Leases.Owned] as well.
+func (l *Leases) Changed() <-chan struct{} { return l.changed }
+
+func (l *Leases) signal() {
+	select {
+	case l.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Partitions returns LeasesConfig.Partitions in effect.
+func (l *Leases) Partitions() int { return l.cfg.Partitions }
 
 // Instance returns LeasesConfig.Instance.
 func (l *Leases) Instance() string { return l.cfg.Instance }
@@ -334,6 +352,9 @@ func (l *Leases) Renew(ctx context.Context) error {
 	l.mu.Lock()
 	l.pending = len(got) < len(want)
 	l.mu.Unlock()
+	if gained > 0 || lost > 0 {
+		l.signal()
+	}
 	var released []int
 	if err := l.db.x.SelectContext(ctx, &released, q, args...); err != nil {
 		return fmt.Errorf("sqlstore: release leases: %w", err)
@@ -351,6 +372,7 @@ func (l *Leases) Leave(ctx context.Context) error {
 	for p := range l.exp {
 		l.exp[p].Store(0)
 	}
+	l.signal()
 	d := l.db.d
 	_, err1 := l.db.x.ExecContext(ctx, d.sql("UPDATE ksana_lease SET owner = '', expires_at = {now} WHERE owner = ?"), l.cfg.Instance)
 	_, err2 := l.db.x.ExecContext(ctx, d.sql("DELETE FROM ksana_member WHERE instance = ?"), l.cfg.Instance)

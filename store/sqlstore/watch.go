@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,7 +18,8 @@ import (
 type Holder interface {
 	// Hold adds or replaces a job as stored, without writing it back.
 	Hold(j cron.Job) error
-	// Drop forgets a job removed from the store.
+	// Drop forgets a job removed from the store, or of a partition no
+	// longer leased.
 	Drop(id string) bool
 	// IDs returns the ids of the jobs held.
 	IDs() []string
@@ -48,6 +50,14 @@ type Watcher struct {
 	log  *slog.Logger
 	conn *pgx.Conn // PostgreSQL: the listening connection, nil once lost
 	seq  int64     // SQLite: the last change read
+
+	// mu serializes the changes applied and the partitions loaded or
+	// dropped, so that a change of a job never lands after its partition
+	// was dropped.
+	mu sync.Mutex
+	// held are the partitions whose jobs the Holder holds, nil when the
+	// store has no Leases (the Holder holds every job).
+	held []bool
 }
 
 // Watcher starts following changes: on PostgreSQL it connects and
@@ -62,6 +72,9 @@ func (s *Jobs) Watcher(ctx context.Context, cfg WatchConfig) (*Watcher, error) {
 		cfg.Poll = 250 * time.Millisecond
 	}
 	w := &Watcher{s: s, cfg: cfg, log: cfg.Logger}
+	if s.cfg.Leases != nil {
+		w.held = make([]bool, s.partitions())
+	}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -103,16 +116,29 @@ func (w *Watcher) listen(ctx context.Context) error {
 }
 
 // Run applies the changes to h until ctx ends. After a lost connection
-// (PostgreSQL) it connects again and reads every job once, since
+// (PostgreSQL) it connects again and reads every job held once, since
 // notifications sent meanwhile are lost: jobs changed meanwhile are held
 // again and jobs deleted meanwhile are dropped. It returns nil when ctx
 // ends.
+//
+// When the store has [JobsConfig.Leases], h holds only the jobs of the
+// partitions leased: Run loads the jobs of each partition gained (one
+// query per batch of partitions, through the index on the partition
+// column) and drops those of each partition lost, at each change of the
+// leases and every TTL/12 (a lease that runs out by the local clock);
+// a change of a job of a partition not held is ignored, and drops a
+// stale copy.
 func (w *Watcher) Run(ctx context.Context, h Holder) error {
+	var wg sync.WaitGroup
+	if w.held != nil {
+		wg.Go(func() { w.follow(ctx, h) })
+	}
 	if w.s.db.d == postgresDialect {
 		w.runListen(ctx, h)
 	} else {
 		w.runPoll(ctx, h)
 	}
+	wg.Wait()
 	if w.conn != nil {
 		w.conn.Close(context.WithoutCancel(ctx))
 	}
@@ -218,10 +244,103 @@ func (w *Watcher) runPoll(ctx context.Context, h Holder) {
 	}
 }
 
+// follow keeps the partitions held in step with the leases until ctx
+// ends.
+func (w *Watcher) follow(ctx context.Context, h Holder) {
+	l := w.s.cfg.Leases
+	t := time.NewTicker(max(l.TTL()/12, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		if err := w.syncPartitions(ctx, h); err != nil && ctx.Err() == nil {
+			w.log.Warn("sqlstore: watcher: load the jobs of the partitions gained; trying again", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.Changed():
+		case <-t.C:
+		}
+	}
+}
+
+// syncPartitions drops the jobs of the partitions no longer leased and
+// holds those of the partitions newly leased.
+func (w *Watcher) syncPartitions(ctx context.Context, h Holder) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(w.held)
+	want := make([]bool, n)
+	for _, p := range w.s.cfg.Leases.Owned() {
+		want[p] = true
+	}
+	var gained []int
+	lost := false
+	for p := range n {
+		switch {
+		case want[p] && !w.held[p]:
+			gained = append(gained, p)
+		case !want[p] && w.held[p]:
+			lost = true
+		}
+	}
+	if lost {
+		dropped := 0
+		for _, id := range h.IDs() {
+			if p := Partition(id, n); w.held[p] && !want[p] {
+				h.Drop(id)
+				dropped++
+			}
+		}
+		for p := range n {
+			w.held[p] = w.held[p] && want[p]
+		}
+		w.log.Info("sqlstore: watcher: dropped the jobs of the partitions lost", "jobs", dropped)
+	}
+	if len(gained) == 0 {
+		return nil
+	}
+	start := time.Now()
+	jobs, err := w.s.LoadPartitions(ctx, gained)
+	if err != nil {
+		return err
+	}
+	bad := 0
+	for _, j := range jobs {
+		if err := h.Hold(j); err != nil {
+			bad++
+			w.log.Warn("sqlstore: watcher: cannot hold a job", "job_id", j.ID, "error", err)
+		}
+	}
+	for _, p := range gained {
+		w.held[p] = true
+	}
+	w.log.Info("sqlstore: watcher: loaded the jobs of the partitions gained", "partitions", len(gained), "jobs", len(jobs),
+		"invalid", bad, "ms", time.Since(start).Milliseconds())
+	return nil
+}
+
+// holds reports whether h holds the jobs of id's partition. w.mu is held.
+func (w *Watcher) holds(id string) bool {
+	return w.held == nil || w.held[Partition(id, len(w.held))]
+}
+
 // apply reads the rows of ids and holds or drops each.
 func (w *Watcher) apply(ctx context.Context, h Holder, ids []string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
+	if w.held != nil {
+		kept := ids[:0]
+		for _, id := range ids {
+			if w.holds(id) {
+				kept = append(kept, id)
+			} else {
+				h.Drop(id) // a stale copy, if any
+			}
+		}
+		ids = kept
+	}
 	for start := 0; start < len(ids); start += 500 {
 		batch := ids[start:min(start+500, len(ids))]
 		q, args, err := w.s.db.d.in("SELECT "+jobColumns+" FROM ksana_job WHERE id IN (?)", batch)
@@ -252,9 +371,24 @@ func (w *Watcher) apply(ctx context.Context, h Holder, ids []string) error {
 	return nil
 }
 
-// resync holds every stored job and drops the held jobs no longer stored.
+// resync holds every stored job of the partitions held and drops the
+// held jobs no longer stored.
 func (w *Watcher) resync(ctx context.Context, h Holder) error {
-	jobs, err := w.s.Load(ctx)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var jobs []cron.Job
+	var err error
+	if w.held == nil {
+		jobs, err = w.s.Load(ctx)
+	} else {
+		var parts []int
+		for p, ok := range w.held {
+			if ok {
+				parts = append(parts, p)
+			}
+		}
+		jobs, err = w.s.LoadPartitions(ctx, parts)
+	}
 	if err != nil {
 		return err
 	}

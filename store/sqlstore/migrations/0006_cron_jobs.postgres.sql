@@ -4,10 +4,13 @@
 -- ksana_job: one row per job. config is the job's JSON without its
 -- bookkeeping; the bookkeeping has columns of its own so that a run
 -- writes four small fields, not the whole job. Times are Unix
--- nanoseconds, 0 for none. seq is the creation order.
+-- nanoseconds, 0 for none. seq is the creation order. part is the
+-- partition of the id (see Partition), written on insert: an instance
+-- loads the jobs of the partitions it leases through ksana_job_part_idx.
 CREATE TABLE IF NOT EXISTS ksana_job (
     id          TEXT PRIMARY KEY,
     seq         BIGSERIAL NOT NULL,
+    part        INTEGER NOT NULL DEFAULT 0,
     config      TEXT NOT NULL,
     last_run_at BIGINT NOT NULL DEFAULT 0,
     next_run_at BIGINT NOT NULL DEFAULT 0,
@@ -15,6 +18,7 @@ CREATE TABLE IF NOT EXISTS ksana_job (
     last_error  TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS ksana_job_seq_idx ON ksana_job (seq);
+CREATE INDEX IF NOT EXISTS ksana_job_part_idx ON ksana_job (part, seq);
 
 -- ksana_run: the run history. A run of a slot is inserted before its
 -- callback is called (slot = TRUE) and is unique on (job_id,

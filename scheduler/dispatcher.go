@@ -833,6 +833,21 @@ func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookE
 				continue
 			}
 		}
+		if spec.TurnID != "" && !dec.Affinity {
+			// The turn's first node is written before the job moves, and the
+			// first write wins: two jobs of one turn dispatched at once, here
+			// and on another instance, both follow the node written first.
+			if ends, _ := affinity.EndsTurn(affinity.Reason(spec.Reason)); !ends {
+				aff, wrote, err := d.st.Turns.SetTurnAffinity(ctx, spec.SessionID, spec.TurnID, node)
+				switch {
+				case err != nil:
+					d.log.Warn("scheduler: turn affinity", "turn_id", spec.TurnID, "err", err)
+				case !wrote && aff != "" && aff != node && slices.Contains(cands, aff):
+					node = aff
+				}
+				dec.Affinity = true // written (or followed): nothing to write after the move
+			}
+		}
 		if err := d.st.Reservations.Reserve(ctx, node, rec.ID, d.capacity(node), d.reserveTTL()); err != nil {
 			if errors.Is(err, ErrNodeFull) {
 				skip[node] = true

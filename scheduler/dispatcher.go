@@ -875,14 +875,12 @@ func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookE
 				d.log.Warn("scheduler: set deadline", "job_id", rec.ID, "err", err)
 			}
 		}
+		// A turn's affinity was written before the move; a finalize clears it.
 		if spec.TurnID != "" {
 			if ends, _ := affinity.EndsTurn(affinity.Reason(spec.Reason)); ends {
-				err = d.st.Turns.ClearTurnAffinity(ctx, spec.TurnID)
-			} else if !dec.Affinity {
-				_, _, err = d.st.Turns.SetTurnAffinity(ctx, spec.SessionID, spec.TurnID, node)
-			}
-			if err != nil {
-				d.log.Warn("scheduler: turn affinity", "turn_id", spec.TurnID, "err", err)
+				if err := d.st.Turns.ClearTurnAffinity(ctx, spec.TurnID); err != nil {
+					d.log.Warn("scheduler: turn affinity", "turn_id", spec.TurnID, "err", err)
+				}
 			}
 		}
 		locked = false

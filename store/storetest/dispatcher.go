@@ -522,22 +522,10 @@ func testDispatchTurns(t *testing.T, h DispatcherHarness) {
 	}
 	checkAnsweredOnce(t, s, payloads)
 	// Each turn's jobs ran on one node.
-	nodesOf := map[string]map[string]bool{}
+	checkTurnsOnOneNode(t, nodes, turnOf)
 	for _, n := range nodes {
-		for job := range n.Ran() {
-			tu := turnOf[job]
-			if nodesOf[tu] == nil {
-				nodesOf[tu] = map[string]bool{}
-			}
-			nodesOf[tu][n.ID] = true
-		}
 		if errs := n.Errors(); len(errs) > 0 {
 			t.Errorf("node %s: events refused: %v", n.ID, errs)
-		}
-	}
-	for tu, ns := range nodesOf {
-		if len(ns) != 1 {
-			t.Errorf("turn %s ran on %d nodes %v, want 1 (turn affinity)", tu, len(ns), ns)
 		}
 	}
 	checkQuiet(t, h.Stores(), reqs, []string{"n0", "n1", "n2"}, []string{"inst-a", "inst-b"})
@@ -1163,6 +1151,13 @@ func testDispatchTurnAcrossInstances(t *testing.T, h DispatcherHarness) {
 	sB.WaitAnswers(t, reqs, 10*time.Second)
 	checkAnsweredOnce(t, sA, payloads)
 	checkAnsweredOnce(t, sB, payloads)
+	checkTurnsOnOneNode(t, nodes, turnOf)
+}
+
+// checkTurnsOnOneNode checks that the jobs of each turn (turnOf: job id
+// to turn) ran on one node.
+func checkTurnsOnOneNode(t testing.TB, nodes []*TestNode, turnOf map[string]string) {
+	t.Helper()
 	nodesOf := map[string]map[string]bool{}
 	for _, n := range nodes {
 		for job := range n.Ran() {
@@ -1175,7 +1170,7 @@ func testDispatchTurnAcrossInstances(t *testing.T, h DispatcherHarness) {
 	}
 	for tu, ns := range nodesOf {
 		if len(ns) != 1 {
-			t.Errorf("turn %s ran on %d nodes %v, want 1 (turn affinity across instances)", tu, len(ns), ns)
+			t.Errorf("turn %s ran on %d nodes %v, want 1 (turn affinity)", tu, len(ns), ns)
 		}
 	}
 }

@@ -55,6 +55,23 @@ type Config struct {
 	// [Runner.Runs] (a runner over a store leaves history to the store).
 	// Default 50 ([DefaultRunLimit]).
 	RunLimit int
+	// ClaimAhead is how long before a slot the runner claims it, over a
+	// store that is a [SlotClaimer] (a store shared by several runners):
+	// the timer goroutine takes each slot that long before it is due and
+	// hands it to the claiming goroutine, which claims every slot so taken
+	// at once ([BatchClaimer] when the store has it); each slot won is
+	// handed to a worker at its time. The store's round trip is then off
+	// the firing path: a slot fires as on time as over an unshared store,
+	// as long as its claim takes less than ClaimAhead. A claim that takes
+	// longer delays its run until the claim is done. Three things move with
+	// the claim: the owner check ([Owner]) and the skip of a slot whose
+	// previous run is still in flight happen ClaimAhead before the slot,
+	// and a runner that stops drops the slots it claimed and has not
+	// started, as it drops the runs queued for a worker. Keep it below the
+	// shortest interval of the jobs. Default (0) 250ms ([DefaultClaimAhead]);
+	// negative: each run is claimed by its worker just before it is called.
+	// Over a store that is no SlotClaimer it has no effect.
+	ClaimAhead time.Duration
 	// Observer sees every run, skip and miss, once the run is in the
 	// history. It is called from one goroutine, in the order the runs
 	// finished. Default nil: none.
@@ -70,9 +87,10 @@ type Config struct {
 // that execute the runs. All methods are safe for concurrent use. See the
 // package documentation, section "The runner".
 type Runner struct {
-	store Store      // nil: the jobs live in the runner alone
-	runs  RunStore   // nil when the store keeps no history
-	sh    sharedCaps // the store's capabilities for sharing it (shared.go)
+	store Store         // nil: the jobs live in the runner alone
+	runs  RunStore      // nil when the store keeps no history
+	batch BatchRecorder // nil unless the store writes in batches
+	sh    sharedCaps    // the store's capabilities for sharing it (shared.go)
 	exec  Executor
 	cfg   Config
 	log   *slog.Logger
@@ -112,6 +130,13 @@ type Runner struct {
 
 	wake    chan struct{} // the earliest deadline moved
 	recWake chan struct{} // dirty grew
+
+	// Claiming ahead (Config.ClaimAhead), guarded by mu.
+	lead      int64         // ns before its time that a slot is taken; 0: claimed by the worker
+	ahead     []task        // slots taken, waiting for their claim
+	ready     readyHeap     // slots claimed, waiting for their time
+	claimWake chan struct{} // ahead grew
+	claimNow  chan struct{} // a slot due within half the lead was taken
 }
 
 type runState uint8
@@ -156,6 +181,9 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	if cfg.Workers == 0 {
 		cfg.Workers = 4
 	}
+	if cfg.ClaimAhead == 0 {
+		cfg.ClaimAhead = DefaultClaimAhead
+	}
 	if cfg.DrainTimeout == 0 {
 		cfg.DrainTimeout = 30 * time.Second
 	}
@@ -186,7 +214,13 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 		wakeAt:  math.MaxInt64,
 	}
 	r.runs, _ = store.(RunStore)
+	r.batch, _ = store.(BatchRecorder)
 	r.sh = sharedOf(store)
+	if r.sh.claim != nil && cfg.ClaimAhead > 0 {
+		r.lead = int64(cfg.ClaimAhead)
+		r.claimWake = make(chan struct{}, 1)
+		r.claimNow = make(chan struct{}, 1)
+	}
 	r.work.L = &r.mu
 	r.heap.tab = &r.tab
 	r.heap.cur = toNano(r.now()) >> tickShift
@@ -870,7 +904,8 @@ func (r *Runner) Runs(ctx context.Context, id string, limit int) ([]Run, error) 
 
 // Run fires jobs until ctx ends. It calls [Runner.Load] first when that has
 // not been done. When ctx ends, nothing new is dispatched (runs still
-// queued for a worker are dropped), runs in flight get DrainTimeout to
+// queued for a worker, and slots claimed ahead and not started, are
+// dropped), runs in flight get DrainTimeout to
 // finish and are then cancelled, the pending bookkeeping is written and the
 // store is flushed when it is a [Flusher]. Run returns nil after a clean
 // shutdown, or the errors of loading or of the final writes. It may be
@@ -905,8 +940,13 @@ func (r *Runner) Run(ctx context.Context) error {
 	recStop := make(chan struct{})
 	var rec sync.WaitGroup
 	rec.Go(func() { r.recorder(bg, recStop) })
+	var claims sync.WaitGroup
+	if r.lead > 0 {
+		claims.Go(func() { r.claimLoop(ctx) })
+	}
 
 	r.loop(ctx)
+	claims.Wait()
 
 	// Shut down: stop dispatching, drop what no worker has started.
 	r.mu.Lock()
@@ -916,10 +956,16 @@ func (r *Runner) Run(ctx context.Context) error {
 		if !ok {
 			break
 		}
-		if t.e.gen == t.gen {
-			t.e.inflight--
-		}
+		r.dropTask(t)
 	}
+	for _, t := range r.ahead {
+		r.dropTask(t)
+	}
+	r.ahead = nil
+	for _, t := range r.ready {
+		r.dropTask(t)
+	}
+	r.ready = nil
 	r.work.Broadcast()
 	r.mu.Unlock()
 

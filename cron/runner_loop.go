@@ -92,6 +92,9 @@ func (r *Runner) loop(ctx context.Context) {
 		now := toNano(r.now())
 		r.wakeAt = 0
 		wait, more := r.fireDue(now, &events)
+		if r.lead > 0 {
+			wait = min(wait, r.releaseDue(now))
+		}
 		wait = min(wait, maxWait)
 		r.wakeAt = now + int64(wait)
 		for i, ev := range events {
@@ -116,17 +119,19 @@ func (r *Runner) loop(ctx context.Context) {
 	}
 }
 
-// fireDue handles up to fireBatch due slots at now. It returns how long to
-// wait for the next one (maxWait when there is none), or more = true when
-// due slots remain. mu is held.
+// fireDue handles up to fireBatch due slots at now: those due by now +
+// r.lead when slots are claimed ahead. It returns how long to wait for the
+// next one (maxWait when there is none), or more = true when due slots
+// remain. mu is held.
 func (r *Runner) fireDue(now int64, events *[]Run) (wait time.Duration, more bool) {
+	horizon := now + r.lead
 	for range fireBatch {
-		it, ok := r.heap.peek(now)
+		it, ok := r.heap.peek(horizon)
 		if !ok {
 			return maxWait, false
 		}
-		if it.at > now {
-			return time.Duration(it.at - now), false
+		if it.at > horizon {
+			return time.Duration(it.at - horizon), false
 		}
 		e := r.tab.at(it.idx)
 		e.queuedAt = 0
@@ -166,5 +171,9 @@ func (r *Runner) fire(idx int32, e *entry, due, now int64, events *[]Run) {
 		return
 	}
 	r.markDirty(e)
+	if r.lead > 0 {
+		r.takeAhead(e, due, now)
+		return
+	}
 	r.enqueue(e, task{scheduled: due})
 }

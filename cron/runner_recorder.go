@@ -56,14 +56,29 @@ func (r *Runner) wakeRecorder() {
 // run to the observer. It goes on until stop is closed, then writes what
 // is left. Being the only writer of bookkeeping, and reading it when it
 // writes, it never puts an older state after a newer one.
+//
+// Over a [BatchRecorder], a pass starts at most every [BatchEvery], so
+// that it writes in one call what ended in that time.
 func (r *Runner) recorder(ctx context.Context, stop <-chan struct{}) {
 	var w recorderBufs
+	var last time.Time
 	for {
 		select {
 		case <-r.recWake:
 		case <-stop:
 			r.flushDirty(ctx, &w)
 			return
+		}
+		if r.batch != nil {
+			if wait := BatchEvery - time.Since(last); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-stop:
+					t.Stop()
+				}
+			}
+			last = time.Now()
 		}
 		r.flushDirty(ctx, &w)
 	}
@@ -79,6 +94,8 @@ type record struct {
 type recorderBufs struct {
 	recs  []record
 	ended []ended
+	batch []Recorded          // the recs of a pass over a BatchRecorder
+	runs  []Run               // the runs of a pass over a BatchRecorder
 	skips map[string]*skipLog // job id -> its last "slot skipped" warning
 }
 
@@ -141,17 +158,19 @@ func (r *Runner) flushDirty(ctx context.Context, w *recorderBufs) {
 		}
 	}
 	r.mu.Unlock()
-	for _, rec := range recs {
-		if err := r.store.Record(ctx, rec.id, rec.bk); err != nil && !errors.Is(err, ErrNotFound) {
-			r.log.Error("cron: record bookkeeping", "job_id", rec.id, "error", err)
+	if r.batch != nil {
+		r.writeBatch(ctx, w, recs, runs)
+	} else {
+		for _, rec := range recs {
+			r.record(ctx, rec)
+		}
+		for _, ev := range runs {
+			if r.runs != nil && !ev.drop {
+				r.appendRun(ctx, ev.run)
+			}
 		}
 	}
 	for _, ev := range runs {
-		if r.runs != nil && !ev.drop {
-			if err := r.runs.AppendRun(ctx, ev.run); err != nil && !errors.Is(err, ErrNotFound) {
-				r.log.Error("cron: append run", "job_id", ev.run.JobID, "run_id", ev.run.ID, "error", err)
-			}
-		}
 		if r.cfg.Observer != nil {
 			r.cfg.Observer.RunFinished(ev.run)
 		}
@@ -162,4 +181,55 @@ func (r *Runner) flushDirty(ctx context.Context, w *recorderBufs) {
 	clear(recs)
 	clear(runs)
 	w.recs, w.ended = recs, runs[:0]
+}
+
+func (r *Runner) record(ctx context.Context, rec record) {
+	if err := r.store.Record(ctx, rec.id, rec.bk); err != nil && !errors.Is(err, ErrNotFound) {
+		r.log.Error("cron: record bookkeeping", "job_id", rec.id, "error", err)
+	}
+}
+
+func (r *Runner) appendRun(ctx context.Context, run Run) {
+	if err := r.runs.AppendRun(ctx, run); err != nil && !errors.Is(err, ErrNotFound) {
+		r.log.Error("cron: append run", "job_id", run.JobID, "run_id", run.ID, "error", err)
+	}
+}
+
+// writeBatch writes a pass through the store's [BatchRecorder]: one call
+// for the bookkeeping and one for the runs. A batch whose call fails is
+// written again one row at a time, so that a bad row costs only itself.
+func (r *Runner) writeBatch(ctx context.Context, w *recorderBufs, recs []record, runs []ended) {
+	batch := w.batch[:0]
+	for _, rec := range recs {
+		batch = append(batch, Recorded{ID: rec.id, Bookkeeping: rec.bk})
+	}
+	if len(batch) > 0 {
+		if err := r.batch.RecordBatch(ctx, batch); err != nil {
+			r.log.Warn("cron: record bookkeeping in a batch failed; writing it job by job", "jobs", len(batch), "error", err)
+			for _, rec := range recs {
+				r.record(ctx, rec)
+			}
+		}
+	}
+	clear(batch)
+	w.batch = batch[:0]
+	if r.runs == nil {
+		return
+	}
+	list := w.runs[:0]
+	for _, ev := range runs {
+		if !ev.drop {
+			list = append(list, ev.run)
+		}
+	}
+	if len(list) > 0 {
+		if err := r.batch.AppendRuns(ctx, list); err != nil {
+			r.log.Warn("cron: append runs in a batch failed; writing them one by one", "runs", len(list), "error", err)
+			for _, run := range list {
+				r.appendRun(ctx, run)
+			}
+		}
+	}
+	clear(list)
+	w.runs = list[:0]
 }

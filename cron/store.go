@@ -79,3 +79,36 @@ type RunStore interface {
 type Flusher interface {
 	Flush(ctx context.Context) error
 }
+
+// Recorded is the bookkeeping of one job, as [BatchRecorder.RecordBatch]
+// stores it.
+type Recorded struct {
+	ID string
+	Bookkeeping
+}
+
+// BatchRecorder is an optional capability of a [Store] for which one write
+// of many rows costs much less than as many writes of one row, as in a
+// database. The runner's recorder then writes each of its passes with one
+// RecordBatch call (for the bookkeeping of every job that changed) and one
+// AppendRuns call (for every run that ended), in place of a [Store.Record]
+// per job and a [RunStore.AppendRun] per run; and it starts a pass at most
+// every [BatchEvery], so that each pass gathers what ended in that time.
+// That delay is all the bookkeeping and history of a batch store lag behind
+// the runs: [Runner.Get] of a job the runner fires answers from memory, and
+// stopping the runner writes what is left. When a batch call fails, the
+// recorder writes that batch again one row at a time, so a bad row costs
+// only itself.
+type BatchRecorder interface {
+	// RecordBatch stores the bookkeeping of each job in recs, as Record
+	// does; an id that no job has is skipped. An id appears at most once.
+	RecordBatch(ctx context.Context, recs []Recorded) error
+	// AppendRuns adds each run to its job's history, in order, as
+	// [RunStore.AppendRun] does; a run of a job no longer stored is
+	// skipped. It is called only on a store that is also a RunStore.
+	AppendRuns(ctx context.Context, runs []Run) error
+}
+
+// BatchEvery is the least time between the starts of two passes of the
+// recorder of a runner over a [BatchRecorder].
+const BatchEvery = 20 * time.Millisecond

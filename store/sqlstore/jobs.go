@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/ksana-dev/ksana/cron"
 )
 
@@ -45,8 +46,9 @@ type JobsConfig struct {
 // [cron.JobCounter]. See the package documentation,
 // "Cron jobs" and "Sharing cron jobs".
 type Jobs struct {
-	db  *DB
-	cfg JobsConfig
+	db     *DB
+	cfg    JobsConfig
+	claims claimer
 }
 
 // Jobs returns cron's job store on db.
@@ -333,6 +335,8 @@ func (s *Jobs) Owns(id string) bool {
 	return s.cfg.Leases == nil || s.cfg.Leases.Owns(id)
 }
 
+func isNotFound(err error) bool { return errors.Is(err, cron.ErrNotFound) }
+
 // isForeignKeyViolation reports a run of a job that does not exist.
 func isForeignKeyViolation(err error) bool {
 	if err == nil {
@@ -352,8 +356,26 @@ func isForeignKeyViolation(err error) bool {
 // a crash of the database server within about 600ms of a claim can lose
 // it; a slot is never claimed again afterwards by the runners (each tries
 // a slot once), so this costs nothing but the run's history row.
+//
+// On PostgreSQL the claims that the workers make at the same time are
+// written together, as one INSERT of many rows: under load a process
+// makes far fewer round trips and transactions than it calls runs, and a
+// claim waits at most for the one batch written before its own.
 func (s *Jobs) ClaimRun(ctx context.Context, r cron.Run, slot bool) (bool, error) {
-	res, err := s.db.async().ExecContext(ctx, s.db.d.sql(`INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, instance)
+	if s.db.d == postgresDialect {
+		return s.claimBatched(ctx, r, slot)
+	}
+	return s.claimOne(ctx, r, slot)
+}
+
+// claimOne is ClaimRun of one run, in one statement.
+func (s *Jobs) claimOne(ctx context.Context, r cron.Run, slot bool) (bool, error) {
+	return s.claimWith(ctx, s.db.async(), r, slot)
+}
+
+// claimWith is claimOne through x.
+func (s *Jobs) claimWith(ctx context.Context, x sqlx.ExecerContext, r cron.Run, slot bool) (bool, error) {
+	res, err := x.ExecContext(ctx, s.db.d.sql(`INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, instance)
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
 		r.ID, r.JobID, slot, nanos(r.ScheduledAt), nanos(r.TriggeredAt), s.cfg.Instance)
 	if isForeignKeyViolation(err) {
@@ -382,30 +404,45 @@ const trimEvery = 16
 // when it returns: on PostgreSQL it commits with synchronous_commit off.
 func (s *Jobs) AppendRun(ctx context.Context, r cron.Run) error {
 	x := s.db.async()
+	seq, err := s.appendRun(ctx, x, r)
+	if err != nil || seq == 0 || seq%trimEvery != 0 {
+		return err
+	}
+	return s.trim(ctx, x, r.JobID)
+}
+
+// appendRun completes or inserts the row of the finished run r through x
+// and returns its seq, 0 when a run of the same slot exists already.
+func (s *Jobs) appendRun(ctx context.Context, x sqlx.ExtContext, r cron.Run) (int64, error) {
 	var seqs []int64
-	if err := x.SelectContext(ctx, &seqs, s.db.d.sql(`UPDATE ksana_run SET triggered_at = ?, finished_at = ?, status = ?, attempts = ?,
+	if err := sqlx.SelectContext(ctx, x, &seqs, s.db.d.sql(`UPDATE ksana_run SET triggered_at = ?, finished_at = ?, status = ?, attempts = ?,
 		http_status = ?, error = ?, latency = ? WHERE id = ? AND job_id = ? RETURNING seq`),
 		nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus, r.Error, int64(r.Latency), r.ID, r.JobID); err != nil {
-		return fmt.Errorf("sqlstore: append run %q of job %q: %w", r.ID, r.JobID, err)
+		return 0, fmt.Errorf("sqlstore: append run %q of job %q: %w", r.ID, r.JobID, err)
 	}
 	if len(seqs) == 0 {
-		err := x.SelectContext(ctx, &seqs, s.db.d.sql(`INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, finished_at,
+		err := sqlx.SelectContext(ctx, x, &seqs, s.db.d.sql(`INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, finished_at,
 			status, attempts, http_status, error, latency, instance) VALUES (?, ?, TRUE, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq`),
 			r.ID, r.JobID, nanos(r.ScheduledAt), nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus,
 			r.Error, int64(r.Latency), s.cfg.Instance)
 		if isForeignKeyViolation(err) {
-			return fmt.Errorf("sqlstore: append run of job %q: %w", r.JobID, cron.ErrNotFound)
+			return 0, fmt.Errorf("sqlstore: append run of job %q: %w", r.JobID, cron.ErrNotFound)
 		}
 		if err != nil {
-			return fmt.Errorf("sqlstore: append run %q of job %q: %w", r.ID, r.JobID, err)
+			return 0, fmt.Errorf("sqlstore: append run %q of job %q: %w", r.ID, r.JobID, err)
 		}
 	}
-	if len(seqs) == 0 || seqs[0]%trimEvery != 0 {
-		return nil
+	if len(seqs) == 0 {
+		return 0, nil
 	}
+	return seqs[0], nil
+}
+
+// trim drops the oldest runs of job id beyond RunLimit.
+func (s *Jobs) trim(ctx context.Context, x sqlx.ExecerContext, id string) error {
 	if _, err := x.ExecContext(ctx, s.db.d.sql(`DELETE FROM ksana_run WHERE job_id = ? AND seq <= (
-			SELECT seq FROM ksana_run WHERE job_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`), r.JobID, r.JobID, s.cfg.RunLimit); err != nil {
-		return fmt.Errorf("sqlstore: trim runs of job %q: %w", r.JobID, err)
+			SELECT seq FROM ksana_run WHERE job_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`), id, id, s.cfg.RunLimit); err != nil {
+		return fmt.Errorf("sqlstore: trim runs of job %q: %w", id, err)
 	}
 	return nil
 }

@@ -1,0 +1,195 @@
+package cron
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"time"
+)
+
+// DefaultClaimAhead is the default of [Config.ClaimAhead].
+const DefaultClaimAhead = 250 * time.Millisecond
+
+// BatchClaimer is an optional capability of a [SlotClaimer]: ClaimSlots
+// claims the slots of runs at once, as ClaimRun(ctx, run, true) does each,
+// and returns for each run whether it was won (won has the length of
+// runs). An error means none of them was claimed by this call. The runner
+// calls it with every slot it takes ahead at one time (see
+// [Config.ClaimAhead]); a store without it gets one ClaimRun per slot.
+type BatchClaimer interface {
+	ClaimSlots(ctx context.Context, runs []Run) (won []bool, err error)
+}
+
+// takeAhead hands the slot due of e, seen at now, to the claiming
+// goroutine: the timer goroutine takes it r.lead before its time, and a
+// slot due within half of that is urgent. mu is held.
+func (r *Runner) takeAhead(e *entry, due, now int64) {
+	e.inflight++
+	r.ahead = append(r.ahead, task{e: e, gen: e.gen, runID: newID(), scheduled: due, claimed: true})
+	if len(r.ahead) == 1 {
+		select {
+		case r.claimWake <- struct{}{}:
+		default:
+		}
+	}
+	if due-now < r.lead/2 {
+		select {
+		case r.claimNow <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// claimLoop is the claiming goroutine: it claims the slots the timer
+// goroutine takes ahead until ctx (that of Run) ends. Once a slot is
+// taken, it waits a fifth of the lead for more (unless one is urgent), so
+// that each claim covers the slots of that time: the slots are claimed
+// between four fifths of the lead and the whole lead before their time.
+func (r *Runner) claimLoop(ctx context.Context) {
+	var c claimBufs
+	for {
+		select {
+		case <-r.claimWake:
+		case <-ctx.Done():
+			return
+		}
+		linger := time.NewTimer(time.Duration(r.lead / 5))
+		select {
+		case <-linger.C:
+		case <-r.claimNow:
+			linger.Stop()
+		case <-ctx.Done():
+			linger.Stop()
+			return
+		}
+		for r.claimSlots(ctx, &c) {
+		}
+	}
+}
+
+// claimBufs are the claiming goroutine's buffers, reused from one batch
+// to the next.
+type claimBufs struct {
+	batch []task
+	runs  []Run
+	keep  []int // for each run, its task in batch
+}
+
+// claimSlots claims the slots taken ahead so far in the store and hands
+// each one won to the timer goroutine (or to a worker at once when its
+// time has come). A slot of a job removed, or no longer owned, is not
+// claimed; a failed claim is recorded as a skipped run that says why. It
+// reports whether there was any slot to claim.
+func (r *Runner) claimSlots(ctx context.Context, c *claimBufs) bool {
+	now := r.now().UTC()
+	r.mu.Lock()
+	batch := r.ahead
+	r.ahead = c.batch[:0]
+	runs, keep := c.runs[:0], c.keep[:0]
+	for i, t := range batch {
+		if t.e.gen != t.gen || !r.mine(t.e.id) {
+			r.dropTask(t)
+			continue
+		}
+		runs = append(runs, Run{ID: t.runID, JobID: t.e.id, ScheduledAt: fromNano(t.scheduled), TriggeredAt: now})
+		keep = append(keep, i)
+	}
+	r.mu.Unlock()
+	defer func() {
+		clear(batch)
+		clear(runs)
+		c.batch, c.runs, c.keep = batch[:0], runs[:0], keep[:0]
+	}()
+	if len(batch) == 0 {
+		return false
+	}
+	var won []bool
+	var err error
+	if len(runs) > 0 {
+		won, err = r.claimAll(ctx, runs)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	nowNs := toNano(r.now())
+	for k, i := range keep {
+		t, run := batch[i], runs[k]
+		switch {
+		case r.state != stateRunning:
+			r.dropTask(t)
+		case err != nil:
+			r.dropTask(t)
+			if ctx.Err() == nil {
+				r.log.Warn("cron: run not called: its claim failed", "job_id", run.JobID, "run_id", run.ID, "scheduled_at", run.ScheduledAt, "error", err)
+				r.finish(Run{JobID: run.JobID, ScheduledAt: run.ScheduledAt, TriggeredAt: now, FinishedAt: now,
+					Status: StatusSkipped, Error: fmt.Sprintf("run not called: claim in the store failed: %v", err)}, t.e.gen != t.gen)
+			}
+		case !won[k]:
+			r.log.Debug("cron: slot claimed by another runner", "job_id", run.JobID, "scheduled_at", run.ScheduledAt)
+			r.dropTask(t)
+		case t.scheduled <= nowNs:
+			r.queue = append(r.queue, t)
+			r.work.Signal()
+		default:
+			heap.Push(&r.ready, t)
+			if t.scheduled < r.wakeAt {
+				select {
+				case r.wake <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+	return true
+}
+
+// claimAll claims the slots of runs through the store's [BatchClaimer],
+// else one by one.
+func (r *Runner) claimAll(ctx context.Context, runs []Run) ([]bool, error) {
+	if b, ok := r.sh.claim.(BatchClaimer); ok {
+		won, err := b.ClaimSlots(ctx, runs)
+		if err == nil && len(won) != len(runs) {
+			err = fmt.Errorf("cron: the store answered %d claims for %d slots", len(won), len(runs))
+		}
+		return won, err
+	}
+	won := make([]bool, len(runs))
+	for i, run := range runs {
+		ok, err := r.sh.claim.ClaimRun(ctx, run, true)
+		if err != nil {
+			return nil, err
+		}
+		won[i] = ok
+	}
+	return won, nil
+}
+
+// releaseDue hands the claimed slots whose time has come to the workers,
+// and returns how long until the next one (maxWait when there is none).
+// mu is held.
+func (r *Runner) releaseDue(now int64) time.Duration {
+	for len(r.ready) > 0 {
+		t := r.ready[0]
+		if t.scheduled > now {
+			return time.Duration(t.scheduled - now)
+		}
+		heap.Pop(&r.ready)
+		r.queue = append(r.queue, t)
+		r.work.Signal()
+	}
+	return maxWait
+}
+
+// readyHeap is a min-heap of tasks by scheduled time (container/heap).
+type readyHeap []task
+
+func (h readyHeap) Len() int           { return len(h) }
+func (h readyHeap) Less(i, j int) bool { return h[i].scheduled < h[j].scheduled }
+func (h readyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *readyHeap) Push(x any)        { *h = append(*h, x.(task)) }
+func (h *readyHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = task{}
+	*h = old[:len(old)-1]
+	return t
+}

@@ -1,0 +1,357 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/ksana-dev/ksana/cron"
+)
+
+var _ cron.BatchRecorder = (*Jobs)(nil)
+
+const recordSQL = `UPDATE ksana_job SET last_run_at = ?, next_run_at = ?, last_status = ?, last_error = ? WHERE id = ?`
+
+// RecordBatch stores the bookkeeping of each job in recs; an id that no
+// job has is skipped. On PostgreSQL it is one UPDATE of every row (joined
+// to the arrays of the new values, in the order of the ids, so that two
+// instances lock shared rows in one order), committed with
+// synchronous_commit off; on SQLite one transaction of one UPDATE per job.
+func (s *Jobs) RecordBatch(ctx context.Context, recs []cron.Recorded) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if s.db.d != postgresDialect {
+		return s.inTx(ctx, func(tx *sqlx.Tx) error {
+			for _, r := range recs {
+				if _, err := tx.ExecContext(ctx, s.db.d.sql(recordSQL), nanos(r.LastRunAt), nanos(r.NextRunAt), string(r.LastStatus), r.LastError, r.ID); err != nil {
+					return fmt.Errorf("sqlstore: record job %q: %w", r.ID, err)
+				}
+			}
+			return nil
+		})
+	}
+	sorted := slices.SortedFunc(slices.Values(recs), func(a, b cron.Recorded) int { return cmp.Compare(a.ID, b.ID) })
+	sorted = slices.CompactFunc(sorted, func(a, b cron.Recorded) bool { return a.ID == b.ID })
+	n := len(sorted)
+	ids, status, errs := make([]string, n), make([]string, n), make([]string, n)
+	last, next := make([]int64, n), make([]int64, n)
+	for i, r := range sorted {
+		ids[i], last[i], next[i], status[i], errs[i] = r.ID, nanos(r.LastRunAt), nanos(r.NextRunAt), string(r.LastStatus), r.LastError
+	}
+	if _, err := s.db.async().ExecContext(ctx, `UPDATE ksana_job AS j SET last_run_at = v.last_run_at, next_run_at = v.next_run_at,
+		last_status = v.last_status, last_error = v.last_error
+		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[]) AS v(id, last_run_at, next_run_at, last_status, last_error)
+		WHERE j.id = v.id`, ids, last, next, status, errs); err != nil {
+		return fmt.Errorf("sqlstore: record %d jobs: %w", n, err)
+	}
+	return nil
+}
+
+// AppendRuns stores the finished runs, in order, as [Jobs.AppendRun]
+// does; a run of a job no longer stored is skipped. On PostgreSQL the
+// claimed runs are completed by one UPDATE, the runs never claimed (a
+// skipped or missed slot) inserted by one INSERT, and the histories that
+// grew past a trim point trimmed by one DELETE, each committed with
+// synchronous_commit off; on SQLite it is one transaction.
+func (s *Jobs) AppendRuns(ctx context.Context, runs []cron.Run) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	if s.db.d != postgresDialect {
+		return s.inTx(ctx, func(tx *sqlx.Tx) error {
+			for _, r := range runs {
+				seq, err := s.appendRun(ctx, tx, r)
+				if err != nil {
+					if isNotFound(err) {
+						continue
+					}
+					return err
+				}
+				if seq != 0 && seq%trimEvery == 0 {
+					if err := s.trim(ctx, tx, r.JobID); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
+	x := s.db.async()
+	a := newRunArrays(runs)
+	type done struct {
+		ID  string `db:"id"`
+		Seq int64  `db:"seq"`
+	}
+	var updated []done
+	if err := x.SelectContext(ctx, &updated, `UPDATE ksana_run AS r SET triggered_at = v.triggered_at, finished_at = v.finished_at,
+		status = v.status, attempts = v.attempts, http_status = v.http_status, error = v.error, latency = v.latency
+		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[], $7::integer[], $8::text[], $9::bigint[])
+			AS v(id, job_id, triggered_at, finished_at, status, attempts, http_status, error, latency)
+		WHERE r.id = v.id AND r.job_id = v.job_id RETURNING r.id, r.seq`,
+		a.id, a.jobID, a.triggered, a.finished, a.status, a.attempts, a.httpStatus, a.errs, a.latency); err != nil {
+		return fmt.Errorf("sqlstore: append %d runs: %w", len(runs), err)
+	}
+	seqs := make(map[string]int64, len(runs))
+	for _, d := range updated {
+		seqs[d.ID] = d.Seq
+	}
+	var rest []cron.Run
+	for _, r := range runs {
+		if _, ok := seqs[r.ID]; !ok {
+			rest = append(rest, r)
+		}
+	}
+	if len(rest) > 0 {
+		b := newRunArrays(rest)
+		var inserted []done
+		err := x.SelectContext(ctx, &inserted, `INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, finished_at,
+			status, attempts, http_status, error, latency, instance)
+			SELECT v.id, v.job_id, TRUE, v.scheduled_at, v.triggered_at, v.finished_at, v.status, v.attempts, v.http_status, v.error, v.latency, $11
+			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[], $7::integer[], $8::text[], $9::bigint[], $10::bigint[])
+				WITH ORDINALITY AS v(id, job_id, triggered_at, finished_at, status, attempts, http_status, error, latency, scheduled_at, ord)
+			ORDER BY v.ord
+			ON CONFLICT DO NOTHING RETURNING id, seq`,
+			b.id, b.jobID, b.triggered, b.finished, b.status, b.attempts, b.httpStatus, b.errs, b.latency, b.scheduled, s.cfg.Instance)
+		if isForeignKeyViolation(err) {
+			// A job was deleted meanwhile: insert one by one, skipping its runs.
+			inserted, err = nil, nil
+			for _, r := range rest {
+				seq, err := s.appendRun(ctx, x, r)
+				if err != nil && !isNotFound(err) {
+					return err
+				}
+				if seq != 0 {
+					inserted = append(inserted, done{ID: r.ID, Seq: seq})
+				}
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("sqlstore: append %d runs: %w", len(rest), err)
+		}
+		for _, d := range inserted {
+			seqs[d.ID] = d.Seq
+		}
+	}
+	var trim []string
+	for _, r := range runs {
+		if seq := seqs[r.ID]; seq != 0 && seq%trimEvery == 0 {
+			trim = append(trim, r.JobID)
+		}
+	}
+	if len(trim) == 0 {
+		return nil
+	}
+	slices.Sort(trim)
+	trim = slices.Compact(trim)
+	if _, err := x.ExecContext(ctx, `DELETE FROM ksana_run AS r USING unnest($1::text[]) AS j(id),
+		LATERAL (SELECT seq FROM ksana_run WHERE job_id = j.id ORDER BY seq DESC LIMIT 1 OFFSET $2) AS c
+		WHERE r.job_id = j.id AND r.seq <= c.seq`, trim, s.cfg.RunLimit); err != nil {
+		return fmt.Errorf("sqlstore: trim runs of %d jobs: %w", len(trim), err)
+	}
+	return nil
+}
+
+// runArrays are runs as one array per column, the arguments of unnest.
+type runArrays struct {
+	id, jobID, status, errs                 []string
+	triggered, finished, scheduled, latency []int64
+	attempts, httpStatus                    []int32
+}
+
+func newRunArrays(runs []cron.Run) runArrays {
+	n := len(runs)
+	a := runArrays{
+		id: make([]string, n), jobID: make([]string, n), status: make([]string, n), errs: make([]string, n),
+		triggered: make([]int64, n), finished: make([]int64, n), scheduled: make([]int64, n), latency: make([]int64, n),
+		attempts: make([]int32, n), httpStatus: make([]int32, n),
+	}
+	for i, r := range runs {
+		a.id[i], a.jobID[i], a.status[i], a.errs[i] = r.ID, r.JobID, string(r.Status), r.Error
+		a.triggered[i], a.finished[i], a.scheduled[i], a.latency[i] = nanos(r.TriggeredAt), nanos(r.FinishedAt), nanos(r.ScheduledAt), int64(r.Latency)
+		a.attempts[i], a.httpStatus[i] = int32(r.Attempts), int32(r.HTTPStatus)
+	}
+	return a
+}
+
+// inTx runs f in one transaction of the store's connection.
+func (s *Jobs) inTx(ctx context.Context, f func(tx *sqlx.Tx) error) error {
+	tx, err := s.db.async().BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlstore: begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := f(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlstore: commit: %w", err)
+	}
+	return nil
+}
+
+// claimer gathers the claims that the workers of one process make at the
+// same time into one INSERT (PostgreSQL). The first claim to find it idle
+// writes every claim pending then, as one statement; claims made
+// meanwhile wait, and when the statement is done the first of them writes
+// the next batch, so each worker writes at most the one batch that holds
+// its own claim.
+type claimer struct {
+	mu      sync.Mutex
+	busy    bool
+	pending []*claimReq
+}
+
+type claimReq struct {
+	run  cron.Run
+	slot bool
+	ok   bool
+	err  error
+	lead bool          // woken to write the next batch, not with its result
+	done chan struct{} // closed with the result, or to lead
+}
+
+// claimBatched is ClaimRun through the claimer.
+func (s *Jobs) claimBatched(ctx context.Context, r cron.Run, slot bool) (bool, error) {
+	req := &claimReq{run: r, slot: slot, done: make(chan struct{})}
+	c := &s.claims
+	c.mu.Lock()
+	c.pending = append(c.pending, req)
+	if c.busy {
+		c.mu.Unlock()
+		<-req.done
+		if !req.lead {
+			return req.ok, req.err
+		}
+		c.mu.Lock()
+	}
+	c.busy = true
+	batch := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+
+	s.claimAll(ctx, batch)
+
+	c.mu.Lock()
+	if len(c.pending) > 0 {
+		next := c.pending[0]
+		next.lead = true
+		close(next.done)
+	} else {
+		c.busy = false
+	}
+	c.mu.Unlock()
+	for _, q := range batch {
+		if q != req {
+			close(q.done)
+		}
+	}
+	return req.ok, req.err
+}
+
+// claimAll writes the claims of batch and sets each one's result.
+func (s *Jobs) claimAll(ctx context.Context, batch []*claimReq) {
+	if len(batch) == 1 {
+		q := batch[0]
+		q.ok, q.err = s.claimOne(ctx, q.run, q.slot)
+		return
+	}
+	runs, slots := make([]cron.Run, len(batch)), make([]bool, len(batch))
+	for i, q := range batch {
+		runs[i], slots[i] = q.run, q.slot
+	}
+	won, err := s.insertClaims(ctx, runs, slots)
+	for i, q := range batch {
+		if err != nil {
+			q.err = err
+		} else {
+			q.ok = won[i]
+		}
+	}
+}
+
+var _ cron.BatchClaimer = (*Jobs)(nil)
+
+// claimChunk bounds the rows of one claiming INSERT.
+const claimChunk = 1000
+
+// ClaimSlots claims the slots of runs as [Jobs.ClaimRun] does each with
+// slot true, and reports which were won. On PostgreSQL it is one INSERT
+// of many rows per 1,000 runs, committed with synchronous_commit off; on
+// SQLite one transaction. A run of a job deleted meanwhile is not won.
+func (s *Jobs) ClaimSlots(ctx context.Context, runs []cron.Run) ([]bool, error) {
+	won := make([]bool, 0, len(runs))
+	if s.db.d != postgresDialect {
+		err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+			for _, r := range runs {
+				ok, err := s.claimWith(ctx, tx, r, true)
+				if err != nil && !isNotFound(err) {
+					return err
+				}
+				won = append(won, ok)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return won, nil
+	}
+	slots := make([]bool, min(len(runs), claimChunk))
+	for i := range slots {
+		slots[i] = true
+	}
+	for start := 0; start < len(runs); start += claimChunk {
+		chunk := runs[start:min(start+claimChunk, len(runs))]
+		w, err := s.insertClaims(ctx, chunk, slots[:len(chunk)])
+		if err != nil {
+			return nil, err
+		}
+		won = append(won, w...)
+	}
+	return won, nil
+}
+
+// insertClaims inserts the claims of runs (PostgreSQL), one INSERT of
+// every row, and reports which were won. When a job was deleted meanwhile
+// (a foreign key fails) it claims them one by one, so that only that job's
+// claims are lost.
+func (s *Jobs) insertClaims(ctx context.Context, runs []cron.Run, slots []bool) ([]bool, error) {
+	n := len(runs)
+	ids, jobs := make([]string, n), make([]string, n)
+	sched, trig := make([]int64, n), make([]int64, n)
+	for i, r := range runs {
+		ids[i], jobs[i], sched[i], trig[i] = r.ID, r.JobID, nanos(r.ScheduledAt), nanos(r.TriggeredAt)
+	}
+	var got []string
+	err := s.db.async().SelectContext(ctx, &got, `INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, instance)
+		SELECT v.id, v.job_id, v.slot, v.scheduled_at, v.triggered_at, $6
+		FROM unnest($1::text[], $2::text[], $3::boolean[], $4::bigint[], $5::bigint[]) WITH ORDINALITY AS v(id, job_id, slot, scheduled_at, triggered_at, ord)
+		ORDER BY v.ord
+		ON CONFLICT DO NOTHING RETURNING id`, ids, jobs, slots, sched, trig, s.cfg.Instance)
+	won := make([]bool, n)
+	if isForeignKeyViolation(err) {
+		for i, r := range runs {
+			ok, err := s.claimOne(ctx, r, slots[i])
+			if err != nil && !isNotFound(err) {
+				return nil, err
+			}
+			won[i] = ok
+		}
+		return won, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: claim %d runs: %w", n, err)
+	}
+	set := make(map[string]struct{}, len(got))
+	for _, id := range got {
+		set[id] = struct{}{}
+	}
+	for i, r := range runs {
+		_, won[i] = set[r.ID]
+	}
+	return won, nil
+}

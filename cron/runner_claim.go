@@ -127,8 +127,7 @@ func (r *Runner) claimSlots(ctx context.Context, c *claimBufs) bool {
 			r.log.Debug("cron: slot claimed by another runner", "job_id", run.JobID, "scheduled_at", run.ScheduledAt)
 			r.dropTask(t)
 		case t.scheduled <= nowNs:
-			r.queue = append(r.queue, t)
-			r.work.Signal()
+			r.release(t, nowNs)
 		default:
 			heap.Push(&r.ready, t)
 			if t.scheduled < r.wakeAt {
@@ -173,10 +172,29 @@ func (r *Runner) releaseDue(now int64) time.Duration {
 			return time.Duration(t.scheduled - now)
 		}
 		heap.Pop(&r.ready)
-		r.queue = append(r.queue, t)
-		r.work.Signal()
+		r.release(t, now)
 	}
 	return maxWait
+}
+
+// release hands the claimed slot t to a worker at now, unless the runner
+// was held up (a process stopped or starved) so long since the claim that
+// the slot is later than MisfireTolerance, and than the job's
+// misfire_grace: then the slot is recorded as missed (the claim's run)
+// and not called, as the misfire rules would have had it. mu is held.
+func (r *Runner) release(t task, now int64) {
+	e := t.e
+	if late := now - t.scheduled; e.gen == t.gen && late > int64(r.cfg.MisfireTolerance) && (e.grace() <= 0 || late >= e.grace()) {
+		r.dropTask(t)
+		at := fromNano(now)
+		r.log.Warn("cron: claimed slot missed: the runner was held up past the misfire tolerance", "job_id", e.id, "run_id", t.runID,
+			"scheduled_at", fromNano(t.scheduled), "late", time.Duration(late))
+		r.finish(Run{ID: t.runID, JobID: e.id, ScheduledAt: fromNano(t.scheduled), TriggeredAt: at, FinishedAt: at, Status: StatusMissed,
+			Error: fmt.Sprintf("claimed, then found %v late: the runner was held up past the misfire tolerance", time.Duration(late).Round(time.Millisecond))}, false)
+		return
+	}
+	r.queue = append(r.queue, t)
+	r.work.Signal()
 }
 
 // readyHeap is a min-heap of tasks by scheduled time (container/heap).

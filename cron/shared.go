@@ -8,10 +8,13 @@ import (
 )
 
 // SlotClaimer is an optional capability of a [Store] shared by several
-// runners (several processes on one database). Before a worker calls the
-// executor for a run, the runner calls ClaimRun with the run as it starts
+// runners (several processes on one database). Before the executor is
+// called for a run, the runner calls ClaimRun with the run as it starts
 // (Status, FinishedAt and the result fields empty); the run is called only
-// when ClaimRun returns true. A store makes each slot run at most once
+// when ClaimRun returns true. A slot is claimed [Config.ClaimAhead] before
+// its time, by the runner's claiming goroutine (through [BatchClaimer]
+// when the store has it); a run-now, or every run with a negative
+// ClaimAhead, by its worker just before the call. A store makes each slot run at most once
 // across runners by refusing a second claim of one (JobID, ScheduledAt)
 // when slot is true; slot is false for a run of [Runner.RunNow], which is
 // claimed by its id alone. When ClaimRun fails the run is not called

@@ -164,9 +164,13 @@
 //     paused past its lease (SIGSTOP, a long GC, a VM migration) stops
 //     firing the moment it wakes, before it talks to the database.
 //   - The run row is the hard guarantee. Before the callback is called
-//     the runner inserts the run's row ([Jobs.ClaimRun], a
-//     [cron.SlotClaimer]); the row is unique on (job_id, scheduled_at), and
-//     the process whose insert finds the row present does not call. Slots
+//     the runner inserts the run's row ([Jobs.ClaimSlots], a
+//     [cron.BatchClaimer]: the slots of the next cron.Config.ClaimAhead,
+//     250 ms by default, many rows to one INSERT); the row is unique on
+//     (job_id, scheduled_at), and the process whose insert finds the row
+//     present does not call. A process that claimed a slot and is held up
+//     past the misfire tolerance before its time records it as missed
+//     instead of calling it late. Slots
 //     are the schedule's (jitter is a hash of the id), so every process
 //     computes the same scheduled_at for a slot. Retries of a run happen
 //     inside one call of the executor: one row. A run-now has no slot: its
@@ -212,9 +216,12 @@
 // renewal until another process takes the lease (at most TTL + TTL/3: 8 s
 // by default); the misfire rules then apply as on a restart (an every or
 // cron job rolls on to its next slot, a slot within misfire_grace runs
-// once). A callback already in flight when its process dies is not
-// repeated: its row stays claimed and unfinished, and [Jobs.Runs] lists
-// finished runs only.
+// once). Besides, the slots a process has claimed ahead (at most the
+// ClaimAhead before each) are missed when it dies or stops before their
+// time, or is held up past the misfire tolerance; they stay claimed, so
+// no other process calls them either. A callback already in flight when
+// its process dies is not repeated: its row stays claimed and unfinished,
+// and [Jobs.Runs] lists finished runs only.
 //
 // Why each process holds only its partitions: memory and CPU per process
 // are its share of the table, not the whole table (three processes on 1M
@@ -225,11 +232,15 @@
 // and pages of the API read the database, and a filter that matches few
 // jobs reads many rows.
 //
-// Statements per fired slot: about three — the claim (INSERT), the
-// result (UPDATE of the same row), the bookkeeping (one UPDATE of
-// ksana_job, shared by the fire and the finish when the recorder sees
-// both at once), and one trim of the history in 16 (DELETE).
-// BenchmarkStatementsPerSlot counts them. These writes commit with
+// Statements per fired slot: fewer than one on PostgreSQL. The claims of
+// the slots a runner takes ahead in 50 ms are one INSERT ([Jobs.ClaimSlots]);
+// every [cron.BatchEvery] (20 ms) the recorder writes the results of the
+// runs that ended (one UPDATE of their rows, [Jobs.AppendRuns]), trims
+// their jobs' histories to RunLimit (one DELETE), and writes the
+// bookkeeping of the jobs that changed (one UPDATE of ksana_job,
+// [Jobs.RecordBatch]); each joins its rows to arrays of values through
+// unnest. On SQLite each batch is one transaction of one statement per
+// row. BenchmarkStatementsPerSlot counts them. These writes commit with
 // synchronous_commit off on PostgreSQL (as cron.Store allows for run
 // bookkeeping): a claim is visible to every other transaction the moment
 // it commits, so it excludes a second call, and no fsync lies on the

@@ -391,21 +391,16 @@ func (s *Jobs) claimWith(ctx context.Context, x sqlx.ExecerContext, r cron.Run, 
 	return n == 1, nil
 }
 
-// trimEvery is how many runs of the database (by seq) go between two
-// trims of a job's history: a job keeps between RunLimit and about
-// RunLimit + trimEvery rows, and [Jobs.Runs] returns RunLimit at most.
-const trimEvery = 16
-
 // AppendRun stores the finished run r: it completes the row that
 // [Jobs.ClaimRun] inserted, or inserts one (a skipped or missed slot, which
-// is not called), unless a run of the same slot exists already. Then, for
-// one run in trimEvery, it drops the job's oldest runs beyond RunLimit. An
-// unknown job is [cron.ErrNotFound]. Like Record, it need not be durable
-// when it returns: on PostgreSQL it commits with synchronous_commit off.
+// is not called), unless a run of the same slot exists already. Then it
+// drops the job's oldest runs beyond RunLimit. An unknown job is
+// [cron.ErrNotFound]. Like Record, it need not be durable when it
+// returns: on PostgreSQL it commits with synchronous_commit off. A runner
+// writes its runs through [Jobs.AppendRuns] instead, in batches.
 func (s *Jobs) AppendRun(ctx context.Context, r cron.Run) error {
 	x := s.db.async()
-	seq, err := s.appendRun(ctx, x, r)
-	if err != nil || seq == 0 || seq%trimEvery != 0 {
+	if _, err := s.appendRun(ctx, x, r); err != nil {
 		return err
 	}
 	return s.trim(ctx, x, r.JobID)

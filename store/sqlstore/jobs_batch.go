@@ -54,8 +54,8 @@ func (s *Jobs) RecordBatch(ctx context.Context, recs []cron.Recorded) error {
 // AppendRuns stores the finished runs, in order, as [Jobs.AppendRun]
 // does; a run of a job no longer stored is skipped. On PostgreSQL the
 // claimed runs are completed by one UPDATE, the runs never claimed (a
-// skipped or missed slot) inserted by one INSERT, and the histories that
-// grew past a trim point trimmed by one DELETE, each committed with
+// skipped or missed slot) inserted by one INSERT, and the histories of
+// the jobs of runs trimmed to RunLimit by one DELETE, each committed with
 // synchronous_commit off; on SQLite it is one transaction.
 func (s *Jobs) AppendRuns(ctx context.Context, runs []cron.Run) error {
 	if len(runs) == 0 {
@@ -64,17 +64,13 @@ func (s *Jobs) AppendRuns(ctx context.Context, runs []cron.Run) error {
 	if s.db.d != postgresDialect {
 		return s.inTx(ctx, func(tx *sqlx.Tx) error {
 			for _, r := range runs {
-				seq, err := s.appendRun(ctx, tx, r)
-				if err != nil {
-					if isNotFound(err) {
-						continue
-					}
+				if _, err := s.appendRun(ctx, tx, r); err != nil && !isNotFound(err) {
 					return err
 				}
-				if seq != 0 && seq%trimEvery == 0 {
-					if err := s.trim(ctx, tx, r.JobID); err != nil {
-						return err
-					}
+			}
+			for _, id := range jobsOf(runs) {
+				if err := s.trim(ctx, tx, id); err != nil {
+					return err
 				}
 			}
 			return nil
@@ -82,7 +78,7 @@ func (s *Jobs) AppendRuns(ctx context.Context, runs []cron.Run) error {
 	}
 	x := s.db.async()
 	a := newRunArrays(runs)
-	type done struct {
+	type done struct { // a run written, with its seq
 		ID  string `db:"id"`
 		Seq int64  `db:"seq"`
 	}
@@ -136,23 +132,23 @@ func (s *Jobs) AppendRuns(ctx context.Context, runs []cron.Run) error {
 			seqs[d.ID] = d.Seq
 		}
 	}
-	var trim []string
-	for _, r := range runs {
-		if seq := seqs[r.ID]; seq != 0 && seq%trimEvery == 0 {
-			trim = append(trim, r.JobID)
-		}
-	}
-	if len(trim) == 0 {
-		return nil
-	}
-	slices.Sort(trim)
-	trim = slices.Compact(trim)
+	trim := jobsOf(runs)
 	if _, err := x.ExecContext(ctx, `DELETE FROM ksana_run AS r USING unnest($1::text[]) AS j(id),
 		LATERAL (SELECT seq FROM ksana_run WHERE job_id = j.id ORDER BY seq DESC LIMIT 1 OFFSET $2) AS c
 		WHERE r.job_id = j.id AND r.seq <= c.seq`, trim, s.cfg.RunLimit); err != nil {
 		return fmt.Errorf("sqlstore: trim runs of %d jobs: %w", len(trim), err)
 	}
 	return nil
+}
+
+// jobsOf returns the ids of the jobs of runs, sorted, each once.
+func jobsOf(runs []cron.Run) []string {
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.JobID
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // runArrays are runs as one array per column, the arguments of unnest.

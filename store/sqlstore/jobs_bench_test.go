@@ -14,8 +14,10 @@ import (
 // sends per fired slot, on both databases: 200 every-1s jobs fire for
 // three slots each through a recording driver (with the executor answering
 // at once); the statements from the load to the end of the shutdown, less
-// the load's one, are divided by the calls. Expected: the
-// claim, the result, the bookkeeping, and one trim in trimEvery runs.
+// the load's one, are divided by the calls. Expected: fewer than one on
+// PostgreSQL (each claim, result, bookkeeping and trim statement covers
+// the slots of a batch); on SQLite a statement per row and kind, in one
+// transaction per batch.
 //
 //	go test -run XXX -bench StatementsPerSlot -benchtime 1x ./store/sqlstore/
 func BenchmarkStatementsPerSlot(b *testing.B) {

@@ -1,0 +1,195 @@
+package cron
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// batchStore is a sharedStore that claims slots in batches
+// ([BatchClaimer]): it keeps each batch with the time it came, and can hold
+// the next batch for a while (a slow database, or a process stopped).
+type batchStore struct {
+	*sharedStore
+	bmu       sync.Mutex
+	batches   [][]Run
+	at        []time.Time
+	holdNext  time.Duration
+	singleRun int // ClaimRun calls of slots (claimed by the worker)
+}
+
+func (s *batchStore) ClaimSlots(ctx context.Context, runs []Run) ([]bool, error) {
+	s.bmu.Lock()
+	s.batches = append(s.batches, slices.Clone(runs))
+	s.at = append(s.at, time.Now())
+	hold := s.holdNext
+	s.holdNext = 0
+	s.bmu.Unlock()
+	time.Sleep(hold)
+	won := make([]bool, len(runs))
+	for i, r := range runs {
+		ok, err := s.sharedStore.ClaimRun(ctx, r, true)
+		if err != nil {
+			return nil, err
+		}
+		won[i] = ok
+	}
+	return won, nil
+}
+
+func (s *batchStore) ClaimRun(ctx context.Context, r Run, slot bool) (bool, error) {
+	if slot {
+		s.bmu.Lock()
+		s.singleRun++
+		s.bmu.Unlock()
+	}
+	return s.sharedStore.ClaimRun(ctx, r, slot)
+}
+
+// claimedAt returns, for each run id claimed in a batch, when.
+func (s *batchStore) claimedAt() map[string]time.Time {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	out := map[string]time.Time{}
+	for i, b := range s.batches {
+		for _, r := range b {
+			out[r.ID] = s.at[i]
+		}
+	}
+	return out
+}
+
+func slotKey(job string, at time.Time) string { return job + " " + at.Format(time.RFC3339Nano) }
+
+// TestClaimAhead: over a shared store, each slot is claimed between four
+// fifths of ClaimAhead and ClaimAhead before its time, many slots to a
+// claim, and called exactly at its time; a slot another runner claimed is
+// not called; with a negative ClaimAhead the worker claims each run.
+func TestClaimAhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &batchStore{sharedStore: newSharedStore()}
+		ex := &fakeExec{}
+		r := newTestRunner(t, st, ex, Config{Workers: 8})
+		t0 := time.Now()
+		const jobs = 200
+		for i := range jobs {
+			// Staggered over a second: one slot every 5ms.
+			mustAdd(t, r, httpJob(fmt.Sprint("j", i), ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second + time.Duration(i)*5*time.Millisecond)}))
+		}
+		// Another runner has claimed j7's slots at 2s and 3s.
+		st.mu.Lock()
+		for _, s := range []time.Duration{2, 3} {
+			st.claimed[slotKey("j7", t0.Add(s*time.Second+7*5*time.Millisecond))] = true
+		}
+		st.mu.Unlock()
+		stop := start(t, r)
+		time.Sleep(5*time.Second - time.Millisecond)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		claimed := st.claimedAt()
+		calls := ex.runs()
+		seen := map[string]int{}
+		for _, c := range calls {
+			if !c.TriggeredAt.Equal(c.ScheduledAt) {
+				t.Errorf("%s at %v: triggered %v late", c.JobID, c.ScheduledAt.Sub(t0), c.TriggeredAt.Sub(c.ScheduledAt))
+			}
+			at, ok := claimed[c.RunID]
+			if !ok {
+				t.Errorf("%s at %v: called without a claim", c.JobID, c.ScheduledAt.Sub(t0))
+				continue
+			}
+			if ahead := c.ScheduledAt.Sub(at); ahead > DefaultClaimAhead || ahead < DefaultClaimAhead*4/5 {
+				t.Errorf("%s at %v: claimed %v ahead, want between %v and %v", c.JobID, c.ScheduledAt.Sub(t0), ahead, DefaultClaimAhead*4/5, DefaultClaimAhead)
+			}
+			seen[slotKey(c.JobID, c.ScheduledAt)]++
+		}
+		// Each job's slots at 1s to 4s (and the 995ms after each), less
+		// j7's two.
+		want := 4*jobs - 2
+		if len(seen) != want {
+			t.Errorf("slots called: %d, want %d", len(seen), want)
+		}
+		for k, n := range seen {
+			if n != 1 {
+				t.Errorf("slot %s called %d times", k, n)
+			}
+		}
+		for _, s := range []time.Duration{2, 3} {
+			if seen[slotKey("j7", t0.Add(s*time.Second+7*5*time.Millisecond))] != 0 {
+				t.Errorf("j7's slot at %ds, claimed by another runner, was called", s)
+			}
+		}
+		st.bmu.Lock()
+		nb, single := len(st.batches), st.singleRun
+		st.bmu.Unlock()
+		if per := float64(len(calls)) / float64(nb); per < 5 {
+			t.Errorf("%d slots in %d claims: %.1f a claim, want at least 5", len(calls), nb, per)
+		}
+		if single != 0 {
+			t.Errorf("%d slots claimed one by one by the workers, want none", single)
+		}
+
+		// ClaimAhead < 0: the workers claim, one run at a time.
+		st2 := &batchStore{sharedStore: newSharedStore()}
+		ex2 := &fakeExec{}
+		r2 := newTestRunner(t, st2, ex2, Config{ClaimAhead: -1})
+		mustAdd(t, r2, httpJob("w", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: time.Now().Add(time.Second)}))
+		stop2 := start(t, r2)
+		time.Sleep(3*time.Second + time.Millisecond)
+		if err := stop2(); err != nil {
+			t.Fatal(err)
+		}
+		st2.bmu.Lock()
+		defer st2.bmu.Unlock()
+		if len(ex2.runs()) != 3 || st2.singleRun != 3 || len(st2.batches) != 0 {
+			t.Errorf("ClaimAhead -1: %d calls, %d claims by the workers, %d batches; want 3, 3, 0", len(ex2.runs()), st2.singleRun, len(st2.batches))
+		}
+	})
+}
+
+// TestClaimAheadHeldUp: a runner held up between a slot's claim and its
+// time, past MisfireTolerance (a slow database, a stopped process), does
+// not call the slot late: the claimed run is recorded as missed.
+func TestClaimAheadHeldUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &batchStore{sharedStore: newSharedStore()}
+		ex := &fakeExec{}
+		r := newTestRunner(t, st, ex, Config{})
+		t0 := time.Now()
+		mustAdd(t, r, httpJob("h", ScheduleSpec{Kind: KindEvery, Every: Duration(10 * time.Second), StartAt: t0.Add(time.Second)}))
+		st.bmu.Lock()
+		st.holdNext = 3 * time.Second
+		st.bmu.Unlock()
+		stop := start(t, r)
+		time.Sleep(12 * time.Second)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		calls := ex.scheduledOf("h")
+		if want := []time.Time{t0.Add(11 * time.Second)}; !slices.EqualFunc(calls, want, time.Time.Equal) {
+			t.Errorf("calls at %v, want only the slot at 11s", calls)
+		}
+		runs, err := st.Runs(context.Background(), "h", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var missed []Run
+		for _, run := range runs {
+			if run.Status == StatusMissed {
+				missed = append(missed, run)
+			}
+		}
+		claimed := st.claimedAt()
+		if len(missed) != 1 || !missed[0].ScheduledAt.Equal(t0.Add(time.Second)) || missed[0].Error == "" {
+			t.Fatalf("missed runs %+v, want the slot at 1s with why", missed)
+		}
+		if _, ok := claimed[missed[0].ID]; !ok {
+			t.Errorf("the missed run %q is not the claimed one (claimed %v)", missed[0].ID, claimed)
+		}
+	})
+}

@@ -111,4 +111,4 @@ type BatchRecorder interface {
 
 // BatchEvery is the least time between the starts of two passes of the
 // recorder of a runner over a [BatchRecorder].
-const BatchEvery = 20 * time.Millisecond
+const BatchEvery = 100 * time.Millisecond

@@ -234,7 +234,7 @@
 //
 // Statements per fired slot: fewer than one on PostgreSQL. The claims of
 // the slots a runner takes ahead in 50 ms are one INSERT ([Jobs.ClaimSlots]);
-// every [cron.BatchEvery] (20 ms) the recorder writes the results of the
+// every [cron.BatchEvery] (100 ms) the recorder writes the results of the
 // runs that ended (one UPDATE of their rows, [Jobs.AppendRuns]), trims
 // their jobs' histories to RunLimit (one DELETE), and writes the
 // bookkeeping of the jobs that changed (one UPDATE of ksana_job,

@@ -109,8 +109,15 @@ func TestClaimAhead(t *testing.T) {
 			seen[slotKey(c.JobID, c.ScheduledAt)]++
 		}
 		// Each job's slots at 1s to 4s (and the 995ms after each), less
-		// j7's two.
+		// j7's two; and those the runner had taken when it stopped, at
+		// 5s-1ms: due by then + ClaimAhead, which it calls before it
+		// returns.
 		want := 4*jobs - 2
+		for i := range jobs {
+			if time.Duration(i)*5*time.Millisecond <= DefaultClaimAhead-time.Millisecond {
+				want++
+			}
+		}
 		if len(seen) != want {
 			t.Errorf("slots called: %d, want %d", len(seen), want)
 		}
@@ -192,4 +199,45 @@ func TestClaimAheadHeldUp(t *testing.T) {
 			t.Errorf("the missed run %q is not the claimed one (claimed %v)", missed[0].ID, claimed)
 		}
 	})
+}
+
+// TestClaimAheadStop: a runner that stops calls the slots it has taken
+// ahead, at their time (no other runner would): those claimed, and those
+// taken and not claimed yet.
+func TestClaimAheadStop(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		stopAt time.Duration
+	}{
+		{"claimed", 1900 * time.Millisecond},     // the slot at 2s was claimed by 1.8s
+		{"not claimed", 1760 * time.Millisecond}, // taken at 1.75s, its claim waits until 1.8s
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := &batchStore{sharedStore: newSharedStore()}
+				ex := &fakeExec{}
+				r := newTestRunner(t, st, ex, Config{})
+				t0 := time.Now()
+				mustAdd(t, r, httpJob("s", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)}))
+				stop := start(t, r)
+				time.Sleep(tt.stopAt)
+				if err := stop(); err != nil {
+					t.Fatal(err)
+				}
+				if got := time.Since(t0); got != 2*time.Second {
+					t.Errorf("stop returned at %v, want 2s: after the call of the slot at 2s", got)
+				}
+				calls := ex.scheduledOf("s")
+				want := []time.Time{t0.Add(time.Second), t0.Add(2 * time.Second)}
+				if !slices.EqualFunc(calls, want, time.Time.Equal) {
+					t.Errorf("calls at %v, want the slots at 1s and 2s", calls)
+				}
+				for _, c := range ex.runs() {
+					if !c.TriggeredAt.Equal(c.ScheduledAt) {
+						t.Errorf("slot %v called at %v", c.ScheduledAt, c.TriggeredAt)
+					}
+				}
+			})
+		})
+	}
 }

@@ -204,7 +204,8 @@
 // is a [BatchClaimer]), and each slot won goes to a worker exactly at its
 // time. A slot whose claim is still out at its time waits for it; a slot
 // claimed by a runner held up past MisfireTolerance before its time came
-// (a stopped process) is recorded as missed, not called late. And a store
+// (a stopped process) is recorded as missed, not called late; a runner
+// that stops calls the slots it has taken before Run returns. And a store
 // that is a [BatchRecorder] gets the recorder's bookkeeping and runs in
 // one call per kind, every [BatchEvery]. Over such a store the database
 // costs a firing no round trip, and fewer statements than slots.

@@ -63,12 +63,14 @@ type Config struct {
 	// handed to a worker at its time. The store's round trip is then off
 	// the firing path: a slot fires as on time as over an unshared store,
 	// as long as its claim takes less than ClaimAhead. A claim that takes
-	// longer delays its run until the claim is done. Three things move with
-	// the claim: the owner check ([Owner]) and the skip of a slot whose
-	// previous run is still in flight happen ClaimAhead before the slot,
-	// and a runner that stops drops the slots it claimed and has not
-	// started, as it drops the runs queued for a worker. Keep it below the
-	// shortest interval of the jobs. Default (0) 250ms ([DefaultClaimAhead]);
+	// longer delays its run until the claim is done; a slot claimed by a
+	// runner held up past MisfireTolerance before its time came (a stopped
+	// process) is recorded as missed, not called late. The owner check
+	// ([Owner]) and the skip of a slot whose previous run is still in
+	// flight happen ClaimAhead before the slot. A runner that stops calls
+	// the slots it has taken, at their time, before Run returns: stopping
+	// takes up to ClaimAhead longer. Keep it below the shortest interval
+	// of the jobs. Default (0) 250ms ([DefaultClaimAhead]);
 	// negative: each run is claimed by its worker just before it is called.
 	// Over a store that is no SlotClaimer it has no effect.
 	ClaimAhead time.Duration
@@ -904,8 +906,9 @@ func (r *Runner) Runs(ctx context.Context, id string, limit int) ([]Run, error) 
 
 // Run fires jobs until ctx ends. It calls [Runner.Load] first when that has
 // not been done. When ctx ends, nothing new is dispatched (runs still
-// queued for a worker, and slots claimed ahead and not started, are
-// dropped), runs in flight get DrainTimeout to
+// queued for a worker are dropped, but the slots already claimed ahead
+// in a shared store, which are called at their time: see
+// [Config.ClaimAhead]), runs in flight get DrainTimeout to
 // finish and are then cancelled, the pending bookkeeping is written and the
 // store is flushed when it is a [Flusher]. Run returns nil after a clean
 // shutdown, or the errors of loading or of the final writes. It may be
@@ -947,25 +950,25 @@ func (r *Runner) Run(ctx context.Context) error {
 
 	r.loop(ctx)
 	claims.Wait()
+	r.finishClaimed()
 
-	// Shut down: stop dispatching, drop what no worker has started.
+	// Shut down: stop dispatching, drop what no worker has started but the
+	// slots claimed, which the workers still call.
 	r.mu.Lock()
 	r.state = stateStopping
+	var claimed []task
 	for {
 		t, ok := r.dequeue()
 		if !ok {
 			break
 		}
+		if t.claimed && t.e.gen == t.gen {
+			claimed = append(claimed, t)
+			continue
+		}
 		r.dropTask(t)
 	}
-	for _, t := range r.ahead {
-		r.dropTask(t)
-	}
-	r.ahead = nil
-	for _, t := range r.ready {
-		r.dropTask(t)
-	}
-	r.ready = nil
+	r.queue = append(r.queue, claimed...)
 	r.work.Broadcast()
 	r.mu.Unlock()
 

@@ -211,3 +211,39 @@ func (h *readyHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return t
 }
+
+// finishClaimed is the end of claiming ahead, once the timer and the
+// claiming goroutines have stopped: the slots taken and not claimed yet
+// are claimed (for at most four times the lead), and every slot claimed
+// is handed to the workers at its time (at most the lead from now), so
+// that a runner that stops calls each slot it took: no other runner would.
+func (r *Runner) finishClaimed() {
+	if r.lead == 0 {
+		return
+	}
+	// The slots taken and not claimed yet: the runner already rolled their
+	// jobs on, so no runner would call them unless this one does.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Duration(r.lead))
+	var c claimBufs
+	for r.claimSlots(ctx, &c) {
+	}
+	cancel()
+	deadline := time.Now().Add(2 * time.Duration(r.lead))
+	for {
+		r.mu.Lock()
+		wait := r.releaseDue(toNano(r.now()))
+		left := len(r.ready)
+		if left > 0 && time.Now().After(deadline) {
+			// The clock jumped back: these slots are not near after all.
+			for _, t := range r.ready {
+				r.dropTask(t)
+			}
+			r.ready, left = nil, 0
+		}
+		r.mu.Unlock()
+		if left == 0 {
+			return
+		}
+		time.Sleep(wait)
+	}
+}

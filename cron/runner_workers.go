@@ -53,13 +53,15 @@ func (r *Runner) worker(ctx context.Context) {
 		r.mu.Lock()
 		var t task
 		for {
-			if r.state != stateRunning {
-				r.mu.Unlock()
-				return
-			}
+			// Once the runner stops, the queue holds only claimed slots
+			// (see Run): the workers call them, then return.
 			var ok bool
 			if t, ok = r.dequeue(); ok {
 				break
+			}
+			if r.state != stateRunning {
+				r.mu.Unlock()
+				return
 			}
 			r.work.Wait()
 		}

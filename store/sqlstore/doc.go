@@ -217,9 +217,10 @@
 // by default); the misfire rules then apply as on a restart (an every or
 // cron job rolls on to its next slot, a slot within misfire_grace runs
 // once). Besides, the slots a process has claimed ahead (at most the
-// ClaimAhead before each) are missed when it dies or stops before their
-// time, or is held up past the misfire tolerance; they stay claimed, so
-// no other process calls them either. A callback already in flight when
+// ClaimAhead before each) are missed when it dies before their time, or
+// is held up past the misfire tolerance; they stay claimed, so no other
+// process calls them either. A process that stops (SIGTERM) calls the
+// slots it has taken at their time before it exits. A callback already in flight when
 // its process dies is not repeated: its row stays claimed and unfinished,
 // and [Jobs.Runs] lists finished runs only.
 //

@@ -241,3 +241,58 @@ func TestClaimAheadStop(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimAheadShortInterval: a job whose interval is shorter than
+// ClaimAhead has every slot called, and a slot whose previous run is
+// still in flight at its time is skipped, as over an unshared store.
+func TestClaimAheadShortInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &batchStore{sharedStore: newSharedStore()}
+		ex := &fakeExec{}
+		r := newTestRunner(t, st, ex, Config{MinInterval: -1})
+		t0 := time.Now()
+		mustAdd(t, r, httpJob("fast", ScheduleSpec{Kind: KindEvery, Every: Duration(100 * time.Millisecond), StartAt: t0.Add(time.Second)}))
+		slow := httpJob("slow", ScheduleSpec{Kind: KindEvery, Every: Duration(100 * time.Millisecond), StartAt: t0.Add(time.Second)})
+		mustAdd(t, r, slow)
+		ex.fn = func(ctx context.Context, j *Job, info RunInfo) Result {
+			if j.ID == "slow" {
+				time.Sleep(150 * time.Millisecond)
+			}
+			return Result{Status: StatusSuccess, Attempts: 1, HTTPStatus: 200}
+		}
+		stop := start(t, r)
+		time.Sleep(2*time.Second - time.Millisecond)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		var want, wantSlow []time.Time
+		for i := range 10 {
+			want = append(want, t0.Add(time.Second+time.Duration(i)*100*time.Millisecond))
+			if i%2 == 0 {
+				wantSlow = append(wantSlow, want[i])
+			}
+		}
+		// Stopped at 2s-1ms, the runner calls the slots it took by then:
+		// those up to 2.2s.
+		for _, at := range []time.Duration{2000, 2100, 2200} {
+			want = append(want, t0.Add(at*time.Millisecond))
+		}
+		wantSlow = append(wantSlow, t0.Add(2000*time.Millisecond), t0.Add(2200*time.Millisecond))
+		if got := ex.scheduledOf("fast"); !slices.EqualFunc(got, want, time.Time.Equal) {
+			t.Errorf("fast: calls at %v, want %v", got, want)
+		}
+		if got := ex.scheduledOf("slow"); !slices.EqualFunc(got, wantSlow, time.Time.Equal) {
+			t.Errorf("slow: calls at %v, want every other slot %v", got, wantSlow)
+		}
+		runs, _ := st.Runs(context.Background(), "slow", 100)
+		skipped := 0
+		for _, run := range runs {
+			if run.Status == StatusSkipped && run.Error == "previous run still in flight" {
+				skipped++
+			}
+		}
+		if skipped < 5 {
+			t.Errorf("slow: %d slots recorded skipped while the previous run was in flight, want at least 5", skipped)
+		}
+	})
+}

@@ -66,11 +66,11 @@ type Config struct {
 	// longer delays its run until the claim is done; a slot claimed by a
 	// runner held up past MisfireTolerance before its time came (a stopped
 	// process) is recorded as missed, not called late. The owner check
-	// ([Owner]) and the skip of a slot whose previous run is still in
-	// flight happen ClaimAhead before the slot. A runner that stops calls
-	// the slots it has taken, at their time, before Run returns: stopping
-	// takes up to ClaimAhead longer. Keep it below the shortest interval
-	// of the jobs. Default (0) 250ms ([DefaultClaimAhead]);
+	// ([Owner]) happens ClaimAhead before the slot; the skip of a slot
+	// whose previous run is still in flight, at the slot's time, as
+	// without a claim. A runner that stops calls the slots it has taken,
+	// at their time, before Run returns: stopping takes up to ClaimAhead
+	// longer. Default (0) 250ms ([DefaultClaimAhead]);
 	// negative: each run is claimed by its worker just before it is called.
 	// Over a store that is no SlotClaimer it has no effect.
 	ClaimAhead time.Duration

@@ -24,7 +24,6 @@ type BatchClaimer interface {
 // goroutine: the timer goroutine takes it r.lead before its time, and a
 // slot due within half of that is urgent. mu is held.
 func (r *Runner) takeAhead(e *entry, due, now int64) {
-	e.inflight++
 	r.ahead = append(r.ahead, task{e: e, gen: e.gen, runID: newID(), scheduled: due, claimed: true})
 	if len(r.ahead) == 1 {
 		select {
@@ -181,7 +180,9 @@ func (r *Runner) releaseDue(now int64) time.Duration {
 // was held up (a process stopped or starved) so long since the claim that
 // the slot is later than MisfireTolerance, and than the job's
 // misfire_grace: then the slot is recorded as missed (the claim's run)
-// and not called, as the misfire rules would have had it. mu is held.
+// and not called, as the misfire rules would have had it; or unless the
+// job's previous run is still in flight: then it is recorded as skipped,
+// as an unshared runner does at the slot's time. mu is held.
 func (r *Runner) release(t task, now int64) {
 	e := t.e
 	if late := now - t.scheduled; e.gen == t.gen && late > int64(r.cfg.MisfireTolerance) && (e.grace() <= 0 || late >= e.grace()) {
@@ -192,6 +193,15 @@ func (r *Runner) release(t task, now int64) {
 		r.finish(Run{ID: t.runID, JobID: e.id, ScheduledAt: fromNano(t.scheduled), TriggeredAt: at, FinishedAt: at, Status: StatusMissed,
 			Error: fmt.Sprintf("claimed, then found %v late: the runner was held up past the misfire tolerance", time.Duration(late).Round(time.Millisecond))}, false)
 		return
+	}
+	if e.gen == t.gen {
+		if e.inflight > 0 {
+			r.dropTask(t)
+			r.finish(r.skipInFlight(e, t.runID, t.scheduled, now), false)
+			return
+		}
+		e.inflight++
+		t.counted = true
 	}
 	r.queue = append(r.queue, t)
 	r.work.Signal()

@@ -162,18 +162,28 @@ func (r *Runner) fire(idx int32, e *entry, due, now int64, events *[]Run) {
 		e.next = e.nextAfter(due)
 		r.schedule(idx, e, e.next)
 	}
-	if e.inflight > 0 {
-		e.status = statusID(StatusSkipped)
-		e.setLastErr("previous run still in flight")
-		r.markDirty(e)
-		t := fromNano(now)
-		*events = append(*events, Run{JobID: e.id, ScheduledAt: fromNano(due), TriggeredAt: t, FinishedAt: t, Status: StatusSkipped, Error: "previous run still in flight"})
-		return
-	}
-	r.markDirty(e)
 	if r.lead > 0 {
+		// Taken ahead: the skip of a slot whose previous run is still in
+		// flight is decided at its time (see release).
+		r.markDirty(e)
 		r.takeAhead(e, due, now)
 		return
 	}
+	if e.inflight > 0 {
+		*events = append(*events, r.skipInFlight(e, "", due, now))
+		return
+	}
+	r.markDirty(e)
 	r.enqueue(e, task{scheduled: due})
+}
+
+// skipInFlight records in e that its slot due, seen at now, is skipped
+// because its previous run is still in flight, and returns the skipped
+// run (with id runID, "": a new one). mu is held.
+func (r *Runner) skipInFlight(e *entry, runID string, due, now int64) Run {
+	e.status = statusID(StatusSkipped)
+	e.setLastErr("previous run still in flight")
+	r.markDirty(e)
+	t := fromNano(now)
+	return Run{ID: runID, JobID: e.id, ScheduledAt: fromNano(due), TriggeredAt: t, FinishedAt: t, Status: StatusSkipped, Error: "previous run still in flight"}
 }

@@ -307,7 +307,12 @@ func BenchmarkSharedFiringLag(b *testing.B) {
 
 // BenchmarkSharedAPICreate measures POST /jobs through one instance, 8
 // clients, on the JSON file and on PostgreSQL in the same run, each
-// write acknowledged durably.
+// write acknowledged durably; and the floors on PostgreSQL: 8 clients
+// inserting a job's row with nothing else (floor-insert), and with a
+// trigger that notifies each insert as ksana_job's does
+// (floor-insert-notify). PostgreSQL serializes the commits of the
+// transactions that notify, fsync included, so the second floor is the
+// one the API meets (vs-floor).
 func BenchmarkSharedAPICreate(b *testing.B) {
 	run := func(b *testing.B, url string) float64 {
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
@@ -335,7 +340,7 @@ func BenchmarkSharedAPICreate(b *testing.B) {
 		wg.Wait()
 		return float64(b.N) / time.Since(start).Seconds()
 	}
-	var jsonRate float64
+	var jsonRate, pgRate float64
 	b.Run("json", func(b *testing.B) {
 		url, _, stop := startBenchService(b, map[string]string{"KSANA_DATA": b.TempDir()})
 		defer stop()
@@ -352,5 +357,52 @@ func BenchmarkSharedAPICreate(b *testing.B) {
 		if jsonRate > 0 {
 			b.ReportMetric(rate/jsonRate, "vs-json")
 		}
+		pgRate = rate
 	})
+	for _, notify := range []bool{false, true} {
+		name := "floor-insert"
+		if notify {
+			name += "-notify"
+		}
+		b.Run(name, func(b *testing.B) {
+			db, err := sql.Open("pgx", postgresSchemaURL(b, "ksana_bench_floor"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			db.SetMaxIdleConns(8)
+			stmts := []string{"CREATE TABLE floor_job (id TEXT PRIMARY KEY, seq BIGSERIAL, part INTEGER NOT NULL, config TEXT NOT NULL)"}
+			if notify {
+				stmts = append(stmts, `CREATE FUNCTION floor_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+					BEGIN PERFORM pg_notify('floor_jobs', NEW.id); RETURN NULL; END $$`,
+					"CREATE TRIGGER floor_notify AFTER INSERT ON floor_job FOR EACH ROW EXECUTE FUNCTION floor_notify()")
+			}
+			for _, q := range stmts {
+				if _, err := db.Exec(q); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cfg := `{"name":"","enabled":true,"type":"http","http":{"method":"GET","url":"http://127.0.0.1:9/","body":""},"schedule":{"kind":"every","every":"1h"},"timeout":"10s","max_retries":3,"retry_backoff":"5s"}`
+			var next atomic.Int64
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() {
+					for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+						if _, err := db.Exec("INSERT INTO floor_job (id, part, config) VALUES ($1, $2, $3)", fmt.Sprint("j", i), i%1024, cfg); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			rate := float64(b.N) / time.Since(start).Seconds()
+			b.ReportMetric(rate, "inserts/s")
+			if notify && rate > 0 {
+				b.ReportMetric(pgRate/rate, "api-vs-floor")
+			}
+		})
+	}
 }

@@ -118,9 +118,7 @@ func (r *Runner) claimSlots(ctx context.Context, c *claimBufs) bool {
 		case err != nil:
 			r.dropTask(t)
 			if ctx.Err() == nil {
-				r.log.Warn("cron: run not called: its claim failed", "job_id", run.JobID, "run_id", run.ID, "scheduled_at", run.ScheduledAt, "error", err)
-				r.finish(Run{JobID: run.JobID, ScheduledAt: run.ScheduledAt, TriggeredAt: now, FinishedAt: now,
-					Status: StatusSkipped, Error: fmt.Sprintf("run not called: claim in the store failed: %v", err)}, t.e.gen != t.gen)
+				r.claimFailed(run, err, t.e.gen != t.gen)
 			}
 		case !won[k]:
 			r.log.Debug("cron: slot claimed by another runner", "job_id", run.JobID, "scheduled_at", run.ScheduledAt)

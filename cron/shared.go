@@ -249,11 +249,8 @@ func (r *Runner) claim(ctx context.Context, t task, slot bool, info RunInfo) boo
 	}
 	ok, err := r.sh.claim.ClaimRun(ctx, Run{ID: info.RunID, JobID: info.JobID, ScheduledAt: info.ScheduledAt, TriggeredAt: info.TriggeredAt}, slot)
 	if err != nil {
-		now := r.now().UTC()
-		r.log.Warn("cron: run not called: its claim failed", "job_id", info.JobID, "run_id", info.RunID, "scheduled_at", info.ScheduledAt, "error", err)
 		r.mu.Lock()
-		r.finish(Run{JobID: info.JobID, ScheduledAt: info.ScheduledAt, TriggeredAt: info.TriggeredAt, FinishedAt: now,
-			Status: StatusSkipped, Error: fmt.Sprintf("run not called: claim in the store failed: %v", err)}, t.e.gen != t.gen)
+		r.claimFailed(Run{ID: info.RunID, JobID: info.JobID, ScheduledAt: info.ScheduledAt, TriggeredAt: info.TriggeredAt}, err, t.e.gen != t.gen)
 		r.mu.Unlock()
 		return false
 	}
@@ -261,6 +258,15 @@ func (r *Runner) claim(ctx context.Context, t task, slot bool, info RunInfo) boo
 		r.log.Debug("cron: slot claimed by another runner", "job_id", info.JobID, "scheduled_at", info.ScheduledAt)
 	}
 	return ok
+}
+
+// claimFailed records run, whose claim failed with err, as a skipped run
+// that says why (drop: of a removed job, for the observer only). mu is
+// held.
+func (r *Runner) claimFailed(run Run, err error, drop bool) {
+	r.log.Warn("cron: run not called: its claim failed", "job_id", run.JobID, "run_id", run.ID, "scheduled_at", run.ScheduledAt, "error", err)
+	r.finish(Run{JobID: run.JobID, ScheduledAt: run.ScheduledAt, TriggeredAt: run.TriggeredAt, FinishedAt: r.now().UTC(),
+		Status: StatusSkipped, Error: fmt.Sprintf("run not called: claim in the store failed: %v", err)}, drop)
 }
 
 // unclaimed ends task t that was not called.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -50,37 +49,8 @@ func seedJobs(b *testing.B, n int) string {
 }
 
 func benchService(b *testing.B, dir string) (url string, stop func()) {
-	cfg, err := loadConfig(func(k string) string {
-		return map[string]string{"KSANA_DATA": dir, "LOG_LEVEL": "error"}[k]
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	svc, err := newService(cfg, newLogger(cfg, io.Discard))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.run(ctx, ln) }()
-	url = "http://" + ln.Addr().String()
-	for {
-		if resp, err := http.Get(url + "/health"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return url, func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Error(err)
-		}
-	}
+	url, _, stop = serveBench(b, map[string]string{"KSANA_DATA": dir, "LOG_LEVEL": "error"})
+	return url, stop
 }
 
 // BenchmarkAPICreate measures POST /jobs with durable acknowledgement: the

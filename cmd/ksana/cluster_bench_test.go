@@ -90,13 +90,21 @@ func insertJobs(b *testing.B, dbURL string, jobs []cron.Job) {
 	}
 }
 
-// startBenchService runs the service in this process with env.
+// startBenchService runs the service in this process with env, over
+// LOG_LEVEL=error, WORKERS=16 and MAX_RETRIES=0.
 func startBenchService(b *testing.B, env map[string]string) (url string, svc *service, stop func()) {
 	b.Helper()
 	vars := map[string]string{"LOG_LEVEL": "error", "WORKERS": "16", "MAX_RETRIES": "0"}
 	for k, v := range env {
 		vars[k] = v
 	}
+	return serveBench(b, vars)
+}
+
+// serveBench runs the service in this process with exactly the settings
+// vars, and returns once it answers /health.
+func serveBench(b *testing.B, vars map[string]string) (url string, svc *service, stop func()) {
+	b.Helper()
 	cfg, err := loadConfig(func(k string) string { return vars[k] })
 	if err != nil {
 		b.Fatal(err)

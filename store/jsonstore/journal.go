@@ -353,16 +353,7 @@ func (s *Store) replayFile(path string) (applied, skipped int, size int64, err e
 	r := bufio.NewReaderSize(f, 1<<20)
 	sorted := true
 	for {
-		line, rerr := r.ReadSlice('\n')
-		if errors.Is(rerr, bufio.ErrBufferFull) {
-			// A line longer than the buffer: read it whole.
-			long := append([]byte(nil), line...)
-			for errors.Is(rerr, bufio.ErrBufferFull) {
-				line, rerr = r.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
+		line, rerr := readLine(r)
 		size += int64(len(line))
 		if rerr != nil && rerr != io.EOF {
 			return 0, 0, 0, fmt.Errorf("jsonstore: read %s: %w", path, rerr)

@@ -298,15 +298,7 @@ func (s *Store) compactRuns(strict bool) error {
 	lines := 0
 	locked := false
 	for {
-		line, rerr := r.ReadSlice('\n')
-		if errors.Is(rerr, bufio.ErrBufferFull) {
-			long := append([]byte(nil), line...)
-			for errors.Is(rerr, bufio.ErrBufferFull) {
-				line, rerr = r.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
+		line, rerr := readLine(r)
 		if rerr != nil && rerr != io.EOF {
 			if locked {
 				s.mu.Unlock()
@@ -461,15 +453,7 @@ func (s *Store) scanRuns(f *os.File, from, size int64) (good int64, compact bool
 	r := bufio.NewReaderSize(io.NewSectionReader(f, from, size-from), 1<<20)
 	off := from
 	for {
-		line, rerr := r.ReadSlice('\n')
-		if errors.Is(rerr, bufio.ErrBufferFull) {
-			long := append([]byte(nil), line...)
-			for errors.Is(rerr, bufio.ErrBufferFull) {
-				line, rerr = r.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
+		line, rerr := readLine(r)
 		if rerr == io.EOF {
 			return off, compact || len(bytes.TrimSpace(line)) > 0, nil
 		}
@@ -516,4 +500,20 @@ func (s *Store) closeRuns() {
 		s.rf.Close()
 		s.rf = nil
 	}
+}
+
+// readLine reads up to and including the next '\n' from r, as
+// ReadSlice does; a line longer than r's buffer is read whole, into a new
+// slice. The slice is valid until the next read.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	line, err := r.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return line, err
+	}
+	long := append([]byte(nil), line...)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		line, err = r.ReadSlice('\n')
+		long = append(long, line...)
+	}
+	return long, err
 }

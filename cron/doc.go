@@ -29,7 +29,7 @@
 // (kind "once", "every" or "cron") builds one with [ScheduleSpec.Build].
 //
 //   - [Once] runs a single time, at run_at.
-//   - [Every] runs on the grid start_at + k*every. The next slot is computed
+//   - [EverySchedule] runs on the grid start_at + k*every. The next slot is computed
 //     from the grid, never from when a run finished, so a schedule does not
 //     drift however long its runs take. A job added without start_at gets
 //     the time of the Add. Jitter, below the interval, delays each run by an

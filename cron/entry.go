@@ -11,7 +11,8 @@ import (
 // in fixed slabs of a [table] (no per-job allocation, no per-job object for
 // the garbage collector), so a job costs 160 bytes here plus its id, its
 // map slot, its heap item and its place in the creation order. Fields that
-// most jobs leave empty live behind x.
+// most jobs leave empty live behind x, and so does the type of a Go
+// function job: an HTTP job pays nothing for it.
 type entry struct {
 	// The fields a fire reads and writes come first, together, so that a
 	// fire touches as few cache lines of the entry as it can.
@@ -81,6 +82,7 @@ func (t *table) release(i int32) {
 }
 
 type entryExt struct {
+	fn       *fnJob // a Go function job's type and args; nil for http
 	cronSpec string
 	tz       string
 	cron     Schedule
@@ -90,6 +92,20 @@ type entryExt struct {
 	// to Config.RunLimit runs, oldest at histHead once it is full.
 	hist     []Run
 	histHead int
+}
+
+// fnJob is what a Go function job has in place of an HTTP callback.
+type fnJob struct {
+	typ  string
+	args []byte // compact JSON, never modified
+}
+
+// fn returns the type and args of a Go function job, nil for an HTTP job.
+func (e *entry) fn() *fnJob {
+	if e.x == nil {
+		return nil
+	}
+	return e.x.fn
 }
 
 const (
@@ -257,8 +273,8 @@ func (e *entry) schedule() Schedule {
 	}
 }
 
-func (e *entry) every() Every {
-	ev := Every{Interval: time.Duration(e.interval), Start: fromNano(e.start), Jitter: time.Duration(e.jitter)}
+func (e *entry) every() EverySchedule {
+	ev := EverySchedule{Interval: time.Duration(e.interval), Start: fromNano(e.start), Jitter: time.Duration(e.jitter)}
 	if e.jitter > 0 {
 		ev.Seed = SeedFor(e.id)
 	}
@@ -299,9 +315,13 @@ func (e *entry) job(cloneHeaders bool) Job {
 	}
 	j := Job{
 		ID: e.id, Name: e.name, Enabled: e.enabled, Type: JobTypeHTTP,
-		HTTP:    HTTPConfig{Method: methodNames[e.method], URL: e.url, Headers: h, Body: e.body},
 		Timeout: Duration(e.timeout), MaxRetries: int(e.retries), RetryBackoff: Duration(e.backoff),
 		LastRunAt: fromNano(e.last), NextRunAt: fromNano(e.next), LastStatus: statusNames[e.status],
+	}
+	if fn := e.fn(); fn == nil {
+		j.HTTP = HTTPConfig{Method: methodNames[e.method], URL: e.url, Headers: h, Body: e.body}
+	} else {
+		j.Type, j.Args = fn.typ, fn.args
 	}
 	j.Schedule.Kind = kindNames[e.kind]
 	switch e.kind {

@@ -30,9 +30,9 @@ func ExampleParseCron() {
 	// cron: hour field: 25 is out of range [0,23]
 }
 
-func ExampleEvery() {
+func ExampleEverySchedule() {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := cron.Every{Interval: 5 * time.Minute, Start: start}
+	s := cron.EverySchedule{Interval: 5 * time.Minute, Start: start}
 	// A run that ends late does not shift the grid.
 	runEnd := start.Add(7 * time.Minute)
 	fmt.Println(s.Next(runEnd).Format(time.RFC3339))
@@ -42,7 +42,7 @@ func ExampleEvery() {
 
 func ExampleMisfire() {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	every := cron.Every{Interval: time.Hour, Start: start}
+	every := cron.EverySchedule{Interval: time.Hour, Start: start}
 	due := start.Add(2 * time.Hour)
 	now := start.Add(5*time.Hour + 10*time.Minute) // woke up after a suspend
 

@@ -35,8 +35,13 @@ const (
 	KindCron  = "cron"
 )
 
-// JobTypeHTTP is the only job type: an HTTP callback.
+// JobTypeHTTP is the type of a job that makes an HTTP callback, the
+// default. Every other type names a Go function registered on the runner
+// (see [Runner.Handle]).
 const JobTypeHTTP = "http"
+
+// MaxTypeLen is the longest job type name.
+const MaxTypeLen = 64
 
 // The defaults [Prepare] gives when a field is zero and [Rules] has none.
 const (
@@ -128,6 +133,19 @@ type ScheduleSpec struct {
 	TZ      string
 }
 
+// Every returns the spec of a schedule that runs every d, on a grid that
+// starts when the job is added (set StartAt and Jitter on the result for
+// another start or a jitter).
+func Every(d time.Duration) ScheduleSpec { return ScheduleSpec{Kind: KindEvery, Every: Duration(d)} }
+
+// At returns the spec of a schedule that runs once, at t.
+func At(t time.Time) ScheduleSpec { return ScheduleSpec{Kind: KindOnce, RunAt: t} }
+
+// Cron returns the spec of a schedule given by a cron expression (see
+// [ParseCron]), in UTC unless the expression starts with CRON_TZ= (set TZ
+// on the result for another zone).
+func Cron(expr string) ScheduleSpec { return ScheduleSpec{Kind: KindCron, Cron: expr} }
+
 type scheduleWire struct {
 	Kind    string   `json:"kind"`
 	RunAt   string   `json:"run_at,omitempty"`
@@ -168,19 +186,32 @@ func (s *ScheduleSpec) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Job is a timed HTTP callback and its bookkeeping. Its JSON form is the one
-// of the jobs.json file and of the REST API: times are RFC3339 in UTC, an
-// unset time is "", durations are strings such as "5s".
+// Job is a timed job and its bookkeeping: an HTTP callback (Type "http",
+// the default, described by HTTP) or a Go function registered on the
+// runner under the name in Type (see [Runner.Handle]), called with Args.
+// Its JSON form is the one of the jobs.json file, of the SQL stores and of
+// the REST API: times are RFC3339 in UTC, an unset time is "", durations
+// are strings such as "5s"; http is written for HTTP jobs only, args when
+// set.
 //
 // LastRunAt, NextRunAt, LastStatus and LastError are system fields: the
 // runner maintains them.
 type Job struct {
-	ID           string       `json:"id"`
-	Name         string       `json:"name"`
-	Enabled      bool         `json:"enabled"`
-	Type         string       `json:"type"`
-	HTTP         HTTPConfig   `json:"http"`
-	Schedule     ScheduleSpec `json:"schedule"`
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Enabled bool   `json:"enabled"`
+	// Type is "http" (the default when empty) or the name of a Go function
+	// registered with [Runner.Handle] or [Config.Handlers].
+	Type string `json:"type"`
+	// HTTP is the callback of an HTTP job; it must be empty for other
+	// types.
+	HTTP HTTPConfig `json:"http"`
+	// Args are the arguments of a Go function job: any JSON value (an
+	// object, usually), handed to its handler as they are stored
+	// ([Call.Job], [Typed]). They are kept in compact form; JSON null is
+	// no args. An HTTP job has none: its request carries http.body.
+	Args     json.RawMessage `json:"args,omitempty"`
+	Schedule ScheduleSpec    `json:"schedule"`
 	Timeout      Duration     `json:"timeout"`
 	MaxRetries   int          `json:"max_retries"`
 	RetryBackoff Duration     `json:"retry_backoff"`
@@ -195,13 +226,17 @@ type Job struct {
 	LastError  string    `json:"last_error"`
 }
 
+// jobWire is the JSON form of a Job: the one definition of its fields,
+// their names and their order. store/jsonstore's codec and cron/httpapi's
+// decoder are held to it by fuzz tests that fill every field of a Job.
 type jobWire struct {
-	ID           string       `json:"id"`
-	Name         string       `json:"name"`
-	Enabled      bool         `json:"enabled"`
-	Type         string       `json:"type"`
-	HTTP         HTTPConfig   `json:"http"`
-	Schedule     ScheduleSpec `json:"schedule"`
+	ID           string          `json:"id"`
+	Name         string          `json:"name"`
+	Enabled      bool            `json:"enabled"`
+	Type         string          `json:"type"`
+	HTTP         *HTTPConfig     `json:"http,omitempty"`
+	Args         json.RawMessage `json:"args,omitempty"`
+	Schedule     ScheduleSpec    `json:"schedule"`
 	Timeout      Duration     `json:"timeout"`
 	MaxRetries   int          `json:"max_retries"`
 	RetryBackoff Duration     `json:"retry_backoff"`
@@ -213,10 +248,15 @@ type jobWire struct {
 }
 
 // MarshalJSON writes the job with the snake_case field names of the REST
-// API and the JSON store (next_run_at, max_retries, ...).
+// API and the JSON store (next_run_at, max_retries, ...). The http object
+// is written unless the job has another type and an empty HTTP.
 func (j Job) MarshalJSON() ([]byte, error) {
+	var h *HTTPConfig
+	if j.WritesHTTP() {
+		h = &j.HTTP
+	}
 	return json.Marshal(jobWire{
-		ID: j.ID, Name: j.Name, Enabled: j.Enabled, Type: j.Type, HTTP: j.HTTP, Schedule: j.Schedule,
+		ID: j.ID, Name: j.Name, Enabled: j.Enabled, Type: j.Type, HTTP: h, Args: j.Args, Schedule: j.Schedule,
 		Timeout: j.Timeout, MaxRetries: j.MaxRetries, RetryBackoff: j.RetryBackoff, MisfireGrace: j.MisfireGrace,
 		LastRunAt: formatTime(j.LastRunAt), NextRunAt: formatTime(j.NextRunAt), LastStatus: j.LastStatus, LastError: j.LastError,
 	})
@@ -236,12 +276,30 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
+	var h HTTPConfig
+	if w.HTTP != nil {
+		h = *w.HTTP
+	}
+	if string(w.Args) == "null" {
+		w.Args = nil
+	}
 	*j = Job{
-		ID: w.ID, Name: w.Name, Enabled: w.Enabled, Type: w.Type, HTTP: w.HTTP, Schedule: w.Schedule,
+		ID: w.ID, Name: w.Name, Enabled: w.Enabled, Type: w.Type, HTTP: h, Args: w.Args, Schedule: w.Schedule,
 		Timeout: w.Timeout, MaxRetries: w.MaxRetries, RetryBackoff: w.RetryBackoff, MisfireGrace: w.MisfireGrace,
 		LastRunAt: last, NextRunAt: next, LastStatus: w.LastStatus, LastError: w.LastError,
 	}
 	return nil
+}
+
+// IsHTTP reports whether j is an HTTP callback job: its type is "http" or
+// empty.
+func (j *Job) IsHTTP() bool { return j.Type == "" || j.Type == JobTypeHTTP }
+
+// WritesHTTP reports whether the JSON form of j holds its http object: for
+// an HTTP job, and for any job whose HTTP is not empty (which [Prepare]
+// refuses on another type).
+func (j *Job) WritesHTTP() bool {
+	return j.IsHTTP() || j.HTTP.Method != "" || j.HTTP.URL != "" || j.HTTP.Headers != nil || j.HTTP.Body != ""
 }
 
 // Rules are the settings of a runner that [Prepare] applies: the values
@@ -274,14 +332,18 @@ func (d Rules) minInterval() time.Duration {
 
 // Prepare is the one way a job's configuration is made ready to run; the
 // [Runner] calls it for every job it adds, updates or loads. It fills the
-// defaults of j's unset fields: type "http", method GET (a method is upper
-// cased), timeout and retry_backoff from d, and for an every schedule
-// without start_at, start_at = now; it turns every time to UTC. Then it
-// checks every field and returns a *[ValidationError] naming the first bad
-// one: type and method, the callback URL (http or https, with a host and
-// a port from 1 to 65535 if any), the request headers (see below), the
-// body's placeholders (only {{job_id}}, {{run_id}}, {{scheduled_at}} and
-// {{triggered_at}}: see [ExpandBody]), timeout > 0, max_retries between 0
+// defaults of j's unset fields: type "http", method GET for an HTTP job (a
+// method is upper cased), timeout and retry_backoff from d, and for an
+// every schedule without start_at, start_at = now; it turns every time to
+// UTC. Then it checks every field and returns a *[ValidationError] naming
+// the first bad one. For an HTTP job: no args, the method, the callback
+// URL (http or https, with a host and a port from 1 to 65535 if any), the
+// request headers (see below), the body's placeholders (only {{job_id}},
+// {{run_id}}, {{scheduled_at}} and {{triggered_at}}: see [ExpandBody]).
+// For a job of another type: the type's name ([ValidType]), an empty
+// http, and args that are JSON (compacted here). Whether a handler is
+// registered for the type is the runner's check, not Prepare's. Then, for
+// every job: timeout > 0, max_retries between 0
 // and 65535, retry_backoff and misfire_grace >= 0, the schedule
 // ([ScheduleSpec.Validate]) and an interval no shorter than the rules'
 // minimum (1s by default). On success it returns the job's schedule, built
@@ -303,7 +365,7 @@ func Prepare(j *Job, now time.Time, d Rules) (Schedule, error) {
 	case KindOnce:
 		return Once{At: j.Schedule.RunAt}, nil
 	case KindEvery:
-		return Every{Interval: j.Schedule.Every.D(), Start: j.Schedule.StartAt, Jitter: j.Schedule.Jitter.D(), Seed: SeedFor(j.ID)}, nil
+		return EverySchedule{Interval: j.Schedule.Every.D(), Start: j.Schedule.StartAt, Jitter: j.Schedule.Jitter.D(), Seed: SeedFor(j.ID)}, nil
 	}
 	return c, nil
 }
@@ -314,15 +376,16 @@ func Prepare(j *Job, now time.Time, d Rules) (Schedule, error) {
 // caller has already seen pass (the runner remembers the last one, which
 // spares bulk adds of jobs calling one service a parse each).
 func prepare(j *Job, now time.Time, d Rules, urlKnownGood bool) (*CronSchedule, error) {
-	if j.Type == "" {
+	isHTTP := j.IsHTTP()
+	if isHTTP {
 		j.Type = JobTypeHTTP
-	}
-	switch j.HTTP.Method {
-	case "":
-		j.HTTP.Method = "GET"
-	case "GET", "POST", "PUT", "PATCH", "DELETE":
-	default:
-		j.HTTP.Method = strings.ToUpper(j.HTTP.Method)
+		switch j.HTTP.Method {
+		case "":
+			j.HTTP.Method = "GET"
+		case "GET", "POST", "PUT", "PATCH", "DELETE":
+		default:
+			j.HTTP.Method = strings.ToUpper(j.HTTP.Method)
+		}
 	}
 	if j.Timeout == 0 {
 		j.Timeout = Duration(cmp.Or(d.Timeout, DefaultTimeout))
@@ -338,21 +401,11 @@ func prepare(j *Job, now time.Time, d Rules, urlKnownGood bool) (*CronSchedule, 
 	j.LastRunAt = utc(j.LastRunAt)
 	j.NextRunAt = utc(j.NextRunAt)
 
-	if j.Type != JobTypeHTTP {
-		return nil, invalid("type", "must be %q, got %q", JobTypeHTTP, j.Type)
-	}
-	if !allowedMethods[j.HTTP.Method] {
-		return nil, invalid("http.method", "must be one of GET, POST, PUT, PATCH, DELETE, got %q", j.HTTP.Method)
-	}
-	if !urlKnownGood {
-		if err := validateURL(j.HTTP.URL); err != nil {
+	if isHTTP {
+		if err := checkHTTP(j, urlKnownGood); err != nil {
 			return nil, err
 		}
-	}
-	if err := validateHeaders(j.HTTP.Headers); err != nil {
-		return nil, err
-	}
-	if err := validateBody(j.HTTP.Body); err != nil {
+	} else if err := checkTyped(j); err != nil {
 		return nil, err
 	}
 	if j.Timeout <= 0 {
@@ -383,6 +436,62 @@ func prepare(j *Job, now time.Time, d Rules, urlKnownGood bool) (*CronSchedule, 
 		}
 	}
 	return c, nil
+}
+
+// checkHTTP checks the fields of an HTTP job.
+func checkHTTP(j *Job, urlKnownGood bool) error {
+	if len(j.Args) > 0 {
+		return invalid("args", "is for jobs that run a Go function; an HTTP job sends http.body")
+	}
+	if !allowedMethods[j.HTTP.Method] {
+		return invalid("http.method", "must be one of GET, POST, PUT, PATCH, DELETE, got %q", j.HTTP.Method)
+	}
+	if !urlKnownGood {
+		if err := validateURL(j.HTTP.URL); err != nil {
+			return err
+		}
+	}
+	if err := validateHeaders(j.HTTP.Headers); err != nil {
+		return err
+	}
+	return validateBody(j.HTTP.Body)
+}
+
+// checkTyped checks the fields of a job that runs a Go function, and
+// compacts its args.
+func checkTyped(j *Job) error {
+	if err := ValidType(j.Type); err != nil {
+		return err
+	}
+	if j.WritesHTTP() {
+		return invalid("http", "is for jobs of type http; a job of type %q takes args", j.Type)
+	}
+	if len(j.Args) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, j.Args); err != nil {
+		return invalid("args", "must be a JSON value: %v", err)
+	}
+	if b.Len() == 4 && b.String() == "null" {
+		j.Args = nil
+	} else if !bytes.Equal(b.Bytes(), j.Args) {
+		j.Args = b.Bytes()
+	}
+	return nil
+}
+
+// ValidType checks the name of a job type other than "http": 1 to
+// [MaxTypeLen] characters among ASCII letters, digits, '-', '_', '.' and
+// ':'. It returns a *ValidationError on "type".
+func ValidType(name string) error {
+	if name == "" || len(name) > MaxTypeLen {
+		return invalid("type", "must be 1 to %d characters long, got %d", MaxTypeLen, len(name))
+	}
+	if i := badNameChar(name); i >= 0 {
+		return invalid("type", "may hold only letters, digits, '-', '_', '.' and ':', got %q at offset %d", name[i:i+1], i)
+	}
+	return nil
 }
 
 // ValidationError names the field of a job that is wrong and why.
@@ -438,13 +547,22 @@ func ValidID(id string) error {
 	if id == "." || id == ".." {
 		return invalid("id", "must not be %q", id)
 	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
-			return invalid("id", "may hold only letters, digits, '-', '_', '.' and ':', got %q at offset %d", id[i:i+1], i)
-		}
+	if i := badNameChar(id); i >= 0 {
+		return invalid("id", "may hold only letters, digits, '-', '_', '.' and ':', got %q at offset %d", id[i:i+1], i)
 	}
 	return nil
+}
+
+// badNameChar returns the offset of the first byte of s that is not an
+// ASCII letter, a digit, '-', '_', '.' or ':', or -1.
+func badNameChar(s string) int {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return i
+		}
+	}
+	return -1
 }
 
 // validateURL checks a callback URL: http or https, with a host.
@@ -669,7 +787,7 @@ func (s *ScheduleSpec) Build(seed uint64) (Schedule, error) {
 	case KindOnce:
 		return Once{At: s.RunAt}, nil
 	case KindEvery:
-		return Every{Interval: s.Every.D(), Start: s.StartAt, Jitter: s.Jitter.D(), Seed: seed}, nil
+		return EverySchedule{Interval: s.Every.D(), Start: s.StartAt, Jitter: s.Jitter.D(), Seed: seed}, nil
 	case KindCron:
 		return s.parseCron()
 	}

@@ -43,7 +43,7 @@ const DefaultCountLimit = 1000
 
 // CountSlots returns how many run times of s fall in (after, until], counting
 // at most max (max <= 0: [DefaultCountLimit]). The cost is constant for
-// [Once], [Every] and an @every [CronSchedule]; other schedules are stepped
+// [Once], [EverySchedule] and an @every [CronSchedule]; other schedules are stepped
 // through with Next, so max bounds the work.
 func CountSlots(s Schedule, after, until time.Time, max int) int {
 	if max <= 0 {
@@ -60,9 +60,9 @@ func CountSlots(s Schedule, after, until time.Time, max int) int {
 		}
 	case *Once:
 		return CountSlots(*s, after, until, max)
-	case Every:
+	case EverySchedule:
 		n = s.countUpTo(until) - s.countUpTo(after)
-	case *Every:
+	case *EverySchedule:
 		return CountSlots(*s, after, until, max)
 	case *CronSchedule:
 		if s == nil || s.every <= 0 {
@@ -95,7 +95,7 @@ func countByNext(s Schedule, after, until time.Time, max int) int {
 }
 
 // countUpTo returns how many run times of e are at or before t.
-func (e Every) countUpTo(t time.Time) int64 {
+func (e EverySchedule) countUpTo(t time.Time) int64 {
 	if e.Interval <= 0 || t.Before(e.Start) {
 		return 0
 	}

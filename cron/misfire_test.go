@@ -11,7 +11,7 @@ import (
 func TestMisfire(t *testing.T) {
 	s0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return s0.Add(d) }
-	every := Every{Interval: 5 * time.Minute, Start: s0}
+	every := EverySchedule{Interval: 5 * time.Minute, Start: s0}
 	hourly := MustParseCron("0 * * * *")
 	tests := []struct {
 		name     string
@@ -58,7 +58,7 @@ func TestMisfire(t *testing.T) {
 func TestCountSlots(t *testing.T) {
 	s0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return s0.Add(d) }
-	every := Every{Interval: 5 * time.Minute, Start: s0}
+	every := EverySchedule{Interval: 5 * time.Minute, Start: s0}
 	tests := []struct {
 		name         string
 		s            Schedule
@@ -97,7 +97,7 @@ func TestCountSlotsMatchesNext(t *testing.T) {
 	s0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for range 500 {
 		iv := time.Duration(1+rng.IntN(600)) * time.Second
-		e := Every{Interval: iv, Start: s0, Jitter: time.Duration(rng.Int64N(int64(iv))), Seed: rng.Uint64()}
+		e := EverySchedule{Interval: iv, Start: s0, Jitter: time.Duration(rng.Int64N(int64(iv))), Seed: rng.Uint64()}
 		after := s0.Add(time.Duration(rng.Int64N(int64(100*iv))) - 10*iv)
 		until := after.Add(time.Duration(rng.Int64N(int64(50 * iv))))
 		want := countByNext(e, after, until, 1<<30)

@@ -74,6 +74,11 @@ type Config struct {
 	// negative: each run is claimed by its worker just before it is called.
 	// Over a store that is no SlotClaimer it has no effect.
 	ClaimAhead time.Duration
+	// Handlers are the Go functions the runner runs, by job type: a job
+	// whose Type names one is run by it (see [Handler]). More can be
+	// registered with [Runner.Handle]. A name must pass [ValidType] and
+	// not be "http". Default nil: HTTP jobs only.
+	Handlers map[string]Handler
 	// Observer sees every run, skip and miss, once the run is in the
 	// history. It is called from one goroutine, in the order the runs
 	// finished. Default nil: none.
@@ -93,7 +98,10 @@ type Runner struct {
 	runs  RunStore      // nil when the store keeps no history
 	batch BatchRecorder // nil unless the store writes in batches
 	sh    sharedCaps    // the store's capabilities for sharing it (shared.go)
-	exec  Executor
+	exec  Executor      // runs the HTTP jobs
+
+	hmu      sync.RWMutex
+	handlers map[string]Handler // the Go function jobs' handlers, by type
 	cfg   Config
 	log   *slog.Logger
 	// now is time.Now. The runner reads time from package time, and its
@@ -117,6 +125,7 @@ type Runner struct {
 	jobs  idIndex // id -> slot
 	order []int32 // slots in creation order; -1 holes are removed jobs
 	holes int
+	typed map[string]int // the number of jobs held of each type but http
 	heap  timeHeap
 	queue []task // runs waiting for a worker; queue[qhead:] are pending
 	qhead int
@@ -150,9 +159,11 @@ const (
 	stateClosed
 )
 
-// New returns a Runner over store that runs jobs with exec. It validates cfg
-// and does no I/O: call [Runner.Load] (or just [Runner.Run]) to read the
-// store.
+// New returns a Runner over store that runs HTTP jobs with exec, and Go
+// function jobs with the handlers of cfg (and those [Runner.Handle] adds).
+// A nil exec is an [HTTPExecutor] with the default settings (and cfg's
+// Logger). It validates cfg and does no I/O: call [Runner.Load] (or just
+// [Runner.Run]) to read the store.
 //
 // A nil store is a runner without durable storage: its jobs live in the
 // runner alone and are lost with the process, each at the runner's own
@@ -160,7 +171,11 @@ const (
 // [Config.RunLimit] runs of each job for [Runner.Runs].
 func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	if exec == nil {
-		return nil, errors.New("cron: New: executor is nil")
+		exec = NewHTTPExecutor(HTTPExecutorConfig{Logger: cfg.Logger})
+	}
+	handlers, err := checkHandlers(cfg.Handlers)
+	if err != nil {
+		return nil, err
 	}
 	for _, f := range []struct {
 		name string
@@ -206,8 +221,9 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Runner{
-		store:   store,
-		exec:    exec,
+		store:    store,
+		exec:     exec,
+		handlers: handlers,
 		cfg:     cfg,
 		log:     log,
 		now:     time.Now,
@@ -242,7 +258,8 @@ func newID() string {
 // stored job (stored) is not held to MinInterval: it was accepted before.
 func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	last := r.goodURL.Load()
-	known := last != nil && *last == j.HTTP.URL
+	isHTTP := j.IsHTTP()
+	known := isHTTP && last != nil && *last == j.HTTP.URL
 	rules := Rules{Timeout: r.cfg.DefaultTimeout, RetryBackoff: r.cfg.DefaultRetryBackoff, MinInterval: r.cfg.MinInterval}
 	if stored {
 		rules.MinInterval = -1
@@ -251,9 +268,14 @@ func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	if err != nil {
 		return err
 	}
-	if !known {
+	if isHTTP && !known {
 		u := j.HTTP.URL
 		r.goodURL.Store(&u)
+	}
+	if !stored {
+		if err := r.checkHandled(j); err != nil {
+			return err
+		}
 	}
 	*e = entry{
 		id: j.ID, name: j.Name, url: j.HTTP.URL, body: j.HTTP.Body, headers: j.HTTP.Headers,
@@ -272,6 +294,9 @@ func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	}
 	if j.MisfireGrace > 0 {
 		e.ext().grace = int64(j.MisfireGrace)
+	}
+	if !isHTTP {
+		e.ext().fn = &fnJob{typ: j.Type, args: j.Args}
 	}
 	return nil
 }
@@ -327,6 +352,10 @@ func (r *Runner) Load(ctx context.Context) error {
 		if _, dup := r.jobs.get(&r.tab, j.ID); dup {
 			r.log.Warn("cron: skipping job: id already in use", "job_id", j.ID, "name", j.Name)
 			continue
+		}
+		if !j.IsHTTP() && r.handler(j.Type) == nil {
+			r.log.Warn("cron: stored job has a type with no handler; it is kept, and its runs fail until one is registered",
+				"job_id", j.ID, "name", j.Name, "type", j.Type)
 		}
 		idx, e := r.tab.alloc()
 		c.gen = e.gen
@@ -401,6 +430,7 @@ func (r *Runner) lookup(id string) (int32, *entry, bool) {
 // insert adds the entry in slot idx to the index and the creation order.
 // mu is held.
 func (r *Runner) insert(idx int32, e *entry) {
+	r.countType(e, 1)
 	r.jobs.put(e.id, idx)
 	e.pos = int32(len(r.order))
 	r.order = append(r.order, idx)
@@ -409,6 +439,7 @@ func (r *Runner) insert(idx int32, e *entry) {
 // unlink removes the entry in slot idx from the index, the order and the
 // heap, and frees the slot. mu is held.
 func (r *Runner) unlink(idx int32, e *entry) {
+	r.countType(e, -1)
 	r.jobs.del(e.id, idx)
 	r.order[e.pos] = -1
 	r.holes++
@@ -576,7 +607,9 @@ func (r *Runner) Update(ctx context.Context, id string, change func(*Job) error)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.countType(e, -1)
 	e.setConfig(c)
+	r.countType(e, 1)
 	if reschedule {
 		e.next, e.status = c.next, c.status
 		e.setLastErr(c.lastErr())

@@ -440,7 +440,7 @@ func TestEveryJitter(t *testing.T) {
 		time.Sleep(100 * time.Second)
 		synctest.Wait()
 		_ = stop()
-		ev := Every{Interval: interval, Start: t0, Jitter: jitter, Seed: SeedFor("j")}
+		ev := EverySchedule{Interval: interval, Start: t0, Jitter: jitter, Seed: SeedFor("j")}
 		var want []time.Time
 		for at := ev.Next(t0); at.Before(t0.Add(100 * time.Second)); at = ev.Next(at) {
 			want = append(want, at)
@@ -940,8 +940,10 @@ func TestNewConfig(t *testing.T) {
 	if _, err := New(nil, &fakeExec{}, Config{RunLimit: -1}); err == nil || err.Error() != "cron: New: Config.RunLimit must not be negative, got -1" {
 		t.Errorf("New(RunLimit -1) error = %v, want one naming Config.RunLimit", err)
 	}
-	if _, err := New(NewMemStore(), nil, Config{}); err == nil {
-		t.Errorf("New(nil executor): want an error")
+	if r, err := New(NewMemStore(), nil, Config{}); err != nil {
+		t.Errorf("New(nil executor): %v, want the default HTTP executor", err)
+	} else if _, ok := r.exec.(*HTTPExecutor); !ok {
+		t.Errorf("New(nil executor) runs HTTP jobs with %T, want *HTTPExecutor", r.exec)
 	}
 	r, _ := New(NewMemStore(), &fakeExec{}, Config{})
 	want := Config{Workers: 4, DrainTimeout: 30 * time.Second, DefaultTimeout: 10 * time.Second, DefaultRetryBackoff: 5 * time.Second, MisfireTolerance: time.Second, RunLimit: DefaultRunLimit, ClaimAhead: DefaultClaimAhead}

@@ -119,7 +119,8 @@ func (r *Runner) execute(ctx context.Context, t task, j *Job) {
 		"lag_ms", run.Lag().Milliseconds(), "error", res.Error)
 }
 
-// call runs the executor, turning a panic into a failed run.
+// call runs the job: an HTTP job through the executor, another through its
+// handler. A panic of the executor becomes a failed run.
 func (r *Runner) call(ctx context.Context, j *Job, info RunInfo) (res Result) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -127,5 +128,8 @@ func (r *Runner) call(ctx context.Context, j *Job, info RunInfo) (res Result) {
 			res = Result{Status: StatusFailed, Attempts: max(res.Attempts, 1), Error: fmt.Sprintf("executor panicked: %v", p)}
 		}
 	}()
+	if !j.IsHTTP() {
+		return r.runHandler(ctx, j, info)
+	}
 	return r.exec.Execute(ctx, j, info)
 }

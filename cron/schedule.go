@@ -24,7 +24,7 @@ func (o Once) Next(after time.Time) time.Time {
 	return time.Time{}
 }
 
-// Every runs on the grid Start + k*Interval (k = 0, 1, 2, ...). The next slot
+// EverySchedule runs on the grid Start + k*Interval (k = 0, 1, 2, ...). The next slot
 // is computed from the grid, never from when a run finished, so a schedule
 // does not drift however long its runs take.
 //
@@ -34,7 +34,7 @@ func (o Once) Next(after time.Time) time.Time {
 // is asked and a restart does not re-roll it. Jitter must be below Interval,
 // which keeps the run times strictly increasing ([ScheduleSpec.Validate]
 // checks it; a larger Jitter is clamped to Interval).
-type Every struct {
+type EverySchedule struct {
 	Interval time.Duration
 	Start    time.Time
 	Jitter   time.Duration
@@ -45,7 +45,7 @@ type Every struct {
 // It returns the zero time when Interval is not positive. Before Start, the
 // first run is slot 0. The cost is constant, however far after lies from
 // Start.
-func (e Every) Next(after time.Time) time.Time {
+func (e EverySchedule) Next(after time.Time) time.Time {
 	if e.Interval <= 0 {
 		return time.Time{}
 	}
@@ -62,7 +62,7 @@ func (e Every) Next(after time.Time) time.Time {
 // Slot returns the grid slot that run time t belongs to: t less its jitter.
 // Times before Start, and every t when Interval is not positive, are
 // returned unchanged.
-func (e Every) Slot(t time.Time) time.Time {
+func (e EverySchedule) Slot(t time.Time) time.Time {
 	if e.Interval <= 0 || t.Before(e.Start) {
 		return t
 	}
@@ -71,7 +71,7 @@ func (e Every) Slot(t time.Time) time.Time {
 }
 
 // offset is the jitter of slot k: a hash of (Seed, k) reduced to [0, Jitter).
-func (e Every) offset(k int64) time.Duration {
+func (e EverySchedule) offset(k int64) time.Duration {
 	j := min(e.Jitter, e.Interval) // a Jitter at or above Interval is clamped
 	if j <= 0 {
 		return 0

@@ -1,6 +1,8 @@
 package jsonstore
 
 import (
+	"bytes"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"time"
@@ -22,30 +24,13 @@ func appendJob(b []byte, j *cron.Job) []byte {
 	b = strconv.AppendBool(b, j.Enabled)
 	b = append(b, `,"type":`...)
 	b = appendString(b, j.Type)
-	b = append(b, `,"http":{"method":`...)
-	b = appendString(b, j.HTTP.Method)
-	b = append(b, `,"url":`...)
-	b = appendString(b, j.HTTP.URL)
-	if len(j.HTTP.Headers) > 0 {
-		b = append(b, `,"headers":{`...)
-		keys := make([]string, 0, len(j.HTTP.Headers))
-		for k := range j.HTTP.Headers {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			b = appendString(b, j.HTTP.Headers[k])
-		}
-		b = append(b, '}')
+	if j.WritesHTTP() {
+		b = appendHTTP(b, &j.HTTP)
 	}
-	b = append(b, `,"body":`...)
-	b = appendString(b, j.HTTP.Body)
-	b = append(b, `},"schedule":{"kind":`...)
+	if len(j.Args) > 0 {
+		b = appendArgs(b, j.Args)
+	}
+	b = append(b, `,"schedule":{"kind":`...)
 	s := &j.Schedule
 	b = appendString(b, s.Kind)
 	if !s.RunAt.IsZero() {
@@ -91,6 +76,45 @@ func appendJob(b []byte, j *cron.Job) []byte {
 	b = append(b, `,"last_error":`...)
 	b = appendString(b, j.LastError)
 	return append(b, '}')
+}
+
+// appendHTTP writes the http object of a job.
+func appendHTTP(b []byte, h *cron.HTTPConfig) []byte {
+	b = append(b, `,"http":{"method":`...)
+	b = appendString(b, h.Method)
+	b = append(b, `,"url":`...)
+	b = appendString(b, h.URL)
+	if len(h.Headers) > 0 {
+		b = append(b, `,"headers":{`...)
+		keys := make([]string, 0, len(h.Headers))
+		for k := range h.Headers {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendString(b, h.Headers[k])
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `,"body":`...)
+	b = appendString(b, h.Body)
+	return append(b, '}')
+}
+
+// appendArgs writes the args of a job, compacted (the runner stores them
+// so already; a line of the journal holds no newline). Args that are not
+// JSON, which no runner saves, are left out rather than break the file.
+func appendArgs(b []byte, args []byte) []byte {
+	buf := bytes.NewBuffer(append(b, `,"args":`...))
+	if err := json.Compact(buf, args); err != nil {
+		return b
+	}
+	return buf.Bytes()
 }
 
 // appendTime writes t as a quoted RFC3339 UTC time, or "" when t is zero.

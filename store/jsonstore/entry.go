@@ -39,6 +39,7 @@ type entryExt struct {
 	misfireGrace cron.Duration
 	cron, tz     string
 	lastError    string
+	args         string // a Go function job's args (JSON)
 	// A MaxRetries beyond int32 (never valid, but kept as given).
 	retries int
 }
@@ -53,9 +54,9 @@ func (e *entry) set(j *cron.Job) {
 	e.retries = int32(j.MaxRetries)
 	e.x = nil
 	if !j.Schedule.RunAt.IsZero() || j.Schedule.Jitter != 0 || j.MisfireGrace != 0 || j.Schedule.Cron != "" ||
-		j.Schedule.TZ != "" || j.LastError != "" || int(e.retries) != j.MaxRetries {
+		j.Schedule.TZ != "" || j.LastError != "" || int(e.retries) != j.MaxRetries || len(j.Args) > 0 {
 		x := &entryExt{runAt: j.Schedule.RunAt, jitter: j.Schedule.Jitter, misfireGrace: j.MisfireGrace,
-			cron: j.Schedule.Cron, tz: j.Schedule.TZ, lastError: j.LastError}
+			cron: j.Schedule.Cron, tz: j.Schedule.TZ, lastError: j.LastError, args: string(j.Args)}
 		if int(e.retries) != j.MaxRetries {
 			x.retries = j.MaxRetries
 		}
@@ -76,6 +77,9 @@ func (e *entry) job() cron.Job {
 	if x := e.x; x != nil {
 		j.Schedule.RunAt, j.Schedule.Jitter, j.MisfireGrace = x.runAt, x.jitter, x.misfireGrace
 		j.Schedule.Cron, j.Schedule.TZ, j.LastError = x.cron, x.tz, x.lastError
+		if x.args != "" {
+			j.Args = []byte(x.args)
+		}
 		if x.retries != 0 {
 			j.MaxRetries = x.retries
 		}

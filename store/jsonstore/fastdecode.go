@@ -1,6 +1,8 @@
 package jsonstore
 
 import (
+	"bytes"
+	"encoding/json"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -420,6 +422,50 @@ func (s *scanner) into(dst *string) bool {
 	return ok
 }
 
+// raw reads any JSON value and sets dst to a copy of its bytes. It finds
+// the value's end by counting brackets outside strings, then leaves the
+// checking of it to json.Valid: args are rare, and small.
+func (s *scanner) raw(dst *json.RawMessage) bool {
+	s.ws()
+	start, depth := s.i, 0
+scan:
+	for ; s.i < len(s.b); s.i++ {
+		switch s.b[s.i] {
+		case '"':
+			for s.i++; s.i < len(s.b) && s.b[s.i] != '"'; s.i++ {
+				if s.b[s.i] == '\\' {
+					s.i++
+				}
+			}
+			if depth == 0 {
+				s.i++
+				break scan
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				break scan
+			}
+			if depth--; depth == 0 {
+				s.i++
+				break scan
+			}
+		case ',':
+			if depth == 0 {
+				break scan
+			}
+		}
+	}
+	s.i = min(s.i, len(s.b))
+	v := bytes.TrimRight(s.b[start:s.i], " \t\r\n")
+	if len(v) == 0 || !json.Valid(v) {
+		return false
+	}
+	*dst = append(json.RawMessage(nil), v...)
+	return true
+}
+
 func (s *scanner) job(j *fileJob) bool {
 	return s.object(func(key string) bool {
 		switch key {
@@ -455,6 +501,11 @@ func (s *scanner) job(j *fileJob) bool {
 				}
 				return false
 			})
+		case "args":
+			if j.Args != nil {
+				return false
+			}
+			return s.raw(&j.Args)
 		case "schedule":
 			return s.object(func(key string) bool {
 				switch key {

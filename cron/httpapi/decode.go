@@ -44,6 +44,7 @@ type patch struct {
 	id, name, typ string
 	enabled       bool
 	http          cron.HTTPConfig
+	args          json.RawMessage
 	schedule      cron.ScheduleSpec
 	timeout       cron.Duration
 	maxRetries    int
@@ -107,6 +108,10 @@ func decodeJobBody(body []byte) (*patch, *RequestError) {
 			rerr = decodeDuration(field, v, &p.misfireGrace)
 		case "http":
 			rerr = decodeHTTP(v, &p.http)
+		case "args":
+			if string(v) != "null" {
+				p.args = v
+			}
 		case "schedule":
 			rerr = decodeSchedule(v, &p.schedule)
 		default:
@@ -120,7 +125,7 @@ func decodeJobBody(body []byte) (*patch, *RequestError) {
 	return p, nil
 }
 
-var jobFieldOrder = []string{"id", "name", "enabled", "type", "http", "schedule", "timeout", "max_retries",
+var jobFieldOrder = []string{"id", "name", "enabled", "type", "http", "args", "schedule", "timeout", "max_retries",
 	"retry_backoff", "misfire_grace", "last_run_at", "next_run_at", "last_status", "last_error"}
 
 func fieldOrder(raw map[string]json.RawMessage) []string {
@@ -292,6 +297,9 @@ func (p *patch) apply(j *cron.Job) {
 	}
 	if p.has("http") {
 		j.HTTP = p.http
+	}
+	if p.has("args") {
+		j.Args = p.args
 	}
 	if p.has("schedule") {
 		j.Schedule = p.schedule

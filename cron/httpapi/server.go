@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,6 +87,7 @@ type Server struct {
 	log      *slog.Logger
 	tokenSum [32]byte
 	allow    []string
+	mux      *http.ServeMux
 }
 
 // New returns the API of r. It checks cfg and names a bad field.
@@ -114,6 +116,7 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 	if cfg.Token != "" {
 		s.tokenSum = sha256.Sum256([]byte(cfg.Token))
 	}
+	s.mux = s.newMux()
 	for _, p := range cfg.CallbackAllow {
 		p = strings.ToLower(strings.TrimSpace(p))
 		if p == "" {
@@ -140,52 +143,77 @@ func HostAllowed(patterns []string, host string) bool {
 	return cron.HostAllowList(patterns).Allows(host)
 }
 
-// route is a matched endpoint.
-type route struct {
-	pattern string
-	id      string
-	allow   string // the methods it accepts, for 405
+// routes are the endpoints: a path pattern of http.ServeMux, the methods
+// it takes (for 405 and its Allow header) and a handler per method. A GET
+// handler answers HEAD only where allow lists HEAD. The handlers of /health
+// and /openapi.json need no token.
+func (s *Server) routes() []route {
+	return []route{
+		{"/health", "GET, HEAD", true, map[string]handler{"GET": s.health}},
+		{"/metrics", "GET, HEAD", false, map[string]handler{"GET": s.metrics}},
+		{"/openapi.json", "GET, HEAD", true, map[string]handler{"GET": serveOpenAPI}},
+		{"/jobs", "GET, POST", false, map[string]handler{"GET": s.list, "POST": s.create}},
+		{"/jobs/{id}", "GET, PATCH, DELETE", false, map[string]handler{"GET": s.get, "PATCH": s.patch, "DELETE": s.remove}},
+		{"/jobs/{id}/run-now", "POST", false, map[string]handler{"POST": s.runNow}},
+		{"/jobs/{id}/pause", "POST", false, map[string]handler{"POST": s.pause}},
+		{"/jobs/{id}/resume", "POST", false, map[string]handler{"POST": s.resume}},
+		{"/jobs/{id}/runs", "GET, HEAD", false, map[string]handler{"GET": s.runs}},
+	}
 }
 
-// match routes an escaped path (req.URL.EscapedPath): the id segment is
-// unescaped alone, so that a job whose id holds a '/' (stored before ids
-// were checked) is still reached at /jobs/a%2Fb, and an escaped '/' never
-// reaches an action.
-func match(path string) (route, bool) {
-	switch path {
-	case "/health":
-		return route{pattern: "/health", allow: "GET, HEAD"}, true
-	case "/metrics":
-		return route{pattern: "/metrics", allow: "GET, HEAD"}, true
-	case "/openapi.json":
-		return route{pattern: "/openapi.json", allow: "GET, HEAD"}, true
-	case "/jobs":
-		return route{pattern: "/jobs", allow: "GET, POST"}, true
+type route struct {
+	path     string
+	allow    string // the methods it accepts, for 405
+	open     bool   // served without the token
+	handlers map[string]handler
+}
+
+// handler answers one endpoint; id is the {id} of the path ("" for none),
+// unescaped: a job whose id holds a '/' (stored before ids were checked)
+// is reached at /jobs/a%2Fb, and an escaped '/' never reaches an action.
+type handler func(w http.ResponseWriter, req *http.Request, id string)
+
+// newMux routes each endpoint's methods to its handlers, its other methods
+// to a 405 naming the allowed ones, and every other path to a 404.
+func (s *Server) newMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, rt := range s.routes() {
+		for method, h := range rt.handlers {
+			mux.Handle(method+" "+rt.path, s.endpoint(rt, h))
+		}
+		mux.Handle(rt.path, s.endpoint(rt, nil))
 	}
-	rest, ok := strings.CutPrefix(path, "/jobs/")
-	if !ok || rest == "" {
-		return route{}, false
-	}
-	id, action, hasAction := strings.Cut(rest, "/")
-	id, err := url.PathUnescape(id)
-	if err != nil || id == "" {
-		return route{}, false
-	}
-	if !hasAction {
-		return route{pattern: "/jobs/{id}", id: id, allow: "GET, PATCH, DELETE"}, true
-	}
-	switch action {
-	case "run-now", "pause", "resume":
-		return route{pattern: "/jobs/{id}/" + action, id: id, allow: "POST"}, true
-	case "runs":
-		return route{pattern: "/jobs/{id}/runs", id: id, allow: "GET, HEAD"}, true
-	}
-	return route{}, false
+	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, &RequestError{Status: http.StatusNotFound, Msg: "no such endpoint: " + req.URL.Path})
+	})
+	return mux
+}
+
+// endpoint wraps the handler h of route rt (nil: a method rt does not
+// take) with the checks every endpoint makes: the token, then the method.
+func (s *Server) endpoint(rt route, h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if sw, ok := w.(*statusWriter); ok {
+			sw.route = rt.path
+		}
+		if !rt.open && s.cfg.Token != "" && !s.authorized(req) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ksana"`)
+			writeError(w, &RequestError{Status: http.StatusUnauthorized, Msg: "missing or wrong bearer token (Authorization: Bearer <token>)"})
+			return
+		}
+		if h == nil || !allowed(rt.allow, req.Method) {
+			w.Header().Set("Allow", rt.allow)
+			writeError(w, &RequestError{Status: http.StatusMethodNotAllowed, Msg: fmt.Sprintf("method %s not allowed on %s; allowed: %s", req.Method, rt.path, rt.allow)})
+			return
+		}
+		h(w, req, req.PathValue("id"))
+	})
 }
 
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	route  string // the path pattern matched, "" for none
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -206,140 +234,143 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
-	rt, ok := match(req.URL.EscapedPath())
-	s.serve(sw, req, rt, ok)
+	if p := req.URL.EscapedPath(); cleanPath(p) != p {
+		// http.ServeMux would redirect to the cleaned path: no endpoint
+		// has a path with empty, "." or ".." segments.
+		writeError(sw, &RequestError{Status: http.StatusNotFound, Msg: "no such endpoint: " + req.URL.Path})
+	} else {
+		s.mux.ServeHTTP(sw, req)
+	}
 	if sw.status == 0 {
 		sw.status = http.StatusOK
 	}
 	d := time.Since(start)
 	s.log.Debug("httpapi: request", "method", req.Method, "path", req.URL.Path, "status", sw.status, "latency_ms", d.Milliseconds())
 	if s.cfg.OnRequest != nil {
-		s.cfg.OnRequest(RequestInfo{Method: req.Method, Route: rt.pattern, Status: sw.status, Duration: d})
+		s.cfg.OnRequest(RequestInfo{Method: req.Method, Route: sw.route, Status: sw.status, Duration: d})
 	}
 }
 
-func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bool) {
-	if ok && rt.pattern != "/health" && rt.pattern != "/openapi.json" && s.cfg.Token != "" && !s.authorized(req) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="ksana"`)
-		writeError(w, &RequestError{Status: http.StatusUnauthorized, Msg: "missing or wrong bearer token (Authorization: Bearer <token>)"})
+// cleanPath is p as http.ServeMux cleans it (a trailing slash kept).
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	np := path.Clean(p)
+	if strings.HasSuffix(p, "/") && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request, _ string) {
+	body := map[string]string{"status": "ok"}
+	if s.cfg.HealthNotes != nil {
+		for k, v := range s.cfg.HealthNotes() {
+			if k != "status" {
+				body[k] = v
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func serveOpenAPI(w http.ResponseWriter, _ *http.Request, _ string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(openAPI)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(openAPI)
+}
+
+func (s *Server) metrics(w http.ResponseWriter, req *http.Request, _ string) {
+	if s.cfg.Metrics == nil {
+		writeError(w, &RequestError{Status: http.StatusNotFound, Msg: "metrics are not enabled"})
 		return
 	}
-	if !ok {
-		writeError(w, &RequestError{Status: http.StatusNotFound, Msg: "no such endpoint: " + req.URL.Path})
+	s.cfg.Metrics.ServeHTTP(w, req)
+}
+
+func (s *Server) get(w http.ResponseWriter, _ *http.Request, id string) {
+	j, err := s.r.Get(id)
+	if err != nil {
+		s.fail(w, err, id)
 		return
 	}
-	if !allowed(rt.allow, req.Method) {
-		w.Header().Set("Allow", rt.allow)
-		writeError(w, &RequestError{Status: http.StatusMethodNotAllowed, Msg: fmt.Sprintf("method %s not allowed on %s; allowed: %s", req.Method, rt.pattern, rt.allow)})
+	writeJSON(w, http.StatusOK, j)
+}
+
+func (s *Server) remove(w http.ResponseWriter, req *http.Request, id string) {
+	if err := s.r.Remove(req.Context(), id); err != nil {
+		s.fail(w, err, id)
 		return
 	}
-	ctx := req.Context()
-	switch rt.pattern {
-	case "/health":
-		body := map[string]string{"status": "ok"}
-		if s.cfg.HealthNotes != nil {
-			for k, v := range s.cfg.HealthNotes() {
-				if k != "status" {
-					body[k] = v
-				}
-			}
-		}
-		writeJSON(w, http.StatusOK, body)
-	case "/openapi.json":
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(openAPI)))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(openAPI)
-	case "/metrics":
-		if s.cfg.Metrics == nil {
-			writeError(w, &RequestError{Status: http.StatusNotFound, Msg: "metrics are not enabled"})
-			return
-		}
-		s.cfg.Metrics.ServeHTTP(w, req)
-	case "/jobs":
-		if req.Method == http.MethodGet {
-			s.list(w, req)
-			return
-		}
-		s.create(ctx, w, req)
-	case "/jobs/{id}":
-		switch req.Method {
-		case http.MethodGet:
-			j, err := s.r.Get(rt.id)
-			if err != nil {
-				s.fail(w, err, rt.id)
-				return
-			}
-			writeJSON(w, http.StatusOK, j)
-		case http.MethodPatch:
-			s.patch(ctx, w, req, rt.id)
-		case http.MethodDelete:
-			err := s.r.Remove(ctx, rt.id)
-			if err != nil {
-				s.fail(w, err, rt.id)
-				return
-			}
-			w.WriteHeader(http.StatusNoContent)
-		}
-	case "/jobs/{id}/run-now":
-		if !s.emptyBody(w, req) {
-			return
-		}
-		if len(s.allow) > 0 {
-			// A job stored before the allow-list was set may point
-			// elsewhere: its run would only fail.
-			j, err := s.r.Get(rt.id)
-			if err != nil {
-				s.fail(w, err, rt.id)
-				return
-			}
-			if rerr := s.checkCallback(&j); rerr != nil {
-				writeError(w, rerr)
-				return
-			}
-		}
-		runID, err := s.r.RunNow(ctx, rt.id)
-		if err != nil {
-			s.fail(w, err, rt.id)
-			return
-		}
-		writeJSON(w, http.StatusAccepted, map[string]string{"run_id": runID, "job_id": rt.id})
-	case "/jobs/{id}/pause", "/jobs/{id}/resume":
-		if !s.emptyBody(w, req) {
-			return
-		}
-		var j cron.Job
-		var err error
-		if strings.HasSuffix(rt.pattern, "pause") {
-			j, err = s.r.Pause(ctx, rt.id)
-		} else {
-			j, err = s.r.Resume(ctx, rt.id)
-		}
-		if err != nil {
-			s.fail(w, err, rt.id)
-			return
-		}
-		writeJSON(w, http.StatusOK, j)
-	case "/jobs/{id}/runs":
-		limit := DefaultRunsLimit
-		if v := req.URL.Query().Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				writeError(w, badField("limit", "must be a positive integer, got %q", v))
-				return
-			}
-			limit = n
-		}
-		runs, err := s.r.Runs(ctx, rt.id, limit)
-		if err != nil {
-			s.fail(w, err, rt.id)
-			return
-		}
-		if runs == nil {
-			runs = []cron.Run{}
-		}
-		writeJSON(w, http.StatusOK, runs)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) runNow(w http.ResponseWriter, req *http.Request, id string) {
+	if !s.emptyBody(w, req) {
+		return
 	}
+	if len(s.allow) > 0 {
+		// A job stored before the allow-list was set may point
+		// elsewhere: its run would only fail.
+		j, err := s.r.Get(id)
+		if err != nil {
+			s.fail(w, err, id)
+			return
+		}
+		if rerr := s.checkCallback(&j); rerr != nil {
+			writeError(w, rerr)
+			return
+		}
+	}
+	runID, err := s.r.RunNow(req.Context(), id)
+	if err != nil {
+		s.fail(w, err, id)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": runID, "job_id": id})
+}
+
+func (s *Server) pause(w http.ResponseWriter, req *http.Request, id string) {
+	s.setEnabled(w, req, id, s.r.Pause)
+}
+
+func (s *Server) resume(w http.ResponseWriter, req *http.Request, id string) {
+	s.setEnabled(w, req, id, s.r.Resume)
+}
+
+func (s *Server) setEnabled(w http.ResponseWriter, req *http.Request, id string, set func(context.Context, string) (cron.Job, error)) {
+	if !s.emptyBody(w, req) {
+		return
+	}
+	j, err := set(req.Context(), id)
+	if err != nil {
+		s.fail(w, err, id)
+		return
+	}
+	writeJSON(w, http.StatusOK, j)
+}
+
+func (s *Server) runs(w http.ResponseWriter, req *http.Request, id string) {
+	limit := DefaultRunsLimit
+	if v := req.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			writeError(w, badField("limit", "must be a positive integer, got %q", v))
+			return
+		}
+		limit = n
+	}
+	runs, err := s.r.Runs(req.Context(), id, limit)
+	if err != nil {
+		s.fail(w, err, id)
+		return
+	}
+	if runs == nil {
+		runs = []cron.Run{}
+	}
+	writeJSON(w, http.StatusOK, runs)
 }
 
 func allowed(list, method string) bool {
@@ -410,7 +441,8 @@ func (s *Server) checkCallback(j *cron.Job) *RequestError {
 	return nil
 }
 
-func (s *Server) create(ctx context.Context, w http.ResponseWriter, req *http.Request) {
+func (s *Server) create(w http.ResponseWriter, req *http.Request, _ string) {
+	ctx := req.Context()
 	body, rerr := s.readBody(w, req)
 	if rerr != nil {
 		writeError(w, rerr)
@@ -440,7 +472,8 @@ func (s *Server) create(ctx context.Context, w http.ResponseWriter, req *http.Re
 	writeJSON(w, http.StatusCreated, created)
 }
 
-func (s *Server) patch(ctx context.Context, w http.ResponseWriter, req *http.Request, id string) {
+func (s *Server) patch(w http.ResponseWriter, req *http.Request, id string) {
+	ctx := req.Context()
 	body, rerr := s.readBody(w, req)
 	if rerr != nil {
 		writeError(w, rerr)
@@ -486,14 +519,14 @@ func (s *Server) patch(ctx context.Context, w http.ResponseWriter, req *http.Req
 var openAPI []byte
 
 // listParams are the query parameters of GET /jobs.
-var listParams = []string{"limit", "after", "enabled", "kind", "last_status", "name"}
+var listParams = []string{"limit", "after", "enabled", "kind", "last_status", "name", "type"}
 
 // MaxListLimit is the largest page GET /jobs?limit=N serves.
 const MaxListLimit = 1000
 
 // list answers GET /jobs: every job, or a page of them (limit, after), of
 // those that pass the filters (enabled, kind, last_status, name).
-func (s *Server) list(w http.ResponseWriter, req *http.Request) {
+func (s *Server) list(w http.ResponseWriter, req *http.Request, _ string) {
 	q := req.URL.Query()
 	var (
 		limit   int
@@ -544,6 +577,8 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request) {
 			}
 		case "name":
 			filters = append(filters, func(j *cron.Job) bool { return j.Name == v })
+		case "type":
+			filters = append(filters, func(j *cron.Job) bool { return j.Type == v })
 		default:
 			writeError(w, badField(key, "unknown query parameter; GET /jobs takes %s", strings.Join(listParams, ", ")))
 			return

@@ -21,6 +21,7 @@ import (
 
 type fixture struct {
 	runner *cron.Runner
+	api    *Server
 	srv    *httptest.Server
 	calls  atomic.Int64
 }
@@ -51,7 +52,7 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.runner = r
+	f.runner, f.api = r, api
 	f.srv = httptest.NewServer(api)
 	t.Cleanup(f.srv.Close)
 	return f
@@ -187,6 +188,10 @@ func TestRejected(t *testing.T) {
 		{"unknown id runs", "GET", "/jobs/nope/runs", "", nil, 404, errBody(`job "nope" not found`, ""), ""},
 		{"unknown path", "GET", "/jobz", "", nil, 404, errBody("no such endpoint: /jobz", ""), ""},
 		{"unknown action", "POST", "/jobs/fixed/explode", "", nil, 404, errBody("no such endpoint: /jobs/fixed/explode", ""), ""},
+		{"empty segment", "POST", "/jobs//run-now", "", nil, 404, errBody("no such endpoint: /jobs//run-now", ""), ""},
+		{"dot segments", "POST", "/jobs/x/../fixed/pause", "", nil, 404, errBody("no such endpoint: /jobs/x/../fixed/pause", ""), ""},
+		{"trailing slash", "GET", "/jobs/fixed/", "", nil, 404, errBody("no such endpoint: /jobs/fixed/", ""), ""},
+		{"no id", "GET", "/jobs/", "", nil, 404, errBody("no such endpoint: /jobs/", ""), ""},
 		{"bad runs limit", "GET", "/jobs/fixed/runs?limit=-2", "", nil, 400, errBody(`must be a positive integer, got "-2"`, "limit"), ""},
 		{"action with a body", "POST", "/jobs/fixed/pause", `{"enabled":false}`, nil, 400, errBody("this action takes no body", ""), ""},
 		{"405 jobs", "PUT", "/jobs", "", nil, 405, errBody("method PUT not allowed on /jobs; allowed: GET, POST", ""), "GET, POST"},

@@ -262,10 +262,8 @@ func splitFile(data []byte) (int, []json.RawMessage, error) {
 
 // decodeEntry decodes and validates one entry of the jobs array.
 func decodeEntry(i int, raw []byte) (cron.Job, *EntryError) {
-	var fj fileJob
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&fj); err != nil {
+	fj, err := strictFileJob(raw)
+	if err != nil {
 		var idOnly struct {
 			ID any `json:"id"`
 		}
@@ -274,6 +272,16 @@ func decodeEntry(i int, raw []byte) (cron.Job, *EntryError) {
 		return cron.Job{}, &EntryError{Index: i, ID: id, Field: jsonErrorField(err), Err: err}
 	}
 	return convertJob(i, &fj)
+}
+
+// strictFileJob decodes one entry of the jobs array; unknown fields are
+// errors.
+func strictFileJob(raw []byte) (fileJob, error) {
+	var fj fileJob
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	err := d.Decode(&fj)
+	return fj, err
 }
 
 // jsonErrorField names the field an encoding/json error is about, if any.
@@ -296,43 +304,9 @@ func convertJob(i int, f *fileJob) (cron.Job, *EntryError) {
 	if f.ID == "" {
 		return fail("id", errors.New("is empty"))
 	}
-	j := cron.Job{
-		ID: f.ID, Name: f.Name, Enabled: f.Enabled, Type: f.Type,
-		HTTP:       cron.HTTPConfig{Method: f.HTTP.Method, URL: f.HTTP.URL, Headers: f.HTTP.Headers, Body: f.HTTP.Body},
-		MaxRetries: f.MaxRetries, LastStatus: cron.Status(f.LastStatus), LastError: f.LastError,
-	}
-	if len(f.Args) > 0 && string(f.Args) != "null" {
-		j.Args = f.Args
-	}
-	j.Schedule.Kind, j.Schedule.Cron, j.Schedule.TZ = f.Schedule.Kind, f.Schedule.Cron, f.Schedule.TZ
-	// Field by field, with no pointer into j: j stays on the stack.
-	var ok bool
-	var field string
-	if j.Schedule.RunAt, ok = parseTimeField(f.Schedule.RunAt); !ok {
-		field = "schedule.run_at"
-	} else if j.Schedule.StartAt, ok = parseTimeField(f.Schedule.StartAt); !ok {
-		field = "schedule.start_at"
-	} else if j.LastRunAt, ok = parseTimeField(f.LastRunAt); !ok {
-		field = "last_run_at"
-	} else if j.NextRunAt, ok = parseTimeField(f.NextRunAt); !ok {
-		field = "next_run_at"
-	}
-	if field != "" {
-		return fail(field, fmt.Errorf("must be an RFC3339 time, got %q", timeFieldValue(f, field)))
-	}
-	if j.Schedule.Every, ok = parseDurationField(f.Schedule.Every); !ok {
-		field = "schedule.every"
-	} else if j.Schedule.Jitter, ok = parseDurationField(f.Schedule.Jitter); !ok {
-		field = "schedule.jitter"
-	} else if j.Timeout, ok = parseDurationField(f.Timeout); !ok {
-		field = "timeout"
-	} else if j.RetryBackoff, ok = parseDurationField(f.RetryBackoff); !ok {
-		field = "retry_backoff"
-	} else if j.MisfireGrace, ok = parseDurationField(f.MisfireGrace); !ok {
-		field = "misfire_grace"
-	}
-	if field != "" {
-		return fail(field, fmt.Errorf("must be a duration such as \"5s\", got %q", durationFieldValue(f, field)))
+	j, field, err := f.job()
+	if err != nil {
+		return fail(field, err)
 	}
 	// A schedule field its kind does not use was ignored before the rule
 	// that refuses it: such a job loads as it ran.
@@ -350,6 +324,49 @@ func convertJob(i int, f *fileJob) (cron.Job, *EntryError) {
 		return fail("last_status", fmt.Errorf("unknown status %q", j.LastStatus))
 	}
 	return j, nil
+}
+
+// job parses the times and durations of f into a job, or names the first
+// field that does not parse. It checks nothing else (convertJob does).
+func (f *fileJob) job() (j cron.Job, field string, err error) {
+	j = cron.Job{
+		ID: f.ID, Name: f.Name, Enabled: f.Enabled, Type: f.Type,
+		HTTP:       cron.HTTPConfig{Method: f.HTTP.Method, URL: f.HTTP.URL, Headers: f.HTTP.Headers, Body: f.HTTP.Body},
+		MaxRetries: f.MaxRetries, LastStatus: cron.Status(f.LastStatus), LastError: f.LastError,
+	}
+	if len(f.Args) > 0 && string(f.Args) != "null" {
+		j.Args = f.Args
+	}
+	j.Schedule.Kind, j.Schedule.Cron, j.Schedule.TZ = f.Schedule.Kind, f.Schedule.Cron, f.Schedule.TZ
+	// Field by field, with no pointer into j: j stays on the stack.
+	var ok bool
+	if j.Schedule.RunAt, ok = parseTimeField(f.Schedule.RunAt); !ok {
+		field = "schedule.run_at"
+	} else if j.Schedule.StartAt, ok = parseTimeField(f.Schedule.StartAt); !ok {
+		field = "schedule.start_at"
+	} else if j.LastRunAt, ok = parseTimeField(f.LastRunAt); !ok {
+		field = "last_run_at"
+	} else if j.NextRunAt, ok = parseTimeField(f.NextRunAt); !ok {
+		field = "next_run_at"
+	}
+	if field != "" {
+		return cron.Job{}, field, fmt.Errorf("must be an RFC3339 time, got %q", timeFieldValue(f, field))
+	}
+	if j.Schedule.Every, ok = parseDurationField(f.Schedule.Every); !ok {
+		field = "schedule.every"
+	} else if j.Schedule.Jitter, ok = parseDurationField(f.Schedule.Jitter); !ok {
+		field = "schedule.jitter"
+	} else if j.Timeout, ok = parseDurationField(f.Timeout); !ok {
+		field = "timeout"
+	} else if j.RetryBackoff, ok = parseDurationField(f.RetryBackoff); !ok {
+		field = "retry_backoff"
+	} else if j.MisfireGrace, ok = parseDurationField(f.MisfireGrace); !ok {
+		field = "misfire_grace"
+	}
+	if field != "" {
+		return cron.Job{}, field, fmt.Errorf("must be a duration such as \"5s\", got %q", durationFieldValue(f, field))
+	}
+	return j, "", nil
 }
 
 // parseTimeField parses an RFC3339 time of jobs.json ("" is the zero time).

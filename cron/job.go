@@ -210,11 +210,11 @@ type Job struct {
 	// object, usually), handed to its handler as they are stored
 	// ([Call.Job], [Typed]). They are kept in compact form; JSON null is
 	// no args. An HTTP job has none: its request carries http.body.
-	Args     json.RawMessage `json:"args,omitempty"`
-	Schedule ScheduleSpec    `json:"schedule"`
-	Timeout      Duration     `json:"timeout"`
-	MaxRetries   int          `json:"max_retries"`
-	RetryBackoff Duration     `json:"retry_backoff"`
+	Args         json.RawMessage `json:"args,omitempty"`
+	Schedule     ScheduleSpec    `json:"schedule"`
+	Timeout      Duration        `json:"timeout"`
+	MaxRetries   int             `json:"max_retries"`
+	RetryBackoff Duration        `json:"retry_backoff"`
 	// MisfireGrace, when positive, lets a slot missed by less than this
 	// still run once (see [Misfire]). Zero keeps the default rule: a missed
 	// slot is skipped, with no catch-up.
@@ -237,14 +237,14 @@ type jobWire struct {
 	HTTP         *HTTPConfig     `json:"http,omitempty"`
 	Args         json.RawMessage `json:"args,omitempty"`
 	Schedule     ScheduleSpec    `json:"schedule"`
-	Timeout      Duration     `json:"timeout"`
-	MaxRetries   int          `json:"max_retries"`
-	RetryBackoff Duration     `json:"retry_backoff"`
-	MisfireGrace Duration     `json:"misfire_grace,omitempty"`
-	LastRunAt    string       `json:"last_run_at"`
-	NextRunAt    string       `json:"next_run_at"`
-	LastStatus   Status       `json:"last_status"`
-	LastError    string       `json:"last_error"`
+	Timeout      Duration        `json:"timeout"`
+	MaxRetries   int             `json:"max_retries"`
+	RetryBackoff Duration        `json:"retry_backoff"`
+	MisfireGrace Duration        `json:"misfire_grace,omitempty"`
+	LastRunAt    string          `json:"last_run_at"`
+	NextRunAt    string          `json:"next_run_at"`
+	LastStatus   Status          `json:"last_status"`
+	LastError    string          `json:"last_error"`
 }
 
 // MarshalJSON writes the job with the snake_case field names of the REST

@@ -102,8 +102,8 @@ type Runner struct {
 
 	hmu      sync.RWMutex
 	handlers map[string]Handler // the Go function jobs' handlers, by type
-	cfg   Config
-	log   *slog.Logger
+	cfg      Config
+	log      *slog.Logger
 	// now is time.Now. The runner reads time from package time, and its
 	// tests run under testing/synctest; the one test that needs the wall
 	// clock to jump ahead of the bubble's (a machine waking from suspend,
@@ -224,12 +224,12 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 		store:    store,
 		exec:     exec,
 		handlers: handlers,
-		cfg:     cfg,
-		log:     log,
-		now:     time.Now,
-		wake:    make(chan struct{}, 1),
-		recWake: make(chan struct{}, 1),
-		wakeAt:  math.MaxInt64,
+		cfg:      cfg,
+		log:      log,
+		now:      time.Now,
+		wake:     make(chan struct{}, 1),
+		recWake:  make(chan struct{}, 1),
+		wakeAt:   math.MaxInt64,
 	}
 	r.runs, _ = store.(RunStore)
 	r.batch, _ = store.(BatchRecorder)

@@ -31,21 +31,21 @@ const FormatVersion = 1
 // Its fields are cron.Job's JSON form; FuzzCodecs fails when a field of
 // cron.Job is missing here, in appendJob or in the fast decoder.
 type fileJob struct {
-	ID           string       `json:"id"`
-	Name         string       `json:"name"`
-	Enabled      bool         `json:"enabled"`
+	ID           string          `json:"id"`
+	Name         string          `json:"name"`
+	Enabled      bool            `json:"enabled"`
 	Type         string          `json:"type"`
 	HTTP         fileHTTP        `json:"http"`
 	Args         json.RawMessage `json:"args"`
 	Schedule     fileSchedule    `json:"schedule"`
-	Timeout      string       `json:"timeout"`
-	MaxRetries   int          `json:"max_retries"`
-	RetryBackoff string       `json:"retry_backoff"`
-	MisfireGrace string       `json:"misfire_grace"`
-	LastRunAt    string       `json:"last_run_at"`
-	NextRunAt    string       `json:"next_run_at"`
-	LastStatus   string       `json:"last_status"`
-	LastError    string       `json:"last_error"`
+	Timeout      string          `json:"timeout"`
+	MaxRetries   int             `json:"max_retries"`
+	RetryBackoff string          `json:"retry_backoff"`
+	MisfireGrace string          `json:"misfire_grace"`
+	LastRunAt    string          `json:"last_run_at"`
+	NextRunAt    string          `json:"next_run_at"`
+	LastStatus   string          `json:"last_status"`
+	LastError    string          `json:"last_error"`
 }
 
 type fileHTTP struct {

@@ -16,6 +16,10 @@ func TestMemStoreConformance(t *testing.T) {
 	storetest.TestCronStore(t, func(t *testing.T) cron.Store { return cron.NewMemStore() })
 }
 
+func TestMemStoreHandlers(t *testing.T) {
+	storetest.TestCronHandlers(t, func(t *testing.T) cron.Store { return cron.NewMemStore() })
+}
+
 func TestMemStoreSmallLimit(t *testing.T) {
 	storetest.TestCronStore(t, func(t *testing.T) cron.Store { return &cron.MemStore{RunLimit: 3} })
 }

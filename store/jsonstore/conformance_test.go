@@ -10,16 +10,22 @@ import (
 )
 
 func TestCronStoreConformance(t *testing.T) {
-	storetest.TestCronStore(t, func(t *testing.T) cron.Store {
-		s, err := jsonstore.New(t.TempDir(), jsonstore.Config{FlushInterval: 5 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
+	storetest.TestCronStore(t, openStore)
+}
+
+func TestCronHandlers(t *testing.T) {
+	storetest.TestCronHandlers(t, openStore)
+}
+
+func openStore(t *testing.T) cron.Store {
+	s, err := jsonstore.New(t.TempDir(), jsonstore.Config{FlushInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
 		}
-		t.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				t.Errorf("Close: %v", err)
-			}
-		})
-		return s
 	})
+	return s
 }

@@ -23,6 +23,18 @@ func TestCronStoreConformance(t *testing.T) {
 	}
 }
 
+// TestCronHandlers runs Go function jobs over both databases: the job's
+// type and args live in its config column.
+func TestCronHandlers(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			storetest.TestCronHandlers(t, func(t *testing.T) cron.Store {
+				return mustJobs(t, b.open(t), JobsConfig{})
+			})
+		})
+	}
+}
+
 func mustJobs(t testing.TB, db *DB, cfg JobsConfig) *Jobs {
 	t.Helper()
 	j, err := db.Jobs(cfg)

@@ -467,3 +467,45 @@ func TestBadJobsFileIsLoud(t *testing.T) {
 		t.Errorf("/health after a clean start (-want +got):\n%s", diff)
 	}
 }
+
+// TestUnhandledTypeKept: a stored job of a type this binary has no handler
+// for (a Go function job of a program sharing the store) is kept across a
+// start, named by /health and the log, refused on create, and its run-now
+// fails with the reason.
+func TestUnhandledTypeKept(t *testing.T) {
+	dir := t.TempDir()
+	file := `{"version":1,"updated_at":"","jobs":[
+{"id":"rep","name":"report","enabled":true,"type":"report","args":{"team":"core"},"schedule":{"kind":"every","every":"1h","start_at":"2030-01-01T00:00:00Z"},"timeout":"1s","max_retries":0,"retry_backoff":"1s","last_run_at":"","next_run_at":"","last_status":"","last_error":""}]}`
+	if err := os.WriteFile(filepath.Join(dir, "jobs.json"), []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts := startService(t, dir, nil)
+	var health map[string]string
+	call(t, "GET", ts.url+"/health", "", &health)
+	if diff := cmp.Diff(map[string]string{"status": "ok", "unhandled_types": "report: 1 job"}, health); diff != "" {
+		t.Errorf("/health (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(ts.logs.String(), "no handler for") || !strings.Contains(ts.logs.String(), "report: 1 job") {
+		t.Errorf("the log does not name the unhandled type:\n%s", ts.logs.String())
+	}
+	if code := call(t, "POST", ts.url+"/jobs", `{"type":"report","schedule":{"kind":"every","every":"1h"}}`, nil); code != 400 {
+		t.Errorf("create of an unhandled type: %d, want 400", code)
+	}
+	if code := call(t, "POST", ts.url+"/jobs/rep/run-now", "", nil); code != 202 {
+		t.Fatalf("run-now: %d", code)
+	}
+	var j cron.Job
+	deadline := time.Now().Add(10 * time.Second)
+	for j.LastStatus == "" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // polls the job for its run's end
+		call(t, "GET", ts.url+"/jobs/rep", "", &j)
+	}
+	if j.LastStatus != cron.StatusFailed || !strings.Contains(j.LastError, `no handler for type "report"`) {
+		t.Errorf("after run-now: %q %q, want failed naming the missing handler", j.LastStatus, j.LastError)
+	}
+	ts.stop()
+	data, err := os.ReadFile(filepath.Join(dir, "jobs.json"))
+	if err != nil || !strings.Contains(string(data), `"type":"report","args":{"team":"core"}`) {
+		t.Errorf("jobs.json after the stop lost the job: %v\n%s", err, data)
+	}
+}

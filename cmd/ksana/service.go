@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,9 +71,19 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		return nil, err
 	}
 	m.Watch(runner)
-	notes := func() map[string]string { return db.notes(runner) }
+	storeNotes := func() map[string]string { return db.notes(runner) }
 	if store != nil {
-		notes = func() map[string]string { return recoveryNotes(store.Recovered()) }
+		storeNotes = func() map[string]string { return recoveryNotes(store.Recovered()) }
+	}
+	notes := func() map[string]string {
+		n := storeNotes()
+		if u := unhandledNote(runner.Unhandled()); u != "" {
+			if n == nil {
+				n = map[string]string{}
+			}
+			n["unhandled_types"] = u
+		}
+		return n
 	}
 	if rec := recovered(store); rec != nil {
 		// jobs.json could not be read whole at start: say so until the next start.
@@ -163,6 +175,30 @@ func (s *service) reportRecovery() {
 		"backup", rec.Backup, "dropped", len(ids), "job_ids", strings.Join(ids, ","))
 }
 
+// unhandledNote describes the job types without a handler, for /health:
+// "report: 3 jobs, sync: 1 job" ("" for none). This binary runs HTTP jobs
+// only: a Go function job comes from a program that shares its store.
+func unhandledNote(u map[string]int) string {
+	var parts []string
+	for _, typ := range slices.Sorted(maps.Keys(u)) {
+		jobs := "jobs"
+		if u[typ] == 1 {
+			jobs = "job"
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d %s", typ, u[typ], jobs))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// reportUnhandled says, once at start, which stored jobs have a type that
+// no handler runs here: they are kept, and each of their runs fails.
+func (s *service) reportUnhandled() {
+	if u := unhandledNote(s.runner.Unhandled()); u != "" {
+		s.log.Error("ksana: stored jobs have a type that this binary has no handler for (it runs http jobs): they are kept, and their runs fail",
+			"unhandled_types", u)
+	}
+}
+
 // reportDisallowed warns about each stored job whose callback host is
 // outside KSANA_CALLBACK_ALLOW: it was stored before the list was set, and
 // its runs will fail.
@@ -172,6 +208,9 @@ func (s *service) reportDisallowed() {
 		return
 	}
 	for _, j := range s.runner.List() {
+		if !j.IsHTTP() {
+			continue
+		}
 		if u, err := url.Parse(j.HTTP.URL); err != nil || !allow.Allows(u.Hostname()) {
 			s.log.Warn("ksana: job calls a host outside KSANA_CALLBACK_ALLOW; its runs will fail until its URL or the list changes",
 				"job_id", j.ID, "name", j.Name, "url", j.HTTP.URL)
@@ -208,6 +247,7 @@ func (s *service) run(ctx context.Context, ln net.Listener) error {
 	}
 	s.reportRecovery()
 	s.reportDisallowed()
+	s.reportUnhandled()
 
 	runCtx, stopRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRuns()

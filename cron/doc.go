@@ -1,26 +1,54 @@
-// Package cron runs timed HTTP callback jobs: schedules (once, every, cron
-// expressions), the misfire rules, and the [Runner] that fires jobs from one
-// min-heap with one timer goroutine and a fixed pool of workers, calling
-// each job's URL through the [HTTPExecutor] with a timeout and retries.
+// Package cron runs timed jobs: schedules (once, every, cron expressions),
+// the misfire rules, and the [Runner] that fires jobs from one min-heap
+// with one timer goroutine and a fixed pool of workers. A job runs a Go
+// function registered on the runner, or calls an HTTP URL through the
+// [HTTPExecutor], each with a timeout and retries.
 //
-// A job ([Job]) is an HTTP callback (method, URL, headers, body) plus a
-// schedule ([ScheduleSpec]), a per-attempt timeout, a retry count and
-// backoff, and the bookkeeping the runner keeps (last_run_at, next_run_at,
-// last_status, last_error). Its JSON form uses the field names of the
-// jobs.json file and of the REST API (cron/httpapi): times RFC3339 in UTC,
-// durations as strings such as "5s".
-//
-//	// nil: no store, the jobs live in the runner alone; or store/jsonstore for a file
-//	r, err := cron.New(nil, cron.NewHTTPExecutor(cron.HTTPExecutorConfig{}), cron.Config{})
+//	r, err := cron.New(nil, nil, cron.Config{}) // no store: the jobs live in the runner
 //	...
-//	_, err = r.Add(ctx, cron.Job{Name: "ping", Enabled: true,
-//		HTTP:     cron.HTTPConfig{URL: "https://example.com/ping"},
-//		Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(5 * time.Minute)}})
+//	r.Handle("report", cron.Func(func(ctx context.Context) error { return sendReport(ctx) }))
+//	_, err = r.Add(ctx, cron.Job{Name: "report", Schedule: cron.Every(time.Minute), Type: "report"})
 //	...
 //	err = r.Run(ctx) // fires jobs until ctx ends, then drains and flushes
 //
-// The program examples/every (go run ./examples/every) schedules a few jobs
-// against a local callback server and prints them firing.
+// A job ([Job]) is a schedule ([ScheduleSpec]: [Every], [At], [Cron]), a
+// per-attempt timeout, a retry count and backoff, what it runs, and the
+// bookkeeping the runner keeps (last_run_at, next_run_at, last_status,
+// last_error). Its JSON form uses the field names of the jobs.json file,
+// of the SQL stores and of the REST API (cron/httpapi): times RFC3339 in
+// UTC, durations as strings such as "5s".
+//
+// # Go functions
+//
+// A job whose Type names a [Handler] registered on the runner
+// ([Config.Handlers], [Runner.Handle]) is run by it: Handler.Run gets a
+// context (the attempt's timeout, and the runner's cancellation at
+// shutdown) and a [Call]: the job with its Args (JSON), the run's id, its
+// scheduled and trigger times, and the attempt's number. [Func] adapts a
+// plain func(ctx) error, [Typed] decodes the args into a struct. An error
+// fails the attempt and is retried as the job says, unless it is
+// [Permanent]; a panic fails it too. Retries, timeouts, overlap skips,
+// misfires, run history and the [Observer] work as for HTTP jobs.
+//
+// A store keeps the type's name and the args, not the function. A stored
+// job whose type has no handler when the runner loads it is kept and logged,
+// [Runner.Unhandled] counts it, and each of its runs fails with the reason
+// until a handler for it is registered. A new job of such a type is
+// refused (a [ValidationError] on "type").
+//
+// # HTTP callbacks
+//
+// A job of type "http" (the default) calls its HTTP config (method, URL,
+// headers, body) through the runner's [Executor], by default an
+// [HTTPExecutor] (see "The HTTP callback" below).
+//
+//	_, err = r.Add(ctx, cron.Job{Name: "ping",
+//		HTTP:     cron.HTTPConfig{URL: "https://example.com/ping"},
+//		Schedule: cron.Every(5 * time.Minute)})
+//
+// The program examples/gofunc schedules a Go function; examples/every
+// (go run ./examples/every) schedules a few HTTP jobs against a local
+// callback server and prints them firing.
 //
 // # Schedules
 //
@@ -209,7 +237,7 @@
 // that is a [BatchRecorder] gets the recorder's bookkeeping and runs in
 // one call per kind, every [BatchEvery]. Over such a store the database
 // costs a firing no round trip, and fewer statements than slots.
-
+//
 // # Observing runs
 //
 // [Config.Observer] sees every finished run as a [Run]: scheduled,

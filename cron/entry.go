@@ -314,7 +314,7 @@ func (e *entry) job(cloneHeaders bool) Job {
 		h = maps.Clone(h)
 	}
 	j := Job{
-		ID: e.id, Name: e.name, Enabled: e.enabled, Type: JobTypeHTTP,
+		ID: e.id, Name: e.name, Paused: !e.enabled, Type: JobTypeHTTP,
 		Timeout: Duration(e.timeout), MaxRetries: int(e.retries), RetryBackoff: Duration(e.backoff),
 		LastRunAt: fromNano(e.last), NextRunAt: fromNano(e.next), LastStatus: statusNames[e.status],
 	}

@@ -31,7 +31,7 @@ func ExampleRunner_Handle() {
 		}
 		return nil
 	}))
-	j, err := r.Add(ctx, cron.Job{Name: "daily report", Enabled: true, Type: "report",
+	j, err := r.Add(ctx, cron.Job{Name: "daily report", Type: "report",
 		Args: json.RawMessage(`{"team": "core"}`), Schedule: cron.Every(50 * time.Millisecond)})
 	if err != nil {
 		panic(err)

@@ -20,10 +20,10 @@ func Example() {
 	}
 	start := time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
 	jobs := []cron.Job{
-		{ID: "ping", Name: "ping service", Enabled: true,
+		{ID: "ping", Name: "ping service",
 			HTTP:     cron.HTTPConfig{URL: "https://example.com/ping"},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(5 * time.Minute), StartAt: start}},
-		{ID: "notify", Name: "notify order", Enabled: true,
+		{ID: "notify", Name: "notify order",
 			HTTP:       cron.HTTPConfig{Method: "POST", URL: "https://example.com/notify", Body: `{"run_id":"{{run_id}}"}`},
 			Schedule:   cron.ScheduleSpec{Kind: cron.KindOnce, RunAt: start.Add(90 * time.Minute)},
 			MaxRetries: 3},
@@ -65,7 +65,7 @@ func Example_run() {
 		panic(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if _, err := r.Add(ctx, cron.Job{ID: "hello", Enabled: true, HTTP: cron.HTTPConfig{URL: srv.URL},
+	if _, err := r.Add(ctx, cron.Job{ID: "hello", HTTP: cron.HTTPConfig{URL: srv.URL},
 		Schedule: cron.ScheduleSpec{Kind: cron.KindOnce, RunAt: time.Now().Add(50 * time.Millisecond)}}); err != nil {
 		panic(err)
 	}

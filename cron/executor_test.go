@@ -75,7 +75,7 @@ func (s *scripted) waits() []time.Duration {
 }
 
 func execJob(url string) *Job {
-	return &Job{ID: "job-1", Enabled: true, Type: JobTypeHTTP, HTTP: HTTPConfig{Method: "POST", URL: url},
+	return &Job{ID: "job-1", Type: JobTypeHTTP, HTTP: HTTPConfig{Method: "POST", URL: url},
 		Timeout: Duration(10 * time.Second), MaxRetries: 3, RetryBackoff: Duration(5 * time.Second)}
 }
 

@@ -32,7 +32,7 @@ func (c *calls) all() []Call {
 }
 
 func goJob(id, typ string, s ScheduleSpec) Job {
-	return Job{ID: id, Name: "fn " + id, Enabled: true, Type: typ, Schedule: s}
+	return Job{ID: id, Name: "fn " + id, Type: typ, Schedule: s}
 }
 
 // TestHandlerRuns: a job of a registered type is run by its handler on

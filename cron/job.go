@@ -197,9 +197,11 @@ func (s *ScheduleSpec) UnmarshalJSON(b []byte) error {
 // LastRunAt, NextRunAt, LastStatus and LastError are system fields: the
 // runner maintains them.
 type Job struct {
-	ID      string `json:"id"`
-	Name    string `json:"name"`
-	Enabled bool   `json:"enabled"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Paused keeps the job from firing (its JSON form says
+	// "enabled": false). The zero value is a job that runs.
+	Paused bool `json:"-"`
 	// Type is "http" (the default when empty) or the name of a Go function
 	// registered with [Runner.Handle] or [Config.Handlers].
 	Type string `json:"type"`
@@ -256,7 +258,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		h = &j.HTTP
 	}
 	return json.Marshal(jobWire{
-		ID: j.ID, Name: j.Name, Enabled: j.Enabled, Type: j.Type, HTTP: h, Args: j.Args, Schedule: j.Schedule,
+		ID: j.ID, Name: j.Name, Enabled: !j.Paused, Type: j.Type, HTTP: h, Args: j.Args, Schedule: j.Schedule,
 		Timeout: j.Timeout, MaxRetries: j.MaxRetries, RetryBackoff: j.RetryBackoff, MisfireGrace: j.MisfireGrace,
 		LastRunAt: formatTime(j.LastRunAt), NextRunAt: formatTime(j.NextRunAt), LastStatus: j.LastStatus, LastError: j.LastError,
 	})
@@ -284,7 +286,7 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 		w.Args = nil
 	}
 	*j = Job{
-		ID: w.ID, Name: w.Name, Enabled: w.Enabled, Type: w.Type, HTTP: h, Args: w.Args, Schedule: w.Schedule,
+		ID: w.ID, Name: w.Name, Paused: !w.Enabled, Type: w.Type, HTTP: h, Args: w.Args, Schedule: w.Schedule,
 		Timeout: w.Timeout, MaxRetries: w.MaxRetries, RetryBackoff: w.RetryBackoff, MisfireGrace: w.MisfireGrace,
 		LastRunAt: last, NextRunAt: next, LastStatus: w.LastStatus, LastError: w.LastError,
 	}

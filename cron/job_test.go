@@ -15,7 +15,7 @@ import (
 func TestPrepare(t *testing.T) {
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.FixedZone("X", 3600))
 	base := func() Job {
-		return Job{ID: "j", Enabled: true, HTTP: HTTPConfig{URL: "http://svc.test/hook"},
+		return Job{ID: "j", HTTP: HTTPConfig{URL: "http://svc.test/hook"},
 			Schedule: ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute)}}
 	}
 	tests := []struct {

@@ -280,7 +280,7 @@ func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	*e = entry{
 		id: j.ID, name: j.Name, url: j.HTTP.URL, body: j.HTTP.Body, headers: j.HTTP.Headers,
 		timeout: int64(j.Timeout), backoff: int64(j.RetryBackoff), retries: uint16(j.MaxRetries),
-		method: methodID(j.HTTP.Method), enabled: j.Enabled,
+		method: methodID(j.HTTP.Method), enabled: !j.Paused,
 	}
 	switch j.Schedule.Kind {
 	case KindOnce:
@@ -458,9 +458,10 @@ func (r *Runner) unlink(idx int32, e *entry) {
 	}
 }
 
-// Add creates a job. It fills defaults (type http, method GET, timeout and
-// retry_backoff from the Config), validates (a *[ValidationError] naming the
-// field), checks a given id (see [ValidID]), gives an empty id 128 random
+// Add creates a job. It fills defaults (type http, method GET for an HTTP
+// job, timeout and retry_backoff from the Config), validates (a
+// *[ValidationError] naming the field; a type with no handler is one),
+// checks a given id (see [ValidID]), gives an empty id 128 random
 // bits in hex, gives an every job
 // without start_at the current time as start_at, computes next_run_at, and
 // saves the job durably before it returns the stored job. The system fields
@@ -707,10 +708,10 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 		if !ok {
 			return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 		}
-		if err != nil || j.Enabled == on {
+		if err != nil || j.Paused != on {
 			return j, err
 		}
-		j, _, err = r.updateStored(ctx, id, func(j *Job) error { j.Enabled = on; return nil }, true)
+		j, _, err = r.updateStored(ctx, id, func(j *Job) error { j.Paused = !on; return nil }, true)
 		return j, err
 	}
 	if e.enabled == on {
@@ -725,7 +726,7 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 	}
 	r.mu.Unlock()
 	r.reschedulePlan(&c, !on, nowNs)
-	j.Enabled, j.NextRunAt, j.LastStatus = on, fromNano(c.next), statusNames[c.status]
+	j.Paused, j.NextRunAt, j.LastStatus = !on, fromNano(c.next), statusNames[c.status]
 	if err := r.save(ctx, j); err != nil {
 		return Job{}, err
 	}

@@ -28,7 +28,7 @@ var noopExec = ExecutorFunc(func(ctx context.Context, j *Job, info RunInfo) Resu
 // sharedJob returns an every job whose name, URL and header map are shared
 // by every job built from it; the id is left empty (the runner makes one).
 func sharedJob() Job {
-	return Job{Name: "bench", Enabled: true, HTTP: HTTPConfig{URL: "http://127.0.0.1:9/hook", Headers: map[string]string{"X-Token": "abc"}},
+	return Job{Name: "bench", HTTP: HTTPConfig{URL: "http://127.0.0.1:9/hook", Headers: map[string]string{"X-Token": "abc"}},
 		Schedule: ScheduleSpec{Kind: KindEvery, Every: Duration(time.Hour)}}
 }
 

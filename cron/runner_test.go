@@ -105,7 +105,7 @@ func (s *countingStore) Flush(ctx context.Context) error {
 }
 
 func httpJob(id string, s ScheduleSpec) Job {
-	return Job{ID: id, Name: "job " + id, Enabled: true, HTTP: HTTPConfig{URL: "http://callback.test/hook"}, Schedule: s}
+	return Job{ID: id, Name: "job " + id, HTTP: HTTPConfig{URL: "http://callback.test/hook"}, Schedule: s}
 }
 
 func newTestRunner(t *testing.T, st Store, ex Executor, cfg Config) *Runner {
@@ -311,11 +311,11 @@ func TestLoadMisfire(t *testing.T) {
 			// A once job within its grace: runs once.
 			withGrace(withNext(httpJob("once-grace", ScheduleSpec{Kind: KindOnce, RunAt: now.Add(-time.Minute)}), now.Add(-time.Minute)), time.Hour),
 			// Invalid: skipped, left in the store.
-			{ID: "bad", Enabled: true, HTTP: HTTPConfig{URL: "ftp://x"}, Schedule: ScheduleSpec{Kind: KindOnce, RunAt: now}},
+			{ID: "bad", HTTP: HTTPConfig{URL: "ftp://x"}, Schedule: ScheduleSpec{Kind: KindOnce, RunAt: now}},
 			// Disabled: not scheduled.
 			func() Job {
 				j := httpJob("off", ScheduleSpec{Kind: KindEvery, Every: Duration(hour), StartAt: start0})
-				j.Enabled = false
+				j.Paused = true
 				return j
 			}(),
 		}
@@ -560,8 +560,8 @@ func TestPauseResume(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Pause: %v", err)
 		}
-		if p.Enabled || p.LastStatus != StatusPaused || !p.NextRunAt.IsZero() {
-			t.Errorf("paused job: enabled %v status %q next %v; want false paused zero", p.Enabled, p.LastStatus, p.NextRunAt)
+		if !p.Paused || p.LastStatus != StatusPaused || !p.NextRunAt.IsZero() {
+			t.Errorf("paused job: enabled %v status %q next %v; want false paused zero", !p.Paused, p.LastStatus, p.NextRunAt)
 		}
 		time.Sleep(40 * time.Second) // nothing runs
 		synctest.Wait()
@@ -569,15 +569,15 @@ func TestPauseResume(t *testing.T) {
 			t.Errorf("runs while paused (-want +got):\n%s", diff)
 		}
 		stored, _ := st.Load(ctx)
-		if stored[0].Enabled || stored[0].LastStatus != StatusPaused {
-			t.Errorf("stored: enabled %v status %q, want false paused", stored[0].Enabled, stored[0].LastStatus)
+		if !stored[0].Paused || stored[0].LastStatus != StatusPaused {
+			t.Errorf("stored: enabled %v status %q, want false paused", !stored[0].Paused, stored[0].LastStatus)
 		}
 		res, err := r.Resume(ctx, "e") // at t0+55s
 		if err != nil {
 			t.Fatalf("Resume: %v", err)
 		}
-		if !res.Enabled || !res.NextRunAt.Equal(t0.Add(60*time.Second)) {
-			t.Errorf("resumed: enabled %v next %v, want true %v", res.Enabled, res.NextRunAt, t0.Add(60*time.Second))
+		if res.Paused || !res.NextRunAt.Equal(t0.Add(60*time.Second)) {
+			t.Errorf("resumed: enabled %v next %v, want true %v", !res.Paused, res.NextRunAt, t0.Add(60*time.Second))
 		}
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
@@ -1133,13 +1133,13 @@ func TestLoadFixesStartAndUpdateEnabled(t *testing.T) {
 			t.Errorf("next_run_at = %v, want %v", j.NextRunAt, now.Add(time.Minute))
 		}
 		// Disabling through Update pauses; enabling reschedules.
-		j.Enabled = false
+		j.Paused = true
 		u, err := replaceJob(ctx, r, j)
 		if err != nil || u.LastStatus != StatusPaused || !u.NextRunAt.IsZero() {
 			t.Errorf("Update(enabled=false) = status %q next %v, %v; want paused, zero", u.LastStatus, u.NextRunAt, err)
 		}
 		time.Sleep(90 * time.Second)
-		j.Enabled = true
+		j.Paused = false
 		u, err = replaceJob(ctx, r, j)
 		if err != nil || !u.NextRunAt.Equal(now.Add(2*time.Minute)) {
 			t.Errorf("Update(enabled=true) = next %v, %v; want %v", u.NextRunAt, err, now.Add(2*time.Minute))

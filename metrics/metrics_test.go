@@ -74,11 +74,11 @@ func newRunner(t *testing.T) *cron.Runner {
 	}
 	start := time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
 	for _, j := range []cron.Job{
-		{ID: "a", Enabled: true, HTTP: cron.HTTPConfig{URL: "https://example.com/a"},
+		{ID: "a", HTTP: cron.HTTPConfig{URL: "https://example.com/a"},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Minute), StartAt: start}},
-		{ID: "b", Enabled: true, HTTP: cron.HTTPConfig{URL: "https://example.com/b"},
+		{ID: "b", HTTP: cron.HTTPConfig{URL: "https://example.com/b"},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Minute), StartAt: start}},
-		{ID: "c", Enabled: false, HTTP: cron.HTTPConfig{URL: "https://example.com/c"},
+		{ID: "c", Paused: true, HTTP: cron.HTTPConfig{URL: "https://example.com/c"},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Minute), StartAt: start}},
 	} {
 		if _, err := r.Add(context.Background(), j); err != nil {

@@ -30,7 +30,7 @@ func seedJobs(b *testing.B, n int) string {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		j := cron.Job{ID: fmt.Sprintf("%032x", i), Name: fmt.Sprint("job ", i), Enabled: true, Type: "http",
+		j := cron.Job{ID: fmt.Sprintf("%032x", i), Name: fmt.Sprint("job ", i), Type: "http",
 			HTTP:     cron.HTTPConfig{Method: "POST", URL: "http://127.0.0.1:9/hook", Headers: map[string]string{"Content-Type": "application/json"}, Body: `{"n":1}`},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour), StartAt: start.Add(time.Duration(i%3600) * time.Second)},
 			Timeout:  cron.Duration(10 * time.Second), MaxRetries: 3, RetryBackoff: cron.Duration(5 * time.Second),

@@ -31,7 +31,7 @@ func benchJobs(n int, interval time.Duration, start time.Time, url string) []cro
 	out := make([]cron.Job, n)
 	for i := range out {
 		st := start.Add(time.Duration(int64(interval) * int64(i) / int64(n)))
-		out[i] = cron.Job{ID: fmt.Sprintf("%032x", i), Name: fmt.Sprint("job ", i), Enabled: true, Type: "http",
+		out[i] = cron.Job{ID: fmt.Sprintf("%032x", i), Name: fmt.Sprint("job ", i), Type: "http",
 			HTTP:     cron.HTTPConfig{Method: "POST", URL: url},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(interval), StartAt: st},
 			Timeout:  cron.Duration(10 * time.Second), RetryBackoff: cron.Duration(5 * time.Second), NextRunAt: st}

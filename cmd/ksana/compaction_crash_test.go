@@ -46,7 +46,7 @@ func TestKillDuringCompaction(t *testing.T) {
 		if i > 0 {
 			buf.WriteString(",\n")
 		}
-		j := cron.Job{ID: fmt.Sprintf("k%06d", i), Name: "seed", Enabled: true, Type: "http",
+		j := cron.Job{ID: fmt.Sprintf("k%06d", i), Name: "seed", Type: "http",
 			HTTP:     cron.HTTPConfig{Method: "POST", URL: "http://127.0.0.1:9/hook"},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour), StartAt: start},
 			Timeout:  cron.Duration(10 * time.Second), RetryBackoff: cron.Duration(time.Second), NextRunAt: start.Add(time.Hour)}

@@ -191,16 +191,16 @@ func testClusterHoldsAThird(t *testing.T, bin, dbURL string) {
 		if code := call(t, "PATCH", m.url+"/jobs/"+id, `{"schedule":{"kind":"every","every":"0s"}}`, nil); code != 400 {
 			t.Errorf("invalid PATCH through %s: %d, want 400", m.name, code)
 		}
-		if code := call(t, "POST", m.url+"/jobs/"+id+"/pause", "", &j); code != 200 || j.Enabled || j.LastStatus != cron.StatusPaused {
+		if code := call(t, "POST", m.url+"/jobs/"+id+"/pause", "", &j); code != 200 || !j.Paused || j.LastStatus != cron.StatusPaused {
 			t.Errorf("pause through %s: %d %+v", m.name, code, j)
 		}
-		if got := same(id, 200); got.Enabled || got.LastStatus != cron.StatusPaused || !got.NextRunAt.IsZero() {
+		if got := same(id, 200); !got.Paused || got.LastStatus != cron.StatusPaused || !got.NextRunAt.IsZero() {
 			t.Errorf("after pause: %+v", got)
 		}
-		if code := call(t, "POST", m.url+"/jobs/"+id+"/resume", "", &j); code != 200 || !j.Enabled || j.NextRunAt.IsZero() {
+		if code := call(t, "POST", m.url+"/jobs/"+id+"/resume", "", &j); code != 200 || j.Paused || j.NextRunAt.IsZero() {
 			t.Errorf("resume through %s: %d %+v", m.name, code, j)
 		}
-		if got := same(id, 200); !got.Enabled || got.NextRunAt.IsZero() {
+		if got := same(id, 200); got.Paused || got.NextRunAt.IsZero() {
 			t.Errorf("after resume: %+v", got)
 		}
 		var rn map[string]string

@@ -290,7 +290,7 @@ func (p *patch) apply(j *cron.Job) {
 		j.Name = p.name
 	}
 	if p.has("enabled") {
-		j.Enabled = p.enabled
+		j.Paused = !p.enabled
 	}
 	if p.has("type") {
 		j.Type = p.typ

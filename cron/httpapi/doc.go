@@ -32,6 +32,21 @@
 // answers only once the change is durable in the runner's store. run-now
 // leaves next_run_at as it was.
 //
+// # Go function jobs
+//
+// A job's type is "http" (the default: an HTTP callback, described by its
+// http object) or the name of a Go function registered on the runner
+// ([cron.Runner.Handle]). A job of another type has no http object and may
+// carry args, any JSON value, handed to its function:
+//
+//	POST /jobs {"name": "report", "type": "report", "args": {"team": "core"},
+//	            "schedule": {"kind": "every", "every": "1h"}}
+//
+// Such jobs are created, listed (type=report), changed, paused and run like
+// any other. A type that no handler of the runner runs is a 400 on field
+// type; http on a job of another type, and args on an http job, are a 400
+// on the field.
+//
 // # Listing jobs
 //
 // GET /jobs answers every job unless asked for less. limit=N (1 to
@@ -40,7 +55,8 @@
 // the id of the last job of the page; a page may come back short, or
 // empty, when filters skip jobs). The filters, combined with AND:
 // enabled=true|false, kind=once|every|cron, last_status=success|failed|
-// timeout|skipped|paused|missed (or empty: never run), name=<exact name>.
+// timeout|skipped|paused|missed (or empty: never run), name=<exact name>,
+// type=<job type>.
 // Any other query parameter, or one given twice, is a 400 naming it.
 //
 // # Errors

@@ -453,11 +453,12 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, _ string) {
 		writeError(w, rerr)
 		return
 	}
-	// Only the JSON shape can tell a field left out from a false or a 0,
-	// so the defaults of enabled and max_retries are given here; every
+	// Only the JSON shape can tell a field left out from a 0, so the
+	// default of max_retries is given here (a job left without enabled
+	// runs: Paused's zero value); every
 	// other default and every rule are cron.Prepare's, which the runner
 	// applies.
-	j := cron.Job{ID: p.id, Enabled: true, MaxRetries: s.cfg.DefaultMaxRetries}
+	j := cron.Job{ID: p.id, MaxRetries: s.cfg.DefaultMaxRetries}
 	p.apply(&j)
 	if rerr := s.checkCallback(&j); rerr != nil {
 		writeError(w, rerr)
@@ -497,7 +498,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, id string) {
 		}
 		// The merged document is read as a create body is: a field the
 		// patch removed (null) takes its default.
-		nj := cron.Job{ID: id, Enabled: true, MaxRetries: s.cfg.DefaultMaxRetries}
+		nj := cron.Job{ID: id, MaxRetries: s.cfg.DefaultMaxRetries}
 		p.apply(&nj)
 		if rerr := s.checkCallback(&nj); rerr != nil {
 			return rerr
@@ -560,7 +561,7 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, _ string) {
 				writeError(w, badField("enabled", "must be true or false, got %q", v))
 				return
 			}
-			filters = append(filters, func(j *cron.Job) bool { return j.Enabled == on })
+			filters = append(filters, func(j *cron.Job) bool { return j.Paused != on })
 		case "kind":
 			if v != cron.KindOnce && v != cron.KindEvery && v != cron.KindCron {
 				writeError(w, badField("kind", "must be once, every or cron, got %q", v))

@@ -247,7 +247,7 @@ func TestLifecycle(t *testing.T) {
 		Backoff    time.Duration
 	}{true, 3, "GET", 10 * time.Second, 5 * time.Second}
 	gotDefaults := wantDefaults
-	gotDefaults.Enabled, gotDefaults.MaxRetries, gotDefaults.Method = j.Enabled, j.MaxRetries, j.HTTP.Method
+	gotDefaults.Enabled, gotDefaults.MaxRetries, gotDefaults.Method = !j.Paused, j.MaxRetries, j.HTTP.Method
 	gotDefaults.Timeout, gotDefaults.Backoff = j.Timeout.D(), j.RetryBackoff.D()
 	if diff := cmp.Diff(wantDefaults, gotDefaults); diff != "" {
 		t.Errorf("defaults of a created job (-want +got):\n%s", diff)
@@ -360,12 +360,12 @@ func TestLifecycle(t *testing.T) {
 
 	// pause and resume.
 	r = f.do(t, "POST", "/jobs/fixed/pause", "", nil)
-	if p := decodeJob(t, r.body); r.status != 200 || p.Enabled || p.LastStatus != cron.StatusPaused || !p.NextRunAt.IsZero() {
-		t.Errorf("pause: %d enabled=%v status=%q next=%v", r.status, p.Enabled, p.LastStatus, p.NextRunAt)
+	if p := decodeJob(t, r.body); r.status != 200 || !p.Paused || p.LastStatus != cron.StatusPaused || !p.NextRunAt.IsZero() {
+		t.Errorf("pause: %d enabled=%v status=%q next=%v", r.status, !p.Paused, p.LastStatus, p.NextRunAt)
 	}
 	r = f.do(t, "POST", "/jobs/fixed/resume", "", nil)
-	if p := decodeJob(t, r.body); r.status != 200 || !p.Enabled || p.NextRunAt.IsZero() {
-		t.Errorf("resume: %d enabled=%v next=%v", r.status, p.Enabled, p.NextRunAt)
+	if p := decodeJob(t, r.body); r.status != 200 || p.Paused || p.NextRunAt.IsZero() {
+		t.Errorf("resume: %d enabled=%v next=%v", r.status, !p.Paused, p.NextRunAt)
 	}
 
 	// delete.
@@ -589,7 +589,7 @@ func TestIDs(t *testing.T) {
 	st := cron.NewMemStore()
 	ctx := context.Background()
 	for _, id := range []string{"a/b", "x"} {
-		if err := st.Save(ctx, cron.Job{ID: id, Enabled: true, Type: "http", HTTP: cron.HTTPConfig{Method: "GET", URL: "http://svc.internal/"},
+		if err := st.Save(ctx, cron.Job{ID: id, Type: "http", HTTP: cron.HTTPConfig{Method: "GET", URL: "http://svc.internal/"},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour), StartAt: time.Now()},
 			Timeout:  cron.Duration(time.Second)}); err != nil {
 			t.Fatal(err)
@@ -671,7 +671,7 @@ func TestPatchEnabled(t *testing.T) {
 	}
 	get := func(body string) state {
 		j := decodeJob(t, body)
-		return state{j.Enabled, j.LastStatus, !j.NextRunAt.IsZero()}
+		return state{!j.Paused, j.LastStatus, !j.NextRunAt.IsZero()}
 	}
 	steps := []struct {
 		method, path, body string

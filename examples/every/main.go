@@ -68,17 +68,17 @@ func run(duration time.Duration, verbose bool) error {
 
 	now := time.Now()
 	jobs := []cron.Job{
-		{ID: "heartbeat", Name: "every 2s, jitter 500ms", Enabled: true,
+		{ID: "heartbeat", Name: "every 2s, jitter 500ms",
 			HTTP:     cron.HTTPConfig{Method: "POST", URL: srv.URL + "/heartbeat", Body: `{"job":"{{job_id}}","run":"{{run_id}}"}`},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(2 * time.Second), Jitter: cron.Duration(500 * time.Millisecond)}},
-		{ID: "once", Name: "once, 3s from now", Enabled: true,
+		{ID: "once", Name: "once, 3s from now",
 			HTTP:     cron.HTTPConfig{URL: srv.URL + "/once"},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindOnce, RunAt: now.Add(3 * time.Second)}},
-		{ID: "flaky", Name: "once, 5s from now, 503 first, then retried", Enabled: true,
+		{ID: "flaky", Name: "once, 5s from now, 503 first, then retried",
 			HTTP:       cron.HTTPConfig{URL: srv.URL + "/flaky"},
 			Schedule:   cron.ScheduleSpec{Kind: cron.KindOnce, RunAt: now.Add(5 * time.Second)},
 			MaxRetries: 1, RetryBackoff: cron.Duration(time.Second), Timeout: cron.Duration(2 * time.Second)},
-		{ID: "cron", Name: "cron */3 * * * * *", Enabled: true,
+		{ID: "cron", Name: "cron */3 * * * * *",
 			HTTP:     cron.HTTPConfig{Method: "PUT", URL: srv.URL + "/cron"},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindCron, Cron: "*/3 * * * * *"}},
 	}

@@ -26,7 +26,7 @@ func main() {
 		}
 		return nil
 	}))
-	if _, err := r.Add(ctx, cron.Job{Name: "report", Enabled: true, Type: "report", Schedule: cron.Every(time.Second)}); err != nil {
+	if _, err := r.Add(ctx, cron.Job{Name: "report", Type: "report", Schedule: cron.Every(time.Second)}); err != nil {
 		log.Fatal(err)
 	}
 	if err := r.Run(ctx); err != nil { // until ctx ends, then drains

@@ -253,7 +253,7 @@ func writeJobs(dir string, n int, every time.Duration, url string, first time.Ti
 	first = first.UTC().Truncate(time.Millisecond)
 	for i := range n {
 		at := first.Add(time.Duration(i) * step)
-		j := cron.Job{ID: jobID(i), Name: "job " + strconv.Itoa(i), Enabled: true, Type: "http",
+		j := cron.Job{ID: jobID(i), Name: "job " + strconv.Itoa(i), Type: "http",
 			HTTP:     cron.HTTPConfig{Method: "POST", URL: url, Body: `{"n":1}`},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(every), StartAt: at},
 			Timeout:  cron.Duration(10 * time.Second), RetryBackoff: cron.Duration(time.Second),

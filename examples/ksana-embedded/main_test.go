@@ -35,8 +35,8 @@ func TestRun(t *testing.T) {
 			t.Errorf("run %+v: want job hook, success in 1 attempt, http 200", r)
 		}
 	}
-	if sum.Paused.ID != "hook" || sum.Paused.Enabled {
-		t.Errorf("pause answered job %q enabled=%v, want hook disabled", sum.Paused.ID, sum.Paused.Enabled)
+	if sum.Paused.ID != "hook" || !sum.Paused.Paused {
+		t.Errorf("pause answered job %q enabled=%v, want hook disabled", sum.Paused.ID, !sum.Paused.Paused)
 	}
 	if sum.StoredJobs != 1 || !sum.StoredPaused {
 		t.Errorf("jobs.json holds %d jobs, hook paused: %v; want 1, true", sum.StoredJobs, sum.StoredPaused)

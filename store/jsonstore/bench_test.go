@@ -394,7 +394,7 @@ func BenchmarkCreateAPIvsRunner(b *testing.B) {
 	defer bareSrv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
 	const body = `{"http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"every","every":"1h"}}`
-	job := cron.Job{Enabled: true, MaxRetries: cron.DefaultMaxRetries, HTTP: cron.HTTPConfig{URL: "http://127.0.0.1:9/"},
+	job := cron.Job{MaxRetries: cron.DefaultMaxRetries, HTTP: cron.HTTPConfig{URL: "http://127.0.0.1:9/"},
 		Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour)}}
 	postTo := func(base string) {
 		resp, err := client.Post(base+"/jobs", "application/json", strings.NewReader(body))

@@ -21,7 +21,7 @@ func appendJob(b []byte, j *cron.Job) []byte {
 	b = append(b, `,"name":`...)
 	b = appendString(b, j.Name)
 	b = append(b, `,"enabled":`...)
-	b = strconv.AppendBool(b, j.Enabled)
+	b = strconv.AppendBool(b, !j.Paused)
 	b = append(b, `,"type":`...)
 	b = appendString(b, j.Type)
 	if j.WritesHTTP() {

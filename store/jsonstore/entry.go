@@ -50,7 +50,7 @@ func (e *entry) set(j *cron.Job) {
 	e.headers = j.HTTP.Headers
 	e.every, e.timeout, e.backoff = j.Schedule.Every, j.Timeout, j.RetryBackoff
 	e.startAt, e.last, e.next = j.Schedule.StartAt, j.LastRunAt, j.NextRunAt
-	e.status, e.enabled = j.LastStatus, j.Enabled
+	e.status, e.enabled = j.LastStatus, !j.Paused
 	e.retries = int32(j.MaxRetries)
 	e.x = nil
 	if !j.Schedule.RunAt.IsZero() || j.Schedule.Jitter != 0 || j.MisfireGrace != 0 || j.Schedule.Cron != "" ||
@@ -68,7 +68,7 @@ func (e *entry) set(j *cron.Job) {
 // it out copy it.
 func (e *entry) job() cron.Job {
 	j := cron.Job{
-		ID: e.id, Name: e.name, Enabled: e.enabled, Type: e.typ,
+		ID: e.id, Name: e.name, Paused: !e.enabled, Type: e.typ,
 		HTTP:     cron.HTTPConfig{Method: e.method, URL: e.url, Headers: e.headers, Body: e.body},
 		Schedule: cron.ScheduleSpec{Kind: e.kind, Every: e.every, StartAt: e.startAt},
 		Timeout:  e.timeout, MaxRetries: int(e.retries), RetryBackoff: e.backoff,

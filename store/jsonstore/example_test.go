@@ -26,7 +26,7 @@ func Example() {
 		panic(err)
 	}
 	job := cron.Job{
-		ID: "ping", Name: "ping service", Enabled: true,
+		ID: "ping", Name: "ping service",
 		HTTP:     cron.HTTPConfig{URL: "https://example.com/ping"},
 		Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(5 * time.Minute), StartAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
 	}

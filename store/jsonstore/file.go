@@ -330,7 +330,7 @@ func convertJob(i int, f *fileJob) (cron.Job, *EntryError) {
 // field that does not parse. It checks nothing else (convertJob does).
 func (f *fileJob) job() (j cron.Job, field string, err error) {
 	j = cron.Job{
-		ID: f.ID, Name: f.Name, Enabled: f.Enabled, Type: f.Type,
+		ID: f.ID, Name: f.Name, Paused: !f.Enabled, Type: f.Type,
 		HTTP:       cron.HTTPConfig{Method: f.HTTP.Method, URL: f.HTTP.URL, Headers: f.HTTP.Headers, Body: f.HTTP.Body},
 		MaxRetries: f.MaxRetries, LastStatus: cron.Status(f.LastStatus), LastError: f.LastError,
 	}

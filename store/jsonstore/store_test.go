@@ -25,7 +25,7 @@ var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
 func testJob(id string) cron.Job {
 	j := cron.Job{
-		ID: id, Name: "job " + id, Enabled: true,
+		ID: id, Name: "job " + id,
 		HTTP:     cron.HTTPConfig{Method: "POST", URL: "http://127.0.0.1:9/hook", Headers: map[string]string{"X-Token": "abc"}, Body: `{"a":1}`},
 		Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Minute), StartAt: t0},
 	}

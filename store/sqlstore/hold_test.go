@@ -82,11 +82,11 @@ func TestJobsHeldByPartition(t *testing.T) {
 			for i := range n {
 				id := fmt.Sprintf("job-%04d", i)
 				all = append(all, id)
-				j := cron.Job{ID: id, Name: fmt.Sprintf("n%d", i%7), Enabled: i%5 != 0, Type: "http",
+				j := cron.Job{ID: id, Name: fmt.Sprintf("n%d", i%7), Paused: i%5 == 0, Type: "http",
 					HTTP:     cron.HTTPConfig{Method: "GET", URL: "http://127.0.0.1:9/x"},
 					Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour), StartAt: far},
 					Timeout:  cron.Duration(time.Second), RetryBackoff: cron.Duration(time.Second)}
-				if j.Enabled {
+				if !j.Paused {
 					j.NextRunAt = far
 				}
 				if err := seed.Insert(ctx, j); err != nil {
@@ -144,7 +144,7 @@ func TestJobsHeldByPartition(t *testing.T) {
 					after = jobs[len(jobs)-1].ID
 				}
 			}
-			n3 := func(j *cron.Job) bool { return j.Name == "n3" && j.Enabled }
+			n3 := func(j *cron.Job) bool { return j.Name == "n3" && !j.Paused }
 			var want3 []string
 			for i, id := range all {
 				if i%7 == 3 && i%5 != 0 {
@@ -195,11 +195,11 @@ func TestJobsHeldByPartition(t *testing.T) {
 			if _, err := other.Update(ctx, id, func(j *cron.Job) error { j.Schedule.Every = 0; return nil }); !errors.As(err, new(*cron.ValidationError)) {
 				t.Errorf("invalid Update on a runner not holding the job: %v, want a ValidationError", err)
 			}
-			if j, err := other.Pause(ctx, id); err != nil || j.Enabled || j.LastStatus != cron.StatusPaused || !j.NextRunAt.IsZero() {
+			if j, err := other.Pause(ctx, id); err != nil || !j.Paused || j.LastStatus != cron.StatusPaused || !j.NextRunAt.IsZero() {
 				t.Errorf("Pause: %+v, %v", j, err)
 			}
 			same("the pause")
-			if j, err := other.Resume(ctx, id); err != nil || !j.Enabled || j.NextRunAt.IsZero() {
+			if j, err := other.Resume(ctx, id); err != nil || j.Paused || j.NextRunAt.IsZero() {
 				t.Errorf("Resume: %+v, %v", j, err)
 			}
 			same("the resume")

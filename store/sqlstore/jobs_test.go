@@ -45,7 +45,7 @@ func mustJobs(t testing.TB, db *DB, cfg JobsConfig) *Jobs {
 }
 
 func testJob(id string) cron.Job {
-	return cron.Job{ID: id, Name: id, Enabled: true, Type: cron.JobTypeHTTP,
+	return cron.Job{ID: id, Name: id, Type: cron.JobTypeHTTP,
 		HTTP:     cron.HTTPConfig{Method: "GET", URL: "http://127.0.0.1:1/x"},
 		Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Second), StartAt: time.Unix(1700000000, 0).UTC()},
 		Timeout:  cron.Duration(time.Second), RetryBackoff: cron.Duration(time.Second)}

@@ -122,7 +122,7 @@ func handlersScheduled(t *testing.T, s cron.Store) {
 		}),
 	}})
 	ctx := context.Background()
-	if _, err := r.Add(ctx, cron.Job{ID: "rep", Name: "report", Enabled: true, Type: "report",
+	if _, err := r.Add(ctx, cron.Job{ID: "rep", Name: "report", Type: "report",
 		Args: json.RawMessage(`{"team": "core"}`), Schedule: cron.Every(50 * time.Millisecond)}); err != nil {
 		t.Fatalf("Add: %v", err)
 	}
@@ -169,8 +169,8 @@ func handlersRetriedAndTimedOut(t *testing.T, s cron.Store) {
 	}})
 	ctx := context.Background()
 	for _, j := range []cron.Job{
-		{ID: "flaky", Type: "flaky", Enabled: true, Schedule: cron.Every(time.Hour), MaxRetries: 2, RetryBackoff: cron.Duration(10 * time.Millisecond)},
-		{ID: "slow", Type: "slow", Enabled: true, Schedule: cron.Every(time.Hour), MaxRetries: 1, RetryBackoff: cron.Duration(10 * time.Millisecond),
+		{ID: "flaky", Type: "flaky", Schedule: cron.Every(time.Hour), MaxRetries: 2, RetryBackoff: cron.Duration(10 * time.Millisecond)},
+		{ID: "slow", Type: "slow", Schedule: cron.Every(time.Hour), MaxRetries: 1, RetryBackoff: cron.Duration(10 * time.Millisecond),
 			Timeout: cron.Duration(30 * time.Millisecond)},
 	} {
 		if _, err := r.Add(ctx, j); err != nil {
@@ -217,7 +217,7 @@ func handlersCancelledAtStop(t *testing.T, s cron.Store) {
 		}),
 	}})
 	ctx := context.Background()
-	if _, err := r.Add(ctx, cron.Job{ID: "block", Type: "block", Enabled: true, Schedule: cron.Every(time.Hour),
+	if _, err := r.Add(ctx, cron.Job{ID: "block", Type: "block", Schedule: cron.Every(time.Hour),
 		Timeout: cron.Duration(time.Hour), MaxRetries: 3}); err != nil {
 		t.Fatalf("Add: %v", err)
 	}
@@ -243,7 +243,7 @@ func handlersCancelledAtStop(t *testing.T, s cron.Store) {
 
 func handlersNoHandlerAtStart(t *testing.T, s cron.Store) {
 	ctx := context.Background()
-	orphan := cron.Job{ID: "orphan", Name: "gone", Enabled: true, Type: "gone", Args: json.RawMessage(`[1,"two"]`),
+	orphan := cron.Job{ID: "orphan", Name: "gone", Type: "gone", Args: json.RawMessage(`[1,"two"]`),
 		Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour), StartAt: cronTime},
 		Timeout:  cron.Duration(time.Second), RetryBackoff: cron.Duration(time.Second)}
 	cronSave(t, s, orphan)

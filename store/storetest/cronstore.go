@@ -48,7 +48,7 @@ var cronTime = time.Date(2031, 5, 6, 7, 8, 9, 123456000, time.UTC)
 func cronJobs() []cron.Job {
 	return []cron.Job{
 		{
-			ID: "job-every", Name: "ping service", Enabled: true, Type: cron.JobTypeHTTP,
+			ID: "job-every", Name: "ping service", Type: cron.JobTypeHTTP,
 			HTTP: cron.HTTPConfig{Method: "POST", URL: "https://example.com/ping",
 				Headers: map[string]string{"X-Token": "abc", "Content-Type": "application/json"}, Body: `{"run":"{{run_id}}"}`},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(5 * time.Minute),
@@ -59,14 +59,14 @@ func cronJobs() []cron.Job {
 			LastStatus: cron.StatusTimeout, LastError: "timeout after 10s",
 		},
 		{
-			ID: "job-once", Name: "notify", Enabled: false, Type: cron.JobTypeHTTP,
+			ID: "job-once", Name: "notify", Paused: true, Type: cron.JobTypeHTTP,
 			HTTP:     cron.HTTPConfig{Method: "GET", URL: "http://localhost:8080/x"},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindOnce, RunAt: cronTime.Add(24 * time.Hour)},
 			Timeout:  cron.Duration(time.Second), RetryBackoff: cron.Duration(time.Second),
 			LastStatus: cron.StatusPaused,
 		},
 		{
-			ID: "job-cron", Name: "report", Enabled: true, Type: cron.JobTypeHTTP,
+			ID: "job-cron", Name: "report", Type: cron.JobTypeHTTP,
 			HTTP:     cron.HTTPConfig{Method: "PUT", URL: "https://example.com/report"},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindCron, Cron: "0 30 9 * * MON-FRI", TZ: "Europe/Berlin"},
 			Timeout:  cron.Duration(30 * time.Second), MaxRetries: 1, RetryBackoff: cron.Duration(250 * time.Millisecond),
@@ -120,7 +120,7 @@ func cronCaseCreationOrder(t *testing.T, s cron.Store) {
 	cronSave(t, s, js...)
 	// Replacing the first job keeps its place.
 	repl := js[0]
-	repl.Name, repl.HTTP.URL, repl.Enabled = "renamed", "https://example.org/other", false
+	repl.Name, repl.HTTP.URL, repl.Paused = "renamed", "https://example.org/other", true
 	cronSave(t, s, repl)
 	extra := js[1]
 	extra.ID = "job-new"

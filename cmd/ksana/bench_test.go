@@ -106,28 +106,36 @@ func BenchmarkAPICreate(b *testing.B) {
 	}
 }
 
-// BenchmarkStartup100k measures a start over a jobs.json of 100,000 jobs:
-// open the store, load and schedule every job in the runner.
-func BenchmarkStartup100k(b *testing.B) {
-	dir := seedJobs(b, 100_000)
-	cfg, err := loadConfig(func(k string) string { return map[string]string{"KSANA_DATA": dir}[k] })
-	if err != nil {
-		b.Fatal(err)
-	}
-	log := newLogger(cfg, io.Discard)
-	for b.Loop() {
-		svc, err := newService(cfg, log)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := svc.runner.Load(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		if svc.runner.Len() != 100_000 {
-			b.Fatalf("loaded %d jobs", svc.runner.Len())
-		}
-		b.StopTimer()
-		svc.store.Close()
-		b.StartTimer()
+// BenchmarkStartup measures a start over a jobs.json of 100,000 and of
+// 1,000,000 enabled every jobs: open the store, load and schedule every
+// job in the runner. (The million is left out under -short.)
+func BenchmarkStartup(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			if testing.Short() && n > 100_000 {
+				b.Skip("-short")
+			}
+			dir := seedJobs(b, n)
+			cfg, err := loadConfig(func(k string) string { return map[string]string{"KSANA_DATA": dir}[k] })
+			if err != nil {
+				b.Fatal(err)
+			}
+			log := newLogger(cfg, io.Discard)
+			for b.Loop() {
+				svc, err := newService(cfg, log)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := svc.runner.Load(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				if svc.runner.Len() != n {
+					b.Fatalf("loaded %d jobs", svc.runner.Len())
+				}
+				b.StopTimer()
+				svc.store.Close()
+				b.StartTimer()
+			}
+		})
 	}
 }

@@ -99,11 +99,12 @@ type Runner struct {
 	batch BatchRecorder // nil unless the store writes in batches
 	sh    sharedCaps    // the store's capabilities for sharing it (shared.go)
 	exec  Executor      // runs the HTTP jobs
+	cfg   Config
+	log   *slog.Logger
 
 	hmu      sync.RWMutex
 	handlers map[string]Handler // the Go function jobs' handlers, by type
-	cfg      Config
-	log      *slog.Logger
+
 	// now is time.Now. The runner reads time from package time, and its
 	// tests run under testing/synctest; the one test that needs the wall
 	// clock to jump ahead of the bubble's (a machine waking from suspend,

@@ -3,6 +3,7 @@ package jsonstore
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -70,5 +71,23 @@ func check(t *testing.T, what string, want, got cron.Job) {
 	t.Helper()
 	if diff := cmp.Diff(want, got, cmp.Comparer(jobfuzz.SameJSON)); diff != "" {
 		t.Errorf("%s (-cron.Job's JSON +got):\n%s", what, diff)
+	}
+}
+
+// TestFastDecodeTyped: a file holding Go function jobs stays on the fast
+// decoder (a job with args must not send the whole file to the general
+// one), and reads their type and args.
+func TestFastDecodeTyped(t *testing.T) {
+	j := cron.Job{ID: "rep", Type: "report", Args: json.RawMessage(`{"team":"core","tags":["a\"b","\u00e9"],"n":-1.5e3}`),
+		Schedule: cron.Every(time.Minute), Timeout: cron.Duration(time.Second), RetryBackoff: cron.Duration(time.Second)}
+	h := testJob("web")
+	doc := appendDocument(nil, t0, [][]byte{appendJob(nil, &j), appendJob(nil, &h)})
+	_, fjs, ok := fastDecode(doc)
+	if !ok {
+		t.Fatalf("the fast decoder refused:\n%s", doc)
+	}
+	got, _, err := fjs[0].job()
+	if err != nil || got.Type != "report" || !jobfuzz.SameJSON(got.Args, j.Args) || got.WritesHTTP() {
+		t.Errorf("read back: %+v, %v", got, err)
 	}
 }

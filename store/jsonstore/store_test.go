@@ -760,6 +760,9 @@ func FuzzFastDecode(f *testing.F) {
 	f.Add([]byte(`{"version":1,"jobs":[{"id":"x","http":{"url":"http://h/"},"http":{"method":"POST"},"schedule":{"kind":"once","run_at":"2026-01-01T00:00:00Z"}}]}`))
 	f.Add([]byte(`{"version":1,"jobs":[{"id":"x","timeout":"zz"},{"id":"x"}]}`))
 	f.Add([]byte(`{"version":2,"updated_at":"","jobs":[]}`))
+	for _, args := range []string{`{"a":[1,"x\"y]"],"b":{}}`, `"s}"`, `-1.5e3`, `null`, `[ ]`, `{"a":1 `, `1 2`, `tru`} {
+		f.Add([]byte(`{"version":1,"jobs":[{"id":"x","type":"report","args":` + args + `,"schedule":{"kind":"every","every":"1m"}}]}`))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		version, fjs, ok := fastDecode(data)
 		if !ok {

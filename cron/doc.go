@@ -209,7 +209,7 @@
 // that is a [BatchRecorder] gets the recorder's bookkeeping and runs in
 // one call per kind, every [BatchEvery]. Over such a store the database
 // costs a firing no round trip, and fewer statements than slots.
-
+//
 // # Observing runs
 //
 // [Config.Observer] sees every finished run as a [Run]: scheduled,

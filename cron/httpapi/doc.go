@@ -26,9 +26,10 @@
 // the other defaults are the runner's. A PATCH body is a JSON merge patch
 // (RFC 7396) of the job's JSON form, at every depth: only the fields sent
 // change, an object (http, schedule, headers) merges field by field, and
-// null removes a field, which then takes its default as on create. To
-// switch a schedule to another kind, remove the fields of the old one
-// ("every": null, ...): a field the kind does not use is refused. A write
+// null removes a field, which then takes its default as on create. A
+// schedule whose kind differs from the job's replaces the schedule whole
+// ({"schedule":{"kind":"cron","cron":"0 * * * *"}} on an every-job drops
+// every, start_at and jitter); one of the same kind merges. A write
 // answers only once the change is durable in the runner's store. run-now
 // leaves next_run_at as it was.
 //

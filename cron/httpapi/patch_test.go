@@ -1,0 +1,68 @@
+package httpapi
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ksana-dev/ksana/cron"
+)
+
+// TestPatchSchedule: a schedule in a PATCH whose kind differs from the
+// job's replaces the schedule whole; one of the same kind merges field by
+// field, and a field the kind does not use is still refused.
+func TestPatchSchedule(t *testing.T) {
+	runAt := time.Date(2099, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name  string
+		patch string
+		want  cron.ScheduleSpec
+	}{
+		{"every to cron", `{"schedule":{"kind":"cron","cron":"*/5 * * * *"}}`,
+			cron.ScheduleSpec{Kind: cron.KindCron, Cron: "*/5 * * * *"}},
+		{"every to cron with tz", `{"schedule":{"kind":"cron","cron":"0 9 * * *","tz":"Europe/Berlin"}}`,
+			cron.ScheduleSpec{Kind: cron.KindCron, Cron: "0 9 * * *", TZ: "Europe/Berlin"}},
+		{"every to once", `{"schedule":{"kind":"once","run_at":"2099-01-02T03:04:05Z"}}`,
+			cron.ScheduleSpec{Kind: cron.KindOnce, RunAt: runAt}},
+		{"same kind merges", `{"schedule":{"kind":"every","every":"2h"}}`,
+			cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(2 * time.Hour), Jitter: cron.Duration(5 * time.Second)}},
+		{"no kind merges", `{"schedule":{"every":"3h"}}`,
+			cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(3 * time.Hour), Jitter: cron.Duration(5 * time.Second)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, Config{})
+			if r := f.do(t, "POST", "/jobs", validJob, nil); r.status != 201 {
+				t.Fatalf("create: %d %s", r.status, r.body)
+			}
+			r := f.do(t, "PATCH", "/jobs/fixed", tt.patch, nil)
+			if r.status != 200 {
+				t.Fatalf("PATCH %s: %d %s", tt.patch, r.status, r.body)
+			}
+			got := decodeJob(t, r.body).Schedule
+			got.StartAt = time.Time{} // set by the runner for every-jobs
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("PATCH %s: schedule (-want +got):\n%s", tt.patch, diff)
+			}
+			stored, err := f.runner.Get("fixed")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stored.Schedule.Kind != tt.want.Kind {
+				t.Errorf("stored kind %q, want %q", stored.Schedule.Kind, tt.want.Kind)
+			}
+		})
+	}
+
+	f := newFixture(t, Config{})
+	if r := f.do(t, "POST", "/jobs", validJob, nil); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	r := f.do(t, "PATCH", "/jobs/fixed", `{"schedule":{"kind":"every","tz":"UTC"}}`, nil)
+	if want := errBody("is not used by kind every (every takes every, and optionally start_at and jitter)", "schedule.tz"); r.status != 400 || r.body != want {
+		t.Errorf("PATCH with a field the same kind does not use: %d %s, want 400 %s", r.status, r.body, want)
+	}
+	if got, _ := f.runner.Get("fixed"); got.Schedule.Every.D() != time.Hour {
+		t.Errorf("refused PATCH changed the job: every = %s", got.Schedule.Every)
+	}
+}

@@ -29,7 +29,11 @@
 // null removes a field, which then takes its default as on create. A
 // schedule whose kind differs from the job's replaces the schedule whole
 // ({"schedule":{"kind":"cron","cron":"0 * * * *"}} on an every-job drops
-// every, start_at and jitter); one of the same kind merges. A write
+// every, start_at and jitter); one of the same kind merges. A once job
+// whose run_at has passed (by more than [PastRunAtTolerance] and its
+// misfire_grace) would be recorded as missed and never run: POST, and a
+// PATCH that sends a schedule, refuse it with 400 naming schedule.run_at.
+// A write
 // answers only once the change is durable in the runner's store. run-now
 // leaves next_run_at as it was.
 //

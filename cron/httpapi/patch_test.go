@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +67,45 @@ func TestPatchSchedule(t *testing.T) {
 	}
 	if got, _ := f.runner.Get("fixed"); got.Schedule.Every.D() != time.Hour {
 		t.Errorf("refused PATCH changed the job: every = %s", got.Schedule.Every)
+	}
+}
+
+// TestOncePastRunAt: a once job whose run_at has passed would be recorded
+// as missed and never run, so POST, and a PATCH that sends a schedule,
+// refuse it naming schedule.run_at; a misfire_grace covering the delay
+// lets it run, and a PATCH of other fields of such a job still works.
+func TestOncePastRunAt(t *testing.T) {
+	f := newFixture(t, Config{})
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	once := func(id, runAt, extra string) string {
+		return `{"id":"` + id + `","http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"once","run_at":"` + runAt + `"}` + extra + `}`
+	}
+	r := f.do(t, "POST", "/jobs", once("late", past, ""), nil)
+	if r.status != 400 || !strings.Contains(r.body, `"field":"schedule.run_at"`) || !strings.Contains(r.body, "in the past") {
+		t.Errorf("POST past once: %d %s, want 400 naming schedule.run_at", r.status, r.body)
+	}
+	if _, err := f.runner.Get("late"); !errors.Is(err, cron.ErrNotFound) {
+		t.Errorf("a refused job was stored: Get error %v", err)
+	}
+	if r := f.do(t, "POST", "/jobs", once("graced", past, `,"misfire_grace":"2h"`), nil); r.status != 201 {
+		t.Errorf("POST past once within misfire_grace: %d %s, want 201", r.status, r.body)
+	}
+	if r := f.do(t, "POST", "/jobs", once("soon", future, ""), nil); r.status != 201 {
+		t.Fatalf("POST future once: %d %s", r.status, r.body)
+	}
+	r = f.do(t, "PATCH", "/jobs/soon", `{"schedule":{"run_at":"`+past+`"}}`, nil)
+	if r.status != 400 || !strings.Contains(r.body, `"field":"schedule.run_at"`) {
+		t.Errorf("PATCH run_at into the past: %d %s, want 400 naming schedule.run_at", r.status, r.body)
+	}
+	// A once job whose time has come and gone can still be renamed.
+	if _, err := f.runner.Update(context.Background(), "soon", func(j *cron.Job) error {
+		j.Schedule.RunAt = time.Now().Add(-time.Hour)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.do(t, "PATCH", "/jobs/soon", `{"name":"renamed"}`, nil); r.status != 200 {
+		t.Errorf("PATCH name of a past once job: %d %s, want 200", r.status, r.body)
 	}
 }

@@ -396,6 +396,26 @@ func (s *Server) emptyBody(w http.ResponseWriter, req *http.Request) bool {
 	return true
 }
 
+// PastRunAtTolerance is how far in the past a once job's run_at may lie on
+// POST /jobs, or on a PATCH that sends a schedule, beyond the job's
+// misfire_grace: such a job would be recorded as missed and never run, so
+// the API refuses it with 400 naming schedule.run_at.
+const PastRunAtTolerance = time.Second
+
+// checkRunAt refuses a once schedule whose run_at has passed.
+func checkRunAt(j *cron.Job, now time.Time) *RequestError {
+	sc := j.Schedule
+	if sc.Kind != cron.KindOnce || sc.RunAt.IsZero() {
+		return nil
+	}
+	late := now.Sub(sc.RunAt)
+	if late <= PastRunAtTolerance || late < j.MisfireGrace.D() {
+		return nil
+	}
+	return badField("schedule.run_at", "is %s in the past (now is %s): a once job would be recorded as missed and never run; give a future time, or a misfire_grace longer than that",
+		late.Round(time.Second), now.UTC().Format(time.RFC3339))
+}
+
 func (s *Server) checkCallback(j *cron.Job) *RequestError {
 	if len(s.allow) == 0 {
 		return nil
@@ -428,6 +448,10 @@ func (s *Server) create(ctx context.Context, w http.ResponseWriter, req *http.Re
 	j := cron.Job{ID: p.id, Enabled: true, MaxRetries: s.cfg.DefaultMaxRetries}
 	p.apply(&j)
 	if rerr := s.checkCallback(&j); rerr != nil {
+		writeError(w, rerr)
+		return
+	}
+	if rerr := checkRunAt(&j, time.Now()); rerr != nil {
 		writeError(w, rerr)
 		return
 	}
@@ -468,6 +492,11 @@ func (s *Server) patch(ctx context.Context, w http.ResponseWriter, req *http.Req
 		p.apply(&nj)
 		if rerr := s.checkCallback(&nj); rerr != nil {
 			return rerr
+		}
+		if _, ok := patch["schedule"]; ok {
+			if rerr := checkRunAt(&nj, time.Now()); rerr != nil {
+				return rerr
+			}
 		}
 		*j = nj
 		return nil

@@ -12,7 +12,7 @@
 //	POST   /jobs/{id}/run-now    queue a run at once: 202 and {"run_id", "job_id"}
 //	POST   /jobs/{id}/pause      enabled=false: 200 and the job
 //	POST   /jobs/{id}/resume     enabled=true: 200 and the job
-//	GET    /jobs/{id}/runs       the newest runs, newest first (?limit=N, default 50)
+//	GET    /jobs/{id}/runs       the newest runs, newest first (?limit=N, default 50; ?status=failed...)
 //	GET    /health               200 {"status":"ok"}, never authenticated
 //	GET    /openapi.json         the OpenAPI 3 document of the API, never authenticated
 //	GET    /metrics              [Config.Metrics] (Prometheus text in cmd/ksana)

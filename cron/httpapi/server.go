@@ -321,24 +321,17 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bo
 		}
 		writeJSON(w, http.StatusOK, j)
 	case "/jobs/{id}/runs":
-		limit := DefaultRunsLimit
-		if v := req.URL.Query().Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				writeError(w, badField("limit", "must be a positive integer, got %q", v))
-				return
-			}
-			limit = n
+		q, rerr := parseRunsQuery(req.URL.Query())
+		if rerr != nil {
+			writeError(w, rerr)
+			return
 		}
-		runs, err := s.r.Runs(ctx, rt.id, limit)
+		runs, err := s.r.Runs(ctx, rt.id, q.fetch())
 		if err != nil {
 			s.fail(w, err, rt.id)
 			return
 		}
-		if runs == nil {
-			runs = []cron.Run{}
-		}
-		writeJSON(w, http.StatusOK, runs)
+		writeJSON(w, http.StatusOK, q.filter(runs))
 	}
 }
 
@@ -513,6 +506,69 @@ func (s *Server) patch(ctx context.Context, w http.ResponseWriter, req *http.Req
 //
 //go:embed openapi.json
 var openAPI []byte
+
+// runsParams are the query parameters of GET /jobs/{id}/runs.
+var runsParams = []string{"limit", "status"}
+
+// runsQuery is a parsed GET /jobs/{id}/runs query.
+type runsQuery struct {
+	limit  int
+	status cron.Status // "": any
+}
+
+// parseRunsQuery reads limit (default [DefaultRunsLimit]) and status; an
+// unknown, repeated or bad parameter is a 400 naming it.
+func parseRunsQuery(q url.Values) (runsQuery, *RequestError) {
+	rq := runsQuery{limit: DefaultRunsLimit}
+	for _, key := range slices.Sorted(maps.Keys(q)) {
+		vals := q[key]
+		if len(vals) > 1 {
+			return rq, badField(key, "is given %d times; give it once", len(vals))
+		}
+		v := vals[0]
+		switch key {
+		case "limit":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return rq, badField("limit", "must be a positive integer, got %q", v)
+			}
+			rq.limit = n
+		case "status":
+			switch st := cron.Status(v); st {
+			case cron.StatusSuccess, cron.StatusFailed, cron.StatusTimeout, cron.StatusSkipped, cron.StatusMissed:
+				rq.status = st
+			default:
+				return rq, badField("status", "must be success, failed, timeout, skipped or missed, got %q", v)
+			}
+		default:
+			return rq, badField(key, "unknown query parameter; GET /jobs/{id}/runs takes %s", strings.Join(runsParams, ", "))
+		}
+	}
+	return rq, nil
+}
+
+// fetch is the limit to ask the store for: with a status filter, every
+// run kept (a store keeps a bounded history per job), filtered here.
+func (rq runsQuery) fetch() int {
+	if rq.status != "" {
+		return 0
+	}
+	return rq.limit
+}
+
+// filter keeps the runs of the asked status, up to the limit, never nil.
+func (rq runsQuery) filter(runs []cron.Run) []cron.Run {
+	out := make([]cron.Run, 0, min(len(runs), rq.limit))
+	for _, r := range runs {
+		if len(out) == rq.limit {
+			break
+		}
+		if rq.status == "" || r.Status == rq.status {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // listParams are the query parameters of GET /jobs.
 var listParams = []string{"limit", "after", "enabled", "kind", "last_status", "name"}

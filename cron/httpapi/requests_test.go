@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,5 +110,101 @@ func TestOncePastRunAt(t *testing.T) {
 	}
 	if r := f.do(t, "PATCH", "/jobs/soon", `{"name":"renamed"}`, nil); r.status != 200 {
 		t.Errorf("PATCH name of a past once job: %d %s, want 200", r.status, r.body)
+	}
+}
+
+// TestRunsQuery: GET /jobs/{id}/runs filters by status among the runs
+// kept, applies limit after the filter, and refuses an unknown, repeated
+// or bad parameter with 400 naming it, as GET /jobs does.
+func TestRunsQuery(t *testing.T) {
+	var n atomic.Int64
+	exec := cron.ExecutorFunc(func(ctx context.Context, j *cron.Job, info cron.RunInfo) cron.Result {
+		if n.Add(1)%2 == 0 {
+			return cron.Result{Status: cron.StatusFailed, Attempts: 1, HTTPStatus: 500, Error: "boom"}
+		}
+		return cron.Result{Status: cron.StatusSuccess, Attempts: 1, HTTPStatus: 200}
+	})
+	r, err := cron.New(cron.NewMemStore(), exec, cron.Config{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	api, err := New(r, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{runner: r, srv: httptest.NewServer(api)}
+	defer f.srv.Close()
+	if res := f.do(t, "POST", "/jobs", validJob, nil); res.status != 201 {
+		t.Fatalf("create: %d %s", res.status, res.body)
+	}
+	const total = 6
+	for i := 0; i < total; i++ {
+		if res := f.do(t, "POST", "/jobs/fixed/run-now", "", nil); res.status != 202 {
+			t.Fatalf("run-now: %d %s", res.status, res.body)
+		}
+		// One at a time, so that each run is recorded, not skipped.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			runs, _ := r.Runs(ctx, "fixed", 0)
+			if len(runs) == i+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d not recorded: %d runs", i+1, len(runs))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	count := func(path string) (map[cron.Status]int, int) {
+		t.Helper()
+		res := f.do(t, "GET", path, "", nil)
+		if res.status != 200 {
+			t.Fatalf("GET %s: %d %s", path, res.status, res.body)
+		}
+		var runs []cron.Run
+		if err := json.Unmarshal([]byte(res.body), &runs); err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		got := map[cron.Status]int{}
+		for _, r := range runs {
+			got[r.Status]++
+		}
+		return got, len(runs)
+	}
+	for _, tt := range []struct {
+		path string
+		want map[cron.Status]int
+	}{
+		{"/jobs/fixed/runs", map[cron.Status]int{cron.StatusSuccess: 3, cron.StatusFailed: 3}},
+		{"/jobs/fixed/runs?status=failed", map[cron.Status]int{cron.StatusFailed: 3}},
+		{"/jobs/fixed/runs?status=success&limit=2", map[cron.Status]int{cron.StatusSuccess: 2}},
+		{"/jobs/fixed/runs?status=timeout", map[cron.Status]int{}},
+		{"/jobs/fixed/runs?limit=1", nil},
+	} {
+		got, total := count(tt.path)
+		if tt.want == nil {
+			if total != 1 {
+				t.Errorf("GET %s: %d runs, want 1", tt.path, total)
+			}
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("GET %s: statuses (-want +got):\n%s", tt.path, diff)
+		}
+	}
+	for _, tt := range []struct{ path, field, msg string }{
+		{"/jobs/fixed/runs?foo=bar", "foo", "unknown query parameter; GET /jobs/{id}/runs takes limit, status"},
+		{"/jobs/fixed/runs?status=paused", "status", `must be success, failed, timeout, skipped or missed, got "paused"`},
+		{"/jobs/fixed/runs?limit=0", "limit", `must be a positive integer, got "0"`},
+		{"/jobs/fixed/runs?limit=1&limit=2", "limit", "is given 2 times; give it once"},
+	} {
+		res := f.do(t, "GET", tt.path, "", nil)
+		if want := errBody(tt.msg, tt.field); res.status != 400 || res.body != want {
+			t.Errorf("GET %s: %d %s, want 400 %s", tt.path, res.status, res.body, want)
+		}
 	}
 }

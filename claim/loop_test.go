@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -263,6 +264,65 @@ func TestRebalance(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRebalanceHeldIsReported: an overloaded node that holds rebalancing
+// because a deployment is bound to a missing node-unit says so in its
+// report every cycle and in its log once, and logs again when the hold
+// ends and it rebalances.
+func TestRebalanceHeldIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := claimtest.NewStore()
+		for i := range 6 {
+			s.Put(at(fmt.Sprintf("d%d", i), "n1", i))
+		}
+		s.Put(at("x", "gone", 9))
+		cfg := claim.Config{Rebalance: claim.Rebalance{Enabled: true, Cycles: 1}, LostAfter: time.Hour}
+		cfg.Address = "n1"
+		n1 := newNode(t, s, s, nil, cfg)
+		cfg.Address = "n2"
+		n2 := newNode(t, s, s, nil, cfg)
+		held := func() []string {
+			n1.logs.mu.Lock()
+			defer n1.logs.mu.Unlock()
+			var out []string
+			for _, r := range n1.logs.records {
+				if strings.HasPrefix(r.Msg, "rebalancing") {
+					out = append(out, r.Msg+": "+r.Attrs["reason"])
+				}
+			}
+			return out
+		}
+		n1.cycle(t) // both join the membership
+		n2.cycle(t)
+		time.Sleep(interval)
+		for range 4 {
+			r := n1.cycle(t)
+			n2.cycle(t)
+			if want := "deployments are bound to node-units that are not active: gone"; r.RebalanceHeld != want {
+				t.Fatalf("report: RebalanceHeld %q, want %q", r.RebalanceHeld, want)
+			}
+			time.Sleep(interval)
+		}
+		if got := len(n1.runner.Running()); got != 6 {
+			t.Errorf("n1 runs %d while held, want 6", got)
+		}
+		s.Delete("x")
+		for range 10 {
+			if r := n1.cycle(t); r.RebalanceHeld != "" {
+				t.Errorf("report after the hold: RebalanceHeld %q", r.RebalanceHeld)
+			}
+			n2.cycle(t)
+			time.Sleep(interval)
+		}
+		want := []string{"rebalancing held: no deployment is released while: deployments are bound to node-units that are not active: gone", "rebalancing no longer held: "}
+		if diff := cmp.Diff(want, held()); diff != "" {
+			t.Errorf("logs (-want +got):\n%s", diff)
+		}
+		if got := len(n1.runner.Running()); got >= 6 {
+			t.Errorf("n1 runs %d after the hold ended, want fewer than 6", got)
+		}
+	})
 }
 
 func TestRunnerRefusalLoggedOnce(t *testing.T) {

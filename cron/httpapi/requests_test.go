@@ -1,9 +1,14 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -205,6 +210,42 @@ func TestRunsQuery(t *testing.T) {
 		res := f.do(t, "GET", tt.path, "", nil)
 		if want := errBody(tt.msg, tt.field); res.status != 400 || res.body != want {
 			t.Errorf("GET %s: %d %s, want 400 %s", tt.path, res.status, res.body, want)
+		}
+	}
+}
+
+// TestLargeBodyGets413: a body far above MaxBodyBytes, sent whole by a
+// client that reads the answer only once it has sent the body, gets the
+// 413, not a connection reset: the server reads on (up to a bound) before
+// it answers and closes.
+func TestLargeBodyGets413(t *testing.T) {
+	f := newFixture(t, Config{})
+	const size = 5 << 20
+	body := strings.Repeat("x", size)
+	for i := range 2 {
+		conn, err := net.Dial("tcp", f.srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := fmt.Sprintf("POST /jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", size)
+		if _, err := io.WriteString(conn, head+body); err != nil {
+			conn.Close()
+			t.Fatalf("request %d: writing the body: %v, want the server to read it", i, err)
+		}
+		// A slow reader: the server closing with the rest of the body
+		// unread would have reset the connection by now, and the 413
+		// waiting in the socket would be lost with it.
+		time.Sleep(time.Second)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			conn.Close()
+			t.Fatalf("request %d: %v, want a 413", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		conn.Close()
+		if want := errBody("body larger than 1048576 bytes", ""); resp.StatusCode != 413 || string(b) != want {
+			t.Fatalf("request %d: %d %s, want 413 %s", i, resp.StatusCode, b, want)
 		}
 	}
 }

@@ -368,12 +368,21 @@ func (s *Server) readBody(w http.ResponseWriter, req *http.Request) ([]byte, *Re
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
+			// Read on, up to a bound, before answering: a server that
+			// closes with the body unread resets the connection, and a
+			// client still sending it loses the 413 with it.
+			_, _ = io.CopyN(io.Discard, req.Body, drainBytes)
 			return nil, &RequestError{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("body larger than %d bytes", s.cfg.MaxBodyBytes)}
 		}
 		return nil, &RequestError{Status: http.StatusBadRequest, Msg: "reading body: " + err.Error()}
 	}
 	return body, nil
 }
+
+// drainBytes is how much of a body above MaxBodyBytes is read and
+// discarded so that its sender gets the 413; a larger one may end in a
+// connection reset.
+const drainBytes = 16 << 20
 
 // emptyBody accepts an action request with no body (or an empty JSON object).
 func (s *Server) emptyBody(w http.ResponseWriter, req *http.Request) bool {

@@ -167,12 +167,16 @@ func usage() string {
 	var b strings.Builder
 	b.WriteString(`ksana: the timed-job service. It serves the REST API (POST/GET /jobs,
 GET/PATCH/DELETE /jobs/{id}, POST /jobs/{id}/run-now|pause|resume,
-GET /jobs/{id}/runs, GET /health, GET /metrics) and keeps its jobs in
-one JSON file, <data dir>/jobs.json, or with DATABASE_URL in PostgreSQL
-or SQLite, where several instances share the jobs. SIGINT or SIGTERM
-stops it cleanly.
+GET /jobs/{id}/runs, GET /health, GET /metrics, and its OpenAPI 3
+document at GET /openapi.json) and keeps its jobs in one JSON file,
+<data dir>/jobs.json, or with DATABASE_URL in PostgreSQL or SQLite,
+where several instances share the jobs. SIGINT or SIGTERM stops it
+cleanly.
 
 Usage: ksana [-h]
+
+Exit status: 0 after a clean stop, 2 for a bad configuration (a variable
+below, DATABASE_URL included), 1 for any other failure.
 
 Environment:
 `)

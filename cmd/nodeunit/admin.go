@@ -128,7 +128,8 @@ func parseAdd(args []string) (claim.Deployment, error) {
 	}
 	if d.Type == claim.TypeDaemon && d.Address != "" {
 		return d, &codedError{
-			msg: fmt.Sprintf("%s: --address is for type deployment only: a daemon runs on every node-unit and has no address", claim.CodeDaemonAddressSet),
+			// Worded as claim's coded errors are: "claim: CODE: deployment ...".
+			msg: fmt.Sprintf("claim: %s: deployment %q: --address is for type deployment only: a daemon runs on every node-unit and has no address", claim.CodeDaemonAddressSet, d.ID),
 			err: claim.ErrDaemonAddressSet,
 		}
 	}

@@ -105,7 +105,13 @@ func TestMessages(t *testing.T) {
 			name: "a daemon with an address is refused, not ignored",
 			env:  map[string]string{"NODE_UNIT_DATA": data},
 			args: []string{"add", "--id", "x", "--type", "daemon", "--address", "a", "sleep", "1"}, wantCode: exitUsage,
-			want: "nodeunit add: ERR_DAEMON_ADDRESS_SET: --address is for type deployment only: a daemon runs on every node-unit and has no address\n",
+			want: "nodeunit add: claim: ERR_DAEMON_ADDRESS_SET: deployment \"x\": --address is for type deployment only: a daemon runs on every node-unit and has no address\n",
+		},
+		{
+			name: "a coded error reads claim: CODE: deployment, whoever raises it",
+			env:  map[string]string{"NODE_UNIT_DATA": data},
+			args: []string{"add", "--id", "x", "--type", "cron", "sleep", "1"}, wantCode: exitUsage,
+			want: "nodeunit add: claim: ERR_INVALID_TYPE: deployment \"x\": type \"cron\" is neither \"daemon\" nor \"deployment\"\n",
 		},
 		{
 			name: "an unreachable database stops run with a plain line, like other settings",

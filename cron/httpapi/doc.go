@@ -14,7 +14,7 @@
 //	POST   /jobs/{id}/resume     enabled=true: 200 and the job
 //	GET    /jobs/{id}/runs       the newest runs, newest first (?limit=N, default 50; ?status=failed...)
 //	GET    /health               200 {"status":"ok"}, never authenticated
-//	GET    /openapi.json         the OpenAPI 3 document of the API, never authenticated
+//	GET    /openapi.json         the OpenAPI 3 document of the API
 //	GET    /metrics              [Config.Metrics] (Prometheus text in cmd/ksana)
 //
 // Jobs are read and written in the JSON form of [cron.Job]. On POST /jobs

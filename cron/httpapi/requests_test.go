@@ -249,3 +249,15 @@ func TestLargeBodyGets413(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthNotes: the notes join {"status":"ok"} with their JSON types:
+// a count is a number, not a string; they cannot override status.
+func TestHealthNotes(t *testing.T) {
+	f := newFixture(t, Config{Token: "s3cret", HealthNotes: func() map[string]any {
+		return map[string]any{"jobs_held": 3, "store": "postgres", "status": "bad"}
+	}})
+	r := f.do(t, "GET", "/health", "", nil)
+	if want := `{"jobs_held":3,"status":"ok","store":"postgres"}` + "\n"; r.status != 200 || r.body != want {
+		t.Errorf("GET /health: %d %s, want 200 %s", r.status, r.body, want)
+	}
+}

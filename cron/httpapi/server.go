@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -64,9 +65,10 @@ type Config struct {
 	// HealthNotes, when set, adds its fields to the answer of GET /health
 	// ({"status": "ok"} and these), for conditions an operator must see
 	// that do not make the service unhealthy, such as a store recovered
-	// from a bad file. The answer stays 200. It must be fast and safe for
+	// from a bad file, or counts (give numbers as numbers: they are
+	// encoded as JSON). The answer stays 200. It must be fast and safe for
 	// concurrent use. Default nil.
-	HealthNotes func() map[string]string
+	HealthNotes func() map[string]any
 	// Metrics, when set, serves GET /metrics (such as a Prometheus text
 	// registry). Default nil: /metrics is 404.
 	Metrics http.Handler
@@ -219,7 +221,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bool) {
-	if ok && rt.pattern != "/health" && rt.pattern != "/openapi.json" && s.cfg.Token != "" && !s.authorized(req) {
+	if ok && rt.pattern != "/health" && s.cfg.Token != "" && !s.authorized(req) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ksana"`)
 		writeError(w, &RequestError{Status: http.StatusUnauthorized, Msg: "missing or wrong bearer token (Authorization: Bearer <token>)"})
 		return
@@ -236,7 +238,7 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, rt route, ok bo
 	ctx := req.Context()
 	switch rt.pattern {
 	case "/health":
-		body := map[string]string{"status": "ok"}
+		body := map[string]any{"status": "ok"}
 		if s.cfg.HealthNotes != nil {
 			for k, v := range s.cfg.HealthNotes() {
 				if k != "status" {
@@ -716,7 +718,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if j, ok := v.(cron.Job); ok {
 		b, err = j.MarshalJSON() // spares json.Marshal's second pass over it
 	} else {
-		b, err = json.Marshal(v)
+		// Messages quote <token> and paths with &: no HTML escapes in
+		// a JSON API.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		err = enc.Encode(v)
+		b = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
 	if err != nil {
 		status = http.StatusInternalServerError

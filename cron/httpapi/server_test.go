@@ -105,8 +105,11 @@ const validJob = `{"id":"fixed","name":"ping","http":{"method":"POST","url":"htt
  "schedule":{"kind":"every","every":"1h","jitter":"5s"},"timeout":"3s","retry_backoff":"1s"}`
 
 func errBody(msg, field string) string {
-	b, _ := json.Marshal(errorBody{Error: msg, Field: field})
-	return string(b) + "\n"
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(errorBody{Error: msg, Field: field})
+	return b.String()
 }
 
 // TestRejected: every refused request answers the documented status and
@@ -400,11 +403,16 @@ func TestToken(t *testing.T) {
 		{"/jobs/nope", "", 401},
 		{"/jobs/nope", "Bearer s3cret", 404},
 		{"/health", "", 200},
+		{"/openapi.json", "", 401},
+		{"/openapi.json", "Bearer s3cret", 200},
 	}
 	for _, tt := range tests {
 		r := f.do(t, "GET", tt.path, "", map[string]string{"Authorization": tt.auth})
 		if r.status != tt.want {
 			t.Errorf("GET %s with %q: %d, want %d", tt.path, tt.auth, r.status, tt.want)
+		}
+		if want := `{"error":"missing or wrong bearer token (Authorization: Bearer <token>)"}` + "\n"; tt.want == 401 && r.body != want {
+			t.Errorf("GET %s with %q: body %s, want %s", tt.path, tt.auth, r.body, want)
 		}
 		if tt.want == 401 && r.header.Get("WWW-Authenticate") == "" {
 			t.Errorf("401 without WWW-Authenticate")

@@ -3,6 +3,10 @@ package ksana_test
 import (
 	"bufio"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,4 +118,48 @@ func firstSentence(text string) string {
 func normalize(s string) string {
 	s = strings.NewReplacer("[", "", "]", "").Replace(s)
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// TestLibraryReadsNoEnvironment: the binaries own their environment. No
+// library package (everything but cmd/, examples/ and internal/) calls
+// os.Getenv and its kin or exports a FromEnv reader: its constructors take
+// Go values.
+func TestLibraryReadsNoEnvironment(t *testing.T) {
+	reads := map[string]bool{"Getenv": true, "LookupEnv": true, "Environ": true, "ExpandEnv": true}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch path {
+			case "cmd", "examples", "internal", "bench", "testdata":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.SelectorExpr:
+				if x, ok := n.X.(*ast.Ident); ok && x.Name == "os" && reads[n.Sel.Name] {
+					t.Errorf("%s: calls os.%s; a library package reads no environment variable", path, n.Sel.Name)
+				}
+			case *ast.FuncDecl:
+				if n.Name.IsExported() && strings.HasSuffix(n.Name.Name, "FromEnv") {
+					t.Errorf("%s: exports %s; reading the environment belongs to the binaries", path, n.Name.Name)
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

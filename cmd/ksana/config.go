@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ksana-dev/ksana/cron/httpapi"
-	"github.com/ksana-dev/ksana/store/jsonstore"
 )
 
 // config is the service's configuration, read from the environment.
@@ -71,9 +70,20 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s=%q: %s", e.Var, e.Value, e.Want)
 }
 
+// dataDir is the data directory: $KSANA_DATA, else $DATA_DIR, else ./data.
+func dataDir(getenv func(string) string) string {
+	if d := getenv("KSANA_DATA"); d != "" {
+		return d
+	}
+	if d := getenv("DATA_DIR"); d != "" {
+		return d
+	}
+	return "./data"
+}
+
 // loadConfig reads the environment through getenv.
 func loadConfig(getenv func(string) string) (config, error) {
-	c := config{DataDir: jsonstore.DirFromEnv(getenv)}
+	c := config{DataDir: dataDir(getenv)}
 	var err error
 	get := func(name, def string) string {
 		if v := strings.TrimSpace(getenv(name)); v != "" {

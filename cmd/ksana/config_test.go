@@ -260,3 +260,20 @@ func TestExposureReport(t *testing.T) {
 		})
 	}
 }
+
+func TestDataDir(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, "./data"},
+		{map[string]string{"DATA_DIR": "/d"}, "/d"},
+		{map[string]string{"KSANA_DATA": "/k"}, "/k"},
+		{map[string]string{"KSANA_DATA": "/k", "DATA_DIR": "/d"}, "/k"},
+	}
+	for _, tt := range tests {
+		if got := dataDir(func(k string) string { return tt.env[k] }); got != tt.want {
+			t.Errorf("dataDir(%v) = %q, want %q", tt.env, got, tt.want)
+		}
+	}
+}

@@ -112,7 +112,7 @@ func stable(s string) string {
 	}{
 		{regexp.MustCompile(`\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?`), "TIME"},
 		{regexp.MustCompile(`\b\d\d:\d\d:\d\d\.\d{3}\b`), "TIME"},
-		{regexp.MustCompile(`\b([0-9]+(\.[0-9]+)?(h|ms|m|µs|us|ns|s))+\b`), "DUR"},
+		{regexp.MustCompile(`\b([0-9]+(\.[0-9]+)?(h|ms|m|µs|us|ns|s))+\b|\b[0-9]+ days\b`), "DUR"},
 		{regexp.MustCompile(`\b[0-9a-f]{16,}\b`), "HEX"},
 		{regexp.MustCompile(`\bvm-[0-9a-f]{8}\b`), "vm-X"},
 		{regexp.MustCompile(`\bpid[ =]\d+`), "pid N"},

@@ -416,8 +416,12 @@ func checkRunAt(j *cron.Job, now time.Time) *RequestError {
 	if late <= PastRunAtTolerance || late < j.MisfireGrace.D() {
 		return nil
 	}
+	ago := late.Round(time.Second).String()
+	if late >= 48*time.Hour {
+		ago = fmt.Sprintf("%d days", late/(24*time.Hour))
+	}
 	return badField("schedule.run_at", "is %s in the past (now is %s): a once job would be recorded as missed and never run; give a future time, or a misfire_grace longer than that",
-		late.Round(time.Second), now.UTC().Format(time.RFC3339))
+		ago, now.UTC().Format(time.RFC3339))
 }
 
 func (s *Server) checkCallback(j *cron.Job) *RequestError {

@@ -59,8 +59,9 @@ type Config struct {
 	// ([cron.DefaultMaxRetries]); a negative value means 0 (MAX_RETRIES in
 	// cmd/ksana).
 	DefaultMaxRetries int
-	// MaxBodyBytes bounds a request body; a larger one gets 413.
-	// Default 1 MiB.
+	// MaxBodyBytes bounds a request body; a larger one gets 413 (the
+	// handler reads on, up to 16 MiB, so that a client still sending gets
+	// the answer rather than a connection reset). Default 1 MiB.
 	MaxBodyBytes int64
 	// HealthNotes, when set, adds its fields to the answer of GET /health
 	// ({"status": "ok"} and these), for conditions an operator must see

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,7 +87,7 @@ func TestDocSamples(t *testing.T) {
 				out.WriteString(want)
 			default:
 				out.WriteString(block.String())
-				if a, b := stable(block.String()), stable(want); a != b {
+				if a, b := stable(name, block.String()), stable(name, want); a != b {
 					t.Errorf("%s: sample %s drifted (go test -run TestDocSamples -update . refreshes it):\n--- the docs:\n%s--- the binaries now:\n%s", f, name, block.String(), want)
 				}
 			}
@@ -104,8 +105,23 @@ func TestDocSamples(t *testing.T) {
 	}
 }
 
-// stable removes from a sample what changes from run to run.
-func stable(s string) string {
+// unordered are the samples whose lines come in an order that changes
+// from run to run (answers to requests sent at once): they are compared as
+// sets of lines.
+var unordered = map[string]bool{"dispatcher-session": true}
+
+// stable removes from sample name what changes from run to run.
+func stable(name, s string) string {
+	s = stableText(s)
+	if unordered[name] {
+		lines := strings.Split(s, "\n")
+		slices.Sort(lines)
+		s = strings.Join(lines, "\n")
+	}
+	return s
+}
+
+func stableText(s string) string {
 	for _, r := range []struct {
 		re   *regexp.Regexp
 		with string
@@ -115,6 +131,7 @@ func stable(s string) string {
 		{regexp.MustCompile(`\b([0-9]+(\.[0-9]+)?(h|ms|m|µs|us|ns|s))+\b|\b[0-9]+ days\b`), "DUR"},
 		{regexp.MustCompile(`\b[0-9a-f]{16,}\b`), "HEX"},
 		{regexp.MustCompile(`\bvm-[0-9a-f]{8}\b`), "vm-X"},
+		{regexp.MustCompile(`\b[0-9a-f]{8}-([rt][0-9])`), "ID-$1"},
 		{regexp.MustCompile(`\bpid[ =]\d+`), "pid N"},
 		{regexp.MustCompile(`\bms=\d+|_ms=\d+`), "ms=N"},
 		{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:PORT"},
@@ -125,13 +142,15 @@ func stable(s string) string {
 	return s
 }
 
-// bins builds the binaries once: ksana, nodeunit and the echo server.
+// bins builds the binaries once: the three of cmd/ and the examples the
+// tours use.
 var bins = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "ksana-docs-bin")
 	if err != nil {
 		return "", err
 	}
-	out, err := exec.Command("go", "build", "-o", dir+"/", "./cmd/ksana", "./cmd/nodeunit", "./examples/echo").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", dir+"/", "./cmd/ksana", "./cmd/nodeunit", "./cmd/dispatcher",
+		"./examples/echo", "./examples/dispatch-node", "./examples/dispatch-session").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
@@ -148,6 +167,7 @@ func runSamples(t *testing.T) map[string]string {
 	s := &session{t: t, bin: dir, out: map[string]string{}}
 	s.ksana()
 	s.nodeunit()
+	s.dispatcher()
 	return s.out
 }
 
@@ -439,4 +459,27 @@ func addressOf(line string) string {
 		return "?"
 	}
 	return m[1]
+}
+
+// dispatcher runs the first tour of docs/dispatcher.md: one instance in
+// memory, a node and a session.
+func (s *session) dispatcher() {
+	t := s.t
+	dir := t.TempDir()
+	port := freePort(t)
+	s.ports = strings.NewReplacer(":"+port, ":7200")
+	d := s.start(dir, nil, "dispatcher", "-listen", "127.0.0.1:"+port)
+	d.waitLine(t, 0, "dispatcher: started")
+	node := s.start(dir, nil, "dispatch-node", "-id", "node-1", "-quiet", "-url", "ws://127.0.0.1:"+port+"/ws/node")
+	eventually(t, "the node registered", func() bool {
+		node.mu.Lock()
+		defer node.mu.Unlock()
+		return len(node.outLines)+len(node.lines) > 0
+	})
+	node.mu.Lock()
+	registered := strings.Join(append(append([]string{}, node.outLines...), node.lines...), "\n") + "\n"
+	node.mu.Unlock()
+	session := s.run(dir, "bin/dispatch-session", nil, "dispatch-session", "-url", "ws://127.0.0.1:"+port+"/ws/session")
+	_, rest, _ := strings.Cut(session, "\n") // the command line, shown once in the doc
+	s.out["dispatcher-session"] = s.ports.Replace(registered + rest)
 }

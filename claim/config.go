@@ -52,11 +52,10 @@ type Config struct {
 	UsageEndpoint string
 	// StartedAt is published in the membership. Default: the time of New.
 	StartedAt time.Time
-	// Policy decides eligibility. Default [DeploymentCountPolicy]. Use
-	// [ParsePolicy] or [PolicyFromEnv] for NODE_UNIT_CLAIM_POLICY.
+	// Policy decides eligibility. Default [DeploymentCountPolicy].
+	// [ParsePolicy] turns a policy name into one.
 	Policy Policy
-	// Interval is the cycle period, NODE_UNIT_SCHEDULER_INTERVAL_MS.
-	// Default 5s ([DefaultInterval]).
+	// Interval is the cycle period. Default 5s ([DefaultInterval]).
 	Interval time.Duration
 	// MembershipTTL is how long a node-unit stays active after its last
 	// heartbeat. Default 3 * Interval. It must exceed Interval. Each

@@ -24,7 +24,7 @@
 //
 // # The cycle
 //
-// Every Config.Interval (NODE_UNIT_SCHEDULER_INTERVAL_MS, default 5000 ms)
+// Every Config.Interval (default 5 s)
 // [Loop.Run] runs one cycle ([Loop.Cycle]):
 //
 //  1. heartbeat and read the active node-units ([Membership], or one
@@ -96,16 +96,15 @@
 // # Policies
 //
 // A [Policy] picks the eligible nodes from [MetricSnapshot]s computed by its
-// [MetricProvider]s. NODE_UNIT_CLAIM_POLICY selects one, case-insensitively
-// ([ParsePolicy], [PolicyFromEnv]); an unknown name is an error, never a
-// silent fallback:
+// [MetricProvider]s. [ParsePolicy] selects one by name, case-insensitively
+// (cmd/nodeunit reads the name from NODE_UNIT_CLAIM_POLICY); an unknown
+// name is an error, never a silent fallback:
 //
 //   - deployment_count (the default, [DeploymentCountPolicy]): the nodes
 //     with the fewest enabled deployments of type deployment;
 //   - resource_usage ([ResourceUsagePolicy]): the nodes with the lowest
 //     score cpu_percent * cpu_weight + memory_mb / 1024 * memory_weight,
-//     weights from NODE_UNIT_CPU_WEIGHT and NODE_UNIT_MEMORY_WEIGHT (0.5 and
-//     0.5 by default, [ParseWeights]). A node whose probe fails or times out
+//     [Weights] given to it ([DefaultWeights]: 0.5 and 0.5). A node whose probe fails or times out
 //     scores 0 by default, which makes it look least loaded; Config.ProbeFailure =
 //     [ProbeFailureNotEligible] leaves it out of that cycle's decision
 //     instead;
@@ -126,8 +125,8 @@
 //	ERR_DAEMON_MISSING      [ErrDaemonMissing]     an enabled daemon is not running: started again
 //
 // Invalid records appear in [Report].Problems every cycle and are logged
-// once until they change. Bad settings are [*ConfigError]s naming the field
-// or environment variable, wrapping [ErrInvalidConfig].
+// once until they change. Bad settings are [*ConfigError]s naming the
+// field, wrapping [ErrInvalidConfig].
 //
 // # Opt-ins
 //

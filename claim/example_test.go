@@ -22,7 +22,7 @@ func Example() {
 	}
 	db.Put(claim.Deployment{ID: "log-shipper", Type: claim.TypeDaemon, Enabled: true})
 
-	policy, err := claim.PolicyFromEnv(func(string) string { return "" }) // NODE_UNIT_CLAIM_POLICY unset: deployment_count
+	policy, err := claim.ParsePolicy("deployment_count", claim.DefaultWeights)
 	if err != nil {
 		panic(err)
 	}

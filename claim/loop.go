@@ -38,6 +38,9 @@ type Report struct {
 	Conflicts []string
 	// Released are the ids released by the rebalance opt-in.
 	Released []string
+	// RebalanceHeld says why the rebalance opt-in holds on this overloaded
+	// node ([Actions.RebalanceHeld]); "" when it does not.
+	RebalanceHeld string
 	// Started and Stopped are the ids started and stopped on the Runner.
 	Started []string
 	Stopped []string
@@ -82,6 +85,7 @@ type Loop struct {
 	stallKey    string          // the waiting deployments this node could run, last cycle
 	stallCycles int             // consecutive cycles they stayed waiting, unclaimed
 	noneLogged  bool
+	held        bool                  // the rebalance opt-in was held last cycle (logged)
 	local       map[string]Deployment // a Viewer's cycle: the rows read, by id
 	confirm     map[string]bool       // rows of local to read in full again
 }
@@ -443,6 +447,15 @@ func (l *Loop) apply(ctx context.Context, in Inputs, r *Report) error {
 		l.unstall(&act, planned)
 	}
 	r.Eligible = act.Eligible
+	r.RebalanceHeld = act.RebalanceHeld
+	if held := act.RebalanceHeld != ""; held != l.held {
+		l.held = held
+		if held {
+			l.log.Info("rebalancing held: no deployment is released while", "reason", act.RebalanceHeld)
+		} else {
+			l.log.Info("rebalancing no longer held")
+		}
+	}
 	r.Missing = act.Missing
 	r.Restarted = act.Restart
 	for _, id := range act.Restart {

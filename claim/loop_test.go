@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -265,6 +266,65 @@ func TestRebalance(t *testing.T) {
 	}
 }
 
+// TestRebalanceHeldIsReported: an overloaded node that holds rebalancing
+// because a deployment is bound to a missing node-unit says so in its
+// report every cycle and in its log once, and logs again when the hold
+// ends and it rebalances.
+func TestRebalanceHeldIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := claimtest.NewStore()
+		for i := range 6 {
+			s.Put(at(fmt.Sprintf("d%d", i), "n1", i))
+		}
+		s.Put(at("x", "gone", 9))
+		cfg := claim.Config{Rebalance: claim.Rebalance{Enabled: true, Cycles: 1}, LostAfter: time.Hour}
+		cfg.Address = "n1"
+		n1 := newNode(t, s, s, nil, cfg)
+		cfg.Address = "n2"
+		n2 := newNode(t, s, s, nil, cfg)
+		held := func() []string {
+			n1.logs.mu.Lock()
+			defer n1.logs.mu.Unlock()
+			var out []string
+			for _, r := range n1.logs.records {
+				if strings.HasPrefix(r.Msg, "rebalancing") {
+					out = append(out, r.Msg+": "+r.Attrs["reason"])
+				}
+			}
+			return out
+		}
+		n1.cycle(t) // both join the membership
+		n2.cycle(t)
+		time.Sleep(interval)
+		for range 4 {
+			r := n1.cycle(t)
+			n2.cycle(t)
+			if want := "deployments are bound to node-units that are not active: gone"; r.RebalanceHeld != want {
+				t.Fatalf("report: RebalanceHeld %q, want %q", r.RebalanceHeld, want)
+			}
+			time.Sleep(interval)
+		}
+		if got := len(n1.runner.Running()); got != 6 {
+			t.Errorf("n1 runs %d while held, want 6", got)
+		}
+		s.Delete("x")
+		for range 10 {
+			if r := n1.cycle(t); r.RebalanceHeld != "" {
+				t.Errorf("report after the hold: RebalanceHeld %q", r.RebalanceHeld)
+			}
+			n2.cycle(t)
+			time.Sleep(interval)
+		}
+		want := []string{"rebalancing held: no deployment is released while: deployments are bound to node-units that are not active: gone", "rebalancing no longer held: "}
+		if diff := cmp.Diff(want, held()); diff != "" {
+			t.Errorf("logs (-want +got):\n%s", diff)
+		}
+		if got := len(n1.runner.Running()); got >= 6 {
+			t.Errorf("n1 runs %d after the hold ended, want fewer than 6", got)
+		}
+	})
+}
+
 func TestRunnerRefusalLoggedOnce(t *testing.T) {
 	s := claimtest.NewStore()
 	s.Put(at("bad", "n1", 0))
@@ -337,66 +397,6 @@ func TestSpec000_RespectsSchedulerInterval(t *testing.T) {
 	})
 }
 
-func TestParseInterval(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    time.Duration
-		wantErr bool
-	}{
-		{"", 5 * time.Second, false},
-		{"5000", 5 * time.Second, false},
-		{" 250 ", 250 * time.Millisecond, false},
-		{"0", 0, true},
-		{"-5", 0, true},
-		{"5s", 0, true},
-		{"1.5", 0, true},
-		{"86400001", 0, true},
-	}
-	for _, tt := range tests {
-		got, err := claim.ParseInterval(tt.in)
-		if tt.wantErr {
-			var ce *claim.ConfigError
-			if !errors.As(err, &ce) || ce.Name != "NODE_UNIT_SCHEDULER_INTERVAL_MS" {
-				t.Errorf("ParseInterval(%q) error = %v, want one naming NODE_UNIT_SCHEDULER_INTERVAL_MS", tt.in, err)
-			}
-			continue
-		}
-		if err != nil || got != tt.want {
-			t.Errorf("ParseInterval(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
-		}
-	}
-}
-
-func TestParseWeights(t *testing.T) {
-	tests := []struct {
-		cpu, mem string
-		want     claim.Weights
-		wantErr  string
-	}{
-		{"", "", claim.Weights{CPU: 0.5, Memory: 0.5}, ""},
-		{"0.7", "0.3", claim.Weights{CPU: 0.7, Memory: 0.3}, ""},
-		{"1", "", claim.Weights{CPU: 1, Memory: 0.5}, ""},
-		{"0", "0", claim.Weights{}, ""},
-		{"abc", "", claim.Weights{}, "NODE_UNIT_CPU_WEIGHT"},
-		{"", "NaN", claim.Weights{}, "NODE_UNIT_MEMORY_WEIGHT"},
-		{"", "Inf", claim.Weights{}, "NODE_UNIT_MEMORY_WEIGHT"},
-		{"-0.1", "", claim.Weights{}, "NODE_UNIT_CPU_WEIGHT"},
-	}
-	for _, tt := range tests {
-		got, err := claim.ParseWeights(tt.cpu, tt.mem)
-		if tt.wantErr != "" {
-			var ce *claim.ConfigError
-			if !errors.As(err, &ce) || ce.Name != tt.wantErr {
-				t.Errorf("ParseWeights(%q, %q) error = %v, want one naming %s", tt.cpu, tt.mem, err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil || got != tt.want {
-			t.Errorf("ParseWeights(%q, %q) = %+v, %v; want %+v", tt.cpu, tt.mem, got, err, tt.want)
-		}
-	}
-}
-
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -446,44 +446,6 @@ func FuzzParsePolicy(f *testing.F) {
 		again, err := claim.ParsePolicy(p.Name(), claim.DefaultWeights)
 		if err != nil || again.Name() != p.Name() {
 			t.Fatalf("ParsePolicy(%q) does not round-trip: %v, %v", p.Name(), again, err)
-		}
-	})
-}
-
-func FuzzParseWeights(f *testing.F) {
-	for _, s := range []string{"", "0.5", "1e3", "-1", "NaN", "+Inf", "0x1p-2", "1_0", " 2 "} {
-		f.Add(s, s)
-	}
-	f.Fuzz(func(t *testing.T, cpu, mem string) {
-		w, err := claim.ParseWeights(cpu, mem)
-		if err != nil {
-			var ce *claim.ConfigError
-			if !errors.As(err, &ce) || (ce.Name != claim.EnvCPUWeight && ce.Name != claim.EnvMemoryWeight) {
-				t.Fatalf("ParseWeights(%q, %q) error %v names no variable", cpu, mem, err)
-			}
-			return
-		}
-		if !(w.CPU >= 0) || !(w.Memory >= 0) || w.CPU > 1e308 || w.Memory > 1e308 {
-			t.Fatalf("ParseWeights(%q, %q) = %+v, want finite weights >= 0", cpu, mem, w)
-		}
-	})
-}
-
-func FuzzParseInterval(f *testing.F) {
-	for _, s := range []string{"", "5000", "0", "-1", "1e3", "9999999999999999999", " 7 "} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		d, err := claim.ParseInterval(s)
-		if err != nil {
-			var ce *claim.ConfigError
-			if !errors.As(err, &ce) || ce.Name != claim.EnvSchedulerInterval {
-				t.Fatalf("ParseInterval(%q) error %v does not name the variable", s, err)
-			}
-			return
-		}
-		if d <= 0 || d > 24*time.Hour || d%time.Millisecond != 0 {
-			t.Fatalf("ParseInterval(%q) = %v, want whole milliseconds in (0, 24h]", s, d)
 		}
 	})
 }

@@ -2,11 +2,13 @@ package claim
 
 import (
 	"cmp"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -299,6 +301,12 @@ type Actions struct {
 	// Problems are the invalid records (see [Sanitize]) and the
 	// ERR_DAEMON_MISSING errors.
 	Problems []error
+	// RebalanceHeld, under the rebalance opt-in, says why this node does
+	// not rebalance although it holds Rebalance.Threshold more
+	// deployments than the least loaded node: deployments wait to be
+	// claimed, or node-units bound to deployments are missing. "" when
+	// rebalancing is off, not needed, or under way.
+	RebalanceHeld string
 	// State is the state to pass to the next cycle.
 	State State
 }
@@ -323,7 +331,9 @@ type Actions struct {
 // Rebalance (opt-in): when no candidate is waiting and no address is
 // missing, and this node has at least Rebalance.Threshold more deployments
 // than the least loaded active node for Rebalance.Cycles consecutive cycles,
-// it releases its last deployment in candidate order.
+// it releases its last deployment in candidate order. While a candidate
+// waits or an address is missing, such a node holds and says why in
+// Actions.RebalanceHeld.
 //
 // With in.Partial the counts and the missing addresses come from
 // Partial.Bound and the candidates from the window read at Partial.Offset;
@@ -374,8 +384,12 @@ func Plan(in Inputs, now time.Time) Actions {
 		if len(act.Claim) == 0 {
 			act.Lost = nil
 		}
-		if in.Rebalance.Enabled && n == 0 && len(t.missing) == 0 {
-			release, act.State.Imbalanced = rebalance(in, deps, t.counts)
+		if in.Rebalance.Enabled {
+			if n == 0 && len(t.missing) == 0 {
+				release, act.State.Imbalanced = rebalance(in, deps, t.counts)
+			} else if overloaded(in, t.counts) {
+				act.RebalanceHeld = heldReason(n, cands, t.missing)
+			}
 		}
 	}
 	act.Release = release
@@ -642,20 +656,49 @@ func claimRange(in Inputs, policy Policy, deps []Deployment, active []string, co
 	return 0, 0, false
 }
 
-func rebalance(in Inputs, deps []Deployment, counts map[string]int) ([]Deployment, int) {
-	threshold, cycles := in.Rebalance.Threshold, in.Rebalance.Cycles
-	if threshold < 2 {
-		threshold = 2
-	}
-	if cycles < 1 {
-		cycles = 3
-	}
+// overloaded reports whether this node holds at least Rebalance.Threshold
+// more deployments than the least loaded active node.
+func overloaded(in Inputs, counts map[string]int) bool {
+	threshold := max(in.Rebalance.Threshold, 2)
 	mine := counts[in.Self]
 	least := mine
 	for _, c := range counts {
 		least = min(least, c)
 	}
-	if mine-least < threshold {
+	return mine-least >= threshold
+}
+
+// heldReason says why an overloaded node does not rebalance: n
+// deployments wait to be claimed (the first of them in cands), or
+// node-units bound to deployments are missing.
+func heldReason(n int, cands []*Deployment, missing []string) string {
+	if n > 0 {
+		var ids []string
+		for _, d := range cands[:min(len(cands), 3)] {
+			ids = append(ids, d.ID)
+		}
+		word := "deployments wait"
+		if n == 1 {
+			word = "deployment waits"
+		}
+		msg := fmt.Sprintf("%d %s to be claimed", n, word)
+		if len(ids) == 0 {
+			return msg
+		}
+		if n > len(ids) {
+			ids = append(ids, "...")
+		}
+		return msg + " (" + strings.Join(ids, ", ") + ")"
+	}
+	return "deployments are bound to node-units that are not active: " + strings.Join(missing, ", ")
+}
+
+func rebalance(in Inputs, deps []Deployment, counts map[string]int) ([]Deployment, int) {
+	cycles := in.Rebalance.Cycles
+	if cycles < 1 {
+		cycles = 3
+	}
+	if !overloaded(in, counts) {
 		return nil, 0
 	}
 	imbalanced := in.State.Imbalanced + 1

@@ -25,11 +25,12 @@ type view struct {
 	Restart    []string
 	Codes      []string
 	Imbalanced int
+	Held       string
 }
 
 func viewOf(a claim.Actions) view {
 	v := view{Disabled: a.PolicyDisabled, Eligible: a.Eligible, Lost: a.Lost, Claim: ids(a.Claim),
-		Release: ids(a.Release), Stop: a.Stop, Start: ids(a.Start), Missing: a.Missing, Restart: a.Restart, Imbalanced: a.State.Imbalanced}
+		Release: ids(a.Release), Stop: a.Stop, Start: ids(a.Start), Missing: a.Missing, Restart: a.Restart, Imbalanced: a.State.Imbalanced, Held: a.RebalanceHeld}
 	for _, p := range a.Problems {
 		var e *claim.Error
 		if errors.As(p, &e) {
@@ -176,9 +177,29 @@ func TestPlan(t *testing.T) {
 				State: claim.State{Imbalanced: 2}},
 		},
 		{
-			name: "rebalance waits while candidates exist",
+			name: "rebalance waits while candidates exist, and says so",
 			in: claim.Inputs{Self: "n1", Active: []string{"n1", "n2"}, Rebalance: claim.Rebalance{Enabled: true, Cycles: 1},
 				Deployments: []claim.Deployment{at("a", "n1", 0), at("b", "n1", 1), at("u", "", 0)}, Running: []string{"a", "b"}},
+			want: view{Held: "1 deployment waits to be claimed (u)"},
+		},
+		{
+			name: "rebalance held by many candidates names the first three",
+			in: claim.Inputs{Self: "n1", Active: []string{"n1", "n2"}, Rebalance: claim.Rebalance{Enabled: true, Cycles: 1},
+				Deployments: append(unassigned(5), at("a", "n1", 0), at("b", "n1", 1)), Running: []string{"a", "b"}},
+			want: view{Held: "5 deployments wait to be claimed (u0, u1, u2, ...)"},
+		},
+		{
+			name: "rebalance waits while a node-unit is missing, and says so",
+			in: claim.Inputs{Self: "n1", Active: []string{"n1", "n2"}, Rebalance: claim.Rebalance{Enabled: true, Cycles: 1}, LostAfter: time.Minute,
+				Deployments: []claim.Deployment{at("a", "n1", 0), at("b", "n1", 1), at("c", "n1", 2), at("x", "gone", 0)}, Running: []string{"a", "b", "c"},
+				State: claim.State{MissingSince: map[string]time.Time{"gone": now}}},
+			want: view{Held: "deployments are bound to node-units that are not active: gone"},
+		},
+		{
+			name: "a balanced node with candidates waiting holds nothing",
+			in: claim.Inputs{Self: "n1", Active: []string{"n1", "n2"}, Rebalance: claim.Rebalance{Enabled: true, Cycles: 1},
+				Deployments: []claim.Deployment{at("a", "n1", 0), at("b", "n2", 1), at("u", "", 0)}, Running: []string{"a"}},
+			want: view{Eligible: true, Claim: []string{"u"}},
 		},
 		{
 			name: "rebalance off by default",

@@ -1,15 +1,14 @@
 package claim
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 )
 
-// Policy names, the values of NODE_UNIT_CLAIM_POLICY.
+// Policy names ([ParsePolicy]); cmd/nodeunit reads them from
+// NODE_UNIT_CLAIM_POLICY.
 const (
 	// PolicyDeploymentCount is the default: the nodes with the fewest
 	// deployments claim.
@@ -26,14 +25,6 @@ const (
 const (
 	MetricDeploymentCount = "deployment_count"
 	MetricResourceUsage   = "resource_usage"
-)
-
-// Environment variables read by [PolicyFromEnv] and [ParseInterval]'s caller.
-const (
-	EnvClaimPolicy       = "NODE_UNIT_CLAIM_POLICY"
-	EnvCPUWeight         = "NODE_UNIT_CPU_WEIGHT"
-	EnvMemoryWeight      = "NODE_UNIT_MEMORY_WEIGHT"
-	EnvSchedulerInterval = "NODE_UNIT_SCHEDULER_INTERVAL_MS"
 )
 
 // MetricSnapshot is one metric of one node-unit; smaller values claim first.
@@ -188,8 +179,8 @@ func NonePolicy() Policy { return nonePolicy{} }
 
 // ParsePolicy returns the policy named name, case-insensitively and ignoring
 // surrounding spaces: "deployment_count" (also for ""), "resource_usage"
-// (scored with w) or "none". Any other name is an error wrapping
-// [ErrUnknownPolicy] that names NODE_UNIT_CLAIM_POLICY; there is no fallback.
+// (scored with w) or "none". Any other name is a [*ConfigError] named
+// "policy" wrapping [ErrUnknownPolicy]; there is no fallback.
 func ParsePolicy(name string, w Weights) (Policy, error) {
 	switch strings.ToLower(strings.TrimSpace(name)) {
 	case "", PolicyDeploymentCount:
@@ -199,70 +190,12 @@ func ParsePolicy(name string, w Weights) (Policy, error) {
 	case PolicyNone:
 		return NonePolicy(), nil
 	}
-	return nil, &ConfigError{Name: EnvClaimPolicy, Value: name, Err: fmt.Errorf("%w: want %s, %s or %s", ErrUnknownPolicy, PolicyDeploymentCount, PolicyResourceUsage, PolicyNone)}
+	return nil, &ConfigError{Name: "policy", Value: name, Err: fmt.Errorf("%w: want %s, %s or %s", ErrUnknownPolicy, PolicyDeploymentCount, PolicyResourceUsage, PolicyNone)}
 }
 
 // IsNone reports whether p disables claims (nil is not none: it means the
 // default policy).
 func IsNone(p Policy) bool { return p != nil && p.Name() == PolicyNone }
 
-// ParseWeights parses NODE_UNIT_CPU_WEIGHT and NODE_UNIT_MEMORY_WEIGHT; an
-// empty string keeps the default 0.5. A weight must be a finite number >= 0;
-// the error names the variable.
-func ParseWeights(cpu, memory string) (Weights, error) {
-	w := DefaultWeights
-	var err error
-	if w.CPU, err = parseWeight(EnvCPUWeight, cpu, w.CPU); err != nil {
-		return Weights{}, err
-	}
-	if w.Memory, err = parseWeight(EnvMemoryWeight, memory, w.Memory); err != nil {
-		return Weights{}, err
-	}
-	return w, nil
-}
-
-func parseWeight(name, s string, def float64) (float64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return def, nil
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, &ConfigError{Name: name, Value: s, Err: errors.New("not a number")}
-	}
-	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
-		return 0, &ConfigError{Name: name, Value: s, Err: errors.New("must be a finite number >= 0")}
-	}
-	return f, nil
-}
-
-// PolicyFromEnv reads NODE_UNIT_CLAIM_POLICY, NODE_UNIT_CPU_WEIGHT and
-// NODE_UNIT_MEMORY_WEIGHT through getenv (os.Getenv in a binary) and
-// returns the policy; errors name the variable.
-func PolicyFromEnv(getenv func(string) string) (Policy, error) {
-	w, err := ParseWeights(getenv(EnvCPUWeight), getenv(EnvMemoryWeight))
-	if err != nil {
-		return nil, err
-	}
-	return ParsePolicy(getenv(EnvClaimPolicy), w)
-}
-
-// DefaultInterval is the loop's default period, NODE_UNIT_SCHEDULER_INTERVAL_MS=5000.
+// DefaultInterval is the loop's default period ([Config.Interval]).
 const DefaultInterval = 5 * time.Second
-
-// ParseInterval parses NODE_UNIT_SCHEDULER_INTERVAL_MS, a whole number of
-// milliseconds > 0; "" is [DefaultInterval]. The error names the variable.
-func ParseInterval(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return DefaultInterval, nil
-	}
-	ms, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, &ConfigError{Name: EnvSchedulerInterval, Value: s, Err: errors.New("not a whole number of milliseconds")}
-	}
-	if ms <= 0 || ms > int64(24*time.Hour/time.Millisecond) {
-		return 0, &ConfigError{Name: EnvSchedulerInterval, Value: s, Err: errors.New("must be between 1 and 86400000 milliseconds")}
-	}
-	return time.Duration(ms) * time.Millisecond, nil
-}

@@ -3,7 +3,6 @@ package claim_test
 import (
 	"fmt"
 
-	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -206,52 +205,6 @@ func TestSpec000_PicksDeploymentCandidatesInDeterministicOrder(t *testing.T) {
 	act := claim.Plan(claim.Inputs{Self: "n1", Active: []string{"n1"}, Deployments: []claim.Deployment{mk("d1", "", 2, 1), mk("d2", "", 1, 1)}}, day(5))
 	if len(act.Claim) != 1 || act.Claim[0].ID != "d2" {
 		t.Errorf("Plan claims %v, want [d2]", ids(act.Claim))
-	}
-}
-
-func TestSpec000_UsesEnvironmentVariableToSelectPolicy(t *testing.T) {
-	tests := []struct {
-		env     map[string]string
-		want    string
-		wantErr string
-	}{
-		{map[string]string{}, "deployment_count", ""},
-		{map[string]string{"NODE_UNIT_CLAIM_POLICY": "resource_usage"}, "resource_usage", ""},
-		{map[string]string{"NODE_UNIT_CLAIM_POLICY": "Resource_Usage"}, "resource_usage", ""},
-		{map[string]string{"NODE_UNIT_CLAIM_POLICY": "deployment_count"}, "deployment_count", ""},
-		{map[string]string{"NODE_UNIT_CLAIM_POLICY": "NONE"}, "none", ""},
-		{map[string]string{"NODE_UNIT_CLAIM_POLICY": " none "}, "none", ""},
-		{map[string]string{"NODE_UNIT_CLAIM_POLICY": "least_loaded"}, "", "NODE_UNIT_CLAIM_POLICY"},
-		{map[string]string{"NODE_UNIT_CLAIM_POLICY": "resource_usage", "NODE_UNIT_CPU_WEIGHT": "x"}, "", "NODE_UNIT_CPU_WEIGHT"},
-		{map[string]string{"NODE_UNIT_MEMORY_WEIGHT": "-1"}, "", "NODE_UNIT_MEMORY_WEIGHT"},
-	}
-	for _, tt := range tests {
-		p, err := claim.PolicyFromEnv(func(k string) string { return tt.env[k] })
-		if tt.wantErr != "" {
-			var ce *claim.ConfigError
-			if !errors.As(err, &ce) || ce.Name != tt.wantErr || !errors.Is(err, claim.ErrInvalidConfig) {
-				t.Errorf("PolicyFromEnv(%v) error = %v, want a *ConfigError naming %s", tt.env, err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("PolicyFromEnv(%v): %v", tt.env, err)
-			continue
-		}
-		if p.Name() != tt.want {
-			t.Errorf("PolicyFromEnv(%v) = %s, want %s", tt.env, p.Name(), tt.want)
-		}
-	}
-	// The weights reach the resource_usage policy.
-	p, err := claim.PolicyFromEnv(func(k string) string {
-		return map[string]string{"NODE_UNIT_CLAIM_POLICY": "resource_usage", "NODE_UNIT_CPU_WEIGHT": "1", "NODE_UNIT_MEMORY_WEIGHT": "0"}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := claim.Snapshots(p, []string{"a"}, claim.MetricContext{ResourceUsage: map[string]claim.Usage{"a": {CPUPercent: 7, MemoryMB: 1 << 20}}})
-	if want := (map[string][]claim.MetricSnapshot{"a": {{"resource_usage", 7}}}); !cmp.Equal(want, got) {
-		t.Errorf("weighted snapshot = %v, want %v", got, want)
 	}
 }
 

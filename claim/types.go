@@ -186,10 +186,10 @@ func (e *Error) Error() string {
 // Unwrap returns the sentinel.
 func (e *Error) Unwrap() error { return e.Err }
 
-// ConfigError names a bad setting: a [Config] field or an environment
-// variable.
+// ConfigError names a bad setting: a [Config] field, or the policy name
+// given to [ParsePolicy].
 type ConfigError struct {
-	Name  string // field or variable, e.g. "NODE_UNIT_CPU_WEIGHT"
+	Name  string // the setting, e.g. "Config.Interval" or "policy"
 	Value string // the rejected value
 	Err   error  // the reason
 }

@@ -141,18 +141,18 @@ func TestRunBadConfigExits2(t *testing.T) {
 	}
 }
 
-// TestReadmeConfig checks that the README shows config.example.toml as it
+// TestReadmeConfig checks that docs/dispatcher.md shows config.example.toml as it
 // is.
 func TestReadmeConfig(t *testing.T) {
 	example, err := os.ReadFile("config.example.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/dispatcher.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(readme, append([]byte("```toml\n"), example...)) {
-		t.Errorf("README.md does not hold config.example.toml verbatim in a toml block")
+		t.Errorf("docs/dispatcher.md does not hold config.example.toml verbatim in a toml block")
 	}
 }

@@ -6,7 +6,9 @@ package main
 // because the machines running them are loaded.
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,12 +76,22 @@ func TestOncePastDueIsMissed(t *testing.T) {
 		ts.waitRuns(t, id, 1)
 	}
 	ts := startService(t, dir, oneWorker)
-	// And one created already past due.
-	created := ts.create(t, fmt.Sprintf(`{"id":"late","http":{"url":%q},"schedule":{"kind":"once","run_at":%q}}`, cb.URL, rfc(past)))
-	if created.LastStatus != cron.StatusMissed {
-		t.Errorf("created past due: last_status %q, want missed", created.LastStatus)
+	// One created already past due is refused: it would never run.
+	late := fmt.Sprintf(`{"id":"late","http":{"url":%q},"schedule":{"kind":"once","run_at":%q}}`, cb.URL, rfc(past))
+	resp, err := http.Post(ts.url+"/jobs", "application/json", strings.NewReader(late))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, id := range []string{"down", "late"} {
+	var refused struct{ Error, Field string }
+	_ = json.NewDecoder(resp.Body).Decode(&refused)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || refused.Field != "schedule.run_at" || !strings.Contains(refused.Error, "in the past") {
+		t.Errorf("created past due: %d %+v, want 400 naming schedule.run_at", resp.StatusCode, refused)
+	}
+	if code := call(t, "GET", ts.url+"/jobs/late", "", nil); code != 404 {
+		t.Errorf("GET the refused job: %d, want 404", code)
+	}
+	for _, id := range []string{"down"} {
 		j := ts.job(t, id)
 		if j.LastStatus != cron.StatusMissed || !j.NextRunAt.IsZero() || !j.LastRunAt.IsZero() {
 			t.Errorf("job %s: last_status %q next_run_at %v last_run_at %v, want missed, none, none", id, j.LastStatus, j.NextRunAt, j.LastRunAt)

@@ -292,7 +292,7 @@ func testClusterKillStopJoin(t *testing.T, bin, dbURL string) {
 	// Let the leases settle: each of three holds a share.
 	waitFor(t, "three members holding partitions", func() bool {
 		for _, m := range ms {
-			if h := m.health(t); h["partitions_held"] == "0" || h["members"] != "3" {
+			if h := m.health(t); h["partitions_held"] == float64(0) || h["members"] != float64(3) {
 				return false
 			}
 		}
@@ -324,7 +324,7 @@ func testClusterKillStopJoin(t *testing.T, bin, dbURL string) {
 
 	// d joins and takes its share.
 	ms = append(ms, startMember(t, bin, "d", env...))
-	waitFor(t, "d holding partitions", func() bool { return ms[3].health(t)["partitions_held"] != "0" })
+	waitFor(t, "d holding partitions", func() bool { return ms[3].health(t)["partitions_held"] != float64(0) })
 	t.Logf("d holds %v partitions", ms[3].health(t)["partitions_held"])
 	// Writes through every live member are visible everywhere.
 	for i, m := range live() {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ksana-dev/ksana/cron/httpapi"
-	"github.com/ksana-dev/ksana/store/jsonstore"
 )
 
 // config is the service's configuration, read from the environment.
@@ -71,9 +70,20 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s=%q: %s", e.Var, e.Value, e.Want)
 }
 
+// dataDir is the data directory: $KSANA_DATA, else $DATA_DIR, else ./data.
+func dataDir(getenv func(string) string) string {
+	if d := getenv("KSANA_DATA"); d != "" {
+		return d
+	}
+	if d := getenv("DATA_DIR"); d != "" {
+		return d
+	}
+	return "./data"
+}
+
 // loadConfig reads the environment through getenv.
 func loadConfig(getenv func(string) string) (config, error) {
-	c := config{DataDir: jsonstore.DirFromEnv(getenv)}
+	c := config{DataDir: dataDir(getenv)}
 	var err error
 	get := func(name, def string) string {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
@@ -167,12 +177,16 @@ func usage() string {
 	var b strings.Builder
 	b.WriteString(`ksana: the timed-job service. It serves the REST API (POST/GET /jobs,
 GET/PATCH/DELETE /jobs/{id}, POST /jobs/{id}/run-now|pause|resume,
-GET /jobs/{id}/runs, GET /health, GET /metrics) and keeps its jobs in
-one JSON file, <data dir>/jobs.json, or with DATABASE_URL in PostgreSQL
-or SQLite, where several instances share the jobs. SIGINT or SIGTERM
-stops it cleanly.
+GET /jobs/{id}/runs, GET /health, GET /metrics, and its OpenAPI 3
+document at GET /openapi.json) and keeps its jobs in one JSON file,
+<data dir>/jobs.json, or with DATABASE_URL in PostgreSQL or SQLite,
+where several instances share the jobs. SIGINT or SIGTERM stops it
+cleanly.
 
 Usage: ksana [-h]
+
+Exit status: 0 after a clean stop, 2 for a bad configuration (a variable
+below, DATABASE_URL included), 1 for any other failure.
 
 Environment:
 `)

@@ -97,14 +97,14 @@ func TestRunExitCodes(t *testing.T) {
 	}{
 		{"help", []string{"-h"}, nil, 0, []string{"PORT", "KSANA_DATA", "DATA_DIR", "WORKERS", "DEFAULT_TIMEOUT", "MAX_RETRIES",
 			"RETRY_BACKOFF", "LOG_LEVEL", "KSANA_API_TOKEN", "KSANA_CALLBACK_ALLOW", "DRAIN_TIMEOUT", "LOG_FORMAT",
-			"DATABASE_URL", "KSANA_INSTANCE", "KSANA_LEASE_TTL"}, nil},
+			"DATABASE_URL", "KSANA_INSTANCE", "KSANA_LEASE_TTL", "GET /openapi.json", "2 for a bad configuration"}, nil},
 		{"bad flag", []string{"-x"}, nil, 2, nil, []string{"flag provided but not defined: -x", "Environment:"}},
 		{"argument", []string{"serve"}, nil, 2, nil, []string{`unexpected argument "serve"`}},
 		{"bad variable", nil, map[string]string{"WORKERS": "many"}, 2, nil, []string{`ksana: bad configuration: WORKERS="many"`}},
-		{"database url scheme", nil, map[string]string{"DATABASE_URL": "mysql://db/ksana"}, 1, nil,
-			[]string{`DATABASE_URL: sqlstore: invalid database url: unsupported scheme \"mysql\"`}},
-		{"database unreachable", nil, map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/ksana?connect_timeout=1"}, 1, nil,
-			[]string{"DATABASE_URL: sqlstore: connect postgres"}},
+		{"database url scheme", nil, map[string]string{"DATABASE_URL": "mysql://db/ksana"}, 2, nil,
+			[]string{`ksana: bad configuration: DATABASE_URL="mysql://db/ksana": sqlstore: invalid database url: unsupported scheme "mysql"`}},
+		{"database unreachable", nil, map[string]string{"DATABASE_URL": "postgres://nobody:pw@127.0.0.1:1/ksana?connect_timeout=1"}, 2, nil,
+			[]string{`ksana: bad configuration: DATABASE_URL="postgres://nobody:xxxxx@127.0.0.1:1/ksana?connect_timeout=1": sqlstore: connect postgres`}},
 		{"lease ttl", nil, map[string]string{"KSANA_LEASE_TTL": "100ms"}, 2, nil, []string{`KSANA_LEASE_TTL="100ms": must be at least 300ms`}},
 		{"instance", nil, map[string]string{"KSANA_INSTANCE": "a b"}, 2, nil, []string{`KSANA_INSTANCE="a b": must not contain white space`}},
 	}
@@ -258,5 +258,22 @@ func TestExposureReport(t *testing.T) {
 				t.Errorf("no access record with %s; logs:\n%s", tt.access, logs)
 			}
 		})
+	}
+}
+
+func TestDataDir(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, "./data"},
+		{map[string]string{"DATA_DIR": "/d"}, "/d"},
+		{map[string]string{"KSANA_DATA": "/k"}, "/k"},
+		{map[string]string{"KSANA_DATA": "/k", "DATA_DIR": "/d"}, "/k"},
+	}
+	for _, tt := range tests {
+		if got := dataDir(func(k string) string { return tt.env[k] }); got != tt.want {
+			t.Errorf("dataDir(%v) = %q, want %q", tt.env, got, tt.want)
+		}
 	}
 }

@@ -9,8 +9,8 @@
 //	go run ./cmd/ksana
 //
 // serves the API on port 7100 with the jobs in ./data/jobs.json; nothing
-// else is needed. The README walks through a first session with
-// curl.
+// else is needed. docs/ksana.md in the repository walks through a first
+// session with curl.
 //
 // One service per data directory: while it runs it holds an exclusive
 // advisory lock on ./data/jobs.lock (see Locking in
@@ -35,7 +35,8 @@
 // third. Each slot is called at most once across the instances: its run
 // row, unique on job id and scheduled time, is inserted before the
 // callback is called. GET /health adds the instance name, the live
-// members, the partitions held and jobs_held (the jobs in memory). The data directory is not used.
+// members, the partitions held and jobs_held (the jobs in memory), counts
+// as JSON numbers. The data directory is not used.
 //
 // # Configuration
 //
@@ -47,7 +48,10 @@
 // LOG_LEVEL (info), LOG_FORMAT (text),
 // KSANA_API_TOKEN and KSANA_CALLBACK_ALLOW (unset), DATABASE_URL and
 // KSANA_INSTANCE (unset), KSANA_LEASE_TTL (6s). A bad value stops the
-// start with a message naming the variable, and exit status 2.
+// start with a message naming the variable, and exit status 2; so does a
+// DATABASE_URL that cannot be opened. Any other failure to start exits 1.
+// KSANA_API_TOKEN guards every endpoint but GET /health, /openapi.json
+// included.
 //
 // # Durability
 //

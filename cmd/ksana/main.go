@@ -49,6 +49,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			"data_dir", cfg.DataDir, "error", err)
 		return 1
 	}
+	var cerr *ConfigError
+	if errors.As(err, &cerr) {
+		fmt.Fprintf(stderr, "ksana: bad configuration: %v (see ksana -h)\n", err)
+		return 2
+	}
 	if err != nil {
 		log.Error("ksana: start", "error", err)
 		return 1

@@ -71,15 +71,15 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		return nil, err
 	}
 	m.Watch(runner)
-	storeNotes := func() map[string]string { return db.notes(runner) }
+	storeNotes := func() map[string]any { return db.notes(runner) }
 	if store != nil {
-		storeNotes = func() map[string]string { return recoveryNotes(store.Recovered()) }
+		storeNotes = func() map[string]any { return recoveryNotes(store.Recovered()) }
 	}
-	notes := func() map[string]string {
+	notes := func() map[string]any {
 		n := storeNotes()
 		if u := unhandledNote(runner.Unhandled()); u != "" {
 			if n == nil {
-				n = map[string]string{}
+				n = map[string]any{}
 			}
 			n["unhandled_types"] = u
 		}
@@ -140,11 +140,11 @@ func recoveryKind(rec *jsonstore.Recovery) string {
 
 // recoveryNotes are the /health fields of a store recovered from a bad
 // jobs.json (none when rec is nil).
-func recoveryNotes(rec *jsonstore.Recovery) map[string]string {
+func recoveryNotes(rec *jsonstore.Recovery) map[string]any {
 	if rec == nil {
 		return nil
 	}
-	notes := map[string]string{"store": "recovered: " + recoveryKind(rec), "store_backup": rec.Backup}
+	notes := map[string]any{"store": "recovered: " + recoveryKind(rec), "store_backup": rec.Backup}
 	if rec.Unreadable {
 		notes["store_note"] = "jobs.json could not be read and was moved aside: the service started with no jobs"
 	} else {

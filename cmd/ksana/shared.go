@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strconv"
 	"sync"
@@ -39,7 +39,7 @@ func openDB(cfg config, log *slog.Logger) (*dbStore, error) {
 	defer cancel()
 	db, err := sqlstore.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+		return nil, &ConfigError{Var: "DATABASE_URL", Value: redactURL(cfg.DatabaseURL), Want: err.Error()}
 	}
 	if db.Dialect() == "postgres" {
 		// database/sql keeps 2 idle connections by default: under
@@ -63,6 +63,15 @@ func openDB(cfg config, log *slog.Logger) (*dbStore, error) {
 		return nil, err
 	}
 	return &dbStore{db: db, jobs: jobs, leases: leases, log: log}, nil
+}
+
+// redactURL hides the password of a database URL.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
 }
 
 // watch starts following the changes, before the jobs are loaded.
@@ -94,13 +103,13 @@ func (d *dbStore) start(ctx context.Context, r *cron.Runner) (stop func()) {
 
 // notes are the /health fields of an instance on a database; jobs_held
 // is the number of jobs r holds (those of the partitions held).
-func (d *dbStore) notes(r *cron.Runner) map[string]string {
-	return map[string]string{
-		"jobs_held":       strconv.Itoa(r.Len()),
+func (d *dbStore) notes(r *cron.Runner) map[string]any {
+	return map[string]any{
+		"jobs_held":       r.Len(),
 		"store":           d.db.Dialect(),
 		"instance":        d.leases.Instance(),
-		"partitions_held": strconv.Itoa(len(d.leases.Owned())),
-		"members":         strconv.Itoa(len(d.leases.Members())),
+		"partitions_held": len(d.leases.Owned()),
+		"members":         len(d.leases.Members()),
 	}
 }
 

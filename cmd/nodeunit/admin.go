@@ -50,9 +50,9 @@ func withDB(name string, getenv func(string) string, stderr io.Writer, f func(ct
 }
 
 // withReadDB runs f for an admin sub-command that only reads: it neither
-// creates the database, its directory or its tables, nor migrates them. db
-// is nil when there is nothing to read yet (no database file, or no
-// tables), which f shows as empty.
+// creates the database, its directory or its tables, nor migrates them.
+// Where there is nothing to read yet (no database file, or no tables) it
+// says so and fails with exitError.
 func withReadDB(name string, getenv func(string) string, stderr io.Writer, f func(ctx context.Context, c baseConfig, db *sqlstore.DB) error) int {
 	c, err := loadBase(getenv)
 	if err != nil {
@@ -64,11 +64,12 @@ func withReadDB(name string, getenv func(string) string, stderr io.Writer, f fun
 	db, err := connectDB(ctx, c)
 	if err != nil {
 		fmt.Fprintf(stderr, "nodeunit %s: %v\n", name, err)
+		if errors.Is(err, errNoDatabase) {
+			return exitError
+		}
 		return exitUsage
 	}
-	if db != nil {
-		defer db.Close()
-	}
+	defer db.Close()
 	if err := f(ctx, c, db); err != nil {
 		fmt.Fprintf(stderr, "nodeunit %s: %v\n", name, err)
 		return exitError
@@ -127,7 +128,8 @@ func parseAdd(args []string) (claim.Deployment, error) {
 	}
 	if d.Type == claim.TypeDaemon && d.Address != "" {
 		return d, &codedError{
-			msg: fmt.Sprintf("%s: --address is for type deployment only: a daemon runs on every node-unit and has no address", claim.CodeDaemonAddressSet),
+			// Worded as claim's coded errors are: "claim: CODE: deployment ...".
+			msg: fmt.Sprintf("claim: %s: deployment %q: --address is for type deployment only: a daemon runs on every node-unit and has no address", claim.CodeDaemonAddressSet, d.ID),
 			err: claim.ErrDaemonAddressSet,
 		}
 	}
@@ -308,19 +310,13 @@ func cmdNodes(args []string, getenv func(string) string, stdout, stderr io.Write
 	})
 }
 
-// listDeployments lists every deployment; none when db is nil.
+// listDeployments lists every deployment.
 func listDeployments(ctx context.Context, db *sqlstore.DB) ([]claim.Deployment, error) {
-	if db == nil {
-		return nil, nil
-	}
 	return db.Deployments().List(ctx)
 }
 
-// activeNodes lists the active node-units; none when db is nil.
+// activeNodes lists the active node-units.
 func activeNodes(ctx context.Context, c baseConfig, db *sqlstore.DB) ([]claim.NodeUnit, error) {
-	if db == nil {
-		return nil, nil
-	}
 	return db.Membership().Active(ctx, c.ttl())
 }
 

@@ -38,15 +38,22 @@ func openDB(ctx context.Context, c baseConfig) (*sqlstore.DB, error) {
 	return db, nil
 }
 
+// errNoDatabase is connectDB's error when there is nothing to read yet.
+var errNoDatabase = errors.New(`nothing was added yet ("nodeunit add" or "nodeunit run" creates it)`)
+
 // connectDB connects to the configured database for reading only: it
-// creates and migrates nothing. It returns nil, nil when there is nothing
-// to read yet: the default SQLite file does not exist, or the database has
-// no tables. A search_path naming no schema is an error naming
-// DATABASE_URL.
+// creates and migrates nothing. When there is nothing to read yet (the
+// SQLite file does not exist, or the database has no node-unit tables) the
+// error wraps errNoDatabase and says where it looked. A search_path naming
+// no schema is an error naming DATABASE_URL.
 func connectDB(ctx context.Context, c baseConfig) (*sqlstore.DB, error) {
 	if path, ok := sqlitePath(c.DatabaseURL); ok {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, nil
+			from := "DATABASE_URL"
+			if c.DefaultDB {
+				from = "the default in NODE_UNIT_DATA; set DATABASE_URL for another"
+			}
+			return nil, fmt.Errorf("no database at %s (%s): %w", path, from, errNoDatabase)
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -62,7 +69,7 @@ func connectDB(ctx context.Context, c baseConfig) (*sqlstore.DB, error) {
 	}
 	if v == 0 {
 		db.Close()
-		return nil, nil
+		return nil, fmt.Errorf("no node-unit tables in DATABASE_URL=%q: %w", redactURL(c.DatabaseURL), errNoDatabase)
 	}
 	return db, nil
 }

@@ -18,8 +18,9 @@
 //	nodeunit help                          show the help (also -h)
 //
 // An unknown command is answered with one line that points at -h. list,
-// nodes and status only read: on a database without tables they show empty
-// tables and create nothing (not even the default SQLite file). add warns
+// nodes and status only read and create nothing (not even the default
+// SQLite file): where there is no database yet, or one without the
+// node-unit tables, they say where they looked and exit 1. add warns
 // when its own NODE_UNIT_TRUSTED_COMMAND_REGEXP, if set, refuses the
 // command.
 //
@@ -138,5 +139,9 @@
 // keep what they took over, and it claims only deployments that are
 // waiting. NODE_UNIT_REBALANCE=true makes a node-unit that holds 2 or more
 // above the least loaded one release one per cycle, so a restarted
-// node-unit gets its share back.
+// node-unit gets its share back. It holds while a deployment waits to be
+// claimed (even one that every node-unit refuses) or a node-unit that
+// deployments are bound to is missing: it logs "rebalancing held" with
+// the reason when the hold begins, and "nodeunit status" ends with a line
+// "node-unit ADDR holds rebalancing: REASON" while it lasts.
 package main

@@ -64,6 +64,19 @@ func (c *cluster) sub(args ...string) string {
 	return out.String()
 }
 
+// trySub runs a sub-command that may fail while the node-units start
+// (before the first creates the tables): its stdout, or its stderr.
+func (c *cluster) trySub(args ...string) (string, bool) {
+	c.t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := c.command(args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return errOut.String(), false
+	}
+	return out.String(), true
+}
+
 // node is a running node-unit.
 type node struct {
 	cmd  *exec.Cmd
@@ -196,8 +209,8 @@ func TestTwoNodeUnitsSplitAndFailOver(t *testing.T) {
 	a := c.start("a")
 	b := c.start("b")
 	eventually(t, "both node-units in the membership", func() (bool, string) {
-		out := c.sub("nodes")
-		return strings.Count(strings.TrimSpace(out), "\n") == 2, out
+		out, ok := c.trySub("nodes")
+		return ok && strings.Count(strings.TrimSpace(out), "\n") == 2, out
 	})
 	for i := 1; i <= 10; i++ {
 		c.sub("add", "--id", fmt.Sprintf("d%02d", i), "sleep", "3600")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -16,6 +17,77 @@ import (
 	"github.com/ksana-dev/ksana/claim"
 	"github.com/ksana-dev/ksana/internal/nodeunit/proc"
 )
+
+// The variables of the claim loop's settings.
+const (
+	envClaimPolicy       = "NODE_UNIT_CLAIM_POLICY"
+	envCPUWeight         = "NODE_UNIT_CPU_WEIGHT"
+	envMemoryWeight      = "NODE_UNIT_MEMORY_WEIGHT"
+	envSchedulerInterval = "NODE_UNIT_SCHEDULER_INTERVAL_MS"
+)
+
+// policyFromEnv reads NODE_UNIT_CLAIM_POLICY and, for resource_usage,
+// NODE_UNIT_CPU_WEIGHT and NODE_UNIT_MEMORY_WEIGHT; the error is an
+// *EnvError naming the variable.
+func policyFromEnv(getenv func(string) string) (claim.Policy, error) {
+	w, err := parseWeights(getenv(envCPUWeight), getenv(envMemoryWeight))
+	if err != nil {
+		return nil, err
+	}
+	name := getenv(envClaimPolicy)
+	p, err := claim.ParsePolicy(name, w)
+	var ce *claim.ConfigError
+	if errors.As(err, &ce) {
+		return nil, envErr(envClaimPolicy, name, "%s", strings.TrimPrefix(ce.Err.Error(), "claim: "))
+	}
+	return p, err
+}
+
+// parseWeights parses NODE_UNIT_CPU_WEIGHT and NODE_UNIT_MEMORY_WEIGHT; an
+// empty string keeps the default 0.5. A weight must be a finite number >= 0.
+func parseWeights(cpu, memory string) (claim.Weights, error) {
+	w := claim.DefaultWeights
+	var err error
+	if w.CPU, err = parseWeight(envCPUWeight, cpu, w.CPU); err != nil {
+		return claim.Weights{}, err
+	}
+	if w.Memory, err = parseWeight(envMemoryWeight, memory, w.Memory); err != nil {
+		return claim.Weights{}, err
+	}
+	return w, nil
+}
+
+func parseWeight(name, s string, def float64) (float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return def, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, envErr(name, s, "not a number")
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		return 0, envErr(name, s, "must be a finite number >= 0")
+	}
+	return f, nil
+}
+
+// parseInterval parses NODE_UNIT_SCHEDULER_INTERVAL_MS, a whole number of
+// milliseconds from 1 to 86400000; "" is [claim.DefaultInterval].
+func parseInterval(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return claim.DefaultInterval, nil
+	}
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, envErr(envSchedulerInterval, s, "not a whole number of milliseconds")
+	}
+	if ms <= 0 || ms > int64(24*time.Hour/time.Millisecond) {
+		return 0, envErr(envSchedulerInterval, s, "must be between 1 and 86400000 milliseconds")
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
 
 // envVar documents one environment variable; the help text and the
 // package documentation list them from here.
@@ -32,10 +104,10 @@ var envVars = []envVar{
 	{"NODE_UNIT_ADDRESS", "generated", "this node-unit's address; by default one is generated once and kept in $NODE_UNIT_DATA/nodeunit-address, and a second node-unit sharing the directory takes nodeunit-address.2 (a file lock tells which are in use)"},
 	{"NODE_UNIT_LISTEN", "127.0.0.1:0", "listen address of GET /NodeUnit/InspectResourceUsage, GET /NodeUnit/Status and GET /metrics (port 0: any free port)"},
 	{"NODE_UNIT_USAGE_URL", "from NODE_UNIT_LISTEN", "URL other node-units use to read this one's usage; by default http://HOST:PORT/NodeUnit/InspectResourceUsage of the listener, an unspecified host replaced by the host name"},
-	{claim.EnvClaimPolicy, claim.PolicyDeploymentCount, "claim policy, case-insensitive: deployment_count, resource_usage or none"},
-	{claim.EnvSchedulerInterval, "5000", "claim loop period in milliseconds"},
-	{claim.EnvCPUWeight, "0.5", "weight of cpu_percent in the resource_usage score"},
-	{claim.EnvMemoryWeight, "0.5", "weight of memory_mb/1024 in the resource_usage score"},
+	{envClaimPolicy, claim.PolicyDeploymentCount, "claim policy, case-insensitive: deployment_count, resource_usage or none"},
+	{envSchedulerInterval, "5000", "claim loop period in milliseconds"},
+	{envCPUWeight, "0.5", "weight of cpu_percent in the resource_usage score"},
+	{envMemoryWeight, "0.5", "weight of memory_mb/1024 in the resource_usage score"},
 	{"NODE_UNIT_MEMBERSHIP_TTL_MS", "3 x interval", "a node-unit whose last heartbeat is older than this is lost and its deployments are taken over; must exceed the interval"},
 	{"NODE_UNIT_LOST_AFTER_MS", "0", "how long a node-unit must be missing before its deployments are taken over"},
 	{"NODE_UNIT_MAX_CLAIMS_PER_CYCLE", "1", "most deployments claimed per cycle (above 1: up to the node's fair share in one statement)"},
@@ -88,21 +160,6 @@ type runConfig struct {
 	StopGrace    time.Duration
 }
 
-// asEnvError turns a *claim.ConfigError about a variable into an
-// *EnvError, so that every bad setting reads the same way:
-// NAME="value": reason.
-func asEnvError(err error) error {
-	var ce *claim.ConfigError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	reason := ce.Err
-	if reason == nil {
-		reason = errors.New("invalid")
-	}
-	return &EnvError{Name: ce.Name, Value: ce.Value, Err: errors.New(strings.TrimPrefix(reason.Error(), "claim: "))}
-}
-
 func envErr(name, value, format string, args ...any) error {
 	return &EnvError{Name: name, Value: value, Err: fmt.Errorf(format, args...)}
 }
@@ -139,15 +196,15 @@ func loadBase(getenv func(string) string) (baseConfig, error) {
 		return c, envErr("LOG_FORMAT", v, "want text or json")
 	}
 	var err error
-	if c.Interval, err = claim.ParseInterval(getenv(claim.EnvSchedulerInterval)); err != nil {
-		return c, asEnvError(err)
+	if c.Interval, err = parseInterval(getenv(envSchedulerInterval)); err != nil {
+		return c, err
 	}
 	if v := getenv("NODE_UNIT_MEMBERSHIP_TTL_MS"); strings.TrimSpace(v) != "" {
 		if c.MemberTTL, err = parseMillis("NODE_UNIT_MEMBERSHIP_TTL_MS", v, false); err != nil {
 			return c, err
 		}
 		if c.MemberTTL <= c.Interval {
-			return c, envErr("NODE_UNIT_MEMBERSHIP_TTL_MS", v, "must exceed %s (%d ms)", claim.EnvSchedulerInterval, c.Interval.Milliseconds())
+			return c, envErr("NODE_UNIT_MEMBERSHIP_TTL_MS", v, "must exceed %s (%d ms)", envSchedulerInterval, c.Interval.Milliseconds())
 		}
 	}
 	return c, nil
@@ -191,8 +248,8 @@ func loadRun(getenv func(string) string) (runConfig, error) {
 		}
 		c.UsageURL = v
 	}
-	if c.Policy, err = claim.PolicyFromEnv(getenv); err != nil {
-		return c, asEnvError(err)
+	if c.Policy, err = policyFromEnv(getenv); err != nil {
+		return c, err
 	}
 	if v := getenv("NODE_UNIT_LOST_AFTER_MS"); strings.TrimSpace(v) != "" {
 		if c.LostAfter, err = parseMillis("NODE_UNIT_LOST_AFTER_MS", v, true); err != nil {
@@ -215,7 +272,7 @@ func loadRun(getenv func(string) string) (runConfig, error) {
 	}
 	if c.SelfFence && c.ttl() <= 2*c.Interval {
 		return c, envErr("NODE_UNIT_SELF_FENCE", getenv("NODE_UNIT_SELF_FENCE"),
-			"needs NODE_UNIT_MEMBERSHIP_TTL_MS (%d ms) above twice %s (%d ms)", c.ttl().Milliseconds(), claim.EnvSchedulerInterval, c.Interval.Milliseconds())
+			"needs NODE_UNIT_MEMBERSHIP_TTL_MS (%d ms) above twice %s (%d ms)", c.ttl().Milliseconds(), envSchedulerInterval, c.Interval.Milliseconds())
 	}
 	switch v := getenv("NODE_UNIT_PROBE_FAILURE"); strings.ToLower(strings.TrimSpace(v)) {
 	case "", "zero":

@@ -177,7 +177,7 @@ func TestLoadRunBadValue(t *testing.T) {
 }
 
 // TestEnvDocumented checks that every variable is in the help, in the
-// package documentation and in README.md.
+// package documentation and in docs/nodeunit.md.
 func TestEnvDocumented(t *testing.T) {
 	var help strings.Builder
 	printUsage(&help)
@@ -185,12 +185,12 @@ func TestEnvDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	guide, err := os.ReadFile("../../README.md")
+	guide, err := os.ReadFile("../../docs/nodeunit.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range envVars {
-		for name, text := range map[string]string{"help": help.String(), "doc.go": string(doc), "README.md": string(guide)} {
+		for name, text := range map[string]string{"help": help.String(), "doc.go": string(doc), "docs/nodeunit.md": string(guide)} {
 			if !strings.Contains(text, v.Name) {
 				t.Errorf("%s does not mention %s", name, v.Name)
 			}

@@ -105,7 +105,13 @@ func TestMessages(t *testing.T) {
 			name: "a daemon with an address is refused, not ignored",
 			env:  map[string]string{"NODE_UNIT_DATA": data},
 			args: []string{"add", "--id", "x", "--type", "daemon", "--address", "a", "sleep", "1"}, wantCode: exitUsage,
-			want: "nodeunit add: ERR_DAEMON_ADDRESS_SET: --address is for type deployment only: a daemon runs on every node-unit and has no address\n",
+			want: "nodeunit add: claim: ERR_DAEMON_ADDRESS_SET: deployment \"x\": --address is for type deployment only: a daemon runs on every node-unit and has no address\n",
+		},
+		{
+			name: "a coded error reads claim: CODE: deployment, whoever raises it",
+			env:  map[string]string{"NODE_UNIT_DATA": data},
+			args: []string{"add", "--id", "x", "--type", "cron", "sleep", "1"}, wantCode: exitUsage,
+			want: "nodeunit add: claim: ERR_INVALID_TYPE: deployment \"x\": type \"cron\" is neither \"daemon\" nor \"deployment\"\n",
 		},
 		{
 			name: "an unreachable database stops run with a plain line, like other settings",
@@ -177,16 +183,21 @@ func TestSQLitePath(t *testing.T) {
 }
 
 // TestReadOnlyCommandsSQLite: list, nodes and status on a data directory
-// with no database, or on a DATABASE_URL naming a missing file, show empty
-// tables and create nothing.
+// with no database, or on a DATABASE_URL naming a missing file, fail with
+// exit 1 and a line saying where they looked, and create nothing.
 func TestReadOnlyCommandsSQLite(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	for _, env := range []map[string]string{
-		{"NODE_UNIT_DATA": data},
-		{"NODE_UNIT_DATA": data, "DATABASE_URL": "sqlite:" + filepath.Join(dir, "other.db")},
+	for _, tt := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"NODE_UNIT_DATA": data},
+			"no database at " + filepath.Join(data, "nodeunit.db") + " (the default in NODE_UNIT_DATA; set DATABASE_URL for another)"},
+		{map[string]string{"NODE_UNIT_DATA": data, "DATABASE_URL": "sqlite:" + filepath.Join(dir, "other.db")},
+			"no database at " + filepath.Join(dir, "other.db") + " (DATABASE_URL)"},
 	} {
-		readOnly(t, env)
+		noDatabase(t, tt.env, tt.want)
 	}
 	for _, p := range []string{data, filepath.Join(dir, "other.db")} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
@@ -195,19 +206,19 @@ func TestReadOnlyCommandsSQLite(t *testing.T) {
 	}
 }
 
-func readOnly(t *testing.T, env map[string]string) {
+// noDatabase runs the read-only commands where nothing was added yet:
+// each fails with exitError, prints nothing on stdout and says where it
+// looked (where) on stderr.
+func noDatabase(t *testing.T, env map[string]string, where string) {
 	t.Helper()
-	for _, tt := range []struct{ cmd, want string }{
-		{"list", "ID  TYPE  ENABLED  ADDRESS  COMMAND\n"},
-		{"nodes", "ADDRESS  DEPLOYMENTS  STARTED  LAST_SEEN  USAGE_ENDPOINT\n"},
-		{"status", "ID  TYPE  NODE_UNIT  STATE  DETAIL\n"},
-	} {
-		code, out, errOut := runCmd(env, tt.cmd)
-		if code != exitOK {
-			t.Errorf("%s: exit %d, stderr %q", tt.cmd, code, errOut)
+	for _, cmd := range []string{"list", "nodes", "status"} {
+		code, out, errOut := runCmd(env, cmd)
+		want := "nodeunit " + cmd + ": " + where + `: nothing was added yet ("nodeunit add" or "nodeunit run" creates it)` + "\n"
+		if code != exitError || out != "" {
+			t.Errorf("%s: exit %d, stdout %q; want exit %d and nothing", cmd, code, out, exitError)
 		}
-		if diff := cmp.Diff(tt.want, out); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", tt.cmd, diff)
+		if diff := cmp.Diff(want, errOut); diff != "" {
+			t.Errorf("%s: stderr (-want +got):\n%s", cmd, diff)
 		}
 	}
 }
@@ -219,11 +230,7 @@ func readOnly(t *testing.T, env map[string]string) {
 func TestPostgresSchema(t *testing.T) {
 	schema, admin := freshSchema(t)
 	env := map[string]string{"DATABASE_URL": withSearchPath(t, schema), "NODE_UNIT_DATA": filepath.Join(t.TempDir(), "data")}
-	for _, cmd := range []string{"list", "nodes", "status"} {
-		if code, _, errOut := runCmd(env, cmd); code != exitOK {
-			t.Errorf("%s: exit %d, stderr %q", cmd, code, errOut)
-		}
-	}
+	noDatabase(t, env, "no node-unit tables in DATABASE_URL=\""+redactURL(env["DATABASE_URL"])+"\"")
 	var n int
 	if err := admin.QueryRow("SELECT count(*) FROM information_schema.tables WHERE table_schema = $1", schema).Scan(&n); err != nil {
 		t.Fatal(err)

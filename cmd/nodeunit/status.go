@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -34,6 +35,10 @@ const (
 type nodeStatus struct {
 	Address     string             `json:"address"`
 	Deployments []deploymentStatus `json:"deployments"`
+	// RebalanceHeld says why this node-unit, holding more deployments than
+	// another, releases none (NODE_UNIT_REBALANCE): deployments wait to be
+	// claimed, or node-units they are bound to are missing.
+	RebalanceHeld string `json:"rebalance_held,omitempty"`
 }
 
 // deploymentStatus is one deployment as a node-unit sees it.
@@ -61,6 +66,7 @@ type board struct {
 	mu      sync.Mutex
 	pending map[string]string // refusals of the cycle under way: id -> reason
 	refused map[string]string // refusals of the last complete cycle
+	held    string            // the last cycle's Report.RebalanceHeld
 }
 
 func newBoard(next claim.Observer) *board {
@@ -78,6 +84,7 @@ func (b *board) refuse(id, reason string) {
 func (b *board) ObserveCycle(r claim.Report) {
 	b.mu.Lock()
 	b.refused, b.pending = b.pending, map[string]string{}
+	b.held = r.RebalanceHeld
 	b.mu.Unlock()
 	if b.next != nil {
 		b.next.ObserveCycle(r)
@@ -100,6 +107,7 @@ func (b *board) status(address string, procs []proc.Process, lastLine func(id st
 		st.Deployments = append(st.Deployments, d)
 	}
 	b.mu.Lock()
+	st.RebalanceHeld = b.held
 	for id, reason := range b.refused {
 		st.Deployments = append(st.Deployments, deploymentStatus{ID: id, State: stateRefused, Reason: reason})
 	}
@@ -278,6 +286,19 @@ func writeStatus(w io.Writer, rows []statusRow) error {
 	return tw.Flush()
 }
 
+// writeHeld adds a line after the table for each node-unit that holds
+// rebalancing, and why.
+func writeHeld(w io.Writer, reports map[string]nodeStatus) error {
+	for _, addr := range slices.Sorted(maps.Keys(reports)) {
+		if why := reports[addr].RebalanceHeld; why != "" {
+			if _, err := fmt.Fprintf(w, "\nnode-unit %s holds rebalancing: %s\n", addr, why); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // statusTimeout bounds the read of one node-unit's status.
 const statusTimeout = 5 * time.Second
 
@@ -311,7 +332,10 @@ func cmdStatus(args []string, getenv func(string) string, stdout, stderr io.Writ
 			}
 			byAddr[n.Address] = reports[i]
 		}
-		return writeStatus(stdout, statusRows(ds, nodes, byAddr, errByAddr, time.Now()))
+		if err := writeStatus(stdout, statusRows(ds, nodes, byAddr, errByAddr, time.Now())); err != nil {
+			return err
+		}
+		return writeHeld(stdout, byAddr)
 	})
 }
 

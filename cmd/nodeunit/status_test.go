@@ -136,3 +136,29 @@ func TestBoard(t *testing.T) {
 		t.Error("fetchStatus with an endpoint not ending in the usage path: no error")
 	}
 }
+
+// TestRebalanceHeldShown: a cycle that held rebalancing is in the node's
+// status (JSON rebalance_held) and in a line under "nodeunit status"; the
+// next cycle that does not hold clears it.
+func TestRebalanceHeldShown(t *testing.T) {
+	b := newBoard(nil)
+	const why = "1 deployment waits to be claimed (nobody)"
+	b.ObserveCycle(claim.Report{RebalanceHeld: why})
+	held := b.status("n1", nil, nil)
+	var buf bytes.Buffer
+	_ = json.NewEncoder(&buf).Encode(held)
+	if want := `{"address":"n1","deployments":[],"rebalance_held":"1 deployment waits to be claimed (nobody)"}` + "\n"; buf.String() != want {
+		t.Errorf("JSON = %s, want %s", buf.String(), want)
+	}
+	buf.Reset()
+	if err := writeHeld(&buf, map[string]nodeStatus{"n1": held, "n2": {Address: "n2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "\nnode-unit n1 holds rebalancing: " + why + "\n"; buf.String() != want {
+		t.Errorf("status lines %q, want %q", buf.String(), want)
+	}
+	b.ObserveCycle(claim.Report{})
+	if got := b.status("n1", nil, nil).RebalanceHeld; got != "" {
+		t.Errorf("after a cycle that did not hold: rebalance_held %q", got)
+	}
+}

@@ -365,7 +365,9 @@ func decodeMergePatch(body []byte, id string) (map[string]any, *RequestError) {
 }
 
 // mergeJob applies a merge patch to the JSON form of j, without its system
-// fields, and returns the merged document.
+// fields, and returns the merged document. A schedule in the patch whose
+// kind differs from the job's replaces the job's schedule whole: the old
+// kind's fields (every, run_at, cron, ...) mean nothing to the new kind.
 func mergeJob(j *cron.Job, patch map[string]any) ([]byte, *RequestError) {
 	cur, err := j.MarshalJSON()
 	if err != nil {
@@ -379,6 +381,11 @@ func mergeJob(j *cron.Job, patch map[string]any) ([]byte, *RequestError) {
 	}
 	for f := range systemFields {
 		delete(doc, f)
+	}
+	if sp, ok := patch["schedule"].(map[string]any); ok {
+		if kind, ok := sp["kind"].(string); ok && kind != j.Schedule.Kind {
+			delete(doc, "schedule")
+		}
 	}
 	merged, err := json.Marshal(mergePatch(doc, patch))
 	if err != nil {

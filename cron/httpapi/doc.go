@@ -12,9 +12,9 @@
 //	POST   /jobs/{id}/run-now    queue a run at once: 202 and {"run_id", "job_id"}
 //	POST   /jobs/{id}/pause      enabled=false: 200 and the job
 //	POST   /jobs/{id}/resume     enabled=true: 200 and the job
-//	GET    /jobs/{id}/runs       the newest runs, newest first (?limit=N, default 50)
+//	GET    /jobs/{id}/runs       the newest runs, newest first (?limit=N, default 50; ?status=failed...)
 //	GET    /health               200 {"status":"ok"}, never authenticated
-//	GET    /openapi.json         the OpenAPI 3 document of the API, never authenticated
+//	GET    /openapi.json         the OpenAPI 3 document of the API
 //	GET    /metrics              [Config.Metrics] (Prometheus text in cmd/ksana)
 //
 // Jobs are read and written in the JSON form of [cron.Job]. On POST /jobs
@@ -26,9 +26,14 @@
 // the other defaults are the runner's. A PATCH body is a JSON merge patch
 // (RFC 7396) of the job's JSON form, at every depth: only the fields sent
 // change, an object (http, schedule, headers) merges field by field, and
-// null removes a field, which then takes its default as on create. To
-// switch a schedule to another kind, remove the fields of the old one
-// ("every": null, ...): a field the kind does not use is refused. A write
+// null removes a field, which then takes its default as on create. A
+// schedule whose kind differs from the job's replaces the schedule whole
+// ({"schedule":{"kind":"cron","cron":"0 * * * *"}} on an every-job drops
+// every, start_at and jitter); one of the same kind merges. A once job
+// whose run_at has passed (by more than [PastRunAtTolerance] and its
+// misfire_grace) would be recorded as missed and never run: POST, and a
+// PATCH that sends a schedule, refuse it with 400 naming schedule.run_at.
+// A write
 // answers only once the change is durable in the runner's store. run-now
 // leaves next_run_at as it was.
 //

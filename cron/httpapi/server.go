@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -59,15 +60,17 @@ type Config struct {
 	// ([cron.DefaultMaxRetries]); a negative value means 0 (MAX_RETRIES in
 	// cmd/ksana).
 	DefaultMaxRetries int
-	// MaxBodyBytes bounds a request body; a larger one gets 413.
-	// Default 1 MiB.
+	// MaxBodyBytes bounds a request body; a larger one gets 413 (the
+	// handler reads on, up to 16 MiB, so that a client still sending gets
+	// the answer rather than a connection reset). Default 1 MiB.
 	MaxBodyBytes int64
 	// HealthNotes, when set, adds its fields to the answer of GET /health
 	// ({"status": "ok"} and these), for conditions an operator must see
 	// that do not make the service unhealthy, such as a store recovered
-	// from a bad file. The answer stays 200. It must be fast and safe for
+	// from a bad file, or counts (give numbers as numbers: they are
+	// encoded as JSON). The answer stays 200. It must be fast and safe for
 	// concurrent use. Default nil.
-	HealthNotes func() map[string]string
+	HealthNotes func() map[string]any
 	// Metrics, when set, serves GET /metrics (such as a Prometheus text
 	// registry). Default nil: /metrics is 404.
 	Metrics http.Handler
@@ -145,13 +148,13 @@ func HostAllowed(patterns []string, host string) bool {
 
 // routes are the endpoints: a path pattern of http.ServeMux, the methods
 // it takes (for 405 and its Allow header) and a handler per method. A GET
-// handler answers HEAD only where allow lists HEAD. The handlers of /health
-// and /openapi.json need no token.
+// handler answers HEAD only where allow lists HEAD. Only /health is served
+// without the token.
 func (s *Server) routes() []route {
 	return []route{
 		{"/health", "GET, HEAD", true, map[string]handler{"GET": s.health}},
 		{"/metrics", "GET, HEAD", false, map[string]handler{"GET": s.metrics}},
-		{"/openapi.json", "GET, HEAD", true, map[string]handler{"GET": serveOpenAPI}},
+		{"/openapi.json", "GET, HEAD", false, map[string]handler{"GET": serveOpenAPI}},
 		{"/jobs", "GET, POST", false, map[string]handler{"GET": s.list, "POST": s.create}},
 		{"/jobs/{id}", "GET, PATCH, DELETE", false, map[string]handler{"GET": s.get, "PATCH": s.patch, "DELETE": s.remove}},
 		{"/jobs/{id}/run-now", "POST", false, map[string]handler{"POST": s.runNow}},
@@ -264,7 +267,7 @@ func cleanPath(p string) string {
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request, _ string) {
-	body := map[string]string{"status": "ok"}
+	body := map[string]any{"status": "ok"}
 	if s.cfg.HealthNotes != nil {
 		for k, v := range s.cfg.HealthNotes() {
 			if k != "status" {
@@ -353,24 +356,17 @@ func (s *Server) setEnabled(w http.ResponseWriter, req *http.Request, id string,
 }
 
 func (s *Server) runs(w http.ResponseWriter, req *http.Request, id string) {
-	limit := DefaultRunsLimit
-	if v := req.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			writeError(w, badField("limit", "must be a positive integer, got %q", v))
-			return
-		}
-		limit = n
+	q, rerr := parseRunsQuery(req.URL.Query())
+	if rerr != nil {
+		writeError(w, rerr)
+		return
 	}
-	runs, err := s.r.Runs(req.Context(), id, limit)
+	runs, err := s.r.Runs(req.Context(), id, q.fetch())
 	if err != nil {
 		s.fail(w, err, id)
 		return
 	}
-	if runs == nil {
-		runs = []cron.Run{}
-	}
-	writeJSON(w, http.StatusOK, runs)
+	writeJSON(w, http.StatusOK, q.filter(runs))
 }
 
 func allowed(list, method string) bool {
@@ -406,12 +402,21 @@ func (s *Server) readBody(w http.ResponseWriter, req *http.Request) ([]byte, *Re
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
+			// Read on, up to a bound, before answering: a server that
+			// closes with the body unread resets the connection, and a
+			// client still sending it loses the 413 with it.
+			_, _ = io.CopyN(io.Discard, req.Body, drainBytes)
 			return nil, &RequestError{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("body larger than %d bytes", s.cfg.MaxBodyBytes)}
 		}
 		return nil, &RequestError{Status: http.StatusBadRequest, Msg: "reading body: " + err.Error()}
 	}
 	return body, nil
 }
+
+// drainBytes is how much of a body above MaxBodyBytes is read and
+// discarded so that its sender gets the 413; a larger one may end in a
+// connection reset.
+const drainBytes = 16 << 20
 
 // emptyBody accepts an action request with no body (or an empty JSON object).
 func (s *Server) emptyBody(w http.ResponseWriter, req *http.Request) bool {
@@ -425,6 +430,30 @@ func (s *Server) emptyBody(w http.ResponseWriter, req *http.Request) bool {
 		return false
 	}
 	return true
+}
+
+// PastRunAtTolerance is how far in the past a once job's run_at may lie on
+// POST /jobs, or on a PATCH that sends a schedule, beyond the job's
+// misfire_grace: such a job would be recorded as missed and never run, so
+// the API refuses it with 400 naming schedule.run_at.
+const PastRunAtTolerance = time.Second
+
+// checkRunAt refuses a once schedule whose run_at has passed.
+func checkRunAt(j *cron.Job, now time.Time) *RequestError {
+	sc := j.Schedule
+	if sc.Kind != cron.KindOnce || sc.RunAt.IsZero() {
+		return nil
+	}
+	late := now.Sub(sc.RunAt)
+	if late <= PastRunAtTolerance || late < j.MisfireGrace.D() {
+		return nil
+	}
+	ago := late.Round(time.Second).String()
+	if late >= 48*time.Hour {
+		ago = fmt.Sprintf("%d days", late/(24*time.Hour))
+	}
+	return badField("schedule.run_at", "is %s in the past (now is %s): a once job would be recorded as missed and never run; give a future time, or a misfire_grace longer than that",
+		ago, now.UTC().Format(time.RFC3339))
 }
 
 func (s *Server) checkCallback(j *cron.Job) *RequestError {
@@ -461,6 +490,10 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, _ string) {
 	j := cron.Job{ID: p.id, MaxRetries: s.cfg.DefaultMaxRetries}
 	p.apply(&j)
 	if rerr := s.checkCallback(&j); rerr != nil {
+		writeError(w, rerr)
+		return
+	}
+	if rerr := checkRunAt(&j, time.Now()); rerr != nil {
 		writeError(w, rerr)
 		return
 	}
@@ -503,6 +536,11 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, id string) {
 		if rerr := s.checkCallback(&nj); rerr != nil {
 			return rerr
 		}
+		if _, ok := patch["schedule"]; ok {
+			if rerr := checkRunAt(&nj, time.Now()); rerr != nil {
+				return rerr
+			}
+		}
 		*j = nj
 		return nil
 	})
@@ -518,6 +556,69 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, id string) {
 //
 //go:embed openapi.json
 var openAPI []byte
+
+// runsParams are the query parameters of GET /jobs/{id}/runs.
+var runsParams = []string{"limit", "status"}
+
+// runsQuery is a parsed GET /jobs/{id}/runs query.
+type runsQuery struct {
+	limit  int
+	status cron.Status // "": any
+}
+
+// parseRunsQuery reads limit (default [DefaultRunsLimit]) and status; an
+// unknown, repeated or bad parameter is a 400 naming it.
+func parseRunsQuery(q url.Values) (runsQuery, *RequestError) {
+	rq := runsQuery{limit: DefaultRunsLimit}
+	for _, key := range slices.Sorted(maps.Keys(q)) {
+		vals := q[key]
+		if len(vals) > 1 {
+			return rq, badField(key, "is given %d times; give it once", len(vals))
+		}
+		v := vals[0]
+		switch key {
+		case "limit":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return rq, badField("limit", "must be a positive integer, got %q", v)
+			}
+			rq.limit = n
+		case "status":
+			switch st := cron.Status(v); st {
+			case cron.StatusSuccess, cron.StatusFailed, cron.StatusTimeout, cron.StatusSkipped, cron.StatusMissed:
+				rq.status = st
+			default:
+				return rq, badField("status", "must be success, failed, timeout, skipped or missed, got %q", v)
+			}
+		default:
+			return rq, badField(key, "unknown query parameter; GET /jobs/{id}/runs takes %s", strings.Join(runsParams, ", "))
+		}
+	}
+	return rq, nil
+}
+
+// fetch is the limit to ask the store for: with a status filter, every
+// run kept (a store keeps a bounded history per job), filtered here.
+func (rq runsQuery) fetch() int {
+	if rq.status != "" {
+		return 0
+	}
+	return rq.limit
+}
+
+// filter keeps the runs of the asked status, up to the limit, never nil.
+func (rq runsQuery) filter(runs []cron.Run) []cron.Run {
+	out := make([]cron.Run, 0, min(len(runs), rq.limit))
+	for _, r := range runs {
+		if len(out) == rq.limit {
+			break
+		}
+		if rq.status == "" || r.Status == rq.status {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // listParams are the query parameters of GET /jobs.
 var listParams = []string{"limit", "after", "enabled", "kind", "last_status", "name", "type"}
@@ -658,7 +759,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if j, ok := v.(cron.Job); ok {
 		b, err = j.MarshalJSON() // spares json.Marshal's second pass over it
 	} else {
-		b, err = json.Marshal(v)
+		// Messages quote <token> and paths with &: no HTML escapes in
+		// a JSON API.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		err = enc.Encode(v)
+		b = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
 	if err != nil {
 		status = http.StatusInternalServerError

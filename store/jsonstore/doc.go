@@ -6,8 +6,8 @@
 //
 // # Files
 //
-// The data directory ([DirFromEnv]: $KSANA_DATA, else $DATA_DIR, else
-// ./data) is created 0700 when missing and holds:
+// The data directory given to [New] (cmd/ksana: $KSANA_DATA, else
+// $DATA_DIR, else ./data) is created 0700 when missing and holds:
 //
 //   - jobs.json ([JobsFile]): what a user reads and may edit while the
 //     service is stopped. The top-level object has "version" (1,

@@ -19,7 +19,6 @@ import (
 const (
 	DefaultFlushInterval = 50 * time.Millisecond
 	DefaultRunHistory    = 50
-	DefaultDir           = "./data"
 	DefaultCompactRatio  = 0.5
 	DefaultCompactMin    = 4 << 20
 )
@@ -69,21 +68,6 @@ type Config struct {
 	// Logger receives the recovery messages (backups made, entries
 	// skipped) and flush failures. Default nil: discard.
 	Logger *slog.Logger
-}
-
-// DirFromEnv returns the data directory the service uses: $KSANA_DATA,
-// else $DATA_DIR, else [DefaultDir]. getenv nil means os.Getenv.
-func DirFromEnv(getenv func(string) string) string {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	if d := getenv("KSANA_DATA"); d != "" {
-		return d
-	}
-	if d := getenv("DATA_DIR"); d != "" {
-		return d
-	}
-	return DefaultDir
 }
 
 // Compile-time proof of the interfaces the Store implements.

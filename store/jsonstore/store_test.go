@@ -385,23 +385,6 @@ func TestPermissions(t *testing.T) {
 	}
 }
 
-func TestDirFromEnv(t *testing.T) {
-	tests := []struct {
-		env  map[string]string
-		want string
-	}{
-		{nil, "./data"},
-		{map[string]string{"DATA_DIR": "/d"}, "/d"},
-		{map[string]string{"KSANA_DATA": "/k"}, "/k"},
-		{map[string]string{"KSANA_DATA": "/k", "DATA_DIR": "/d"}, "/k"},
-	}
-	for _, tt := range tests {
-		if got := DirFromEnv(func(k string) string { return tt.env[k] }); got != tt.want {
-			t.Errorf("DirFromEnv(%v) = %q, want %q", tt.env, got, tt.want)
-		}
-	}
-}
-
 // logBuffer is a slog handler target the tests read back.
 type logBuffer struct {
 	mu  sync.Mutex

@@ -1,0 +1,65 @@
+package ksana_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReadmeFirstExample compiles and runs the first Go code block of
+// README.md, the example a newcomer copies first, as a program of its own
+// module that uses this checkout. It must be a whole program that ends by
+// itself with status 0.
+func TestReadmeFirstExample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a program")
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```go\n(.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md has no ```go block")
+	}
+	code := string(m[1])
+	if !strings.HasPrefix(code, "package main") {
+		t.Fatalf("the first Go block of README.md is not a whole program (it must start with package main):\n%s", code)
+	}
+	checkout, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	goMod := "module example\n\ngo 1.26.0\n\nrequire github.com/ksana-dev/ksana v0.0.0-00010101000000-000000000000\n\n" +
+		"replace github.com/ksana-dev/ksana => " + checkout + "\n"
+	sum, err := os.ReadFile("go.sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"main.go": code, "go.mod": goMod, "go.sum": string(sum)} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// Offline: every module the example needs is one of this module's.
+	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	for _, args := range [][]string{{"mod", "tidy"}, {"run", "."}} {
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go %s of README.md's first Go block: %v\n%s\n--- main.go:\n%s", strings.Join(args, " "), err, out, code)
+		}
+		if args[0] == "run" {
+			t.Logf("output:\n%s", out)
+		}
+	}
+}

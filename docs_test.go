@@ -398,7 +398,7 @@ func (s *session) ksana() {
 func (s *session) nodeunit() {
 	t := s.t
 	dir := t.TempDir()
-	env := []string{"NODE_UNIT_DATA=nodeunit-data", "NODE_UNIT_TRUSTED_COMMAND_REGEXP=sleep", "NODE_UNIT_SCHEDULER_INTERVAL_MS=1000"}
+	env := []string{"NODE_UNIT_DATA=nodeunit-data", "NODE_UNIT_TRUSTED_COMMAND_REGEXP=sleep", "NODE_UNIT_SCHEDULER_INTERVAL_MS=1000", "NODE_UNIT_REBALANCE=true"}
 	s.out["nodeunit-no-database"] = s.run(dir, "bin/nodeunit list", env, "nodeunit", "list")
 	a := s.start(dir, env, "nodeunit")
 	startA, _ := a.waitLine(t, 0, "node-unit started")
@@ -459,6 +459,24 @@ func (s *session) nodeunit() {
 	}
 	s.out["nodeunit-list-after-kill"] = sub("bin/nodeunit list", "list")
 	s.out["nodeunit-nodes-after-kill"] = sub("bin/nodeunit nodes", "nodes")
+
+	// The first starts again with nothing: the second holds 4, but does
+	// not rebalance while "full" waits, and says so.
+	again := s.start(dir, env, "nodeunit")
+	again.waitLine(t, 0, "node-unit started")
+	var held string
+	eventually(t, "the hold reported", func() bool {
+		held = sub("bin/nodeunit status", "status")
+		return strings.Contains(held, "holds rebalancing")
+	}, &held)
+	s.out["nodeunit-held"] = "$ bin/nodeunit status | tail -1\n" + held[strings.LastIndex(held, "node-unit "):]
+	s.out["nodeunit-remove"] = sub("bin/nodeunit remove full", "remove", "full")
+	var list string
+	eventually(t, "the deployments shared again", func() bool {
+		list = sub("bin/nodeunit list", "list")
+		return strings.Count(list, addressOf(startB)) == 2 && strings.Count(list, " - ") == 0
+	}, &list)
+	s.out["nodeunit-list-rebalanced"] = list
 }
 
 // addressOf is the address in a node-unit's start-up line.

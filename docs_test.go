@@ -4,12 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +26,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/ksana-dev/ksana/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the sample outputs of README.md and docs/*.md from the binaries")
@@ -166,6 +174,7 @@ func runSamples(t *testing.T) map[string]string {
 	}
 	s := &session{t: t, bin: dir, out: map[string]string{}}
 	s.ksana()
+	s.ksanaShared()
 	s.nodeunit()
 	s.dispatcher()
 	return s.out
@@ -389,7 +398,7 @@ func (s *session) ksana() {
 func (s *session) nodeunit() {
 	t := s.t
 	dir := t.TempDir()
-	env := []string{"NODE_UNIT_DATA=nodeunit-data", "NODE_UNIT_TRUSTED_COMMAND_REGEXP=sleep", "NODE_UNIT_SCHEDULER_INTERVAL_MS=1000"}
+	env := []string{"NODE_UNIT_DATA=nodeunit-data", "NODE_UNIT_TRUSTED_COMMAND_REGEXP=sleep", "NODE_UNIT_SCHEDULER_INTERVAL_MS=1000", "NODE_UNIT_REBALANCE=true"}
 	s.out["nodeunit-no-database"] = s.run(dir, "bin/nodeunit list", env, "nodeunit", "list")
 	a := s.start(dir, env, "nodeunit")
 	startA, _ := a.waitLine(t, 0, "node-unit started")
@@ -450,6 +459,24 @@ func (s *session) nodeunit() {
 	}
 	s.out["nodeunit-list-after-kill"] = sub("bin/nodeunit list", "list")
 	s.out["nodeunit-nodes-after-kill"] = sub("bin/nodeunit nodes", "nodes")
+
+	// The first starts again with nothing: the second holds 4, but does
+	// not rebalance while "full" waits, and says so.
+	again := s.start(dir, env, "nodeunit")
+	again.waitLine(t, 0, "node-unit started")
+	var held string
+	eventually(t, "the hold reported", func() bool {
+		held = sub("bin/nodeunit status", "status")
+		return strings.Contains(held, "holds rebalancing")
+	}, &held)
+	s.out["nodeunit-held"] = "$ bin/nodeunit status | tail -1\n" + held[strings.LastIndex(held, "node-unit "):]
+	s.out["nodeunit-remove"] = sub("bin/nodeunit remove full", "remove", "full")
+	var list string
+	eventually(t, "the deployments shared again", func() bool {
+		list = sub("bin/nodeunit list", "list")
+		return strings.Count(list, addressOf(startB)) == 2 && strings.Count(list, " - ") == 0
+	}, &list)
+	s.out["nodeunit-list-rebalanced"] = list
 }
 
 // addressOf is the address in a node-unit's start-up line.
@@ -482,4 +509,89 @@ func (s *session) dispatcher() {
 	session := s.run(dir, "bin/dispatch-session", nil, "dispatch-session", "-url", "ws://127.0.0.1:"+port+"/ws/session")
 	_, rest, _ := strings.Cut(session, "\n") // the command line, shown once in the doc
 	s.out["dispatcher-session"] = s.ports.Replace(registered + rest)
+}
+
+// ksanaShared runs the tour of three ksana instances on one PostgreSQL
+// database (a schema of its own on the test server): what /health says
+// once they share the partitions, and after kill -9 of one. Rendezvous
+// hashing over fixed instance names makes the counts the same every run.
+func (s *session) ksanaShared() {
+	t := s.t
+	dir := t.TempDir()
+	base := testenv.PostgresURL(t)
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	schema := "docs_" + hex.EncodeToString(b[:])
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
+			t.Errorf("drop schema: %v", err)
+		}
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+
+	ports := []string{freePort(t), freePort(t), freePort(t)}
+	echoPort := freePort(t)
+	s.ports = strings.NewReplacer(":"+ports[0], ":7101", ":"+ports[1], ":7102", ":"+ports[2], ":7103", ":"+echoPort, ":"+docEchoPort)
+	echo := s.start(dir, nil, "echo", "-addr", "127.0.0.1:"+echoPort)
+	echo.waitLine(t, 0, "echo: listening")
+	var members []*proc
+	for i, port := range ports {
+		p := s.start(dir, []string{"DATABASE_URL=" + u.String(), "PORT=" + port, "LISTEN_ADDR=127.0.0.1",
+			fmt.Sprintf("KSANA_INSTANCE=ksana-%d", i+1)}, "ksana")
+		p.waitLine(t, 0, "ksana: listening")
+		members = append(members, p)
+	}
+	for i := 1; i <= 12; i++ {
+		body := fmt.Sprintf(`{"id": "ping-%d", "name": "ping", "http": {"method": "GET", "url": "http://127.0.0.1:%s/"},
+         "schedule": {"kind": "every", "every": "2s"}}`, i, echoPort)
+		if out := s.call("POST", "http://127.0.0.1:"+ports[0]+"/jobs", body); !strings.Contains(out, `"id":"ping-`) {
+			t.Fatalf("create ping-%d: %s", i, out)
+		}
+	}
+	// health waits until the live instances hold every partition and
+	// every job between them, the same answer twice in a row.
+	health := func(live []string) string {
+		var last string
+		eventually(t, "the instances sharing the partitions", func() bool {
+			var out strings.Builder
+			parts, jobs := 0, 0
+			for _, port := range live {
+				h := s.call("GET", "http://127.0.0.1:"+port+"/health", "")
+				var v struct{ Members, PartitionsHeld, JobsHeld int }
+				_ = json.Unmarshal([]byte(strings.NewReplacer("partitions_held", "PartitionsHeld", "jobs_held", "JobsHeld").Replace(h)), &v)
+				if v.Members != len(live) {
+					return false
+				}
+				parts += v.PartitionsHeld
+				jobs += v.JobsHeld
+				out.WriteString(h)
+			}
+			now := out.String()
+			settled := parts == 1024 && jobs == 12 && now == last
+			last = now
+			if !settled {
+				time.Sleep(500 * time.Millisecond)
+			}
+			return settled
+		}, &last)
+		return last
+	}
+	s.out["ksana-health-db"] = "$ for p in 7101 7102 7103; do curl -s localhost:$p/health; done\n" + health(ports)
+	_ = members[1].cmd.Process.Signal(syscall.SIGKILL)
+	<-members[1].done
+	s.out["ksana-health-db-after-kill"] = "$ for p in 7101 7103; do curl -s localhost:$p/health; done\n" + health([]string{ports[0], ports[2]})
 }

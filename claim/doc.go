@@ -152,7 +152,10 @@
 //     which nothing waits to be claimed, stops one of its deployments and
 //     then releases it ([Store.Release]), at most one per cycle, so a node
 //     that joins late gets work. It stops once the difference is below the
-//     threshold, so deployments never move back and forth.
+//     threshold, so deployments never move back and forth. While a
+//     deployment waits (even one every node refuses) or a bound node is
+//     missing, such a node holds, and [Report].RebalanceHeld says why; the
+//     loop logs "rebalancing held" when the hold begins.
 //   - SelfFence: a node that has not renewed its membership for half the
 //     membership TTL stops its processes of type deployment (daemons keep
 //     running), so a node cut off from the database does not keep running

@@ -669,19 +669,24 @@ func overloaded(in Inputs, counts map[string]int) bool {
 }
 
 // heldReason says why an overloaded node does not rebalance: n
-// deployments wait to be claimed (the first of them in cands), or
-// node-units bound to deployments are missing.
+// deployments wait to be claimed (the first of them in cands; n is
+// math.MaxInt when a Partial did not count them), or node-units bound to
+// deployments are missing.
 func heldReason(n int, cands []*Deployment, missing []string) string {
 	if n > 0 {
 		var ids []string
 		for _, d := range cands[:min(len(cands), 3)] {
 			ids = append(ids, d.ID)
 		}
-		word := "deployments wait"
-		if n == 1 {
-			word = "deployment waits"
+		var msg string
+		switch {
+		case n == math.MaxInt:
+			msg = "deployments wait to be claimed"
+		case n == 1:
+			msg = "1 deployment waits to be claimed"
+		default:
+			msg = fmt.Sprintf("%d deployments wait to be claimed", n)
 		}
-		msg := fmt.Sprintf("%d %s to be claimed", n, word)
 		if len(ids) == 0 {
 			return msg
 		}

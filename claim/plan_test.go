@@ -196,6 +196,13 @@ func TestPlan(t *testing.T) {
 			want: view{Held: "deployments are bound to node-units that are not active: gone"},
 		},
 		{
+			name: "rebalance held by uncounted candidates of a Partial says so without a number",
+			in: claim.Inputs{Self: "n1", Active: []string{"n1", "n2"}, Rebalance: claim.Rebalance{Enabled: true, Cycles: 1},
+				Deployments: []claim.Deployment{at("a", "n1", 0), at("b", "n1", 1)}, Running: []string{"a", "b"},
+				Partial: &claim.Partial{Bound: map[string]int{"n1": 2}, Unassigned: true}},
+			want: view{Held: "deployments wait to be claimed"},
+		},
+		{
 			name: "a balanced node with candidates waiting holds nothing",
 			in: claim.Inputs{Self: "n1", Active: []string{"n1", "n2"}, Rebalance: claim.Rebalance{Enabled: true, Cycles: 1},
 				Deployments: []claim.Deployment{at("a", "n1", 0), at("b", "n2", 1), at("u", "", 0)}, Running: []string{"a"}},

@@ -1,6 +1,7 @@
 package ksana_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -14,7 +15,7 @@ import (
 // TestReadmeFirstExample compiles and runs the first Go code block of
 // README.md, the example a newcomer copies first, as a program of its own
 // module that uses this checkout. It must be a whole program that ends by
-// itself with status 0.
+// itself with status 0, and print what the ```output block after it shows.
 func TestReadmeFirstExample(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a program")
@@ -28,6 +29,12 @@ func TestReadmeFirstExample(t *testing.T) {
 		t.Fatal("README.md has no ```go block")
 	}
 	code := string(m[1])
+	rest := readme[bytes.Index(readme, m[0])+len(m[0]):]
+	o := regexp.MustCompile("(?s)```output\n(.*?)```").FindSubmatch(rest)
+	if o == nil {
+		t.Fatal("README.md's first Go block has no ```output block after it")
+	}
+	wantOut := string(o[1])
 	if !strings.HasPrefix(code, "package main") {
 		t.Fatalf("the first Go block of README.md is not a whole program (it must start with package main):\n%s", code)
 	}
@@ -58,8 +65,8 @@ func TestReadmeFirstExample(t *testing.T) {
 		if err != nil {
 			t.Fatalf("go %s of README.md's first Go block: %v\n%s\n--- main.go:\n%s", strings.Join(args, " "), err, out, code)
 		}
-		if args[0] == "run" {
-			t.Logf("output:\n%s", out)
+		if args[0] == "run" && string(out) != wantOut {
+			t.Errorf("README.md's first Go block printed\n%s\nwant (its ```output block)\n%s", out, wantOut)
 		}
 	}
 }

@@ -23,6 +23,20 @@ func TestCronStoreConformance(t *testing.T) {
 	}
 }
 
+// TestSharedStoreConformance runs store/storetest's suite for
+// cron.SharedStore on both databases: two stores on one database, as two
+// processes.
+func TestSharedStoreConformance(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			storetest.TestSharedStore(t, func(t *testing.T) (cron.SharedStore, cron.SharedStore) {
+				u := b.url(t)
+				return mustJobs(t, mustOpen(t, u), JobsConfig{Instance: "a"}), mustJobs(t, mustOpen(t, u), JobsConfig{Instance: "b"})
+			})
+		})
+	}
+}
+
 func mustJobs(t testing.TB, db *DB, cfg JobsConfig) *Jobs {
 	t.Helper()
 	j, err := db.Jobs(cfg)

@@ -294,7 +294,9 @@ func TestClusterDuplicateInstance(t *testing.T) {
 	}
 	bin := buildKsana(t)
 	t.Run("postgres", func(t *testing.T) { testClusterDuplicateInstance(t, bin, postgresSchemaURL(t, "ksana_dup_test")) })
-	t.Run("sqlite", func(t *testing.T) { testClusterDuplicateInstance(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db")) })
+	t.Run("sqlite", func(t *testing.T) {
+		testClusterDuplicateInstance(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db"))
+	})
 }
 
 func testClusterDuplicateInstance(t *testing.T, bin, dbURL string) {

@@ -14,7 +14,7 @@ import (
 )
 
 // batchStore is a sharedStore that claims slots in batches
-// ([BatchClaimer]): it keeps each batch with the time it came, and can hold
+// ([SharedStore.ClaimSlots]): it keeps each batch with the time it came, and can hold
 // the next batch for a while (a slow database, or a process stopped).
 type batchStore struct {
 	*sharedStore

@@ -26,8 +26,9 @@ const (
 // value is a documented default.
 type LeasesConfig struct {
 	// Instance names this process among those sharing the database; it
-	// must be unique among them (cmd/ksana uses host name, process id and
-	// random bits). Required.
+	// must be unique among the live ones: [Leases.Register] refuses a
+	// name that a live process uses (cmd/ksana's default is host name,
+	// process id and random bits). Required.
 	Instance string
 	// TTL is how long a lease and a heartbeat last without renewal: the
 	// leases of a process that stops renewing (killed, paused, cut off
@@ -159,11 +160,15 @@ func (l *Leases) Instance() string { return l.cfg.Instance }
 // TTL returns the lease TTL in effect.
 func (l *Leases) TTL() time.Duration { return l.cfg.TTL }
 
-// Run renews the heartbeat and the leases every TTL/3 until ctx ends,
-// then releases every lease and the heartbeat so that the others take
-// over at once. A failed renewal is logged and tried again at the next
-// period; meanwhile the leases run out by the local clock. Run returns
-// an error only when the lease table disagrees with Partitions.
+// Run registers the instance when [Leases.Register] was not called, then
+// renews the heartbeat and the leases every TTL/3 until ctx ends, and
+// releases every lease and the heartbeat so that the others take over at
+// once. A failed renewal is logged and tried again at the next period;
+// meanwhile the leases run out by the local clock. Each round also
+// finishes the runs that dead processes left unfinished in the partitions
+// held (see the package documentation, "Sharing cron jobs"). Run returns
+// an error only when the lease table disagrees with Partitions, or the
+// instance name is in use ([ErrInstanceInUse]).
 func (l *Leases) Run(ctx context.Context) error {
 	if err := l.init(ctx); err != nil {
 		return err

@@ -65,6 +65,9 @@ type Leases struct {
 	members    []string
 	pending    bool // the last round left partitions of the share to take
 	registered bool
+	// sweepUntil: the rounds until then finish the runs of dead members
+	// (set when a member goes or partitions are gained).
+	sweepUntil time.Time
 }
 
 // ErrInstanceInUse is returned by [Leases.Register] (and [Leases.Run])
@@ -366,6 +369,14 @@ func (l *Leases) Renew(ctx context.Context) error {
 		slices.Sort(members)
 	}
 	l.mu.Lock()
+	// A member gone since the last round died or stopped: its unfinished
+	// runs may wait for the holders of their partitions.
+	for _, m := range l.members {
+		if !slices.Contains(members, m) {
+			l.sweepUntil = time.Now().Add(l.cfg.TTL)
+			break
+		}
+	}
 	l.members = members
 	l.mu.Unlock()
 	want := Share(l.cfg.Instance, members, l.cfg.Partitions)
@@ -426,7 +437,13 @@ func (l *Leases) Renew(ctx context.Context) error {
 	if err := l.db.x.SelectContext(ctx, &released, q, args...); err != nil {
 		return fmt.Errorf("sqlstore: release leases: %w", err)
 	}
-	if len(got) > 0 {
+	l.mu.Lock()
+	if gained > 0 {
+		l.sweepUntil = time.Now().Add(l.cfg.TTL)
+	}
+	sweep := time.Now().Before(l.sweepUntil)
+	l.mu.Unlock()
+	if len(got) > 0 && sweep {
 		if err := l.finishOrphans(ctx, got); err != nil {
 			return err
 		}
@@ -442,8 +459,10 @@ func (l *Leases) Renew(ctx context.Context) error {
 // runs of the partitions held (parts) that a process claimed and did not
 // finish before its heartbeat ran out (it was killed, or is held up past
 // the TTL): nobody else would ever finish them. One UPDATE, through the
-// index of the unfinished runs. A process held up that wakes and
-// finishes such a run itself overwrites the status with its own.
+// index of the unfinished runs. Renew calls it for a TTL after a member
+// went from the live ones, or partitions were gained: only then can
+// there be such runs. A process held up that wakes and finishes such a
+// run itself overwrites the status with its own.
 func (l *Leases) finishOrphans(ctx context.Context, parts []int) error {
 	d := l.db.d
 	q, args, err := d.in(`UPDATE ksana_run SET status = 'missed', finished_at = ?,

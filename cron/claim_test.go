@@ -3,7 +3,10 @@ package cron
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -11,7 +14,7 @@ import (
 )
 
 // batchStore is a sharedStore that claims slots in batches
-// ([BatchClaimer]): it keeps each batch with the time it came, and can hold
+// ([SharedStore.ClaimSlots]): it keeps each batch with the time it came, and can hold
 // the next batch for a while (a slow database, or a process stopped).
 type batchStore struct {
 	*sharedStore
@@ -295,4 +298,92 @@ func TestClaimAheadShortInterval(t *testing.T) {
 			t.Errorf("slow: %d slots recorded skipped while the previous run was in flight, want at least 5", skipped)
 		}
 	})
+}
+
+// TestDropKeepsClaimedSlots: a job dropped (its partition moved to
+// another runner) after its next slot was claimed ahead still has that
+// slot called at its time, by this runner, and recorded with its
+// last-run fields only; the following slots are left to the new holder.
+// A run in flight when its job is dropped is recorded too.
+func TestDropKeepsClaimedSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSharedStore()
+		ex := &fakeExec{}
+		r := newTestRunner(t, st, ex, Config{})
+		t0 := time.Now()
+		mustAdd(t, r, httpJob("d", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)}))
+		stop := start(t, r)
+		// At 1.9s the slot at 2s is claimed; the partition moves away.
+		time.Sleep(1900 * time.Millisecond)
+		synctest.Wait()
+		st.setOwned()
+		if !r.Drop("d") {
+			t.Fatal("Drop: the job was not held")
+		}
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		got := ex.scheduledOf("d")
+		want := []time.Time{t0.Add(time.Second), t0.Add(2 * time.Second)}
+		if len(got) != len(want) || !got[0].Equal(want[0]) || !got[1].Equal(want[1]) {
+			t.Errorf("slots called: %v, want the ones at 1s and 2s (claimed before the drop)", got)
+		}
+		runs, err := st.Runs(context.Background(), "d", 10)
+		if err != nil || len(runs) != 2 || runs[0].Status != StatusSuccess || !runs[0].ScheduledAt.Equal(want[1]) {
+			t.Errorf("runs recorded: %+v, %v; want the slot at 2s recorded as a success", runs, err)
+		}
+		j, _, _ := st.Read(context.Background(), "d")
+		if !j.LastRunAt.Equal(want[1]) || j.LastStatus != StatusSuccess {
+			t.Errorf("stored last_run_at %v, last_status %q; want the dropped slot's run", j.LastRunAt, j.LastStatus)
+		}
+		r.mu.Lock()
+		loose := len(r.loose)
+		r.mu.Unlock()
+		if loose != 0 {
+			t.Errorf("%d dropped entries still kept after their runs ended", loose)
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestRolledOnLoggedOnce: after a long downtime, the every jobs whose
+// slot passed are rolled on with one log record, not one per job.
+func TestRolledOnLoggedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := NewMemStore()
+		past := time.Now().Add(-time.Hour)
+		for i := range 100 {
+			j := httpJob(fmt.Sprint("r", i), ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: past})
+			j.Paused, j.Type, j.HTTP.Method = false, JobTypeHTTP, "GET"
+			j.Timeout, j.RetryBackoff = Duration(time.Second), Duration(time.Second)
+			j.NextRunAt = past
+			if err := st.Save(context.Background(), j); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var logs strings.Builder
+		var mu sync.Mutex
+		r := newTestRunner(t, st, &fakeExec{}, Config{Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+		if err := r.Load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		out := logs.String()
+		mu.Unlock()
+		if n := strings.Count(out, "rolled on"); n != 1 || !strings.Contains(out, "jobs=100") {
+			t.Errorf("%d records of slots rolled on, want one naming 100 jobs:\n%s", n, out)
+		}
+	})
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -202,41 +202,46 @@
 // # Sharing a store among runners
 //
 // Several runners (several processes) may share one store, such as
-// store/sqlstore's Jobs on one database. A shared store offers optional
-// capabilities, found by type assertion: an [Owner] says which jobs this
-// runner fires; a [SlotClaimer] records each run before it is called and
-// refuses a second claim of the same slot, so that a slot is called at
-// most once across the runners, even by a runner that lost its ownership
-// without knowing yet; an [Inserter] makes [Runner.Add] refuse an id
-// another runner stored.
+// store/sqlstore's Jobs on one database. Such a store is a [SharedStore],
+// detected once by [New]; the runner then works in shared mode, and a
+// runner over any other store never asks what it owns.
 //
-// Over an [Owner], each runner holds only the jobs it fires: the store's
-// side loads them into the runner with [Runner.Hold] as it gains them and
-// forgets them with [Runner.Drop] as it loses them (also how the other
-// runners' writes reach this one, without writing the store back), and
-// [Runner.Add] of a job another runner fires stores it without holding
-// it. The API still sees every job: a [JobReader] answers [Runner.Get]
-// (and the reads of [Runner.Update], [Runner.Pause], [Runner.Resume],
-// [Runner.Remove] and [Runner.RunNow] of a job not held, which then change
-// the store under the same validation, for the owner to take up), a
-// [JobLister] answers [Runner.Page] in the one creation order, and a
-// [JobCounter] answers [Runner.Count]. A run-now of a job not held is
-// called by the runner that received it, from the stored job. [Runner.Len],
-// [Runner.List] and [Runner.IDs] are of the jobs held.
+// In shared mode each runner holds only the jobs it fires
+// ([SharedStore.Owns]): the store's side loads them into the runner with
+// [Runner.Hold] as it gains them and forgets them with [Runner.Drop] as it
+// loses them (also how the other runners' writes reach this one, without
+// writing the store back), and [Runner.Add] of a job another runner fires
+// stores it without holding it, refused with [ErrExists] when any runner
+// stored the id. The API still sees every job: the store answers
+// [Runner.Get] (and the reads of [Runner.Update], [Runner.Pause],
+// [Runner.Resume], [Runner.Remove] and [Runner.RunNow] of a job not held,
+// which then change the store under the same validation, for the owner to
+// take up), [Runner.Page] in the one creation order, and [Runner.Count];
+// when it cannot, their errors wrap [ErrUnavailable]. A run-now of a job
+// not held is called by the runner that received it, from the stored job.
+// [Runner.Len], [Runner.List] and [Runner.IDs] are of the jobs held.
 //
+// Each run is claimed in the store before it is called, and a second
+// claim of a slot loses, so that a slot is called at most once across the
+// runners, even by a runner that lost its ownership without knowing yet.
 // A shared store lives in a database, where a round trip costs far more
 // than the firing of a slot. So the runner claims each slot ahead of its
 // time ([Config.ClaimAhead], 250 ms by default): the timer goroutine takes
 // the slot that long before it is due, a claiming goroutine claims every
-// slot taken in a fifth of that time at once (in one call when the store
-// is a [BatchClaimer]), and each slot won goes to a worker exactly at its
-// time. A slot whose claim is still out at its time waits for it; a slot
-// claimed by a runner held up past MisfireTolerance before its time came
-// (a stopped process) is recorded as missed, not called late; a runner
-// that stops calls the slots it has taken before Run returns. And a store
-// that is a [BatchRecorder] gets the recorder's bookkeeping and runs in
-// one call per kind, every [BatchEvery]. Over such a store the database
-// costs a firing no round trip, and fewer statements than slots.
+// slot taken in a fifth of that time in one call, and each slot won goes
+// to a worker exactly at its time. A slot whose claim is still out at its
+// time waits for it; a slot claimed by a runner held up past
+// MisfireTolerance before its time came (a stopped process) is recorded
+// as missed ("holder stopped"), not called late; a runner that stops
+// calls the slots it has taken before Run returns, and so does a runner
+// that drops a job (its partition moved to another runner): every slot
+// claimed is called or recorded by its claimer. The recorder writes the
+// bookkeeping and runs in one call per kind, every [BatchEvery], and
+// writes each job's bookkeeping with the version of the job it was
+// computed from, which the store checks, so that an acknowledged write
+// of a job is never overwritten by the bookkeeping of an earlier run.
+// Over such a store the database costs a firing no round trip, and fewer
+// statements than slots.
 //
 // # Observing runs
 //

@@ -56,23 +56,23 @@ type Config struct {
 	// Default 50 ([DefaultRunLimit]).
 	RunLimit int
 	// ClaimAhead is how long before a slot the runner claims it, over a
-	// store that is a [SlotClaimer] (a store shared by several runners):
-	// the timer goroutine takes each slot that long before it is due and
-	// hands it to the claiming goroutine, which claims every slot so taken
-	// at once ([BatchClaimer] when the store has it); each slot won is
+	// [SharedStore] (a store shared by several runners): the timer
+	// goroutine takes each slot that long before it is due and hands it to
+	// the claiming goroutine, which claims every slot so taken at once
+	// ([SharedStore.ClaimSlots]); each slot won is
 	// handed to a worker at its time. The store's round trip is then off
 	// the firing path: a slot fires as on time as over an unshared store,
 	// as long as its claim takes less than ClaimAhead. A claim that takes
 	// longer delays its run until the claim is done; a slot claimed by a
 	// runner held up past MisfireTolerance before its time came (a stopped
 	// process) is recorded as missed, not called late. The owner check
-	// ([Owner]) happens ClaimAhead before the slot; the skip of a slot
+	// ([SharedStore.Owns]) happens ClaimAhead before the slot; the skip of a slot
 	// whose previous run is still in flight, at the slot's time, as
 	// without a claim. A runner that stops calls the slots it has taken,
 	// at their time, before Run returns: stopping takes up to ClaimAhead
 	// longer. Default (0) 250ms ([DefaultClaimAhead]);
 	// negative: each run is claimed by its worker just before it is called.
-	// Over a store that is no SlotClaimer it has no effect.
+	// Over a store that is no SharedStore it has no effect.
 	ClaimAhead time.Duration
 	// Handlers are the Go functions the runner runs, by job type: a job
 	// whose Type names one is run by it (see [Handler]). More can be
@@ -94,11 +94,10 @@ type Config struct {
 // that execute the runs. All methods are safe for concurrent use. See the
 // package documentation, section "The runner".
 type Runner struct {
-	store Store         // nil: the jobs live in the runner alone
-	runs  RunStore      // nil when the store keeps no history
-	batch BatchRecorder // nil unless the store writes in batches
-	sh    sharedCaps    // the store's capabilities for sharing it (shared.go)
-	exec  Executor      // runs the HTTP jobs
+	store Store       // nil: the jobs live in the runner alone
+	runs  RunStore    // nil when the store keeps no history
+	sh    SharedStore // nil unless the store is shared (shared.go)
+	exec  Executor    // runs the HTTP jobs
 	cfg   Config
 	log   *slog.Logger
 
@@ -132,8 +131,15 @@ type Runner struct {
 	qhead int
 	work  sync.Cond // signalled when queue grows or state changes
 	dirty []*entry  // entries whose bookkeeping waits for the recorder
-	ended []ended   // run records that wait for the recorder
-	state runState
+	// Over a SharedStore (shared.go): the versions of the jobs held, the
+	// entries run but no longer held, and the last-run bookkeeping of
+	// their runs that waits for the recorder.
+	vers     versions
+	loose    map[*entry]loose
+	lastRuns []Recorded
+	rolled   rollLog // the slots missed and rolled on, not logged yet
+	ended    []ended // run records that wait for the recorder
+	state    runState
 	// wakeAt is the deadline the timer goroutine sleeps toward (Unix ns):
 	// a job scheduled before it wakes the goroutine. 0 while it fires.
 	wakeAt int64
@@ -233,9 +239,9 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 		wakeAt:   math.MaxInt64,
 	}
 	r.runs, _ = store.(RunStore)
-	r.batch, _ = store.(BatchRecorder)
-	r.sh = sharedOf(store)
-	if r.sh.claim != nil && cfg.ClaimAhead > 0 {
+	r.sh, _ = store.(SharedStore)
+	r.loose = make(map[*entry]loose)
+	if r.sh != nil && cfg.ClaimAhead > 0 {
 		r.lead = int64(cfg.ClaimAhead)
 		r.claimWake = make(chan struct{}, 1)
 		r.claimNow = make(chan struct{}, 1)
@@ -321,15 +327,20 @@ func (r *Runner) Load(ctx context.Context) error {
 		return errors.New("cron: Load: the store was already loaded")
 	}
 	var jobs []Job
-	if r.store != nil {
-		var err error
-		if jobs, err = r.store.Load(ctx); err != nil {
-			return fmt.Errorf("cron: load jobs: %w", err)
-		}
+	var vers []int64
+	var err error
+	switch {
+	case r.sh != nil:
+		jobs, vers, err = r.sh.LoadHeld(ctx)
+	case r.store != nil:
+		jobs, err = r.store.Load(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("cron: load jobs: %w", err)
 	}
 	now := r.now()
 	nowNs := toNano(now)
-	var toSave []Job
+	var toSave []int32 // slots of jobs to save
 	r.mu.Lock()
 	for i := range jobs {
 		j := &jobs[i]
@@ -362,6 +373,9 @@ func (r *Runner) Load(ctx context.Context) error {
 		c.gen = e.gen
 		*e = c
 		e.setBookkeeping(BookkeepingOf(j))
+		if vers != nil {
+			r.vers.set(idx, vers[i])
+		}
 		before := e.bookkeeping()
 		var slot int64
 		if !e.enabled {
@@ -379,7 +393,7 @@ func (r *Runner) Load(ctx context.Context) error {
 			}
 			var ev *Run
 			slot, ev = r.settle(idx, e, due, nowNs)
-			if ev != nil && r.mine(j.ID) {
+			if ev != nil {
 				r.ended = append(r.ended, ended{run: *ev})
 			}
 		}
@@ -388,19 +402,33 @@ func (r *Runner) Load(ctx context.Context) error {
 			r.enqueue(e, task{scheduled: slot})
 		}
 		if fixStart {
-			toSave = append(toSave, e.job(false))
+			toSave = append(toSave, idx)
 		} else if e.bookkeeping() != before {
 			// The recorder writes it once Run starts.
 			r.markDirty(e)
 		}
 	}
 	r.loaded = true
+	r.logRolled()
+	saves := make([]Job, len(toSave))
+	for i, idx := range toSave {
+		saves[i] = r.tab.at(idx).job(false)
+	}
 	r.mu.Unlock()
 
 	var errs []error
-	for _, j := range toSave {
-		if err := r.store.Save(ctx, j); err != nil {
-			errs = append(errs, fmt.Errorf("cron: save job %q: %w", j.ID, err))
+	for i, j := range saves {
+		ver, err := r.save(ctx, j)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if r.sh != nil {
+			r.mu.Lock()
+			if e := r.tab.at(toSave[i]); e.id == j.ID {
+				r.vers.set(toSave[i], ver)
+			}
+			r.mu.Unlock()
 		}
 	}
 	r.log.Info("cron: jobs loaded", "jobs", len(jobs), "scheduled", r.scheduled())
@@ -440,12 +468,18 @@ func (r *Runner) insert(idx int32, e *entry) {
 // unlink removes the entry in slot idx from the index, the order and the
 // heap, and frees the slot. mu is held.
 func (r *Runner) unlink(idx int32, e *entry) {
+	r.unindex(idx, e)
+	r.tab.release(idx)
+}
+
+// unindex removes the entry in slot idx from the index, the order and
+// the heap, leaving the slot to the caller. mu is held.
+func (r *Runner) unindex(idx int32, e *entry) {
 	r.countType(e, -1)
 	r.jobs.del(e.id, idx)
 	r.order[e.pos] = -1
 	r.holes++
 	r.unschedule(e)
-	r.tab.release(idx)
 	if r.holes > 64 && r.holes > len(r.order)/2 {
 		kept := r.order[:0]
 		for _, o := range r.order {
@@ -525,7 +559,8 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 		e.next = due
 	}
 	stored := e.job(false)
-	if err := r.create(ctx, stored); err != nil {
+	ver, err := r.create(ctx, stored)
+	if err != nil {
 		return Job{}, err
 	}
 	r.mu.Lock()
@@ -542,6 +577,7 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	c.gen = se.gen
 	*se = c
 	r.insert(idx, se)
+	r.vers.set(idx, ver)
 	if se.enabled {
 		r.schedule(idx, se, se.next)
 	}
@@ -563,9 +599,9 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 // id is [ErrNotFound].
 //
 // Changes to different jobs run side by side, and wait for the store
-// together. A job that a shared store holds but the runner does not (see
-// [JobReader]) is read from the store, changed and validated the same
-// way, and saved; the runner that fires it takes the change from there.
+// together. A job of a [SharedStore] that the runner does not hold is
+// read from the store, changed and validated the same way, and saved;
+// the runner that fires it takes the change from there.
 func (r *Runner) Update(ctx context.Context, id string, change func(*Job) error) (Job, error) {
 	defer r.lockJob(id)()
 	r.mu.Lock()
@@ -603,13 +639,14 @@ func (r *Runner) Update(ctx context.Context, id string, change func(*Job) error)
 	if reschedule {
 		r.reschedulePlan(c, was, nowNs)
 	}
-	stored := c.job(false)
-	if err := r.save(ctx, stored); err != nil {
+	ver, err := r.save(ctx, c.job(false))
+	if err != nil {
 		return Job{}, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.countType(e, -1)
+	r.vers.set(idx, ver)
 	e.setConfig(c)
 	r.countType(e, 1)
 	if reschedule {
@@ -642,15 +679,21 @@ func (r *Runner) reschedulePlan(c *entry, was bool, now int64) {
 	}
 }
 
-// save writes j to the store durably, when there is one.
-func (r *Runner) save(ctx context.Context, j Job) error {
-	if r.store == nil {
-		return nil
+// save writes j to the store durably, when there is one, and returns
+// its version in a [SharedStore] (0 otherwise).
+func (r *Runner) save(ctx context.Context, j Job) (int64, error) {
+	var ver int64
+	var err error
+	switch {
+	case r.sh != nil:
+		ver, err = r.sh.Write(ctx, j, false)
+	case r.store != nil:
+		err = r.store.Save(ctx, j)
 	}
-	if err := r.store.Save(ctx, j); err != nil {
-		return fmt.Errorf("cron: save job %q: %w", j.ID, err)
+	if err != nil {
+		return 0, fmt.Errorf("cron: save job %q: %w", j.ID, err)
 	}
-	return nil
+	return ver, nil
 }
 
 // Remove deletes job id from the runner and the store. A run in flight
@@ -661,7 +704,7 @@ func (r *Runner) Remove(ctx context.Context, id string) error {
 	idx, e, ok := r.lookup(id)
 	r.mu.Unlock()
 	if !ok {
-		if r.sh.reader != nil && r.store != nil {
+		if r.sh != nil {
 			// A job of a shared store that another runner holds.
 			if err := r.store.Delete(ctx, id); err != nil {
 				if errors.Is(err, ErrNotFound) {
@@ -705,7 +748,7 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 	idx, e, ok := r.lookup(id)
 	if !ok {
 		r.mu.Unlock()
-		j, ok, err := r.readStored(ctx, id)
+		j, _, ok, err := r.readStored(ctx, id)
 		if !ok {
 			return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 		}
@@ -728,11 +771,13 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 	r.mu.Unlock()
 	r.reschedulePlan(&c, !on, nowNs)
 	j.Paused, j.NextRunAt, j.LastStatus = !on, fromNano(c.next), statusNames[c.status]
-	if err := r.save(ctx, j); err != nil {
+	ver, err := r.save(ctx, j)
+	if err != nil {
 		return Job{}, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.vers.set(idx, ver)
 	e.enabled, e.next, e.status = on, c.next, c.status
 	if on {
 		r.schedule(idx, e, e.next)
@@ -747,9 +792,9 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 // schedule or enabled flag, and returns the run's id. next_run_at does not
 // change. A run queued when Run's context ends is dropped. An unknown id is
 // [ErrNotFound]; after Run has returned, [ErrClosed]. A job of a shared
-// store that the runner does not hold (see [JobReader]) is read from the
-// store and run by this runner all the same, claimed by its run id (see
-// [SlotClaimer]); the runner writes that run's bookkeeping.
+// store that the runner does not hold is read from the store and run by
+// this runner all the same, claimed by its run id (see
+// [SharedStore.ClaimRun]); the runner writes that run's last-run fields.
 func (r *Runner) RunNow(ctx context.Context, id string) (string, error) {
 	runID := newID()
 	now := toNano(r.now())
@@ -775,8 +820,8 @@ func (r *Runner) RunNow(ctx context.Context, id string) (string, error) {
 	return runID, nil
 }
 
-// Get returns job id. An unknown id is [ErrNotFound]. Over a shared store
-// that is a [JobReader], the job is read from the store (for the
+// Get returns job id. An unknown id is [ErrNotFound]. Over a
+// [SharedStore], the job is read from the store (for the
 // bookkeeping another runner writes, and for the jobs this runner does
 // not hold); a job this runner fires shows its own next_run_at, and the
 // later of its own last run and the stored one.
@@ -788,7 +833,7 @@ func (r *Runner) Get(id string) (Job, error) {
 		j = e.job(true)
 	}
 	r.mu.Unlock()
-	if r.sh.reader == nil || r.store == nil {
+	if r.sh == nil {
 		if !held {
 			return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 		}
@@ -796,7 +841,7 @@ func (r *Runner) Get(id string) (Job, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	s, _, err := r.readStored(ctx, id)
+	s, _, _, err := r.readStored(ctx, id)
 	switch {
 	case err != nil && held:
 		return j, nil // the held copy answers
@@ -843,11 +888,11 @@ func (r *Runner) List() []Job {
 // is locked meanwhile. An after that names no job is [ErrNotFound]: the
 // job that ended the previous page was removed since.
 //
-// Over a shared store that is a [JobLister] and an [Owner] (where each
-// runner holds only the jobs it fires), Page pages through every stored
-// job, from the store.
+// Over a [SharedStore] (where each runner holds only the jobs it fires),
+// Page pages through every stored job, from the store; a failed read of
+// the store wraps [ErrUnavailable].
 func (r *Runner) Page(after string, limit int, keep func(*Job) bool) (jobs []Job, more bool, err error) {
-	if r.partial() && r.sh.lister != nil {
+	if r.sh != nil {
 		return r.pageStored(after, limit, keep)
 	}
 	r.mu.Lock()
@@ -881,8 +926,7 @@ func (r *Runner) Page(after string, limit int, keep func(*Job) bool) (jobs []Job
 }
 
 // Len returns the number of jobs the runner holds: every job, but over a
-// shared store whose runners each hold the jobs they fire (an [Owner]),
-// only those. [Runner.Count] counts every stored job.
+// [SharedStore], whose runners each hold the jobs they fire, only those. [Runner.Count] counts every stored job.
 func (r *Runner) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -890,13 +934,13 @@ func (r *Runner) Len() int {
 }
 
 // Count returns the number of jobs enabled and paused: of the jobs held,
-// or, over a shared store that is a [JobCounter] and an [Owner], of every
-// stored job (then a failed read of the store is an error).
+// or, over a [SharedStore], of every stored job (then a failed read of
+// the store wraps [ErrUnavailable]).
 func (r *Runner) Count(ctx context.Context) (enabled, paused int, err error) {
-	if r.partial() && r.sh.counter != nil {
-		enabled, paused, err = r.sh.counter.CountJobs(ctx)
+	if r.sh != nil {
+		enabled, paused, err = r.sh.CountJobs(ctx)
 		if err != nil {
-			return 0, 0, fmt.Errorf("cron: count jobs: %w", err)
+			return 0, 0, unavailable("count jobs", err)
 		}
 		return enabled, paused, nil
 	}
@@ -927,7 +971,7 @@ func (r *Runner) Runs(ctx context.Context, id string, limit int) ([]Run, error) 
 		out = e.runs(limit)
 	}
 	r.mu.Unlock()
-	if !ok && (r.sh.reader == nil || r.runs == nil) {
+	if !ok && r.sh == nil {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	if r.store == nil {
@@ -936,7 +980,11 @@ func (r *Runner) Runs(ctx context.Context, id string, limit int) ([]Run, error) 
 	if r.runs == nil {
 		return nil, ErrUnsupported
 	}
-	return r.runs.Runs(ctx, id, limit)
+	runs, err := r.runs.Runs(ctx, id, limit)
+	if err != nil && r.sh != nil && !errors.Is(err, ErrNotFound) {
+		return nil, unavailable(fmt.Sprintf("runs of job %q", id), err)
+	}
+	return runs, err
 }
 
 // Run fires jobs until ctx ends. It calls [Runner.Load] first when that has

@@ -10,16 +10,6 @@ import (
 // DefaultClaimAhead is the default of [Config.ClaimAhead].
 const DefaultClaimAhead = 250 * time.Millisecond
 
-// BatchClaimer is an optional capability of a [SlotClaimer]: ClaimSlots
-// claims the slots of runs at once, as ClaimRun(ctx, run, true) does each,
-// and returns for each run whether it was won (won has the length of
-// runs). An error means none of them was claimed by this call. The runner
-// calls it with every slot it takes ahead at one time (see
-// [Config.ClaimAhead]); a store without it gets one ClaimRun per slot.
-type BatchClaimer interface {
-	ClaimSlots(ctx context.Context, runs []Run) (won []bool, err error)
-}
-
 // takeAhead hands the slot due of e, seen at now, to the claiming
 // goroutine: the timer goroutine takes it r.lead before its time, and a
 // slot due within half of that is urgent. mu is held.
@@ -76,9 +66,12 @@ type claimBufs struct {
 
 // claimSlots claims the slots taken ahead so far in the store and hands
 // each one won to the timer goroutine (or to a worker at once when its
-// time has come). A slot of a job removed, or no longer owned, is not
-// claimed; a failed claim is recorded as a skipped run that says why. It
-// reports whether there was any slot to claim.
+// time has come). A slot of a job removed is not claimed; a slot of a
+// job whose partition moved away since it was taken is: the runner that
+// took the job over starts after the slots this one took, so this one
+// calls them (the claim keeps each slot to one runner). A failed claim
+// is recorded as a skipped run that says why. It reports whether there
+// was any slot to claim.
 func (r *Runner) claimSlots(ctx context.Context, c *claimBufs) bool {
 	now := r.now().UTC()
 	r.mu.Lock()
@@ -86,7 +79,7 @@ func (r *Runner) claimSlots(ctx context.Context, c *claimBufs) bool {
 	r.ahead = c.batch[:0]
 	runs, keep := c.runs[:0], c.keep[:0]
 	for i, t := range batch {
-		if t.e.gen != t.gen || !r.mine(t.e.id) {
+		if t.e.gen != t.gen {
 			r.dropTask(t)
 			continue
 		}
@@ -105,7 +98,10 @@ func (r *Runner) claimSlots(ctx context.Context, c *claimBufs) bool {
 	var won []bool
 	var err error
 	if len(runs) > 0 {
-		won, err = r.claimAll(ctx, runs)
+		won, err = r.sh.ClaimSlots(ctx, runs)
+		if err == nil && len(won) != len(runs) {
+			err = fmt.Errorf("cron: the store answered %d claims for %d slots", len(won), len(runs))
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -138,27 +134,6 @@ func (r *Runner) claimSlots(ctx context.Context, c *claimBufs) bool {
 	return true
 }
 
-// claimAll claims the slots of runs through the store's [BatchClaimer],
-// else one by one.
-func (r *Runner) claimAll(ctx context.Context, runs []Run) ([]bool, error) {
-	if b, ok := r.sh.claim.(BatchClaimer); ok {
-		won, err := b.ClaimSlots(ctx, runs)
-		if err == nil && len(won) != len(runs) {
-			err = fmt.Errorf("cron: the store answered %d claims for %d slots", len(won), len(runs))
-		}
-		return won, err
-	}
-	won := make([]bool, len(runs))
-	for i, run := range runs {
-		ok, err := r.sh.claim.ClaimRun(ctx, run, true)
-		if err != nil {
-			return nil, err
-		}
-		won[i] = ok
-	}
-	return won, nil
-}
-
 // releaseDue hands the claimed slots whose time has come to the workers,
 // and returns how long until the next one (maxWait when there is none).
 // mu is held.
@@ -177,8 +152,9 @@ func (r *Runner) releaseDue(now int64) time.Duration {
 // release hands the claimed slot t to a worker at now, unless the runner
 // was held up (a process stopped or starved) so long since the claim that
 // the slot is later than MisfireTolerance, and than the job's
-// misfire_grace: then the slot is recorded as missed (the claim's run)
-// and not called, as the misfire rules would have had it; or unless the
+// misfire_grace: then the slot is recorded as missed (the claim's run,
+// "holder stopped") and not called, as the misfire rules would have had
+// it; or unless the
 // job's previous run is still in flight: then it is recorded as skipped,
 // as an unshared runner does at the slot's time. mu is held.
 func (r *Runner) release(t task, now int64) {
@@ -189,7 +165,7 @@ func (r *Runner) release(t task, now int64) {
 		r.log.Warn("cron: claimed slot missed: the runner was held up past the misfire tolerance", "job_id", e.id, "run_id", t.runID,
 			"scheduled_at", fromNano(t.scheduled), "late", time.Duration(late))
 		r.finish(Run{ID: t.runID, JobID: e.id, ScheduledAt: fromNano(t.scheduled), TriggeredAt: at, FinishedAt: at, Status: StatusMissed,
-			Error: fmt.Sprintf("claimed, then found %v late: the runner was held up past the misfire tolerance", time.Duration(late).Round(time.Millisecond))}, false)
+			Error: fmt.Sprintf("holder stopped: claimed, then found %v late: the runner was held up past the misfire tolerance", time.Duration(late).Round(time.Millisecond))}, false)
 		return
 	}
 	if e.gen == t.gen {

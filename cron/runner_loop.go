@@ -45,7 +45,7 @@ func (r *Runner) misfire(idx int32, e *entry, due, now int64) (slot int64, ev *R
 		ev = &Run{JobID: e.id, ScheduledAt: fromNano(due), TriggeredAt: t, FinishedAt: t, Status: StatusMissed}
 		r.log.Info("cron: once job missed", "job_id", e.id, "name", e.name, "scheduled_at", fromNano(due))
 	} else if !d.Run {
-		r.log.Info("cron: slot missed, rolled on", "job_id", e.id, "name", e.name, "scheduled_at", fromNano(due), "next_run_at", d.Next)
+		r.rolled.add(e, due, toNano(d.Next))
 	}
 	r.markDirty(e)
 	if d.Run {
@@ -102,6 +102,9 @@ func (r *Runner) loop(ctx context.Context) {
 			events[i] = Run{}
 		}
 		events = events[:0]
+		if !more {
+			r.logRolled()
+		}
 		r.mu.Unlock()
 		if ctx.Err() != nil {
 			return
@@ -186,4 +189,49 @@ func (r *Runner) skipInFlight(e *entry, runID string, due, now int64) Run {
 	r.markDirty(e)
 	t := fromNano(now)
 	return Run{ID: runID, JobID: e.id, ScheduledAt: fromNano(due), TriggeredAt: t, FinishedAt: t, Status: StatusSkipped, Error: "previous run still in flight"}
+}
+
+// rollLog gathers the slots missed and rolled on (an every or cron job
+// whose slot passed while the runner was down or held up) into one log
+// record per burst: after a long downtime every such job has one.
+type rollLog struct {
+	n     int
+	ids   []string // the first rollLogIDs
+	first int64    // the earliest slot missed
+	id    string   // the one job, while n is 1
+	name  string
+	due   int64
+	next  int64
+}
+
+// rollLogIDs bounds the job ids named in one record of slots rolled on.
+const rollLogIDs = 10
+
+func (l *rollLog) add(e *entry, due, next int64) {
+	if l.n == 0 || due < l.first {
+		l.first = due
+	}
+	if l.n == 0 {
+		l.id, l.name, l.due, l.next = e.id, e.name, due, next
+	}
+	l.n++
+	if len(l.ids) < rollLogIDs {
+		l.ids = append(l.ids, e.id)
+	}
+}
+
+// logRolled logs the slots rolled on since the last call: one record for
+// one job (its id, name and slots), one for many (how many, the first
+// ids, the earliest slot). mu is held.
+func (r *Runner) logRolled() {
+	l := &r.rolled
+	switch {
+	case l.n == 0:
+		return
+	case l.n == 1:
+		r.log.Info("cron: slot missed, rolled on", "job_id", l.id, "name", l.name, "scheduled_at", fromNano(l.due), "next_run_at", fromNano(l.next))
+	default:
+		r.log.Info("cron: slots missed, rolled on", "jobs", l.n, "earliest_scheduled_at", fromNano(l.first), "job_ids", l.ids)
+	}
+	*l = rollLog{ids: l.ids[:0]}
 }

@@ -16,7 +16,7 @@ type ended struct {
 
 // markDirty queues e's bookkeeping for the recorder. mu is held.
 func (r *Runner) markDirty(e *entry) {
-	if e.dirty || e.id == "" || r.store == nil || !r.mine(e.id) {
+	if e.dirty || e.id == "" || r.store == nil || (r.sh != nil && (e.pos < 0 || !r.sh.Owns(e.id))) {
 		return
 	}
 	e.dirty = true
@@ -39,7 +39,7 @@ func (r *Runner) finish(run Run, drop bool) {
 // to some: each pass of the recorder takes all of it, so later additions
 // before that pass need no wake of their own. mu is held.
 func (r *Runner) wakeRecorder() {
-	if len(r.dirty)+len(r.ended) != 1 {
+	if len(r.dirty)+len(r.ended)+len(r.lastRuns) != 1 {
 		return
 	}
 	select {
@@ -57,8 +57,9 @@ func (r *Runner) wakeRecorder() {
 // is left. Being the only writer of bookkeeping, and reading it when it
 // writes, it never puts an older state after a newer one.
 //
-// Over a [BatchRecorder], a pass starts at most every [BatchEvery], so
-// that it writes in one call what ended in that time.
+// Over a [SharedStore], a pass starts at most every [BatchEvery], so
+// that it writes in one call what ended in that time, and the
+// bookkeeping carries the version of the job it was computed from.
 func (r *Runner) recorder(ctx context.Context, stop <-chan struct{}) {
 	var w recorderBufs
 	var last time.Time
@@ -69,7 +70,7 @@ func (r *Runner) recorder(ctx context.Context, stop <-chan struct{}) {
 			r.flushDirty(ctx, &w)
 			return
 		}
-		if r.batch != nil {
+		if r.sh != nil {
 			if wait := BatchEvery - time.Since(last); wait > 0 {
 				t := time.NewTimer(wait)
 				select {
@@ -85,8 +86,9 @@ func (r *Runner) recorder(ctx context.Context, stop <-chan struct{}) {
 }
 
 type record struct {
-	id string
-	bk Bookkeeping
+	id  string
+	bk  Bookkeeping
+	ver int64 // over a SharedStore
 }
 
 // recorderBufs are the recorder's buffers, reused from one pass to the
@@ -94,8 +96,8 @@ type record struct {
 type recorderBufs struct {
 	recs  []record
 	ended []ended
-	batch []Recorded          // the recs of a pass over a BatchRecorder
-	runs  []Run               // the runs of a pass over a BatchRecorder
+	batch []Recorded          // the recs of a pass over a SharedStore
+	runs  []Run               // the runs of a pass over a SharedStore
 	skips map[string]*skipLog // job id -> its last "slot skipped" warning
 }
 
@@ -141,12 +143,28 @@ func (r *Runner) flushDirty(ctx context.Context, w *recorderBufs) {
 	r.mu.Lock()
 	for _, e := range r.dirty {
 		e.dirty = false
-		if e.id != "" { // not a freed slot
-			recs = append(recs, record{id: e.id, bk: e.bookkeeping()})
+		if e.id == "" { // a freed slot
+			continue
 		}
+		if r.sh == nil {
+			recs = append(recs, record{id: e.id, bk: e.bookkeeping()})
+			continue
+		}
+		if e.pos < 0 {
+			// Dropped since: its partition moved to another runner,
+			// which writes next_run_at now.
+			r.lastRuns = append(r.lastRuns, Recorded{ID: e.id, Bookkeeping: e.bookkeeping(), Version: r.version(e), LastOnly: true})
+			continue
+		}
+		recs = append(recs, record{id: e.id, bk: e.bookkeeping(), ver: r.version(e)})
 	}
 	clear(r.dirty)
 	r.dirty = r.dirty[:0]
+	last := r.lastRuns
+	r.lastRuns = nil
+	if len(r.loose) > 0 {
+		r.reap()
+	}
 	// Take the run records, leaving r.ended an empty buffer to fill.
 	runs := r.ended
 	r.ended = w.ended[:0]
@@ -158,8 +176,8 @@ func (r *Runner) flushDirty(ctx context.Context, w *recorderBufs) {
 		}
 	}
 	r.mu.Unlock()
-	if r.batch != nil {
-		r.writeBatch(ctx, w, recs, runs)
+	if r.sh != nil {
+		r.writeBatch(ctx, w, recs, last, runs)
 	} else {
 		for _, rec := range recs {
 			r.record(ctx, rec)
@@ -195,19 +213,41 @@ func (r *Runner) appendRun(ctx context.Context, run Run) {
 	}
 }
 
-// writeBatch writes a pass through the store's [BatchRecorder]: one call
-// for the bookkeeping and one for the runs. A batch whose call fails is
-// written again one row at a time, so that a bad row costs only itself.
-func (r *Runner) writeBatch(ctx context.Context, w *recorderBufs, recs []record, runs []ended) {
+// writeBatch writes a pass through the [SharedStore]: one call for the
+// bookkeeping (recs, and last, that of the runs of jobs this runner does
+// not fire) and one for the runs. A batch whose call fails is written
+// again one row at a time, so that a bad row costs only itself.
+func (r *Runner) writeBatch(ctx context.Context, w *recorderBufs, recs []record, last []Recorded, runs []ended) {
 	batch := w.batch[:0]
 	for _, rec := range recs {
-		batch = append(batch, Recorded{ID: rec.id, Bookkeeping: rec.bk})
+		batch = append(batch, Recorded{ID: rec.id, Bookkeeping: rec.bk, Version: rec.ver})
+	}
+	// An id appears once in a batch: the bookkeeping of a job this runner
+	// fires has the last-run fields of its runs already, and of two
+	// last-run records the later run's is kept.
+	if len(last) > 0 {
+		at := make(map[string]int, len(batch)+len(last))
+		for i, b := range batch {
+			at[b.ID] = i
+		}
+		for _, l := range last {
+			if i, ok := at[l.ID]; ok {
+				if batch[i].LastOnly && !l.LastRunAt.Before(batch[i].LastRunAt) {
+					batch[i] = l
+				}
+				continue
+			}
+			at[l.ID] = len(batch)
+			batch = append(batch, l)
+		}
 	}
 	if len(batch) > 0 {
-		if err := r.batch.RecordBatch(ctx, batch); err != nil {
+		if err := r.sh.RecordBatch(ctx, batch); err != nil {
 			r.log.Warn("cron: record bookkeeping in a batch failed; writing it job by job", "jobs", len(batch), "error", err)
-			for _, rec := range recs {
-				r.record(ctx, rec)
+			for _, rec := range batch {
+				if err := r.sh.RecordBatch(ctx, []Recorded{rec}); err != nil && !errors.Is(err, ErrNotFound) {
+					r.log.Error("cron: record bookkeeping", "job_id", rec.ID, "error", err)
+				}
 			}
 		}
 	}
@@ -223,7 +263,7 @@ func (r *Runner) writeBatch(ctx context.Context, w *recorderBufs, recs []record,
 		}
 	}
 	if len(list) > 0 {
-		if err := r.batch.AppendRuns(ctx, list); err != nil {
+		if err := r.sh.AppendRuns(ctx, list); err != nil {
 			r.log.Warn("cron: append runs in a batch failed; writing them one by one", "runs", len(list), "error", err)
 			for _, run := range list {
 				r.appendRun(ctx, run)

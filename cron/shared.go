@@ -7,128 +7,189 @@ import (
 	"time"
 )
 
-// SlotClaimer is an optional capability of a [Store] shared by several
-// runners (several processes on one database). Before the executor is
-// called for a run, the runner calls ClaimRun with the run as it starts
-// (Status, FinishedAt and the result fields empty); the run is called only
-// when ClaimRun returns true. A slot is claimed [Config.ClaimAhead] before
-// its time, by the runner's claiming goroutine (through [BatchClaimer]
-// when the store has it); a run-now, or every run with a negative
-// ClaimAhead, by its worker just before the call. A store makes each slot run at most once
-// across runners by refusing a second claim of one (JobID, ScheduledAt)
-// when slot is true; slot is false for a run of [Runner.RunNow], which is
-// claimed by its id alone. When ClaimRun fails the run is not called
-// either: it is recorded as skipped with the error. The store then keeps
-// the claimed run, and [RunStore.AppendRun] of the same run id completes
-// it. Retries of a run happen inside one call of the executor: they stay
-// one run and one claim.
-type SlotClaimer interface {
-	ClaimRun(ctx context.Context, r Run, slot bool) (bool, error)
-}
+// SharedStore is the capability of a [Store] shared by several runners
+// (several processes on one database, as store/sqlstore's Jobs): the
+// runner detects it once, in [New], and then works in shared mode. Each
+// runner holds and fires only the jobs the store says it owns, claims
+// every run in the store before it is called, so that each slot is called
+// at most once across the runners, and writes its bookkeeping and runs in
+// batches. Every adapter passes store/storetest.TestSharedStore.
+//
+// Each stored job has a version, which every acknowledged write of its
+// configuration ([SharedStore.Write]) raises. The runner writes the
+// bookkeeping of a job with the version it computed it from
+// ([Recorded.Version]), and the store writes it only while the row still
+// has that version: the order of an API write and of the bookkeeping of
+// a run is a property of the writes, not of their timing.
+type SharedStore interface {
+	Store
+	RunStore
 
-// Owner is an optional capability of a [Store] shared by several runners:
-// Owns reports whether this runner is the one that fires job id now. A
-// runner over an Owner holds every job (for the API) but fires only those
-// it owns: at a slot of a job it does not own it rolls on to the next slot
-// without a run and without writing bookkeeping, and a run queued for a job
-// it stopped owning is not called. The answer may change at any time (on
-// the gain or loss of a lease); Owns must be fast and safe for concurrent
-// use, since the timer goroutine calls it at every slot.
-type Owner interface {
+	// Owns reports whether this runner fires job id now. The answer
+	// may change at any time (on the gain or loss of a lease); Owns must
+	// be fast and safe for concurrent use: the timer goroutine calls it at
+	// each slot it takes.
 	Owns(id string) bool
-}
-
-// JobReader is an optional capability of a [Store] shared by several
-// runners: Job reads one job as stored, bookkeeping included, or
-// [ErrNotFound]. [Runner.Get] uses it for a job that the runner holds but
-// does not own (see [Owner]), whose bookkeeping another runner writes.
-type JobReader interface {
-	Job(ctx context.Context, id string) (Job, error)
-}
-
-// Inserter is an optional capability of a [Store] shared by several
-// runners: Insert stores a new job durably, or fails with an error
-// wrapping [ErrExists] when the id is stored already, also when another
-// runner stored it a moment ago and this one has not held it yet.
-// [Runner.Add] uses it instead of Save.
-type Inserter interface {
-	Insert(ctx context.Context, j Job) error
-}
-
-// JobLister is an optional capability of a [Store] shared by runners that
-// each hold only the jobs they fire (see [Owner]): PageJobs pages through
-// every stored job as [Runner.Page] does through the jobs of a runner (up
-// to limit jobs that keep returns true for, in creation order, after the
-// job with id after, and whether more follow; an after that names no job
-// is [ErrNotFound]). The creation order must be the one a single runner
-// over the store would have. [Runner.Page] and [Runner.List] use it when
-// the store is also an [Owner].
-type JobLister interface {
+	// LoadHeld returns the jobs this runner fires now, in creation order,
+	// with the version of each (vers has the length of jobs). [Runner.Load]
+	// calls it in place of Load.
+	LoadHeld(ctx context.Context) (jobs []Job, vers []int64, err error)
+	// Read returns job id as stored, bookkeeping included, and its
+	// version; an unknown id is [ErrNotFound].
+	Read(ctx context.Context, id string) (Job, int64, error)
+	// Write stores j durably, its bookkeeping included, and returns the
+	// job's new version, higher than any it had. With create, an id
+	// already stored (by any runner) fails with an error wrapping
+	// [ErrExists]; otherwise j replaces the stored job, or is added.
+	Write(ctx context.Context, j Job, create bool) (version int64, err error)
+	// PageJobs pages through every stored job as [Runner.Page] does
+	// through the jobs of a runner: up to limit jobs (limit <= 0: no
+	// limit) that keep returns true for, in creation order, after the job
+	// with id after ("": from the first), and whether more follow; an
+	// after that names no job is [ErrNotFound].
 	PageJobs(ctx context.Context, after string, limit int, keep func(*Job) bool) (jobs []Job, more bool, err error)
-}
-
-// JobCounter is an optional capability of a shared [Store]: CountJobs
-// counts every stored job, enabled and paused. [Runner.Count] uses it
-// when the store is also an [Owner].
-type JobCounter interface {
+	// CountJobs counts every stored job, enabled and paused.
 	CountJobs(ctx context.Context) (enabled, paused int, err error)
+	// ClaimRun records run r as started, before it is called, with
+	// Status, FinishedAt and the result fields empty, and reports whether
+	// this runner won it. With slot true, a second claim of one (JobID,
+	// ScheduledAt) loses; with slot false (a run of [Runner.RunNow]) the
+	// run is claimed by its id alone. A run whose claim fails or loses is
+	// not called; a failed claim is recorded as skipped with the error.
+	// [RunStore.AppendRun] (or AppendRuns) of the same run id completes
+	// the claimed run. Retries happen inside one call of the executor:
+	// one run, one claim.
+	ClaimRun(ctx context.Context, r Run, slot bool) (bool, error)
+	// ClaimSlots claims the slots of runs at once, as ClaimRun(ctx, run,
+	// true) does each, and returns whether each was won (won has the
+	// length of runs); an error means none was claimed by this call. The
+	// runner calls it with the slots it takes ahead (see
+	// [Config.ClaimAhead]).
+	ClaimSlots(ctx context.Context, runs []Run) (won []bool, err error)
+	// RecordBatch stores the bookkeeping of each job in recs, each only
+	// while the job's version is the record's [Recorded.Version]; of a
+	// [Recorded.LastOnly] record only the last-run fields, and the
+	// last-run fields of any record only when its LastRunAt is not before
+	// the stored one. An id that no job has is skipped; an id appears at
+	// most once.
+	RecordBatch(ctx context.Context, recs []Recorded) error
+	// AppendRuns adds each run to its job's history, in order, as
+	// [RunStore.AppendRun] does; a run of a job no longer stored is
+	// skipped.
+	AppendRuns(ctx context.Context, runs []Run) error
 }
 
-// sharedCaps are the optional capabilities of a shared store.
-type sharedCaps struct {
-	claim   SlotClaimer
-	owner   Owner
-	reader  JobReader
-	insert  Inserter
-	lister  JobLister
-	counter JobCounter
+// ErrUnavailable is wrapped by the errors of the reads a runner over a
+// [SharedStore] makes for the API ([Runner.Page], [Runner.Count],
+// [Runner.Get] of a job not held, [Runner.Runs]) when the store cannot
+// answer, as while its database is down: a caller may try again.
+var ErrUnavailable = errors.New("cron: the store is unavailable")
+
+// unavailable wraps err, a failed read of the shared store while doing
+// what, in [ErrUnavailable].
+func unavailable(what string, err error) error {
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
 }
 
-func sharedOf(s Store) sharedCaps {
-	var c sharedCaps
-	c.claim, _ = s.(SlotClaimer)
-	c.owner, _ = s.(Owner)
-	c.reader, _ = s.(JobReader)
-	c.insert, _ = s.(Inserter)
-	c.lister, _ = s.(JobLister)
-	c.counter, _ = s.(JobCounter)
-	return c
+// versions are the versions of the jobs a runner over a [SharedStore]
+// holds, by their slot in the runner's table, in slabs like the table's.
+type versions struct {
+	slabs []*[1 << slabBits]int64
+}
+
+func (v *versions) get(idx int32) int64 {
+	if int(idx>>slabBits) >= len(v.slabs) {
+		return 0
+	}
+	return v.slabs[idx>>slabBits][idx&(1<<slabBits-1)]
+}
+
+func (v *versions) set(idx int32, ver int64) {
+	for int(idx>>slabBits) >= len(v.slabs) {
+		v.slabs = append(v.slabs, new([1 << slabBits]int64))
+	}
+	v.slabs[idx>>slabBits][idx&(1<<slabBits-1)] = ver
+}
+
+// loose is an entry the runner does not hold but still runs: a job
+// dropped (its partition moved to another runner) while some of its
+// slots were claimed, queued or running, which this runner still calls
+// and records; or the copy of a stored job that a run-now of a job not
+// held runs (idx -1). Its pos is -1.
+type loose struct {
+	idx int32 // its slot in the table, -1 for none
+	ver int64
+}
+
+// version returns the version of the job of e. mu is held.
+func (r *Runner) version(e *entry) int64 {
+	if e.pos < 0 {
+		return r.loose[e].ver
+	}
+	return r.vers.get(r.order[e.pos])
+}
+
+// pending reports whether e has runs claimed, queued or running. mu is
+// held.
+func (r *Runner) pending(e *entry) bool {
+	if e.inflight > 0 {
+		return true
+	}
+	for _, t := range r.ahead {
+		if t.e == e && t.gen == e.gen {
+			return true
+		}
+	}
+	for _, t := range r.ready {
+		if t.e == e && t.gen == e.gen {
+			return true
+		}
+	}
+	return false
+}
+
+// reap frees the loose entries that have nothing left to run. mu is held.
+func (r *Runner) reap() {
+	for e, l := range r.loose {
+		if r.pending(e) || e.dirty {
+			continue
+		}
+		delete(r.loose, e)
+		if l.idx >= 0 {
+			r.tab.release(l.idx)
+		}
+	}
 }
 
 // storeTimeout bounds the store reads of the methods without a context
 // (Get, Page, List, Count).
 const storeTimeout = 10 * time.Second
 
-// partial reports whether the runner may hold only part of the stored
-// jobs: its store is an [Owner] (a shared store whose runners each hold
-// the jobs they fire).
-func (r *Runner) partial() bool { return r.sh.owner != nil }
-
 // readStored reads job id from a shared store, for a job the runner does
-// not hold. ok is false when the store cannot be read that way.
-func (r *Runner) readStored(ctx context.Context, id string) (j Job, ok bool, err error) {
-	if r.sh.reader == nil || r.store == nil {
-		return Job{}, false, nil
+// not hold. ok is false when the store is not shared.
+func (r *Runner) readStored(ctx context.Context, id string) (j Job, ver int64, ok bool, err error) {
+	if r.sh == nil {
+		return Job{}, 0, false, nil
 	}
-	j, err = r.sh.reader.Job(ctx, id)
+	j, ver, err = r.sh.Read(ctx, id)
 	if errors.Is(err, ErrNotFound) {
-		return Job{}, true, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return Job{}, 0, true, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	if err != nil {
-		return Job{}, true, fmt.Errorf("cron: read job %q: %w", id, err)
+		return Job{}, 0, true, unavailable(fmt.Sprintf("read job %q", id), err)
 	}
-	return j, true, nil
+	return j, ver, true, nil
 }
 
 // updateStored is [Runner.Update] of a job the runner does not hold: it
 // reads the job from the store, applies change, validates the result as
 // Update does, recomputes the bookkeeping as Update would and saves the
 // job durably. The runner that fires the job takes the change from the
-// store (see [Runner.Hold]). ok is false when the store cannot be read
-// that way. The result is held to MinInterval unless stored (a pause or
-// resume, which changes nothing else). The caller holds the job's lock.
+// store (see [Runner.Hold]). ok is false when the store is not shared.
+// The result is held to MinInterval unless stored (a pause or resume,
+// which changes nothing else). The caller holds the job's lock.
 func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) error, stored bool) (Job, bool, error) {
-	j, ok, err := r.readStored(ctx, id)
+	j, _, ok, err := r.readStored(ctx, id)
 	if !ok || err != nil {
 		return Job{}, ok, err
 	}
@@ -152,7 +213,7 @@ func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) 
 	if !old.sameSchedule(c) || old.enabled != c.enabled {
 		r.reschedulePlan(c, old.enabled, toNano(now))
 	}
-	if err := r.save(ctx, c.job(false)); err != nil {
+	if _, err := r.save(ctx, c.job(false)); err != nil {
 		return Job{}, true, err
 	}
 	return c.job(true), true, nil
@@ -161,14 +222,15 @@ func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) 
 // runStored is [Runner.RunNow] of a job the runner does not hold: the run
 // is called by this runner, from a copy of the job as stored that the
 // runner does not hold (claimed by its run id, like every run-now), and
-// the runner writes the run's bookkeeping. mu is held on entry and exit.
+// the runner writes the run's last-run fields. mu is held on entry and
+// exit.
 func (r *Runner) runStored(id, runID string, now int64) (bool, error) {
-	if r.sh.reader == nil || r.store == nil {
+	if r.sh == nil {
 		return false, nil
 	}
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	j, _, err := r.readStored(ctx, id)
+	j, ver, _, err := r.readStored(ctx, id)
 	cancel()
 	var c entry
 	if err == nil {
@@ -186,45 +248,49 @@ func (r *Runner) runStored(id, runID string, now int64) (bool, error) {
 	}
 	e := new(entry)
 	*e = c
+	e.pos = -1
+	r.loose[e] = loose{idx: -1, ver: ver}
 	r.enqueue(e, task{runID: runID, scheduled: now})
 	return true, nil
 }
 
-// create stores the new job j: through the store's [Inserter] when it has
-// one, else as any save.
-func (r *Runner) create(ctx context.Context, j Job) error {
-	if r.sh.insert == nil {
+// create stores the new job j and returns its version: over a shared
+// store, an id stored by any runner is [ErrExists].
+func (r *Runner) create(ctx context.Context, j Job) (int64, error) {
+	if r.sh == nil {
 		return r.save(ctx, j)
 	}
-	if err := r.sh.insert.Insert(ctx, j); err != nil {
-		if errors.Is(err, ErrExists) {
-			return fmt.Errorf("%w: %q", ErrExists, j.ID)
-		}
-		return fmt.Errorf("cron: save job %q: %w", j.ID, err)
+	ver, err := r.sh.Write(ctx, j, true)
+	if errors.Is(err, ErrExists) {
+		return 0, fmt.Errorf("%w: %q", ErrExists, j.ID)
 	}
-	return nil
+	if err != nil {
+		return 0, fmt.Errorf("cron: save job %q: %w", j.ID, err)
+	}
+	return ver, nil
 }
 
 // mine reports whether this runner fires job id: always, unless the
-// store is an [Owner].
+// store is shared.
 func (r *Runner) mine(id string) bool {
-	return r.sh.owner == nil || r.sh.owner.Owns(id)
+	return r.sh == nil || r.sh.Owns(id)
 }
 
-// markRan queues the bookkeeping of e after a run. A run-now of a job
-// another runner fires is the one run whose bookkeeping this runner
-// writes for it, so that last_run_at and last_status show it as they
-// would on one runner. mu is held.
+// markRan queues the bookkeeping of e after a run. Over a shared store, a
+// run of a job this runner does not fire (a run-now of a job another
+// runner holds, or a slot this runner claimed before the job's partition
+// moved away) writes the run's last-run fields only, so that
+// last_run_at and last_status show it as they would on one runner. mu is
+// held.
 func (r *Runner) markRan(e *entry, slot bool) {
-	if slot || r.mine(e.id) {
+	if r.sh == nil || (e.pos >= 0 && r.mine(e.id)) {
 		r.markDirty(e)
 		return
 	}
-	if e.dirty || e.id == "" || r.store == nil {
+	if e.id == "" {
 		return
 	}
-	e.dirty = true
-	r.dirty = append(r.dirty, e)
+	r.lastRuns = append(r.lastRuns, Recorded{ID: e.id, Bookkeeping: e.bookkeeping(), Version: r.version(e), LastOnly: true})
 	r.wakeRecorder()
 }
 
@@ -236,18 +302,19 @@ func (r *Runner) passOver(idx int32, e *entry, due, now int64) {
 	r.schedule(idx, e, e.next)
 }
 
-// claim asks the store for run t of job j before it is called. It returns
-// false when the run must not be called: another runner holds the slot,
-// this runner no longer owns the job, or the claim failed (then a skipped
-// run says why).
+// claim asks the shared store for run t of job j before it is called (a
+// run-now, or a slot when ClaimAhead is negative). It returns false when
+// the run must not be called: another runner holds the slot, this runner
+// no longer owns the job, or the claim failed (then a skipped run says
+// why).
 func (r *Runner) claim(ctx context.Context, t task, slot bool, info RunInfo) bool {
+	if r.sh == nil {
+		return true
+	}
 	if slot && !r.mine(info.JobID) {
 		return false
 	}
-	if r.sh.claim == nil {
-		return true
-	}
-	ok, err := r.sh.claim.ClaimRun(ctx, Run{ID: info.RunID, JobID: info.JobID, ScheduledAt: info.ScheduledAt, TriggeredAt: info.TriggeredAt}, slot)
+	ok, err := r.sh.ClaimRun(ctx, Run{ID: info.RunID, JobID: info.JobID, ScheduledAt: info.ScheduledAt, TriggeredAt: info.TriggeredAt}, slot)
 	if err != nil {
 		r.mu.Lock()
 		r.claimFailed(Run{ID: info.RunID, JobID: info.JobID, ScheduledAt: info.ScheduledAt, TriggeredAt: info.TriggeredAt}, err, t.e.gen != t.gen)
@@ -288,18 +355,18 @@ func newerRun(mem, stored Bookkeeping) Bookkeeping {
 	return mem
 }
 
-// pageStored is [Runner.Page] from a shared store's [JobLister]: the jobs
-// this runner holds and fires show the bookkeeping it has in memory, as
-// [Runner.Get] does.
+// pageStored is [Runner.Page] from a shared store: the jobs this runner
+// holds and fires show the bookkeeping it has in memory, as [Runner.Get]
+// does.
 func (r *Runner) pageStored(after string, limit int, keep func(*Job) bool) ([]Job, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	jobs, more, err := r.sh.lister.PageJobs(ctx, after, limit, keep)
+	jobs, more, err := r.sh.PageJobs(ctx, after, limit, keep)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return nil, false, fmt.Errorf("%w: %q", ErrNotFound, after)
 		}
-		return nil, false, fmt.Errorf("cron: page jobs: %w", err)
+		return nil, false, unavailable("page jobs", err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -311,19 +378,20 @@ func (r *Runner) pageStored(after string, limit int, keep func(*Job) bool) ([]Jo
 	return jobs, more, nil
 }
 
-// Hold makes the runner hold job j as another runner stored it, without
-// writing it back to the store: a new id is added (after every held job in
-// the creation order), a known one takes j's configuration. A job whose
-// schedule and enabled flag did not change keeps the bookkeeping the
-// runner has while the runner owns it (it is the one writing it; but for
-// j's last run when that is later: a run-now another runner called), and
-// takes j's otherwise. A job the runner fires (see [Owner]) is scheduled
-// at j's next_run_at, through the misfire rules when that has passed. An
-// invalid j is an error and changes nothing. Hold is how a runner that
-// shares its store with others learns of their writes (see
-// store/sqlstore); an application that writes through the runner never
-// needs it.
-func (r *Runner) Hold(j Job) error {
+// Hold makes the runner hold job j as another runner stored it, at
+// version (see [SharedStore]), without writing it back to the store: a
+// new id is added (after every held job in the creation order), a known
+// one takes j's configuration; a version older than the one held changes
+// nothing (a read that a later write overtook). A job whose schedule and
+// enabled flag did not change keeps the bookkeeping the runner has while
+// the runner owns it (it is the one writing it; but for j's last run when
+// that is later: a run-now another runner called), and takes j's
+// otherwise. A job the runner fires is scheduled at j's next_run_at,
+// through the misfire rules when that has passed. An invalid j is an
+// error and changes nothing. Hold is how a runner over a [SharedStore]
+// learns of the other runners' writes (see store/sqlstore); an
+// application that writes through the runner never needs it.
+func (r *Runner) Hold(j Job, version int64) error {
 	if j.ID == "" {
 		return invalid("id", "is required")
 	}
@@ -339,9 +407,18 @@ func (r *Runner) Hold(j Job) error {
 	defer r.mu.Unlock()
 	idx, e, ok := r.lookup(j.ID)
 	if ok {
+		held := r.vers.get(idx)
+		if version < held {
+			return nil
+		}
+		r.vers.set(idx, version)
 		if e.sameSchedule(&c) && e.enabled == c.enabled && r.mine(j.ID) {
 			c.setBookkeeping(newerRun(e.bookkeeping(), c.bookkeeping()))
 			e.setConfig(&c)
+			if version != held {
+				// What the recorder wrote since that version was refused.
+				r.markDirty(e)
+			}
 			return nil
 		}
 		e.setConfig(&c)
@@ -353,6 +430,7 @@ func (r *Runner) Hold(j Job) error {
 		*ne = c
 		e = ne
 		r.insert(idx, e)
+		r.vers.set(idx, version)
 	}
 	if !e.enabled {
 		r.unschedule(e)
@@ -380,9 +458,13 @@ func (r *Runner) Hold(j Job) error {
 	return nil
 }
 
-// Drop makes the runner forget job id without deleting it from the store,
-// as when another runner removed it. A run in flight finishes; its
-// bookkeeping is dropped. It reports whether the runner held the job.
+// Drop makes the runner forget job id without deleting it from the
+// store, as when another runner removed it or its partition moved to
+// another runner. The slots of the job this runner has claimed, queued
+// or started are still called (or recorded as missed) and recorded, so
+// that no claimed slot is left without a status: the runner that takes
+// the job over cannot claim them. It reports whether the runner held the
+// job.
 func (r *Runner) Drop(id string) bool {
 	defer r.lockJob(id)()
 	r.mu.Lock()
@@ -391,7 +473,14 @@ func (r *Runner) Drop(id string) bool {
 	if !ok {
 		return false
 	}
-	r.unlink(idx, e)
+	if !r.pending(e) {
+		r.unlink(idx, e)
+		return true
+	}
+	ver := r.vers.get(idx)
+	r.unindex(idx, e)
+	e.pos = -1
+	r.loose[e] = loose{idx: idx, ver: ver}
 	return true
 }
 

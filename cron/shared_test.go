@@ -11,9 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// sharedStore is a MemStore shared by several runners: a SlotClaimer with
-// one claim per (job, scheduled_at), an Owner of the ids in owned, and a
-// JobReader.
+// sharedStore is a MemStore shared by several runners: a SharedStore
+// with one claim per (job, scheduled_at), an owner of the ids in owned,
+// and a version per job.
 type sharedStore struct {
 	*MemStore
 	mu       sync.Mutex
@@ -21,7 +21,11 @@ type sharedStore struct {
 	claimed  map[string]bool // job id + scheduled_at, or the run id of a run-now
 	claimErr error
 	records  int
+	vers     map[string]int64
+	refused  int // bookkeeping records refused for their version
 }
+
+var _ SharedStore = (*sharedStore)(nil)
 
 func (s *sharedStore) Owns(id string) bool {
 	s.mu.Lock()
@@ -55,25 +59,137 @@ func (s *sharedStore) ClaimRun(ctx context.Context, r Run, slot bool) (bool, err
 	return true, nil
 }
 
-func (s *sharedStore) Record(ctx context.Context, id string, b Bookkeeping) error {
-	s.mu.Lock()
-	s.records++
-	s.mu.Unlock()
-	return s.MemStore.Record(ctx, id, b)
+func (s *sharedStore) ClaimSlots(ctx context.Context, runs []Run) ([]bool, error) {
+	won := make([]bool, len(runs))
+	for i, r := range runs {
+		ok, err := s.ClaimRun(ctx, r, true)
+		if err != nil {
+			return nil, err
+		}
+		won[i] = ok
+	}
+	return won, nil
 }
 
-func (s *sharedStore) Job(ctx context.Context, id string) (Job, error) {
+func (s *sharedStore) LoadHeld(ctx context.Context) ([]Job, []int64, error) {
+	all, _ := s.Load(ctx)
+	var jobs []Job
+	var vers []int64
+	for _, j := range all {
+		if s.Owns(j.ID) {
+			s.mu.Lock()
+			jobs, vers = append(jobs, j), append(vers, s.vers[j.ID])
+			s.mu.Unlock()
+		}
+	}
+	return jobs, vers, nil
+}
+
+func (s *sharedStore) Read(ctx context.Context, id string) (Job, int64, error) {
 	js, _ := s.Load(ctx)
 	for _, j := range js {
 		if j.ID == id {
-			return j, nil
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return j, s.vers[id], nil
 		}
 	}
-	return Job{}, ErrNotFound
+	return Job{}, 0, ErrNotFound
+}
+
+func (s *sharedStore) Write(ctx context.Context, j Job, create bool) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.vers[j.ID]; ok && create {
+		return 0, ErrExists
+	}
+	if err := s.MemStore.Save(ctx, j); err != nil {
+		return 0, err
+	}
+	s.vers[j.ID]++
+	return s.vers[j.ID], nil
+}
+
+func (s *sharedStore) Delete(ctx context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.vers, id)
+	return s.MemStore.Delete(ctx, id)
+}
+
+func (s *sharedStore) PageJobs(ctx context.Context, after string, limit int, keep func(*Job) bool) ([]Job, bool, error) {
+	all, _ := s.Load(ctx)
+	from := 0
+	if after != "" {
+		from = -1
+		for i, j := range all {
+			if j.ID == after {
+				from = i + 1
+			}
+		}
+		if from < 0 {
+			return nil, false, ErrNotFound
+		}
+	}
+	var out []Job
+	for _, j := range all[from:] {
+		if limit > 0 && len(out) == limit {
+			return out, true, nil
+		}
+		if keep == nil || keep(&j) {
+			out = append(out, j)
+		}
+	}
+	return out, false, nil
+}
+
+func (s *sharedStore) CountJobs(ctx context.Context) (enabled, paused int, err error) {
+	all, _ := s.Load(ctx)
+	for _, j := range all {
+		if !j.Paused {
+			enabled++
+		} else {
+			paused++
+		}
+	}
+	return enabled, paused, nil
+}
+
+func (s *sharedStore) RecordBatch(ctx context.Context, recs []Recorded) error {
+	for _, rec := range recs {
+		s.mu.Lock()
+		s.records++
+		if s.vers[rec.ID] != rec.Version {
+			s.refused++
+			s.mu.Unlock()
+			continue
+		}
+		s.mu.Unlock()
+		j, _, err := s.Read(ctx, rec.ID)
+		if err != nil {
+			continue
+		}
+		b := BookkeepingOf(&j)
+		if !rec.LastRunAt.Before(b.LastRunAt) {
+			b.LastRunAt, b.LastStatus, b.LastError = rec.LastRunAt, rec.LastStatus, rec.LastError
+		}
+		if !rec.LastOnly {
+			b.NextRunAt = rec.NextRunAt
+		}
+		s.MemStore.Record(ctx, rec.ID, b)
+	}
+	return nil
+}
+
+func (s *sharedStore) AppendRuns(ctx context.Context, runs []Run) error {
+	for _, r := range runs {
+		s.AppendRun(ctx, r)
+	}
+	return nil
 }
 
 func newSharedStore() *sharedStore {
-	return &sharedStore{MemStore: NewMemStore(), claimed: map[string]bool{}}
+	return &sharedStore{MemStore: NewMemStore(), claimed: map[string]bool{}, vers: map[string]int64{}}
 }
 
 // TestSharedRunnersFireEachSlotOnce: two runners over one shared store,
@@ -88,7 +204,7 @@ func TestSharedRunnersFireEachSlotOnce(t *testing.T) {
 		r1 := newTestRunner(t, st, ex1, Config{})
 		r2 := newTestRunner(t, st, ex2, Config{})
 		j := mustAdd(t, r1, httpJob("a", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: time.Now()}))
-		if err := r2.Hold(j); err != nil {
+		if err := r2.Hold(j, 1); err != nil {
 			t.Fatalf("Hold: %v", err)
 		}
 		stop1, stop2 := start(t, r1), start(t, r2)
@@ -177,7 +293,7 @@ func TestHoldAndDrop(t *testing.T) {
 		r := newTestRunner(t, st, &fakeExec{}, Config{})
 		j := httpJob("h", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: time.Now()})
 		j.Type, j.HTTP.Method, j.Timeout, j.RetryBackoff = JobTypeHTTP, "GET", Duration(DefaultTimeout), Duration(DefaultRetryBackoff)
-		if err := r.Hold(j); err != nil {
+		if err := r.Hold(j, 1); err != nil {
 			t.Fatal(err)
 		}
 		if stored, _ := st.Load(context.Background()); len(stored) != 0 {
@@ -189,7 +305,7 @@ func TestHoldAndDrop(t *testing.T) {
 		}
 		j.Name = "renamed"
 		j.LastStatus = StatusFailed // another runner's older view
-		if err := r.Hold(j); err != nil {
+		if err := r.Hold(j, 1); err != nil {
 			t.Fatal(err)
 		}
 		got = mustGet(t, r, "h")
@@ -198,7 +314,7 @@ func TestHoldAndDrop(t *testing.T) {
 		}
 		bad := j
 		bad.Schedule.Every = 0
-		if err := r.Hold(bad); err == nil {
+		if err := r.Hold(bad, 1); err == nil {
 			t.Errorf("Hold of an invalid job: no error")
 		}
 		if diff := cmp.Diff([]string{"h"}, r.IDs()); diff != "" {

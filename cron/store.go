@@ -62,6 +62,9 @@ type Run struct {
 	HTTPStatus  int       `json:"http_status,omitempty"`
 	Error       string    `json:"error,omitempty"`
 	Latency     Duration  `json:"latency"`
+	// Instance names the runner (the process) that claimed the run, in a
+	// store shared by several (see [SharedStore]); empty otherwise.
+	Instance string `json:"instance,omitempty"`
 }
 
 // RunStore is an optional capability of a Store: a bounded history of runs
@@ -80,35 +83,24 @@ type Flusher interface {
 	Flush(ctx context.Context) error
 }
 
-// Recorded is the bookkeeping of one job, as [BatchRecorder.RecordBatch]
+// Recorded is the bookkeeping of one job, as [SharedStore.RecordBatch]
 // stores it.
 type Recorded struct {
 	ID string
 	Bookkeeping
-}
-
-// BatchRecorder is an optional capability of a [Store] for which one write
-// of many rows costs much less than as many writes of one row, as in a
-// database. The runner's recorder then writes each of its passes with one
-// RecordBatch call (for the bookkeeping of every job that changed) and one
-// AppendRuns call (for every run that ended), in place of a [Store.Record]
-// per job and a [RunStore.AppendRun] per run; and it starts a pass at most
-// every [BatchEvery], so that each pass gathers what ended in that time.
-// That delay is all the bookkeeping and history of a batch store lag behind
-// the runs: [Runner.Get] of a job the runner fires answers from memory, and
-// stopping the runner writes what is left. When a batch call fails, the
-// recorder writes that batch again one row at a time, so a bad row costs
-// only itself.
-type BatchRecorder interface {
-	// RecordBatch stores the bookkeeping of each job in recs, as Record
-	// does; an id that no job has is skipped. An id appears at most once.
-	RecordBatch(ctx context.Context, recs []Recorded) error
-	// AppendRuns adds each run to its job's history, in order, as
-	// [RunStore.AppendRun] does; a run of a job no longer stored is
-	// skipped. It is called only on a store that is also a RunStore.
-	AppendRuns(ctx context.Context, runs []Run) error
+	// Version is the version of the job's row that the bookkeeping was
+	// computed from (see [SharedStore]): the store writes it only while the
+	// row still has that version, so that an acknowledged write of the job
+	// (a pause, a resume, a PATCH) is never overwritten by the bookkeeping
+	// of a run that ended before it.
+	Version int64
+	// LastOnly marks the bookkeeping of a run of a job this runner does
+	// not fire (a run-now of a job another runner holds, or a slot claimed
+	// before the job's partition moved away): only LastRunAt, LastStatus
+	// and LastError are written, NextRunAt is the firing runner's.
+	LastOnly bool
 }
 
 // BatchEvery is the least time between the starts of two passes of the
-// recorder of a runner over a [BatchRecorder].
+// recorder of a runner over a [SharedStore].
 const BatchEvery = 100 * time.Millisecond

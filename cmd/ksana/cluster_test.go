@@ -162,6 +162,9 @@ type slotCounter struct {
 	slots map[string]int         // job id + " " + scheduled at -> calls
 	times map[string][]time.Time // job id -> scheduled times called
 	runs  map[string]int         // run id -> calls
+	// after, when set, is called (in a goroutine of its own) with the job
+	// id once the answer to a call has been sent.
+	after atomic.Pointer[func(job string)]
 }
 
 func newSlotCounter(t *testing.T) *slotCounter {
@@ -174,6 +177,11 @@ func newSlotCounter(t *testing.T) *slotCounter {
 		c.times[job] = append(c.times[job], ts)
 		c.runs[run]++
 		c.mu.Unlock()
+		if f := c.after.Load(); f != nil {
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			go (*f)(job)
+		}
 	}))
 	t.Cleanup(c.Close)
 	return c

@@ -54,7 +54,7 @@ var envVars = []envVar{
 	{"KSANA_API_TOKEN", "", "when set, every endpoint but /health requires Authorization: Bearer <token>"},
 	{"KSANA_CALLBACK_ALLOW", "", "comma-separated host patterns job URLs must match, such as *.internal,api.example.com (empty: any host)"},
 	{"DATABASE_URL", "", "postgres://... or sqlite:PATH: keep the jobs in that database, shared by every ksana on it (unset: the JSON file of the data directory)"},
-	{"KSANA_INSTANCE", "", "this instance's name among those on one DATABASE_URL; must be unique (unset: host-pid-random)"},
+	{"KSANA_INSTANCE", "", "this instance's name among those on one DATABASE_URL; a name a live instance uses is refused at start, exit 2 (unset: host-pid-random)"},
 	{"KSANA_LEASE_TTL", "6s", "with DATABASE_URL: how long an instance's leases last without renewal; a dead instance's jobs fire again elsewhere within it plus a third"},
 }
 

@@ -34,7 +34,16 @@
 // An instance killed with kill -9 is replaced within KSANA_LEASE_TTL plus a
 // third. Each slot is called at most once across the instances: its run
 // row, unique on job id and scheduled time, is inserted before the
-// callback is called. GET /health adds the instance name, the live
+// callback is called. A handover between live instances (one joins, or
+// comes back) loses no slot, and every claimed run ends with a status: a
+// run its instance could not finish (killed, or stopped past its lease)
+// is recorded missed, "holder died" or "holder stopped", within
+// KSANA_LEASE_TTL and two thirds, and GET /jobs/{id}/runs names the
+// instance of each run. A pause, resume or PATCH is never undone by the
+// bookkeeping of an earlier run. KSANA_INSTANCE must name one live
+// instance: a second process with the name of a live one is refused at
+// start with exit status 2. GET /jobs while the database cannot answer
+// is a 503 with Retry-After. GET /health adds the instance name, the live
 // members, the partitions held and jobs_held (the jobs in memory), counts
 // as JSON numbers. The data directory is not used.
 //

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/ksana-dev/ksana/store/jsonstore"
+	"github.com/ksana-dev/ksana/store/sqlstore"
 )
 
 func main() {
@@ -48,6 +49,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		log.Error("ksana: start: the data directory is in use by another process (another ksana?); stop it or set KSANA_DATA to another directory",
 			"data_dir", cfg.DataDir, "error", err)
 		return 1
+	}
+	if errors.Is(err, sqlstore.ErrInstanceInUse) {
+		log.Error("ksana: start: KSANA_INSTANCE names a live instance on this database; give each instance its own name (or leave KSANA_INSTANCE unset for a unique one)",
+			"error", err)
+		return 2
 	}
 	var cerr *ConfigError
 	if errors.As(err, &cerr) {

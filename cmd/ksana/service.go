@@ -201,20 +201,28 @@ func (s *service) reportUnhandled() {
 
 // reportDisallowed warns about each stored job whose callback host is
 // outside KSANA_CALLBACK_ALLOW: it was stored before the list was set, and
-// its runs will fail.
+// its runs will fail. On a database it sees every stored job, not only
+// those this instance holds (Page reads the store).
 func (s *service) reportDisallowed() {
 	allow := cron.HostAllowList(s.cfg.CallbackAllow)
 	if len(allow) == 0 {
 		return
 	}
-	for _, j := range s.runner.List() {
+	bad := func(j *cron.Job) bool {
 		if !j.IsHTTP() {
-			continue
+			return false
 		}
-		if u, err := url.Parse(j.HTTP.URL); err != nil || !allow.Allows(u.Hostname()) {
-			s.log.Warn("ksana: job calls a host outside KSANA_CALLBACK_ALLOW; its runs will fail until its URL or the list changes",
-				"job_id", j.ID, "name", j.Name, "url", j.HTTP.URL)
-		}
+		u, err := url.Parse(j.HTTP.URL)
+		return err != nil || !allow.Allows(u.Hostname())
+	}
+	jobs, _, err := s.runner.Page("", 0, bad)
+	if err != nil {
+		s.log.Warn("ksana: cannot read the jobs to check them against KSANA_CALLBACK_ALLOW", "error", err)
+		return
+	}
+	for _, j := range jobs {
+		s.log.Warn("ksana: job calls a host outside KSANA_CALLBACK_ALLOW; its runs will fail until its URL or the list changes",
+			"job_id", j.ID, "name", j.Name, "url", j.HTTP.URL)
 	}
 }
 

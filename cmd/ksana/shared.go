@@ -57,6 +57,12 @@ func openDB(cfg config, log *slog.Logger) (*dbStore, error) {
 		db.Close()
 		return nil, err
 	}
+	// Refuse a second process with the name of a live one: both would
+	// hold every lease of that name.
+	if err := leases.Register(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
 	jobs, err := db.Jobs(sqlstore.JobsConfig{Instance: name, Leases: leases})
 	if err != nil {
 		db.Close()

@@ -736,6 +736,10 @@ func (s *Server) fail(w http.ResponseWriter, err error, id string) {
 		writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: "the service is shutting down"})
 	case errors.Is(err, cron.ErrUnsupported):
 		writeError(w, &RequestError{Status: http.StatusNotImplemented, Msg: "the store keeps no run history"})
+	case errors.Is(err, cron.ErrUnavailable):
+		// A shared store's database is down: the caller may try again.
+		w.Header().Set("Retry-After", "2")
+		writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: err.Error()})
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: "request cancelled before the change was confirmed on disk"})
 	default:

@@ -157,16 +157,25 @@
 //     process to another (on a join) goes without an owner for about
 //     TTL/12 (500 ms by default). A process that stops (SIGTERM) releases
 //     everything at once.
-//   - Time fencing. [Jobs.Owns] (the [cron.Owner] the runner asks at each
-//     slot) is true while the lease is held and unexpired by the local
+//   - One process per instance name. Leases are held by name, so a
+//     process registers its name first ([Leases.Register], with a random
+//     token of its own in ksana_member): while another process that goes
+//     by the name has a heartbeat within the TTL, it is refused with
+//     [ErrInstanceInUse] (cmd/ksana exits with status 2). The name is
+//     free again a TTL after its process stopped renewing, or at once
+//     after a clean stop. A process held up past the TTL whose name was
+//     taken meanwhile finds its token gone at its next heartbeat and
+//     holds nothing from then on.
+//   - Time fencing. [Jobs.Owns] (which the runner asks at each slot it
+//     takes) is true while the lease is held and unexpired by the local
 //     monotonic clock, counted from before the renewing statement was
 //     sent, so it ends no later than the database's expires_at. A process
 //     paused past its lease (SIGSTOP, a long GC, a VM migration) stops
 //     firing the moment it wakes, before it talks to the database.
 //   - The run row is the hard guarantee. Before the callback is called
-//     the runner inserts the run's row ([Jobs.ClaimSlots], a
-//     [cron.BatchClaimer]: the slots of the next cron.Config.ClaimAhead,
-//     250 ms by default, many rows to one INSERT); the row is unique on
+//     the runner inserts the run's row ([Jobs.ClaimSlots]: the slots of
+//     the next cron.Config.ClaimAhead, 250 ms by default, many rows to
+//     one INSERT); the row is unique on
 //     (job_id, scheduled_at), and the process whose insert finds the row
 //     present does not call. A process that claimed a slot and is held up
 //     past the misfire tolerance before its time records it as missed
@@ -175,6 +184,52 @@
 //     computes the same scheduled_at for a slot. Retries of a run happen
 //     inside one call of the executor: one row. A run-now has no slot: its
 //     row is unique by its run id.
+//   - A handover between live processes loses no slot. When a partition
+//     moves (a process joins, or one held up comes back), the process
+//     giving it up calls every slot it has claimed, at its time, and
+//     records it, as it does when it stops: cron's Runner.Drop keeps the
+//     claimed, queued and running runs of a job it drops until they end.
+//     The new holder starts from the job's stored next_run_at and finds
+//     the giver's slots claimed. The other way, giving the unconsumed
+//     claims back (deleting their rows for the new holder to claim), was
+//     not chosen: the new holder may have passed those slots by the time
+//     a deletion lands, which loses them, and a giver that stalls between
+//     the deletion and its own stop could call a slot the new holder
+//     claims again. Keeping a claim with its claimer makes the row the
+//     one record of who calls a slot, at the cost of calling a slot up to
+//     ClaimAhead after the lease was released.
+//   - Every claimed run ends with a status. A run called ends with its
+//     result (success, failed, timeout). A slot claimed by a process held
+//     up past the misfire tolerance before its time is recorded missed by
+//     that process when it wakes, "holder stopped: ...". The runs a
+//     process claimed and did not finish before its heartbeat ran out (it
+//     was killed, or is held up past the TTL) are finished by the
+//     partition's next holder, at each lease round, as missed with the
+//     error "holder died: instance NAME stopped renewing its lease before
+//     this run ended ..." (one UPDATE through an index of the unfinished
+//     runs; a callback in flight when its process died may have been
+//     made, so the error says its outcome is unknown); those of an
+//     earlier process of the same instance name when the name is
+//     registered again. The bound: a run left unfinished is finished
+//     within TTL + 2*TTL/3 of its claimer's last heartbeat (10 s by
+//     default): the heartbeat runs out after TTL, the partition is taken
+//     within TTL/3 more, and the holder finishes it in that round or the
+//     next. [Jobs.Runs] (GET /jobs/{id}/runs) lists them with the instance
+//     that claimed them. A process held up that wakes and finishes such a
+//     run itself replaces the status with its own.
+//   - Bookkeeping in order. Every acknowledged write of a job's
+//     configuration (create, PATCH, pause, resume) raises the version
+//     column of its row; the runner writes the bookkeeping of a job with
+//     the version it computed it from, and [Jobs.RecordBatch] writes a
+//     row only while it has that version. So the bookkeeping of a run
+//     that ended before a pause, written after it, is refused instead of
+//     overwriting last_status paused; the runner writes its bookkeeping
+//     again once it holds the new version (through its watcher, or at
+//     once for a write it made itself). The last-run fields
+//     (last_run_at, last_status, last_error) are written only when the
+//     record's last_run_at is not before the stored one, so a regular
+//     slot and a run-now of one job, recorded by two processes, keep the
+//     later run's.
 //   - Propagation. A trigger on ksana_job announces every change of a
 //     configuration: pg_notify on the channel ksana_jobs:<schema> on
 //     PostgreSQL, a row in ksana_job_change on SQLite. A [Watcher] per
@@ -184,7 +239,7 @@
 //     the payload, makes two instances that update one job at once
 //     converge on the row that committed last. After a lost connection
 //     the watcher listens again and reads every job once. A job created
-//     with a given id goes in with [Jobs.Insert] (a [cron.Inserter]), so
+//     with a given id goes in with [Jobs.Write] with create set, so
 //     an id another process stored a moment ago is [cron.ErrExists], not
 //     replaced.
 //   - Holding by partition. ksana_job keeps each job's partition in its
@@ -197,32 +252,32 @@
 //     lost. A change of a job of a partition not held is ignored (and
 //     drops a stale copy). [Jobs.Load] returns only the jobs of the
 //     partitions held (none before the leases' first round).
-//   - Reads. GET of one job reads its row ([cron.JobReader]); the list
-//     and its pages read the table in creation order ([Jobs.PageJobs], a
-//     [cron.JobLister]), and the ksana_jobs metric counts the rows
-//     ([Jobs.CountJobs], a [cron.JobCounter]). A job the process fires
+//   - Reads. GET of one job reads its row ([Jobs.Read]); the list and
+//     its pages read the table in creation order ([Jobs.PageJobs]); the
+//     ksana_jobs metric reads the counts that triggers keep per partition
+//     in ksana_job_count ([Jobs.CountJobs]: at most one row per
+//     partition, whatever the number of jobs). A job the process fires
 //     shows its own next_run_at, which it writes shortly after.
 //   - Writes of a job not held. PATCH, pause, resume and delete read the
 //     row, apply the change under the same validation, and save it
 //     durably; the owner takes it through its watcher. A run-now runs on
 //     the process that received it, claimed by its run id like every
-//     run-now, and that process writes its last_run_at and last_status.
+//     run-now, and that process writes its last-run fields.
 //
 // What is guaranteed: each slot of a job is called at most once across
 // all processes, also when a process is paused past its lease and wakes,
 // or loses the database while a run is queued (a failed claim is never
-// called; it is recorded as skipped with the error). A slot is missed only
-// while no process holds the job's lease: after a kill -9, from the last
-// renewal until another process takes the lease (at most TTL + TTL/3: 8 s
-// by default); the misfire rules then apply as on a restart (an every or
-// cron job rolls on to its next slot, a slot within misfire_grace runs
-// once). Besides, the slots a process has claimed ahead (at most the
-// ClaimAhead before each) are missed when it dies before their time, or
-// is held up past the misfire tolerance; they stay claimed, so no other
-// process calls them either. A process that stops (SIGTERM) calls the
-// slots it has taken at their time before it exits. A callback already in flight when
-// its process dies is not repeated: its row stays claimed and unfinished,
-// and [Jobs.Runs] lists finished runs only.
+// called; it is recorded as skipped with the error). A slot is missed
+// only while no live process holds the job's partition: after a kill -9
+// or a stop past the lease, from the last renewal until another process
+// takes the lease (at most TTL + TTL/3: 8 s by default), and, on a
+// handover between live processes, in the TTL/12 between the release and
+// the take (a slot due then fires late, within the misfire tolerance).
+// The misfire rules then apply as on a restart (an every or cron job
+// rolls on to its next slot, a slot within misfire_grace runs once).
+// Every claimed run reaches a final status within the bound above, and
+// an acknowledged write of a job is never overwritten by the bookkeeping
+// of a run that ended before it.
 //
 // Why each process holds only its partitions: memory and CPU per process
 // are its share of the table, not the whole table (three processes on 1M
@@ -246,8 +301,8 @@
 // bookkeeping): a claim is visible to every other transaction the moment
 // it commits, so it excludes a second call, and no fsync lies on the
 // firing path. Save and Delete, which the API acknowledges, are durable.
-// Leases cost four statements per process every TTL/3, whatever the
-// number of jobs.
+// Leases cost five statements per process every TTL/3 (the fifth
+// finishes the runs of dead processes), whatever the number of jobs.
 //
 // # Errors
 //

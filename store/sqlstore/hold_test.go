@@ -89,7 +89,7 @@ func TestJobsHeldByPartition(t *testing.T) {
 				if !j.Paused {
 					j.NextRunAt = far
 				}
-				if err := seed.Insert(ctx, j); err != nil {
+				if _, err := seed.Write(ctx, j, true); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -17,12 +17,7 @@ var (
 	_ cron.Store       = (*Jobs)(nil)
 	_ cron.RunStore    = (*Jobs)(nil)
 	_ cron.Flusher     = (*Jobs)(nil)
-	_ cron.SlotClaimer = (*Jobs)(nil)
-	_ cron.Owner       = (*Jobs)(nil)
-	_ cron.JobReader   = (*Jobs)(nil)
-	_ cron.Inserter    = (*Jobs)(nil)
-	_ cron.JobLister   = (*Jobs)(nil)
-	_ cron.JobCounter  = (*Jobs)(nil)
+	_ cron.SharedStore = (*Jobs)(nil)
 )
 
 // JobsConfig tunes [DB.Jobs]. The zero value is ready to use.
@@ -40,11 +35,10 @@ type JobsConfig struct {
 }
 
 // Jobs is cron's job store on the ksana_job and ksana_run tables: a
-// [cron.Store], [cron.RunStore], [cron.Flusher] (every write is durable
-// when it returns: Flush has nothing to do), [cron.SlotClaimer],
-// [cron.Owner], [cron.JobReader], [cron.Inserter], [cron.JobLister] and
-// [cron.JobCounter]. See the package documentation,
-// "Cron jobs" and "Sharing cron jobs".
+// [cron.SharedStore] (so a [cron.Store] and [cron.RunStore]) and a
+// [cron.Flusher] (every write is durable when it returns: Flush has
+// nothing to do). See the package documentation, "Cron jobs" and
+// "Sharing cron jobs".
 type Jobs struct {
 	db     *DB
 	cfg    JobsConfig
@@ -79,6 +73,7 @@ func fromNanos(n int64) time.Time {
 
 type jobRow struct {
 	ID         string `db:"id"`
+	Version    int64  `db:"version"`
 	Config     string `db:"config"`
 	LastRunAt  int64  `db:"last_run_at"`
 	NextRunAt  int64  `db:"next_run_at"`
@@ -97,7 +92,7 @@ func (r *jobRow) job() (cron.Job, error) {
 	return j, nil
 }
 
-const jobColumns = "id, config, last_run_at, next_run_at, last_status, last_error"
+const jobColumns = "id, version, config, last_run_at, next_run_at, last_status, last_error"
 
 // partitions is the number of partitions of the job ids: that of
 // JobsConfig.Leases, else [DefaultPartitions].
@@ -114,8 +109,15 @@ func (s *Jobs) partitions() int {
 // of each partition as it is gained). A row whose config column cannot
 // be read is an error naming the job.
 func (s *Jobs) Load(ctx context.Context) ([]cron.Job, error) {
+	jobs, _, err := s.LoadHeld(ctx)
+	return jobs, err
+}
+
+// LoadHeld is [Jobs.Load] with the version of each job (see
+// [cron.SharedStore]).
+func (s *Jobs) LoadHeld(ctx context.Context) ([]cron.Job, []int64, error) {
 	if s.cfg.Leases != nil {
-		return s.LoadPartitions(ctx, s.cfg.Leases.Owned())
+		return s.loadPartitions(ctx, s.cfg.Leases.Owned())
 	}
 	return s.query(ctx, "SELECT "+jobColumns+" FROM ksana_job ORDER BY seq, id")
 }
@@ -124,19 +126,26 @@ func (s *Jobs) Load(ctx context.Context) ([]cron.Job, error) {
 // [Partition]) in creation order, through the index on ksana_job's part
 // column: one query per 1024 partitions.
 func (s *Jobs) LoadPartitions(ctx context.Context, parts []int) ([]cron.Job, error) {
+	jobs, _, err := s.loadPartitions(ctx, parts)
+	return jobs, err
+}
+
+// loadPartitions is LoadPartitions with the version of each job.
+func (s *Jobs) loadPartitions(ctx context.Context, parts []int) ([]cron.Job, []int64, error) {
 	var out []cron.Job
+	var vers []int64
 	for start := 0; start < len(parts); start += 1024 {
 		q, args, err := s.db.d.in("SELECT "+jobColumns+" FROM ksana_job WHERE part IN (?) ORDER BY seq, id", parts[start:min(start+1024, len(parts))])
 		if err != nil {
-			return nil, fmt.Errorf("sqlstore: load jobs of partitions: %w", err)
+			return nil, nil, fmt.Errorf("sqlstore: load jobs of partitions: %w", err)
 		}
-		jobs, err := s.query(ctx, q, args...)
+		jobs, v, err := s.query(ctx, q, args...)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, jobs...)
+		out, vers = append(out, jobs...), append(vers, v...)
 	}
-	return out, nil
+	return out, vers, nil
 }
 
 // PageJobs returns up to limit stored jobs (limit <= 0: no limit) that
@@ -192,104 +201,104 @@ func (s *Jobs) PageJobs(ctx context.Context, after string, limit int, keep func(
 }
 
 // CountJobs returns the number of stored jobs enabled and paused
-// (disabled), read from each job's config column.
+// (disabled), from the counts that triggers keep per partition in
+// ksana_job_count: it reads at most one row per partition, whatever the
+// number of jobs.
 func (s *Jobs) CountJobs(ctx context.Context) (enabled, paused int, err error) {
-	expr := "CAST(config AS jsonb)->>'enabled' = 'true'"
-	if s.db.d != postgresDialect {
-		expr = "json_extract(config, '$.enabled') = 1"
-	}
 	var c struct {
-		All int `db:"n"`
 		On  int `db:"enabled_n"`
+		Off int `db:"paused_n"`
 	}
-	if err := s.db.x.GetContext(ctx, &c, "SELECT count(*) AS n, COALESCE(SUM(CASE WHEN "+expr+" THEN 1 ELSE 0 END), 0) AS enabled_n FROM ksana_job"); err != nil {
+	if err := s.db.x.GetContext(ctx, &c, "SELECT COALESCE(SUM(enabled), 0) AS enabled_n, COALESCE(SUM(paused), 0) AS paused_n FROM ksana_job_count"); err != nil {
 		return 0, 0, fmt.Errorf("sqlstore: count jobs: %w", err)
 	}
-	return c.On, c.All - c.On, nil
+	return c.On, c.Off, nil
 }
 
-// query runs a SELECT of jobColumns and decodes its rows.
-func (s *Jobs) query(ctx context.Context, q string, args ...any) ([]cron.Job, error) {
+// query runs a SELECT of jobColumns and decodes its rows, with the
+// version of each.
+func (s *Jobs) query(ctx context.Context, q string, args ...any) ([]cron.Job, []int64, error) {
 	rows, err := s.db.x.QueryxContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: load jobs: %w", err)
+		return nil, nil, fmt.Errorf("sqlstore: load jobs: %w", err)
 	}
 	defer rows.Close()
 	var out []cron.Job
+	var vers []int64
 	for rows.Next() {
 		var r jobRow
 		if err := rows.StructScan(&r); err != nil {
-			return nil, fmt.Errorf("sqlstore: load jobs: %w", err)
+			return nil, nil, fmt.Errorf("sqlstore: load jobs: %w", err)
 		}
 		j, err := r.job()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, j)
+		out, vers = append(out, j), append(vers, r.Version)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlstore: load jobs: %w", err)
+		return nil, nil, fmt.Errorf("sqlstore: load jobs: %w", err)
 	}
-	return out, nil
+	return out, vers, nil
 }
 
-// Job returns job id as stored, or an error wrapping [cron.ErrNotFound].
-func (s *Jobs) Job(ctx context.Context, id string) (cron.Job, error) {
+// Read returns job id as stored and its version, or an error wrapping
+// [cron.ErrNotFound].
+func (s *Jobs) Read(ctx context.Context, id string) (cron.Job, int64, error) {
 	var r jobRow
 	err := s.db.x.GetContext(ctx, &r, s.db.d.sql("SELECT "+jobColumns+" FROM ksana_job WHERE id = ?"), id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return cron.Job{}, fmt.Errorf("%w: %q", cron.ErrNotFound, id)
+		return cron.Job{}, 0, fmt.Errorf("%w: %q", cron.ErrNotFound, id)
 	}
 	if err != nil {
-		return cron.Job{}, fmt.Errorf("sqlstore: get job %q: %w", id, err)
+		return cron.Job{}, 0, fmt.Errorf("sqlstore: get job %q: %w", id, err)
 	}
-	return r.job()
+	j, err := r.job()
+	return j, r.Version, err
 }
 
 // Save creates or replaces job j, durably, in one statement. A replaced
 // job keeps its place in the creation order. An empty id is an error.
 func (s *Jobs) Save(ctx context.Context, j cron.Job) error {
-	return s.write(ctx, j, true)
+	_, err := s.Write(ctx, j, false)
+	return err
 }
 
-// Insert creates job j durably, in one statement; an id already stored
-// (by any process) is [cron.ErrExists]. An empty id is an error.
-func (s *Jobs) Insert(ctx context.Context, j cron.Job) error {
-	return s.write(ctx, j, false)
-}
-
-func (s *Jobs) write(ctx context.Context, j cron.Job, replace bool) error {
+// Write stores job j durably, in one statement, and returns its version:
+// 1 for a new job, one more than it had for a replaced one, which keeps
+// its place in the creation order. With create, an id already stored (by
+// any process) is [cron.ErrExists]. An empty id is an error.
+func (s *Jobs) Write(ctx context.Context, j cron.Job, create bool) (int64, error) {
 	if j.ID == "" {
-		return errors.New("sqlstore: save job: empty id")
+		return 0, errors.New("sqlstore: save job: empty id")
 	}
 	b := cron.BookkeepingOf(&j)
 	cron.Bookkeeping{}.Apply(&j)
 	cfg, err := json.Marshal(j)
 	if err != nil {
-		return fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
+		return 0, fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
 	}
-	q := `INSERT INTO ksana_job (id, part, config, last_run_at, next_run_at, last_status, last_error) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	q := `INSERT INTO ksana_job (id, part, enabled, config, last_run_at, next_run_at, last_status, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 	if s.db.d != postgresDialect {
-		q = `INSERT INTO ksana_job (id, part, seq, config, last_run_at, next_run_at, last_status, last_error)
-			VALUES (?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ksana_job), ?, ?, ?, ?, ?)`
+		q = `INSERT INTO ksana_job (id, part, enabled, seq, config, last_run_at, next_run_at, last_status, last_error)
+			VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ksana_job), ?, ?, ?, ?, ?)`
 	}
-	if replace {
-		q += ` ON CONFLICT (id) DO UPDATE SET config = excluded.config, last_run_at = excluded.last_run_at,
-			next_run_at = excluded.next_run_at, last_status = excluded.last_status, last_error = excluded.last_error`
-	} else {
+	if create {
 		q += " ON CONFLICT (id) DO NOTHING"
+	} else {
+		q += ` ON CONFLICT (id) DO UPDATE SET config = excluded.config, enabled = excluded.enabled, last_run_at = excluded.last_run_at,
+			next_run_at = excluded.next_run_at, last_status = excluded.last_status, last_error = excluded.last_error,
+			version = ksana_job.version + 1`
 	}
-	res, err := s.db.x.ExecContext(ctx, s.db.d.sql(q), j.ID, Partition(j.ID, s.partitions()), string(cfg), nanos(b.LastRunAt), nanos(b.NextRunAt),
-		string(b.LastStatus), b.LastError)
-	if err != nil {
-		return fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
+	var vers []int64
+	if err := s.db.x.SelectContext(ctx, &vers, s.db.d.sql(q+" RETURNING version"), j.ID, Partition(j.ID, s.partitions()), !j.Paused, string(cfg),
+		nanos(b.LastRunAt), nanos(b.NextRunAt), string(b.LastStatus), b.LastError); err != nil {
+		return 0, fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
 	}
-	if !replace {
-		if n, err := res.RowsAffected(); err == nil && n == 0 {
-			return fmt.Errorf("sqlstore: insert job %q: %w", j.ID, cron.ErrExists)
-		}
+	if len(vers) == 0 {
+		return 0, fmt.Errorf("sqlstore: insert job %q: %w", j.ID, cron.ErrExists)
 	}
-	return nil
+	return vers[0], nil
 }
 
 // Delete removes job id and its runs durably; an unknown id is
@@ -319,6 +328,8 @@ func affected(res sql.Result, id string) error {
 func (s *Jobs) Record(ctx context.Context, id string, b cron.Bookkeeping) error {
 	res, err := s.db.async().ExecContext(ctx, s.db.d.sql(`UPDATE ksana_job SET last_run_at = ?, next_run_at = ?, last_status = ?, last_error = ?
 		WHERE id = ?`), nanos(b.LastRunAt), nanos(b.NextRunAt), string(b.LastStatus), b.LastError, id)
+	// Record is cron.Store's write of bookkeeping, whatever the version: a
+	// runner over Jobs writes through RecordBatch.
 	if err != nil {
 		return fmt.Errorf("sqlstore: record job %q: %w", id, err)
 	}
@@ -445,6 +456,7 @@ func (s *Jobs) trim(ctx context.Context, x sqlx.ExecerContext, id string) error 
 type runRow struct {
 	ID          string `db:"id"`
 	JobID       string `db:"job_id"`
+	Instance    string `db:"instance"`
 	ScheduledAt int64  `db:"scheduled_at"`
 	TriggeredAt int64  `db:"triggered_at"`
 	FinishedAt  int64  `db:"finished_at"`
@@ -456,15 +468,16 @@ type runRow struct {
 }
 
 // Runs returns up to limit of the newest finished runs of job id, newest
-// first (limit <= 0: all kept). A run claimed but not finished (in flight,
-// or of a process that died while calling it) is left out. An unknown id
-// is [cron.ErrNotFound].
+// first (limit <= 0: all kept), each with the instance that claimed it. A
+// run claimed but not finished (in flight, or of a process that died
+// while calling it, until the next holder of its partition finishes it as
+// missed) is left out. An unknown id is [cron.ErrNotFound].
 func (s *Jobs) Runs(ctx context.Context, id string, limit int) ([]cron.Run, error) {
 	if limit <= 0 || limit > s.cfg.RunLimit {
 		limit = s.cfg.RunLimit
 	}
 	var rows []runRow
-	if err := s.db.x.SelectContext(ctx, &rows, s.db.d.sql(`SELECT id, job_id, scheduled_at, triggered_at, finished_at, status, attempts,
+	if err := s.db.x.SelectContext(ctx, &rows, s.db.d.sql(`SELECT id, job_id, instance, scheduled_at, triggered_at, finished_at, status, attempts,
 		http_status, error, latency FROM ksana_run WHERE job_id = ? AND status <> '' ORDER BY seq DESC LIMIT ?`), id, limit); err != nil {
 		return nil, fmt.Errorf("sqlstore: runs of job %q: %w", id, err)
 	}
@@ -481,7 +494,7 @@ func (s *Jobs) Runs(ctx context.Context, id string, limit int) ([]cron.Run, erro
 	for i, r := range rows {
 		out[i] = cron.Run{ID: r.ID, JobID: r.JobID, ScheduledAt: fromNanos(r.ScheduledAt), TriggeredAt: fromNanos(r.TriggeredAt),
 			FinishedAt: fromNanos(r.FinishedAt), Status: cron.Status(r.Status), Attempts: r.Attempts, HTTPStatus: r.HTTPStatus,
-			Error: r.Error, Latency: cron.Duration(r.Latency)}
+			Error: r.Error, Latency: cron.Duration(r.Latency), Instance: r.Instance}
 	}
 	return out, nil
 }

@@ -11,15 +11,28 @@ import (
 	"github.com/ksana-dev/ksana/cron"
 )
 
-var _ cron.BatchRecorder = (*Jobs)(nil)
+// recordSQL is RecordBatch of one job (SQLite): written only at the
+// record's version; the last-run fields only when the run is not older
+// than the stored one; next_run_at unless the record is LastOnly.
+const recordSQL = `UPDATE ksana_job SET
+	next_run_at = CASE WHEN ? THEN next_run_at ELSE ? END,
+	last_status = CASE WHEN ? >= last_run_at THEN ? ELSE last_status END,
+	last_error = CASE WHEN ? >= last_run_at THEN ? ELSE last_error END,
+	last_run_at = CASE WHEN ? >= last_run_at THEN ? ELSE last_run_at END
+	WHERE id = ? AND version = ?`
 
-const recordSQL = `UPDATE ksana_job SET last_run_at = ?, next_run_at = ?, last_status = ?, last_error = ? WHERE id = ?`
-
-// RecordBatch stores the bookkeeping of each job in recs; an id that no
-// job has is skipped. On PostgreSQL it is one UPDATE of every row (joined
-// to the arrays of the new values, in the order of the ids, so that two
-// instances lock shared rows in one order), committed with
-// synchronous_commit off; on SQLite one transaction of one UPDATE per job.
+// RecordBatch stores the bookkeeping of each job in recs, each only while
+// the job's row has the record's version (see [cron.SharedStore]): the
+// bookkeeping computed before a write of the job's configuration that
+// this process has not seen yet is refused, and the runner writes it
+// again once it holds the new version. The last-run fields are written
+// only when the record's last run is not older than the stored one (a
+// run-now called by another instance), next_run_at unless the record is
+// LastOnly. An id that no job has is skipped. On PostgreSQL it is one
+// UPDATE of every row (joined to the arrays of the new values, in the
+// order of the ids, so that two instances lock shared rows in one order),
+// committed with synchronous_commit off; on SQLite one transaction of one
+// UPDATE per job.
 func (s *Jobs) RecordBatch(ctx context.Context, recs []cron.Recorded) error {
 	if len(recs) == 0 {
 		return nil
@@ -27,7 +40,9 @@ func (s *Jobs) RecordBatch(ctx context.Context, recs []cron.Recorded) error {
 	if s.db.d != postgresDialect {
 		return s.inTx(ctx, func(tx *sqlx.Tx) error {
 			for _, r := range recs {
-				if _, err := tx.ExecContext(ctx, s.db.d.sql(recordSQL), nanos(r.LastRunAt), nanos(r.NextRunAt), string(r.LastStatus), r.LastError, r.ID); err != nil {
+				last := nanos(r.LastRunAt)
+				if _, err := tx.ExecContext(ctx, s.db.d.sql(recordSQL), r.LastOnly, nanos(r.NextRunAt), last, string(r.LastStatus),
+					last, r.LastError, last, last, r.ID, r.Version); err != nil {
 					return fmt.Errorf("sqlstore: record job %q: %w", r.ID, err)
 				}
 			}
@@ -38,14 +53,20 @@ func (s *Jobs) RecordBatch(ctx context.Context, recs []cron.Recorded) error {
 	sorted = slices.CompactFunc(sorted, func(a, b cron.Recorded) bool { return a.ID == b.ID })
 	n := len(sorted)
 	ids, status, errs := make([]string, n), make([]string, n), make([]string, n)
-	last, next := make([]int64, n), make([]int64, n)
+	last, next, vers := make([]int64, n), make([]int64, n), make([]int64, n)
+	only := make([]bool, n)
 	for i, r := range sorted {
 		ids[i], last[i], next[i], status[i], errs[i] = r.ID, nanos(r.LastRunAt), nanos(r.NextRunAt), string(r.LastStatus), r.LastError
+		vers[i], only[i] = r.Version, r.LastOnly
 	}
-	if _, err := s.db.async().ExecContext(ctx, `UPDATE ksana_job AS j SET last_run_at = v.last_run_at, next_run_at = v.next_run_at,
-		last_status = v.last_status, last_error = v.last_error
-		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[]) AS v(id, last_run_at, next_run_at, last_status, last_error)
-		WHERE j.id = v.id`, ids, last, next, status, errs); err != nil {
+	if _, err := s.db.async().ExecContext(ctx, `UPDATE ksana_job AS j SET
+		next_run_at = CASE WHEN v.last_only THEN j.next_run_at ELSE v.next_run_at END,
+		last_run_at = CASE WHEN v.last_run_at >= j.last_run_at THEN v.last_run_at ELSE j.last_run_at END,
+		last_status = CASE WHEN v.last_run_at >= j.last_run_at THEN v.last_status ELSE j.last_status END,
+		last_error = CASE WHEN v.last_run_at >= j.last_run_at THEN v.last_error ELSE j.last_error END
+		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::boolean[])
+			AS v(id, last_run_at, next_run_at, last_status, last_error, version, last_only)
+		WHERE j.id = v.id AND j.version = v.version`, ids, last, next, status, errs, vers, only); err != nil {
 		return fmt.Errorf("sqlstore: record %d jobs: %w", n, err)
 	}
 	return nil
@@ -268,8 +289,6 @@ func (s *Jobs) claimAll(ctx context.Context, batch []*claimReq) {
 		}
 	}
 }
-
-var _ cron.BatchClaimer = (*Jobs)(nil)
 
 // claimChunk bounds the rows of one claiming INSERT.
 const claimChunk = 1000

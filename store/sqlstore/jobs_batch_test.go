@@ -105,11 +105,11 @@ func TestBatchRecord(t *testing.T) {
 				return cron.Bookkeeping{LastRunAt: t0.Add(time.Duration(i) * time.Second), NextRunAt: t0.Add(time.Duration(i+1) * time.Second),
 					LastStatus: cron.StatusFailed, LastError: fmt.Sprint("error ", i)}
 			}
-			if err := s.RecordBatch(ctx, []cron.Recorded{{ID: "p", Bookkeeping: bk(1)}, {ID: "nope", Bookkeeping: bk(2)}, {ID: "q", Bookkeeping: bk(3)}}); err != nil {
+			if err := s.RecordBatch(ctx, []cron.Recorded{{ID: "p", Bookkeeping: bk(1), Version: 1}, {ID: "nope", Bookkeeping: bk(2)}, {ID: "q", Bookkeeping: bk(3), Version: 1}}); err != nil {
 				t.Fatal(err)
 			}
 			for id, want := range map[string]cron.Bookkeeping{"p": bk(1), "q": bk(3)} {
-				j, err := s.Job(ctx, id)
+				j, _, err := s.Read(ctx, id)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -124,7 +124,7 @@ func TestBatchRecord(t *testing.T) {
 			run := func(job string, i int, st cron.Status) cron.Run {
 				at := t0.Add(time.Duration(i) * time.Second)
 				return cron.Run{ID: fmt.Sprintf("%s-%d-%s", job, i, st), JobID: job, ScheduledAt: at, TriggeredAt: at, FinishedAt: at.Add(time.Millisecond),
-					Status: st, Attempts: 1, HTTPStatus: 200, Latency: cron.Duration(time.Millisecond)}
+					Status: st, Attempts: 1, HTTPStatus: 200, Latency: cron.Duration(time.Millisecond), Instance: "i"}
 			}
 			var claims []cron.Run
 			for i := range 3 {

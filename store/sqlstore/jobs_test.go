@@ -35,6 +35,20 @@ func TestCronHandlers(t *testing.T) {
 	}
 }
 
+// TestSharedStoreConformance runs store/storetest's suite for
+// cron.SharedStore on both databases: two stores on one database, as two
+// processes.
+func TestSharedStoreConformance(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			storetest.TestSharedStore(t, func(t *testing.T) (cron.SharedStore, cron.SharedStore) {
+				u := b.url(t)
+				return mustJobs(t, mustOpen(t, u), JobsConfig{Instance: "a"}), mustJobs(t, mustOpen(t, u), JobsConfig{Instance: "b"})
+			})
+		})
+	}
+}
+
 func mustJobs(t testing.TB, db *DB, cfg JobsConfig) *Jobs {
 	t.Helper()
 	j, err := db.Jobs(cfg)
@@ -118,7 +132,7 @@ func TestClaimRunOnce(t *testing.T) {
 }
 
 // TestInsertExists: a job id stored by one process is refused to another
-// process's Insert (Add through the API) with cron.ErrExists, even before
+// process's Write with create (Add through the API) with cron.ErrExists, even before
 // that process has heard of it; Save replaces.
 func TestInsertExists(t *testing.T) {
 	for _, b := range backends {
@@ -126,12 +140,12 @@ func TestInsertExists(t *testing.T) {
 			ctx := context.Background()
 			u := b.url(t)
 			s1, s2 := mustJobs(t, mustOpen(t, u), JobsConfig{}), mustJobs(t, mustOpen(t, u), JobsConfig{})
-			if err := s1.Insert(ctx, testJob("x")); err != nil {
+			if _, err := s1.Write(ctx, testJob("x"), true); err != nil {
 				t.Fatal(err)
 			}
 			j := testJob("x")
 			j.Name = "other"
-			if err := s2.Insert(ctx, j); !errors.Is(err, cron.ErrExists) {
+			if _, err := s2.Write(ctx, j, true); !errors.Is(err, cron.ErrExists) {
 				t.Errorf("second Insert error = %v, want cron.ErrExists", err)
 			}
 			r, err := cron.New(s2, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result { return cron.Result{} }), cron.Config{})
@@ -144,7 +158,7 @@ func TestInsertExists(t *testing.T) {
 			if err := s2.Save(ctx, j); err != nil {
 				t.Fatal(err)
 			}
-			got, err := s1.Job(ctx, "x")
+			got, _, err := s1.Read(ctx, "x")
 			if err != nil || got.Name != "other" {
 				t.Errorf("after Save: %q, %v; want the replaced job", got.Name, err)
 			}

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -24,8 +26,9 @@ const (
 // value is a documented default.
 type LeasesConfig struct {
 	// Instance names this process among those sharing the database; it
-	// must be unique among them (cmd/ksana uses host name, process id and
-	// random bits). Required.
+	// must be unique among the live ones: [Leases.Register] refuses a
+	// name that a live process uses (cmd/ksana's default is host name,
+	// process id and random bits). Required.
 	Instance string
 	// TTL is how long a lease and a heartbeat last without renewal: the
 	// leases of a process that stops renewing (killed, paused, cut off
@@ -56,10 +59,21 @@ type Leases struct {
 
 	changed chan struct{} // signalled when a round gains or loses leases
 
-	mu      sync.Mutex
-	members []string
-	pending bool // the last round left partitions of the share to take
+	token string // this process among those that might use the instance name
+
+	mu         sync.Mutex
+	members    []string
+	pending    bool // the last round left partitions of the share to take
+	registered bool
+	// sweepUntil: the rounds until then finish the runs of dead members
+	// (set when a member goes or partitions are gained).
+	sweepUntil time.Time
 }
+
+// ErrInstanceInUse is returned by [Leases.Register] (and [Leases.Run])
+// when a live process on the database goes by the same
+// LeasesConfig.Instance.
+var ErrInstanceInUse = errors.New("sqlstore: instance name in use by a live process")
 
 // Leases returns the lease keeper of one process.
 func (db *DB) Leases(cfg LeasesConfig) (*Leases, error) {
@@ -82,7 +96,10 @@ func (db *DB) Leases(cfg LeasesConfig) (*Leases, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Leases{db: db, cfg: cfg, log: log, base: time.Now(), exp: make([]atomic.Int64, cfg.Partitions), changed: make(chan struct{}, 1)}, nil
+	var tok [16]byte
+	_, _ = rand.Read(tok[:])
+	return &Leases{db: db, cfg: cfg, log: log, base: time.Now(), exp: make([]atomic.Int64, cfg.Partitions), changed: make(chan struct{}, 1),
+		token: hex.EncodeToString(tok[:])}, nil
 }
 
 // Partition returns the partition of job id among n: FNV-1a of the id,
@@ -146,11 +163,15 @@ func (l *Leases) Instance() string { return l.cfg.Instance }
 // TTL returns the lease TTL in effect.
 func (l *Leases) TTL() time.Duration { return l.cfg.TTL }
 
-// Run renews the heartbeat and the leases every TTL/3 until ctx ends,
-// then releases every lease and the heartbeat so that the others take
-// over at once. A failed renewal is logged and tried again at the next
-// period; meanwhile the leases run out by the local clock. Run returns
-// an error only when the lease table disagrees with Partitions.
+// Run registers the instance when [Leases.Register] was not called, then
+// renews the heartbeat and the leases every TTL/3 until ctx ends, and
+// releases every lease and the heartbeat so that the others take over at
+// once. A failed renewal is logged and tried again at the next period;
+// meanwhile the leases run out by the local clock. Each round also
+// finishes the runs that dead processes left unfinished in the partitions
+// held (see the package documentation, "Sharing cron jobs"). Run returns
+// an error only when the lease table disagrees with Partitions, or the
+// instance name is in use ([ErrInstanceInUse]).
 func (l *Leases) Run(ctx context.Context) error {
 	if err := l.init(ctx); err != nil {
 		return err
@@ -182,12 +203,46 @@ func (l *Leases) Run(ctx context.Context) error {
 	}
 }
 
-// init creates the lease rows of the partitions, waiting for the database
-// while ctx allows.
+// Register claims the instance name for this process in ksana_member:
+// it fails with an error wrapping [ErrInstanceInUse] while another
+// process that goes by the name has a heartbeat within the TTL (two
+// processes with one name would both hold every lease of that name). The
+// name is free again a TTL after its process stopped renewing, or at once
+// after a clean stop ([Leases.Leave]). Then the runs that an earlier
+// process of the same name claimed and left unfinished (it was killed)
+// are finished as missed, "holder died". [Leases.Run] registers first
+// when Register was not called.
+func (l *Leases) Register(ctx context.Context) error {
+	d := l.db.d
+	res, err := l.db.x.ExecContext(ctx, d.sql(`INSERT INTO ksana_member (instance, token) VALUES (?, ?)
+		ON CONFLICT (instance) DO UPDATE SET token = excluded.token, started_at = {now}, last_seen = {now}
+		WHERE ksana_member.token = excluded.token OR ksana_member.last_seen < {since}`), l.cfg.Instance, l.token, d.sinceArg(l.cfg.TTL))
+	if err != nil {
+		return fmt.Errorf("sqlstore: register instance %q: %w", l.cfg.Instance, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		var seen string
+		_ = l.db.x.GetContext(ctx, &seen, d.sql("SELECT CAST(last_seen AS TEXT) FROM ksana_member WHERE instance = ?"), l.cfg.Instance)
+		return fmt.Errorf("%w: another process on this database goes by %q (its last heartbeat: %s, lease TTL %v); "+
+			"give each instance its own name, or wait until the other one has stopped", ErrInstanceInUse, l.cfg.Instance, seen, l.cfg.TTL)
+	}
+	if _, err := l.db.x.ExecContext(ctx, d.sql(`UPDATE ksana_run SET status = 'missed', finished_at = ?,
+		error = 'holder died: instance ' || instance || ' stopped (it was started again) before this run ended; the run was not called, or the outcome of its call is unknown'
+		WHERE instance = ? AND status = ''`), time.Now().UnixNano(), l.cfg.Instance); err != nil {
+		return fmt.Errorf("sqlstore: finish the runs of the previous %q: %w", l.cfg.Instance, err)
+	}
+	l.mu.Lock()
+	l.registered = true
+	l.mu.Unlock()
+	return nil
+}
+
+// init registers the instance and creates the lease rows of the
+// partitions, waiting for the database while ctx allows.
 func (l *Leases) init(ctx context.Context) error {
 	for {
 		err := l.initOnce(ctx)
-		if err == nil || errors.Is(err, errPartitions) {
+		if err == nil || errors.Is(err, errPartitions) || errors.Is(err, ErrInstanceInUse) {
 			return err
 		}
 		l.log.Warn("sqlstore: leases: cannot reach the database; trying again", "error", err)
@@ -202,6 +257,14 @@ func (l *Leases) init(ctx context.Context) error {
 var errPartitions = errors.New("sqlstore: leases: partition count differs from the database's")
 
 func (l *Leases) initOnce(ctx context.Context) error {
+	l.mu.Lock()
+	registered := l.registered
+	l.mu.Unlock()
+	if !registered {
+		if err := l.Register(ctx); err != nil {
+			return err
+		}
+	}
 	var have int
 	if err := l.db.x.GetContext(ctx, &have, "SELECT COALESCE(MAX(part) + 1, 0) FROM ksana_lease"); err != nil {
 		return fmt.Errorf("sqlstore: leases: read ksana_lease: %w", err)
@@ -285,9 +348,16 @@ func mix(z uint64) uint64 {
 // joined takes them at its next round. Run calls it every TTL/3.
 func (l *Leases) Renew(ctx context.Context) error {
 	d := l.db.d
-	if _, err := l.db.x.ExecContext(ctx, d.sql(`INSERT INTO ksana_member (instance) VALUES (?)
-		ON CONFLICT (instance) DO UPDATE SET last_seen = {now}`), l.cfg.Instance); err != nil {
+	res, err := l.db.x.ExecContext(ctx, d.sql(`INSERT INTO ksana_member (instance, token) VALUES (?, ?)
+		ON CONFLICT (instance) DO UPDATE SET last_seen = {now} WHERE ksana_member.token = excluded.token`), l.cfg.Instance, l.token)
+	if err != nil {
 		return fmt.Errorf("sqlstore: heartbeat of %q: %w", l.cfg.Instance, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		// Another process took the name while this one was held up past
+		// the TTL: stop holding anything under it.
+		l.dropAll()
+		return fmt.Errorf("%w: %q was taken by another process while this one did not renew; this process holds no lease", ErrInstanceInUse, l.cfg.Instance)
 	}
 	var members []string
 	if err := l.db.x.SelectContext(ctx, &members, d.sql("SELECT instance FROM ksana_member WHERE last_seen >= {since} ORDER BY instance"),
@@ -299,6 +369,14 @@ func (l *Leases) Renew(ctx context.Context) error {
 		slices.Sort(members)
 	}
 	l.mu.Lock()
+	// A member gone since the last round died or stopped: its unfinished
+	// runs may wait for the holders of their partitions.
+	for _, m := range l.members {
+		if !slices.Contains(members, m) {
+			l.sweepUntil = time.Now().Add(l.cfg.TTL)
+			break
+		}
+	}
 	l.members = members
 	l.mu.Unlock()
 	want := Share(l.cfg.Instance, members, l.cfg.Partitions)
@@ -359,11 +437,59 @@ func (l *Leases) Renew(ctx context.Context) error {
 	if err := l.db.x.SelectContext(ctx, &released, q, args...); err != nil {
 		return fmt.Errorf("sqlstore: release leases: %w", err)
 	}
+	l.mu.Lock()
+	if gained > 0 {
+		l.sweepUntil = time.Now().Add(l.cfg.TTL)
+	}
+	sweep := time.Now().Before(l.sweepUntil)
+	l.mu.Unlock()
+	if len(got) > 0 && sweep {
+		if err := l.finishOrphans(ctx, got); err != nil {
+			return err
+		}
+	}
 	if gained > 0 || lost > 0 {
 		l.log.Info("sqlstore: leases changed", "instance", l.cfg.Instance, "members", len(members), "share", len(want),
 			"held", len(got), "gained", gained, "lost", lost)
 	}
 	return nil
+}
+
+// finishOrphans finishes, as missed with the reason "holder died", the
+// runs of the partitions held (parts) that a process claimed and did not
+// finish before its heartbeat ran out (it was killed, or is held up past
+// the TTL): nobody else would ever finish them. One UPDATE, through the
+// index of the unfinished runs. Renew calls it for a TTL after a member
+// went from the live ones, or partitions were gained: only then can
+// there be such runs. A process held up that wakes and finishes such a
+// run itself overwrites the status with its own.
+func (l *Leases) finishOrphans(ctx context.Context, parts []int) error {
+	d := l.db.d
+	q, args, err := d.in(`UPDATE ksana_run SET status = 'missed', finished_at = ?,
+		error = 'holder died: instance ' || instance || ' stopped renewing its lease before this run ended; the run was not called, or the outcome of its call is unknown'
+		WHERE status = '' AND instance <> '' AND instance <> ?
+		AND instance NOT IN (SELECT instance FROM ksana_member WHERE last_seen >= {since})
+		AND job_id IN (SELECT id FROM ksana_job WHERE part IN (?))`, time.Now().UnixNano(), l.cfg.Instance, d.sinceArg(l.cfg.TTL), parts)
+	if err != nil {
+		return err
+	}
+	if _, err := l.db.async().ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("sqlstore: finish the runs of dead instances: %w", err)
+	}
+	return nil
+}
+
+// dropAll stops holding every lease, by the local clock.
+func (l *Leases) dropAll() {
+	lost := 0
+	for p := range l.exp {
+		if l.exp[p].Swap(0) != 0 {
+			lost++
+		}
+	}
+	if lost > 0 {
+		l.signal()
+	}
 }
 
 // Leave releases every lease of this process and deletes its heartbeat,
@@ -375,7 +501,7 @@ func (l *Leases) Leave(ctx context.Context) error {
 	l.signal()
 	d := l.db.d
 	_, err1 := l.db.x.ExecContext(ctx, d.sql("UPDATE ksana_lease SET owner = '', expires_at = {now} WHERE owner = ?"), l.cfg.Instance)
-	_, err2 := l.db.x.ExecContext(ctx, d.sql("DELETE FROM ksana_member WHERE instance = ?"), l.cfg.Instance)
+	_, err2 := l.db.x.ExecContext(ctx, d.sql("DELETE FROM ksana_member WHERE instance = ? AND token = ?"), l.cfg.Instance, l.token)
 	if err := errors.Join(err1, err2); err != nil {
 		return fmt.Errorf("sqlstore: leave %q: %w", l.cfg.Instance, err)
 	}

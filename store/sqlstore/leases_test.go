@@ -130,7 +130,7 @@ type holder struct {
 	jobs map[string]cron.Job
 }
 
-func (h *holder) Hold(j cron.Job) error {
+func (h *holder) Hold(j cron.Job, version int64) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.jobs[j.ID] = j

@@ -16,8 +16,9 @@ import (
 // Holder is what a [Watcher] keeps in step with the ksana_job table: a
 // *cron.Runner.
 type Holder interface {
-	// Hold adds or replaces a job as stored, without writing it back.
-	Hold(j cron.Job) error
+	// Hold adds or replaces a job as stored at version (see
+	// [cron.SharedStore]), without writing it back.
+	Hold(j cron.Job, version int64) error
 	// Drop forgets a job removed from the store, or of a partition no
 	// longer leased.
 	Drop(id string) bool
@@ -300,13 +301,13 @@ func (w *Watcher) syncPartitions(ctx context.Context, h Holder) error {
 		return nil
 	}
 	start := time.Now()
-	jobs, err := w.s.LoadPartitions(ctx, gained)
+	jobs, vers, err := w.s.loadPartitions(ctx, gained)
 	if err != nil {
 		return err
 	}
 	bad := 0
-	for _, j := range jobs {
-		if err := h.Hold(j); err != nil {
+	for i, j := range jobs {
+		if err := h.Hold(j, vers[i]); err != nil {
 			bad++
 			w.log.Warn("sqlstore: watcher: cannot hold a job", "job_id", j.ID, "error", err)
 		}
@@ -356,7 +357,7 @@ func (w *Watcher) apply(ctx context.Context, h Holder, ids []string) error {
 			found[rows[i].ID] = true
 			j, err := rows[i].job()
 			if err == nil {
-				err = h.Hold(j)
+				err = h.Hold(j, rows[i].Version)
 			}
 			if err != nil {
 				w.log.Warn("sqlstore: watcher: cannot hold a changed job", "job_id", rows[i].ID, "error", err)
@@ -377,9 +378,10 @@ func (w *Watcher) resync(ctx context.Context, h Holder) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var jobs []cron.Job
+	var vers []int64
 	var err error
 	if w.held == nil {
-		jobs, err = w.s.Load(ctx)
+		jobs, vers, err = w.s.LoadHeld(ctx)
 	} else {
 		var parts []int
 		for p, ok := range w.held {
@@ -387,16 +389,16 @@ func (w *Watcher) resync(ctx context.Context, h Holder) error {
 				parts = append(parts, p)
 			}
 		}
-		jobs, err = w.s.LoadPartitions(ctx, parts)
+		jobs, vers, err = w.s.loadPartitions(ctx, parts)
 	}
 	if err != nil {
 		return err
 	}
 	stored := make(map[string]bool, len(jobs))
 	var errs []error
-	for _, j := range jobs {
+	for i, j := range jobs {
 		stored[j.ID] = true
-		if err := h.Hold(j); err != nil {
+		if err := h.Hold(j, vers[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}

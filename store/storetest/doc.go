@@ -13,6 +13,8 @@
 //
 //   - [TestCronStore] for [github.com/ksana-dev/ksana/cron.Store] and its
 //     optional [github.com/ksana-dev/ksana/cron.RunStore].
+//   - [TestSharedStore] for [github.com/ksana-dev/ksana/cron.SharedStore],
+//     the store that several runners share.
 //   - [TestClaimStore] for the stores of package claim.
 //   - [TestJobStore], [TestReservationStore], [TestRequestStore] and
 //     [TestTurnStore] for the job lifecycle, reservation, request and turn

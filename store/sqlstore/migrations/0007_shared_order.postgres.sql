@@ -1,0 +1,58 @@
+-- Sharing cron jobs exactly (see the package documentation, "Sharing cron
+-- jobs"):
+--
+-- ksana_job.version: raised by every write of a job's configuration, so
+-- that the bookkeeping an instance computed from an older version is
+-- refused by its UPDATE (an acknowledged pause is never overwritten by
+-- the bookkeeping of a run that ended before it).
+--
+-- ksana_job.enabled and ksana_job_count: the number of jobs enabled and
+-- paused, kept per partition by triggers, so that counting every job
+-- reads at most one row per partition instead of the whole table.
+--
+-- ksana_member.token: the process that goes by an instance name, so that
+-- a second process started with the name of a live one is refused.
+--
+-- ksana_run_open_idx: the runs claimed and not finished, which the next
+-- holder of a partition finishes when their claimer died.
+ALTER TABLE ksana_job ADD COLUMN IF NOT EXISTS version BIGINT NOT NULL DEFAULT 1;
+ALTER TABLE ksana_job ADD COLUMN IF NOT EXISTS enabled BOOLEAN NOT NULL DEFAULT TRUE;
+UPDATE ksana_job SET enabled = COALESCE(CAST(config AS jsonb)->>'enabled' = 'true', FALSE);
+ALTER TABLE ksana_member ADD COLUMN IF NOT EXISTS token TEXT NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS ksana_run_open_idx ON ksana_run (instance) WHERE status = '';
+
+CREATE TABLE IF NOT EXISTS ksana_job_count (
+    part    INTEGER PRIMARY KEY,
+    enabled BIGINT NOT NULL DEFAULT 0,
+    paused  BIGINT NOT NULL DEFAULT 0
+);
+DELETE FROM ksana_job_count;
+INSERT INTO ksana_job_count (part, enabled, paused)
+    SELECT part, SUM(CASE WHEN enabled THEN 1 ELSE 0 END), SUM(CASE WHEN enabled THEN 0 ELSE 1 END)
+    FROM ksana_job GROUP BY part;
+
+CREATE OR REPLACE FUNCTION ksana_job_count() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' OR TG_OP = 'DELETE' THEN
+        UPDATE ksana_job_count SET enabled = enabled - CASE WHEN OLD.enabled THEN 1 ELSE 0 END,
+            paused = paused - CASE WHEN OLD.enabled THEN 0 ELSE 1 END
+        WHERE part = OLD.part;
+    END IF;
+    IF TG_OP = 'UPDATE' OR TG_OP = 'INSERT' THEN
+        INSERT INTO ksana_job_count AS c (part, enabled, paused)
+            VALUES (NEW.part, CASE WHEN NEW.enabled THEN 1 ELSE 0 END, CASE WHEN NEW.enabled THEN 0 ELSE 1 END)
+        ON CONFLICT (part) DO UPDATE SET enabled = c.enabled + excluded.enabled, paused = c.paused + excluded.paused;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS ksana_job_count ON ksana_job;
+CREATE TRIGGER ksana_job_count
+    AFTER INSERT OR DELETE ON ksana_job
+    FOR EACH ROW EXECUTE FUNCTION ksana_job_count();
+DROP TRIGGER IF EXISTS ksana_job_count_update ON ksana_job;
+CREATE TRIGGER ksana_job_count_update
+    AFTER UPDATE OF enabled ON ksana_job
+    FOR EACH ROW WHEN (OLD.enabled IS DISTINCT FROM NEW.enabled) EXECUTE FUNCTION ksana_job_count();

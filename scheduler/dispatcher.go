@@ -27,7 +27,7 @@ type Stores struct {
 	Owners       Owners
 	Snapshots    NodeSnapshots
 	Sender       Sender
-	Inbox        func(instanceID string) Inbox // the inbox of an instance, read by the configured stream_group
+	Inbox        func(instanceID string) Inbox // the inbox of an instance, read by its consumer group
 	Jobs         JobStore
 	Book         JobBook
 	Due          DueIndex
@@ -125,13 +125,19 @@ var (
 
 // Reasons written in job_failed and job_cancel messages.
 const (
-	FailNoNode      = "no_node"      // no eligible node took the job within queue_timeout_ms
+	FailNoNode      = "no_node"      // no eligible node took the job within Dispatch.QueueTimeout
 	FailAttempts    = "max_attempts" // every attempt timed out or failed over
-	FailTimeout     = "timeout"      // no answer reached the session within request_timeout_ms
+	FailTimeout     = "timeout"      // no answer reached the session within Dispatch.RequestTimeout
 	FailResultLost  = "result_lost"  // the job's outcome was not found once it finished (its store lost it)
 	CancelFailover  = "failover"     // the job went to another node
 	CancelTimeout   = "timeout"      // the attempt took too long
 	CancelNodeStorm = "model_not_available"
+)
+
+// Limits of the Dispatcher's own bookkeeping.
+const (
+	sweepBatch     = 256              // jobs settled per sweep round trip
+	answeredMemory = 10 * time.Minute // how long a session's answered jobs are remembered
 )
 
 // JobIDFor returns the job id of a request id: "j" and the first 32 hex
@@ -240,8 +246,8 @@ type pendingReq struct {
 }
 
 // NewDispatcher returns the dispatcher of cfg.InstanceID over st. cfg gets
-// its defaults ([Config.WithDefaults], which also resolves an "auto"
-// instance id) and is validated; the error names the bad field.
+// its defaults ([Config.WithDefaults]) and is validated; the error is a
+// [*ConfigError] naming the bad field.
 func NewDispatcher(st Stores, cfg Config) (*Dispatcher, error) {
 	if err := st.check(); err != nil {
 		return nil, err
@@ -294,14 +300,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return d.hb.Run(gctx) })
 	g.Go(func() error { return d.binds.Run(gctx) })
-	if d.cfg.SnapshotsOn() {
+	if !d.cfg.Fleet.Off {
 		g.Go(func() error { return d.sync.Run(gctx) })
 	}
 	g.Go(func() error { return d.deliv.Run(gctx) })
-	g.Go(func() error { d.loop(gctx, msd(d.dc.SweepIntervalMS), d.kick, d.sweep); return nil })
-	g.Go(func() error { d.loop(gctx, msd(d.dc.LeaseMS)/3, nil, d.renewLeases); return nil })
-	g.Go(func() error { d.loop(gctx, d.cfg.OwnerTTL()/3, nil, d.adoptDead); return nil })
-	g.Go(func() error { d.loop(gctx, msd(d.dc.SweepIntervalMS), nil, d.expireRequests); return nil })
+	g.Go(func() error { d.loop(gctx, d.dc.SweepInterval, d.kick, d.sweep); return nil })
+	g.Go(func() error { d.loop(gctx, d.dc.Lease/3, nil, d.renewLeases); return nil })
+	g.Go(func() error { d.loop(gctx, d.cfg.OwnerTTL/3, nil, d.adoptDead); return nil })
+	g.Go(func() error { d.loop(gctx, d.dc.SweepInterval, nil, d.expireRequests); return nil })
 	err := g.Wait()
 	d.mu.Lock()
 	d.stopped = true
@@ -418,8 +424,8 @@ func (d *Dispatcher) AttachNode(ctx context.Context, info NodeInfo, conn NodeCon
 		return err
 	}
 	snap := d.snapshotOf(info)
-	ns := d.cfg.NodeSnapshot
-	if err := d.st.Snapshots.Upsert(ctx, time.Now(), ns.PresenceTTL(), ns.RemoveStaleAfter(), snap); err != nil {
+	ns := d.cfg.Fleet
+	if err := d.st.Snapshots.Upsert(ctx, time.Now(), ns.PresenceTTL, ns.RemoveStaleAfter, snap); err != nil {
 		return fmt.Errorf("scheduler: publish node %s: %w", info.NodeID, err)
 	}
 	d.mu.Lock()
@@ -578,7 +584,7 @@ func CheckRequest(r Request) error {
 // returns the job's id. A request id seen before (on any instance) makes
 // no new job: the session is added to the job's waiters, or, when the job
 // is over, answered at once. Such a duplicate that keeps a turn going
-// returns once the turn has its node (at most queue_timeout_ms later), so
+// returns once the turn has its node (at most Dispatch.QueueTimeout later), so
 // that the session's next request of the turn finds the affinity.
 func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) (string, error) {
 	if err := CheckRequest(req); err != nil {
@@ -595,7 +601,7 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 		d.mu.Unlock()
 		return "", fmt.Errorf("session %q: %w", sessionID, ErrNotAttached)
 	}
-	d.pending[pendingKey{sessionID, jobID}] = pendingReq{req.RequestID, now.Add(msd(d.dc.RequestTimeoutMS))}
+	d.pending[pendingKey{sessionID, jobID}] = pendingReq{req.RequestID, now.Add(d.dc.RequestTimeout)}
 	d.mu.Unlock()
 	spec := JobSpec{
 		RequestID: req.RequestID, SessionID: sessionID, TurnID: req.TurnID, Pool: req.Pool,
@@ -603,7 +609,7 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 	}
 	// The deadline goes in first: whatever stops this call from here on,
 	// a sweeper finds the job and carries it on.
-	if err := d.st.Due.Add(ctx, jobID, now.Add(msd(d.dc.AckTimeoutMS))); err != nil {
+	if err := d.st.Due.Add(ctx, jobID, now.Add(d.dc.AckTimeout)); err != nil {
 		return "", d.submitFailed(sessionID, jobID, err)
 	}
 	entry, created, err := d.st.Book.Open(ctx, jobID, spec, d.jobTTL())
@@ -641,7 +647,7 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 // sent to another instance first) returns while that instance may still be
 // choosing; the session's next request of the turn would then choose
 // without the affinity. It waits until the affinity is written, or
-// queue_timeout_ms passed, or the job has been out of CREATED for
+// Dispatch.QueueTimeout passed, or the job has been out of CREATED for
 // turnWriteGrace without an affinity (the instance that dispatched it
 // writes the affinity right after the job leaves CREATED; a job that
 // failed, or whose write failed, never gets one).
@@ -652,7 +658,7 @@ func (d *Dispatcher) awaitTurnNode(ctx context.Context, req Request, jobID strin
 	if ends, _ := affinity.EndsTurn(affinity.Reason(req.Reason)); ends {
 		return
 	}
-	deadline := time.Now().Add(msd(d.dc.QueueTimeoutMS))
+	deadline := time.Now().Add(d.dc.QueueTimeout)
 	var leftCreated time.Time
 	pause := time.Millisecond
 	for {
@@ -692,7 +698,7 @@ func (d *Dispatcher) submitFailed(sessionID, jobID string, err error) error {
 	return fmt.Errorf("scheduler: submit job %s: %w", jobID, err)
 }
 
-func (d *Dispatcher) jobTTL() time.Duration { return time.Duration(d.dc.JobTTLSeconds) * time.Second }
+func (d *Dispatcher) jobTTL() time.Duration { return d.dc.JobTTL }
 
 func (d *Dispatcher) enter(s fsm.State) {
 	if d.hooks.JobState != nil {
@@ -766,7 +772,7 @@ func (d *Dispatcher) choose(ctx context.Context, spec JobSpec, cands []string) (
 }
 
 func (d *Dispatcher) reserveTTL() time.Duration {
-	return msd(d.dc.AckTimeoutMS + d.dc.RunTimeoutMS + d.dc.LeaseMS)
+	return d.dc.AckTimeout + d.dc.RunTimeout + d.dc.Lease
 }
 
 // dispatchFresh is dispatch for a job Submit just created: its deadline,
@@ -813,10 +819,10 @@ func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookE
 			if d.hooks.SelectionMiss != nil {
 				d.hooks.SelectionMiss(spec.Pool, spec.Model)
 			}
-			if time.Since(rec.UpdatedAt) >= msd(d.dc.QueueTimeoutMS) {
-				return d.fail(ctx, rec, FailNoNode, fmt.Sprintf("no node in pool %q with model %q took the job within %v", spec.Pool, spec.Model, msd(d.dc.QueueTimeoutMS)))
+			if time.Since(rec.UpdatedAt) >= d.dc.QueueTimeout {
+				return d.fail(ctx, rec, FailNoNode, fmt.Sprintf("no node in pool %q with model %q took the job within %v", spec.Pool, spec.Model, d.dc.QueueTimeout))
 			}
-			return d.st.Due.Set(ctx, rec.ID, time.Now().Add(msd(d.dc.RetryIntervalMS)))
+			return d.st.Due.Set(ctx, rec.ID, time.Now().Add(d.dc.RetryInterval))
 		}
 		dec, err := d.choose(ctx, spec, cands)
 		if err != nil {
@@ -871,7 +877,7 @@ func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookE
 		}
 		d.enter(fsm.Dispatched)
 		if !fresh {
-			if err := d.st.Due.Set(ctx, rec.ID, time.Now().Add(msd(d.dc.AckTimeoutMS))); err != nil {
+			if err := d.st.Due.Set(ctx, rec.ID, time.Now().Add(d.dc.AckTimeout)); err != nil {
 				d.log.Warn("scheduler: set deadline", "job_id", rec.ID, "err", err)
 			}
 		}
@@ -1016,6 +1022,7 @@ func (d *Dispatcher) endAttempt(ctx context.Context, rec JobRecord, ev fsm.Event
 	if tr.Duplicate {
 		return nil
 	}
+	d.log.Info("scheduler: job taken off its node", "job_id", rec.ID, "node_id", rec.NodeID, "attempt", rec.Attempt, "reason", why, "state", tr.Job.State)
 	if d.hooks.Failover != nil {
 		d.hooks.Failover(rec.ID, why)
 	}
@@ -1241,7 +1248,7 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 		if leased {
 			return nil
 		}
-		return d.st.Due.Set(ctx, m.JobID, time.Now().Add(msd(d.dc.LeaseMS)))
+		return d.st.Due.Set(ctx, m.JobID, time.Now().Add(d.dc.Lease))
 	default: // result
 		if !tr.Duplicate {
 			d.enter(fsm.Finished)
@@ -1358,7 +1365,7 @@ func (d *Dispatcher) settle(ctx context.Context, jobID string) error {
 // sweep claims the jobs whose deadline passed and settles them.
 func (d *Dispatcher) sweep(ctx context.Context) {
 	for ctx.Err() == nil {
-		ids, err := d.st.Due.Claim(ctx, time.Now(), 5*time.Second, DefaultSweepBatch)
+		ids, err := d.st.Due.Claim(ctx, time.Now(), 5*time.Second, sweepBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn("scheduler: claim due jobs", "err", err)
@@ -1370,7 +1377,7 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 				d.log.Warn("scheduler: settle job", "job_id", id, "err", err)
 			}
 		}
-		if len(ids) < DefaultSweepBatch {
+		if len(ids) < sweepBatch {
 			return
 		}
 	}
@@ -1384,13 +1391,13 @@ func (d *Dispatcher) renewLeases(ctx context.Context) {
 	d.mu.Lock()
 	for _, n := range d.nodes {
 		for id, j := range n.jobs {
-			if j.acked && now.Sub(j.assigned) < msd(d.dc.RunTimeoutMS) {
+			if j.acked && now.Sub(j.assigned) < d.dc.RunTimeout {
 				ids = append(ids, id)
 			}
 		}
 	}
 	d.mu.Unlock()
-	until := now.Add(msd(d.dc.LeaseMS))
+	until := now.Add(d.dc.Lease)
 	for _, id := range ids {
 		if err := d.st.Due.Set(ctx, id, until); err != nil && ctx.Err() == nil {
 			d.log.Warn("scheduler: renew lease", "job_id", id, "err", err)
@@ -1423,14 +1430,14 @@ func (d *Dispatcher) expireRequests(ctx context.Context) {
 	}
 	for _, s := range d.sessions {
 		for j, at := range s.answered {
-			if now.Sub(at) > DefaultAnsweredMemoryMS*time.Millisecond {
+			if now.Sub(at) > answeredMemory {
 				delete(s.answered, j)
 			}
 		}
 	}
 	d.mu.Unlock()
 	for _, l := range lates {
-		m := Envelope{Type: TypeJobFailed, JobID: l.k.job, SessionID: l.k.session, RequestID: l.req, Error: FailTimeout + ": no answer within " + msd(d.dc.RequestTimeoutMS).String()}
+		m := Envelope{Type: TypeJobFailed, JobID: l.k.job, SessionID: l.k.session, RequestID: l.req, Error: FailTimeout + ": no answer within " + d.dc.RequestTimeout.String()}
 		l.conn.Send(ctx, m)
 		if d.hooks.Answered != nil {
 			d.hooks.Answered(m.Type)
@@ -1560,16 +1567,18 @@ func (d *Dispatcher) adoptDead(ctx context.Context) {
 		if err != nil || alive {
 			continue
 		}
-		ok, err := d.st.Presence.Adopt(ctx, id, d.id, d.cfg.OwnerTTL())
+		ok, err := d.st.Presence.Adopt(ctx, id, d.id, d.cfg.OwnerTTL)
 		if err != nil || !ok {
 			continue
 		}
+		d.log.Info("scheduler: adopting the inbox of a dead instance", "instance_id", id)
 		if err := d.drain(ctx, id); err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn("scheduler: adopt inbox", "instance_id", id, "err", err)
 			}
 			continue
 		}
+		d.log.Info("scheduler: adopted the inbox of a dead instance", "instance_id", id)
 		if d.hooks.Adopted != nil {
 			d.hooks.Adopted(id)
 		}
@@ -1584,7 +1593,7 @@ func (d *Dispatcher) drain(ctx context.Context, dead string) error {
 		return err
 	}
 	consumer := d.id + "/adopt"
-	count := max(d.cfg.StreamCount, 1)
+	count := d.cfg.Inbox.Count
 	for ctx.Err() == nil {
 		msgs, _, err := in.Reclaim(ctx, consumer, 0, count)
 		if err != nil {
@@ -1604,7 +1613,7 @@ func (d *Dispatcher) drain(ctx context.Context, dead string) error {
 			switch {
 			case err == nil:
 				done = append(done, m.ID)
-			case errors.Is(err, ErrMalformed) && d.cfg.DLQOn():
+			case errors.Is(err, ErrMalformed) && !d.cfg.Inbox.NoDeadLetters:
 				if dl, ok, derr := in.DeadLetter(ctx, consumer, m.ID, 0, ReasonMalformed+": "+err.Error()); derr == nil && ok && d.hooks.DLQMoved != nil {
 					d.hooks.DLQMoved(dl)
 				}

@@ -14,7 +14,7 @@ import (
 // the loop that observed the event.
 type Hooks struct {
 	// InboxPending receives the inbox's pending count (XPENDING summary)
-	// every dlq_scan_interval_ms: the scheduler_phase2_inbox_pending gauge.
+	// every Inbox.ScanInterval: the scheduler_phase2_inbox_pending gauge.
 	InboxPending func(n int64)
 	// DLQMoved is called once per entry moved to the dead-letter queue:
 	// the scheduler_phase2_dlq_moved_total counter.

@@ -30,7 +30,7 @@ type Presence interface {
 }
 
 // Heartbeat keeps one instance's presence alive: it announces at once,
-// renews every third of owner_ttl_seconds, and withdraws when it stops.
+// renews every third of Config.OwnerTTL, and withdraws when it stops.
 type Heartbeat struct {
 	p        Presence
 	id       string
@@ -40,7 +40,7 @@ type Heartbeat struct {
 }
 
 // NewHeartbeat returns the heartbeat of cfg.InstanceID, which must be
-// resolved (see [Config.WithDefaults]). The TTL is cfg.OwnerTTL().
+// set. The TTL is cfg.OwnerTTL.
 func NewHeartbeat(p Presence, cfg Config) (*Heartbeat, error) {
 	if p == nil {
 		return nil, errors.New("scheduler: NewHeartbeat: nil Presence")
@@ -48,7 +48,7 @@ func NewHeartbeat(p Presence, cfg Config) (*Heartbeat, error) {
 	if err := checkInstanceID(cfg.InstanceID); err != nil {
 		return nil, fmt.Errorf("scheduler: NewHeartbeat: %w", err)
 	}
-	ttl := cfg.OwnerTTL()
+	ttl := cfg.WithDefaults().OwnerTTL
 	return &Heartbeat{p: p, id: cfg.InstanceID, ttl: ttl, interval: ttl / 3, log: logger(cfg.Logger)}, nil
 }
 

@@ -88,7 +88,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 	n := b.N
 
 	// Library level.
-	redis := scheduler.RedisConfig{Mode: scheduler.ModeSingle, URL: redisURL, KeyPrefix: randomPrefix(b)}
+	redis := singleRedis(redisURL, randomPrefix(b))
 	client := redisClient(b, redis)
 	var libDs []*scheduler.Dispatcher
 	ctx, cancel := context.WithCancel(context.Background())
@@ -96,11 +96,11 @@ func BenchmarkEndToEnd(b *testing.B) {
 	defer func() { cancel(); wg.Wait() }()
 	for _, id := range []string{"lib-a", "lib-b"} {
 		cfg := testPlane(id, &redis)
-		st, err := redisstore.NewStores(client, cfg, nil)
+		st, err := redisstore.NewStores(client, cfg.Plane, redis.Stores)
 		if err != nil {
 			b.Fatal(err)
 		}
-		d, err := scheduler.NewDispatcher(st, cfg)
+		d, err := scheduler.NewDispatcher(st, cfg.Plane)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 	dispatcherBin, nodeBin := binaries(b)
 	dir := b.TempDir()
 	wredis := redis
-	wredis.KeyPrefix = randomPrefix(b)
+	wredis.Stores.KeyPrefix = randomPrefix(b)
 	plane := testPlane("", &wredis)
 	a := startProc(b, dir, "a", true, dispatcherBin, "-config", writeConfig(b, dir, "a", plane))
 	bb := startProc(b, dir, "b", true, dispatcherBin, "-config", writeConfig(b, dir, "b", plane))

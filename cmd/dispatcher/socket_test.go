@@ -11,7 +11,6 @@ import (
 	"github.com/coder/websocket"
 	"github.com/google/go-cmp/cmp"
 	"github.com/ksana-dev/ksana/internal/testenv"
-	"github.com/ksana-dev/ksana/scheduler"
 )
 
 // TestBadInput sends a registered node, an unregistered node and a
@@ -19,9 +18,9 @@ import (
 // field or the reason, the connection keeps working, nothing stored
 // changes, and the job in flight completes afterwards.
 func TestBadInput(t *testing.T) {
-	redis := scheduler.RedisConfig{Mode: scheduler.ModeSingle, URL: testenv.RedisURL(t), KeyPrefix: randomPrefix(t)}
+	redis := singleRedis(testenv.RedisURL(t), randomPrefix(t))
 	plane := testPlane("bad-a", &redis)
-	plane.Dispatch.AckTimeoutMS = 120000 // the job waits while the test sends garbage
+	plane.Plane.Dispatch.AckTimeout = 2 * time.Minute // the job waits while the test sends garbage
 	srv := ServerConfig{MaxFrameBytes: 64 << 10}
 	inst := startInstance(t, plane, srv)
 	rc := redisClient(t, redis)
@@ -45,7 +44,7 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("first message to a node: %+v, want job_assign of r1, attempt 1", assign)
 	}
 	job := assign.JobID
-	before := jobKeys(t, rc, redis.KeyPrefix)
+	before := jobKeys(t, rc, redis.Stores.KeyPrefix)
 	if len(before) == 0 {
 		t.Fatal("no job keys stored after the request")
 	}
@@ -114,7 +113,7 @@ func TestBadInput(t *testing.T) {
 	}
 	fresh.alive()
 
-	if diff := cmp.Diff(before, jobKeys(t, rc, redis.KeyPrefix)); diff != "" {
+	if diff := cmp.Diff(before, jobKeys(t, rc, redis.Stores.KeyPrefix)); diff != "" {
 		t.Errorf("stored job keys changed by refused messages (-before +after):\n%s", diff)
 	}
 
@@ -291,7 +290,7 @@ func TestReplacedConnection(t *testing.T) {
 // gets the second node's answer only.
 func TestStaleAttempt(t *testing.T) {
 	plane := testPlane("stale", nil)
-	plane.Dispatch.AckTimeoutMS = 1000 // fast registers well within it
+	plane.Plane.Dispatch.AckTimeout = time.Second // fast registers well within it
 	inst := startInstance(t, plane, ServerConfig{})
 	slow := mustDial(t, wsURL(inst.addr, "/ws/node"), "")
 	slow.register("slow", "p")
@@ -314,5 +313,60 @@ func TestStaleAttempt(t *testing.T) {
 	fast.send(wire{Type: "job_result", JobID: second.JobID, Attempt: 2, Payload: []byte("on time")})
 	if got := s.expect("job_result"); string(got.Payload) != "on time" || got.NodeID != "fast" || got.Attempt != 2 {
 		t.Errorf("answer %+v, want fast's attempt 2", got)
+	}
+}
+
+// TestNodeCredentials: a node credential lets its holder register only the
+// node ids bound to it; the node token (when set) any; a wrong token none.
+func TestNodeCredentials(t *testing.T) {
+	const tokA, tokB = "token-of-node-a-0123", "token-of-node-b-0123"
+	inst := startInstance(t, testPlane("cred", nil), ServerConfig{NodeToken: "fleet-wide-token-99", NodeCredentials: []NodeCredential{
+		{Token: tokA, NodeIDs: []string{"a1", "a2"}},
+		{Token: tokB, NodeIDs: []string{"b1"}},
+	}})
+	u := wsURL(inst.addr, "/ws/node")
+	a := mustDial(t, u, tokA)
+	a.register("a1", "p")
+	other := mustDial(t, u, tokA)
+	other.send(wire{Type: "register", NodeID: "b1", Pools: []string{"p"}})
+	if m := other.expect("error"); m.Code != "forbidden_node" || m.Field != "node_id" {
+		t.Errorf("token of a registering b1: %+v, want forbidden_node on node_id", m)
+	}
+	// The refused connection may still register a node its token covers.
+	other.register("a2", "p")
+	mustDial(t, u, tokB).register("b1", "p")
+	mustDial(t, u, "fleet-wide-token-99").register("anyone", "p")
+	if _, err := dialWS(t, u, "token-of-node-c-0123"); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("unknown token: %v, want 401", err)
+	}
+	if got := health(inst.addr)["nodes"]; got != 4.0 {
+		t.Errorf("nodes attached = %v, want 4", got)
+	}
+}
+
+// TestHTTPErrorsAreJSON: unknown paths and refused upgrades answer JSON,
+// and /health's counts are JSON numbers.
+func TestHTTPErrorsAreJSON(t *testing.T) {
+	inst := startInstance(t, testPlane("http", nil), ServerConfig{SessionToken: "session-secret"})
+	for _, tc := range []struct {
+		path string
+		code int
+	}{{"/nope", 404}, {"/ws/session?session_id=s", 401}, {"/ws/session?session_id=a%20b", 400}} {
+		resp, err := http.Get("http://" + inst.addr + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || err != nil || body["error"] == "" || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("GET %s: %d %q %v (%v), want %d with a JSON error", tc.path, resp.StatusCode, resp.Header.Get("Content-Type"), body, err, tc.code)
+		}
+	}
+	h := health(inst.addr)
+	for _, k := range []string{"nodes", "sessions", "fleet_online"} {
+		if _, ok := h[k].(float64); !ok {
+			t.Errorf("/health %s = %#v, want a JSON number", k, h[k])
+		}
 	}
 }

@@ -25,7 +25,7 @@ type TurnsConfig struct {
 	// affinity is written, so that turns never ended by a finalize do not
 	// stay for ever. Keep it far longer than any turn: a turn's affinity
 	// must not time out while the turn goes on. Default (0):
-	// [scheduler.DefaultTurnTTLSeconds] (a day).
+	// a day.
 	TTL time.Duration
 	// OpHook observes every Redis operation ("turn_affinity_set",
 	// "turn_affinity_get", "session_turn_get", "turn_affinity_clear",
@@ -63,7 +63,7 @@ func NewTurns(c rueidis.Client, cfg TurnsConfig) (*Turns, error) {
 		return nil, fmt.Errorf("redisstore: TurnsConfig.TTL: %v is neither 0 nor at least 1ms", cfg.TTL)
 	}
 	if cfg.TTL == 0 {
-		cfg.TTL = scheduler.DefaultTurnTTLSeconds * time.Second
+		cfg.TTL = 24 * time.Hour
 	}
 	return &Turns{c: c, keys: NewKeys(cfg.Prefix), ttl: cfg.TTL, hook: cfg.OpHook}, nil
 }

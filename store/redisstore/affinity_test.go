@@ -158,7 +158,7 @@ func TestTurnsKeysAndTTL(t *testing.T) {
 				switch {
 				case err != nil:
 					t.Error(err)
-				case ttl == 0 && (pttl <= 0 || pttl > scheduler.DefaultTurnTTLSeconds*1000):
+				case ttl == 0 && (pttl <= 0 || pttl > (24*time.Hour).Milliseconds()):
 					// Before, the keys lived for ever by default.
 					t.Errorf("%s: PTTL %s = %d, want the default TTL of a day", srv.name, key, pttl)
 				case ttl > 0 && (pttl <= 0 || pttl > ttl.Milliseconds()):

@@ -212,10 +212,10 @@ func BenchmarkDispatchEndToEnd(b *testing.B) {
 	ctx := context.Background()
 	var ops atomic.Int64
 	cfg := storetest.DispatchTestConfig("x")
-	cfg.Redis.KeyPrefix = testPrefix(b)
+	prefix := testPrefix(b)
 	cfg.Dispatch.DefaultCapacity = 10000
 	p := storetest.NewTestPlane(b, storetest.DispatcherHarness{Stores: func() scheduler.Stores {
-		st, err := NewStores(c, cfg, func(string, string, time.Duration) { ops.Add(1) })
+		st, err := NewStores(c, cfg, StoresConfig{KeyPrefix: prefix, Group: "g", OpHook: func(string, string, time.Duration) { ops.Add(1) }})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -231,7 +231,7 @@ func BenchmarkDispatchEndToEnd(b *testing.B) {
 		b.Fatal(err)
 	}
 	storetest.Eventually(b, "fleet", 10*time.Second, func() bool { return len(d.Fleet()) == 1 && d.Fleet()[0].Online })
-	rawKey := cfg.Redis.KeyPrefix + ":raw"
+	rawKey := prefix + ":raw"
 	base, op := make([]func() error, callers), make([]func() error, callers)
 	var seq atomic.Int64
 	for w := range callers {
@@ -266,7 +266,7 @@ func BenchmarkDispatchEndToEnd(b *testing.B) {
 	step := rueidis.NewLuaScript(`redis.call('HSET', KEYS[1], 'f', ARGV[1]) return 1`)
 	floor := make([]func() error, callers)
 	for w := range callers {
-		key := cfg.Redis.KeyPrefix + ":floor:" + strconv.Itoa(w)
+		key := prefix + ":floor:" + strconv.Itoa(w)
 		floor[w] = func() error {
 			for range steps {
 				if err := step.Exec(ctx, c, []string{key}, []string{"v"}).Error(); err != nil {

@@ -19,11 +19,11 @@ func TestDispatcherConformance(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			storetest.TestDispatcher(t, func(t *testing.T) storetest.DispatcherHarness {
 				cfg := storetest.DispatchTestConfig("x")
-				cfg.Redis.KeyPrefix = testPrefix(t)
-				keys := NewKeys(cfg.Redis.KeyPrefix)
+				prefix := testPrefix(t)
+				keys := NewKeys(prefix)
 				return storetest.DispatcherHarness{
 					Stores: func() scheduler.Stores {
-						st, err := NewStores(s.client, cfg, nil)
+						st, err := NewStores(s.client, cfg, StoresConfig{KeyPrefix: prefix, Group: "g"})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -55,15 +55,15 @@ func TestDispatcherSurvivesRedisRestart(t *testing.T) {
 	}
 	defer c.Close()
 	cfg := storetest.DispatchTestConfig("x")
-	cfg.Redis.KeyPrefix = testPrefix(t)
+	prefix := testPrefix(t)
 	p := storetest.NewTestPlane(t, storetest.DispatcherHarness{Stores: func() scheduler.Stores {
-		st, err := NewStores(c, cfg, nil)
+		st, err := NewStores(c, cfg, StoresConfig{KeyPrefix: prefix, Group: "g"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return st
 	}})
-	short := func(c *scheduler.Config) { c.Dispatch.RequestTimeoutMS = 4000 }
+	short := func(c *scheduler.Config) { c.Dispatch.RequestTimeout = 4 * time.Second }
 	a := p.Start("inst-a", false, short)
 	b := p.Start("inst-b", false, short)
 	n := storetest.NewTestNode(scheduler.NodeInfo{NodeID: "n1", Capacity: 64})

@@ -3,14 +3,13 @@
 //
 // # Connecting
 //
-// [NewClient] builds a rueidis client from the [scheduler.phase2.redis]
-// table ([scheduler.RedisConfig]): redis.url in single mode, the seeds of
-// redis.cluster_urls in cluster mode. [LoadConfig] reads a whole
-// config.toml (testdata/config.toml is a commented example) and returns the
-// validated [scheduler.Config]. [NewStores] builds every store a
-// [scheduler.Dispatcher] needs in one call; each store can also be built
-// alone as NewX(client, XConfig) with the key prefix (redis.key_prefix) and
-// an optional [OpHook].
+// [NewClient] builds a rueidis client from a [ClientConfig]: the URL of a
+// standalone server, or the seed URLs of a cluster. [NewStores] builds
+// every store a [scheduler.Dispatcher] needs in one call from the plane's
+// [scheduler.Config] and a [StoresConfig] (key prefix, consumer group,
+// inbox bounds, operation hook); each store can also be built alone as
+// NewX(client, XConfig). The package reads no file and no environment
+// variable.
 //
 // # Key layout
 //
@@ -38,7 +37,7 @@
 //
 // [Streams] appends to {prefix}:streams:{instance:<instance_id>}:inbox with
 // one script (XLEN, then XADD) that refuses a message to an inbox holding
-// stream_maxlen entries ([scheduler.ErrInboxFull]): entries leave an inbox
+// [StoresConfig].InboxMaxLen entries ([scheduler.ErrInboxFull]): entries leave an inbox
 // only when handled or dead-lettered, never by trimming. [Streams.Inbox] gives the consumer side: XGROUP CREATE
 // MKSTREAM, XREADGROUP with BLOCK on rueidis's dedicated blocking
 // connections, XACK + XDEL, XAUTOCLAIM, the XPENDING summary and extended

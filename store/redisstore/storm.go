@@ -18,7 +18,7 @@ type StormConfig struct {
 	Prefix string
 	// Windows are the debounce window, the cool-down and the actions per
 	// model and second. Zero fields mean the defaults of
-	// [scheduler.StormConfig].
+	// [scheduler.StormWindows].
 	Windows scheduler.StormWindows
 	// OpHook observes every Redis operation ("storm_report",
 	// "storm_unavailable", "storm_clear"). Default (nil): none.
@@ -74,7 +74,7 @@ func NewStorm(c rueidis.Client, cfg StormConfig) (*Storm, error) {
 	if w.Debounce < 0 || w.Cooldown < 0 || w.ActionsPerSecond < 0 {
 		return nil, fmt.Errorf("redisstore: StormConfig.Windows: %+v has a negative field", w)
 	}
-	def := scheduler.StormConfig{}.Windows()
+	def := scheduler.Config{}.WithDefaults().Storm
 	if w.Debounce == 0 {
 		w.Debounce = def.Debounce
 	}

@@ -53,23 +53,17 @@ func TestDispatcher(t *testing.T, newHarness func(t *testing.T) DispatcherHarnes
 // DispatchTestConfig is the configuration of the suite's instances: short
 // deadlines, so failures are noticed in well under a second.
 func DispatchTestConfig(instanceID string) scheduler.Config {
+	ms := time.Millisecond
 	return scheduler.Config{
-		InstanceID:           instanceID,
-		OwnerTTLSeconds:      1,
-		StreamGroup:          "g",
-		StreamBlockMS:        50,
-		StreamClaimMinIdleMS: 500,
-		DLQMaxDeliveries:     5,
-		DLQMinIdleMS:         200,
-		DLQScanIntervalMS:    200,
-		NodeSnapshot: scheduler.NodeSnapshotConfig{
-			PresenceTTLSeconds: 1, RefreshIntervalMS: 100, RemoveStaleAfterSeconds: 600,
-		},
-		Storm: scheduler.StormConfig{DebounceWindowMS: 100, CooldownMS: 5000, MaxActionsPerSecond: 100},
+		InstanceID: instanceID,
+		OwnerTTL:   time.Second,
+		Inbox:      scheduler.InboxConfig{Block: 50 * ms, ClaimMinIdle: 500 * ms, MaxDeliveries: 5, DeadMinIdle: 200 * ms, ScanInterval: 200 * ms},
+		Fleet:      scheduler.FleetConfig{PresenceTTL: time.Second, RefreshInterval: 100 * ms, RemoveStaleAfter: 10 * time.Minute},
+		Storm:      scheduler.StormWindows{Debounce: 100 * ms, Cooldown: 5 * time.Second, ActionsPerSecond: 100},
 		Dispatch: scheduler.DispatchConfig{
-			AckTimeoutMS: 1000, RunTimeoutMS: 8000, LeaseMS: 600, QueueTimeoutMS: 4000,
-			RetryIntervalMS: 50, SweepIntervalMS: 50, MaxAttempts: 3, DefaultCapacity: 8,
-			RequestTimeoutMS: 30000,
+			AckTimeout: time.Second, RunTimeout: 8 * time.Second, Lease: 600 * ms, QueueTimeout: 4 * time.Second,
+			RetryInterval: 50 * ms, SweepInterval: 50 * ms, MaxAttempts: 3, DefaultCapacity: 8,
+			RequestTimeout: 30 * time.Second,
 		},
 	}
 }
@@ -627,7 +621,7 @@ func testDispatchDuplicates(t *testing.T, h DispatcherHarness) {
 	// 200 submits at once on a loaded machine: an ack later than the
 	// suite's 1s would fail the attempt over (a second run of the job that
 	// is not a duplicate); this case checks duplicates alone.
-	patient := func(c *scheduler.Config) { c.Dispatch.AckTimeoutMS = 5000 }
+	patient := func(c *scheduler.Config) { c.Dispatch.AckTimeout = 5 * time.Second }
 	a := p.Start("inst-a", false, patient)
 	b := p.Start("inst-b", false, patient)
 	n := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Capacity: 64})
@@ -701,7 +695,7 @@ func testDispatchModelNotAvailable(t *testing.T, h DispatcherHarness) {
 
 func testDispatchNoNode(t *testing.T, h DispatcherHarness) {
 	p := NewTestPlane(t, h)
-	a := p.Start("inst-a", false, func(c *scheduler.Config) { c.Dispatch.QueueTimeoutMS = 300 })
+	a := p.Start("inst-a", false, func(c *scheduler.Config) { c.Dispatch.QueueTimeout = 300 * time.Millisecond })
 	s := NewTestSession("s1")
 	s.Attach(t, a)
 	n := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Pools: []string{"en-fr"}})
@@ -875,7 +869,7 @@ func testDispatchAckTimeout(t *testing.T, h DispatcherHarness) {
 // node, even though its node keeps its lease.
 func testDispatchRunTimeout(t *testing.T, h DispatcherHarness) {
 	p := NewTestPlane(t, h)
-	a := p.Start("inst-a", false, func(c *scheduler.Config) { c.Dispatch.RunTimeoutMS = 1500 })
+	a := p.Start("inst-a", false, func(c *scheduler.Config) { c.Dispatch.RunTimeout = 1500 * time.Millisecond })
 	slow := NewTestNode(scheduler.NodeInfo{NodeID: "slow"})
 	slow.Decide = func(scheduler.Envelope) NodeAction { return Hold }
 	slow.Attach(t, a)

@@ -1264,10 +1264,10 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 }
 
 func (d *Dispatcher) rejected(m Envelope, err error) error {
-	var te *fsm.TransitionError
-	if errors.As(err, &te) || errors.Is(err, ErrWrongNode) || errors.Is(err, ErrJobNotFound) {
+	switch why := Refusal(err); why {
+	case RefusedWrongNode, RefusedStaleAttempt, RefusedTransition, RefusedJobNotFound:
 		if d.hooks.Rejected != nil {
-			d.hooks.Rejected(m.Type, err)
+			d.hooks.Rejected(m.Type, why)
 		}
 	}
 	return err
@@ -1539,8 +1539,7 @@ func (d *Dispatcher) handle(ctx context.Context, msg Message) error {
 			return fmt.Errorf("%w: %s without node_id", ErrMalformed, m.Type)
 		}
 		err := d.NodeEvent(ctx, m.NodeID, m)
-		var te *fsm.TransitionError
-		if errors.As(err, &te) || errors.Is(err, ErrWrongNode) || errors.Is(err, ErrJobNotFound) || errors.Is(err, ErrBadMessage) {
+		if why := Refusal(err); why != "" && why != RefusedStopping {
 			return nil // refused and counted; nothing to retry
 		}
 		return err

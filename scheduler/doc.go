@@ -98,7 +98,7 @@
 //
 // # Instances and presence
 //
-// Each instance has an instance_id 
+// Each instance has an instance_id
 // and announces itself in [Presence] with a TTL of [Config].OwnerTTL.
 // [Heartbeat] renews the announcement every third of the TTL and withdraws
 // it on shutdown, so [Presence.Alive] tells another instance whether a
@@ -168,14 +168,14 @@
 // [ReservationStore] holds nodes' concurrency slots with an expiry, so a
 // crashed instance never holds one longer than its TTL. A job finishes in
 // three calls: ApplyJob(job_result), [ReservationStore.Release] on FreeNode,
-// ApplyJob(release). A [RequestStore] binds each request id to one job:
-// [RequestStore.Bind] calls create once however many duplicates arrive on
-// however many instances. A [TurnStore] applies package affinity's rules:
-// SelectNode picks a job's node (its turn's affinity node while that is
-// online and in the pool, else one of the pool), SetTurnAffinity is the
-// write-once rule applied right after a turn's first job is assigned, and
-// ClearTurnAffinity runs on a finalize reason that ends the turn. [MemJobs], [MemReservations],
-// [MemRequests] and [MemTurns] are the in-memory reference implementations;
+// ApplyJob(release). A request needs no store of its own: [JobIDFor]
+// derives the job id from the request id, so every duplicate names the same
+// job and [JobBook.Open] lets exactly one of them create it. A [TurnStore]
+// applies package affinity's write rule (SetTurnAffinity, once per turn,
+// right after the turn's first job is assigned) and ClearTurnAffinity on a
+// finalize reason that ends the turn; the Dispatcher chooses the node with
+// [affinity.Select] over its own fleet view. [MemJobs], [MemReservations]
+// and [MemTurns] are the in-memory reference implementations;
 // store/redisstore has the Redis ones and store/storetest the suites both
 // pass. A bad argument is an [*ArgumentError] ([ErrInvalidArgument]) naming
 // it.

@@ -35,9 +35,10 @@ type Hooks struct {
 	// Failover is called when a job's attempt ends on its node (why is
 	// "failover", "timeout" or "model_not_available").
 	Failover func(jobID, why string)
-	// Rejected is called for each node event refused: an older attempt, a
-	// job of another node, an unknown job.
-	Rejected func(t MessageType, err error)
+	// Rejected is called for each node event refused, with its refusal
+	// code ([Refusal]): an older attempt, a job of another node, an
+	// unknown job, a move the lifecycle does not allow.
+	Rejected func(t MessageType, reason string)
 	// SelectionMiss is called when no node is eligible for a job.
 	SelectionMiss func(pool, model string)
 	// Answered is called for each answer handed to a session here.

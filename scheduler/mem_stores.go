@@ -28,7 +28,7 @@ func NewMemStores(cfg Config) (Stores, error) {
 		Book:         NewMemBook(),
 		Due:          NewMemDue(),
 		Reservations: NewMemReservations(MemReservationsConfig{}),
-		Turns:        NewMemTurns(snaps.Online),
+		Turns:        NewMemTurns(),
 		Storm:        NewMemStorm(cfg.Storm),
 	}, nil
 }

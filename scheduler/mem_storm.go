@@ -67,11 +67,3 @@ func (m *MemStorm) Unavailable(ctx context.Context, nodeID, model string) (bool,
 	defer m.mu.Unlock()
 	return time.Now().Before(m.unavailable[[2]string{nodeID, model}]), nil
 }
-
-// Clear implements [StormGuard].
-func (m *MemStorm) Clear(ctx context.Context, nodeID, model string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.unavailable, [2]string{nodeID, model})
-	return nil
-}

@@ -58,7 +58,4 @@ type StormGuard interface {
 	Report(ctx context.Context, nodeID, model string) (StormDecision, error)
 	// Unavailable reports whether model is marked unavailable on nodeID.
 	Unavailable(ctx context.Context, nodeID, model string) (bool, error)
-	// Clear lifts the mark, for a node that reports the model ready again;
-	// the debounce window stays.
-	Clear(ctx context.Context, nodeID, model string) error
 }

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/ksana-dev/ksana/fsm"
 	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -36,17 +35,13 @@ const (
 	typeError      = "error" // dispatcher → peer: a message was refused
 )
 
-// Codes of error frames.
+// Codes of error frames besides scheduler.Refusal's (bad_message,
+// wrong_node, stale_attempt, invalid_transition, job_not_found, stopping).
 const (
-	codeBadJSON       = "bad_json"    // not one JSON object
-	codeBadMessage    = "bad_message" // a field is missing or wrong (field names it)
+	codeBadJSON       = "bad_json"                  // not one JSON object
+	codeBadMessage    = scheduler.RefusedBadMessage // a field is missing or wrong (field names it)
 	codeFrameTooLarge = "frame_too_large"
 	codeNotRegistered = "not_registered" // a node event before register
-	codeWrongNode     = "wrong_node"     // the job is not assigned to this node
-	codeStaleAttempt  = "stale_attempt"  // an event of an attempt that is over
-	codeTransition    = "invalid_transition"
-	codeJobNotFound   = "job_not_found"
-	codeStopping      = "stopping"       // the instance is shutting down
 	codeForbiddenNode = "forbidden_node" // the node's credential does not cover this node id
 	codeInternal      = "internal"
 )
@@ -305,25 +300,15 @@ func decode(b []byte, m *inbound) *errorFrame {
 	}
 }
 
-// refusal turns an error of the Dispatcher into an error frame.
+// refusal turns an error of the Dispatcher into an error frame: the code
+// is scheduler.Refusal's, or internal for an error that is no refusal.
 func (s *server) refusal(err error, m scheduler.Envelope) *errorFrame {
-	f := &errorFrame{Error: err.Error(), JobID: m.JobID, RequestID: m.RequestID, InReplyTo: string(m.Type)}
+	f := &errorFrame{Code: scheduler.Refusal(err), Error: err.Error(), JobID: m.JobID, RequestID: m.RequestID, InReplyTo: string(m.Type)}
 	var me *scheduler.MessageError
-	var te *fsm.TransitionError
-	switch {
-	case errors.As(err, &me):
-		f.Code, f.Field = codeBadMessage, me.Field
-	case errors.Is(err, scheduler.ErrWrongNode):
-		f.Code = codeWrongNode
-	case errors.Is(err, fsm.ErrStaleAttempt):
-		f.Code = codeStaleAttempt
-	case errors.As(err, &te):
-		f.Code = codeTransition
-	case errors.Is(err, scheduler.ErrJobNotFound):
-		f.Code = codeJobNotFound
-	case errors.Is(err, scheduler.ErrStopped):
-		f.Code = codeStopping
-	default:
+	if errors.As(err, &me) {
+		f.Field = me.Field
+	}
+	if f.Code == "" {
 		s.log.Warn("dispatcher: message failed", "type", m.Type, "job_id", m.JobID, "request_id", m.RequestID, "err", err)
 		f.Code, f.Error = codeInternal, "internal error; the dispatcher's log has the cause"
 	}

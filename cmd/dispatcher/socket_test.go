@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/google/go-cmp/cmp"
 	"github.com/ksana-dev/ksana/internal/testenv"
+	"github.com/ksana-dev/ksana/scheduler"
 )
 
 // TestBadInput sends a registered node, an unregistered node and a
@@ -71,10 +72,10 @@ func TestBadInput(t *testing.T) {
 		{"bad base64", owner, `{"type":"job_result","job_id":"` + job + `","attempt":1,"payload":"@@@"}`, codeBadMessage, "payload", ""},
 		{"braces in job_id", owner, `{"type":"job_ack","job_id":"{x}","attempt":1}`, codeBadMessage, "job_id", "job_ack"},
 		{"register fields on an event", owner, `{"type":"job_ack","job_id":"` + job + `","attempt":1,"capacity":3}`, codeBadMessage, "pools", "job_ack"},
-		{"another node's job", other, `{"type":"job_result","job_id":"` + job + `","attempt":1,"payload":"eA=="}`, codeWrongNode, "", "job_result"},
-		{"another node's job, node_id forged", other, `{"type":"job_ack","job_id":"` + job + `","attempt":1,"node_id":"` + assign.NodeID + `"}`, codeWrongNode, "", "job_ack"},
-		{"another node's model_not_available", other, `{"type":"model_not_available","job_id":"` + job + `","attempt":1}`, codeWrongNode, "", "model_not_available"},
-		{"unknown job", owner, `{"type":"job_ack","job_id":"jnope","attempt":1}`, codeJobNotFound, "", "job_ack"},
+		{"another node's job", other, `{"type":"job_result","job_id":"` + job + `","attempt":1,"payload":"eA=="}`, scheduler.RefusedWrongNode, "", "job_result"},
+		{"another node's job, node_id forged", other, `{"type":"job_ack","job_id":"` + job + `","attempt":1,"node_id":"` + assign.NodeID + `"}`, scheduler.RefusedWrongNode, "", "job_ack"},
+		{"another node's model_not_available", other, `{"type":"model_not_available","job_id":"` + job + `","attempt":1}`, scheduler.RefusedWrongNode, "", "model_not_available"},
+		{"unknown job", owner, `{"type":"job_ack","job_id":"jnope","attempt":1}`, scheduler.RefusedJobNotFound, "", "job_ack"},
 		{"huge frame", owner, huge, codeFrameTooLarge, "", ""},
 		{"switch node id", owner, `{"type":"register","node_id":"n9","pools":["p"]}`, codeBadMessage, "node_id", "register"},
 		{"session: missing request_id", sess, `{"type":"job_request","pool":"p"}`, codeBadMessage, "request_id", "job_request"},
@@ -131,7 +132,7 @@ func TestBadInput(t *testing.T) {
 	// handled in order, so the first frame back is the second one's.)
 	owner.send(wire{Type: "job_result", JobID: job, Attempt: 1, Payload: []byte("again")})
 	owner.send(wire{Type: "job_ack", JobID: job, Attempt: 2})
-	if got := owner.expect("error"); got.Code != codeTransition || got.InReplyTo != "job_ack" {
+	if got := owner.expect("error"); got.Code != scheduler.RefusedTransition || got.InReplyTo != "job_ack" {
 		t.Errorf("an ack of attempt 2: %+v, want invalid_transition in reply to job_ack", got)
 	}
 	select {
@@ -307,7 +308,7 @@ func TestStaleAttempt(t *testing.T) {
 		t.Fatalf("second assign %+v, want job %s attempt 2", second, first.JobID)
 	}
 	slow.send(wire{Type: "job_result", JobID: first.JobID, Attempt: 1, Payload: []byte("late")})
-	if e := slow.expect("error"); e.Code != codeStaleAttempt || e.JobID != first.JobID {
+	if e := slow.expect("error"); e.Code != scheduler.RefusedStaleAttempt || e.JobID != first.JobID {
 		t.Errorf("late result: %+v, want stale_attempt for %s", e, first.JobID)
 	}
 	fast.send(wire{Type: "job_result", JobID: second.JobID, Attempt: 2, Payload: []byte("on time")})

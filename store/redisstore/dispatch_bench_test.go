@@ -135,60 +135,7 @@ return 1`)
 		}
 		compare(b, base, op)
 	})
-	for _, dup := range []bool{false, true} {
-		name := "bind_new"
-		if dup {
-			name = "bind_duplicate"
-		}
-		b.Run(name, func(b *testing.B) {
-			prefix := testPrefix(b)
-			s, err := NewRequests(c, RequestsConfig{Prefix: prefix, BindingTTL: time.Minute, LockTTL: 10 * time.Second})
-			if err != nil {
-				b.Fatal(err)
-			}
-			k := NewKeys(prefix)
-			create := func(context.Context) (scheduler.RequestBinding, error) {
-				return scheduler.RequestBinding{JobID: "job", NodeID: "node"}, nil
-			}
-			// The floor of a new binding is the bare calls in the two
-			// round trips any Bind needs around create (the lock and the
-			// binding are in different cluster slots, so no one script
-			// can hold both): GET binding with SET lock NX, then SET
-			// binding NX. The floor of a duplicate: one GET.
-			floorNew := func(id string) error {
-				rs := c.DoMulti(ctx, c.B().Get().Key(k.RequestBinding(id)).Build(),
-					c.B().Set().Key(k.RequestLock(id)).Value("token").Nx().PxMilliseconds(10000).Build())
-				if err := ignoreNil(rs[0].Error()); err != nil {
-					return err
-				}
-				return c.Do(ctx, c.B().Set().Key(k.RequestBinding(id)).Value(`{"job_id":"job","node_id":"node"}`).Nx().PxMilliseconds(60000).Build()).Error()
-			}
-			if _, _, err := s.Bind(ctx, "hot", create); err != nil {
-				b.Fatal(err)
-			}
-			base, op := make([]func() error, callers), make([]func() error, callers)
-			for w := range callers {
-				i, j := 0, 0
-				base[w] = func() error {
-					j++
-					if dup {
-						return ignoreNil(c.Do(ctx, c.B().Get().Key(k.RequestBinding("hot")).Build()).Error())
-					}
-					return floorNew(fmt.Sprintf("f-%d-%d", w, j))
-				}
-				op[w] = func() error {
-					i++
-					id := "hot"
-					if !dup {
-						id = fmt.Sprintf("r-%d-%d", w, i)
-					}
-					_, _, err := s.Bind(ctx, id, create)
-					return err
-				}
-			}
-			compare(b, base, op)
-		})
-	}
+
 }
 
 func ignoreNil(err error) error {

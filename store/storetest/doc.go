@@ -14,8 +14,8 @@
 //   - [TestCronStore] for [github.com/ksana-dev/ksana/cron.Store] and its
 //     optional [github.com/ksana-dev/ksana/cron.RunStore].
 //   - [TestClaimStore] for the stores of package claim.
-//   - [TestJobStore], [TestReservationStore], [TestRequestStore] and
-//     [TestTurnStore] for the job lifecycle, reservation, request and turn
+//   - [TestJobStore], [TestReservationStore] and
+//     [TestTurnStore] for the job lifecycle, reservation and turn
 //     stores of package scheduler.
 //   - [TestPresence], [TestOwners], [TestNodeSnapshots], [TestStreams] and
 //     [TestStorm] for the multi-instance parts of package scheduler.

@@ -138,13 +138,6 @@ return 1`)
 
 }
 
-func ignoreNil(err error) error {
-	if isNil(err) {
-		return nil
-	}
-	return err
-}
-
 // BenchmarkDispatchEndToEnd measures jobs per second from Submit to the
 // session's answer through two Dispatchers over one Redis (the node on
 // one, the session on the other, the node answering at once), interleaved

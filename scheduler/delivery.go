@@ -12,6 +12,10 @@ import (
 type Message struct {
 	ID     string            // the stream entry id, such as "1700000000000-0"
 	Fields map[string]string // the entry's fields
+	// Redelivered is set on an entry taken over from another consumer
+	// ([Inbox.Reclaim]) or from a dead instance's inbox: it may have
+	// waited long, and what it says may be out of date.
+	Redelivered bool
 }
 
 // DeadLetter is one entry of the dead-letter queue
@@ -222,6 +226,9 @@ func (d *Deliverer) Run(ctx context.Context) error {
 				}
 				if len(msgs) == 0 {
 					break
+				}
+				for i := range msgs {
+					msgs[i].Redelivered = true
 				}
 				if err := d.handle(ctx, msgs); err != nil {
 					wait(err, "ack")

@@ -56,18 +56,29 @@
 // # Failures
 //
 // Every job that is not over has a deadline in the [DueIndex]: its ack
-// deadline ([DispatchConfig].AckTimeout) once dispatched, its lease ([DispatchConfig].Lease) once
-// acknowledged, renewed every third of the lease by the instance holding
-// the node while the job runs, up to [DispatchConfig].RunTimeout. Every instance sweeps
-// the index ([DispatchConfig].SweepInterval) and carries on the jobs whose deadline
-// passed, whatever instance started them:
+// deadline ([DispatchConfig].AckTimeout) once dispatched, its lease
+// ([DispatchConfig].Lease) once acknowledged, renewed every third of the
+// lease by the instance holding the node while the job runs, but never past
+// [DispatchConfig].RunTimeout from the dispatch. Every instance sweeps the
+// index ([DispatchConfig].SweepInterval) and carries on the jobs whose
+// deadline passed, whatever instance started them. An attempt thus ends
+// within SweepInterval (plus the time of one sweep) after its run timeout,
+// however long the lease.
 //
 //   - no job_ack in time, a lease not renewed (the node's instance died),
 //     the run timeout passed: the attempt ends (timeout), the node is told
 //     (job_cancel), and the job goes to another node with its attempt
 //     incremented, or fails (job_failed) after max_attempts;
+//   - a job_assign that cannot reach its node (the node is gone, or not
+//     where a stale fleet view said): the job goes back to wait for a node
+//     in the same attempt ([fsm.Undelivered]); it costs no attempt, and
+//     fails with "no_node" only when no node took it within QueueTimeout;
 //   - a node that detaches, or whose presence expires: its jobs (listed
-//     from its reservations) go to other nodes at once;
+//     from its reservations) go to other nodes at once, unless the node is
+//     attached to another instance by then (it moved, and keeps its jobs);
+//   - a job_assign taken over from a dead instance's inbox or a dead
+//     consumer is delivered only while its attempt is still the job's
+//     current one on that node;
 //   - an instance that dies: its presence expires, a live instance adopts
 //     its inbox and passes every message on (the node or session it was
 //     for has reconnected elsewhere, or the job goes to another node), so

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -236,4 +237,76 @@ type countingSession struct{ done chan struct{} }
 func (s *countingSession) Send(ctx context.Context, m scheduler.Envelope) error {
 	s.done <- struct{}{}
 	return nil
+}
+
+// BenchmarkDispatchLatency measures one request at a time, Submit to
+// answer, through two Dispatchers over one Redis (the node attached to A,
+// the session to B), beside its floor: the Redis round trips the job makes
+// (counted by the operation hook), each timed as a bare PING in the same
+// run. It reports p50 and p99, the floor and p50/floor:
+//
+//	go test -run '^$' -bench DispatchLatency -benchtime 2000x ./store/redisstore/
+func BenchmarkDispatchLatency(b *testing.B) {
+	c := newTestClient(b, []string{testenv.Addr(testenv.RedisURL(b))}, false)
+	ctx := context.Background()
+	var ops atomic.Int64
+	cfg := storetest.DispatchTestConfig("x")
+	prefix := testPrefix(b)
+	p := storetest.NewTestPlane(b, storetest.DispatcherHarness{Stores: func() scheduler.Stores {
+		st, err := NewStores(c, cfg, StoresConfig{KeyPrefix: prefix, OpHook: func(string, string, time.Duration) { ops.Add(1) }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st
+	}})
+	// The loops at their default pace, so that the count is the job's.
+	defaults := func(c *scheduler.Config) {
+		c.OwnerTTL, c.Inbox, c.Fleet, c.Dispatch = 0, scheduler.InboxConfig{}, scheduler.FleetConfig{}, scheduler.DispatchConfig{}
+	}
+	a := p.Start("inst-a", false, defaults)
+	d := p.Start("inst-b", false, defaults)
+	storetest.NewTestNode(scheduler.NodeInfo{NodeID: "n1"}).Attach(b, a)
+	sess := &countingSession{done: make(chan struct{}, 1)}
+	if err := d.AttachSession(ctx, "s1", sess); err != nil {
+		b.Fatal(err)
+	}
+	storetest.Eventually(b, "fleet", 10*time.Second, func() bool { f := d.Fleet(); return len(f) == 1 && f[0].Online })
+	job := func(i int) time.Duration {
+		start := time.Now()
+		if _, err := d.Submit(ctx, "s1", scheduler.Request{RequestID: "lat-" + strconv.Itoa(i), Payload: []byte("x")}); err != nil {
+			b.Fatal(err)
+		}
+		<-sess.done
+		return time.Since(start)
+	}
+	ping := func() time.Duration {
+		start := time.Now()
+		if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	for i := range 100 { // warm up
+		job(-i - 1)
+	}
+	var lat, rtt []time.Duration
+	ops.Store(0)
+	b.ResetTimer()
+	for i := range b.N {
+		lat = append(lat, job(i))
+		rtt = append(rtt, ping())
+	}
+	b.StopTimer()
+	perJob := float64(ops.Load()) / float64(b.N)
+	pct := func(ds []time.Duration, q float64) time.Duration {
+		s := append([]time.Duration(nil), ds...)
+		slices.Sort(s)
+		return s[min(len(s)-1, int(q*float64(len(s))))]
+	}
+	floor := time.Duration(perJob * float64(pct(rtt, 0.5)))
+	b.ReportMetric(float64(pct(lat, 0.5).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(pct(lat, 0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(floor.Microseconds()), "floor-µs")
+	b.ReportMetric(perJob, "redis-ops/job")
+	b.ReportMetric(float64(pct(lat, 0.5))/float64(floor), "p50/floor")
 }

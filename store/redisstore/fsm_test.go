@@ -111,7 +111,7 @@ func TestFSMEquivalence(t *testing.T) {
 				}
 			}
 			wg.Wait()
-			if want := 7 * (max + 1) * 10 * (max + 4); n != want {
+			if want := 7 * (max + 1) * (len(fsm.Events()) + 2) * (max + 4); n != want {
 				t.Fatalf("ran %d combinations, want %d", n, want)
 			}
 		})

@@ -46,6 +46,10 @@ func TestDispatcher(t *testing.T, newHarness func(t *testing.T) DispatcherHarnes
 	t.Run("TurnAcrossInstances", func(t *testing.T) { testDispatchTurnAcrossInstances(t, newHarness(t)) })
 	t.Run("AckTimeout", func(t *testing.T) { testDispatchAckTimeout(t, newHarness(t)) })
 	t.Run("RunTimeout", func(t *testing.T) { testDispatchRunTimeout(t, newHarness(t)) })
+	t.Run("RunTimeoutBeforeLease", func(t *testing.T) { testDispatchRunTimeoutBeforeLease(t, newHarness(t)) })
+	t.Run("NodeMovesMidJob", func(t *testing.T) { testDispatchNodeMoves(t, newHarness(t)) })
+	t.Run("UndeliverableCostsNoAttempt", func(t *testing.T) { testDispatchUndeliverable(t, newHarness(t)) })
+	t.Run("OutdatedAssignsDropped", func(t *testing.T) { testDispatchOutdatedAssigns(t, newHarness(t)) })
 	t.Run("TwoChoices", func(t *testing.T) { testDispatchTwoChoices(t, newHarness(t)) })
 	t.Run("Soak", func(t *testing.T) { testDispatchSoak(t, newHarness(t)) })
 }
@@ -890,6 +894,198 @@ func testDispatchRunTimeout(t *testing.T, h DispatcherHarness) {
 		}
 	}
 	checkQuiet(t, h.Stores(), []string{"r"}, []string{"slow", "fast"}, []string{"inst-a"})
+}
+
+// testDispatchRunTimeoutBeforeLease: the run timeout bounds an attempt
+// from dispatch to result, also when it is much shorter than the lease:
+// the job leaves its node within SweepInterval of it, not at the lease's
+// end.
+func testDispatchRunTimeoutBeforeLease(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, func(c *scheduler.Config) {
+		c.Dispatch.RunTimeout = 800 * time.Millisecond
+		c.Dispatch.Lease = 6 * time.Second
+		c.Dispatch.AckTimeout = 6 * time.Second
+	})
+	slow := NewTestNode(scheduler.NodeInfo{NodeID: "slow"})
+	slow.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+	slow.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	start := time.Now()
+	job := s.Submit(t, scheduler.Request{RequestID: "r", Payload: []byte("r")})
+	Eventually(t, "slow holds the job", 5*time.Second, func() bool { return slow.Held() == 1 })
+	fast := NewTestNode(scheduler.NodeInfo{NodeID: "fast"})
+	fast.Attach(t, a)
+	// Well before the lease (6s) would end: the run timeout (0.8s) and a
+	// sweep (50ms), with room for a loaded machine.
+	Eventually(t, "the job on the fast node", 4*time.Second, func() bool { return len(fast.Ran()[job]) == 1 })
+	s.WaitAnswers(t, []string{"r"}, 5*time.Second)
+	if took := time.Since(start); took >= 6*time.Second {
+		t.Errorf("the attempt ended after %v, past the lease; want about the run timeout", took)
+	}
+	if got := fast.Ran()[job]; len(got) != 1 || got[0] != 2 {
+		t.Errorf("fast node ran attempts %v, want [2]", got)
+	}
+	slow.ReleaseHeld()
+	checkQuiet(t, h.Stores(), []string{"r"}, []string{"slow", "fast"}, []string{"inst-a"})
+}
+
+// testDispatchNodeMoves: a node that reconnects to another instance while
+// it runs a job keeps the job: the old instance's detach of its old
+// connection does not fail it over, and the result sent through the new
+// instance answers the request with attempt 1.
+func testDispatchNodeMoves(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	b := p.Start("inst-b", false, nil)
+	st := h.Stores()
+	Eventually(t, "both instances announced", 5*time.Second, func() bool {
+		x, _ := st.Presence.Alive(context.Background(), "inst-a")
+		y, _ := st.Presence.Alive(context.Background(), "inst-b")
+		return x && y
+	})
+	n := NewTestNode(scheduler.NodeInfo{NodeID: "n1"})
+	n.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+	n.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	job := s.Submit(t, scheduler.Request{RequestID: "r", Payload: []byte("r")})
+	Eventually(t, "n1 holds the job", 5*time.Second, func() bool { return n.Held() == 1 })
+	// The node connects to B, then A sees its old connection close.
+	n.Attach(t, b)
+	if err := a.DetachNode(context.Background(), n.ID, n); err != nil {
+		t.Fatal(err)
+	}
+	for id, err := range n.ReleaseHeld() {
+		if err != nil {
+			t.Errorf("result of %s through B: %v", id, err)
+		}
+	}
+	got := s.WaitAnswers(t, []string{"r"}, 10*time.Second)
+	if m := got["r"][0]; m.Type != scheduler.TypeJobResult || m.Attempt != 1 {
+		t.Errorf("answer %+v, want job_result of attempt 1", m)
+	}
+	if ran := n.Ran()[job]; len(ran) != 1 {
+		t.Errorf("the node got attempts %v of the job, want [1] (no failover)", ran)
+	}
+	checkQuiet(t, h.Stores(), []string{"r"}, []string{"n1"}, []string{"inst-a", "inst-b"})
+}
+
+// testDispatchUndeliverable: nodes that are gone while another instance's
+// fleet view still shows them cost no attempt: a job sent to one waits for
+// a node, and runs its first attempt when the nodes come back.
+func testDispatchUndeliverable(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	var nodes []*TestNode
+	for i := range 3 {
+		n := NewTestNode(scheduler.NodeInfo{NodeID: fmt.Sprintf("n%d", i), Pools: []string{"p"}})
+		n.Attach(t, a)
+		nodes = append(nodes, n)
+	}
+	// B reads the fleet once, at its start, and keeps showing the nodes
+	// after they are gone.
+	b := p.Start("inst-b", false, func(c *scheduler.Config) { c.Fleet.RefreshInterval = time.Hour })
+	waitFleet(t, b, "n0", "n1", "n2")
+	st := h.Stores()
+	ctx := context.Background()
+	Eventually(t, "both instances announced", 5*time.Second, func() bool {
+		x, _ := st.Presence.Alive(ctx, "inst-a")
+		y, _ := st.Presence.Alive(ctx, "inst-b")
+		return x && y
+	})
+	for _, n := range nodes {
+		n.Detach(t)
+	}
+	s := NewTestSession("s1")
+	s.Attach(t, b)
+	reqs := []string{"r0", "r1", "r2"}
+	payloads := map[string]string{}
+	for _, r := range reqs {
+		payloads[r] = r
+		s.Submit(t, scheduler.Request{RequestID: r, Pool: "p", Payload: []byte(r)})
+	}
+	// Each job went to a node that was gone and came back to wait.
+	Eventually(t, "the jobs back in CREATED after a dispatch", 5*time.Second, func() bool {
+		for _, r := range reqs {
+			e, err := st.Book.Entry(ctx, scheduler.JobIDFor(r))
+			rec, jerr := st.Jobs.Job(ctx, scheduler.JobIDFor(r))
+			if err != nil || jerr != nil || len(e.Tried) == 0 || rec.State.Active() {
+				return false
+			}
+		}
+		return true
+	})
+	for _, n := range nodes {
+		n.Attach(t, a)
+	}
+	got := s.WaitAnswers(t, reqs, 10*time.Second)
+	for _, r := range reqs {
+		if m := got[r][0]; m.Type != scheduler.TypeJobResult || m.Attempt != 1 {
+			t.Errorf("%s: %s of attempt %d (%s), want job_result of attempt 1", r, m.Type, m.Attempt, m.Error)
+		}
+	}
+	checkQuiet(t, st, reqs, []string{"n0", "n1", "n2"}, []string{"inst-a", "inst-b"})
+}
+
+// testDispatchOutdatedAssigns: job_assigns left in a dead instance's
+// inbox are not delivered once their attempt is over, when another
+// instance adopts the inbox.
+func testDispatchOutdatedAssigns(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", true, nil)
+	// B holds the session; its adoption loop is too slow to matter here.
+	b := p.Start("inst-b", false, func(c *scheduler.Config) {
+		c.OwnerTTL = time.Minute
+		c.Dispatch.AckTimeout = 600 * time.Millisecond // n1's presence (1s) ends within the second attempt
+		c.Dispatch.QueueTimeout = 20 * time.Second
+	})
+	n := NewTestNode(scheduler.NodeInfo{NodeID: "n1"})
+	n.Attach(t, a)
+	waitFleet(t, b, "n1")
+	s := NewTestSession("s1")
+	s.Attach(t, b)
+	// A dies; B keeps sending n1's job to A's inbox while n1's presence
+	// lasts, each attempt ending at its ack timeout.
+	p.Stop("inst-a")
+	job := s.Submit(t, scheduler.Request{RequestID: "r", Payload: []byte("r")})
+	st := h.Stores()
+	ctx := context.Background()
+	Eventually(t, "n1 offline for B and the job waiting", 10*time.Second, func() bool {
+		rec, err := st.Jobs.Job(ctx, job)
+		online := false
+		for _, f := range b.Fleet() {
+			online = online || (f.NodeID == "n1" && f.Online)
+		}
+		return err == nil && rec.Attempt > 1 && rec.State == "CREATED" && !online
+	})
+	if l, err := st.Inbox("inst-a").Len(ctx); err != nil || l == 0 {
+		t.Fatalf("A's inbox holds %d entries (%v), want the outdated job_assigns", l, err)
+	}
+	// The node reconnects to B and runs the job's current attempt.
+	n.Attach(t, b)
+	s.WaitAnswers(t, []string{"r"}, 10*time.Second)
+	// C adopts A's inbox: the outdated assigns must not reach the node.
+	p.Start("inst-c", false, nil)
+	Eventually(t, "A's inbox drained", 10*time.Second, func() bool {
+		l, err := st.Inbox("inst-a").Len(ctx)
+		return err == nil && l == 0
+	})
+	Eventually(t, "C's and B's inboxes handled", 5*time.Second, func() bool {
+		for _, id := range []string{"inst-b", "inst-c"} {
+			if p, err := st.Inbox(id).Pending(ctx); err != nil || p != 0 {
+				return false
+			}
+			if l, err := st.Inbox(id).Len(ctx); err != nil || l != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if ran := n.Ran()[job]; len(ran) != 1 {
+		t.Errorf("the node got attempts %v of the job, want only the current one", ran)
+	}
 }
 
 // testDispatchTwoChoices: with two_choices, held jobs spread over the

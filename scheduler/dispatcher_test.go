@@ -9,7 +9,7 @@ import (
 )
 
 func TestMemDispatcher(t *testing.T) {
-	storetest.TestDispatcher(t, func(t *testing.T) storetest.DispatcherHarness {
+	storetest.TestDispatcherSynctest(t, func(t *testing.T) storetest.DispatcherHarness {
 		st, err := scheduler.NewMemStores(storetest.DispatchTestConfig("x"))
 		if err != nil {
 			t.Fatal(err)

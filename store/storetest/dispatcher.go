@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ksana-dev/ksana/fsm"
@@ -34,24 +35,47 @@ type DispatcherHarness struct {
 // node and instance failures, duplicate requests, model_not_available, and
 // a soak with random faults checked against the plane's invariants.
 func TestDispatcher(t *testing.T, newHarness func(t *testing.T) DispatcherHarness) {
-	t.Run("TwoInstancesTurns", func(t *testing.T) { testDispatchTurns(t, newHarness(t)) })
-	t.Run("NodeDetachedMidJob", func(t *testing.T) { testDispatchNodeDetached(t, newHarness(t)) })
-	t.Run("InstanceDies", func(t *testing.T) { testDispatchInstanceDies(t, newHarness(t)) })
-	t.Run("DuplicateRequests", func(t *testing.T) { testDispatchDuplicates(t, newHarness(t)) })
-	t.Run("ModelNotAvailable", func(t *testing.T) { testDispatchModelNotAvailable(t, newHarness(t)) })
-	t.Run("NoNode", func(t *testing.T) { testDispatchNoNode(t, newHarness(t)) })
-	t.Run("LongJobKeepsLease", func(t *testing.T) { testDispatchLongJob(t, newHarness(t)) })
-	t.Run("BadNodeEvents", func(t *testing.T) { testDispatchBadEvents(t, newHarness(t)) })
-	t.Run("TurnJobsAtOnce", func(t *testing.T) { testDispatchTurnAtOnce(t, newHarness(t)) })
-	t.Run("TurnAcrossInstances", func(t *testing.T) { testDispatchTurnAcrossInstances(t, newHarness(t)) })
-	t.Run("AckTimeout", func(t *testing.T) { testDispatchAckTimeout(t, newHarness(t)) })
-	t.Run("RunTimeout", func(t *testing.T) { testDispatchRunTimeout(t, newHarness(t)) })
-	t.Run("RunTimeoutBeforeLease", func(t *testing.T) { testDispatchRunTimeoutBeforeLease(t, newHarness(t)) })
-	t.Run("NodeMovesMidJob", func(t *testing.T) { testDispatchNodeMoves(t, newHarness(t)) })
-	t.Run("UndeliverableCostsNoAttempt", func(t *testing.T) { testDispatchUndeliverable(t, newHarness(t)) })
-	t.Run("OutdatedAssignsDropped", func(t *testing.T) { testDispatchOutdatedAssigns(t, newHarness(t)) })
-	t.Run("TwoChoices", func(t *testing.T) { testDispatchTwoChoices(t, newHarness(t)) })
-	t.Run("Soak", func(t *testing.T) { testDispatchSoak(t, newHarness(t)) })
+	for _, c := range dispatchCases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, newHarness(t)) })
+	}
+}
+
+// TestDispatcherSynctest is [TestDispatcher] with every case run inside a
+// testing/synctest bubble: time is fake, so the suite's deadlines, leases
+// and waits pass at once and never depend on the machine's speed. It is
+// for stores whose goroutines and timers all live in the test, such as
+// [scheduler.NewMemStores]; newHarness is called inside the bubble.
+func TestDispatcherSynctest(t *testing.T, newHarness func(t *testing.T) DispatcherHarness) {
+	for _, c := range dispatchCases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { c.run(t, newHarness(t)) })
+		})
+	}
+}
+
+// dispatchCases are the cases of [TestDispatcher].
+var dispatchCases = []struct {
+	name string
+	run  func(t *testing.T, h DispatcherHarness)
+}{
+	{"TwoInstancesTurns", testDispatchTurns},
+	{"NodeDetachedMidJob", testDispatchNodeDetached},
+	{"InstanceDies", testDispatchInstanceDies},
+	{"DuplicateRequests", testDispatchDuplicates},
+	{"ModelNotAvailable", testDispatchModelNotAvailable},
+	{"NoNode", testDispatchNoNode},
+	{"LongJobKeepsLease", testDispatchLongJob},
+	{"BadNodeEvents", testDispatchBadEvents},
+	{"TurnJobsAtOnce", testDispatchTurnAtOnce},
+	{"TurnAcrossInstances", testDispatchTurnAcrossInstances},
+	{"AckTimeout", testDispatchAckTimeout},
+	{"RunTimeout", testDispatchRunTimeout},
+	{"RunTimeoutBeforeLease", testDispatchRunTimeoutBeforeLease},
+	{"NodeMovesMidJob", testDispatchNodeMoves},
+	{"UndeliverableCostsNoAttempt", testDispatchUndeliverable},
+	{"OutdatedAssignsDropped", testDispatchOutdatedAssigns},
+	{"TwoChoices", testDispatchTwoChoices},
+	{"Soak", testDispatchSoak},
 }
 
 // DispatchTestConfig is the configuration of the suite's instances: short

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/ksana-dev/ksana/store/storetest"
 	"github.com/redis/rueidis"
 )
 
@@ -24,23 +23,6 @@ func newTurns(t testing.TB, c rueidis.Client, cfg TurnsConfig) *Turns {
 		t.Fatal(err)
 	}
 	return s
-}
-
-func TestTurnsConformance(t *testing.T) {
-	for _, srv := range testServers(t) {
-		t.Run(srv.name, func(t *testing.T) {
-			storetest.TestTurnStore(t, func(t *testing.T) storetest.TurnHarness {
-				s := newTurns(t, srv.client, TurnsConfig{})
-				return storetest.TurnHarness{Store: s, CurrentTurn: func(t *testing.T, id string) string {
-					v, err := s.hget(context.Background(), "test", s.keys.Session(id), FieldCurrentTurnID)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return v
-				}}
-			})
-		})
-	}
 }
 
 func TestTurnsKeysAndTTL(t *testing.T) {

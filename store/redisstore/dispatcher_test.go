@@ -14,34 +14,6 @@ import (
 	"github.com/ksana-dev/ksana/store/storetest"
 )
 
-func TestDispatcherConformance(t *testing.T) {
-	for _, s := range testServers(t) {
-		t.Run(s.name, func(t *testing.T) {
-			storetest.TestDispatcher(t, func(t *testing.T) storetest.DispatcherHarness {
-				cfg := storetest.DispatchTestConfig("x")
-				prefix := testPrefix(t)
-				keys := NewKeys(prefix)
-				return storetest.DispatcherHarness{
-					Stores: func() scheduler.Stores {
-						st, err := NewStores(s.client, cfg, StoresConfig{KeyPrefix: prefix, Group: "g"})
-						if err != nil {
-							t.Fatal(err)
-						}
-						return st
-					},
-					Poison: func(id string, f map[string]string) error {
-						fv := s.client.B().Xadd().Key(keys.Inbox(id)).Id("*").FieldValue()
-						for k, v := range f {
-							fv = fv.FieldValue(k, v)
-						}
-						return s.client.Do(context.Background(), fv.Build()).Error()
-					},
-				}
-			})
-		})
-	}
-}
-
 // TestDispatcherSurvivesRedisRestart restarts a private Redis (without
 // persistence: everything in it is lost) under two Dispatchers: requests
 // in flight get job_failed from their instance's request timeout, the
@@ -158,34 +130,6 @@ func TestReclaimReportsDeletedEntries(t *testing.T) {
 			if len(msgs) != 2 || len(deleted) != 1 || deleted[0] != ids[1] {
 				t.Errorf("Reclaim = %d messages, deleted %v; want 2 and [%s]", len(msgs), deleted, ids[1])
 			}
-		})
-	}
-}
-
-func TestBookConformance(t *testing.T) {
-	for _, s := range testServers(t) {
-		t.Run(s.name, func(t *testing.T) {
-			storetest.TestJobBook(t, func(t *testing.T) scheduler.JobBook {
-				b, err := NewBook(s.client, BookConfig{Prefix: testPrefix(t)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
-			})
-		})
-	}
-}
-
-func TestDueConformance(t *testing.T) {
-	for _, s := range testServers(t) {
-		t.Run(s.name, func(t *testing.T) {
-			storetest.TestDueIndex(t, func(t *testing.T) scheduler.DueIndex {
-				d, err := NewDue(s.client, DueConfig{Prefix: testPrefix(t)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return d
-			})
 		})
 	}
 }

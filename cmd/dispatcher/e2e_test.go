@@ -536,7 +536,7 @@ func testTwoProcesses(t *testing.T, be backend) {
 			}
 		}
 		for _, q := range all {
-			if _, ok, err := st.Due.Due(ctx, scheduler.JobIDFor(q)); err != nil || ok {
+			if _, ok, err := st.Due.(*redisstore.Due).Due(ctx, scheduler.JobIDFor(q)); err != nil || ok {
 				return false
 			}
 		}

@@ -230,6 +230,13 @@ type instance struct {
 // startInstance runs serve in this process, as the binary does.
 func startInstance(t testing.TB, cfg config, srv ServerConfig) *instance {
 	t.Helper()
+	return startInstanceLog(t, cfg, srv, nil)
+}
+
+// startInstanceLog is startInstance with the instance's log (text, info
+// and above) written to w, when not nil.
+func startInstanceLog(t testing.TB, cfg config, srv ServerConfig, w io.Writer) *instance {
+	t.Helper()
 	if srv.Listen == "" {
 		srv.Listen = "127.0.0.1:0"
 	}
@@ -248,6 +255,9 @@ func startInstance(t testing.TB, cfg config, srv ServerConfig) *instance {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if w != nil {
+		log = slog.New(slog.NewTextHandler(w, nil))
 	}
 	go func() {
 		err := serve(ctx, cfg, log, pw)

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -369,5 +371,41 @@ func TestHTTPErrorsAreJSON(t *testing.T) {
 		if _, ok := h[k].(float64); !ok {
 			t.Errorf("/health %s = %#v, want a JSON number", k, h[k])
 		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer for a logger written from many goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRegisterLogsCapacity: a node registering without a capacity is
+// logged with the capacity it gets (dispatcher.default_capacity).
+func TestRegisterLogsCapacity(t *testing.T) {
+	var logs lockedBuffer
+	plane := testPlane("cap", nil)
+	plane.Plane.Dispatch.DefaultCapacity = 7
+	inst := startInstanceLog(t, plane, ServerConfig{}, &logs)
+	n := mustDial(t, wsURL(inst.addr, "/ws/node"), "")
+	n.send(wire{Type: "register", NodeID: "n1", Pools: []string{"p"}})
+	n.expect("registered")
+	eventually(t, "the register logged", 5*time.Second, func() bool {
+		return strings.Contains(logs.String(), `msg="dispatcher: node registered" node_id=n1`)
+	})
+	if l := logs.String(); !strings.Contains(l, "capacity=7") {
+		t.Errorf("register logged without its effective capacity 7:\n%s", l)
 	}
 }

@@ -44,7 +44,7 @@ const (
 	ReasonPanic         = "panic"                   // prefix: the handler panicked
 )
 
-// PendingEntry is one line of the extended XPENDING form.
+// PendingEntry is an entry delivered and not yet acknowledged.
 type PendingEntry struct {
 	ID         string        // the entry id
 	Consumer   string        // the consumer holding it
@@ -69,8 +69,9 @@ var ErrMalformed = errors.New("malformed message")
 // refused rather than an unhandled one trimmed away.
 var ErrInboxFull = errors.New("inbox full")
 
-// Sender appends messages to an instance's inbox
-// ({prefix}:streams:{instance:<instance_id>}:inbox).
+// Sender appends messages to an instance's inbox: the one way instances
+// talk to each other. A message sent is kept until the instance's consumers
+// handle it (or dead-letter it).
 type Sender interface {
 	// Send appends fields (at least one) to instanceID's inbox and returns
 	// the new entry's id. An inbox holding its bound of entries refuses
@@ -78,34 +79,39 @@ type Sender interface {
 	Send(ctx context.Context, instanceID string, fields map[string]string) (string, error)
 }
 
-// Inbox is the consumer side of one instance's inbox for one consumer group.
+// Inbox is the consumer side of one instance's inbox for one consumer
+// group: at-least-once delivery. An entry read by a consumer stays pending
+// with it until acknowledged; an entry left pending by a consumer that
+// died is taken over by another one; an entry that keeps failing moves to
+// the inbox's dead-letter queue exactly once.
 type Inbox interface {
 	// EnsureGroup creates the group (and the stream) if missing.
 	EnsureGroup(ctx context.Context) error
-	// Read returns up to count new entries for consumer, waiting at most
-	// block for one (XREADGROUP ... BLOCK). It returns no entries and no
-	// error when none arrived.
+	// Read returns up to count new entries for consumer, pending with it
+	// from now on, waiting at most block for one. It returns no entries and
+	// no error when none arrived.
 	Read(ctx context.Context, consumer string, count int, block time.Duration) ([]Message, error)
-	// Ack acknowledges and deletes handled entries (XACK + XDEL).
+	// Ack acknowledges handled entries: they leave the inbox.
 	Ack(ctx context.Context, ids ...string) error
 	// Reclaim hands consumer up to count entries pending with any consumer
-	// for at least minIdle (XAUTOCLAIM). Entries that were pending but are
+	// for at least minIdle (the consumer is taken for dead). Entries that were pending but are
 	// deleted from the stream are dropped from the pending list and their
 	// ids returned in deleted, so that the loss is reported, not silent.
 	Reclaim(ctx context.Context, consumer string, minIdle time.Duration, count int) (msgs []Message, deleted []string, err error)
 	// Pending returns the number of entries delivered and not yet acked.
 	Pending(ctx context.Context) (int64, error)
-	// PendingIdle lists up to count pending entries idle at least minIdle
-	// (XPENDING ... IDLE), oldest first.
+	// PendingIdle lists up to count pending entries idle at least minIdle,
+	// oldest first, with their delivery counts.
 	PendingIdle(ctx context.Context, minIdle time.Duration, count int) ([]PendingEntry, error)
 	// DeadLetter moves entry id to the dead-letter queue if it is still
 	// pending and idle at least minIdle: it claims it for consumer, appends
-	// its fields, source id, delivery count and reason to the DLQ (MAXLEN ~
-	// its bound) and acks and deletes it from the inbox, all at once. It
+	// its fields, source id, delivery count and reason to the dead-letter
+	// queue (which keeps about its bound of the newest) and acks it, all at
+	// once. It
 	// returns the new dead letter and true, or false when the entry was not
 	// pending (already moved or acked), so a message is moved exactly once.
 	DeadLetter(ctx context.Context, consumer, id string, minIdle time.Duration, reason string) (DeadLetter, bool, error)
-	// Len returns the number of entries in the inbox (XLEN).
+	// Len returns the number of entries in the inbox, handled or not.
 	Len(ctx context.Context) (int64, error)
 	// DeadLetters returns up to count entries of the DLQ, oldest first.
 	DeadLetters(ctx context.Context, count int) ([]DeadLetter, error)
@@ -335,7 +341,7 @@ func (d *Deliverer) Scan(ctx context.Context) error {
 }
 
 // deadLetterOver moves the pending entries idle at least minIdle and
-// delivered more than Inbox.MaxDeliveries times (one XPENDING page of
+// delivered more than Inbox.MaxDeliveries times (one page of
 // Inbox.ScanCount) to the dead-letter queue.
 func (d *Deliverer) deadLetterOver(ctx context.Context, minIdle time.Duration) error {
 	entries, err := d.in.PendingIdle(ctx, minIdle, d.dlqCount)

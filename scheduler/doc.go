@@ -139,8 +139,8 @@
 // instance's inbox through a [Sender] (a Redis stream). An inbox holding
 // its bound of entries refuses new messages with [ErrInboxFull] rather
 // than trimming entries nobody handled. The owner consumes it with a [Deliverer] over its [Inbox]: a consumer
-// group read in blocking batches, a [Handler] per message, XACK + XDEL of
-// the successes, takeover of entries left idle by a dead consumer
+// group read in blocking batches, a [Handler] per message, one
+// acknowledgement of the successes, takeover of entries left idle by a dead consumer
 // ([Inbox.Reclaim]), and a dead-letter queue for entries delivered more
 // than [InboxConfig].MaxDeliveries times, or that the handler rejects as
 // [ErrMalformed]. Delivery is at least once; a poison message reaches the

@@ -22,8 +22,7 @@ type Presence interface {
 	// may still hold messages. In Redis the set {prefix}:schedulers:all.
 	Instances(ctx context.Context) ([]string, error)
 	// Adopt claims the inbox of the dead instance deadID for byID until ttl
-	// from now ({prefix}:schedulers:adopt:<instance_id>, SET NX PX): true
-	// for one caller at a time.
+	// from now: true for one caller at a time.
 	Adopt(ctx context.Context, deadID, byID string, ttl time.Duration) (bool, error)
 	// Forget takes instanceID out of Instances (its inbox was drained).
 	Forget(ctx context.Context, instanceID string) error

@@ -67,6 +67,7 @@ node id; with neither set, /ws/node is open.
 
 A bad value, an unknown key or an unknown table stops the start with a
 message naming the file and the key (exit status 2).
+
 On SIGINT or SIGTERM the instance stops accepting connections, withdraws its
 presence, hands every node and session a close frame after the messages
 queued for it, lets the nodes' jobs go to other nodes, and exits 0.

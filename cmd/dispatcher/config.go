@@ -350,7 +350,7 @@ func parseConfig(data []byte) (config, error) {
 func kindOf(md toml.MetaData, und []toml.Key, key string) string {
 	for _, k := range und {
 		if k.String() == key && md.Type(k...) == "Hash" {
-			return "table [" + key + "]"
+			return "table"
 		}
 	}
 	if i := strings.LastIndexByte(key, '.'); i < 0 {

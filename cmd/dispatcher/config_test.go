@@ -145,8 +145,8 @@ func TestParseConfigErrors(t *testing.T) {
 	}{
 		{"unknown dispatcher key", "[dispatcher]\nlisten_addr = \":1\"\n", "dispatcher.listen_addr", "unknown key"},
 		{"unknown phase2 key", "[scheduler.phase2]\nenable = true\n", "scheduler.phase2.enable", "unknown key"},
-		{"misspelled table", "[scheduler.phase_2]\nenabled = true\n", "scheduler.phase_2", "unknown table [scheduler.phase_2]"},
-		{"misspelled dispatcher", "[dispatchr]\nlisten = \":1\"\n", "dispatchr", "unknown table [dispatchr]"},
+		{"misspelled table", "[scheduler.phase_2]\nenabled = true\n", "scheduler.phase_2", "unknown table"},
+		{"misspelled dispatcher", "[dispatchr]\nlisten = \":1\"\n", "dispatchr", "unknown table"},
 		{"unknown top-level key", "enabled = true\n", "enabled", "unknown top-level key"},
 		{"bad listen", "[dispatcher]\nlisten = \"7200\"\n", "dispatcher.listen", ""},
 		{"bad selection", "[dispatcher]\nselection = \"best\"\n", "dispatcher.selection", `unknown strategy "best" (random|two_choices)`},

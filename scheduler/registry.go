@@ -88,15 +88,42 @@ func (d *Dispatcher) AttachNode(ctx context.Context, info NodeInfo, conn NodeCon
 	}
 	d.mu.Lock()
 	n := d.nodes[info.NodeID]
-	if n == nil {
+	fresh := n == nil
+	if fresh {
 		n = &localNode{jobs: map[string]*localJob{}}
 		d.nodes[info.NodeID] = n
 	}
 	n.info, n.conn = info, conn
 	d.fleet[info.NodeID] = snap
 	d.mu.Unlock()
+	if fresh {
+		d.takeJobs(ctx, info.NodeID, n)
+	}
 	d.wakeSweeper() // jobs waiting for a node may take this one
 	return nil
+}
+
+// takeJobs makes this instance follow the jobs a node attaching here
+// already runs (it moved from another instance, or this instance
+// restarted): their leases are renewed here from now on, so that they are
+// not timed out while the node works on them.
+func (d *Dispatcher) takeJobs(ctx context.Context, nodeID string, n *localNode) {
+	ids, err := d.st.Reservations.Jobs(ctx, nodeID)
+	if err != nil {
+		d.log.Warn("scheduler: jobs of an attaching node", "node_id", nodeID, "err", err)
+		return
+	}
+	for _, id := range ids {
+		rec, err := d.st.Jobs.Job(ctx, id)
+		if err != nil || rec.NodeID != nodeID || !rec.State.Active() {
+			continue
+		}
+		d.mu.Lock()
+		if d.nodes[nodeID] == n && n.jobs[id] == nil {
+			n.jobs[id] = &localJob{attempt: rec.Attempt, acked: rec.State != fsm.Dispatched, assigned: rec.UpdatedAt}
+		}
+		d.mu.Unlock()
+	}
 }
 
 // DetachNode detaches the node's connection conn (a newer connection of

@@ -977,12 +977,17 @@ func testDispatchNodeMoves(t *testing.T, h DispatcherHarness) {
 	s := NewTestSession("s1")
 	s.Attach(t, a)
 	job := s.Submit(t, scheduler.Request{RequestID: "r", Payload: []byte("r")})
-	Eventually(t, "n1 holds the job", 5*time.Second, func() bool { return n.Held() == 1 })
+	Eventually(t, "n1 runs the job, through A", 5*time.Second, func() bool {
+		rec, err := h.Stores().Jobs.Job(context.Background(), job)
+		return err == nil && rec.State == fsm.Running
+	})
 	// The node connects to B, then A sees its old connection close.
 	n.Attach(t, b)
 	if err := a.DetachNode(context.Background(), n.ID, n); err != nil {
 		t.Fatal(err)
 	}
+	// The job runs on for several leases: B renews its lease now.
+	time.Sleep(4 * 600 * time.Millisecond)
 	for id, err := range n.ReleaseHeld() {
 		if err != nil {
 			t.Errorf("result of %s through B: %v", id, err)

@@ -24,8 +24,10 @@
 // ends its current attempt: the job goes back to [Created] with the attempt
 // incremented, to be dispatched again, or, when it has had
 // [Machine].MaxAttempts attempts (default [DefaultMaxAttempts]), ends in
-// [Failed]. [Outcome].FreeReservation tells the caller when an event took
-// the job off its node.
+// [Failed]. An [Undelivered] job (dispatched, but its job_assign never
+// reached the node) goes back to [Created] in the same attempt: the node
+// never began it, so it costs no attempt. [Outcome].FreeReservation tells
+// the caller when an event took the job off its node.
 //
 // An event is checked against the job's attempt before the table is
 // consulted: an older attempt is [ErrStaleAttempt] (a late message from a
@@ -71,11 +73,12 @@
 //	    RUNNING --> CREATED : failover (attempt < max, attempt+1)
 //	    RUNNING --> FAILED : failover (attempt = max)
 //	    CREATED --> FAILED : fail
+//	    DISPATCHED --> CREATED : undelivered
 //	    RELEASED --> [*]
 //	    FAILED --> [*]
 //
 // Duplicates (same attempt, nothing changes): dispatch in DISPATCHED and
 // later; job_ack in ACCEPTED and later; job_started in RUNNING and later;
 // job_result in FINISHED and RELEASED; release in RELEASED; timeout and
-// failover and fail in FAILED.
+// failover, fail and undelivered in FAILED.
 package fsm

@@ -35,6 +35,11 @@ const (
 	Timeout  Event = "timeout"     // the job did not finish in time on its node
 	Failover Event = "failover"    // the job's node or owning instance is gone
 	Fail     Event = "fail"        // no node took the job while it waited: it ends without an attempt on a node
+	// Undelivered: the job was dispatched, but its job_assign could not
+	// reach the node (gone, or not connected where the fleet view said): the
+	// job waits for a node again in the same attempt, which the node never
+	// began.
+	Undelivered Event = "undelivered"
 )
 
 // DefaultMaxAttempts is the number of attempts a [Machine] with a zero
@@ -48,7 +53,7 @@ func States() []State {
 
 // Events returns every event, in lifecycle order.
 func Events() []Event {
-	return []Event{Dispatch, Ack, Start, Result, Release, Timeout, Failover, Fail}
+	return []Event{Dispatch, Ack, Start, Result, Release, Timeout, Failover, Fail, Undelivered}
 }
 
 // Valid reports whether s is one of [States].
@@ -63,7 +68,7 @@ func (s State) Valid() bool {
 // Valid reports whether e is one of [Events].
 func (e Event) Valid() bool {
 	switch e {
-	case Dispatch, Ack, Start, Result, Release, Timeout, Failover, Fail:
+	case Dispatch, Ack, Start, Result, Release, Timeout, Failover, Fail, Undelivered:
 		return true
 	}
 	return false

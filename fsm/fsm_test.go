@@ -18,13 +18,13 @@ var update = flag.Bool("update", false, "rewrite testdata/fsm.mmd from the table
 // X, "retry" a move back to CREATED (or FAILED when attempts are used up),
 // "dup" a replay and "-" an invalid transition.
 var spec = map[State]map[Event]string{
-	Created:    {Dispatch: "->DISPATCHED", Ack: "-", Start: "-", Result: "-", Release: "-", Timeout: "-", Failover: "-", Fail: "->FAILED"},
-	Dispatched: {Dispatch: "dup", Ack: "->ACCEPTED", Start: "->RUNNING", Result: "->FINISHED", Release: "-", Timeout: "retry", Failover: "retry", Fail: "-"},
-	Accepted:   {Dispatch: "dup", Ack: "dup", Start: "->RUNNING", Result: "->FINISHED", Release: "-", Timeout: "retry", Failover: "retry", Fail: "-"},
-	Running:    {Dispatch: "dup", Ack: "dup", Start: "dup", Result: "->FINISHED", Release: "-", Timeout: "retry", Failover: "retry", Fail: "-"},
-	Finished:   {Dispatch: "dup", Ack: "dup", Start: "dup", Result: "dup", Release: "->RELEASED", Timeout: "-", Failover: "-", Fail: "-"},
-	Released:   {Dispatch: "dup", Ack: "dup", Start: "dup", Result: "dup", Release: "dup", Timeout: "-", Failover: "-", Fail: "-"},
-	Failed:     {Dispatch: "-", Ack: "-", Start: "-", Result: "-", Release: "-", Timeout: "dup", Failover: "dup", Fail: "dup"},
+	Created:    {Dispatch: "->DISPATCHED", Ack: "-", Start: "-", Result: "-", Release: "-", Timeout: "-", Failover: "-", Fail: "->FAILED", Undelivered: "-"},
+	Dispatched: {Dispatch: "dup", Ack: "->ACCEPTED", Start: "->RUNNING", Result: "->FINISHED", Release: "-", Timeout: "retry", Failover: "retry", Fail: "-", Undelivered: "requeue"},
+	Accepted:   {Dispatch: "dup", Ack: "dup", Start: "->RUNNING", Result: "->FINISHED", Release: "-", Timeout: "retry", Failover: "retry", Fail: "-", Undelivered: "-"},
+	Running:    {Dispatch: "dup", Ack: "dup", Start: "dup", Result: "->FINISHED", Release: "-", Timeout: "retry", Failover: "retry", Fail: "-", Undelivered: "-"},
+	Finished:   {Dispatch: "dup", Ack: "dup", Start: "dup", Result: "dup", Release: "->RELEASED", Timeout: "-", Failover: "-", Fail: "-", Undelivered: "-"},
+	Released:   {Dispatch: "dup", Ack: "dup", Start: "dup", Result: "dup", Release: "dup", Timeout: "-", Failover: "-", Fail: "-", Undelivered: "-"},
+	Failed:     {Dispatch: "-", Ack: "-", Start: "-", Result: "-", Release: "-", Timeout: "dup", Failover: "dup", Fail: "dup", Undelivered: "dup"},
 }
 
 type result struct {
@@ -57,6 +57,8 @@ func expect(t *testing.T, m Machine, job Job, ev Event, attempt int) result {
 		return result{unchanged, ErrInvalidTransition}
 	case cell == "dup":
 		return result{Outcome{Job: job, Duplicate: true}, nil}
+	case cell == "requeue": // back to CREATED in the same attempt, off the node
+		return result{Outcome{Job: Job{Created, job.Attempt}, FreeReservation: true}, nil}
 	case cell == "retry":
 		if job.Attempt < m.Max() {
 			return result{Outcome{Job: Job{Created, job.Attempt + 1}, FreeReservation: true}, nil}
@@ -109,7 +111,7 @@ func TestApplyExhaustive(t *testing.T) {
 			}
 		}
 	}
-	if want := 5 * 9 * 8 * 5 * 6; n != want {
+	if want := 5 * 10 * 8 * 5 * 6; n != want {
 		t.Fatalf("ran %d combinations, want %d", n, want)
 	}
 }
@@ -131,6 +133,8 @@ func TestTableMatchesSpec(t *testing.T) {
 				t.Fatalf("%s/%s is both a move and a duplicate", s, ev)
 			case move && tr.Retry:
 				got = "retry"
+			case move && tr.To == Created:
+				got = "requeue"
 			case move:
 				got = "->" + string(tr.To)
 			case dup:

@@ -36,6 +36,7 @@ var table = []Transition{
 	{From: Accepted, Event: Failover, To: Created, Retry: true, FreeReservation: true},
 	{From: Running, Event: Failover, To: Created, Retry: true, FreeReservation: true},
 	{From: Created, Event: Fail, To: Failed},
+	{From: Dispatched, Event: Undelivered, To: Created, FreeReservation: true},
 }
 
 // duplicates lists, per state, the events that a job in that state has
@@ -47,7 +48,7 @@ var duplicates = map[State][]Event{
 	Running:    {Dispatch, Ack, Start},
 	Finished:   {Dispatch, Ack, Start, Result},
 	Released:   {Dispatch, Ack, Start, Result, Release},
-	Failed:     {Timeout, Failover, Fail},
+	Failed:     {Timeout, Failover, Fail, Undelivered},
 }
 
 // Frees reports whether some move of e takes a job off its node (a

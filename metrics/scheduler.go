@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"errors"
 	"time"
 
 	"github.com/ksana-dev/ksana/fsm"
@@ -145,8 +144,8 @@ func (m *Scheduler) Hooks() scheduler.Hooks {
 		Lost:         func(ids []string) { m.lost.Add(float64(len(ids))) },
 		JobState:     func(s fsm.State) { m.jobState.WithLabelValues(string(s)).Inc() },
 		Failover:     func(_, why string) { m.failover.WithLabelValues(why).Inc() },
-		Rejected: func(t scheduler.MessageType, err error) {
-			m.rejected.WithLabelValues(string(t), RejectReason(err)).Inc()
+		Rejected: func(t scheduler.MessageType, reason string) {
+			m.rejected.WithLabelValues(string(t), reason).Inc()
 		},
 		SelectionMiss: func(string, string) { m.selectionMiss.Inc() },
 		Answered:      func(t scheduler.MessageType) { m.answered.WithLabelValues(string(t)).Inc() },
@@ -160,24 +159,4 @@ func (m *Scheduler) Hooks() scheduler.Hooks {
 // store/redisstore.NewStores (its OpHook type has this signature).
 func (m *Scheduler) OpHook() func(op, result string, d time.Duration) {
 	return func(op, result string, _ time.Duration) { m.redisOps.WithLabelValues(op, result).Inc() }
-}
-
-// RejectReason names why a node event was refused, for the reason label
-// of scheduler_phase2_rejected_total: "stale_attempt", "wrong_node",
-// "job_not_found", "invalid_transition" (any other refusal of the job's
-// lifecycle) or "other".
-func RejectReason(err error) string {
-	var te *fsm.TransitionError
-	switch {
-	case errors.Is(err, fsm.ErrStaleAttempt):
-		return "stale_attempt"
-	case errors.Is(err, scheduler.ErrWrongNode):
-		return "wrong_node"
-	case errors.Is(err, scheduler.ErrJobNotFound):
-		return "job_not_found"
-	case errors.As(err, &te):
-		return "invalid_transition"
-	default:
-		return "other"
-	}
 }

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -70,8 +69,8 @@ func TestSchedulerMetrics(t *testing.T) {
 	h.JobState(fsm.Created)
 	h.JobState(fsm.Released)
 	h.Failover("j1", scheduler.CancelTimeout)
-	h.Rejected(scheduler.TypeJobResult, &fsm.TransitionError{Err: fsm.ErrStaleAttempt})
-	h.Rejected(scheduler.TypeJobAck, fmt.Errorf("job j: %w", scheduler.ErrWrongNode))
+	h.Rejected(scheduler.TypeJobResult, scheduler.Refusal(&fsm.TransitionError{Err: fsm.ErrStaleAttempt}))
+	h.Rejected(scheduler.TypeJobAck, scheduler.Refusal(fmt.Errorf("job j: %w", scheduler.ErrWrongNode)))
 	h.SelectionMiss("zh-en", "")
 	h.Answered(scheduler.TypeJobResult)
 	h.Storm("n1", "m", scheduler.StormDecision{Action: scheduler.StormMarked})
@@ -111,23 +110,6 @@ func TestSchedulerWithoutConnected(t *testing.T) {
 	for _, name := range []string{"scheduler_phase2_inbox_pending", "scheduler_phase2_dlq_moved_total"} {
 		if _, ok := got[name]; !ok {
 			t.Errorf("%s missing before any event", name)
-		}
-	}
-}
-
-func TestRejectReason(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want string
-	}{
-		{&fsm.TransitionError{Err: fsm.ErrStaleAttempt}, "stale_attempt"},
-		{fmt.Errorf("x: %w", scheduler.ErrWrongNode), "wrong_node"},
-		{scheduler.ErrJobNotFound, "job_not_found"},
-		{&fsm.TransitionError{Err: fsm.ErrInvalidTransition}, "invalid_transition"},
-		{errors.New("boom"), "other"},
-	} {
-		if got := RejectReason(tc.err); got != tc.want {
-			t.Errorf("RejectReason(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }

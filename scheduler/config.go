@@ -1,409 +1,282 @@
 package scheduler
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"os"
 	"strings"
 	"time"
-)
-
-// Redis modes accepted in [RedisConfig.Mode].
-const (
-	ModeSingle  = "single"  // one standalone server at redis.url
-	ModeCluster = "cluster" // a Redis Cluster reached through redis.cluster_urls
-)
-
-// InstanceIDAuto asks for a generated instance id (see [NewInstanceID]).
-const InstanceIDAuto = "auto"
-
-// ConfigPath is the TOML table the configuration lives in; every
-// [ConfigError] names its field under it.
-const ConfigPath = "scheduler.phase2"
-
-// Defaults of [Config]; a zero field means the default below.
-const (
-	DefaultKeyPrefix              = "ksana"
-	DefaultOwnerTTLSeconds        = 45
-	DefaultStreamGroup            = "scheduler"
-	DefaultStreamBlockMS          = 1000
-	DefaultStreamCount            = 64
-	DefaultStreamMaxLen           = 10000
-	DefaultStreamClaimMinIdleMS   = 30000
-	DefaultDLQMaxLen              = 10000
-	DefaultDLQMaxDeliveries       = 10
-	DefaultDLQMinIdleMS           = 60000
-	DefaultDLQScanIntervalMS      = 5000
-	DefaultDLQScanCount           = 100
-	DefaultPresenceTTLSeconds     = 45
-	DefaultRefreshIntervalMS      = 2000
-	DefaultRemoveStaleAfterSecond = 600
-	DefaultStormDebounceWindowMS  = 5000
-	DefaultStormCooldownMS        = 30000
-	DefaultStormMaxActionsPerSec  = 20
 )
 
 // ErrInvalidConfig is wrapped by every [ConfigError].
 var ErrInvalidConfig = errors.New("invalid configuration")
 
-// ConfigError reports a bad configuration field. Field is the full TOML path
-// of the field, such as "scheduler.phase2.redis.mode".
+// ConfigError reports a bad [Config] field. Field is the Go path of the
+// field under Config, such as "Dispatch.AckTimeout".
 type ConfigError struct {
 	Field  string
 	Reason string
 }
 
-// Error returns "<field>: <reason>".
-func (e *ConfigError) Error() string { return e.Field + ": " + e.Reason }
+// Error returns "scheduler: Config.<field>: <reason>".
+func (e *ConfigError) Error() string { return "scheduler: Config." + e.Field + ": " + e.Reason }
 
 // Unwrap returns [ErrInvalidConfig].
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
 func fieldErr(field, format string, args ...any) *ConfigError {
-	return &ConfigError{Field: ConfigPath + "." + field, Reason: fmt.Sprintf(format, args...)}
+	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
-// Config configures the multi-instance dispatch plane. Its TOML shape is the
-// [scheduler.phase2] table of a config.toml, with the sub-tables
-// [scheduler.phase2.redis], [scheduler.phase2.node_snapshot] and
-// [scheduler.phase2.storm]. A zero field means its documented default;
-// [Config.WithDefaults] fills them in and [Config.Validate] checks the result.
+// Config configures one instance of the dispatch plane. A zero field means
+// the default named on it; [Config.WithDefaults] fills them in and
+// [Config.Validate] checks the result.
 type Config struct {
-	// Enabled switches the plane on. Default false.
-	Enabled bool `toml:"enabled"`
-	// InstanceID names this instance: its presence key, its owner bindings
-	// and its inbox. "auto" (the default, also for "") generates one with
-	// [NewInstanceID] in [Config.WithDefaults]; configure a stable id in
-	// production so that a restarted instance finds its inbox again.
-	InstanceID string `toml:"instance_id"`
-	// Redis says where the server is.
-	Redis RedisConfig `toml:"redis"`
-	// OwnerTTLSeconds is the TTL of the instance presence key and of the
-	// node and session owner bindings; they are renewed every third of it.
-	// Default 45.
-	OwnerTTLSeconds int `toml:"owner_ttl_seconds"`
-	// StreamGroup is the consumer group that reads an inbox. Default "scheduler".
-	StreamGroup string `toml:"stream_group"`
-	// StreamBlockMS is the BLOCK of each XREADGROUP, which bounds how long
-	// a consumer takes to notice that it should stop. Default 1000.
-	StreamBlockMS int `toml:"stream_block_ms"`
-	// StreamCount is the COUNT of each XREADGROUP and XAUTOCLAIM. Default 64.
-	StreamCount int `toml:"stream_count"`
-	// StreamMaxLen bounds the inbox: a message to an inbox holding this
-	// many unhandled entries is refused ([ErrInboxFull]) rather than an
-	// unhandled entry trimmed. Default 10000.
-	StreamMaxLen int64 `toml:"stream_maxlen"`
-	// StreamClaimMinIdleMS is how long an entry stays pending with a
-	// consumer before another consumer of the group takes it over with
-	// XAUTOCLAIM. Default 30000.
-	StreamClaimMinIdleMS int `toml:"stream_claim_min_idle_ms"`
-	// DLQEnabled turns the dead-letter scan on or off. Default true (nil).
-	DLQEnabled *bool `toml:"dlq_enabled"`
-	// DLQMaxLen trims the dead-letter stream with MAXLEN ~. Default 10000.
-	DLQMaxLen int64 `toml:"dlq_maxlen"`
-	// DLQMaxDeliveries: an entry delivered more often than this is dead. Default 10.
-	DLQMaxDeliveries int64 `toml:"dlq_max_deliveries"`
-	// DLQMinIdleMS: only entries idle at least this long are moved. Default 60000.
-	DLQMinIdleMS int `toml:"dlq_min_idle_ms"`
-	// DLQScanIntervalMS is the period of the dead-letter scan (and of the
-	// inbox pending gauge). Default 5000.
-	DLQScanIntervalMS int `toml:"dlq_scan_interval_ms"`
-	// DLQScanCount bounds the XPENDING page of one scan. Default 100.
-	DLQScanCount int `toml:"dlq_scan_count"`
-	// NodeSnapshot configures the shared fleet view.
-	NodeSnapshot NodeSnapshotConfig `toml:"node_snapshot"`
-	// Storm configures protection against MODEL_NOT_AVAILABLE storms.
-	Storm StormConfig `toml:"storm"`
-	// Dispatch tunes the [Dispatcher]. It is not part of the
-	// [scheduler.phase2] table: cmd/dispatcher reads it from [dispatcher].
-	Dispatch DispatchConfig `toml:"-"`
+	// InstanceID names this instance: its presence, its owner bindings and
+	// its inbox. Required by [NewDispatcher], [NewHeartbeat] and
+	// [NewBindings]; keep it stable across restarts so that a restarted
+	// instance finds its inbox again. No braces or white space.
+	InstanceID string
+	// OwnerTTL is the TTL of the instance's presence and of its node and
+	// session owner bindings; they are renewed every third of it, and an
+	// instance that stops renewing is taken for dead after it. Default 45s.
+	OwnerTTL time.Duration
+	// Inbox tunes the reading of this instance's inbox.
+	Inbox InboxConfig
+	// Fleet tunes the shared view of every instance's nodes.
+	Fleet FleetConfig
+	// Storm are the windows of the MODEL_NOT_AVAILABLE protection; the
+	// stores that implement [StormGuard] read them.
+	Storm StormWindows
+	// Dispatch tunes the [Dispatcher]'s deadlines, retries and selection.
+	Dispatch DispatchConfig
 
 	// Logger receives the runtime loops' warnings. Default: discard.
-	Logger *slog.Logger `toml:"-"`
+	Logger *slog.Logger
 	// Hooks are the metric sources. Default: none.
-	Hooks Hooks `toml:"-"`
+	Hooks Hooks
 }
 
-// RedisConfig is [scheduler.phase2.redis].
-type RedisConfig struct {
-	// Mode is "single" (the default, also for "") or "cluster".
-	Mode string `toml:"mode"`
-	// URL is the redis:// or rediss:// URL of the server in single mode.
-	// Required in single mode when the plane is enabled.
-	URL string `toml:"url"`
-	// ClusterURLs are seed URLs of the cluster in cluster mode. Required in
-	// cluster mode when the plane is enabled.
-	ClusterURLs []string `toml:"cluster_urls"`
-	// KeyPrefix starts every key. Default "ksana"; use one per environment.
-	KeyPrefix string `toml:"key_prefix"`
+// InboxConfig tunes a [Deliverer]: how it reads an inbox, takes over the
+// entries of a dead consumer and moves poison entries to the dead-letter
+// queue.
+type InboxConfig struct {
+	// Block bounds one wait for new entries, and so how long a reader
+	// takes to notice that it should stop. Default 1s.
+	Block time.Duration
+	// Count is the number of entries read or taken over at once. Default 64.
+	Count int
+	// ClaimMinIdle is how long an entry stays with a consumer, unacknowledged,
+	// before another consumer of the group takes it over. Default 30s.
+	ClaimMinIdle time.Duration
+	// NoDeadLetters turns the dead-letter queue off: poison entries stay
+	// pending. Default false (the queue is on).
+	NoDeadLetters bool
+	// MaxDeliveries: an entry delivered more often than this is dead.
+	// Default 10.
+	MaxDeliveries int64
+	// DeadMinIdle: only entries idle at least this long are moved to the
+	// dead-letter queue. Default 60s.
+	DeadMinIdle time.Duration
+	// ScanInterval is the period of the dead-letter scan and of the
+	// InboxPending hook. Default 5s.
+	ScanInterval time.Duration
+	// ScanCount bounds the pending entries looked at by one scan. Default 100.
+	ScanCount int
 }
 
-// NodeSnapshotConfig is [scheduler.phase2.node_snapshot].
-type NodeSnapshotConfig struct {
-	// Enabled switches the fleet view on. Default true (nil).
-	Enabled *bool `toml:"enabled"`
-	// PresenceTTLSeconds is the TTL of a node's presence key: a node is
-	// online while its owner keeps refreshing it. Default 45.
-	PresenceTTLSeconds int `toml:"presence_ttl_seconds"`
-	// RefreshIntervalMS is how often an instance upserts its own nodes and
-	// reads the fleet. Default 2000.
-	RefreshIntervalMS int `toml:"refresh_interval_ms"`
-	// RemoveStaleAfterSeconds removes a node not seen for this long from
-	// nodes:all, nodes:last_seen and its keys; it is also the TTL of a
-	// node's snapshot. Default 600.
-	RemoveStaleAfterSeconds int `toml:"remove_stale_after_seconds"`
+// FleetConfig tunes the shared fleet view ([SnapshotSync]).
+type FleetConfig struct {
+	// Off turns the shared view off: an instance sees only its own nodes.
+	// Default false.
+	Off bool
+	// PresenceTTL: a node is online while its instance refreshes its
+	// presence within this TTL. Default 45s.
+	PresenceTTL time.Duration
+	// RefreshInterval is how often an instance publishes its nodes and
+	// reads the fleet. Default 2s.
+	RefreshInterval time.Duration
+	// RemoveStaleAfter removes a node not seen for this long from the
+	// fleet. Default 10m.
+	RemoveStaleAfter time.Duration
 }
 
-// StormConfig is [scheduler.phase2.storm]: the windows of [StormGuard].
-type StormConfig struct {
-	// DebounceWindowMS: after the first MODEL_NOT_AVAILABLE report of a
-	// node and model, later reports within this window are only counted.
-	// Default 5000.
-	DebounceWindowMS int `toml:"debounce_window_ms"`
-	// CooldownMS is how long an acted-on model stays unavailable on that
-	// node. Default 30000.
-	CooldownMS int `toml:"cooldown_ms"`
-	// MaxActionsPerSecond bounds how many nodes per second may have one
-	// model marked unavailable. Default 20.
-	MaxActionsPerSecond int `toml:"max_actions_per_second"`
+// Selection strategies of [DispatchConfig].Selection.
+const (
+	// SelectRandom picks uniformly at random among the eligible nodes.
+	SelectRandom = "random"
+	// SelectTwoChoices draws two eligible nodes at random and takes the one
+	// with fewer reservations per slot (the power of two choices): a little
+	// more work per job for a much flatter load.
+	SelectTwoChoices = "two_choices"
+)
+
+// MaxCapacity bounds a node's capacity.
+const MaxCapacity = 10000
+
+// DispatchConfig tunes a [Dispatcher]: its deadlines, its retries and its
+// node selection. A zero field means the default named on it.
+type DispatchConfig struct {
+	// AckTimeout: a node that does not acknowledge (job_ack or
+	// job_started) a job within this time after it was dispatched loses
+	// it: the job goes to another node with its attempt incremented.
+	// Default 10s.
+	AckTimeout time.Duration
+	// RunTimeout bounds an attempt from dispatch to result, within
+	// SweepInterval plus the time of one sweep. Past it the job is taken off
+	// its node as after an ack timeout. Default 5m.
+	RunTimeout time.Duration
+	// Lease: once acknowledged, a job is held by a lease that the instance
+	// holding its node's connection renews every third of it, so that if
+	// that instance dies another one rescues the job within Lease.
+	// Default 15s.
+	Lease time.Duration
+	// QueueTimeout: how long a job may wait for an eligible node (online,
+	// in its pool, with its model and a free slot) before it fails with
+	// "no_node". Default 10s.
+	QueueTimeout time.Duration
+	// RetryInterval: how often a waiting job looks for a node again.
+	// Default 200ms.
+	RetryInterval time.Duration
+	// SweepInterval: how often an instance looks for jobs whose deadline
+	// passed. Default 500ms.
+	SweepInterval time.Duration
+	// MaxAttempts is how many nodes a job is tried on before it fails.
+	// Default 3, at most 100.
+	MaxAttempts int
+	// DefaultCapacity is the number of jobs a node runs at once when it
+	// registers without a capacity. Default 4, at most [MaxCapacity].
+	DefaultCapacity int
+	// Selection is [SelectRandom] (the default) or [SelectTwoChoices].
+	Selection string
+	// TurnTTL is how long a turn's affinity is kept after it was last
+	// written, so that turns never ended by a finalize do not stay in the
+	// store for ever. It is far longer than any turn. Default 24h.
+	TurnTTL time.Duration
+	// JobTTL is how long a job's record is kept after its last change (so
+	// that a late duplicate request still finds its answer). Default 24h.
+	JobTTL time.Duration
+	// RequestTimeout: a session that got no answer to a request within
+	// this time gets job_failed from its instance, whatever happened to the
+	// job. Default QueueTimeout + MaxAttempts × (AckTimeout + RunTimeout) +
+	// Lease.
+	RequestTimeout time.Duration
 }
 
-// Bool returns a pointer to v, for [Config.DLQEnabled] and
-// [NodeSnapshotConfig.Enabled].
-func Bool(v bool) *bool { return &v }
-
-// NewInstanceID returns a generated instance id: the host name and 8 random
-// hex digits, such as "web-1-3fa2c09b".
-func NewInstanceID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "scheduler"
-	}
-	var b [4]byte
-	rand.Read(b[:])
-	return host + "-" + hex.EncodeToString(b[:])
-}
-
-// WithDefaults returns c with every zero field set to its default, and an
-// "auto" or empty instance id replaced by [NewInstanceID].
+// WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
-	if c.InstanceID == "" || c.InstanceID == InstanceIDAuto {
-		c.InstanceID = NewInstanceID()
+	def(&c.OwnerTTL, 45*time.Second)
+	in := &c.Inbox
+	def(&in.Block, time.Second)
+	def(&in.Count, 64)
+	def(&in.ClaimMinIdle, 30*time.Second)
+	def(&in.MaxDeliveries, 10)
+	def(&in.DeadMinIdle, time.Minute)
+	def(&in.ScanInterval, 5*time.Second)
+	def(&in.ScanCount, 100)
+	f := &c.Fleet
+	def(&f.PresenceTTL, 45*time.Second)
+	def(&f.RefreshInterval, 2*time.Second)
+	def(&f.RemoveStaleAfter, 10*time.Minute)
+	c.Storm = c.Storm.withDefaults()
+	d := &c.Dispatch
+	def(&d.AckTimeout, 10*time.Second)
+	def(&d.RunTimeout, 5*time.Minute)
+	def(&d.Lease, 15*time.Second)
+	def(&d.QueueTimeout, 10*time.Second)
+	def(&d.RetryInterval, 200*time.Millisecond)
+	def(&d.SweepInterval, 500*time.Millisecond)
+	def(&d.MaxAttempts, 3)
+	def(&d.DefaultCapacity, 4)
+	if d.Selection == "" {
+		d.Selection = SelectRandom
 	}
-	if c.Redis.Mode == "" {
-		c.Redis.Mode = ModeSingle
-	}
-	if c.Redis.KeyPrefix == "" {
-		c.Redis.KeyPrefix = DefaultKeyPrefix
-	}
-	def(&c.OwnerTTLSeconds, DefaultOwnerTTLSeconds)
-	if c.StreamGroup == "" {
-		c.StreamGroup = DefaultStreamGroup
-	}
-	def(&c.StreamBlockMS, DefaultStreamBlockMS)
-	def(&c.StreamCount, DefaultStreamCount)
-	def(&c.StreamMaxLen, DefaultStreamMaxLen)
-	def(&c.StreamClaimMinIdleMS, DefaultStreamClaimMinIdleMS)
-	if c.DLQEnabled == nil {
-		c.DLQEnabled = Bool(true)
-	}
-	def(&c.DLQMaxLen, DefaultDLQMaxLen)
-	def(&c.DLQMaxDeliveries, DefaultDLQMaxDeliveries)
-	def(&c.DLQMinIdleMS, DefaultDLQMinIdleMS)
-	def(&c.DLQScanIntervalMS, DefaultDLQScanIntervalMS)
-	def(&c.DLQScanCount, DefaultDLQScanCount)
-	if c.NodeSnapshot.Enabled == nil {
-		c.NodeSnapshot.Enabled = Bool(true)
-	}
-	def(&c.NodeSnapshot.PresenceTTLSeconds, DefaultPresenceTTLSeconds)
-	def(&c.NodeSnapshot.RefreshIntervalMS, DefaultRefreshIntervalMS)
-	def(&c.NodeSnapshot.RemoveStaleAfterSeconds, DefaultRemoveStaleAfterSecond)
-	def(&c.Storm.DebounceWindowMS, DefaultStormDebounceWindowMS)
-	def(&c.Storm.CooldownMS, DefaultStormCooldownMS)
-	def(&c.Storm.MaxActionsPerSecond, DefaultStormMaxActionsPerSec)
-	c.Dispatch = c.Dispatch.WithDefaults()
+	def(&d.TurnTTL, 24*time.Hour)
+	def(&d.JobTTL, 24*time.Hour)
+	def(&d.RequestTimeout, d.QueueTimeout+time.Duration(d.MaxAttempts)*(d.AckTimeout+d.RunTimeout)+d.Lease)
 	return c
 }
 
-func def[T int | int64](p *T, v T) {
+func (w StormWindows) withDefaults() StormWindows {
+	def(&w.Debounce, 5*time.Second)
+	def(&w.Cooldown, 30*time.Second)
+	def(&w.ActionsPerSecond, 20)
+	return w
+}
+
+func def[T int | int64 | time.Duration](p *T, v T) {
 	if *p == 0 {
 		*p = v
 	}
 }
 
 // Validate checks c as given (call [Config.WithDefaults] first to check the
-// effective configuration). Negative numbers are rejected everywhere; the
-// Redis connection fields are checked when the plane is enabled (see
-// [RedisConfig.Validate]). The error is a [*ConfigError] naming the field.
+// effective configuration): no negative number or duration, an instance id
+// and selection of the right form, bounds where they exist. The error is a
+// [*ConfigError] naming the field.
 func (c Config) Validate() error {
 	if strings.ContainsAny(c.InstanceID, "{} \t\r\n") {
-		return fieldErr("instance_id", "%q may not contain braces or white space", c.InstanceID)
+		return fieldErr("InstanceID", "%q may not contain braces or white space", c.InstanceID)
 	}
-	if c.Enabled {
-		if err := c.Redis.Validate(); err != nil {
-			return err
-		}
-	} else if c.Redis.Mode != "" && c.Redis.Mode != ModeSingle && c.Redis.Mode != ModeCluster {
-		return fieldErr("redis.mode", "unknown mode %q (single|cluster)", c.Redis.Mode)
-	}
-	if strings.ContainsAny(c.StreamGroup, " \t\r\n") {
-		return fieldErr("stream_group", "%q may not contain white space", c.StreamGroup)
-	}
+	d := c.Dispatch
 	for _, f := range []struct {
 		name string
 		v    int64
 	}{
-		{"owner_ttl_seconds", int64(c.OwnerTTLSeconds)},
-		{"stream_block_ms", int64(c.StreamBlockMS)},
-		{"stream_count", int64(c.StreamCount)},
-		{"stream_maxlen", c.StreamMaxLen},
-		{"stream_claim_min_idle_ms", int64(c.StreamClaimMinIdleMS)},
-		{"dlq_maxlen", c.DLQMaxLen},
-		{"dlq_max_deliveries", c.DLQMaxDeliveries},
-		{"dlq_min_idle_ms", int64(c.DLQMinIdleMS)},
-		{"dlq_scan_interval_ms", int64(c.DLQScanIntervalMS)},
-		{"dlq_scan_count", int64(c.DLQScanCount)},
-		{"node_snapshot.presence_ttl_seconds", int64(c.NodeSnapshot.PresenceTTLSeconds)},
-		{"node_snapshot.refresh_interval_ms", int64(c.NodeSnapshot.RefreshIntervalMS)},
-		{"node_snapshot.remove_stale_after_seconds", int64(c.NodeSnapshot.RemoveStaleAfterSeconds)},
-		{"storm.debounce_window_ms", int64(c.Storm.DebounceWindowMS)},
-		{"storm.cooldown_ms", int64(c.Storm.CooldownMS)},
-		{"storm.max_actions_per_second", int64(c.Storm.MaxActionsPerSecond)},
+		{"OwnerTTL", int64(c.OwnerTTL)},
+		{"Inbox.Block", int64(c.Inbox.Block)},
+		{"Inbox.Count", int64(c.Inbox.Count)},
+		{"Inbox.ClaimMinIdle", int64(c.Inbox.ClaimMinIdle)},
+		{"Inbox.MaxDeliveries", c.Inbox.MaxDeliveries},
+		{"Inbox.DeadMinIdle", int64(c.Inbox.DeadMinIdle)},
+		{"Inbox.ScanInterval", int64(c.Inbox.ScanInterval)},
+		{"Inbox.ScanCount", int64(c.Inbox.ScanCount)},
+		{"Fleet.PresenceTTL", int64(c.Fleet.PresenceTTL)},
+		{"Fleet.RefreshInterval", int64(c.Fleet.RefreshInterval)},
+		{"Fleet.RemoveStaleAfter", int64(c.Fleet.RemoveStaleAfter)},
+		{"Storm.Debounce", int64(c.Storm.Debounce)},
+		{"Storm.Cooldown", int64(c.Storm.Cooldown)},
+		{"Storm.ActionsPerSecond", int64(c.Storm.ActionsPerSecond)},
+		{"Dispatch.AckTimeout", int64(d.AckTimeout)},
+		{"Dispatch.RunTimeout", int64(d.RunTimeout)},
+		{"Dispatch.Lease", int64(d.Lease)},
+		{"Dispatch.QueueTimeout", int64(d.QueueTimeout)},
+		{"Dispatch.RetryInterval", int64(d.RetryInterval)},
+		{"Dispatch.SweepInterval", int64(d.SweepInterval)},
+		{"Dispatch.MaxAttempts", int64(d.MaxAttempts)},
+		{"Dispatch.DefaultCapacity", int64(d.DefaultCapacity)},
+		{"Dispatch.TurnTTL", int64(d.TurnTTL)},
+		{"Dispatch.JobTTL", int64(d.JobTTL)},
+		{"Dispatch.RequestTimeout", int64(d.RequestTimeout)},
 	} {
 		if f.v < 0 {
-			return fieldErr(f.name, "must not be negative, got %d", f.v)
+			return fieldErr(f.name, "must not be negative")
 		}
 	}
-	return c.Dispatch.Validate()
-}
-
-// Validate checks the connection fields: the mode, and the URL (single) or
-// the seed URLs (cluster), which must be redis:// or rediss:// URLs with a
-// host. The error is a [*ConfigError] naming the field.
-func (r RedisConfig) Validate() error {
-	switch r.Mode {
-	case "", ModeSingle:
-		if r.URL == "" {
-			return fieldErr("redis.url", "required in single mode")
-		}
-		if err := checkRedisURL(r.URL); err != nil {
-			return fieldErr("redis.url", "%v", err)
-		}
-	case ModeCluster:
-		if len(r.ClusterURLs) == 0 {
-			return fieldErr("redis.cluster_urls", "required in cluster mode")
-		}
-		for i, u := range r.ClusterURLs {
-			if err := checkRedisURL(u); err != nil {
-				return fieldErr(fmt.Sprintf("redis.cluster_urls[%d]", i), "%v", err)
-			}
-		}
+	if d.Lease != 0 && d.Lease < 3*time.Millisecond {
+		return fieldErr("Dispatch.Lease", "must be at least 3ms, got %v", d.Lease)
+	}
+	if d.MaxAttempts > 100 {
+		return fieldErr("Dispatch.MaxAttempts", "%d is more than 100", d.MaxAttempts)
+	}
+	if d.DefaultCapacity > MaxCapacity {
+		return fieldErr("Dispatch.DefaultCapacity", "%d is more than %d", d.DefaultCapacity, MaxCapacity)
+	}
+	switch d.Selection {
+	case "", SelectRandom, SelectTwoChoices:
 	default:
-		return fieldErr("redis.mode", "unknown mode %q (single|cluster)", r.Mode)
-	}
-	if strings.ContainsAny(r.KeyPrefix, "{} \t\r\n") {
-		return fieldErr("redis.key_prefix", "%q may not contain braces or white space", r.KeyPrefix)
+		return fieldErr("Dispatch.Selection", "unknown strategy %q (random|two_choices)", d.Selection)
 	}
 	return nil
 }
 
-func checkRedisURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("%q is not a URL", raw)
-	}
-	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return fmt.Errorf("%q: scheme must be redis or rediss", raw)
-	}
-	if u.Host == "" {
-		return fmt.Errorf("%q has no host", raw)
-	}
-	return nil
-}
-
-// DLQOn reports whether the dead-letter scan runs (dlq_enabled, default true).
-func (c Config) DLQOn() bool { return c.DLQEnabled == nil || *c.DLQEnabled }
-
-// SnapshotsOn reports whether the fleet view runs (node_snapshot.enabled, default true).
-func (c Config) SnapshotsOn() bool { return c.NodeSnapshot.Enabled == nil || *c.NodeSnapshot.Enabled }
-
-// OwnerTTL is owner_ttl_seconds as a duration (default applied).
-func (c Config) OwnerTTL() time.Duration {
-	return secs(c.OwnerTTLSeconds, DefaultOwnerTTLSeconds)
-}
-
-// StreamBlock is stream_block_ms as a duration (default applied).
-func (c Config) StreamBlock() time.Duration { return ms(c.StreamBlockMS, DefaultStreamBlockMS) }
-
-// ClaimMinIdle is stream_claim_min_idle_ms as a duration (default applied).
-func (c Config) ClaimMinIdle() time.Duration {
-	return ms(c.StreamClaimMinIdleMS, DefaultStreamClaimMinIdleMS)
-}
-
-// DLQMinIdle is dlq_min_idle_ms as a duration (default applied).
-func (c Config) DLQMinIdle() time.Duration { return ms(c.DLQMinIdleMS, DefaultDLQMinIdleMS) }
-
-// DLQScanInterval is dlq_scan_interval_ms as a duration (default applied).
-func (c Config) DLQScanInterval() time.Duration {
-	return ms(c.DLQScanIntervalMS, DefaultDLQScanIntervalMS)
-}
-
-// PresenceTTL is node_snapshot.presence_ttl_seconds (default applied).
-func (n NodeSnapshotConfig) PresenceTTL() time.Duration {
-	return secs(n.PresenceTTLSeconds, DefaultPresenceTTLSeconds)
-}
-
-// RefreshInterval is node_snapshot.refresh_interval_ms (default applied).
-func (n NodeSnapshotConfig) RefreshInterval() time.Duration {
-	return ms(n.RefreshIntervalMS, DefaultRefreshIntervalMS)
-}
-
-// RemoveStaleAfter is node_snapshot.remove_stale_after_seconds (default applied).
-func (n NodeSnapshotConfig) RemoveStaleAfter() time.Duration {
-	return secs(n.RemoveStaleAfterSeconds, DefaultRemoveStaleAfterSecond)
-}
-
-// DebounceWindow is storm.debounce_window_ms (default applied).
-func (s StormConfig) DebounceWindow() time.Duration {
-	return ms(s.DebounceWindowMS, DefaultStormDebounceWindowMS)
-}
-
-// Cooldown is storm.cooldown_ms (default applied).
-func (s StormConfig) Cooldown() time.Duration { return ms(s.CooldownMS, DefaultStormCooldownMS) }
-
-// ActionsPerSecond is storm.max_actions_per_second (default applied).
-func (s StormConfig) ActionsPerSecond() int {
-	if s.MaxActionsPerSecond <= 0 {
-		return DefaultStormMaxActionsPerSec
-	}
-	return s.MaxActionsPerSecond
-}
-
-func secs(v, d int) time.Duration {
-	if v <= 0 {
-		v = d
-	}
-	return time.Duration(v) * time.Second
-}
-
-func ms(v, d int) time.Duration {
-	if v <= 0 {
-		v = d
-	}
-	return time.Duration(v) * time.Millisecond
-}
-
-// checkInstanceID is used by the constructors: the id must be resolved.
+// checkInstanceID is used by the constructors that need an instance id.
 func checkInstanceID(id string) error {
-	if id == "" || id == InstanceIDAuto {
-		return fieldErr("instance_id", "%q must be resolved first (Config.WithDefaults generates one)", id)
+	if id == "" {
+		return fieldErr("InstanceID", "required")
 	}
 	if strings.ContainsAny(id, "{} \t\r\n") {
-		return fieldErr("instance_id", "%q may not contain braces or white space", id)
+		return fieldErr("InstanceID", "%q may not contain braces or white space", id)
 	}
 	return nil
 }

@@ -12,6 +12,10 @@ import (
 type Message struct {
 	ID     string            // the stream entry id, such as "1700000000000-0"
 	Fields map[string]string // the entry's fields
+	// Redelivered is set on an entry taken over from another consumer
+	// ([Inbox.Reclaim]) or from a dead instance's inbox: it may have
+	// waited long, and what it says may be out of date.
+	Redelivered bool
 }
 
 // DeadLetter is one entry of the dead-letter queue
@@ -35,12 +39,12 @@ const (
 
 // Reasons recorded in [DeadLetter.Reason] by the [Deliverer].
 const (
-	ReasonMaxDeliveries = "max_deliveries_exceeded" // delivered more than dlq_max_deliveries times
+	ReasonMaxDeliveries = "max_deliveries_exceeded" // delivered more than Inbox.MaxDeliveries times
 	ReasonMalformed     = "malformed"               // prefix: the handler returned ErrMalformed
 	ReasonPanic         = "panic"                   // prefix: the handler panicked
 )
 
-// PendingEntry is one line of the extended XPENDING form.
+// PendingEntry is an entry delivered and not yet acknowledged.
 type PendingEntry struct {
 	ID         string        // the entry id
 	Consumer   string        // the consumer holding it
@@ -59,71 +63,77 @@ var ErrNoGroup = errors.New("consumer group does not exist")
 // delivering it again.
 var ErrMalformed = errors.New("malformed message")
 
-// ErrInboxFull: the inbox holds stream_maxlen entries already. Entries
+// ErrInboxFull: the inbox holds its bound of entries already. Entries
 // stay in an inbox until they are handled (or dead-lettered), so a full
 // inbox belongs to an instance that is down or far behind; the message is
 // refused rather than an unhandled one trimmed away.
 var ErrInboxFull = errors.New("inbox full")
 
-// Sender appends messages to an instance's inbox
-// ({prefix}:streams:{instance:<instance_id>}:inbox).
+// Sender appends messages to an instance's inbox: the one way instances
+// talk to each other. A message sent is kept until the instance's consumers
+// handle it (or dead-letter it).
 type Sender interface {
 	// Send appends fields (at least one) to instanceID's inbox and returns
-	// the new entry's id. An inbox holding stream_maxlen entries refuses
+	// the new entry's id. An inbox holding its bound of entries refuses
 	// it with [ErrInboxFull]: nothing sent is ever trimmed unhandled.
 	Send(ctx context.Context, instanceID string, fields map[string]string) (string, error)
 }
 
-// Inbox is the consumer side of one instance's inbox for one consumer group.
+// Inbox is the consumer side of one instance's inbox for one consumer
+// group: at-least-once delivery. An entry read by a consumer stays pending
+// with it until acknowledged; an entry left pending by a consumer that
+// died is taken over by another one; an entry that keeps failing moves to
+// the inbox's dead-letter queue exactly once.
 type Inbox interface {
 	// EnsureGroup creates the group (and the stream) if missing.
 	EnsureGroup(ctx context.Context) error
-	// Read returns up to count new entries for consumer, waiting at most
-	// block for one (XREADGROUP ... BLOCK). It returns no entries and no
-	// error when none arrived.
+	// Read returns up to count new entries for consumer, pending with it
+	// from now on, waiting at most block for one. It returns no entries and
+	// no error when none arrived.
 	Read(ctx context.Context, consumer string, count int, block time.Duration) ([]Message, error)
-	// Ack acknowledges and deletes handled entries (XACK + XDEL).
+	// Ack acknowledges handled entries: they leave the inbox.
 	Ack(ctx context.Context, ids ...string) error
 	// Reclaim hands consumer up to count entries pending with any consumer
-	// for at least minIdle (XAUTOCLAIM). Entries that were pending but are
+	// for at least minIdle (the consumer is taken for dead). Entries that were pending but are
 	// deleted from the stream are dropped from the pending list and their
 	// ids returned in deleted, so that the loss is reported, not silent.
 	Reclaim(ctx context.Context, consumer string, minIdle time.Duration, count int) (msgs []Message, deleted []string, err error)
 	// Pending returns the number of entries delivered and not yet acked.
 	Pending(ctx context.Context) (int64, error)
-	// PendingIdle lists up to count pending entries idle at least minIdle
-	// (XPENDING ... IDLE), oldest first.
+	// PendingIdle lists up to count pending entries idle at least minIdle,
+	// oldest first, with their delivery counts.
 	PendingIdle(ctx context.Context, minIdle time.Duration, count int) ([]PendingEntry, error)
 	// DeadLetter moves entry id to the dead-letter queue if it is still
 	// pending and idle at least minIdle: it claims it for consumer, appends
-	// its fields, source id, delivery count and reason to the DLQ (MAXLEN ~
-	// dlq_maxlen) and acks and deletes it from the inbox, all at once. It
+	// its fields, source id, delivery count and reason to the dead-letter
+	// queue (which keeps about its bound of the newest) and acks it, all at
+	// once. It
 	// returns the new dead letter and true, or false when the entry was not
 	// pending (already moved or acked), so a message is moved exactly once.
 	DeadLetter(ctx context.Context, consumer, id string, minIdle time.Duration, reason string) (DeadLetter, bool, error)
-	// Len returns the number of entries in the inbox (XLEN).
+	// Len returns the number of entries in the inbox, handled or not.
 	Len(ctx context.Context) (int64, error)
 	// DeadLetters returns up to count entries of the DLQ, oldest first.
 	DeadLetters(ctx context.Context, count int) ([]DeadLetter, error)
 }
 
 // Handler handles one inbox message. Returning nil acks it; an error leaves
-// it pending, to be delivered again after stream_claim_min_idle_ms, or to
-// the dead-letter queue once delivered more than dlq_max_deliveries times;
+// it pending, to be delivered again after Inbox.ClaimMinIdle, or to
+// the dead-letter queue once delivered more than Inbox.MaxDeliveries times;
 // an error wrapping [ErrMalformed] (or a panic) sends it to the dead-letter
-// queue at once, or, when dlq_enabled is off, drops it with an error log.
+// queue at once, or, when Inbox.NoDeadLetters is set, drops it with an error log.
 type Handler func(ctx context.Context, m Message) error
 
 // Deliverer consumes one inbox: it reads new entries with the blocking
 // [Inbox.Read], runs the handler, acks what succeeded in one call per batch,
 // takes over entries idle with dead consumers with [Inbox.Reclaim], and
-// every dlq_scan_interval_ms moves entries delivered too often to the
+// every Inbox.ScanInterval moves entries delivered too often to the
 // dead-letter queue and reports the pending count. Delivery is at least
 // once: a handler must tolerate seeing a message again.
 //
 // An entry is dead-lettered once it was delivered more than
-// dlq_max_deliveries times and has been idle for dlq_min_idle_ms (found by
-// the periodic scan) or for stream_claim_min_idle_ms (checked just before
+// Inbox.MaxDeliveries times and has been idle for Inbox.DeadMinIdle (found by
+// the periodic scan) or for Inbox.ClaimMinIdle (checked just before
 // idle entries are taken over, so that a poison message is not handed to a
 // handler again when the claim idle time is the shorter one).
 type Deliverer struct {
@@ -152,25 +162,22 @@ func NewDeliverer(in Inbox, consumer string, h Handler, cfg Config) (*Deliverer,
 	if consumer == "" {
 		return nil, errors.New("scheduler: NewDeliverer: empty consumer name")
 	}
-	cfg = cfg.withDeliveryDefaults()
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	in2 := cfg.Inbox
 	return &Deliverer{
 		in: in, h: h, consumer: consumer,
-		count: cfg.StreamCount, block: cfg.StreamBlock(), claimIdl: cfg.ClaimMinIdle(),
-		dlqOn: cfg.DLQOn(), dlqMax: cfg.DLQMaxDeliveries, dlqIdle: cfg.DLQMinIdle(),
-		dlqEvery: cfg.DLQScanInterval(), dlqCount: cfg.DLQScanCount,
+		count: in2.Count, block: in2.Block, claimIdl: in2.ClaimMinIdle,
+		dlqOn: !in2.NoDeadLetters, dlqMax: in2.MaxDeliveries, dlqIdle: in2.DeadMinIdle,
+		dlqEvery: in2.ScanInterval, dlqCount: in2.ScanCount,
 		hooks: cfg.Hooks, log: logger(cfg.Logger),
 	}, nil
 }
 
-func (c Config) withDeliveryDefaults() Config {
-	def(&c.StreamCount, DefaultStreamCount)
-	def(&c.DLQMaxDeliveries, DefaultDLQMaxDeliveries)
-	def(&c.DLQScanCount, DefaultDLQScanCount)
-	return c
-}
-
 // Run consumes until ctx ends and returns nil; it returns within
-// stream_block_ms of ctx ending. Errors of the store are logged and retried
+// Inbox.Block of ctx ending. Errors of the store are logged and retried
 // with a growing pause (up to 2 s); a missing group is created again, so a
 // restarted server needs no restart of the deliverer. Run may run in
 // several goroutines or processes with different consumer names.
@@ -226,6 +233,9 @@ func (d *Deliverer) Run(ctx context.Context) error {
 				if len(msgs) == 0 {
 					break
 				}
+				for i := range msgs {
+					msgs[i].Redelivered = true
+				}
 				if err := d.handle(ctx, msgs); err != nil {
 					wait(err, "ack")
 					break
@@ -273,7 +283,7 @@ func (d *Deliverer) handle(ctx context.Context, msgs []Message) error {
 		case err == nil:
 			done = append(done, m.ID)
 		case (errors.Is(err, ErrMalformed) || errors.Is(err, errPanic)) && !d.dlqOn:
-			d.log.Error("scheduler: dropping a message that cannot be handled (dlq_enabled is off)", "id", m.ID, "err", err)
+			d.log.Error("scheduler: dropping a message that cannot be handled (dead letters are off)", "id", m.ID, "err", err)
 			done = append(done, m.ID)
 		case errors.Is(err, ErrMalformed), errors.Is(err, errPanic):
 			if _, derr := d.deadLetter(ctx, m.ID, 0, err.Error()); derr != nil && ctx.Err() == nil {
@@ -311,9 +321,9 @@ func (d *Deliverer) call(ctx context.Context, m Message) (err error) {
 	return d.h(ctx, m)
 }
 
-// Scan runs one dead-letter round (when dlq_enabled) and reports the
+// Scan runs one dead-letter round (unless Inbox.NoDeadLetters) and reports the
 // pending count to Hooks.InboxPending (when set). Run calls it every
-// dlq_scan_interval_ms.
+// Inbox.ScanInterval.
 func (d *Deliverer) Scan(ctx context.Context) error {
 	if d.dlqOn {
 		if err := d.deadLetterOver(ctx, d.dlqIdle); err != nil {
@@ -331,8 +341,8 @@ func (d *Deliverer) Scan(ctx context.Context) error {
 }
 
 // deadLetterOver moves the pending entries idle at least minIdle and
-// delivered more than dlq_max_deliveries times (one XPENDING page of
-// dlq_scan_count) to the dead-letter queue.
+// delivered more than Inbox.MaxDeliveries times (one page of
+// Inbox.ScanCount) to the dead-letter queue.
 func (d *Deliverer) deadLetterOver(ctx context.Context, minIdle time.Duration) error {
 	entries, err := d.in.PendingIdle(ctx, minIdle, d.dlqCount)
 	if err != nil {

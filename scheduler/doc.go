@@ -36,7 +36,7 @@
 //     less loaded of two random nodes with [SelectTwoChoices]. The fleet
 //     is each instance's own nodes plus the shared node snapshots
 //     (node_snapshot.enabled; without them an instance sees only its own
-//     nodes), refreshed every refresh_interval_ms.
+//     nodes), refreshed every [FleetConfig].RefreshInterval.
 //  3. One of the node's slots is reserved ([ReservationStore]), the
 //     dispatch is recorded with the attempt checked (DISPATCHED), and the
 //     turn's affinity is written right after its first job has a node (a
@@ -56,18 +56,29 @@
 // # Failures
 //
 // Every job that is not over has a deadline in the [DueIndex]: its ack
-// deadline (ack_timeout_ms) once dispatched, its lease (lease_ms) once
-// acknowledged, renewed every third of the lease by the instance holding
-// the node while the job runs, up to run_timeout_ms. Every instance sweeps
-// the index (sweep_interval_ms) and carries on the jobs whose deadline
-// passed, whatever instance started them:
+// deadline ([DispatchConfig].AckTimeout) once dispatched, its lease
+// ([DispatchConfig].Lease) once acknowledged, renewed every third of the
+// lease by the instance holding the node while the job runs, but never past
+// [DispatchConfig].RunTimeout from the dispatch. Every instance sweeps the
+// index ([DispatchConfig].SweepInterval) and carries on the jobs whose
+// deadline passed, whatever instance started them. An attempt thus ends
+// within SweepInterval (plus the time of one sweep) after its run timeout,
+// however long the lease.
 //
 //   - no job_ack in time, a lease not renewed (the node's instance died),
 //     the run timeout passed: the attempt ends (timeout), the node is told
 //     (job_cancel), and the job goes to another node with its attempt
 //     incremented, or fails (job_failed) after max_attempts;
+//   - a job_assign that cannot reach its node (the node is gone, or not
+//     where a stale fleet view said): the job goes back to wait for a node
+//     in the same attempt ([fsm.Undelivered]); it costs no attempt, and
+//     fails with "no_node" only when no node took it within QueueTimeout;
 //   - a node that detaches, or whose presence expires: its jobs (listed
-//     from its reservations) go to other nodes at once;
+//     from its reservations) go to other nodes at once, unless the node is
+//     attached to another instance by then (it moved, and keeps its jobs);
+//   - a job_assign taken over from a dead instance's inbox or a dead
+//     consumer is delivered only while its attempt is still the job's
+//     current one on that node;
 //   - an instance that dies: its presence expires, a live instance adopts
 //     its inbox and passes every message on (the node or session it was
 //     for has reconnected elsewhere, or the job goes to another node), so
@@ -75,8 +86,8 @@
 //   - an instance that stops between two steps of a job: the sweeper
 //     replays the job from its stored state; every step is idempotent (a
 //     replayed result frees the slot again, the outcome is stored once);
-//   - a job no node takes within queue_timeout_ms fails with "no_node";
-//   - a session that got no answer within request_timeout_ms (Redis lost
+//   - a job no node takes within [DispatchConfig].QueueTimeout fails with "no_node";
+//   - a session that got no answer within [DispatchConfig].RequestTimeout (Redis lost
 //     the job, say) gets job_failed from its instance;
 //   - a Redis restart or failover: every loop retries and restores what it
 //     owns (presence, bindings, snapshots, consumer groups).
@@ -87,22 +98,19 @@
 //
 // # Configuration
 //
-// [Config] is the [scheduler.phase2] table of a config.toml. "Phase 2"
-// names the dispatch plane's multi-instance mode, in which several
-// instances share their state (owners, jobs, reservations, delivery) in
-// Redis; the enabled field (default false) switches it on. Its fields are
-// snake_case (enabled, instance_id, redis.mode, redis.url,
-// redis.cluster_urls, redis.key_prefix, owner_ttl_seconds, stream_*,
-// dlq_*, node_snapshot.*) plus [scheduler.phase2.storm]. Zero fields mean
-// the defaults listed on each field ([Config.WithDefaults]);
-// [Config.Validate] returns a [*ConfigError] naming the bad field, such as
-// "scheduler.phase2.redis.mode: unknown mode "x" (single|cluster)".
-// store/redisstore.LoadConfig reads the file.
+// [Config] holds Go values: durations are [time.Duration], a zero field
+// means the default named on it, [Config.WithDefaults] fills the defaults
+// in and [Config.Validate] returns a [*ConfigError] naming the Go field,
+// such as "scheduler: Config.Dispatch.Lease: must be at least 3ms, got
+// 1ms". The package reads no file and no environment variable, and knows
+// nothing of Redis or of any wire protocol: cmd/dispatcher maps its
+// config.toml onto Config, and store/redisstore takes its own connection
+// and key settings.
 //
 // # Instances and presence
 //
-// Each instance has an instance_id (configured, or generated when "auto")
-// and announces itself in [Presence] with a TTL of owner_ttl_seconds.
+// Each instance has an instance_id
+// and announces itself in [Presence] with a TTL of [Config].OwnerTTL.
 // [Heartbeat] renews the announcement every third of the TTL and withdraws
 // it on shutdown, so [Presence.Alive] tells another instance whether a
 // message routed to this one will be read.
@@ -121,20 +129,20 @@
 // [NodeSnapshots] is the fleet view every instance shares: the set of node
 // ids, their last-seen times and per node a presence (online) and a
 // [NodeSnapshot]. [SnapshotSync] upserts this instance's nodes every
-// refresh_interval_ms, hands the whole fleet to the node registry, and
-// removes nodes not seen for remove_stale_after_seconds from every
+// [FleetConfig].RefreshInterval, hands the whole fleet to the node registry, and
+// removes nodes not seen for [FleetConfig].RemoveStaleAfter from every
 // structure, so the set does not grow for ever.
 //
 // # Delivery between instances
 //
 // A message for a node or session owned by another instance goes to that
 // instance's inbox through a [Sender] (a Redis stream). An inbox holding
-// stream_maxlen entries refuses new messages with [ErrInboxFull] rather
+// its bound of entries refuses new messages with [ErrInboxFull] rather
 // than trimming entries nobody handled. The owner consumes it with a [Deliverer] over its [Inbox]: a consumer
-// group read in blocking batches, a [Handler] per message, XACK + XDEL of
-// the successes, takeover of entries left idle by a dead consumer
+// group read in blocking batches, a [Handler] per message, one
+// acknowledgement of the successes, takeover of entries left idle by a dead consumer
 // ([Inbox.Reclaim]), and a dead-letter queue for entries delivered more
-// than dlq_max_deliveries times, or that the handler rejects as
+// than [InboxConfig].MaxDeliveries times, or that the handler rejects as
 // [ErrMalformed]. Delivery is at least once; a poison message reaches the
 // dead-letter queue exactly once, with its original fields, its source id,
 // its delivery count and a reason ([DeadLetter]).
@@ -146,13 +154,13 @@
 // of a window marks the model unavailable on that node for a cool-down,
 // which selection checks with [StormGuard.Unavailable]; later ones are
 // only counted) and rate-limits the marks per model and second. The state
-// is shared, so every instance agrees; see [StormConfig] for the windows.
+// is shared, so every instance agrees; see [StormWindows] for the windows.
 //
 // # Metrics
 //
 // Metrics come through hooks, never package-level collectors: [Hooks]
 // gives scheduler_phase2_inbox_pending ([Hooks].InboxPending, every
-// dlq_scan_interval_ms) and scheduler_phase2_dlq_moved_total
+// [InboxConfig].ScanInterval) and scheduler_phase2_dlq_moved_total
 // ([Hooks].DLQMoved, once per move), and the Dispatcher's jobs by state,
 // failovers, refused node events, selection misses, answers, storm
 // decisions and adopted inboxes; store/redisstore's OpHook gives
@@ -171,14 +179,14 @@
 // [ReservationStore] holds nodes' concurrency slots with an expiry, so a
 // crashed instance never holds one longer than its TTL. A job finishes in
 // three calls: ApplyJob(job_result), [ReservationStore.Release] on FreeNode,
-// ApplyJob(release). A [RequestStore] binds each request id to one job:
-// [RequestStore.Bind] calls create once however many duplicates arrive on
-// however many instances. A [TurnStore] applies package affinity's rules:
-// SelectNode picks a job's node (its turn's affinity node while that is
-// online and in the pool, else one of the pool), SetTurnAffinity is the
-// write-once rule applied right after a turn's first job is assigned, and
-// ClearTurnAffinity runs on a finalize reason that ends the turn. [MemJobs], [MemReservations],
-// [MemRequests] and [MemTurns] are the in-memory reference implementations;
+// ApplyJob(release). A request needs no store of its own: [JobIDFor]
+// derives the job id from the request id, so every duplicate names the same
+// job and [JobBook.Open] lets exactly one of them create it. A [TurnStore]
+// applies package affinity's write rule (SetTurnAffinity, once per turn,
+// right after the turn's first job is assigned) and ClearTurnAffinity on a
+// finalize reason that ends the turn; the Dispatcher chooses the node with
+// [affinity.Select] over its own fleet view. [MemJobs], [MemReservations]
+// and [MemTurns] are the in-memory reference implementations;
 // store/redisstore has the Redis ones and store/storetest the suites both
 // pass. A bad argument is an [*ArgumentError] ([ErrInvalidArgument]) naming
 // it.

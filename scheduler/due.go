@@ -27,8 +27,6 @@ type DueIndex interface {
 	// moves each one's due time to now+lease in the same atomic step, so
 	// that sweepers running at once claim different jobs.
 	Claim(ctx context.Context, now time.Time, lease time.Duration, n int) ([]string, error)
-	// Due returns the job's due time and whether it is in the index.
-	Due(ctx context.Context, jobID string) (time.Time, bool, error)
 }
 
 // MemDue is the in-memory [DueIndex]: the reference implementation. It is
@@ -108,7 +106,8 @@ func (m *MemDue) Claim(ctx context.Context, now time.Time, lease time.Duration, 
 	return ids, nil
 }
 
-// Due implements [DueIndex].
+// Due returns the job's due time and whether it is in the index (for
+// tests: the Dispatcher never asks).
 func (m *MemDue) Due(ctx context.Context, jobID string) (time.Time, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -17,10 +17,10 @@ func Example() {
 	presence := scheduler.NewMemPresence()
 	streams := scheduler.NewMemStreams(0, 0)
 
-	cfgA := scheduler.Config{InstanceID: "a", StreamGroup: "scheduler"}.WithDefaults()
+	cfgA := scheduler.Config{InstanceID: "a"}.WithDefaults()
 
 	// Instance a: announce itself and bind the node that connected to it.
-	_ = presence.Announce(ctx, "a", cfgA.OwnerTTL())
+	_ = presence.Announce(ctx, "a", cfgA.OwnerTTL)
 	bindings, _ := scheduler.NewBindings(owners, cfgA, nil)
 	_ = bindings.Connect(ctx, scheduler.OwnerNode, "n1")
 
@@ -32,7 +32,7 @@ func Example() {
 
 	// Instance a consumes its inbox.
 	runCtx, stop := context.WithCancel(ctx)
-	d, _ := scheduler.NewDeliverer(streams.Inbox("a", cfgA.StreamGroup), "a-1", func(ctx context.Context, m scheduler.Message) error {
+	d, _ := scheduler.NewDeliverer(streams.Inbox("a", "scheduler"), "a-1", func(ctx context.Context, m scheduler.Message) error {
 		fmt.Printf("a handles %s of job %s for node %s\n", m.Fields["type"], m.Fields["job_id"], m.Fields["node_id"])
 		stop()
 		return nil

@@ -13,8 +13,9 @@ import (
 // operation hook). Each hook is optional, must be fast and is called from
 // the loop that observed the event.
 type Hooks struct {
-	// InboxPending receives the inbox's pending count (XPENDING summary)
-	// every dlq_scan_interval_ms: the scheduler_phase2_inbox_pending gauge.
+	// InboxPending receives the inbox's count of entries delivered and not
+	// yet acknowledged every Inbox.ScanInterval: the
+	// scheduler_phase2_inbox_pending gauge.
 	InboxPending func(n int64)
 	// DLQMoved is called once per entry moved to the dead-letter queue:
 	// the scheduler_phase2_dlq_moved_total counter.
@@ -23,7 +24,7 @@ type Hooks struct {
 	// and how long the handler took. Optional.
 	DeliveryHandled func(m Message, err error, d time.Duration)
 	// Lost is called with the ids of inbox entries that were pending but
-	// found deleted when they were taken over (XAUTOCLAIM reports them):
+	// found deleted when they were taken over:
 	// messages that were sent and will never be handled.
 	Lost func(ids []string)
 
@@ -35,9 +36,10 @@ type Hooks struct {
 	// Failover is called when a job's attempt ends on its node (why is
 	// "failover", "timeout" or "model_not_available").
 	Failover func(jobID, why string)
-	// Rejected is called for each node event refused: an older attempt, a
-	// job of another node, an unknown job.
-	Rejected func(t MessageType, err error)
+	// Rejected is called for each node event refused, with its refusal
+	// code ([Refusal]): an older attempt, a job of another node, an
+	// unknown job, a move the lifecycle does not allow.
+	Rejected func(t MessageType, reason string)
 	// SelectionMiss is called when no node is eligible for a job.
 	SelectionMiss func(pool, model string)
 	// Answered is called for each answer handed to a session here.

@@ -31,7 +31,7 @@ func (f *flakyPresence) Announce(ctx context.Context, id string, ttl time.Durati
 func TestHeartbeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &flakyPresence{MemPresence: scheduler.NewMemPresence()}
-		hb, err := scheduler.NewHeartbeat(p, scheduler.Config{InstanceID: "i1", OwnerTTLSeconds: 30})
+		hb, err := scheduler.NewHeartbeat(p, scheduler.Config{InstanceID: "i1", OwnerTTL: 30 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestBindings(t *testing.T) {
 		o := scheduler.NewMemOwners()
 		var mu sync.Mutex
 		var lost []string
-		b, err := scheduler.NewBindings(o, scheduler.Config{InstanceID: "a", OwnerTTLSeconds: 30}, func(kind scheduler.OwnerKind, id string) {
+		b, err := scheduler.NewBindings(o, scheduler.Config{InstanceID: "a", OwnerTTL: 30 * time.Second}, func(kind scheduler.OwnerKind, id string) {
 			mu.Lock()
 			lost = append(lost, string(kind)+":"+id)
 			mu.Unlock()
@@ -166,7 +166,7 @@ func TestBindings(t *testing.T) {
 func TestSnapshotSync(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := scheduler.NewMemSnapshots()
-		cfg := scheduler.Config{NodeSnapshot: scheduler.NodeSnapshotConfig{RefreshIntervalMS: 2000, PresenceTTLSeconds: 10, RemoveStaleAfterSeconds: 60}}
+		cfg := scheduler.Config{Fleet: scheduler.FleetConfig{RefreshInterval: 2 * time.Second, PresenceTTL: 10 * time.Second, RemoveStaleAfter: time.Minute}}
 		var mu sync.Mutex
 		local := []scheduler.NodeSnapshot{{NodeID: "n1", InstanceID: "a"}, {NodeID: "n2", InstanceID: "a"}}
 		var last []string
@@ -239,10 +239,10 @@ func TestSnapshotSync(t *testing.T) {
 
 // deliveryCfg has short intervals; under synctest they cost nothing.
 func deliveryCfg() scheduler.Config {
-	return scheduler.Config{
-		StreamGroup: "g", StreamBlockMS: 1000, StreamCount: 10,
-		StreamClaimMinIdleMS: 30000, DLQMaxDeliveries: 3, DLQMinIdleMS: 60000, DLQScanIntervalMS: 5000,
-	}
+	return scheduler.Config{Inbox: scheduler.InboxConfig{
+		Block: time.Second, Count: 10, ClaimMinIdle: 30 * time.Second,
+		MaxDeliveries: 3, DeadMinIdle: time.Minute, ScanInterval: 5 * time.Second,
+	}}
 }
 
 func TestDelivererDeadLetters(t *testing.T) {
@@ -298,7 +298,7 @@ func TestDelivererDeadLetters(t *testing.T) {
 				ms := scheduler.NewMemStreams(0, 0)
 				in := ms.Inbox("a", "g")
 				cfg := deliveryCfg()
-				cfg.DLQEnabled = scheduler.Bool(tc.dlq)
+				cfg.Inbox.NoDeadLetters = !tc.dlq
 				var moved atomic.Int32
 				var pending atomic.Int64
 				cfg.Hooks.DLQMoved = func(scheduler.DeadLetter) { moved.Add(1) }
@@ -458,7 +458,7 @@ func TestBindingsDisconnectDuringRenewal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		o := &racingOwners{MemOwners: scheduler.NewMemOwners()}
-		b, err := scheduler.NewBindings(o, scheduler.Config{InstanceID: "a", OwnerTTLSeconds: 30}, nil)
+		b, err := scheduler.NewBindings(o, scheduler.Config{InstanceID: "a", OwnerTTL: 30 * time.Second}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,14 +24,13 @@ type MemStreams struct {
 }
 
 // NewMemStreams returns empty streams whose inboxes keep at most maxLen
-// entries and dead-letter queues dlqMaxLen (0 means the defaults of
-// stream_maxlen and dlq_maxlen).
+// entries and dead-letter queues dlqMaxLen (0 means [MemInboxMaxLen]).
 func NewMemStreams(maxLen, dlqMaxLen int) *MemStreams {
 	if maxLen <= 0 {
-		maxLen = DefaultStreamMaxLen
+		maxLen = MemInboxMaxLen
 	}
 	if dlqMaxLen <= 0 {
-		dlqMaxLen = DefaultDLQMaxLen
+		dlqMaxLen = MemInboxMaxLen
 	}
 	return &MemStreams{maxLen: maxLen, dlqMaxLen: dlqMaxLen, streams: map[string]*memStream{}}
 }

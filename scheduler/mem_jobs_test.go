@@ -3,29 +3,13 @@ package scheduler_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/ksana-dev/ksana/fsm"
 	"github.com/ksana-dev/ksana/scheduler"
-	"github.com/ksana-dev/ksana/store/storetest"
 )
-
-func TestMemJobs(t *testing.T) {
-	for _, max := range []int{0, 1, 4} {
-		t.Run(fmt.Sprintf("MaxAttempts=%d", max), func(t *testing.T) {
-			storetest.TestJobStore(t, max, func(t *testing.T) scheduler.JobStore {
-				s, err := scheduler.NewMemJobs(scheduler.MemJobsConfig{MaxAttempts: max})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return s
-			})
-		})
-	}
-}
 
 func TestMemJobsTTL(t *testing.T) { synctest.Test(t, testMemJobsTTL) }
 

@@ -3,21 +3,21 @@ package scheduler
 // NewMemStores returns in-memory [Stores] for a plane that lives in one
 // process, without Redis: one instance (the enabled = false setting of
 // cmd/dispatcher), or several Dispatchers in one process sharing these
-// stores, as tests do. cfg supplies the inbox bounds (stream_maxlen,
-// dlq_maxlen), the storm windows and the attempts (dispatcher
-// max_attempts); zero fields mean their defaults.
+// stores, as tests do. cfg supplies the storm windows and the attempts
+// (Dispatch.MaxAttempts); zero fields mean their defaults. The inboxes hold
+// at most [MemInboxMaxLen] entries.
 func NewMemStores(cfg Config) (Stores, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return Stores{}, err
 	}
-	jobs, err := NewMemJobs(MemJobsConfig{MaxAttempts: cfg.Dispatch.MaxAttempts})
+	jobs, err := NewMemJobs(MemJobsConfig{MaxAttempts: cfg.Dispatch.MaxAttempts, TTL: cfg.Dispatch.JobTTL})
 	if err != nil {
 		return Stores{}, err
 	}
 	snaps := NewMemSnapshots()
-	streams := NewMemStreams(int(cfg.StreamMaxLen), int(cfg.DLQMaxLen))
-	group := cfg.StreamGroup
+	streams := NewMemStreams(MemInboxMaxLen, MemInboxMaxLen)
+	const group = "scheduler"
 	return Stores{
 		Presence:     NewMemPresence(),
 		Owners:       NewMemOwners(),
@@ -28,7 +28,10 @@ func NewMemStores(cfg Config) (Stores, error) {
 		Book:         NewMemBook(),
 		Due:          NewMemDue(),
 		Reservations: NewMemReservations(MemReservationsConfig{}),
-		Turns:        NewMemTurns(snaps.Online),
-		Storm:        NewMemStorm(cfg.Storm.Windows()),
+		Turns:        NewMemTurns(),
+		Storm:        NewMemStorm(cfg.Storm),
 	}, nil
 }
+
+// MemInboxMaxLen bounds each inbox and dead-letter queue of [NewMemStores].
+const MemInboxMaxLen = 10000

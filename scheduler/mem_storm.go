@@ -23,25 +23,11 @@ type memWindow struct {
 	n     int64
 }
 
-// NewMemStorm returns a guard with windows w (zero fields mean the defaults
-// of [StormConfig]).
+// NewMemStorm returns a guard with windows w (zero fields mean their
+// defaults).
 func NewMemStorm(w StormWindows) *MemStorm {
 	w = w.withDefaults()
 	return &MemStorm{w: w, window: map[[2]string]memWindow{}, unavailable: map[[2]string]time.Time{}, rate: map[string]memWindow{}}
-}
-
-func (w StormWindows) withDefaults() StormWindows {
-	d := StormConfig{}.Windows()
-	if w.Debounce <= 0 {
-		w.Debounce = d.Debounce
-	}
-	if w.Cooldown <= 0 {
-		w.Cooldown = d.Cooldown
-	}
-	if w.ActionsPerSecond <= 0 {
-		w.ActionsPerSecond = d.ActionsPerSecond
-	}
-	return w
 }
 
 var _ StormGuard = (*MemStorm)(nil)
@@ -80,12 +66,4 @@ func (m *MemStorm) Unavailable(ctx context.Context, nodeID, model string) (bool,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return time.Now().Before(m.unavailable[[2]string{nodeID, model}]), nil
-}
-
-// Clear implements [StormGuard].
-func (m *MemStorm) Clear(ctx context.Context, nodeID, model string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.unavailable, [2]string{nodeID, model})
-	return nil
 }

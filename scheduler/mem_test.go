@@ -8,21 +8,55 @@ import (
 	"github.com/ksana-dev/ksana/store/storetest"
 )
 
-func TestMemPresence(t *testing.T) {
-	t.Parallel()
-	storetest.TestPresence(t, func(t *testing.T) scheduler.Presence { return scheduler.NewMemPresence() })
-}
-
-func TestMemOwners(t *testing.T) {
-	t.Parallel()
-	storetest.TestOwners(t, func(t *testing.T) scheduler.Owners { return scheduler.NewMemOwners() })
-}
-
-func TestMemSnapshots(t *testing.T) {
-	t.Parallel()
-	storetest.TestNodeSnapshots(t, func(t *testing.T) storetest.SnapshotHarness {
-		s := scheduler.NewMemSnapshots()
-		return storetest.SnapshotHarness{Store: s, Structures: memStructures(s)}
+// TestMemStores runs every suite of the plane's stores over the in-memory
+// stores, the Dispatcher suite in fake time.
+func TestMemStores(t *testing.T) {
+	storetest.TestPlaneStores(t, storetest.PlaneAdapter{
+		Synctest: true,
+		Presence: func(*testing.T) scheduler.Presence { return scheduler.NewMemPresence() },
+		Owners:   func(*testing.T) scheduler.Owners { return scheduler.NewMemOwners() },
+		Snapshots: func(*testing.T) storetest.SnapshotHarness {
+			s := scheduler.NewMemSnapshots()
+			return storetest.SnapshotHarness{Store: s, Structures: memStructures(s)}
+		},
+		Streams: func(_ *testing.T, o storetest.StreamsOptions) storetest.StreamsHarness {
+			s := scheduler.NewMemStreams(o.MaxLen, o.DLQMaxLen)
+			return storetest.StreamsHarness{
+				Sender: s,
+				Inbox:  func(id, group string) scheduler.Inbox { return s.Inbox(id, group) },
+				MaxLen: o.MaxLen,
+			}
+		},
+		Storm: func(_ *testing.T, w scheduler.StormWindows) scheduler.StormGuard { return scheduler.NewMemStorm(w) },
+		Jobs: func(t *testing.T, max int) scheduler.JobStore {
+			s, err := scheduler.NewMemJobs(scheduler.MemJobsConfig{MaxAttempts: max})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+		Book: func(*testing.T) scheduler.JobBook { return scheduler.NewMemBook() },
+		Due:  func(*testing.T) scheduler.DueIndex { return scheduler.NewMemDue() },
+		Reservations: func(*testing.T) storetest.ReservationHarness {
+			return storetest.ReservationHarness{Store: scheduler.NewMemReservations(scheduler.MemReservationsConfig{}), Synctest: true}
+		},
+		Turns: func(*testing.T) storetest.TurnHarness {
+			s := scheduler.NewMemTurns()
+			return storetest.TurnHarness{Store: s, CurrentTurn: func(_ *testing.T, id string) string { return s.CurrentTurn(id) }}
+		},
+		Dispatcher: func(t *testing.T) storetest.DispatcherHarness {
+			st, err := scheduler.NewMemStores(storetest.DispatchTestConfig("x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return storetest.DispatcherHarness{
+				Stores: func() scheduler.Stores { return st },
+				Poison: func(id string, f map[string]string) error {
+					_, err := st.Sender.Send(context.Background(), id, f)
+					return err
+				},
+			}
+		},
 	})
 }
 
@@ -36,21 +70,4 @@ func memStructures(s *scheduler.MemSnapshots) func(ctx context.Context, ids []st
 		}
 		return out, nil
 	}
-}
-
-func TestMemStreams(t *testing.T) {
-	t.Parallel()
-	storetest.TestStreams(t, func(t *testing.T, o storetest.StreamsOptions) storetest.StreamsHarness {
-		s := scheduler.NewMemStreams(o.MaxLen, o.DLQMaxLen)
-		return storetest.StreamsHarness{
-			Sender: s,
-			Inbox:  func(id, group string) scheduler.Inbox { return s.Inbox(id, group) },
-			MaxLen: o.MaxLen,
-		}
-	})
-}
-
-func TestMemStorm(t *testing.T) {
-	t.Parallel()
-	storetest.TestStorm(t, func(t *testing.T, w scheduler.StormWindows) scheduler.StormGuard { return scheduler.NewMemStorm(w) })
 }

@@ -8,11 +8,8 @@ import (
 )
 
 // MemTurns is the in-memory [TurnStore]: the reference implementation.
-// Node presence comes from the function given to [NewMemTurns]. It keeps
-// no TTL. It is safe for concurrent use.
+// It keeps no TTL. It is safe for concurrent use.
 type MemTurns struct {
-	online func(nodeID string) bool
-
 	mu       sync.Mutex
 	turns    map[string]string // turn -> affinity_node_id
 	sessions map[string]string // session -> current_turn_id
@@ -20,10 +17,9 @@ type MemTurns struct {
 
 var _ TurnStore = (*MemTurns)(nil)
 
-// NewMemTurns returns an empty store that asks online whether a node is
-// online. online must be safe for concurrent use.
-func NewMemTurns(online func(nodeID string) bool) *MemTurns {
-	return &MemTurns{online: online, turns: map[string]string{}, sessions: map[string]string{}}
+// NewMemTurns returns an empty store.
+func NewMemTurns() *MemTurns {
+	return &MemTurns{turns: map[string]string{}, sessions: map[string]string{}}
 }
 
 // SetTurnAffinity implements [TurnStore].
@@ -51,14 +47,11 @@ func (s *MemTurns) TurnAffinity(ctx context.Context, turnID string) (string, err
 	return s.turns[turnID], nil
 }
 
-// CurrentTurn implements [TurnStore].
-func (s *MemTurns) CurrentTurn(ctx context.Context, sessionID string) (string, error) {
-	if err := CheckSessionID(sessionID); err != nil {
-		return "", err
-	}
+// CurrentTurn returns the session's current turn, "" when none.
+func (s *MemTurns) CurrentTurn(sessionID string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.sessions[sessionID], nil
+	return s.sessions[sessionID]
 }
 
 // ClearTurnAffinity implements [TurnStore].
@@ -70,18 +63,4 @@ func (s *MemTurns) ClearTurnAffinity(ctx context.Context, turnID string) error {
 	defer s.mu.Unlock()
 	delete(s.turns, turnID)
 	return nil
-}
-
-// SelectNode implements [TurnStore].
-func (s *MemTurns) SelectNode(ctx context.Context, turnID string, pool []string, st affinity.Strategy, eligible func(nodeID string) bool) (affinity.Decision, error) {
-	if err := CheckTurnID(turnID); err != nil {
-		return affinity.Decision{}, err
-	}
-	if err := CheckPool(pool); err != nil {
-		return affinity.Decision{}, err
-	}
-	s.mu.Lock()
-	aff := s.turns[turnID]
-	s.mu.Unlock()
-	return affinity.Select(turnID, aff, pool, func(n string) bool { return s.online(n) && (eligible == nil || eligible(n)) }, st)
 }

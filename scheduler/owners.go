@@ -42,7 +42,7 @@ type Owners interface {
 // Bindings holds this instance's owner bindings: [Bindings.Connect] binds a
 // node or session when its connection opens, [Bindings.Disconnect] releases
 // it when the connection closes, and [Bindings.Run] renews all of them every
-// third of owner_ttl_seconds. A binding taken over by another instance (the
+// third of Config.OwnerTTL. A binding taken over by another instance (the
 // node reconnected elsewhere) is dropped and reported to the OnLost callback.
 type Bindings struct {
 	o        Owners
@@ -66,7 +66,7 @@ func NewBindings(o Owners, cfg Config, onLost func(kind OwnerKind, id string)) (
 	if err := checkInstanceID(cfg.InstanceID); err != nil {
 		return nil, fmt.Errorf("scheduler: NewBindings: %w", err)
 	}
-	ttl := cfg.OwnerTTL()
+	ttl := cfg.WithDefaults().OwnerTTL
 	return &Bindings{
 		o: o, id: cfg.InstanceID, ttl: ttl, interval: ttl / 3, log: logger(cfg.Logger), onLost: onLost,
 		bound: map[OwnerKind]map[string]struct{}{OwnerNode: {}, OwnerSession: {}},

@@ -22,15 +22,14 @@ type Presence interface {
 	// may still hold messages. In Redis the set {prefix}:schedulers:all.
 	Instances(ctx context.Context) ([]string, error)
 	// Adopt claims the inbox of the dead instance deadID for byID until ttl
-	// from now ({prefix}:schedulers:adopt:<instance_id>, SET NX PX): true
-	// for one caller at a time.
+	// from now: true for one caller at a time.
 	Adopt(ctx context.Context, deadID, byID string, ttl time.Duration) (bool, error)
 	// Forget takes instanceID out of Instances (its inbox was drained).
 	Forget(ctx context.Context, instanceID string) error
 }
 
 // Heartbeat keeps one instance's presence alive: it announces at once,
-// renews every third of owner_ttl_seconds, and withdraws when it stops.
+// renews every third of Config.OwnerTTL, and withdraws when it stops.
 type Heartbeat struct {
 	p        Presence
 	id       string
@@ -40,7 +39,7 @@ type Heartbeat struct {
 }
 
 // NewHeartbeat returns the heartbeat of cfg.InstanceID, which must be
-// resolved (see [Config.WithDefaults]). The TTL is cfg.OwnerTTL().
+// set. The TTL is cfg.OwnerTTL.
 func NewHeartbeat(p Presence, cfg Config) (*Heartbeat, error) {
 	if p == nil {
 		return nil, errors.New("scheduler: NewHeartbeat: nil Presence")
@@ -48,7 +47,7 @@ func NewHeartbeat(p Presence, cfg Config) (*Heartbeat, error) {
 	if err := checkInstanceID(cfg.InstanceID); err != nil {
 		return nil, fmt.Errorf("scheduler: NewHeartbeat: %w", err)
 	}
-	ttl := cfg.OwnerTTL()
+	ttl := cfg.WithDefaults().OwnerTTL
 	return &Heartbeat{p: p, id: cfg.InstanceID, ttl: ttl, interval: ttl / 3, log: logger(cfg.Logger)}, nil
 }
 

@@ -58,9 +58,9 @@ type NodeSnapshots interface {
 }
 
 // SnapshotSync shares this instance's nodes with the fleet: every
-// refresh_interval_ms it upserts the nodes that local returns, reads the
+// Fleet.RefreshInterval it upserts the nodes that local returns, reads the
 // whole fleet and hands it to apply, and removes the nodes not seen for
-// remove_stale_after_seconds.
+// Fleet.RemoveStaleAfter.
 type SnapshotSync struct {
 	s        NodeSnapshots
 	local    func() []NodeSnapshot
@@ -81,10 +81,10 @@ func NewSnapshotSync(s NodeSnapshots, cfg Config, local func() []NodeSnapshot, a
 	if local == nil {
 		return nil, errors.New("scheduler: NewSnapshotSync: nil local")
 	}
-	ns := cfg.NodeSnapshot
+	ns := cfg.WithDefaults().Fleet
 	return &SnapshotSync{
 		s: s, local: local, apply: apply,
-		interval: ns.RefreshInterval(), presence: ns.PresenceTTL(), stale: ns.RemoveStaleAfter(),
+		interval: ns.RefreshInterval, presence: ns.PresenceTTL, stale: ns.RemoveStaleAfter,
 		log: logger(cfg.Logger),
 	}, nil
 }

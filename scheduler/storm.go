@@ -29,16 +29,18 @@ type StormDecision struct {
 	Reports int64
 }
 
-// StormWindows are the windows of a [StormGuard] (see [StormConfig]).
+// StormWindows are the windows of a [StormGuard]. A zero field means the
+// default named on it.
 type StormWindows struct {
-	Debounce         time.Duration // storm.debounce_window_ms
-	Cooldown         time.Duration // storm.cooldown_ms
-	ActionsPerSecond int           // storm.max_actions_per_second
-}
-
-// Windows returns the windows of s, defaults applied.
-func (s StormConfig) Windows() StormWindows {
-	return StormWindows{Debounce: s.DebounceWindow(), Cooldown: s.Cooldown(), ActionsPerSecond: s.ActionsPerSecond()}
+	// Debounce: after the first MODEL_NOT_AVAILABLE report of a node and
+	// model, later reports within this window are only counted. Default 5s.
+	Debounce time.Duration
+	// Cooldown is how long an acted-on model stays unavailable on that
+	// node. Default 30s.
+	Cooldown time.Duration
+	// ActionsPerSecond bounds how many nodes per second may have one model
+	// marked unavailable. Default 20.
+	ActionsPerSecond int
 }
 
 // StormGuard protects the plane against storms of MODEL_NOT_AVAILABLE
@@ -56,7 +58,4 @@ type StormGuard interface {
 	Report(ctx context.Context, nodeID, model string) (StormDecision, error)
 	// Unavailable reports whether model is marked unavailable on nodeID.
 	Unavailable(ctx context.Context, nodeID, model string) (bool, error)
-	// Clear lifts the mark, for a node that reports the model ready again;
-	// the debounce window stays.
-	Clear(ctx context.Context, nodeID, model string) error
 }

@@ -5,7 +5,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"regexp"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -88,7 +92,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 	n := b.N
 
 	// Library level.
-	redis := scheduler.RedisConfig{Mode: scheduler.ModeSingle, URL: redisURL, KeyPrefix: randomPrefix(b)}
+	redis := singleRedis(redisURL, randomPrefix(b))
 	client := redisClient(b, redis)
 	var libDs []*scheduler.Dispatcher
 	ctx, cancel := context.WithCancel(context.Background())
@@ -96,11 +100,11 @@ func BenchmarkEndToEnd(b *testing.B) {
 	defer func() { cancel(); wg.Wait() }()
 	for _, id := range []string{"lib-a", "lib-b"} {
 		cfg := testPlane(id, &redis)
-		st, err := redisstore.NewStores(client, cfg, nil)
+		st, err := redisstore.NewStores(client, cfg.Plane, redis.Stores)
 		if err != nil {
 			b.Fatal(err)
 		}
-		d, err := scheduler.NewDispatcher(st, cfg)
+		d, err := scheduler.NewDispatcher(st, cfg.Plane)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -136,7 +140,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 	dispatcherBin, nodeBin := binaries(b)
 	dir := b.TempDir()
 	wredis := redis
-	wredis.KeyPrefix = randomPrefix(b)
+	wredis.Stores.KeyPrefix = randomPrefix(b)
 	plane := testPlane("", &wredis)
 	a := startProc(b, dir, "a", true, dispatcherBin, "-config", writeConfig(b, dir, "a", plane))
 	bb := startProc(b, dir, "b", true, dispatcherBin, "-config", writeConfig(b, dir, "b", plane))
@@ -208,4 +212,87 @@ func BenchmarkEndToEnd(b *testing.B) {
 	b.ReportMetric(pct(wsLat, 0.5), "ws_p50_ms")
 	b.ReportMetric(pct(wsLat, 0.99), "ws_p99_ms")
 	b.ReportMetric(1-libPer/wsPer, "ws_share")
+}
+
+// redisOps sums scheduler_phase2_redis_op_total over every op and result
+// of an instance's /metrics.
+func redisOps(addr string) float64 {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	sum := 0.0
+	for _, m := range regexp.MustCompile(`(?m)^scheduler_phase2_redis_op_total\{[^}]*\} (\S+)$`).FindAllSubmatch(body, -1) {
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		sum += v
+	}
+	return sum
+}
+
+// BenchmarkLatency measures one request at a time, from a WebSocket
+// session's job_request on dispatcher process B to its job_result, the
+// node process (-delay 0) on dispatcher process A, over one Redis. Beside
+// p50 and p99 it reports the floor: the Redis operations the job costs
+// (the instances' scheduler_phase2_redis_op_total, background loops
+// included) times a bare PING's round trip, plus two WebSocket round trips
+// (the session's and the node's), each timed as a ping frame to B:
+//
+//	go test -run '^$' -bench Latency -benchtime 2000x ./cmd/dispatcher/
+func BenchmarkLatency(b *testing.B) {
+	redis := singleRedis(testenv.RedisURL(b), randomPrefix(b))
+	client := redisClient(b, redis)
+	ctx := context.Background()
+	dispatcherBin, nodeBin := binaries(b)
+	dir := b.TempDir()
+	plane := testPlane("", &redis)
+	// The loops at their default pace, so that the count is the job's.
+	plane.Plane.OwnerTTL, plane.Plane.Inbox, plane.Plane.Fleet = 45*time.Second, scheduler.InboxConfig{Block: time.Second, ClaimMinIdle: 30 * time.Second, DeadMinIdle: time.Minute, ScanInterval: 5 * time.Second}, scheduler.FleetConfig{PresenceTTL: 45 * time.Second, RefreshInterval: 2 * time.Second}
+	plane.Plane.Dispatch.SweepInterval = 500 * time.Millisecond
+	a := startProc(b, dir, "a", true, dispatcherBin, "-config", writeConfig(b, dir, "a", plane))
+	bb := startProc(b, dir, "b", true, dispatcherBin, "-config", writeConfig(b, dir, "b", plane))
+	startProc(b, dir, "n0", false, nodeBin, "-url", wsURL(a.addr, "/ws/node"), "-id", "n0", "-pools", "p", "-delay", "0", "-quiet")
+	storetest.Eventually(b, "fleet", 20*time.Second, func() bool { return health(bb.addr)["fleet_online"] == 1.0 })
+	ws := mustDial(b, wsURL(bb.addr, "/ws/session", "session_id", "lat"), "")
+	job := func(q string) time.Duration {
+		start := time.Now()
+		ws.send(wire{Type: "job_request", RequestID: q, Pool: "p", Payload: []byte(q)})
+		if m := ws.expect("job_result"); m.RequestID != q {
+			b.Fatalf("answer %+v, want %s", m, q)
+		}
+		return time.Since(start)
+	}
+	wsPing := func() time.Duration {
+		start := time.Now()
+		ws.send(wire{Type: "ping"})
+		ws.expect("pong")
+		return time.Since(start)
+	}
+	redisPing := func() time.Duration {
+		start := time.Now()
+		if err := client.Do(ctx, client.B().Ping().Build()).Error(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	for i := range 100 {
+		job(fmt.Sprintf("warm-%d", i))
+	}
+	ops0 := redisOps(a.addr) + redisOps(bb.addr)
+	var lat, rtt, wrtt []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		lat = append(lat, job(fmt.Sprintf("lat-%d", i)))
+		rtt = append(rtt, redisPing())
+		wrtt = append(wrtt, wsPing())
+	}
+	b.StopTimer()
+	perJob := (redisOps(a.addr) + redisOps(bb.addr) - ops0) / float64(b.N)
+	floor := perJob*pct(rtt, 0.5) + 2*pct(wrtt, 0.5)
+	b.ReportMetric(pct(lat, 0.5), "p50_ms")
+	b.ReportMetric(pct(lat, 0.99), "p99_ms")
+	b.ReportMetric(floor, "floor_ms")
+	b.ReportMetric(perJob, "redis-ops/job")
+	b.ReportMetric(pct(lat, 0.5)/floor, "p50/floor")
 }

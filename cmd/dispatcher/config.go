@@ -1,13 +1,17 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/ksana-dev/ksana/scheduler"
@@ -38,75 +42,166 @@ type ServerConfig struct {
 	PingIntervalMS int    `toml:"ping_interval_ms"`
 	LogLevel       string `toml:"log_level"`
 	LogFormat      string `toml:"log_format"`
+	// NodeCredentials bind tokens to the node ids they may register.
+	NodeCredentials []NodeCredential `toml:"node_credentials"`
+}
+
+// NodeCredential is one [[dispatcher.node_credentials]] entry: a node
+// that presents Token may register as any of NodeIDs, and only as those.
+type NodeCredential struct {
+	Token   string   `toml:"token"`
+	NodeIDs []string `toml:"node_ids"`
+}
+
+// redisConfig is where the plane's shared state lives when
+// scheduler.phase2.enabled is true.
+type redisConfig struct {
+	Mode   string // "single" or "cluster", for the start-up log
+	Client redisstore.ClientConfig
+	Stores redisstore.StoresConfig
 }
 
 // config is the whole configuration of one dispatcher process.
 type config struct {
-	Plane  scheduler.Config // [scheduler.phase2] with Dispatch from [dispatcher]
+	Plane  scheduler.Config
+	Redis  *redisConfig // nil: one instance in memory
 	Server ServerConfig
 }
 
-// setting documents one key for -h.
-type setting struct{ key, def, doc string }
-
-var settings = []setting{
-	{"scheduler.phase2.enabled", "false", "true: share the plane with other instances over Redis; false: one instance in memory"},
-	{"scheduler.phase2.instance_id", "auto", "this instance's id (presence, owner bindings, inbox); auto = host name + random hex"},
-	{"scheduler.phase2.owner_ttl_seconds", "45", "TTL of the instance presence and of node and session owner bindings"},
-	{"scheduler.phase2.stream_group", "scheduler", "consumer group of the inboxes"},
-	{"scheduler.phase2.stream_block_ms", "1000", "BLOCK of each inbox read"},
-	{"scheduler.phase2.stream_count", "64", "COUNT of each inbox read"},
-	{"scheduler.phase2.stream_maxlen", "10000", "bound of an inbox; a message to a full inbox is refused, never trimmed"},
-	{"scheduler.phase2.stream_claim_min_idle_ms", "30000", "idle time before another consumer takes over a pending entry"},
-	{"scheduler.phase2.dlq_enabled", "true", "move entries that keep failing to the dead-letter stream"},
-	{"scheduler.phase2.dlq_maxlen", "10000", "approximate bound of the dead-letter stream"},
-	{"scheduler.phase2.dlq_max_deliveries", "10", "deliveries after which an entry is dead"},
-	{"scheduler.phase2.dlq_min_idle_ms", "60000", "idle time before a dead entry is moved"},
-	{"scheduler.phase2.dlq_scan_interval_ms", "5000", "period of the dead-letter scan and the inbox_pending gauge"},
-	{"scheduler.phase2.dlq_scan_count", "100", "page size of the dead-letter scan"},
-	{"scheduler.phase2.redis.mode", "single", "single (redis.url) or cluster (redis.cluster_urls)"},
-	{"scheduler.phase2.redis.url", "", "redis:// or rediss:// URL; required in single mode when enabled"},
-	{"scheduler.phase2.redis.cluster_urls", "[]", "seed URLs of the cluster; required in cluster mode when enabled"},
-	{"scheduler.phase2.redis.key_prefix", "ksana", "first part of every key; one per environment"},
-	{"scheduler.phase2.node_snapshot.enabled", "true", "share the fleet view (nodes of every instance)"},
-	{"scheduler.phase2.node_snapshot.presence_ttl_seconds", "45", "a node is online while its instance refreshes it within this TTL"},
-	{"scheduler.phase2.node_snapshot.refresh_interval_ms", "2000", "how often an instance publishes its nodes and reads the fleet"},
-	{"scheduler.phase2.node_snapshot.remove_stale_after_seconds", "600", "a node not seen for this long is removed from the fleet"},
-	{"scheduler.phase2.storm.debounce_window_ms", "5000", "model_not_available reports after the first are only counted for this long"},
-	{"scheduler.phase2.storm.cooldown_ms", "30000", "how long a reported model stays unavailable on its node"},
-	{"scheduler.phase2.storm.max_actions_per_second", "20", "nodes per second that may have one model marked unavailable"},
-	{"dispatcher.listen", defaultListen, "address of the HTTP server (/ws/node, /ws/session, /metrics, /health); port 0 picks a free one"},
-	{"dispatcher.node_token", "", "when set, /ws/node requires Authorization: Bearer <node_token>"},
-	{"dispatcher.session_token", "", "when set, /ws/session requires Authorization: Bearer <session_token>"},
-	{"dispatcher.max_frame_bytes", fmt.Sprint(defaultMaxFrameBytes), "larger messages get an error frame and are dropped; beyond 8x the connection is closed"},
-	{"dispatcher.send_queue", fmt.Sprint(defaultSendQueue), "messages queued per connection; a peer that lets it fill is disconnected"},
-	{"dispatcher.write_timeout_ms", fmt.Sprint(defaultWriteTimeoutMS), "a write to a peer that takes longer closes the connection"},
-	{"dispatcher.drain_timeout_ms", fmt.Sprint(defaultDrainTimeoutMS), "on SIGTERM, how long queued messages may take to reach their peers"},
-	{"dispatcher.workers", fmt.Sprint(defaultWorkers), "messages of one connection handled at once (one job's or one turn's messages keep their order)"},
-	{"dispatcher.ping_interval_ms", fmt.Sprint(defaultPingIntervalMS), "the dispatcher pings every peer this often; a peer that does not answer within it is disconnected"},
-	{"dispatcher.log_level", "info", "debug, info, warn or error"},
-	{"dispatcher.log_format", "text", "text or json (logs go to stderr)"},
-	{"dispatcher.ack_timeout_ms", fmt.Sprint(scheduler.DefaultAckTimeoutMS), "a node that does not job_ack in time loses the job to another node"},
-	{"dispatcher.run_timeout_ms", fmt.Sprint(scheduler.DefaultRunTimeoutMS), "bound of one attempt from dispatch to result"},
-	{"dispatcher.lease_ms", fmt.Sprint(scheduler.DefaultLeaseMS), "lease of an acknowledged job, renewed every third; a dead instance's jobs are rescued after it"},
-	{"dispatcher.queue_timeout_ms", fmt.Sprint(scheduler.DefaultQueueTimeoutMS), "how long a job may wait for an eligible node before it fails with no_node"},
-	{"dispatcher.retry_interval_ms", fmt.Sprint(scheduler.DefaultRetryIntervalMS), "how often a waiting job looks for a node again"},
-	{"dispatcher.sweep_interval_ms", fmt.Sprint(scheduler.DefaultSweepIntervalMS), "how often overdue jobs are looked for"},
-	{"dispatcher.max_attempts", "3", "nodes a job is tried on before it fails"},
-	{"dispatcher.default_capacity", fmt.Sprint(scheduler.DefaultCapacity), "jobs at once on a node that registers without a capacity"},
-	{"dispatcher.selection", scheduler.SelectRandom, "random or two_choices (the less loaded of two random nodes)"},
-	{"dispatcher.turn_ttl_seconds", fmt.Sprint(scheduler.DefaultTurnTTLSeconds), "garbage-collection TTL of a turn's affinity (far longer than any turn)"},
-	{"dispatcher.job_ttl_seconds", fmt.Sprint(scheduler.DefaultJobTTLSeconds), "how long a job's records (and its answer, for late duplicates) are kept"},
-	{"dispatcher.request_timeout_ms", "computed", "a request unanswered this long gets job_failed; default queue + attempts x (ack + run) + lease"},
+// fileConfig is the shape of config.toml.
+type fileConfig struct {
+	Scheduler struct {
+		Phase2 phase2Table `toml:"phase2"`
+	} `toml:"scheduler"`
+	Dispatcher struct {
+		dispatchTable
+		ServerConfig
+	} `toml:"dispatcher"`
 }
 
-// configErr reports a bad key of the [dispatcher] table.
-func configErr(field, format string, args ...any) error {
-	return &scheduler.ConfigError{Field: scheduler.ConfigPathDispatch + "." + field, Reason: fmt.Sprintf(format, args...)}
+// phase2Table is [scheduler.phase2] with its sub-tables.
+type phase2Table struct {
+	Enabled    bool   `toml:"enabled"`
+	InstanceID string `toml:"instance_id"`
+	Redis      struct {
+		Mode        string   `toml:"mode"`
+		URL         string   `toml:"url"`
+		ClusterURLs []string `toml:"cluster_urls"`
+		KeyPrefix   string   `toml:"key_prefix"`
+	} `toml:"redis"`
+	OwnerTTLSeconds      int64  `toml:"owner_ttl_seconds"`
+	StreamGroup          string `toml:"stream_group"`
+	StreamBlockMS        int64  `toml:"stream_block_ms"`
+	StreamCount          int    `toml:"stream_count"`
+	StreamMaxLen         int64  `toml:"stream_maxlen"`
+	StreamClaimMinIdleMS int64  `toml:"stream_claim_min_idle_ms"`
+	DLQEnabled           *bool  `toml:"dlq_enabled"`
+	DLQMaxLen            int64  `toml:"dlq_maxlen"`
+	DLQMaxDeliveries     int64  `toml:"dlq_max_deliveries"`
+	DLQMinIdleMS         int64  `toml:"dlq_min_idle_ms"`
+	DLQScanIntervalMS    int64  `toml:"dlq_scan_interval_ms"`
+	DLQScanCount         int    `toml:"dlq_scan_count"`
+	NodeSnapshot         struct {
+		Enabled                 *bool `toml:"enabled"`
+		PresenceTTLSeconds      int64 `toml:"presence_ttl_seconds"`
+		RefreshIntervalMS       int64 `toml:"refresh_interval_ms"`
+		RemoveStaleAfterSeconds int64 `toml:"remove_stale_after_seconds"`
+	} `toml:"node_snapshot"`
+	Storm struct {
+		DebounceWindowMS    int64 `toml:"debounce_window_ms"`
+		CooldownMS          int64 `toml:"cooldown_ms"`
+		MaxActionsPerSecond int   `toml:"max_actions_per_second"`
+	} `toml:"storm"`
+}
+
+// dispatchTable is the plane's part of the [dispatcher] table.
+type dispatchTable struct {
+	AckTimeoutMS     int64  `toml:"ack_timeout_ms"`
+	RunTimeoutMS     int64  `toml:"run_timeout_ms"`
+	LeaseMS          int64  `toml:"lease_ms"`
+	QueueTimeoutMS   int64  `toml:"queue_timeout_ms"`
+	RetryIntervalMS  int64  `toml:"retry_interval_ms"`
+	SweepIntervalMS  int64  `toml:"sweep_interval_ms"`
+	MaxAttempts      int    `toml:"max_attempts"`
+	DefaultCapacity  int    `toml:"default_capacity"`
+	Selection        string `toml:"selection"`
+	TurnTTLSeconds   int64  `toml:"turn_ttl_seconds"`
+	JobTTLSeconds    int64  `toml:"job_ttl_seconds"`
+	RequestTimeoutMS int64  `toml:"request_timeout_ms"`
+}
+
+// setting documents one key for -h; field is the scheduler.Config field
+// it sets, so that the library's errors can name the key.
+type setting struct{ key, field, def, doc string }
+
+var settings = []setting{
+	{"scheduler.phase2.enabled", "", "false", "true: share the plane with other instances over Redis; false: one instance in memory"},
+	{"scheduler.phase2.instance_id", "InstanceID", "auto", "this instance's id (presence, owner bindings, inbox); auto = host name + random hex"},
+	{"scheduler.phase2.owner_ttl_seconds", "OwnerTTL", "45", "TTL of the instance presence and of node and session owner bindings"},
+	{"scheduler.phase2.stream_group", "", "scheduler", "consumer group of the inboxes"},
+	{"scheduler.phase2.stream_block_ms", "Inbox.Block", "1000", "BLOCK of each inbox read"},
+	{"scheduler.phase2.stream_count", "Inbox.Count", "64", "COUNT of each inbox read"},
+	{"scheduler.phase2.stream_maxlen", "", "10000", "bound of an inbox; a message to a full inbox is refused, never trimmed"},
+	{"scheduler.phase2.stream_claim_min_idle_ms", "Inbox.ClaimMinIdle", "30000", "idle time before another consumer takes over a pending entry"},
+	{"scheduler.phase2.dlq_enabled", "", "true", "move entries that keep failing to the dead-letter stream"},
+	{"scheduler.phase2.dlq_maxlen", "", "10000", "approximate bound of the dead-letter stream"},
+	{"scheduler.phase2.dlq_max_deliveries", "Inbox.MaxDeliveries", "10", "deliveries after which an entry is dead"},
+	{"scheduler.phase2.dlq_min_idle_ms", "Inbox.DeadMinIdle", "60000", "idle time before a dead entry is moved"},
+	{"scheduler.phase2.dlq_scan_interval_ms", "Inbox.ScanInterval", "5000", "period of the dead-letter scan and the inbox_pending gauge"},
+	{"scheduler.phase2.dlq_scan_count", "Inbox.ScanCount", "100", "page size of the dead-letter scan"},
+	{"scheduler.phase2.redis.mode", "", "single", "single (redis.url) or cluster (redis.cluster_urls)"},
+	{"scheduler.phase2.redis.url", "", "", "redis:// or rediss:// URL; required in single mode when enabled"},
+	{"scheduler.phase2.redis.cluster_urls", "", "[]", "seed URLs of the cluster; required in cluster mode when enabled"},
+	{"scheduler.phase2.redis.key_prefix", "", "ksana", "first part of every key; one per environment"},
+	{"scheduler.phase2.node_snapshot.enabled", "", "true", "share the fleet view (nodes of every instance)"},
+	{"scheduler.phase2.node_snapshot.presence_ttl_seconds", "Fleet.PresenceTTL", "45", "a node is online while its instance refreshes it within this TTL"},
+	{"scheduler.phase2.node_snapshot.refresh_interval_ms", "Fleet.RefreshInterval", "2000", "how often an instance publishes its nodes and reads the fleet"},
+	{"scheduler.phase2.node_snapshot.remove_stale_after_seconds", "Fleet.RemoveStaleAfter", "600", "a node not seen for this long is removed from the fleet"},
+	{"scheduler.phase2.storm.debounce_window_ms", "Storm.Debounce", "5000", "model_not_available reports after the first are only counted for this long"},
+	{"scheduler.phase2.storm.cooldown_ms", "Storm.Cooldown", "30000", "how long a reported model stays unavailable on its node"},
+	{"scheduler.phase2.storm.max_actions_per_second", "Storm.ActionsPerSecond", "20", "nodes per second that may have one model marked unavailable"},
+	{"dispatcher.listen", "", defaultListen, "address of the HTTP server (/ws/node, /ws/session, /metrics, /health); port 0 picks a free one"},
+	{"dispatcher.node_token", "", "", "when set, /ws/node requires Authorization: Bearer <node_token> (a token for any node id)"},
+	{"dispatcher.node_credentials", "", "[]", "[[dispatcher.node_credentials]] tables of token and node_ids: a node presenting token may register only as one of node_ids (see below)"},
+	{"dispatcher.session_token", "", "", "when set, /ws/session requires Authorization: Bearer <session_token>"},
+	{"dispatcher.max_frame_bytes", "", fmt.Sprint(defaultMaxFrameBytes), "larger messages get an error frame and are dropped; beyond 8x the connection is closed"},
+	{"dispatcher.send_queue", "", fmt.Sprint(defaultSendQueue), "messages queued per connection; a peer that lets it fill is disconnected"},
+	{"dispatcher.write_timeout_ms", "", fmt.Sprint(defaultWriteTimeoutMS), "a write to a peer that takes longer closes the connection"},
+	{"dispatcher.drain_timeout_ms", "", fmt.Sprint(defaultDrainTimeoutMS), "on SIGTERM, how long queued messages may take to reach their peers"},
+	{"dispatcher.workers", "", fmt.Sprint(defaultWorkers), "messages of one connection handled at once (one job's or one turn's messages keep their order)"},
+	{"dispatcher.ping_interval_ms", "", fmt.Sprint(defaultPingIntervalMS), "the dispatcher pings every peer this often; a peer that does not answer within it is disconnected"},
+	{"dispatcher.log_level", "", "info", "debug, info, warn or error"},
+	{"dispatcher.log_format", "", "text", "text or json (logs go to stderr)"},
+	{"dispatcher.ack_timeout_ms", "Dispatch.AckTimeout", "10000", "a node that does not job_ack in time loses the job to another node"},
+	{"dispatcher.run_timeout_ms", "Dispatch.RunTimeout", "300000", "bound of one attempt from dispatch to result (overshoot at most sweep_interval_ms plus one sweep)"},
+	{"dispatcher.lease_ms", "Dispatch.Lease", "15000", "lease of an acknowledged job, renewed every third; a dead instance's jobs are rescued after it"},
+	{"dispatcher.queue_timeout_ms", "Dispatch.QueueTimeout", "10000", "how long a job may wait for an eligible node before it fails with no_node"},
+	{"dispatcher.retry_interval_ms", "Dispatch.RetryInterval", "200", "how often a waiting job looks for a node again"},
+	{"dispatcher.sweep_interval_ms", "Dispatch.SweepInterval", "500", "how often overdue jobs are looked for"},
+	{"dispatcher.max_attempts", "Dispatch.MaxAttempts", "3", "nodes a job is tried on before it fails"},
+	{"dispatcher.default_capacity", "Dispatch.DefaultCapacity", "4", "jobs at once on a node that registers without a capacity"},
+	{"dispatcher.selection", "Dispatch.Selection", scheduler.SelectRandom, "random or two_choices (the less loaded of two random nodes)"},
+	{"dispatcher.turn_ttl_seconds", "Dispatch.TurnTTL", "86400", "garbage-collection TTL of a turn's affinity (far longer than any turn)"},
+	{"dispatcher.job_ttl_seconds", "Dispatch.JobTTL", "86400", "how long a job's records (and its answer, for late duplicates) are kept"},
+	{"dispatcher.request_timeout_ms", "Dispatch.RequestTimeout", "computed", "a request unanswered this long gets job_failed; default queue + attempts x (ack + run) + lease"},
+}
+
+// ConfigError reports a bad key of config.toml; Key is its full TOML name,
+// such as "dispatcher.selection" or "scheduler.phase_2" for an unknown
+// table.
+type ConfigError struct {
+	Key    string
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return e.Key + ": " + e.Reason }
+
+func configErr(key, format string, args ...any) error {
+	return &ConfigError{Key: key, Reason: fmt.Sprintf(format, args...)}
 }
 
 // loadConfig reads the config file at path ("" for none: every default)
-// and applies the -listen override.
+// and applies the -listen override. Errors name the file.
 func loadConfig(path, listen string) (config, error) {
 	var data []byte
 	if path != "" {
@@ -118,6 +213,9 @@ func loadConfig(path, listen string) (config, error) {
 	}
 	cfg, err := parseConfig(data)
 	if err != nil {
+		if path != "" {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
 		return config{}, err
 	}
 	if listen != "" {
@@ -126,50 +224,154 @@ func loadConfig(path, listen string) (config, error) {
 			return config{}, err
 		}
 	}
+	if cfg.Plane.InstanceID == "" || cfg.Plane.InstanceID == "auto" {
+		cfg.Plane.InstanceID = newInstanceID()
+	}
 	return cfg, nil
 }
 
-// parseConfig decodes a config.toml: the [scheduler.phase2] tables through
-// redisstore.ParseConfig and the [dispatcher] table here. A key under
-// [dispatcher] that is not one of the settings is an error, as is a bad
-// value; each error names the field.
+// newInstanceID returns a generated instance id: the host name and 8 random
+// hex digits, such as "web-1-3fa2c09b".
+func newInstanceID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" || strings.ContainsAny(host, "{} \t\r\n") {
+		host = "dispatcher"
+	}
+	var b [4]byte
+	rand.Read(b[:])
+	return host + "-" + hex.EncodeToString(b[:])
+}
+
+// parseConfig decodes a config.toml. A table or key the file format does
+// not know, a value of the wrong type and an invalid value are each a
+// *ConfigError naming the key; the instance id stays "auto" or "" when so
+// configured (loadConfig resolves it).
 func parseConfig(data []byte) (config, error) {
-	plane, err := redisstore.ParseConfig(data)
+	var f fileConfig
+	md, err := toml.Decode(string(data), &f)
 	if err != nil {
-		return config{}, err
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return config{}, fmt.Errorf("line %d: %s", pe.Position.Line, pe.Message)
+		}
+		return config{}, err // a type mismatch: toml names the key and line
 	}
-	var doc struct {
-		Dispatcher struct {
-			scheduler.DispatchConfig
-			ServerConfig
-		} `toml:"dispatcher"`
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		sort.Strings(keys) // a table sorts before its keys
+		return config{}, configErr(keys[0], "unknown %s", kindOf(md, und, keys[0]))
 	}
-	md, err := toml.Decode(string(data), &doc)
-	if err != nil {
-		return config{}, fmt.Errorf("config.toml: %v: %w", err, scheduler.ErrInvalidConfig)
+	p := f.Scheduler.Phase2
+	ms, sec := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }, func(v int64) time.Duration { return time.Duration(v) * time.Second }
+	d := f.Dispatcher.dispatchTable
+	plane := scheduler.Config{
+		InstanceID: p.InstanceID,
+		OwnerTTL:   sec(p.OwnerTTLSeconds),
+		Inbox: scheduler.InboxConfig{
+			Block: ms(p.StreamBlockMS), Count: p.StreamCount, ClaimMinIdle: ms(p.StreamClaimMinIdleMS),
+			NoDeadLetters: p.DLQEnabled != nil && !*p.DLQEnabled, MaxDeliveries: p.DLQMaxDeliveries,
+			DeadMinIdle: ms(p.DLQMinIdleMS), ScanInterval: ms(p.DLQScanIntervalMS), ScanCount: p.DLQScanCount,
+		},
+		Fleet: scheduler.FleetConfig{
+			Off:         p.NodeSnapshot.Enabled != nil && !*p.NodeSnapshot.Enabled,
+			PresenceTTL: sec(p.NodeSnapshot.PresenceTTLSeconds), RefreshInterval: ms(p.NodeSnapshot.RefreshIntervalMS),
+			RemoveStaleAfter: sec(p.NodeSnapshot.RemoveStaleAfterSeconds),
+		},
+		Storm: scheduler.StormWindows{Debounce: ms(p.Storm.DebounceWindowMS), Cooldown: ms(p.Storm.CooldownMS), ActionsPerSecond: p.Storm.MaxActionsPerSecond},
+		Dispatch: scheduler.DispatchConfig{
+			AckTimeout: ms(d.AckTimeoutMS), RunTimeout: ms(d.RunTimeoutMS), Lease: ms(d.LeaseMS),
+			QueueTimeout: ms(d.QueueTimeoutMS), RetryInterval: ms(d.RetryIntervalMS), SweepInterval: ms(d.SweepIntervalMS),
+			MaxAttempts: d.MaxAttempts, DefaultCapacity: d.DefaultCapacity, Selection: d.Selection,
+			TurnTTL: sec(d.TurnTTLSeconds), JobTTL: sec(d.JobTTLSeconds), RequestTimeout: ms(d.RequestTimeoutMS),
+		},
 	}
-	var unknown []string
-	for _, k := range md.Undecoded() {
-		if s := k.String(); s == scheduler.ConfigPathDispatch || strings.HasPrefix(s, scheduler.ConfigPathDispatch+".") {
-			unknown = append(unknown, s)
+	if p.InstanceID == "auto" {
+		plane.InstanceID = ""
+	}
+	if err := plane.Validate(); err != nil {
+		return config{}, tomlError(err)
+	}
+	plane = plane.WithDefaults()
+	plane.InstanceID = p.InstanceID
+	cfg := config{Plane: plane}
+
+	r := p.Redis
+	if r.Mode != "" && r.Mode != "single" && r.Mode != "cluster" {
+		return config{}, configErr("scheduler.phase2.redis.mode", "unknown mode %q (single|cluster)", r.Mode)
+	}
+	if strings.ContainsAny(r.KeyPrefix, "{} \t\r\n") {
+		return config{}, configErr("scheduler.phase2.redis.key_prefix", "%q may not contain braces or white space", r.KeyPrefix)
+	}
+	if strings.ContainsAny(p.StreamGroup, " \t\r\n") {
+		return config{}, configErr("scheduler.phase2.stream_group", "%q may not contain white space", p.StreamGroup)
+	}
+	for _, k := range []struct {
+		key string
+		v   int64
+	}{{"scheduler.phase2.stream_maxlen", p.StreamMaxLen}, {"scheduler.phase2.dlq_maxlen", p.DLQMaxLen}} {
+		if k.v < 0 {
+			return config{}, configErr(k.key, "must not be negative")
 		}
 	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return config{}, &scheduler.ConfigError{Field: unknown[0], Reason: "unknown field"}
+	if p.Enabled {
+		rc := &redisConfig{Mode: "single", Stores: redisstore.StoresConfig{
+			KeyPrefix: r.KeyPrefix, Group: p.StreamGroup, InboxMaxLen: p.StreamMaxLen, DLQMaxLen: p.DLQMaxLen,
+		}}
+		key := "scheduler.phase2.redis.url"
+		if r.Mode == "cluster" {
+			rc.Mode, key = "cluster", "scheduler.phase2.redis.cluster_urls"
+			if len(r.ClusterURLs) == 0 {
+				return config{}, configErr(key, "required in cluster mode")
+			}
+			rc.Client.ClusterURLs = r.ClusterURLs
+		} else {
+			if r.URL == "" {
+				return config{}, configErr(key, "required in single mode")
+			}
+			rc.Client.URL = r.URL
+		}
+		if _, err := redisstore.ClientOption(rc.Client); err != nil {
+			_, reason, _ := strings.Cut(strings.TrimPrefix(err.Error(), "redisstore: "), ": ")
+			return config{}, configErr(key, "%s", reason)
+		}
+		cfg.Redis = rc
 	}
-	if err := doc.Dispatcher.DispatchConfig.Validate(); err != nil {
+	cfg.Server = f.Dispatcher.ServerConfig.withDefaults()
+	if err := cfg.Server.validate(); err != nil {
 		return config{}, err
 	}
-	plane.Dispatch = doc.Dispatcher.DispatchConfig.WithDefaults()
-	if err := plane.Validate(); err != nil {
-		return config{}, err
+	return cfg, nil
+}
+
+// kindOf says whether an undecoded key is a table or a key.
+func kindOf(md toml.MetaData, und []toml.Key, key string) string {
+	for _, k := range und {
+		if k.String() == key && md.Type(k...) == "Hash" {
+			return "table"
+		}
 	}
-	srv := doc.Dispatcher.ServerConfig.withDefaults()
-	if err := srv.validate(); err != nil {
-		return config{}, err
+	if i := strings.LastIndexByte(key, '.'); i < 0 {
+		return "top-level key"
 	}
-	return config{Plane: plane, Server: srv}, nil
+	return "key"
+}
+
+// tomlError renames the scheduler.Config field of a *scheduler.ConfigError
+// to its key of config.toml.
+func tomlError(err error) error {
+	var ce *scheduler.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	for _, s := range settings {
+		if s.field == ce.Field {
+			return configErr(s.key, "%s", ce.Reason)
+		}
+	}
+	return err
 }
 
 func (s ServerConfig) withDefaults() ServerConfig {
@@ -205,10 +407,10 @@ func (s ServerConfig) withDefaults() ServerConfig {
 
 func (s ServerConfig) validate() error {
 	if _, _, err := net.SplitHostPort(s.Listen); err != nil {
-		return configErr("listen", "%q is not host:port: %v", s.Listen, err)
+		return configErr("dispatcher.listen", "%q is not host:port: %v", s.Listen, err)
 	}
 	if s.MaxFrameBytes < 4096 || s.MaxFrameBytes > 64<<20 {
-		return configErr("max_frame_bytes", "%d is outside 4096..%d", s.MaxFrameBytes, 64<<20)
+		return configErr("dispatcher.max_frame_bytes", "%d is outside 4096..%d", s.MaxFrameBytes, 64<<20)
 	}
 	for _, f := range []struct {
 		name   string
@@ -219,14 +421,33 @@ func (s ServerConfig) validate() error {
 		{"ping_interval_ms", s.PingIntervalMS, 3600000},
 	} {
 		if f.v < 1 || f.v > f.max {
-			return configErr(f.name, "%d is outside 1..%d", f.v, f.max)
+			return configErr("dispatcher."+f.name, "%d is outside 1..%d", f.v, f.max)
 		}
 	}
 	if _, err := parseLevel(s.LogLevel); err != nil {
-		return configErr("log_level", "%v", err)
+		return configErr("dispatcher.log_level", "%v", err)
 	}
 	if s.LogFormat != "text" && s.LogFormat != "json" {
-		return configErr("log_format", "%q (text|json)", s.LogFormat)
+		return configErr("dispatcher.log_format", "%q (text|json)", s.LogFormat)
+	}
+	seen := map[string]bool{}
+	for i, c := range s.NodeCredentials {
+		key := fmt.Sprintf("dispatcher.node_credentials[%d]", i)
+		if len(c.Token) < 16 {
+			return configErr(key+".token", "must be at least 16 bytes")
+		}
+		if c.Token == s.NodeToken || seen[c.Token] {
+			return configErr(key+".token", "is used twice")
+		}
+		seen[c.Token] = true
+		if len(c.NodeIDs) == 0 {
+			return configErr(key+".node_ids", "must name at least one node id")
+		}
+		for j, id := range c.NodeIDs {
+			if err := scheduler.CheckID("node_id", id); err != nil || slices.Contains(c.NodeIDs[:j], id) {
+				return configErr(fmt.Sprintf("%s.node_ids[%d]", key, j), "%q is not a valid, distinct node id", id)
+			}
+		}
 	}
 	return nil
 }

@@ -12,9 +12,13 @@
 // "cluster") and key prefix: a node connected to one instance takes jobs
 // requested by sessions connected to any other. dispatcher -h lists every
 // setting with its default; config.example.toml in this directory is an
-// annotated file. A bad value stops the start with a message naming the
-// field, such as "dispatcher.selection: unknown strategy", and exit
-// status 2.
+// annotated file. A bad value, an unknown key or an unknown table (such
+// as a misspelled [scheduler.phase_2]) stops the start with a message
+// naming the file and the key, such as "config.toml:
+// dispatcher.selection: unknown strategy", and exit status 2. The binary
+// owns its configuration: it reads the file, resolves instance_id = "auto"
+// (host name and random hex) and turns the TOML tables into the Go values
+// of scheduler.Config, redisstore.ClientConfig and redisstore.StoresConfig.
 //
 // # Endpoints
 //
@@ -56,13 +60,17 @@
 // or reports on a job that is not the node's current attempt gets an
 // error frame, {"type":"error","code",...,"field",...,"error",...}, and
 // the connection stays open. Codes: bad_json, bad_message (field names
-// the field), frame_too_large, not_registered, wrong_node, stale_attempt,
-// invalid_transition, job_not_found, stopping, internal. A message larger
+// the field), frame_too_large, not_registered, forbidden_node, wrong_node,
+// stale_attempt, invalid_transition, job_not_found, stopping, internal. A message larger
 // than dispatcher.max_frame_bytes is read and dropped with
 // frame_too_large; one larger than eight times that closes the connection
 // (status 1009). When dispatcher.node_token or dispatcher.session_token
 // is set, the endpoint requires "Authorization: Bearer <token>"; tokens
-// are compared in constant time. A peer that reads too slowly for its
+// are compared in constant time. [[dispatcher.node_credentials]] tables
+// bind a token to the node ids it may register: a node presenting it may
+// register only those (a register for another id gets forbidden_node).
+// Any other path answers 404 with a JSON body {"error": ...}, as refused
+// upgrades do. A peer that reads too slowly for its
 // dispatcher.send_queue is disconnected.
 //
 // # Stopping

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -142,30 +143,33 @@ func (p *proc) kill9(t *testing.T) {
 }
 
 // writeConfig writes the config.toml of one instance.
-func writeConfig(t testing.TB, dir, id string, plane scheduler.Config) string {
+func writeConfig(t testing.TB, dir, id string, cfg config) string {
 	t.Helper()
+	plane, r := cfg.Plane, cfg.Redis
+	ms := func(d time.Duration) int64 { return d.Milliseconds() }
+	redis := map[string]any{"mode": r.Mode, "key_prefix": r.Stores.KeyPrefix}
+	if r.Mode == "cluster" {
+		redis["cluster_urls"] = r.Client.ClusterURLs
+	} else {
+		redis["url"] = r.Client.URL
+	}
 	var doc = map[string]any{
 		"scheduler": map[string]any{"phase2": map[string]any{
-			"enabled": true, "instance_id": id, "owner_ttl_seconds": plane.OwnerTTLSeconds,
-			"stream_block_ms": plane.StreamBlockMS, "stream_claim_min_idle_ms": plane.StreamClaimMinIdleMS,
-			"dlq_min_idle_ms": plane.DLQMinIdleMS, "dlq_scan_interval_ms": plane.DLQScanIntervalMS,
-			"redis":         map[string]any{"mode": plane.Redis.Mode, "url": plane.Redis.URL, "cluster_urls": plane.Redis.ClusterURLs, "key_prefix": plane.Redis.KeyPrefix},
-			"node_snapshot": map[string]any{"presence_ttl_seconds": plane.NodeSnapshot.PresenceTTLSeconds, "refresh_interval_ms": plane.NodeSnapshot.RefreshIntervalMS},
-			"storm":         map[string]any{"debounce_window_ms": plane.Storm.DebounceWindowMS, "cooldown_ms": plane.Storm.CooldownMS, "max_actions_per_second": plane.Storm.MaxActionsPerSecond},
+			"enabled": true, "instance_id": id, "owner_ttl_seconds": int64(plane.OwnerTTL / time.Second),
+			"stream_block_ms": ms(plane.Inbox.Block), "stream_claim_min_idle_ms": ms(plane.Inbox.ClaimMinIdle),
+			"dlq_min_idle_ms": ms(plane.Inbox.DeadMinIdle), "dlq_scan_interval_ms": ms(plane.Inbox.ScanInterval),
+			"redis":         redis,
+			"node_snapshot": map[string]any{"presence_ttl_seconds": int64(plane.Fleet.PresenceTTL / time.Second), "refresh_interval_ms": ms(plane.Fleet.RefreshInterval)},
+			"storm":         map[string]any{"debounce_window_ms": ms(plane.Storm.Debounce), "cooldown_ms": ms(plane.Storm.Cooldown), "max_actions_per_second": plane.Storm.ActionsPerSecond},
 		}},
 		"dispatcher": map[string]any{
 			"listen": "127.0.0.1:0", "log_level": "info",
-			"ack_timeout_ms": plane.Dispatch.AckTimeoutMS, "run_timeout_ms": plane.Dispatch.RunTimeoutMS,
-			"lease_ms": plane.Dispatch.LeaseMS, "queue_timeout_ms": plane.Dispatch.QueueTimeoutMS,
-			"retry_interval_ms": plane.Dispatch.RetryIntervalMS, "sweep_interval_ms": plane.Dispatch.SweepIntervalMS,
+			"ack_timeout_ms": ms(plane.Dispatch.AckTimeout), "run_timeout_ms": ms(plane.Dispatch.RunTimeout),
+			"lease_ms": ms(plane.Dispatch.Lease), "queue_timeout_ms": ms(plane.Dispatch.QueueTimeout),
+			"retry_interval_ms": ms(plane.Dispatch.RetryInterval), "sweep_interval_ms": ms(plane.Dispatch.SweepInterval),
 			"max_attempts": plane.Dispatch.MaxAttempts, "default_capacity": plane.Dispatch.DefaultCapacity,
-			"request_timeout_ms": plane.Dispatch.RequestTimeoutMS,
+			"request_timeout_ms": ms(plane.Dispatch.RequestTimeout),
 		},
-	}
-	if plane.Redis.Mode == scheduler.ModeCluster {
-		delete(doc["scheduler"].(map[string]any)["phase2"].(map[string]any)["redis"].(map[string]any), "url")
-	} else {
-		delete(doc["scheduler"].(map[string]any)["phase2"].(map[string]any)["redis"].(map[string]any), "cluster_urls")
 	}
 	path := filepath.Join(dir, id+".toml")
 	f, err := os.Create(path)
@@ -336,6 +340,46 @@ func TestWalkthrough(t *testing.T) {
 	}
 }
 
+// TestExampleClients: a session whose every request fails exits 1, and a
+// client that cannot connect says so once per cause, not once per attempt.
+func TestExampleClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes; skipped under -short")
+	}
+	dispatcherBin, nodeBin := binaries(t)
+	sessionBin := filepath.Join(filepath.Dir(nodeBin), "dispatch-session")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "fast.toml")
+	if err := os.WriteFile(cfg, []byte("[dispatcher]\nlisten = \"127.0.0.1:0\"\nqueue_timeout_ms = 100\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startProc(t, dir, "dispatcher", true, dispatcherBin, "-config", cfg)
+	// No node: every request fails with no_node.
+	cmd := exec.Command(sessionBin, "-url", wsURL(d.addr, "/ws/session"), "-turns", "1", "-per-turn", "2", "-timeout", "30s")
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0 exitcode=66")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "2 requests in ") || !strings.Contains(string(out), "every request failed") {
+		t.Errorf("dispatch-session with every request failed: %v, want exit status 1\n%s", err, out)
+	}
+
+	// A node pointed at a closed port for two seconds: one line.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	node := exec.CommandContext(ctx, nodeBin, "-url", wsURL(dead, "/ws/node"), "-id", "lonely")
+	node.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0 exitcode=66")
+	out, _ = node.CombinedOutput()
+	if n := strings.Count(string(out), "reconnecting"); n != 1 {
+		t.Errorf("a node that cannot connect for 2s printed %d reconnect lines, want 1:\n%s", n, out)
+	}
+}
+
 // TestTwoProcesses runs two dispatcher processes on one Redis, with
 // example node processes on A and sessions on B (and duplicates on A):
 // turns, then kill -9 of a node mid-job, then kill -9 of A with jobs in
@@ -354,7 +398,7 @@ func testTwoProcesses(t *testing.T, be backend) {
 	dispatcherBin, nodeBin := binaries(t)
 	dir := t.TempDir()
 	redis := be.redis
-	redis.KeyPrefix = randomPrefix(t)
+	redis.Stores.KeyPrefix = randomPrefix(t)
 	plane := testPlane("", &redis)
 	a := startProc(t, dir, "a", true, dispatcherBin, "-config", writeConfig(t, dir, "a", plane))
 	b := startProc(t, dir, "b", true, dispatcherBin, "-config", writeConfig(t, dir, "b", plane))
@@ -475,9 +519,7 @@ func testTwoProcesses(t *testing.T, be backend) {
 	// The stores at rest: every job RELEASED, no reservation, no pending
 	// inbox entry, no deadline.
 	rc := redisClient(t, redis)
-	cfg := plane
-	cfg.Redis = redis
-	st, err := redisstore.NewStores(rc, cfg, nil)
+	st, err := redisstore.NewStores(rc, plane.Plane, redis.Stores)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,7 +536,7 @@ func testTwoProcesses(t *testing.T, be backend) {
 			}
 		}
 		for _, q := range all {
-			if _, ok, err := st.Due.Due(ctx, scheduler.JobIDFor(q)); err != nil || ok {
+			if _, ok, err := st.Due.(*redisstore.Due).Due(ctx, scheduler.JobIDFor(q)); err != nil || ok {
 				return false
 			}
 		}

@@ -181,39 +181,42 @@ func randomPrefix(t testing.TB) string {
 // backend is a Redis the test runs instances on.
 type backend struct {
 	name    string
-	redis   scheduler.RedisConfig
+	redis   redisConfig
 	cluster bool
 }
 
 func backends(t testing.TB) []backend {
 	t.Helper()
 	return []backend{
-		{name: "standalone", redis: scheduler.RedisConfig{Mode: scheduler.ModeSingle, URL: testenv.RedisURL(t)}},
-		{name: "cluster", redis: scheduler.RedisConfig{Mode: scheduler.ModeCluster, ClusterURLs: testenv.RedisClusterURLs(t)}, cluster: true},
+		{name: "standalone", redis: singleRedis(testenv.RedisURL(t), "")},
+		{name: "cluster", redis: redisConfig{Mode: "cluster", Client: redisstore.ClientConfig{ClusterURLs: testenv.RedisClusterURLs(t)}}, cluster: true},
 	}
 }
 
-// testPlane is the [scheduler.phase2] configuration of the tests: short
-// deadlines, so that failures are noticed in about a second.
-func testPlane(id string, redis *scheduler.RedisConfig) scheduler.Config {
-	c := scheduler.Config{
-		InstanceID:           id,
-		OwnerTTLSeconds:      1,
-		StreamBlockMS:        50,
-		StreamClaimMinIdleMS: 500,
-		DLQMinIdleMS:         200,
-		DLQScanIntervalMS:    200,
-		NodeSnapshot:         scheduler.NodeSnapshotConfig{PresenceTTLSeconds: 1, RefreshIntervalMS: 100},
-		Storm:                scheduler.StormConfig{DebounceWindowMS: 100, CooldownMS: 300, MaxActionsPerSecond: 100},
+func singleRedis(url, prefix string) redisConfig {
+	return redisConfig{Mode: "single", Client: redisstore.ClientConfig{URL: url}, Stores: redisstore.StoresConfig{KeyPrefix: prefix}}
+}
+
+// testPlane is the configuration of the tests' instances (nil redis: in
+// memory): short deadlines, so that failures are noticed in about a
+// second.
+func testPlane(id string, redis *redisConfig) config {
+	ms := time.Millisecond
+	c := config{Plane: scheduler.Config{
+		InstanceID: id,
+		OwnerTTL:   time.Second,
+		Inbox:      scheduler.InboxConfig{Block: 50 * ms, ClaimMinIdle: 500 * ms, DeadMinIdle: 200 * ms, ScanInterval: 200 * ms},
+		Fleet:      scheduler.FleetConfig{PresenceTTL: time.Second, RefreshInterval: 100 * ms},
+		Storm:      scheduler.StormWindows{Debounce: 100 * ms, Cooldown: 300 * ms, ActionsPerSecond: 100},
 		Dispatch: scheduler.DispatchConfig{
-			AckTimeoutMS: 1500, RunTimeoutMS: 10000, LeaseMS: 900, QueueTimeoutMS: 8000,
-			RetryIntervalMS: 50, SweepIntervalMS: 50, MaxAttempts: 4, DefaultCapacity: 8,
-			RequestTimeoutMS: 60000,
+			AckTimeout: 1500 * ms, RunTimeout: 10 * time.Second, Lease: 900 * ms, QueueTimeout: 8 * time.Second,
+			RetryInterval: 50 * ms, SweepInterval: 50 * ms, MaxAttempts: 4, DefaultCapacity: 8,
+			RequestTimeout: time.Minute,
 		},
-	}
+	}}
 	if redis != nil {
-		c.Enabled = true
-		c.Redis = *redis
+		r := *redis
+		c.Redis = &r
 	}
 	return c
 }
@@ -225,7 +228,14 @@ type instance struct {
 }
 
 // startInstance runs serve in this process, as the binary does.
-func startInstance(t testing.TB, plane scheduler.Config, srv ServerConfig) *instance {
+func startInstance(t testing.TB, cfg config, srv ServerConfig) *instance {
+	t.Helper()
+	return startInstanceLog(t, cfg, srv, nil)
+}
+
+// startInstanceLog is startInstance with the instance's log (text, info
+// and above) written to w, when not nil.
+func startInstanceLog(t testing.TB, cfg config, srv ServerConfig, w io.Writer) *instance {
 	t.Helper()
 	if srv.Listen == "" {
 		srv.Listen = "127.0.0.1:0"
@@ -234,10 +244,11 @@ func startInstance(t testing.TB, plane scheduler.Config, srv ServerConfig) *inst
 	if err := srv.validate(); err != nil {
 		t.Fatal(err)
 	}
-	plane = plane.WithDefaults()
-	if err := plane.Validate(); err != nil {
+	cfg.Plane = cfg.Plane.WithDefaults()
+	if err := cfg.Plane.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	cfg.Server = srv
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
@@ -245,8 +256,11 @@ func startInstance(t testing.TB, plane scheduler.Config, srv ServerConfig) *inst
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
+	if w != nil {
+		log = slog.New(slog.NewTextHandler(w, nil))
+	}
 	go func() {
-		err := serve(ctx, config{Plane: plane, Server: srv}, log, pw)
+		err := serve(ctx, cfg, log, pw)
 		pw.CloseWithError(fmt.Errorf("serve returned %v", err))
 		done <- err
 	}()
@@ -283,9 +297,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // redisClient opens a client on the backend for store-level checks.
-func redisClient(t testing.TB, r scheduler.RedisConfig) rueidis.Client {
+func redisClient(t testing.TB, r redisConfig) rueidis.Client {
 	t.Helper()
-	c, err := redisstore.NewClient(r)
+	c, err := redisstore.NewClient(r.Client)
 	if err != nil {
 		t.Fatal(err)
 	}

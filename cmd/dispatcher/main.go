@@ -53,7 +53,21 @@ Settings of config.toml (key = default, then its meaning):
 		fmt.Fprintf(&b, "  %s = %s\n      %s\n", s.key, def, s.doc)
 	}
 	b.WriteString(`
-A bad value stops the start with a message naming the field (exit status 2).
+Node credentials: each [[dispatcher.node_credentials]] table binds a token
+(at least 16 bytes) to the node ids it may register:
+
+  [[dispatcher.node_credentials]]
+  token = "a-long-random-secret-of-n1"
+  node_ids = ["n1"]
+
+A node presenting that token as its bearer token may register n1 and no
+other id (a register for another id gets an error frame with code
+forbidden_node). dispatcher.node_token, when also set, still admits any
+node id; with neither set, /ws/node is open.
+
+A bad value, an unknown key or an unknown table stops the start with a
+message naming the file and the key (exit status 2).
+
 On SIGINT or SIGTERM the instance stops accepting connections, withdraws its
 presence, hands every node and session a close frame after the messages
 queued for it, lets the nodes' jobs go to other nodes, and exits 0.
@@ -113,13 +127,15 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 
 	var st scheduler.Stores
 	var err error
-	if plane.Enabled {
-		client, cerr := redisstore.NewClient(plane.Redis)
+	if cfg.Redis != nil {
+		client, cerr := redisstore.NewClient(cfg.Redis.Client)
 		if cerr != nil {
 			return cerr
 		}
 		defer client.Close()
-		st, err = redisstore.NewStores(client, plane, m.OpHook())
+		sc := cfg.Redis.Stores
+		sc.OpHook = m.OpHook()
+		st, err = redisstore.NewStores(client, plane, sc)
 	} else {
 		st, err = scheduler.NewMemStores(plane)
 	}
@@ -143,8 +159,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- hs.Serve(ln) }()
 	mode := "memory"
-	if plane.Enabled {
-		mode = "redis " + plane.Redis.Mode
+	if cfg.Redis != nil {
+		mode = "redis " + cfg.Redis.Mode
 	}
 	log.Info("dispatcher: started", "instance_id", d.InstanceID(), "addr", ln.Addr().String(), "store", mode)
 	fmt.Fprintf(stdout, "dispatcher %s listening on %s\n", d.InstanceID(), ln.Addr())

@@ -11,13 +11,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/ksana-dev/ksana/fsm"
 	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -35,17 +35,14 @@ const (
 	typeError      = "error" // dispatcher → peer: a message was refused
 )
 
-// Codes of error frames.
+// Codes of error frames besides scheduler.Refusal's (bad_message,
+// wrong_node, stale_attempt, invalid_transition, job_not_found, stopping).
 const (
-	codeBadJSON       = "bad_json"    // not one JSON object
-	codeBadMessage    = "bad_message" // a field is missing or wrong (field names it)
+	codeBadJSON       = "bad_json"                  // not one JSON object
+	codeBadMessage    = scheduler.RefusedBadMessage // a field is missing or wrong (field names it)
 	codeFrameTooLarge = "frame_too_large"
 	codeNotRegistered = "not_registered" // a node event before register
-	codeWrongNode     = "wrong_node"     // the job is not assigned to this node
-	codeStaleAttempt  = "stale_attempt"  // an event of an attempt that is over
-	codeTransition    = "invalid_transition"
-	codeJobNotFound   = "job_not_found"
-	codeStopping      = "stopping" // the instance is shutting down
+	codeForbiddenNode = "forbidden_node" // the node's credential does not cover this node id
 	codeInternal      = "internal"
 )
 
@@ -79,6 +76,7 @@ type server struct {
 	reg      *prometheus.Registry
 	nodeTok  []byte // sha256 of the token, nil when none is required
 	sessTok  []byte
+	creds    []credential // node_credentials
 	stopping atomic.Bool
 
 	mu    sync.Mutex
@@ -97,7 +95,38 @@ func newServer(d *scheduler.Dispatcher, st scheduler.Stores, cfg ServerConfig, l
 		h := sha256.Sum256([]byte(cfg.SessionToken))
 		s.sessTok = h[:]
 	}
+	for _, c := range cfg.NodeCredentials {
+		h := sha256.Sum256([]byte(c.Token))
+		s.creds = append(s.creds, credential{hash: h[:], nodes: c.NodeIDs})
+	}
 	return s
+}
+
+// credential is a node token bound to the node ids it may register.
+type credential struct {
+	hash  []byte
+	nodes []string
+}
+
+// nodeAuth checks the bearer token of a node connection: the node token
+// lets any node id in, a node credential only its node ids (returned);
+// with neither configured every connection gets in. ok is false for a
+// missing or wrong token.
+func (s *server) nodeAuth(r *http.Request) (nodes []string, ok bool) {
+	if s.nodeTok == nil && s.creds == nil {
+		return nil, true
+	}
+	tok, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	got := sha256.Sum256([]byte(tok))
+	if s.nodeTok != nil && subtle.ConstantTimeCompare(got[:], s.nodeTok) == 1 {
+		return nil, bearer
+	}
+	for _, c := range s.creds {
+		if subtle.ConstantTimeCompare(got[:], c.hash) == 1 {
+			return c.nodes, bearer
+		}
+	}
+	return nil, false
 }
 
 func (s *server) handler() http.Handler {
@@ -106,7 +135,18 @@ func (s *server) handler() http.Handler {
 	mux.HandleFunc("GET /ws/session", s.serveSession)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /health", s.serveHealth)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		httpError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+" (/ws/node, /ws/session, /metrics, /health)")
+	})
 	return mux
+}
+
+// httpError answers an HTTP request with a JSON error body {"error": msg}.
+func httpError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
 func (s *server) serveHealth(w http.ResponseWriter, r *http.Request) {
@@ -140,15 +180,15 @@ func authorized(r *http.Request, want []byte) bool {
 	return subtle.ConstantTimeCompare(got[:], want) == 1 && ok
 }
 
-// accept checks the token and upgrades the request.
-func (s *server) accept(w http.ResponseWriter, r *http.Request, tok []byte) *wsConn {
-	if !authorized(r, tok) {
+// accept upgrades an authorized request (see authorized).
+func (s *server) accept(w http.ResponseWriter, r *http.Request, authorized bool) *wsConn {
+	if !authorized {
 		w.Header().Set("WWW-Authenticate", "Bearer")
-		http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+		httpError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 		return nil
 	}
 	if s.stopping.Load() {
-		http.Error(w, "instance stopping", http.StatusServiceUnavailable)
+		httpError(w, http.StatusServiceUnavailable, "instance stopping")
 		return nil
 	}
 	ws, err := websocket.Accept(w, r, nil)
@@ -260,25 +300,15 @@ func decode(b []byte, m *inbound) *errorFrame {
 	}
 }
 
-// refusal turns an error of the Dispatcher into an error frame.
+// refusal turns an error of the Dispatcher into an error frame: the code
+// is scheduler.Refusal's, or internal for an error that is no refusal.
 func (s *server) refusal(err error, m scheduler.Envelope) *errorFrame {
-	f := &errorFrame{Error: err.Error(), JobID: m.JobID, RequestID: m.RequestID, InReplyTo: string(m.Type)}
+	f := &errorFrame{Code: scheduler.Refusal(err), Error: err.Error(), JobID: m.JobID, RequestID: m.RequestID, InReplyTo: string(m.Type)}
 	var me *scheduler.MessageError
-	var te *fsm.TransitionError
-	switch {
-	case errors.As(err, &me):
-		f.Code, f.Field = codeBadMessage, me.Field
-	case errors.Is(err, scheduler.ErrWrongNode):
-		f.Code = codeWrongNode
-	case errors.Is(err, fsm.ErrStaleAttempt):
-		f.Code = codeStaleAttempt
-	case errors.As(err, &te):
-		f.Code = codeTransition
-	case errors.Is(err, scheduler.ErrJobNotFound):
-		f.Code = codeJobNotFound
-	case errors.Is(err, scheduler.ErrStopped):
-		f.Code = codeStopping
-	default:
+	if errors.As(err, &me) {
+		f.Field = me.Field
+	}
+	if f.Code == "" {
 		s.log.Warn("dispatcher: message failed", "type", m.Type, "job_id", m.JobID, "request_id", m.RequestID, "err", err)
 		f.Code, f.Error = codeInternal, "internal error; the dispatcher's log has the cause"
 	}
@@ -302,7 +332,8 @@ func connCtx() (context.Context, context.CancelFunc) {
 // serveNode serves /ws/node: the first message registers the node; job
 // events follow, each for a job assigned to this node.
 func (s *server) serveNode(w http.ResponseWriter, r *http.Request) {
-	c := s.accept(w, r, s.nodeTok)
+	allowed, ok := s.nodeAuth(r)
+	c := s.accept(w, r, ok)
 	if c == nil {
 		return
 	}
@@ -329,13 +360,22 @@ func (s *server) serveNode(w http.ResponseWriter, r *http.Request) {
 				c.refuse(&errorFrame{Code: codeBadMessage, Field: "node_id", Error: fmt.Sprintf("node_id: this connection is node %q; open another connection for %q", nodeID, m.NodeID)}, typeRegister)
 				return
 			}
+			if allowed != nil && !slices.Contains(allowed, m.NodeID) {
+				s.log.Warn("dispatcher: node id refused for its credential", "node_id", m.NodeID, "remote", r.RemoteAddr)
+				c.refuse(&errorFrame{Code: codeForbiddenNode, Field: "node_id", Error: fmt.Sprintf("node_id: the credential presented may not register node %q", m.NodeID)}, typeRegister)
+				return
+			}
 			if err := s.d.AttachNode(ctx, info, c); err != nil {
 				c.refuse(s.refusal(err, m.Envelope), typeRegister)
 				return
 			}
 			nodeID = m.NodeID
 			s.own("node/"+nodeID, c)
-			s.log.Info("dispatcher: node registered", "node_id", nodeID, "pools", m.Pools, "models", m.Models, "capacity", m.Capacity)
+			capacity := m.Capacity
+			if capacity == 0 {
+				capacity = s.d.Config().Dispatch.DefaultCapacity
+			}
+			s.log.Info("dispatcher: node registered", "node_id", nodeID, "pools", m.Pools, "models", m.Models, "capacity", capacity)
 			c.sendJSON(map[string]string{"type": typeRegistered, "node_id": nodeID, "instance_id": s.d.InstanceID()})
 		case scheduler.TypeJobAck, scheduler.TypeJobStarted, scheduler.TypeASRPartial, scheduler.TypeJobResult, scheduler.TypeModelNotAvailable:
 			if nodeID == "" {
@@ -363,10 +403,10 @@ func (s *server) serveNode(w http.ResponseWriter, r *http.Request) {
 func (s *server) serveSession(w http.ResponseWriter, r *http.Request) {
 	sessionID := r.URL.Query().Get("session_id")
 	if err := scheduler.CheckID("session_id", sessionID); err != nil {
-		http.Error(w, "query parameter "+err.Error(), http.StatusBadRequest)
+		httpError(w, http.StatusBadRequest, "query parameter "+err.Error())
 		return
 	}
-	c := s.accept(w, r, s.sessTok)
+	c := s.accept(w, r, authorized(r, s.sessTok))
 	if c == nil {
 		return
 	}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,9 +21,9 @@ import (
 // field or the reason, the connection keeps working, nothing stored
 // changes, and the job in flight completes afterwards.
 func TestBadInput(t *testing.T) {
-	redis := scheduler.RedisConfig{Mode: scheduler.ModeSingle, URL: testenv.RedisURL(t), KeyPrefix: randomPrefix(t)}
+	redis := singleRedis(testenv.RedisURL(t), randomPrefix(t))
 	plane := testPlane("bad-a", &redis)
-	plane.Dispatch.AckTimeoutMS = 120000 // the job waits while the test sends garbage
+	plane.Plane.Dispatch.AckTimeout = 2 * time.Minute // the job waits while the test sends garbage
 	srv := ServerConfig{MaxFrameBytes: 64 << 10}
 	inst := startInstance(t, plane, srv)
 	rc := redisClient(t, redis)
@@ -45,7 +47,7 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("first message to a node: %+v, want job_assign of r1, attempt 1", assign)
 	}
 	job := assign.JobID
-	before := jobKeys(t, rc, redis.KeyPrefix)
+	before := jobKeys(t, rc, redis.Stores.KeyPrefix)
 	if len(before) == 0 {
 		t.Fatal("no job keys stored after the request")
 	}
@@ -72,10 +74,10 @@ func TestBadInput(t *testing.T) {
 		{"bad base64", owner, `{"type":"job_result","job_id":"` + job + `","attempt":1,"payload":"@@@"}`, codeBadMessage, "payload", ""},
 		{"braces in job_id", owner, `{"type":"job_ack","job_id":"{x}","attempt":1}`, codeBadMessage, "job_id", "job_ack"},
 		{"register fields on an event", owner, `{"type":"job_ack","job_id":"` + job + `","attempt":1,"capacity":3}`, codeBadMessage, "pools", "job_ack"},
-		{"another node's job", other, `{"type":"job_result","job_id":"` + job + `","attempt":1,"payload":"eA=="}`, codeWrongNode, "", "job_result"},
-		{"another node's job, node_id forged", other, `{"type":"job_ack","job_id":"` + job + `","attempt":1,"node_id":"` + assign.NodeID + `"}`, codeWrongNode, "", "job_ack"},
-		{"another node's model_not_available", other, `{"type":"model_not_available","job_id":"` + job + `","attempt":1}`, codeWrongNode, "", "model_not_available"},
-		{"unknown job", owner, `{"type":"job_ack","job_id":"jnope","attempt":1}`, codeJobNotFound, "", "job_ack"},
+		{"another node's job", other, `{"type":"job_result","job_id":"` + job + `","attempt":1,"payload":"eA=="}`, scheduler.RefusedWrongNode, "", "job_result"},
+		{"another node's job, node_id forged", other, `{"type":"job_ack","job_id":"` + job + `","attempt":1,"node_id":"` + assign.NodeID + `"}`, scheduler.RefusedWrongNode, "", "job_ack"},
+		{"another node's model_not_available", other, `{"type":"model_not_available","job_id":"` + job + `","attempt":1}`, scheduler.RefusedWrongNode, "", "model_not_available"},
+		{"unknown job", owner, `{"type":"job_ack","job_id":"jnope","attempt":1}`, scheduler.RefusedJobNotFound, "", "job_ack"},
 		{"huge frame", owner, huge, codeFrameTooLarge, "", ""},
 		{"switch node id", owner, `{"type":"register","node_id":"n9","pools":["p"]}`, codeBadMessage, "node_id", "register"},
 		{"session: missing request_id", sess, `{"type":"job_request","pool":"p"}`, codeBadMessage, "request_id", "job_request"},
@@ -114,7 +116,7 @@ func TestBadInput(t *testing.T) {
 	}
 	fresh.alive()
 
-	if diff := cmp.Diff(before, jobKeys(t, rc, redis.KeyPrefix)); diff != "" {
+	if diff := cmp.Diff(before, jobKeys(t, rc, redis.Stores.KeyPrefix)); diff != "" {
 		t.Errorf("stored job keys changed by refused messages (-before +after):\n%s", diff)
 	}
 
@@ -132,7 +134,7 @@ func TestBadInput(t *testing.T) {
 	// handled in order, so the first frame back is the second one's.)
 	owner.send(wire{Type: "job_result", JobID: job, Attempt: 1, Payload: []byte("again")})
 	owner.send(wire{Type: "job_ack", JobID: job, Attempt: 2})
-	if got := owner.expect("error"); got.Code != codeTransition || got.InReplyTo != "job_ack" {
+	if got := owner.expect("error"); got.Code != scheduler.RefusedTransition || got.InReplyTo != "job_ack" {
 		t.Errorf("an ack of attempt 2: %+v, want invalid_transition in reply to job_ack", got)
 	}
 	select {
@@ -291,7 +293,7 @@ func TestReplacedConnection(t *testing.T) {
 // gets the second node's answer only.
 func TestStaleAttempt(t *testing.T) {
 	plane := testPlane("stale", nil)
-	plane.Dispatch.AckTimeoutMS = 1000 // fast registers well within it
+	plane.Plane.Dispatch.AckTimeout = time.Second // fast registers well within it
 	inst := startInstance(t, plane, ServerConfig{})
 	slow := mustDial(t, wsURL(inst.addr, "/ws/node"), "")
 	slow.register("slow", "p")
@@ -308,11 +310,102 @@ func TestStaleAttempt(t *testing.T) {
 		t.Fatalf("second assign %+v, want job %s attempt 2", second, first.JobID)
 	}
 	slow.send(wire{Type: "job_result", JobID: first.JobID, Attempt: 1, Payload: []byte("late")})
-	if e := slow.expect("error"); e.Code != codeStaleAttempt || e.JobID != first.JobID {
+	if e := slow.expect("error"); e.Code != scheduler.RefusedStaleAttempt || e.JobID != first.JobID {
 		t.Errorf("late result: %+v, want stale_attempt for %s", e, first.JobID)
 	}
 	fast.send(wire{Type: "job_result", JobID: second.JobID, Attempt: 2, Payload: []byte("on time")})
 	if got := s.expect("job_result"); string(got.Payload) != "on time" || got.NodeID != "fast" || got.Attempt != 2 {
 		t.Errorf("answer %+v, want fast's attempt 2", got)
+	}
+}
+
+// TestNodeCredentials: a node credential lets its holder register only the
+// node ids bound to it; the node token (when set) any; a wrong token none.
+func TestNodeCredentials(t *testing.T) {
+	const tokA, tokB = "token-of-node-a-0123", "token-of-node-b-0123"
+	inst := startInstance(t, testPlane("cred", nil), ServerConfig{NodeToken: "fleet-wide-token-99", NodeCredentials: []NodeCredential{
+		{Token: tokA, NodeIDs: []string{"a1", "a2"}},
+		{Token: tokB, NodeIDs: []string{"b1"}},
+	}})
+	u := wsURL(inst.addr, "/ws/node")
+	a := mustDial(t, u, tokA)
+	a.register("a1", "p")
+	other := mustDial(t, u, tokA)
+	other.send(wire{Type: "register", NodeID: "b1", Pools: []string{"p"}})
+	if m := other.expect("error"); m.Code != "forbidden_node" || m.Field != "node_id" {
+		t.Errorf("token of a registering b1: %+v, want forbidden_node on node_id", m)
+	}
+	// The refused connection may still register a node its token covers.
+	other.register("a2", "p")
+	mustDial(t, u, tokB).register("b1", "p")
+	mustDial(t, u, "fleet-wide-token-99").register("anyone", "p")
+	if _, err := dialWS(t, u, "token-of-node-c-0123"); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("unknown token: %v, want 401", err)
+	}
+	if got := health(inst.addr)["nodes"]; got != 4.0 {
+		t.Errorf("nodes attached = %v, want 4", got)
+	}
+}
+
+// TestHTTPErrorsAreJSON: unknown paths and refused upgrades answer JSON,
+// and /health's counts are JSON numbers.
+func TestHTTPErrorsAreJSON(t *testing.T) {
+	inst := startInstance(t, testPlane("http", nil), ServerConfig{SessionToken: "session-secret"})
+	for _, tc := range []struct {
+		path string
+		code int
+	}{{"/nope", 404}, {"/ws/session?session_id=s", 401}, {"/ws/session?session_id=a%20b", 400}} {
+		resp, err := http.Get("http://" + inst.addr + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || err != nil || body["error"] == "" || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("GET %s: %d %q %v (%v), want %d with a JSON error", tc.path, resp.StatusCode, resp.Header.Get("Content-Type"), body, err, tc.code)
+		}
+	}
+	h := health(inst.addr)
+	for _, k := range []string{"nodes", "sessions", "fleet_online"} {
+		if _, ok := h[k].(float64); !ok {
+			t.Errorf("/health %s = %#v, want a JSON number", k, h[k])
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer for a logger written from many goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRegisterLogsCapacity: a node registering without a capacity is
+// logged with the capacity it gets (dispatcher.default_capacity).
+func TestRegisterLogsCapacity(t *testing.T) {
+	var logs lockedBuffer
+	plane := testPlane("cap", nil)
+	plane.Plane.Dispatch.DefaultCapacity = 7
+	inst := startInstanceLog(t, plane, ServerConfig{}, &logs)
+	n := mustDial(t, wsURL(inst.addr, "/ws/node"), "")
+	n.send(wire{Type: "register", NodeID: "n1", Pools: []string{"p"}})
+	n.expect("registered")
+	eventually(t, "the register logged", 5*time.Second, func() bool {
+		return strings.Contains(logs.String(), `msg="dispatcher: node registered" node_id=n1`)
+	})
+	if l := logs.String(); !strings.Contains(l, "capacity=7") {
+		t.Errorf("register logged without its effective capacity 7:\n%s", l)
 	}
 }

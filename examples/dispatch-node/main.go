@@ -54,6 +54,7 @@ type node struct {
 	quiet       bool
 
 	jobs atomic.Int64
+	conn reconnect
 }
 
 func main() {
@@ -71,6 +72,7 @@ func main() {
 	flag.BoolVar(&n.quiet, "quiet", false, "do not print each job")
 	flag.Parse()
 	n.pools, n.models = list(*pools), list(*models)
+	n.conn.name = "dispatch-node " + n.id
 	if n.silent < 0 || n.silent > 1 || n.unavailable < 0 || n.unavailable > 1 {
 		fmt.Fprintln(os.Stderr, "dispatch-node: -silent and -unavailable are shares between 0 and 1")
 		os.Exit(2)
@@ -88,10 +90,10 @@ func main() {
 		if ctx.Err() != nil {
 			break
 		}
-		fmt.Fprintf(os.Stderr, "dispatch-node %s: %s: %v; reconnecting\n", n.id, u, err)
+		pause := n.conn.failed(u, err)
 		select {
 		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(pause):
 		}
 	}
 }
@@ -119,6 +121,7 @@ func (n *node) serve(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
+	n.conn.connected(url)
 	defer c.CloseNow()
 	c.SetReadLimit(8 << 20)
 	var wmu sync.Mutex
@@ -210,4 +213,35 @@ func (n *node) run(ctx context.Context, m message, send func(message) error) {
 	}
 	n.print("job %s attempt %d (request %s, turn %s): result", m.JobID, m.Attempt, m.RequestID, m.TurnID)
 	ev("job_result", append([]byte("done:"), m.Payload...))
+}
+
+// reconnect spaces the attempts to reconnect (doubling from 100ms up to 5s)
+// and says each new cause once, rather than once per attempt.
+type reconnect struct {
+	name  string
+	last  string
+	pause time.Duration
+	up    bool
+}
+
+// failed reports a lost or refused connection and returns the pause before
+// the next attempt.
+func (r *reconnect) failed(u string, err error) time.Duration {
+	if msg := u + ": " + err.Error(); msg != r.last {
+		fmt.Fprintf(os.Stderr, "%s: %s; reconnecting (retries back off up to 5s)\n", r.name, msg)
+		r.last = msg
+	}
+	if r.up {
+		r.pause, r.up = 0, false
+	}
+	r.pause = min(max(2*r.pause, 100*time.Millisecond), 5*time.Second)
+	return r.pause
+}
+
+// connected ends a run of failures.
+func (r *reconnect) connected(u string) {
+	if r.last != "" {
+		fmt.Fprintf(os.Stderr, "%s: connected to %s\n", r.name, u)
+	}
+	r.last, r.up = "", true
 }

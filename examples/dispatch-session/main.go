@@ -51,6 +51,7 @@ type session struct {
 	conn     *websocket.Conn
 	pending  map[string]*request // request id -> request, until answered
 	answered chan answer
+	retry    reconnect // used by connectLoop only
 }
 
 // answer is an answer and how long it took since the request was sent.
@@ -93,6 +94,7 @@ func main() {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	s.pending = map[string]*request{}
+	s.retry.name = "dispatch-session " + s.id
 	s.answered = make(chan answer, 64)
 	go s.connectLoop(ctx)
 
@@ -140,6 +142,10 @@ func main() {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	fmt.Printf("%d requests in %v, %d failed; latency p50 %v, max %v\n", len(lat), time.Since(start).Round(time.Millisecond), failed,
 		lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond))
+	if failed == len(lat) {
+		fmt.Fprintln(os.Stderr, "dispatch-session: every request failed")
+		os.Exit(1)
+	}
 }
 
 // take forgets an answered request and reports how long its answer
@@ -178,10 +184,10 @@ func (s *session) connectLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		fmt.Fprintf(os.Stderr, "dispatch-session %s: %s: %v; reconnecting\n", s.id, u, err)
+		pause := s.retry.failed(u, err)
 		select {
 		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(pause):
 		}
 	}
 }
@@ -204,6 +210,7 @@ func (s *session) serve(ctx context.Context, base string) error {
 	if err != nil {
 		return err
 	}
+	s.retry.connected(base)
 	defer c.CloseNow()
 	c.SetReadLimit(8 << 20)
 	s.mu.Lock()
@@ -247,4 +254,35 @@ func (s *session) serve(ctx context.Context, base string) error {
 			}
 		}
 	}
+}
+
+// reconnect spaces the attempts to reconnect (doubling from 100ms up to 5s)
+// and says each new cause once, rather than once per attempt.
+type reconnect struct {
+	name  string
+	last  string
+	pause time.Duration
+	up    bool
+}
+
+// failed reports a lost or refused connection and returns the pause before
+// the next attempt.
+func (r *reconnect) failed(u string, err error) time.Duration {
+	if msg := u + ": " + err.Error(); msg != r.last {
+		fmt.Fprintf(os.Stderr, "%s: %s; reconnecting (retries back off up to 5s)\n", r.name, msg)
+		r.last = msg
+	}
+	if r.up {
+		r.pause, r.up = 0, false
+	}
+	r.pause = min(max(2*r.pause, 100*time.Millisecond), 5*time.Second)
+	return r.pause
+}
+
+// connected ends a run of failures.
+func (r *reconnect) connected(u string) {
+	if r.last != "" {
+		fmt.Fprintf(os.Stderr, "%s: connected to %s\n", r.name, u)
+	}
+	r.last, r.up = "", true
 }

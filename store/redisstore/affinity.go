@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ksana-dev/ksana/affinity"
 	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/redis/rueidis"
 )
@@ -25,26 +24,21 @@ type TurnsConfig struct {
 	// affinity is written, so that turns never ended by a finalize do not
 	// stay for ever. Keep it far longer than any turn: a turn's affinity
 	// must not time out while the turn goes on. Default (0):
-	// [scheduler.DefaultTurnTTLSeconds] (a day).
+	// a day.
 	TTL time.Duration
 	// OpHook observes every Redis operation ("turn_affinity_set",
-	// "turn_affinity_get", "session_turn_get", "turn_affinity_clear",
-	// "select_node"). Default (nil): none.
+	// "turn_affinity_get", "turn_affinity_clear"). Default (nil): none.
 	OpHook OpHook
 }
 
 // Turns is the Redis [scheduler.TurnStore]: the hash
 // {prefix}:scheduler:turn:<turn_id> with field affinity_node_id and the
 // hash {prefix}:scheduler:session:<session_id> with field current_turn_id.
-// A node is online while its presence key {prefix}:v1:nodes:presence:<node_id>
-// exists (written by the node snapshot sync).
 //
-// The turn, session and presence keys lie in different Redis Cluster
-// slots, so no script spans them: the affinity is written with HSETNX (the
-// write-once rule is the command's own), and SelectNode reads the affinity
-// (HGET) and the pool's presence (one EXISTS per node) in one pipeline that
-// the client splits by slot, then decides with [affinity.Select]. The
-// decision is the same on a standalone server and on a cluster.
+// The turn and session keys lie in different Redis Cluster slots, so no
+// script spans them: the affinity is written with HSETNX (the write-once
+// rule is the command's own) and the session's current turn with HSET in
+// the same pipeline.
 type Turns struct {
 	c    rueidis.Client
 	keys Keys
@@ -63,7 +57,7 @@ func NewTurns(c rueidis.Client, cfg TurnsConfig) (*Turns, error) {
 		return nil, fmt.Errorf("redisstore: TurnsConfig.TTL: %v is neither 0 nor at least 1ms", cfg.TTL)
 	}
 	if cfg.TTL == 0 {
-		cfg.TTL = scheduler.DefaultTurnTTLSeconds * time.Second
+		cfg.TTL = 24 * time.Hour
 	}
 	return &Turns{c: c, keys: NewKeys(cfg.Prefix), ttl: cfg.TTL, hook: cfg.OpHook}, nil
 }
@@ -139,18 +133,6 @@ func (s *Turns) TurnAffinity(ctx context.Context, turnID string) (string, error)
 	return v, nil
 }
 
-// CurrentTurn implements [scheduler.TurnStore].
-func (s *Turns) CurrentTurn(ctx context.Context, sessionID string) (string, error) {
-	if err := scheduler.CheckSessionID(sessionID); err != nil {
-		return "", err
-	}
-	v, err := s.hget(ctx, "session_turn_get", s.keys.Session(sessionID), FieldCurrentTurnID)
-	if err != nil {
-		return "", fmt.Errorf("redisstore: read current turn of session %q: %w", sessionID, err)
-	}
-	return v, nil
-}
-
 // ClearTurnAffinity implements [scheduler.TurnStore] with HDEL.
 func (s *Turns) ClearTurnAffinity(ctx context.Context, turnID string) error {
 	if err := scheduler.CheckTurnID(turnID); err != nil {
@@ -163,35 +145,4 @@ func (s *Turns) ClearTurnAffinity(ctx context.Context, turnID string) error {
 		return fmt.Errorf("redisstore: clear affinity of turn %q: %w", turnID, err)
 	}
 	return nil
-}
-
-// SelectNode implements [scheduler.TurnStore]: one pipeline of HGET and
-// EXISTS (split by slot on a cluster), then [affinity.Select].
-func (s *Turns) SelectNode(ctx context.Context, turnID string, pool []string, st affinity.Strategy, eligible func(nodeID string) bool) (affinity.Decision, error) {
-	if err := scheduler.CheckTurnID(turnID); err != nil {
-		return affinity.Decision{}, err
-	}
-	if err := scheduler.CheckPool(pool); err != nil {
-		return affinity.Decision{}, err
-	}
-	cmds := make(rueidis.Commands, 0, 1+len(pool))
-	cmds = append(cmds, s.c.B().Hget().Key(s.keys.Turn(turnID)).Field(FieldAffinityNodeID).Build())
-	for _, n := range pool {
-		cmds = append(cmds, s.c.B().Exists().Key(s.keys.NodePresence(n)).Build())
-	}
-	start := time.Now()
-	rs := s.c.DoMulti(ctx, cmds...)
-	err := firstErr(rs)
-	s.hook.observe("select_node", start, err)
-	if err != nil {
-		return affinity.Decision{}, fmt.Errorf("redisstore: select node for turn %q: %w", turnID, err)
-	}
-	aff, _ := rs[0].ToString() // nil: no affinity
-	online := make(map[string]bool, len(pool))
-	for i, n := range pool {
-		if c, _ := rs[i+1].AsInt64(); c == 1 {
-			online[n] = true
-		}
-	}
-	return affinity.Select(turnID, aff, pool, func(n string) bool { return online[n] && (eligible == nil || eligible(n)) }, st)
 }

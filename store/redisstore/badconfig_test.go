@@ -27,18 +27,6 @@ func TestNewBadConfig(t *testing.T) {
 		{"Jobs sub-millisecond TTL", func(c rueidis.Client) error { _, err := NewJobs(c, JobsConfig{TTL: time.Microsecond}); return err }, "JobsConfig.TTL"},
 		{"Turns negative TTL", func(c rueidis.Client) error { _, err := NewTurns(c, TurnsConfig{TTL: -time.Second}); return err }, "TurnsConfig.TTL"},
 		{"Turns sub-millisecond TTL", func(c rueidis.Client) error { _, err := NewTurns(c, TurnsConfig{TTL: time.Microsecond}); return err }, "TurnsConfig.TTL"},
-		{"Requests negative LockTTL", func(c rueidis.Client) error { _, err := NewRequests(c, RequestsConfig{LockTTL: -1}); return err }, "RequestsConfig.LockTTL"},
-		{"Requests negative BindingTTL", func(c rueidis.Client) error { _, err := NewRequests(c, RequestsConfig{BindingTTL: -1}); return err }, "RequestsConfig.BindingTTL"},
-		{"Requests negative WaitTimeout", func(c rueidis.Client) error { _, err := NewRequests(c, RequestsConfig{WaitTimeout: -1}); return err }, "RequestsConfig.WaitTimeout"},
-		{"Requests negative PollInterval", func(c rueidis.Client) error { _, err := NewRequests(c, RequestsConfig{PollInterval: -1}); return err }, "RequestsConfig.PollInterval"},
-		{"Requests LockTTL over BindingTTL", func(c rueidis.Client) error {
-			_, err := NewRequests(c, RequestsConfig{LockTTL: time.Hour, BindingTTL: time.Minute})
-			return err
-		}, "RequestsConfig.LockTTL"},
-		{"Requests sub-millisecond LockTTL", func(c rueidis.Client) error {
-			_, err := NewRequests(c, RequestsConfig{LockTTL: time.Microsecond})
-			return err
-		}, "LockTTL"},
 		{"Snapshots negative Batch", func(c rueidis.Client) error { _, err := NewNodeSnapshots(c, SnapshotsConfig{Batch: -1}); return err }, "SnapshotsConfig.Batch"},
 		{"Storm negative window", func(c rueidis.Client) error {
 			_, err := NewStorm(c, StormConfig{Windows: scheduler.StormWindows{Cooldown: -time.Second}})
@@ -57,7 +45,6 @@ func TestNewBadConfig(t *testing.T) {
 	nilClient := map[string]func() error{
 		"NewJobs":          func() error { _, err := NewJobs(nil, JobsConfig{}); return err },
 		"NewTurns":         func() error { _, err := NewTurns(nil, TurnsConfig{}); return err },
-		"NewRequests":      func() error { _, err := NewRequests(nil, RequestsConfig{}); return err },
 		"NewBook":          func() error { _, err := NewBook(nil, BookConfig{}); return err },
 		"NewDue":           func() error { _, err := NewDue(nil, DueConfig{}); return err },
 		"NewOwners":        func() error { _, err := NewOwners(nil, OwnersConfig{}); return err },
@@ -76,8 +63,5 @@ func TestNewBadConfig(t *testing.T) {
 	// A good Config passes: the checks above are not refusing everything.
 	if _, err := NewJobs(c, JobsConfig{MaxAttempts: 3, TTL: time.Minute}); err != nil {
 		t.Errorf("NewJobs(good config): %v", err)
-	}
-	if _, err := NewRequests(c, RequestsConfig{LockTTL: time.Second, BindingTTL: time.Minute}); err != nil {
-		t.Errorf("NewRequests(good config): %v", err)
 	}
 }

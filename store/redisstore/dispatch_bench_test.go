@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -135,67 +136,7 @@ return 1`)
 		}
 		compare(b, base, op)
 	})
-	for _, dup := range []bool{false, true} {
-		name := "bind_new"
-		if dup {
-			name = "bind_duplicate"
-		}
-		b.Run(name, func(b *testing.B) {
-			prefix := testPrefix(b)
-			s, err := NewRequests(c, RequestsConfig{Prefix: prefix, BindingTTL: time.Minute, LockTTL: 10 * time.Second})
-			if err != nil {
-				b.Fatal(err)
-			}
-			k := NewKeys(prefix)
-			create := func(context.Context) (scheduler.RequestBinding, error) {
-				return scheduler.RequestBinding{JobID: "job", NodeID: "node"}, nil
-			}
-			// The floor of a new binding is the bare calls in the two
-			// round trips any Bind needs around create (the lock and the
-			// binding are in different cluster slots, so no one script
-			// can hold both): GET binding with SET lock NX, then SET
-			// binding NX. The floor of a duplicate: one GET.
-			floorNew := func(id string) error {
-				rs := c.DoMulti(ctx, c.B().Get().Key(k.RequestBinding(id)).Build(),
-					c.B().Set().Key(k.RequestLock(id)).Value("token").Nx().PxMilliseconds(10000).Build())
-				if err := ignoreNil(rs[0].Error()); err != nil {
-					return err
-				}
-				return c.Do(ctx, c.B().Set().Key(k.RequestBinding(id)).Value(`{"job_id":"job","node_id":"node"}`).Nx().PxMilliseconds(60000).Build()).Error()
-			}
-			if _, _, err := s.Bind(ctx, "hot", create); err != nil {
-				b.Fatal(err)
-			}
-			base, op := make([]func() error, callers), make([]func() error, callers)
-			for w := range callers {
-				i, j := 0, 0
-				base[w] = func() error {
-					j++
-					if dup {
-						return ignoreNil(c.Do(ctx, c.B().Get().Key(k.RequestBinding("hot")).Build()).Error())
-					}
-					return floorNew(fmt.Sprintf("f-%d-%d", w, j))
-				}
-				op[w] = func() error {
-					i++
-					id := "hot"
-					if !dup {
-						id = fmt.Sprintf("r-%d-%d", w, i)
-					}
-					_, _, err := s.Bind(ctx, id, create)
-					return err
-				}
-			}
-			compare(b, base, op)
-		})
-	}
-}
 
-func ignoreNil(err error) error {
-	if isNil(err) {
-		return nil
-	}
-	return err
 }
 
 // BenchmarkDispatchEndToEnd measures jobs per second from Submit to the
@@ -212,10 +153,10 @@ func BenchmarkDispatchEndToEnd(b *testing.B) {
 	ctx := context.Background()
 	var ops atomic.Int64
 	cfg := storetest.DispatchTestConfig("x")
-	cfg.Redis.KeyPrefix = testPrefix(b)
+	prefix := testPrefix(b)
 	cfg.Dispatch.DefaultCapacity = 10000
 	p := storetest.NewTestPlane(b, storetest.DispatcherHarness{Stores: func() scheduler.Stores {
-		st, err := NewStores(c, cfg, func(string, string, time.Duration) { ops.Add(1) })
+		st, err := NewStores(c, cfg, StoresConfig{KeyPrefix: prefix, Group: "g", OpHook: func(string, string, time.Duration) { ops.Add(1) }})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -231,7 +172,7 @@ func BenchmarkDispatchEndToEnd(b *testing.B) {
 		b.Fatal(err)
 	}
 	storetest.Eventually(b, "fleet", 10*time.Second, func() bool { return len(d.Fleet()) == 1 && d.Fleet()[0].Online })
-	rawKey := cfg.Redis.KeyPrefix + ":raw"
+	rawKey := prefix + ":raw"
 	base, op := make([]func() error, callers), make([]func() error, callers)
 	var seq atomic.Int64
 	for w := range callers {
@@ -266,7 +207,7 @@ func BenchmarkDispatchEndToEnd(b *testing.B) {
 	step := rueidis.NewLuaScript(`redis.call('HSET', KEYS[1], 'f', ARGV[1]) return 1`)
 	floor := make([]func() error, callers)
 	for w := range callers {
-		key := cfg.Redis.KeyPrefix + ":floor:" + strconv.Itoa(w)
+		key := prefix + ":floor:" + strconv.Itoa(w)
 		floor[w] = func() error {
 			for range steps {
 				if err := step.Exec(ctx, c, []string{key}, []string{"v"}).Error(); err != nil {
@@ -296,4 +237,76 @@ type countingSession struct{ done chan struct{} }
 func (s *countingSession) Send(ctx context.Context, m scheduler.Envelope) error {
 	s.done <- struct{}{}
 	return nil
+}
+
+// BenchmarkDispatchLatency measures one request at a time, Submit to
+// answer, through two Dispatchers over one Redis (the node attached to A,
+// the session to B), beside its floor: the Redis round trips the job makes
+// (counted by the operation hook), each timed as a bare PING in the same
+// run. It reports p50 and p99, the floor and p50/floor:
+//
+//	go test -run '^$' -bench DispatchLatency -benchtime 2000x ./store/redisstore/
+func BenchmarkDispatchLatency(b *testing.B) {
+	c := newTestClient(b, []string{testenv.Addr(testenv.RedisURL(b))}, false)
+	ctx := context.Background()
+	var ops atomic.Int64
+	cfg := storetest.DispatchTestConfig("x")
+	prefix := testPrefix(b)
+	p := storetest.NewTestPlane(b, storetest.DispatcherHarness{Stores: func() scheduler.Stores {
+		st, err := NewStores(c, cfg, StoresConfig{KeyPrefix: prefix, OpHook: func(string, string, time.Duration) { ops.Add(1) }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st
+	}})
+	// The loops at their default pace, so that the count is the job's.
+	defaults := func(c *scheduler.Config) {
+		c.OwnerTTL, c.Inbox, c.Fleet, c.Dispatch = 0, scheduler.InboxConfig{}, scheduler.FleetConfig{}, scheduler.DispatchConfig{}
+	}
+	a := p.Start("inst-a", false, defaults)
+	d := p.Start("inst-b", false, defaults)
+	storetest.NewTestNode(scheduler.NodeInfo{NodeID: "n1"}).Attach(b, a)
+	sess := &countingSession{done: make(chan struct{}, 1)}
+	if err := d.AttachSession(ctx, "s1", sess); err != nil {
+		b.Fatal(err)
+	}
+	storetest.Eventually(b, "fleet", 10*time.Second, func() bool { f := d.Fleet(); return len(f) == 1 && f[0].Online })
+	job := func(i int) time.Duration {
+		start := time.Now()
+		if _, err := d.Submit(ctx, "s1", scheduler.Request{RequestID: "lat-" + strconv.Itoa(i), Payload: []byte("x")}); err != nil {
+			b.Fatal(err)
+		}
+		<-sess.done
+		return time.Since(start)
+	}
+	ping := func() time.Duration {
+		start := time.Now()
+		if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	for i := range 100 { // warm up
+		job(-i - 1)
+	}
+	var lat, rtt []time.Duration
+	ops.Store(0)
+	b.ResetTimer()
+	for i := range b.N {
+		lat = append(lat, job(i))
+		rtt = append(rtt, ping())
+	}
+	b.StopTimer()
+	perJob := float64(ops.Load()) / float64(b.N)
+	pct := func(ds []time.Duration, q float64) time.Duration {
+		s := append([]time.Duration(nil), ds...)
+		slices.Sort(s)
+		return s[min(len(s)-1, int(q*float64(len(s))))]
+	}
+	floor := time.Duration(perJob * float64(pct(rtt, 0.5)))
+	b.ReportMetric(float64(pct(lat, 0.5).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(pct(lat, 0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(floor.Microseconds()), "floor-µs")
+	b.ReportMetric(perJob, "redis-ops/job")
+	b.ReportMetric(float64(pct(lat, 0.5))/float64(floor), "p50/floor")
 }

@@ -14,34 +14,6 @@ import (
 	"github.com/ksana-dev/ksana/store/storetest"
 )
 
-func TestDispatcherConformance(t *testing.T) {
-	for _, s := range testServers(t) {
-		t.Run(s.name, func(t *testing.T) {
-			storetest.TestDispatcher(t, func(t *testing.T) storetest.DispatcherHarness {
-				cfg := storetest.DispatchTestConfig("x")
-				cfg.Redis.KeyPrefix = testPrefix(t)
-				keys := NewKeys(cfg.Redis.KeyPrefix)
-				return storetest.DispatcherHarness{
-					Stores: func() scheduler.Stores {
-						st, err := NewStores(s.client, cfg, nil)
-						if err != nil {
-							t.Fatal(err)
-						}
-						return st
-					},
-					Poison: func(id string, f map[string]string) error {
-						fv := s.client.B().Xadd().Key(keys.Inbox(id)).Id("*").FieldValue()
-						for k, v := range f {
-							fv = fv.FieldValue(k, v)
-						}
-						return s.client.Do(context.Background(), fv.Build()).Error()
-					},
-				}
-			})
-		})
-	}
-}
-
 // TestDispatcherSurvivesRedisRestart restarts a private Redis (without
 // persistence: everything in it is lost) under two Dispatchers: requests
 // in flight get job_failed from their instance's request timeout, the
@@ -55,15 +27,15 @@ func TestDispatcherSurvivesRedisRestart(t *testing.T) {
 	}
 	defer c.Close()
 	cfg := storetest.DispatchTestConfig("x")
-	cfg.Redis.KeyPrefix = testPrefix(t)
+	prefix := testPrefix(t)
 	p := storetest.NewTestPlane(t, storetest.DispatcherHarness{Stores: func() scheduler.Stores {
-		st, err := NewStores(c, cfg, nil)
+		st, err := NewStores(c, cfg, StoresConfig{KeyPrefix: prefix, Group: "g"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return st
 	}})
-	short := func(c *scheduler.Config) { c.Dispatch.RequestTimeoutMS = 4000 }
+	short := func(c *scheduler.Config) { c.Dispatch.RequestTimeout = 4 * time.Second }
 	a := p.Start("inst-a", false, short)
 	b := p.Start("inst-b", false, short)
 	n := storetest.NewTestNode(scheduler.NodeInfo{NodeID: "n1", Capacity: 64})
@@ -158,34 +130,6 @@ func TestReclaimReportsDeletedEntries(t *testing.T) {
 			if len(msgs) != 2 || len(deleted) != 1 || deleted[0] != ids[1] {
 				t.Errorf("Reclaim = %d messages, deleted %v; want 2 and [%s]", len(msgs), deleted, ids[1])
 			}
-		})
-	}
-}
-
-func TestBookConformance(t *testing.T) {
-	for _, s := range testServers(t) {
-		t.Run(s.name, func(t *testing.T) {
-			storetest.TestJobBook(t, func(t *testing.T) scheduler.JobBook {
-				b, err := NewBook(s.client, BookConfig{Prefix: testPrefix(t)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
-			})
-		})
-	}
-}
-
-func TestDueConformance(t *testing.T) {
-	for _, s := range testServers(t) {
-		t.Run(s.name, func(t *testing.T) {
-			storetest.TestDueIndex(t, func(t *testing.T) scheduler.DueIndex {
-				d, err := NewDue(s.client, DueConfig{Prefix: testPrefix(t)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return d
-			})
 		})
 	}
 }

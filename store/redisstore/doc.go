@@ -3,14 +3,13 @@
 //
 // # Connecting
 //
-// [NewClient] builds a rueidis client from the [scheduler.phase2.redis]
-// table ([scheduler.RedisConfig]): redis.url in single mode, the seeds of
-// redis.cluster_urls in cluster mode. [LoadConfig] reads a whole
-// config.toml (testdata/config.toml is a commented example) and returns the
-// validated [scheduler.Config]. [NewStores] builds every store a
-// [scheduler.Dispatcher] needs in one call; each store can also be built
-// alone as NewX(client, XConfig) with the key prefix (redis.key_prefix) and
-// an optional [OpHook].
+// [NewClient] builds a rueidis client from a [ClientConfig]: the URL of a
+// standalone server, or the seed URLs of a cluster. [NewStores] builds
+// every store a [scheduler.Dispatcher] needs in one call from the plane's
+// [scheduler.Config] and a [StoresConfig] (key prefix, consumer group,
+// inbox bounds, operation hook); each store can also be built alone as
+// NewX(client, XConfig). The package reads no file and no environment
+// variable.
 //
 // # Key layout
 //
@@ -38,7 +37,7 @@
 //
 // [Streams] appends to {prefix}:streams:{instance:<instance_id>}:inbox with
 // one script (XLEN, then XADD) that refuses a message to an inbox holding
-// stream_maxlen entries ([scheduler.ErrInboxFull]): entries leave an inbox
+// [StoresConfig].InboxMaxLen entries ([scheduler.ErrInboxFull]): entries leave an inbox
 // only when handled or dead-lettered, never by trimming. [Streams.Inbox] gives the consumer side: XGROUP CREATE
 // MKSTREAM, XREADGROUP with BLOCK on rueidis's dedicated blocking
 // connections, XACK + XDEL, XAUTOCLAIM, the XPENDING summary and extended
@@ -73,16 +72,15 @@
 // the job's key alone. [Reservations] holds each node's slots in the ZSET
 // {prefix}:v1:nodes:{node:<node_id>}:reserved scored by expiry on the
 // server's clock; Reserve is one script (drop expired, check capacity, add;
-// idempotent for a job). [Requests] makes request ids idempotent with a lock
-// ({prefix}:v1:requests:lock:<request_id>, SET NX PX) and a JSON binding
-// ({prefix}:v1:requests:binding:<request_id>); they lie in different slots,
-// so only single-key commands touch them. [Turns] keeps turn affinity in
+// idempotent for a job). Requests need no keys: the job id is derived
+// from the request id (scheduler.JobIDFor), so duplicates of a request on
+// any number of instances name one job and the job's own atomic creation
+// decides which of them made it; no lock key, no binding key (see [Keys]).
+// [Turns] keeps turn affinity in
 // {prefix}:scheduler:turn:<turn_id> (affinity_node_id: written once with
 // HSETNX, cleared with HDEL) and {prefix}:scheduler:session:<session_id>
 // (current_turn_id), with a garbage-collection TTL of a day by default
-// (far longer than a turn, so the affinity never times out during one), and selects nodes from
-// one pipeline of HGET and EXISTS on the presence keys, then
-// [affinity.Select]. A stored value that does not decode is a
+// (far longer than a turn, so the affinity never times out during one). A stored value that does not decode is a
 // [*CorruptError] and stays as it is.
 //
 // # The job book and the deadline index

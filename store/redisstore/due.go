@@ -103,7 +103,8 @@ func (d *Due) Remove(ctx context.Context, jobID string) error {
 	return nil
 }
 
-// Due implements [scheduler.DueIndex] with ZSCORE.
+// Due returns the job's due time and whether it is in the index (ZSCORE;
+// for tests and inspection: the Dispatcher never asks).
 func (d *Due) Due(ctx context.Context, jobID string) (time.Time, bool, error) {
 	if err := checkJob(jobID); err != nil {
 		return time.Time{}, false, err

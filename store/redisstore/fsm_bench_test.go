@@ -12,7 +12,6 @@ import (
 
 	"github.com/ksana-dev/ksana/fsm"
 	"github.com/ksana-dev/ksana/internal/testenv"
-	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/redis/rueidis"
 )
 
@@ -106,37 +105,6 @@ func BenchmarkOps(b *testing.B) {
 		report(b)
 	})
 
-	bindBench := func(b *testing.B, dup bool) {
-		s, err := NewRequests(c, RequestsConfig{Prefix: testPrefix(b), BindingTTL: time.Minute, LockTTL: 10 * time.Second})
-		if err != nil {
-			b.Fatal(err)
-		}
-		create := func(context.Context) (scheduler.RequestBinding, error) {
-			return scheduler.RequestBinding{JobID: "job", NodeID: "node"}, nil
-		}
-		if dup {
-			if _, _, err := s.Bind(ctx, "hot", create); err != nil {
-				b.Fatal(err)
-			}
-		}
-		callers(b)
-		b.RunParallel(func(pb *testing.PB) {
-			g := goroutine.Add(1)
-			for i := 0; pb.Next(); i++ {
-				id := "hot"
-				if !dup {
-					id = fmt.Sprintf("r-%d-%d", g, i)
-				}
-				if _, created, err := s.Bind(ctx, id, create); err != nil || created == dup {
-					b.Errorf("Bind(%s) created %v: %v", id, created, err)
-					return
-				}
-			}
-		})
-		report(b)
-	}
-	b.Run("bind_new", func(b *testing.B) { bindBench(b, false) })
-	b.Run("bind_duplicate", func(b *testing.B) { bindBench(b, true) })
 	b.Run("raw_evalsha_again", raw)
 }
 
@@ -218,33 +186,4 @@ func BenchmarkOpsVsRaw(b *testing.B) {
 	b.Run("reserve_new", func(b *testing.B) {
 		reserveBench(b, math.MaxInt, 1<<30)
 	})
-	for _, dup := range []bool{false, true} {
-		name := "bind_new"
-		if dup {
-			name = "bind_duplicate"
-		}
-		b.Run(name, func(b *testing.B) {
-			s, err := NewRequests(c, RequestsConfig{Prefix: testPrefix(b), BindingTTL: time.Minute, LockTTL: 10 * time.Second})
-			if err != nil {
-				b.Fatal(err)
-			}
-			create := func(context.Context) (scheduler.RequestBinding, error) {
-				return scheduler.RequestBinding{JobID: "job", NodeID: "node"}, nil
-			}
-			op := make([]func() error, callers)
-			for w := range op {
-				i := 0
-				op[w] = func() error {
-					i++
-					id := "hot"
-					if !dup {
-						id = fmt.Sprintf("r-%d-%d", w, i)
-					}
-					_, _, err := s.Bind(ctx, id, create)
-					return err
-				}
-			}
-			compare(b, op)
-		})
-	}
 }

@@ -31,16 +31,12 @@ func ExampleKeys_jobsAndTurns() {
 	k := redisstore.NewKeys("prod")
 	fmt.Println(k.JobFSM("j1"))
 	fmt.Println(k.NodeReserved("n1"))
-	fmt.Println(k.RequestLock("r1"))
-	fmt.Println(k.RequestBinding("r1"))
 	fmt.Println(k.Turn("t1"))
 	fmt.Println(k.Session("s1"))
 	fmt.Println(k.NodePresence("n1"))
 	// Output:
 	// prod:v1:jobs:{job:j1}:fsm
 	// prod:v1:nodes:{node:n1}:reserved
-	// prod:v1:requests:lock:r1
-	// prod:v1:requests:binding:r1
 	// prod:scheduler:turn:t1
 	// prod:scheduler:session:s1
 	// prod:v1:nodes:presence:n1

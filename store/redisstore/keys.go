@@ -92,15 +92,14 @@ func (k Keys) NodePresence(nodeID string) string { return k.key("v1", "nodes", "
 // NodeSnapshot is {prefix}:v1:nodes:snapshot:<node_id> (JSON string, TTL).
 func (k Keys) NodeSnapshot(nodeID string) string { return k.key("v1", "nodes", "snapshot", nodeID) }
 
-// RequestLock is {prefix}:v1:requests:lock:<request_id> (SET NX PX).
-func (k Keys) RequestLock(requestID string) string {
-	return k.key("v1", "requests", "lock", requestID)
-}
-
-// RequestBinding is {prefix}:v1:requests:binding:<request_id> (JSON string, TTL).
-func (k Keys) RequestBinding(requestID string) string {
-	return k.key("v1", "requests", "binding", requestID)
-}
+// Requests have no keys of their own. A request id names its job through
+// scheduler.JobIDFor (a hash of the request id), so however many
+// instances receive one request id at once, they all name the same job,
+// and the first script to create that job's record wins while the others
+// find it: idempotency needs neither a lock key
+// ({prefix}:v1:requests:lock:<request_id>) nor a binding key
+// ({prefix}:v1:requests:binding:<request_id>), and so no second round
+// trip and no lock that a crashed instance could leave behind.
 
 // NodeReserved is {prefix}:v1:nodes:{node:<node_id>}:reserved (zset: job id scored by expiry ms).
 func (k Keys) NodeReserved(nodeID string) string {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/ksana-dev/ksana/scheduler"
-	"github.com/ksana-dev/ksana/store/storetest"
 	"github.com/redis/rueidis"
 )
 
@@ -20,17 +19,6 @@ func newReservations(t testing.TB, c rueidis.Client, hook OpHook) *Reservations 
 		t.Fatal(err)
 	}
 	return s
-}
-
-func TestReservationsConformance(t *testing.T) {
-	for _, srv := range testServers(t) {
-		t.Run(srv.name, func(t *testing.T) {
-			storetest.TestReservationStore(t, func(t *testing.T) storetest.ReservationHarness {
-				// The server's clock runs: expiry is waited for.
-				return storetest.ReservationHarness{Store: newReservations(t, srv.client, nil)}
-			})
-		})
-	}
 }
 
 // TestReservationsKey checks the layout and that the ZSET's key expires

@@ -2,25 +2,52 @@ package redisstore
 
 import (
 	"fmt"
-	"time"
+	"strings"
 
 	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/redis/rueidis"
 )
 
-// NewStores returns every store a [scheduler.Dispatcher] needs, on c,
-// configured from cfg (the [scheduler.phase2] tables and the dispatcher's
-// tunables, defaults applied): the key prefix (redis.key_prefix), the inbox
-// bounds, the consumer group, the storm windows, the attempts, the job and
-// turn TTLs. hook, when not nil, observes every Redis operation of every
-// store: the source of scheduler_phase2_redis_op_total{op,result}.
-func NewStores(c rueidis.Client, cfg scheduler.Config, hook OpHook) (scheduler.Stores, error) {
-	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+// StoresConfig configures [NewStores]: what belongs to Redis rather than
+// to the plane. A zero field means the default named on it.
+type StoresConfig struct {
+	// KeyPrefix starts every key. Default [DefaultPrefix]; use one per
+	// environment. No braces or white space.
+	KeyPrefix string
+	// Group is the consumer group that reads each inbox. Default
+	// "scheduler".
+	Group string
+	// InboxMaxLen bounds each inbox: a message to an inbox holding this
+	// many unhandled entries is refused ([scheduler.ErrInboxFull]) rather
+	// than an unhandled entry trimmed. Default [DefaultInboxMaxLen].
+	InboxMaxLen int64
+	// DLQMaxLen trims each dead-letter stream. Default [DefaultInboxMaxLen].
+	DLQMaxLen int64
+	// OpHook, when not nil, observes every Redis operation of every store:
+	// the source of scheduler_phase2_redis_op_total{op,result}.
+	OpHook OpHook
+}
+
+// NewStores returns every store a [scheduler.Dispatcher] needs, on c. plane
+// gives what the stores enforce for the plane (defaults applied): the
+// attempts, the job and turn TTLs and the storm windows; cfg the key
+// prefix, the consumer group, the inbox bounds and the operation hook.
+func NewStores(c rueidis.Client, plane scheduler.Config, cfg StoresConfig) (scheduler.Stores, error) {
+	plane = plane.WithDefaults()
+	if err := plane.Validate(); err != nil {
 		return scheduler.Stores{}, err
 	}
-	prefix := cfg.Redis.KeyPrefix
-	dc := cfg.Dispatch
+	if strings.ContainsAny(cfg.KeyPrefix, "{} \t\r\n") {
+		return scheduler.Stores{}, fmt.Errorf("redisstore: StoresConfig.KeyPrefix: %q may not contain braces or white space", cfg.KeyPrefix)
+	}
+	if strings.ContainsAny(cfg.Group, " \t\r\n") {
+		return scheduler.Stores{}, fmt.Errorf("redisstore: StoresConfig.Group: %q may not contain white space", cfg.Group)
+	}
+	if cfg.Group == "" {
+		cfg.Group = "scheduler"
+	}
+	prefix, hook := cfg.KeyPrefix, cfg.OpHook
+	dc := plane.Dispatch
 	var st scheduler.Stores
 	var err error
 	wrap := func(what string, e error) error { return fmt.Errorf("redisstore: NewStores: %s: %w", what, e) }
@@ -33,15 +60,14 @@ func NewStores(c rueidis.Client, cfg scheduler.Config, hook OpHook) (scheduler.S
 	if st.Snapshots, err = NewNodeSnapshots(c, SnapshotsConfig{Prefix: prefix, OpHook: hook}); err != nil {
 		return st, wrap("snapshots", err)
 	}
-	streams, err := NewStreams(c, StreamsConfig{Prefix: prefix, MaxLen: cfg.StreamMaxLen, DLQMaxLen: cfg.DLQMaxLen, OpHook: hook})
+	streams, err := NewStreams(c, StreamsConfig{Prefix: prefix, MaxLen: cfg.InboxMaxLen, DLQMaxLen: cfg.DLQMaxLen, OpHook: hook})
 	if err != nil {
 		return st, wrap("streams", err)
 	}
-	group := cfg.StreamGroup
+	group := cfg.Group
 	st.Sender = streams
 	st.Inbox = func(id string) scheduler.Inbox { return streams.Inbox(id, group) }
-	jobTTL := time.Duration(dc.JobTTLSeconds) * time.Second
-	if st.Jobs, err = NewJobs(c, JobsConfig{Prefix: prefix, MaxAttempts: dc.MaxAttempts, TTL: jobTTL, OpHook: hook}); err != nil {
+	if st.Jobs, err = NewJobs(c, JobsConfig{Prefix: prefix, MaxAttempts: dc.MaxAttempts, TTL: dc.JobTTL, OpHook: hook}); err != nil {
 		return st, wrap("jobs", err)
 	}
 	if st.Book, err = NewBook(c, BookConfig{Prefix: prefix, OpHook: hook}); err != nil {
@@ -53,10 +79,10 @@ func NewStores(c rueidis.Client, cfg scheduler.Config, hook OpHook) (scheduler.S
 	if st.Reservations, err = NewReservations(c, ReservationsConfig{Prefix: prefix, OpHook: hook}); err != nil {
 		return st, wrap("reservations", err)
 	}
-	if st.Turns, err = NewTurns(c, TurnsConfig{Prefix: prefix, TTL: time.Duration(dc.TurnTTLSeconds) * time.Second, OpHook: hook}); err != nil {
+	if st.Turns, err = NewTurns(c, TurnsConfig{Prefix: prefix, TTL: dc.TurnTTL, OpHook: hook}); err != nil {
 		return st, wrap("turns", err)
 	}
-	if st.Storm, err = NewStorm(c, StormConfig{Prefix: prefix, Windows: cfg.Storm.Windows(), OpHook: hook}); err != nil {
+	if st.Storm, err = NewStorm(c, StormConfig{Prefix: prefix, Windows: plane.Storm, OpHook: hook}); err != nil {
 		return st, wrap("storm", err)
 	}
 	return st, nil

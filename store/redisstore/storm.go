@@ -18,10 +18,10 @@ type StormConfig struct {
 	Prefix string
 	// Windows are the debounce window, the cool-down and the actions per
 	// model and second. Zero fields mean the defaults of
-	// [scheduler.StormConfig].
+	// [scheduler.StormWindows].
 	Windows scheduler.StormWindows
 	// OpHook observes every Redis operation ("storm_report",
-	// "storm_unavailable", "storm_clear"). Default (nil): none.
+	// "storm_unavailable"). Default (nil): none.
 	OpHook OpHook
 }
 
@@ -74,7 +74,7 @@ func NewStorm(c rueidis.Client, cfg StormConfig) (*Storm, error) {
 	if w.Debounce < 0 || w.Cooldown < 0 || w.ActionsPerSecond < 0 {
 		return nil, fmt.Errorf("redisstore: StormConfig.Windows: %+v has a negative field", w)
 	}
-	def := scheduler.StormConfig{}.Windows()
+	def := scheduler.Config{}.WithDefaults().Storm
 	if w.Debounce == 0 {
 		w.Debounce = def.Debounce
 	}
@@ -137,18 +137,4 @@ func (s *Storm) Unavailable(ctx context.Context, nodeID, model string) (bool, er
 		return false, fmt.Errorf("redisstore: storm unavailable %s/%s: %w", nodeID, model, err)
 	}
 	return n == 1, nil
-}
-
-// Clear implements [scheduler.StormGuard].
-func (s *Storm) Clear(ctx context.Context, nodeID, model string) error {
-	if err := checkModel(model); err != nil {
-		return err
-	}
-	start := time.Now()
-	err := s.c.Do(ctx, s.c.B().Del().Key(s.keys.StormUnavailable(model, nodeID)).Build()).Error()
-	s.hook.observe("storm_clear", start, err)
-	if err != nil {
-		return fmt.Errorf("redisstore: storm clear %s/%s: %w", nodeID, model, err)
-	}
-	return nil
 }

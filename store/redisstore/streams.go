@@ -12,16 +12,20 @@ import (
 	"github.com/redis/rueidis"
 )
 
+// DefaultInboxMaxLen bounds an inbox and a dead-letter stream when no bound
+// is configured.
+const DefaultInboxMaxLen = 10000
+
 // StreamsConfig configures [Streams].
 type StreamsConfig struct {
 	// Prefix is the key prefix. Default (""): [DefaultPrefix].
 	Prefix string
-	// MaxLen bounds each inbox (stream_maxlen): a message to an inbox
+	// MaxLen bounds each inbox: a message to an inbox
 	// holding MaxLen entries is refused with [scheduler.ErrInboxFull].
-	// Default (0): [scheduler.DefaultStreamMaxLen].
+	// Default (0): [DefaultInboxMaxLen].
 	MaxLen int64
-	// DLQMaxLen trims each dead-letter stream with MAXLEN ~ (dlq_maxlen).
-	// Default (0): [scheduler.DefaultDLQMaxLen].
+	// DLQMaxLen trims each dead-letter stream with MAXLEN ~.
+	// Default (0): [DefaultInboxMaxLen].
 	DLQMaxLen int64
 	// OpHook observes every Redis operation ("xadd", "xgroup_create",
 	// "xreadgroup", "xack_xdel", "xautoclaim", "xpending",
@@ -57,10 +61,10 @@ func NewStreams(c rueidis.Client, cfg StreamsConfig) (*Streams, error) {
 		return nil, fmt.Errorf("redisstore: StreamsConfig.DLQMaxLen: %d is negative", cfg.DLQMaxLen)
 	}
 	if cfg.MaxLen == 0 {
-		cfg.MaxLen = scheduler.DefaultStreamMaxLen
+		cfg.MaxLen = DefaultInboxMaxLen
 	}
 	if cfg.DLQMaxLen == 0 {
-		cfg.DLQMaxLen = scheduler.DefaultDLQMaxLen
+		cfg.DLQMaxLen = DefaultInboxMaxLen
 	}
 	return &Streams{
 		c: c, keys: NewKeys(cfg.Prefix), hook: cfg.OpHook,

@@ -118,7 +118,7 @@ func runDelivery(b *testing.B, c rueidis.Client, n int, rate float64) *ackRecord
 	in := st.Inbox("bench", "g")
 	defer c.Do(context.Background(), c.B().Del().Key(NewKeys(st.keys.Prefix()).Inbox("bench")).Build())
 	rec := &ackRecorder{Inbox: in, sent: map[string]int64{}, done: make(chan struct{}), want: int64(n)}
-	cfg := scheduler.Config{StreamGroup: "g", StreamBlockMS: 100, StreamCount: 256}
+	cfg := scheduler.Config{Inbox: scheduler.InboxConfig{Block: 100 * time.Millisecond, Count: 256}}
 	d, err := scheduler.NewDeliverer(rec, "c1", rec.handler, cfg)
 	if err != nil {
 		b.Fatal(err)

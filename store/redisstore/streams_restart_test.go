@@ -92,7 +92,7 @@ func TestDelivererSurvivesServerRestart(t *testing.T) {
 	in := st.Inbox("inst-a", "g")
 	var mu sync.Mutex
 	handled := map[int]bool{}
-	cfg := scheduler.Config{InstanceID: "inst-a", StreamGroup: "g", StreamBlockMS: 100, StreamClaimMinIdleMS: 500, DLQScanIntervalMS: 200}
+	cfg := scheduler.Config{InstanceID: "inst-a", Inbox: scheduler.InboxConfig{Block: 100 * time.Millisecond, ClaimMinIdle: 500 * time.Millisecond, ScanInterval: 200 * time.Millisecond}}
 	d, err := scheduler.NewDeliverer(in, "c1", func(ctx context.Context, m scheduler.Message) error {
 		n, err := strconv.Atoi(m.Fields["seq"])
 		if err != nil {

@@ -188,11 +188,25 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobBook) {
 	})
 }
 
-// TestDueIndex runs the conformance suite of [scheduler.DueIndex].
+// DueProbe reads one job's due time from a [scheduler.DueIndex]; the
+// in-memory and Redis indexes have it (a Due method), for tests.
+type DueProbe interface {
+	Due(ctx context.Context, jobID string) (time.Time, bool, error)
+}
+
+// TestDueIndex runs the conformance suite of [scheduler.DueIndex]; the
+// index must also be a [DueProbe].
 func TestDueIndex(t *testing.T, newStore func(t *testing.T) scheduler.DueIndex) {
 	ctx := context.Background()
 	t.Run("SetAddClaimRemove", func(t *testing.T) {
-		d := newStore(t)
+		idx := newStore(t)
+		d, ok := idx.(interface {
+			scheduler.DueIndex
+			DueProbe
+		})
+		if !ok {
+			t.Fatalf("%T has no Due method (DueProbe)", idx)
+		}
 		base := time.UnixMilli(1_700_000_000_000)
 		for i := range 40 {
 			if err := d.Set(ctx, fmt.Sprintf("j%d", i), base.Add(time.Duration(i)*time.Second)); err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ksana-dev/ksana/fsm"
@@ -34,42 +35,63 @@ type DispatcherHarness struct {
 // node and instance failures, duplicate requests, model_not_available, and
 // a soak with random faults checked against the plane's invariants.
 func TestDispatcher(t *testing.T, newHarness func(t *testing.T) DispatcherHarness) {
-	t.Run("TwoInstancesTurns", func(t *testing.T) { testDispatchTurns(t, newHarness(t)) })
-	t.Run("NodeDetachedMidJob", func(t *testing.T) { testDispatchNodeDetached(t, newHarness(t)) })
-	t.Run("InstanceDies", func(t *testing.T) { testDispatchInstanceDies(t, newHarness(t)) })
-	t.Run("DuplicateRequests", func(t *testing.T) { testDispatchDuplicates(t, newHarness(t)) })
-	t.Run("ModelNotAvailable", func(t *testing.T) { testDispatchModelNotAvailable(t, newHarness(t)) })
-	t.Run("NoNode", func(t *testing.T) { testDispatchNoNode(t, newHarness(t)) })
-	t.Run("LongJobKeepsLease", func(t *testing.T) { testDispatchLongJob(t, newHarness(t)) })
-	t.Run("BadNodeEvents", func(t *testing.T) { testDispatchBadEvents(t, newHarness(t)) })
-	t.Run("TurnJobsAtOnce", func(t *testing.T) { testDispatchTurnAtOnce(t, newHarness(t)) })
-	t.Run("TurnAcrossInstances", func(t *testing.T) { testDispatchTurnAcrossInstances(t, newHarness(t)) })
-	t.Run("AckTimeout", func(t *testing.T) { testDispatchAckTimeout(t, newHarness(t)) })
-	t.Run("RunTimeout", func(t *testing.T) { testDispatchRunTimeout(t, newHarness(t)) })
-	t.Run("TwoChoices", func(t *testing.T) { testDispatchTwoChoices(t, newHarness(t)) })
-	t.Run("Soak", func(t *testing.T) { testDispatchSoak(t, newHarness(t)) })
+	for _, c := range dispatchCases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, newHarness(t)) })
+	}
+}
+
+// TestDispatcherSynctest is [TestDispatcher] with every case run inside a
+// testing/synctest bubble: time is fake, so the suite's deadlines, leases
+// and waits pass at once and never depend on the machine's speed. It is
+// for stores whose goroutines and timers all live in the test, such as
+// [scheduler.NewMemStores]; newHarness is called inside the bubble.
+func TestDispatcherSynctest(t *testing.T, newHarness func(t *testing.T) DispatcherHarness) {
+	for _, c := range dispatchCases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { c.run(t, newHarness(t)) })
+		})
+	}
+}
+
+// dispatchCases are the cases of [TestDispatcher].
+var dispatchCases = []struct {
+	name string
+	run  func(t *testing.T, h DispatcherHarness)
+}{
+	{"TwoInstancesTurns", testDispatchTurns},
+	{"NodeDetachedMidJob", testDispatchNodeDetached},
+	{"InstanceDies", testDispatchInstanceDies},
+	{"DuplicateRequests", testDispatchDuplicates},
+	{"ModelNotAvailable", testDispatchModelNotAvailable},
+	{"NoNode", testDispatchNoNode},
+	{"LongJobKeepsLease", testDispatchLongJob},
+	{"BadNodeEvents", testDispatchBadEvents},
+	{"TurnJobsAtOnce", testDispatchTurnAtOnce},
+	{"TurnAcrossInstances", testDispatchTurnAcrossInstances},
+	{"AckTimeout", testDispatchAckTimeout},
+	{"RunTimeout", testDispatchRunTimeout},
+	{"RunTimeoutBeforeLease", testDispatchRunTimeoutBeforeLease},
+	{"NodeMovesMidJob", testDispatchNodeMoves},
+	{"UndeliverableCostsNoAttempt", testDispatchUndeliverable},
+	{"OutdatedAssignsDropped", testDispatchOutdatedAssigns},
+	{"TwoChoices", testDispatchTwoChoices},
+	{"Soak", testDispatchSoak},
 }
 
 // DispatchTestConfig is the configuration of the suite's instances: short
 // deadlines, so failures are noticed in well under a second.
 func DispatchTestConfig(instanceID string) scheduler.Config {
+	ms := time.Millisecond
 	return scheduler.Config{
-		InstanceID:           instanceID,
-		OwnerTTLSeconds:      1,
-		StreamGroup:          "g",
-		StreamBlockMS:        50,
-		StreamClaimMinIdleMS: 500,
-		DLQMaxDeliveries:     5,
-		DLQMinIdleMS:         200,
-		DLQScanIntervalMS:    200,
-		NodeSnapshot: scheduler.NodeSnapshotConfig{
-			PresenceTTLSeconds: 1, RefreshIntervalMS: 100, RemoveStaleAfterSeconds: 600,
-		},
-		Storm: scheduler.StormConfig{DebounceWindowMS: 100, CooldownMS: 5000, MaxActionsPerSecond: 100},
+		InstanceID: instanceID,
+		OwnerTTL:   time.Second,
+		Inbox:      scheduler.InboxConfig{Block: 50 * ms, ClaimMinIdle: 500 * ms, MaxDeliveries: 5, DeadMinIdle: 200 * ms, ScanInterval: 200 * ms},
+		Fleet:      scheduler.FleetConfig{PresenceTTL: time.Second, RefreshInterval: 100 * ms, RemoveStaleAfter: 10 * time.Minute},
+		Storm:      scheduler.StormWindows{Debounce: 100 * ms, Cooldown: 5 * time.Second, ActionsPerSecond: 100},
 		Dispatch: scheduler.DispatchConfig{
-			AckTimeoutMS: 1000, RunTimeoutMS: 8000, LeaseMS: 600, QueueTimeoutMS: 4000,
-			RetryIntervalMS: 50, SweepIntervalMS: 50, MaxAttempts: 3, DefaultCapacity: 8,
-			RequestTimeoutMS: 30000,
+			AckTimeout: time.Second, RunTimeout: 8 * time.Second, Lease: 600 * ms, QueueTimeout: 4 * time.Second,
+			RetryInterval: 50 * ms, SweepInterval: 50 * ms, MaxAttempts: 3, DefaultCapacity: 8,
+			RequestTimeout: 30 * time.Second,
 		},
 	}
 }
@@ -465,9 +487,11 @@ func checkQuiet(t testing.TB, st scheduler.Stores, reqs []string, nodes []string
 				return false
 			}
 		}
-		for _, r := range reqs {
-			if _, ok, err := st.Due.Due(ctx, scheduler.JobIDFor(r)); err != nil || ok {
-				return false
+		if due, ok := st.Due.(DueProbe); ok {
+			for _, r := range reqs {
+				if _, ok, err := due.Due(ctx, scheduler.JobIDFor(r)); err != nil || ok {
+					return false
+				}
 			}
 		}
 		return true
@@ -627,7 +651,7 @@ func testDispatchDuplicates(t *testing.T, h DispatcherHarness) {
 	// 200 submits at once on a loaded machine: an ack later than the
 	// suite's 1s would fail the attempt over (a second run of the job that
 	// is not a duplicate); this case checks duplicates alone.
-	patient := func(c *scheduler.Config) { c.Dispatch.AckTimeoutMS = 5000 }
+	patient := func(c *scheduler.Config) { c.Dispatch.AckTimeout = 5 * time.Second }
 	a := p.Start("inst-a", false, patient)
 	b := p.Start("inst-b", false, patient)
 	n := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Capacity: 64})
@@ -701,7 +725,7 @@ func testDispatchModelNotAvailable(t *testing.T, h DispatcherHarness) {
 
 func testDispatchNoNode(t *testing.T, h DispatcherHarness) {
 	p := NewTestPlane(t, h)
-	a := p.Start("inst-a", false, func(c *scheduler.Config) { c.Dispatch.QueueTimeoutMS = 300 })
+	a := p.Start("inst-a", false, func(c *scheduler.Config) { c.Dispatch.QueueTimeout = 300 * time.Millisecond })
 	s := NewTestSession("s1")
 	s.Attach(t, a)
 	n := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Pools: []string{"en-fr"}})
@@ -875,7 +899,7 @@ func testDispatchAckTimeout(t *testing.T, h DispatcherHarness) {
 // node, even though its node keeps its lease.
 func testDispatchRunTimeout(t *testing.T, h DispatcherHarness) {
 	p := NewTestPlane(t, h)
-	a := p.Start("inst-a", false, func(c *scheduler.Config) { c.Dispatch.RunTimeoutMS = 1500 })
+	a := p.Start("inst-a", false, func(c *scheduler.Config) { c.Dispatch.RunTimeout = 1500 * time.Millisecond })
 	slow := NewTestNode(scheduler.NodeInfo{NodeID: "slow"})
 	slow.Decide = func(scheduler.Envelope) NodeAction { return Hold }
 	slow.Attach(t, a)
@@ -896,6 +920,203 @@ func testDispatchRunTimeout(t *testing.T, h DispatcherHarness) {
 		}
 	}
 	checkQuiet(t, h.Stores(), []string{"r"}, []string{"slow", "fast"}, []string{"inst-a"})
+}
+
+// testDispatchRunTimeoutBeforeLease: the run timeout bounds an attempt
+// from dispatch to result, also when it is much shorter than the lease:
+// the job leaves its node within SweepInterval of it, not at the lease's
+// end.
+func testDispatchRunTimeoutBeforeLease(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, func(c *scheduler.Config) {
+		c.Dispatch.RunTimeout = 800 * time.Millisecond
+		c.Dispatch.Lease = 6 * time.Second
+		c.Dispatch.AckTimeout = 6 * time.Second
+	})
+	slow := NewTestNode(scheduler.NodeInfo{NodeID: "slow"})
+	slow.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+	slow.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	start := time.Now()
+	job := s.Submit(t, scheduler.Request{RequestID: "r", Payload: []byte("r")})
+	Eventually(t, "slow holds the job", 5*time.Second, func() bool { return slow.Held() == 1 })
+	fast := NewTestNode(scheduler.NodeInfo{NodeID: "fast"})
+	fast.Attach(t, a)
+	// Well before the lease (6s) would end: the run timeout (0.8s) and a
+	// sweep (50ms), with room for a loaded machine.
+	Eventually(t, "the job on the fast node", 4*time.Second, func() bool { return len(fast.Ran()[job]) == 1 })
+	s.WaitAnswers(t, []string{"r"}, 5*time.Second)
+	if took := time.Since(start); took >= 6*time.Second {
+		t.Errorf("the attempt ended after %v, past the lease; want about the run timeout", took)
+	}
+	if got := fast.Ran()[job]; len(got) != 1 || got[0] != 2 {
+		t.Errorf("fast node ran attempts %v, want [2]", got)
+	}
+	slow.ReleaseHeld()
+	checkQuiet(t, h.Stores(), []string{"r"}, []string{"slow", "fast"}, []string{"inst-a"})
+}
+
+// testDispatchNodeMoves: a node that reconnects to another instance while
+// it runs a job keeps the job: the old instance's detach of its old
+// connection does not fail it over, and the result sent through the new
+// instance answers the request with attempt 1.
+func testDispatchNodeMoves(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	b := p.Start("inst-b", false, nil)
+	st := h.Stores()
+	Eventually(t, "both instances announced", 5*time.Second, func() bool {
+		x, _ := st.Presence.Alive(context.Background(), "inst-a")
+		y, _ := st.Presence.Alive(context.Background(), "inst-b")
+		return x && y
+	})
+	n := NewTestNode(scheduler.NodeInfo{NodeID: "n1"})
+	n.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+	n.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	job := s.Submit(t, scheduler.Request{RequestID: "r", Payload: []byte("r")})
+	Eventually(t, "n1 runs the job, through A", 5*time.Second, func() bool {
+		rec, err := h.Stores().Jobs.Job(context.Background(), job)
+		return err == nil && rec.State == fsm.Running
+	})
+	// The node connects to B, then A sees its old connection close.
+	n.Attach(t, b)
+	if err := a.DetachNode(context.Background(), n.ID, n); err != nil {
+		t.Fatal(err)
+	}
+	// The job runs on for several leases: B renews its lease now.
+	time.Sleep(4 * 600 * time.Millisecond)
+	for id, err := range n.ReleaseHeld() {
+		if err != nil {
+			t.Errorf("result of %s through B: %v", id, err)
+		}
+	}
+	got := s.WaitAnswers(t, []string{"r"}, 10*time.Second)
+	if m := got["r"][0]; m.Type != scheduler.TypeJobResult || m.Attempt != 1 {
+		t.Errorf("answer %+v, want job_result of attempt 1", m)
+	}
+	if ran := n.Ran()[job]; len(ran) != 1 {
+		t.Errorf("the node got attempts %v of the job, want [1] (no failover)", ran)
+	}
+	checkQuiet(t, h.Stores(), []string{"r"}, []string{"n1"}, []string{"inst-a", "inst-b"})
+}
+
+// testDispatchUndeliverable: nodes that are gone while another instance's
+// fleet view still shows them cost no attempt: a job sent to one waits for
+// a node, and runs its first attempt when the nodes come back.
+func testDispatchUndeliverable(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	var nodes []*TestNode
+	for i := range 3 {
+		n := NewTestNode(scheduler.NodeInfo{NodeID: fmt.Sprintf("n%d", i), Pools: []string{"p"}})
+		n.Attach(t, a)
+		nodes = append(nodes, n)
+	}
+	// B reads the fleet once, at its start, and keeps showing the nodes
+	// after they are gone.
+	b := p.Start("inst-b", false, func(c *scheduler.Config) { c.Fleet.RefreshInterval = time.Hour })
+	waitFleet(t, b, "n0", "n1", "n2")
+	st := h.Stores()
+	ctx := context.Background()
+	Eventually(t, "both instances announced", 5*time.Second, func() bool {
+		x, _ := st.Presence.Alive(ctx, "inst-a")
+		y, _ := st.Presence.Alive(ctx, "inst-b")
+		return x && y
+	})
+	for _, n := range nodes {
+		n.Detach(t)
+	}
+	s := NewTestSession("s1")
+	s.Attach(t, b)
+	reqs := []string{"r0", "r1", "r2"}
+	payloads := map[string]string{}
+	for _, r := range reqs {
+		payloads[r] = r
+		s.Submit(t, scheduler.Request{RequestID: r, Pool: "p", Payload: []byte(r)})
+	}
+	// Each job went to a node that was gone and came back to wait.
+	Eventually(t, "the jobs back in CREATED after a dispatch", 5*time.Second, func() bool {
+		for _, r := range reqs {
+			e, err := st.Book.Entry(ctx, scheduler.JobIDFor(r))
+			rec, jerr := st.Jobs.Job(ctx, scheduler.JobIDFor(r))
+			if err != nil || jerr != nil || len(e.Tried) == 0 || rec.State.Active() {
+				return false
+			}
+		}
+		return true
+	})
+	for _, n := range nodes {
+		n.Attach(t, a)
+	}
+	got := s.WaitAnswers(t, reqs, 10*time.Second)
+	for _, r := range reqs {
+		if m := got[r][0]; m.Type != scheduler.TypeJobResult || m.Attempt != 1 {
+			t.Errorf("%s: %s of attempt %d (%s), want job_result of attempt 1", r, m.Type, m.Attempt, m.Error)
+		}
+	}
+	checkQuiet(t, st, reqs, []string{"n0", "n1", "n2"}, []string{"inst-a", "inst-b"})
+}
+
+// testDispatchOutdatedAssigns: job_assigns left in a dead instance's
+// inbox are not delivered once their attempt is over, when another
+// instance adopts the inbox.
+func testDispatchOutdatedAssigns(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", true, nil)
+	// B holds the session; its adoption loop is too slow to matter here.
+	b := p.Start("inst-b", false, func(c *scheduler.Config) {
+		c.OwnerTTL = time.Minute
+		c.Dispatch.AckTimeout = 600 * time.Millisecond // n1's presence (1s) ends within the second attempt
+		c.Dispatch.QueueTimeout = 20 * time.Second
+	})
+	n := NewTestNode(scheduler.NodeInfo{NodeID: "n1"})
+	n.Attach(t, a)
+	waitFleet(t, b, "n1")
+	s := NewTestSession("s1")
+	s.Attach(t, b)
+	// A dies; B keeps sending n1's job to A's inbox while n1's presence
+	// lasts, each attempt ending at its ack timeout.
+	p.Stop("inst-a")
+	job := s.Submit(t, scheduler.Request{RequestID: "r", Payload: []byte("r")})
+	st := h.Stores()
+	ctx := context.Background()
+	Eventually(t, "n1 offline for B and the job waiting", 10*time.Second, func() bool {
+		rec, err := st.Jobs.Job(ctx, job)
+		online := false
+		for _, f := range b.Fleet() {
+			online = online || (f.NodeID == "n1" && f.Online)
+		}
+		return err == nil && rec.Attempt > 1 && rec.State == "CREATED" && !online
+	})
+	if l, err := st.Inbox("inst-a").Len(ctx); err != nil || l == 0 {
+		t.Fatalf("A's inbox holds %d entries (%v), want the outdated job_assigns", l, err)
+	}
+	// The node reconnects to B and runs the job's current attempt.
+	n.Attach(t, b)
+	s.WaitAnswers(t, []string{"r"}, 10*time.Second)
+	// C adopts A's inbox: the outdated assigns must not reach the node.
+	p.Start("inst-c", false, nil)
+	Eventually(t, "A's inbox drained", 10*time.Second, func() bool {
+		l, err := st.Inbox("inst-a").Len(ctx)
+		return err == nil && l == 0
+	})
+	Eventually(t, "C's and B's inboxes handled", 5*time.Second, func() bool {
+		for _, id := range []string{"inst-b", "inst-c"} {
+			if p, err := st.Inbox(id).Pending(ctx); err != nil || p != 0 {
+				return false
+			}
+			if l, err := st.Inbox(id).Len(ctx); err != nil || l != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if ran := n.Ran()[job]; len(ran) != 1 {
+		t.Errorf("the node got attempts %v of the job, want only the current one", ran)
+	}
 }
 
 // testDispatchTwoChoices: with two_choices, held jobs spread over the

@@ -16,11 +16,13 @@
 //   - [TestSharedStore] for [github.com/ksana-dev/ksana/cron.SharedStore],
 //     the store that several runners share.
 //   - [TestClaimStore] for the stores of package claim.
-//   - [TestJobStore], [TestReservationStore], [TestRequestStore] and
-//     [TestTurnStore] for the job lifecycle, reservation, request and turn
-//     stores of package scheduler.
-//   - [TestPresence], [TestOwners], [TestNodeSnapshots], [TestStreams] and
-//     [TestStorm] for the multi-instance parts of package scheduler.
+//   - [TestPlaneStores] for the stores of the dispatch plane (package
+//     scheduler): one entry point that runs every suite an adapter must
+//     pass, given a [PlaneAdapter] ([TestJobStore], [TestJobBook],
+//     [TestDueIndex], [TestReservationStore], [TestTurnStore],
+//     [TestPresence], [TestOwners], [TestNodeSnapshots], [TestStreams],
+//     [TestStorm], and [TestDispatcher] end to end over whole planes, in
+//     fake time with [TestDispatcherSynctest] for in-memory stores).
 //
 // Each runs against the in-memory reference implementation in its core
 // package and against every adapter in store/...; the Redis adapters run

@@ -60,15 +60,6 @@ func TestStorm(t *testing.T, newGuard func(t *testing.T, w scheduler.StormWindow
 				t.Errorf("Unavailable(%s, %s) = %v, %v; want %v", tc.node, tc.model, u, err, tc.want)
 			}
 		}
-		if err := g.Clear(ctx, "node-1", "asr-large"); err != nil {
-			t.Fatal(err)
-		}
-		if u, err := g.Unavailable(ctx, "node-1", "asr-large"); err != nil || u {
-			t.Errorf("Unavailable after Clear = %v, %v; want false", u, err)
-		}
-		if d, err := g.Report(ctx, "node-1", "asr-large"); err != nil || d.Action != scheduler.StormDebounced {
-			t.Errorf("Report after Clear within the window = %+v, %v; want debounced", d, err)
-		}
 	})
 	t.Run("NewWindowActsAgain", func(t *testing.T) {
 		g := newGuard(t, scheduler.StormWindows{Debounce: shortTTL, Cooldown: shortTTL, ActionsPerSecond: 100})

@@ -258,15 +258,13 @@ func sendN(t *testing.T, s scheduler.Sender, instance string, n int, tag string)
 
 // testCfg is a delivery configuration with short intervals.
 func testCfg() scheduler.Config {
+	ms := time.Millisecond
 	return scheduler.Config{
-		InstanceID:           "inst-a",
-		StreamGroup:          "g",
-		StreamBlockMS:        100,
-		StreamCount:          64,
-		StreamClaimMinIdleMS: 300,
-		DLQMaxDeliveries:     1000,
-		DLQMinIdleMS:         100,
-		DLQScanIntervalMS:    100,
+		InstanceID: "inst-a",
+		Inbox: scheduler.InboxConfig{
+			Block: 100 * ms, Count: 64, ClaimMinIdle: 300 * ms,
+			MaxDeliveries: 1000, DeadMinIdle: 100 * ms, ScanInterval: 100 * ms,
+		},
 	}
 }
 
@@ -370,10 +368,10 @@ func testPoison(t *testing.T, h StreamsHarness) {
 	ctx := context.Background()
 	in := h.Inbox("inst-a", "g")
 	cfg := testCfg()
-	cfg.StreamClaimMinIdleMS = 50
-	cfg.DLQMaxDeliveries = 3
-	cfg.DLQMinIdleMS = 50
-	cfg.DLQScanIntervalMS = 50
+	cfg.Inbox.ClaimMinIdle = 50 * time.Millisecond
+	cfg.Inbox.MaxDeliveries = 3
+	cfg.Inbox.DeadMinIdle = 50 * time.Millisecond
+	cfg.Inbox.ScanInterval = 50 * time.Millisecond
 	var moved atomic.Int32
 	var scansAfterMove atomic.Int32
 	var calls atomic.Int32

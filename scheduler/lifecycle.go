@@ -1,0 +1,556 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ksana-dev/ksana/affinity"
+	"github.com/ksana-dev/ksana/fsm"
+)
+
+// A job's lifecycle: a request becomes a job, the job is dispatched,
+// moved by its node's events, taken off a node, and finished.
+
+// turnLock serializes the dispatch of one turn's jobs on this instance, so
+// that a turn's second job selects only after its first wrote the
+// affinity. A session's turn is dispatched by the instance the session is
+// connected to.
+type turnLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func (d *Dispatcher) lockTurn(turn string) func() {
+	if turn == "" {
+		return func() {}
+	}
+	d.turnMu.Lock()
+	l := d.turns[turn]
+	if l == nil {
+		l = &turnLock{}
+		d.turns[turn] = l
+	}
+	l.refs++
+	d.turnMu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		d.turnMu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(d.turns, turn)
+		}
+		d.turnMu.Unlock()
+	}
+}
+
+// CheckRequest validates a request; the error is a [*MessageError] naming
+// the field.
+func CheckRequest(r Request) error {
+	if err := CheckID("request_id", r.RequestID); err != nil {
+		return err
+	}
+	for _, f := range []struct{ name, v string }{{"turn_id", r.TurnID}, {"pool", r.Pool}, {"model", r.Model}} {
+		if err := checkOptID(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if r.Reason != "" {
+		if _, err := affinity.ParseReason(r.Reason); err != nil {
+			return msgErr("reason", "%q (manual|timeout|max_duration)", r.Reason)
+		}
+	}
+	if len(r.Payload) > MaxPayload {
+		return msgErr("payload", "%d bytes, more than %d", len(r.Payload), MaxPayload)
+	}
+	return nil
+}
+
+// Submit makes the job of a request from an attached session and
+// dispatches it; the answer (job_result or job_failed) comes later through
+// the session's [SessionConn], exactly once per request and session. It
+// returns the job's id. A request id seen before (on any instance) makes
+// no new job: the session is added to the job's waiters, or, when the job
+// is over, answered at once. Such a duplicate that keeps a turn going
+// returns once the turn has its node (at most Dispatch.QueueTimeout later), so
+// that the session's next request of the turn finds the affinity.
+func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) (string, error) {
+	if err := CheckRequest(req); err != nil {
+		return "", err
+	}
+	jobID := JobIDFor(req.RequestID)
+	now := time.Now()
+	d.mu.Lock()
+	switch {
+	case d.stopped:
+		d.mu.Unlock()
+		return "", ErrStopped
+	case d.sessions[sessionID] == nil:
+		d.mu.Unlock()
+		return "", fmt.Errorf("session %q: %w", sessionID, ErrNotAttached)
+	}
+	d.pending[pendingKey{sessionID, jobID}] = pendingReq{req.RequestID, now.Add(d.dc.RequestTimeout)}
+	d.mu.Unlock()
+	spec := JobSpec{
+		RequestID: req.RequestID, SessionID: sessionID, TurnID: req.TurnID, Pool: req.Pool,
+		Model: req.Model, Reason: req.Reason, Payload: req.Payload, Instance: d.id,
+	}
+	// The deadline goes in first: whatever stops this call from here on,
+	// a sweeper finds the job and carries it on.
+	if err := d.st.Due.Add(ctx, jobID, now.Add(min(d.dc.AckTimeout, d.dc.RunTimeout))); err != nil {
+		return "", d.submitFailed(sessionID, jobID, err)
+	}
+	entry, created, err := d.st.Book.Open(ctx, jobID, spec, d.jobTTL())
+	if err != nil {
+		return "", d.submitFailed(sessionID, jobID, err)
+	}
+	if !created {
+		out, done, err := d.st.Book.Watch(ctx, jobID, sessionID)
+		if err != nil {
+			return "", d.submitFailed(sessionID, jobID, err)
+		}
+		if done {
+			d.deliver(ctx, sessionID, answerOf(jobID, entry.Spec, sessionID, out))
+			return jobID, nil
+		}
+		d.awaitTurnNode(ctx, req, jobID)
+		return jobID, nil
+	}
+	rec, _, err := d.st.Jobs.CreateJob(ctx, jobID)
+	if err != nil {
+		// The sweeper creates it from the book.
+		d.log.Warn("scheduler: create job", "job_id", jobID, "err", err)
+		return jobID, nil
+	}
+	d.enter(fsm.Created)
+	if err := d.dispatchFresh(ctx, rec, entry); err != nil {
+		d.log.Warn("scheduler: dispatch", "job_id", jobID, "err", err)
+	}
+	return jobID, nil
+}
+
+// awaitTurnNode holds a duplicate request that keeps its turn going until
+// the turn has its node. The instance that made the job writes the turn's
+// affinity before its Submit returns, but a duplicate (the same request id
+// sent to another instance first) returns while that instance may still be
+// choosing; the session's next request of the turn would then choose
+// without the affinity. It waits until the affinity is written, or
+// Dispatch.QueueTimeout passed, or the job has been out of CREATED for
+// turnWriteGrace without an affinity (the instance that dispatched it
+// writes the affinity right after the job leaves CREATED; a job that
+// failed, or whose write failed, never gets one).
+func (d *Dispatcher) awaitTurnNode(ctx context.Context, req Request, jobID string) {
+	if req.TurnID == "" {
+		return
+	}
+	if ends, _ := affinity.EndsTurn(affinity.Reason(req.Reason)); ends {
+		return
+	}
+	deadline := time.Now().Add(d.dc.QueueTimeout)
+	var leftCreated time.Time
+	pause := time.Millisecond
+	for {
+		if node, err := d.st.Turns.TurnAffinity(ctx, req.TurnID); err != nil || node != "" {
+			return
+		}
+		if rec, err := d.st.Jobs.Job(ctx, jobID); err == nil && rec.State != fsm.Created {
+			if leftCreated.IsZero() {
+				leftCreated = time.Now()
+			} else if time.Since(leftCreated) >= turnWriteGrace {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		pause = min(2*pause, 20*time.Millisecond)
+	}
+}
+
+// turnWriteGrace is how long a duplicate waits for a turn's affinity once
+// the turn's job left CREATED: the dispatching instance writes it right
+// after, one round trip later.
+const turnWriteGrace = time.Second
+
+func (d *Dispatcher) submitFailed(sessionID, jobID string, err error) error {
+	d.mu.Lock()
+	delete(d.pending, pendingKey{sessionID, jobID})
+	d.mu.Unlock()
+	return fmt.Errorf("scheduler: submit job %s: %w", jobID, err)
+}
+
+func (d *Dispatcher) jobTTL() time.Duration { return d.dc.JobTTL }
+
+func (d *Dispatcher) enter(s fsm.State) {
+	if d.hooks.JobState != nil {
+		d.hooks.JobState(s)
+	}
+}
+
+func (d *Dispatcher) reserveTTL() time.Duration {
+	return d.dc.AckTimeout + d.dc.RunTimeout + d.dc.Lease
+}
+
+// dispatchFresh is dispatch for a job Submit just created: its deadline,
+// set by Submit a moment ago, stands for the ack deadline.
+func (d *Dispatcher) dispatchFresh(ctx context.Context, rec JobRecord, entry BookEntry) error {
+	return d.dispatchJob(ctx, rec, entry, true)
+}
+
+// dispatch sends a job in CREATED to a node: select, reserve, record the
+// dispatch, write or clear the turn's affinity, send job_assign.
+func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntry) error {
+	return d.dispatchJob(ctx, rec, entry, false)
+}
+
+func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookEntry, fresh bool) error {
+	spec := entry.Spec
+	unlock := d.lockTurn(spec.TurnID)
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
+	// Nodes refused in this round (storm-marked, full) stay out; the nodes
+	// of earlier attempts are passed over while another node can take the
+	// job, and tried again when none can.
+	skip := map[string]bool{}
+	tried := map[string]bool{}
+	for _, n := range entry.Tried {
+		tried[n] = true
+	}
+	turnNode := ""
+	if spec.TurnID != "" {
+		var err error
+		if turnNode, err = d.st.Turns.TurnAffinity(ctx, spec.TurnID); err != nil {
+			return err
+		}
+	}
+	for {
+		fleet := d.fleetView()
+		dec, ok := d.choose(fleet, spec, skip, tried, turnNode)
+		if !ok {
+			if d.hooks.SelectionMiss != nil {
+				d.hooks.SelectionMiss(spec.Pool, spec.Model)
+			}
+			if time.Since(rec.UpdatedAt) >= d.dc.QueueTimeout {
+				return d.fail(ctx, rec, FailNoNode, fmt.Sprintf("no node in pool %q with model %q took the job within %v", spec.Pool, spec.Model, d.dc.QueueTimeout))
+			}
+			return d.st.Due.Set(ctx, rec.ID, time.Now().Add(d.dc.RetryInterval))
+		}
+		node := dec.NodeID
+		if spec.Model != "" {
+			off, err := d.st.Storm.Unavailable(ctx, node, spec.Model)
+			if err != nil {
+				return err
+			}
+			if off {
+				skip[node] = true
+				continue
+			}
+		}
+		if spec.TurnID != "" && !dec.Affinity {
+			// The turn's first node is written before the job moves, and the
+			// first write wins: two jobs of one turn dispatched at once, here
+			// and on another instance, both follow the node written first.
+			if ends, _ := affinity.EndsTurn(affinity.Reason(spec.Reason)); !ends {
+				aff, wrote, err := d.st.Turns.SetTurnAffinity(ctx, spec.SessionID, spec.TurnID, node)
+				switch {
+				case err != nil:
+					d.log.Warn("scheduler: turn affinity", "turn_id", spec.TurnID, "err", err)
+				case !wrote && aff != "" && aff != node && slices.ContainsFunc(fleet, func(n NodeSnapshot) bool { return n.NodeID == aff && eligible(n, spec, skip) }):
+					node = aff
+				}
+				dec.Affinity = true // written (or followed): nothing to write after the move
+			}
+		}
+		if err := d.st.Reservations.Reserve(ctx, node, rec.ID, capacityOf(fleet, node, d.dc.DefaultCapacity), d.reserveTTL()); err != nil {
+			if errors.Is(err, ErrNodeFull) {
+				skip[node] = true
+				continue
+			}
+			return err
+		}
+		if err := d.st.Book.AddTried(ctx, rec.ID, node); err != nil {
+			d.st.Reservations.Release(ctx, node, rec.ID)
+			return err
+		}
+		tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, fsm.Dispatch, rec.Attempt, node)
+		if err != nil || tr.Duplicate {
+			// Another instance moved the job first.
+			d.st.Reservations.Release(ctx, node, rec.ID)
+			var te *fsm.TransitionError
+			if errors.As(err, &te) {
+				return nil
+			}
+			return err
+		}
+		d.enter(fsm.Dispatched)
+		if !fresh {
+			if err := d.st.Due.Set(ctx, rec.ID, time.Now().Add(min(d.dc.AckTimeout, d.dc.RunTimeout))); err != nil {
+				d.log.Warn("scheduler: set deadline", "job_id", rec.ID, "err", err)
+			}
+		}
+		// A turn's affinity was written before the move; a finalize clears it.
+		if spec.TurnID != "" {
+			if ends, _ := affinity.EndsTurn(affinity.Reason(spec.Reason)); ends {
+				if err := d.st.Turns.ClearTurnAffinity(ctx, spec.TurnID); err != nil {
+					d.log.Warn("scheduler: turn affinity", "turn_id", spec.TurnID, "err", err)
+				}
+			}
+		}
+		locked = false
+		unlock() // toNode may fail the job over, which dispatches again
+		assign := Envelope{
+			Type: TypeJobAssign, JobID: rec.ID, Attempt: rec.Attempt, NodeID: node, SessionID: spec.SessionID,
+			RequestID: spec.RequestID, TurnID: spec.TurnID, Pool: spec.Pool, Model: spec.Model,
+			Reason: spec.Reason, Payload: spec.Payload,
+		}
+		return d.toNode(ctx, assign)
+	}
+}
+
+// endAttempt ends a job's current attempt on its node with a timeout or
+// failover, frees the node's slot, tells the node, and sends the job on
+// (or fails it once its attempts are used up).
+func (d *Dispatcher) endAttempt(ctx context.Context, rec JobRecord, ev fsm.Event, why string) error {
+	tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, ev, rec.Attempt, rec.NodeID)
+	if err != nil {
+		var te *fsm.TransitionError
+		if errors.As(err, &te) || errors.Is(err, ErrWrongNode) {
+			return nil // someone else ended it first
+		}
+		return err
+	}
+	if tr.Duplicate {
+		return nil
+	}
+	d.log.Info("scheduler: job taken off its node", "job_id", rec.ID, "node_id", rec.NodeID, "attempt", rec.Attempt, "reason", why, "state", tr.Job.State)
+	if d.hooks.Failover != nil {
+		d.hooks.Failover(rec.ID, why)
+	}
+	if tr.FreeNode != "" {
+		if _, err := d.st.Reservations.Release(ctx, tr.FreeNode, rec.ID); err != nil {
+			d.log.Warn("scheduler: release", "job_id", rec.ID, "node_id", tr.FreeNode, "err", err)
+		}
+		d.toNode(ctx, Envelope{Type: TypeJobCancel, JobID: rec.ID, Attempt: rec.Attempt, NodeID: tr.FreeNode, Reason: why})
+		d.wakeSweeper()
+	}
+	d.enter(tr.Job.State)
+	return d.settleRecord(ctx, tr.Job, false)
+}
+
+// fail ends a job in CREATED that no node could take.
+func (d *Dispatcher) fail(ctx context.Context, rec JobRecord, code, detail string) error {
+	tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, fsm.Fail, rec.Attempt, "")
+	if err != nil {
+		var te *fsm.TransitionError
+		if errors.As(err, &te) {
+			return nil
+		}
+		return err
+	}
+	if !tr.Duplicate {
+		d.enter(fsm.Failed)
+	}
+	return d.finish(ctx, tr.Job, Outcome{Status: OutcomeFailed, Attempt: rec.Attempt, Error: code + ": " + detail})
+}
+
+// finish stores a job's outcome, answers its waiters, frees its node's
+// slot and takes it out of the deadline index. Each step is idempotent, so
+// a sweeper may run it again after a crash.
+func (d *Dispatcher) finish(ctx context.Context, rec JobRecord, out Outcome) error {
+	entry, err := d.st.Book.Finish(ctx, rec.ID, out)
+	if err != nil {
+		return err
+	}
+	return d.finishStored(ctx, rec, entry)
+}
+
+// finishStored is finish once the outcome is stored.
+func (d *Dispatcher) finishStored(ctx context.Context, rec JobRecord, entry BookEntry) error {
+	for _, s := range entry.Waiters {
+		via := ""
+		if s == entry.Spec.SessionID {
+			via = entry.Spec.Instance
+		}
+		d.answer(ctx, s, via, answerOf(rec.ID, entry.Spec, s, *entry.Outcome))
+	}
+	if rec.NodeID != "" {
+		if _, err := d.st.Reservations.Release(ctx, rec.NodeID, rec.ID); err != nil {
+			return err
+		}
+		d.untrack(rec.NodeID, rec.ID)
+		d.wakeSweeper()
+	}
+	if rec.State == fsm.Finished {
+		tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, fsm.Release, rec.Attempt, "")
+		if err != nil {
+			return err
+		}
+		if !tr.Duplicate {
+			d.enter(fsm.Released)
+		}
+	}
+	return d.st.Due.Remove(ctx, rec.ID)
+}
+
+func answerOf(jobID string, spec JobSpec, sessionID string, out Outcome) Envelope {
+	m := Envelope{
+		Type: TypeJobResult, JobID: jobID, Attempt: out.Attempt, NodeID: out.NodeID, SessionID: sessionID,
+		RequestID: spec.RequestID, TurnID: spec.TurnID, Payload: out.Payload,
+	}
+	if out.Status == OutcomeFailed {
+		m.Type, m.Error, m.Payload = TypeJobFailed, out.Error, nil
+	}
+	return m
+}
+
+func (d *Dispatcher) untrack(nodeID, jobID string) {
+	d.mu.Lock()
+	if n := d.nodes[nodeID]; n != nil {
+		delete(n.jobs, jobID)
+	}
+	d.mu.Unlock()
+}
+
+// NodeEvent applies what a node attached here reports: job_ack,
+// job_started (or asr_partial), job_result and model_not_available. The
+// node id is the connection's, whatever m says. Only the node the job's
+// current attempt was dispatched to may move it: an event for another
+// node's job is [ErrWrongNode], one of an older attempt a
+// [*fsm.TransitionError] wrapping [fsm.ErrStaleAttempt]; both change
+// nothing and are counted by Hooks.Rejected.
+func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) error {
+	m.NodeID = nodeID
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	var ev fsm.Event
+	switch m.Type {
+	case TypeJobAck:
+		ev = fsm.Ack
+	case TypeJobStarted, TypeASRPartial:
+		ev = fsm.Start
+	case TypeJobResult:
+		ev = fsm.Result
+	case TypeModelNotAvailable:
+		return d.modelNotAvailable(ctx, m)
+	default:
+		return msgErr("type", "%q is not a node event", m.Type)
+	}
+	var stored *BookEntry
+	if ev == fsm.Result {
+		// The outcome is stored before the lifecycle moves, so that an
+		// instance stopping in between loses no result: whoever carries
+		// the job on finds it. Only the node and attempt the job is on
+		// may store it; anything else is left to ApplyJob to refuse.
+		rec, err := d.st.Jobs.Job(ctx, m.JobID)
+		if err != nil {
+			return d.rejected(m, err)
+		}
+		if rec.NodeID == nodeID && rec.Attempt == m.Attempt && (rec.State.Active() || rec.State == fsm.Finished) {
+			e, err := d.st.Book.Finish(ctx, m.JobID, Outcome{Status: OutcomeResult, NodeID: nodeID, Attempt: m.Attempt, Payload: m.Payload})
+			if err != nil {
+				return err
+			}
+			stored = &e
+		}
+	}
+	tr, err := d.st.Jobs.ApplyJob(ctx, m.JobID, ev, m.Attempt, nodeID)
+	if err != nil {
+		return d.rejected(m, err)
+	}
+	switch ev {
+	case fsm.Ack, fsm.Start:
+		if tr.Duplicate && m.Type == TypeASRPartial {
+			return nil
+		}
+		if !tr.Duplicate {
+			d.enter(tr.Job.State)
+		}
+		d.mu.Lock()
+		leased, assigned := false, tr.Job.UpdatedAt
+		if n := d.nodes[nodeID]; n != nil {
+			j := n.jobs[m.JobID]
+			if j == nil || j.attempt != m.Attempt {
+				j = &localJob{attempt: m.Attempt, assigned: tr.Job.UpdatedAt}
+				n.jobs[m.JobID] = j
+			}
+			// The lease taken at job_ack stands for job_started too.
+			leased, assigned = j.acked, j.assigned
+			j.acked = true
+		}
+		d.mu.Unlock()
+		if leased {
+			return nil
+		}
+		return d.st.Due.Set(ctx, m.JobID, d.leaseUntil(time.Now(), assigned))
+	default: // result
+		if !tr.Duplicate {
+			d.enter(fsm.Finished)
+		}
+		if tr.Job.State == fsm.Released {
+			return nil
+		}
+		if stored != nil {
+			return d.finishStored(ctx, tr.Job, *stored)
+		}
+		return d.finish(ctx, tr.Job, Outcome{Status: OutcomeResult, NodeID: nodeID, Attempt: m.Attempt, Payload: m.Payload})
+	}
+}
+
+func (d *Dispatcher) rejected(m Envelope, err error) error {
+	switch why := Refusal(err); why {
+	case RefusedWrongNode, RefusedStaleAttempt, RefusedTransition, RefusedJobNotFound:
+		if d.hooks.Rejected != nil {
+			d.hooks.Rejected(m.Type, why)
+		}
+	}
+	return err
+}
+
+// modelNotAvailable reports the node's model to the storm guard and sends
+// the job elsewhere.
+func (d *Dispatcher) modelNotAvailable(ctx context.Context, m Envelope) error {
+	rec, err := d.st.Jobs.Job(ctx, m.JobID)
+	if err != nil {
+		return d.rejected(m, err)
+	}
+	if rec.NodeID != m.NodeID {
+		return d.rejected(m, fmt.Errorf("job %s: %w", m.JobID, ErrWrongNode))
+	}
+	if rec.Attempt != m.Attempt {
+		return d.rejected(m, &fsm.TransitionError{Job: rec.Job, Event: fsm.Failover, Attempt: m.Attempt, Err: fsm.ErrStaleAttempt})
+	}
+	model := m.Model
+	if model == "" {
+		if entry, err := d.st.Book.Entry(ctx, m.JobID); err == nil {
+			model = entry.Spec.Model
+		}
+	}
+	if model != "" {
+		dec, err := d.st.Storm.Report(ctx, m.NodeID, model)
+		if err != nil {
+			return err
+		}
+		if d.hooks.Storm != nil {
+			d.hooks.Storm(m.NodeID, model, dec)
+		}
+	}
+	if !rec.State.Active() {
+		return nil
+	}
+	return d.endAttempt(ctx, rec, fsm.Failover, CancelNodeStorm)
+}

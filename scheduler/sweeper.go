@@ -1,0 +1,166 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ksana-dev/ksana/fsm"
+)
+
+// The sweeper: jobs whose deadline passed, leases, overdue requests.
+
+// settleRecord carries a job on from its state; claimed means its
+// deadline passed.
+func (d *Dispatcher) settleRecord(ctx context.Context, rec JobRecord, claimed bool) error {
+	switch rec.State {
+	case fsm.Created:
+		entry, err := d.st.Book.Entry(ctx, rec.ID)
+		if err != nil {
+			return err
+		}
+		return d.dispatch(ctx, rec, entry)
+	case fsm.Dispatched, fsm.Accepted, fsm.Running:
+		if !claimed {
+			return nil
+		}
+		return d.endAttempt(ctx, rec, fsm.Timeout, CancelTimeout)
+	case fsm.Finished:
+		entry, err := d.st.Book.Entry(ctx, rec.ID)
+		if err != nil {
+			return err
+		}
+		out := Outcome{Status: OutcomeFailed, Attempt: rec.Attempt, Error: FailResultLost}
+		if entry.Outcome != nil {
+			out = *entry.Outcome
+		}
+		return d.finish(ctx, rec, out)
+	case fsm.Failed:
+		return d.finish(ctx, rec, Outcome{Status: OutcomeFailed, Attempt: rec.Attempt, Error: FailAttempts + ": the job failed on " + fmt.Sprint(rec.Attempt) + " nodes"})
+	default: // Released
+		return d.st.Due.Remove(ctx, rec.ID)
+	}
+}
+
+// settle carries on a job whose deadline passed.
+func (d *Dispatcher) settle(ctx context.Context, jobID string) error {
+	rec, err := d.st.Jobs.Job(ctx, jobID)
+	if errors.Is(err, ErrJobNotFound) {
+		// Opened, but the lifecycle was never created (or expired).
+		entry, berr := d.st.Book.Entry(ctx, jobID)
+		if errors.Is(berr, ErrJobNotFound) || (berr == nil && entry.Outcome != nil) {
+			return d.st.Due.Remove(ctx, jobID)
+		}
+		if berr != nil {
+			return berr
+		}
+		if rec, _, err = d.st.Jobs.CreateJob(ctx, jobID); err != nil {
+			return err
+		}
+		return d.dispatch(ctx, rec, entry)
+	}
+	if err != nil {
+		return err
+	}
+	return d.settleRecord(ctx, rec, true)
+}
+
+// sweep claims the jobs whose deadline passed and settles them.
+func (d *Dispatcher) sweep(ctx context.Context) {
+	for ctx.Err() == nil {
+		ids, err := d.st.Due.Claim(ctx, time.Now(), 5*time.Second, sweepBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("scheduler: claim due jobs", "err", err)
+			}
+			return
+		}
+		for _, id := range ids {
+			if err := d.settle(ctx, id); err != nil && ctx.Err() == nil {
+				d.log.Warn("scheduler: settle job", "job_id", id, "err", err)
+			}
+		}
+		if len(ids) < sweepBatch {
+			return
+		}
+	}
+}
+
+// renewLeases renews the deadline of every acknowledged job on this
+// instance's nodes, never past the job's run timeout: the last renewal
+// before it sets the deadline to the run timeout itself, so that the
+// sweeper takes the job off its node within SweepInterval of it.
+func (d *Dispatcher) renewLeases(ctx context.Context) {
+	now := time.Now()
+	type lease struct {
+		id    string
+		until time.Time
+	}
+	var ls []lease
+	d.mu.Lock()
+	for _, n := range d.nodes {
+		for id, j := range n.jobs {
+			if j.acked && now.Sub(j.assigned) < d.dc.RunTimeout {
+				ls = append(ls, lease{id, d.leaseUntil(now, j.assigned)})
+			}
+		}
+	}
+	d.mu.Unlock()
+	for _, l := range ls {
+		if err := d.st.Due.Set(ctx, l.id, l.until); err != nil && ctx.Err() == nil {
+			d.log.Warn("scheduler: renew lease", "job_id", l.id, "err", err)
+			return
+		}
+	}
+}
+
+// leaseUntil is the deadline of an acknowledged job renewed at now: a
+// lease from now, but never past the run timeout of its attempt, which was
+// assigned to its node at assigned.
+func (d *Dispatcher) leaseUntil(now, assigned time.Time) time.Time {
+	until, bound := now.Add(d.dc.Lease), assigned.Add(d.dc.RunTimeout)
+	if bound.Before(until) {
+		return bound
+	}
+	return until
+}
+
+// expireRequests answers job_failed to requests whose answer is overdue,
+// and forgets old answers.
+func (d *Dispatcher) expireRequests(ctx context.Context) {
+	now := time.Now()
+	type late struct {
+		k    pendingKey
+		req  string
+		conn SessionConn
+	}
+	var lates []late
+	d.mu.Lock()
+	for k, p := range d.pending {
+		if now.After(p.deadline) {
+			delete(d.pending, k)
+			if s := d.sessions[k.session]; s != nil {
+				if _, done := s.answered[k.job]; !done {
+					s.answered[k.job] = now
+					lates = append(lates, late{k, p.requestID, s.conn})
+				}
+			}
+		}
+	}
+	for _, s := range d.sessions {
+		for j, at := range s.answered {
+			if now.Sub(at) > answeredMemory {
+				delete(s.answered, j)
+			}
+		}
+	}
+	d.mu.Unlock()
+	for _, l := range lates {
+		m := Envelope{Type: TypeJobFailed, JobID: l.k.job, SessionID: l.k.session, RequestID: l.req, Error: FailTimeout + ": no answer within " + d.dc.RequestTimeout.String()}
+		l.conn.Send(ctx, m)
+		if d.hooks.Answered != nil {
+			d.hooks.Answered(m.Type)
+		}
+	}
+}

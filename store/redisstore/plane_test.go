@@ -1,0 +1,140 @@
+package redisstore
+
+import (
+	"context"
+	"testing"
+
+	"github.com/ksana-dev/ksana/scheduler"
+	"github.com/ksana-dev/ksana/store/storetest"
+	"github.com/redis/rueidis"
+)
+
+// TestPlaneConformance runs every suite of the plane's stores on the
+// standalone server and on the cluster, each store under a key prefix of
+// its own (testPrefix), the store suites in parallel.
+func TestPlaneConformance(t *testing.T) {
+	for _, srv := range testServers(t) {
+		t.Run(srv.name, func(t *testing.T) {
+			storetest.TestPlaneStores(t, planeAdapter(srv.client))
+		})
+	}
+}
+
+func planeAdapter(c rueidis.Client) storetest.PlaneAdapter {
+	must := func(t *testing.T, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return storetest.PlaneAdapter{
+		Presence: func(t *testing.T) scheduler.Presence {
+			p, err := NewPresence(c, PresenceConfig{Prefix: testPrefix(t)})
+			must(t, err)
+			return p
+		},
+		Owners: func(t *testing.T) scheduler.Owners {
+			o, err := NewOwners(c, OwnersConfig{Prefix: testPrefix(t)})
+			must(t, err)
+			return o
+		},
+		Snapshots: func(t *testing.T) storetest.SnapshotHarness {
+			prefix := testPrefix(t)
+			ns, err := NewNodeSnapshots(c, SnapshotsConfig{Prefix: prefix})
+			must(t, err)
+			return storetest.SnapshotHarness{Store: ns, Structures: redisStructures(c, NewKeys(prefix))}
+		},
+		Streams: func(t *testing.T, o storetest.StreamsOptions) storetest.StreamsHarness {
+			st, err := NewStreams(c, StreamsConfig{Prefix: testPrefix(t), MaxLen: int64(o.MaxLen), DLQMaxLen: int64(o.DLQMaxLen)})
+			must(t, err)
+			return storetest.StreamsHarness{
+				Sender: st,
+				Inbox:  func(id, group string) scheduler.Inbox { return st.Inbox(id, group) },
+				MaxLen: o.MaxLen,
+			}
+		},
+		Storm: func(t *testing.T, w scheduler.StormWindows) scheduler.StormGuard {
+			g, err := NewStorm(c, StormConfig{Prefix: testPrefix(t), Windows: w})
+			must(t, err)
+			return g
+		},
+		Jobs: func(t *testing.T, max int) scheduler.JobStore { return newJobs(t, c, JobsConfig{MaxAttempts: max}) },
+		Book: func(t *testing.T) scheduler.JobBook {
+			b, err := NewBook(c, BookConfig{Prefix: testPrefix(t)})
+			must(t, err)
+			return b
+		},
+		Due: func(t *testing.T) scheduler.DueIndex {
+			d, err := NewDue(c, DueConfig{Prefix: testPrefix(t)})
+			must(t, err)
+			return d
+		},
+		// The server's clock runs: expiry is waited for.
+		Reservations: func(t *testing.T) storetest.ReservationHarness {
+			return storetest.ReservationHarness{Store: newReservations(t, c, nil)}
+		},
+		Turns: func(t *testing.T) storetest.TurnHarness {
+			s := newTurns(t, c, TurnsConfig{})
+			return storetest.TurnHarness{Store: s, CurrentTurn: func(t *testing.T, id string) string {
+				v, err := s.hget(context.Background(), "test", s.keys.Session(id), FieldCurrentTurnID)
+				must(t, err)
+				return v
+			}}
+		},
+		Dispatcher: func(t *testing.T) storetest.DispatcherHarness {
+			cfg := storetest.DispatchTestConfig("x")
+			prefix := testPrefix(t)
+			keys := NewKeys(prefix)
+			return storetest.DispatcherHarness{
+				Stores: func() scheduler.Stores {
+					st, err := NewStores(c, cfg, StoresConfig{KeyPrefix: prefix, Group: "g"})
+					must(t, err)
+					return st
+				},
+				Poison: func(id string, f map[string]string) error {
+					fv := c.B().Xadd().Key(keys.Inbox(id)).Id("*").FieldValue()
+					for k, v := range f {
+						fv = fv.FieldValue(k, v)
+					}
+					return c.Do(context.Background(), fv.Build()).Error()
+				},
+			}
+		},
+	}
+}
+
+// redisStructures probes the raw layout: SISMEMBER nodes:all, ZSCORE
+// nodes:last_seen, EXISTS of the presence and snapshot keys.
+func redisStructures(c rueidis.Client, k Keys) func(ctx context.Context, ids []string) (map[string]storetest.NodeStructures, error) {
+	return func(ctx context.Context, ids []string) (map[string]storetest.NodeStructures, error) {
+		out := map[string]storetest.NodeStructures{}
+		for _, id := range ids {
+			rs := c.DoMulti(ctx,
+				c.B().Sismember().Key(k.NodesAll()).Member(id).Build(),
+				c.B().Zscore().Key(k.NodesLastSeen()).Member(id).Build(),
+				c.B().Exists().Key(k.NodePresence(id)).Build(),
+				c.B().Exists().Key(k.NodeSnapshot(id)).Build())
+			var n storetest.NodeStructures
+			var err error
+			if n.InAll, err = rs[0].AsBool(); err != nil {
+				return nil, err
+			}
+			if _, err = rs[1].AsFloat64(); err == nil {
+				n.InLastSeen = true
+			} else if !isNil(err) {
+				return nil, err
+			}
+			p, err := rs[2].AsInt64()
+			if err != nil {
+				return nil, err
+			}
+			sn, err := rs[3].AsInt64()
+			if err != nil {
+				return nil, err
+			}
+			n.HasPresence, n.HasSnapshot = p == 1, sn == 1
+			out[id] = n
+		}
+		return out, nil
+	}
+}

@@ -2,16 +2,21 @@ package cron
 
 import (
 	"maps"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// entry is the runner's compact record of one job: its configuration with
-// times as Unix nanoseconds, its bookkeeping, and its scheduling state. The
-// Job value is rebuilt from it on demand (Get, List, each run). Entries live
-// in fixed slabs of a [table] (no per-job allocation, no per-job object for
-// the garbage collector), so a job costs 160 bytes here plus its id, its
-// map slot, its heap item and its place in the creation order. Fields that
-// most jobs leave empty live behind x.
+// entry is the runner's compact record of one job: its schedule with
+// times as Unix nanoseconds, its bookkeeping, its scheduling state, and
+// pointers to what it shares with other jobs. The Job value is rebuilt from
+// it on demand (Get, List, each run). Entries live in fixed slabs of a
+// [table] (no per-job allocation, no per-job object for the garbage
+// collector), so a job costs 120 bytes here plus its id, its index slot,
+// its heap item and its place in the creation order. What a job calls and
+// its retry policy (cfg) and a parsed cron expression (cron) are immutable
+// values that jobs with the same ones share, as a bulk add of jobs made
+// from one template does. Fields that most jobs leave empty live behind x.
 type entry struct {
 	// The fields a fire reads and writes come first, together, so that a
 	// fire touches as few cache lines of the entry as it can.
@@ -26,25 +31,102 @@ type entry struct {
 	status   uint8
 	dirty    bool // bookkeeping waits for the recorder
 	enabled  bool
-	method   uint8
-	retries  uint16
 	pos      int32 // index in Runner.order
 	last     int64 // last_run_at (Unix ns, 0 = never)
-	timeout  int64 // ns
-	backoff  int64 // ns
 
-	id      string
-	name    string
+	id   string
+	name string
+	cfg  *jobConfig // never nil in a compiled entry
+	cron *cronSched // kind cron only
+	x    *entryExt  // misfire grace, last error, run history; nil when all are empty
+}
+
+// jobConfig is what a job calls and how it retries. It is immutable once
+// built: entries share one when their jobs have the same (see
+// [Runner.compile]), and a change of a job builds a new one.
+type jobConfig struct {
+	method  uint8
+	retries uint16
+	timeout int64 // ns
+	backoff int64 // ns
 	url     string
 	body    string
 	headers map[string]string
-	x       *entryExt // cron schedule, misfire grace, last error; nil when all are empty
+}
+
+// same reports whether c and d hold the same values (header maps equal in
+// content, and both nil or both not).
+func (c *jobConfig) same(d *jobConfig) bool {
+	return c.method == d.method && c.retries == d.retries && c.timeout == d.timeout && c.backoff == d.backoff &&
+		c.url == d.url && c.body == d.body && (c.headers == nil) == (d.headers == nil) && maps.Equal(c.headers, d.headers)
+}
+
+// cronSched is a parsed cron expression with the text it came from. It is
+// immutable but for its memo, and shared by the entries of jobs with the
+// same expression and time zone (see [cronCache]).
+type cronSched struct {
+	spec, tz string
+	s        *CronSchedule
+	// memo holds the last answer of next: jobs that share the expression
+	// and fire at the same time ask for the same next time.
+	memo atomic.Pointer[nextMemo]
+}
+
+// nextMemo says that the first run time strictly after any time in
+// [after, next) is next.
+type nextMemo struct{ after, next int64 }
+
+// next returns the first run time strictly after t (Unix ns), or 0.
+func (c *cronSched) next(t int64) int64 {
+	if m := c.memo.Load(); m != nil && m.after <= t && t < m.next {
+		return m.next
+	}
+	n := toNano(c.s.Next(time.Unix(0, t)))
+	if n > t {
+		c.memo.Store(&nextMemo{after: t, next: n})
+	}
+	return n
+}
+
+// cronCache hands out one cronSched per expression and time zone, so that
+// an expression shared by many jobs is parsed and held once. It keeps up
+// to maxCronCache of them (then starts afresh: the entries keep theirs).
+type cronCache struct {
+	mu sync.Mutex
+	m  map[cronKey]*cronSched
+}
+
+type cronKey struct{ spec, tz string }
+
+const maxCronCache = 4096
+
+func (c *cronCache) get(spec, tz string) *cronSched {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[cronKey{spec, tz}]
+}
+
+// put returns the cronSched of spec and tz, made from s unless one is
+// held already.
+func (c *cronCache) put(spec, tz string, s *CronSchedule) *cronSched {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := cronKey{spec, tz}
+	if cs, ok := c.m[k]; ok {
+		return cs
+	}
+	if c.m == nil || len(c.m) >= maxCronCache {
+		c.m = make(map[cronKey]*cronSched)
+	}
+	cs := &cronSched{spec: spec, tz: tz, s: s}
+	c.m[k] = cs
+	return cs
 }
 
 // maxInflight bounds the runs of one job queued or running at once.
 const maxInflight = 255
 
-// slabBits sets the slab size of a table: 1024 entries (160 KiB).
+// slabBits sets the slab size of a table: 1024 entries (120 KiB).
 const slabBits = 10
 
 // table holds the entries in slabs that never move, so an *entry stays
@@ -81,9 +163,6 @@ func (t *table) release(i int32) {
 }
 
 type entryExt struct {
-	cronSpec string
-	tz       string
-	cron     Schedule
 	grace    int64
 	lastErr  string
 	// hist is the run history of a runner without a store: a ring of up
@@ -180,9 +259,9 @@ func (e *entry) setLastErr(s string) {
 // setConfig copies the configuration of c (built by compile) into e,
 // keeping e's bookkeeping and scheduling state.
 func (e *entry) setConfig(c *entry) {
-	e.name, e.url, e.body, e.headers = c.name, c.url, c.body, c.headers
-	e.start, e.interval, e.jitter, e.timeout, e.backoff = c.start, c.interval, c.jitter, c.timeout, c.backoff
-	e.retries, e.method, e.kind, e.enabled = c.retries, c.method, c.kind, c.enabled
+	e.name, e.cfg, e.cron = c.name, c.cfg, c.cron
+	e.start, e.interval, e.jitter = c.start, c.interval, c.jitter
+	e.kind, e.enabled = c.kind, c.enabled
 	lastErr := e.lastErr()
 	var hist []Run
 	var histHead int
@@ -234,14 +313,10 @@ func (e *entry) sameSchedule(c *entry) bool {
 	if e.kind != c.kind || e.start != c.start || e.interval != c.interval || e.jitter != c.jitter {
 		return false
 	}
-	var es, et, cs, ct string
-	if e.x != nil {
-		es, et = e.x.cronSpec, e.x.tz
+	if e.cron == c.cron {
+		return true
 	}
-	if c.x != nil {
-		cs, ct = c.x.cronSpec, c.x.tz
-	}
-	return es == cs && et == ct
+	return e.cron != nil && c.cron != nil && e.cron.spec == c.cron.spec && e.cron.tz == c.cron.tz
 }
 
 // schedule returns the entry's Schedule value (allocates; used off the hot
@@ -253,7 +328,7 @@ func (e *entry) schedule() Schedule {
 	case kindEveryID:
 		return e.every()
 	default:
-		return e.x.cron
+		return e.cron.s
 	}
 }
 
@@ -277,7 +352,7 @@ func (e *entry) nextAfter(t int64) int64 {
 		ev := e.every()
 		return toNano(ev.Next(time.Unix(0, t)))
 	default:
-		return toNano(e.x.cron.Next(time.Unix(0, t)))
+		return e.cron.next(t)
 	}
 }
 
@@ -293,14 +368,15 @@ func (e *entry) setBookkeeping(b Bookkeeping) {
 // job rebuilds the Job. cloneHeaders copies the header map, for values that
 // leave the runner.
 func (e *entry) job(cloneHeaders bool) Job {
-	h := e.headers
+	c := e.cfg
+	h := c.headers
 	if cloneHeaders && h != nil {
 		h = maps.Clone(h)
 	}
 	j := Job{
 		ID: e.id, Name: e.name, Enabled: e.enabled, Type: JobTypeHTTP,
-		HTTP:    HTTPConfig{Method: methodNames[e.method], URL: e.url, Headers: h, Body: e.body},
-		Timeout: Duration(e.timeout), MaxRetries: int(e.retries), RetryBackoff: Duration(e.backoff),
+		HTTP:    HTTPConfig{Method: methodNames[c.method], URL: c.url, Headers: h, Body: c.body},
+		Timeout: Duration(c.timeout), MaxRetries: int(c.retries), RetryBackoff: Duration(c.backoff),
 		LastRunAt: fromNano(e.last), NextRunAt: fromNano(e.next), LastStatus: statusNames[e.status],
 	}
 	j.Schedule.Kind = kindNames[e.kind]
@@ -312,8 +388,10 @@ func (e *entry) job(cloneHeaders bool) Job {
 		j.Schedule.StartAt = fromNano(e.start)
 		j.Schedule.Jitter = Duration(e.jitter)
 	}
+	if e.cron != nil {
+		j.Schedule.Cron, j.Schedule.TZ = e.cron.spec, e.cron.tz
+	}
 	if x := e.x; x != nil {
-		j.Schedule.Cron, j.Schedule.TZ = x.cronSpec, x.tz
 		j.MisfireGrace = Duration(x.grace)
 		j.LastError = x.lastErr
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -295,7 +296,7 @@ func (d Rules) minInterval() time.Duration {
 // Host is allowed: it names the virtual host the request asks for, while
 // the connection still goes to the URL's host.
 func Prepare(j *Job, now time.Time, d Rules) (Schedule, error) {
-	c, err := prepare(j, now, d, false)
+	c, err := prepare(j, now, d, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -310,10 +311,12 @@ func Prepare(j *Job, now time.Time, d Rules) (Schedule, error) {
 
 // prepare is Prepare without building the once and every schedules (the
 // runner keeps those as plain numbers); it returns the parsed cron
-// expression of a cron job. urlKnownGood skips parsing a URL that the
-// caller has already seen pass (the runner remembers the last one, which
-// spares bulk adds of jobs calling one service a parse each).
-func prepare(j *Job, now time.Time, d Rules, urlKnownGood bool) (*CronSchedule, error) {
+// expression of a cron job. Two hints spare a bulk add of similar jobs
+// the same work for each: known is a configuration that passed before,
+// so that a URL, header map or body equal to its own is not checked
+// again, and parsed is the parse of the job's cron expression in its
+// time zone, which is not parsed again. Either may be nil.
+func prepare(j *Job, now time.Time, d Rules, known *jobConfig, parsed *CronSchedule) (*CronSchedule, error) {
 	if j.Type == "" {
 		j.Type = JobTypeHTTP
 	}
@@ -344,16 +347,20 @@ func prepare(j *Job, now time.Time, d Rules, urlKnownGood bool) (*CronSchedule, 
 	if !allowedMethods[j.HTTP.Method] {
 		return nil, invalid("http.method", "must be one of GET, POST, PUT, PATCH, DELETE, got %q", j.HTTP.Method)
 	}
-	if !urlKnownGood {
+	if known == nil || known.url != j.HTTP.URL {
 		if err := validateURL(j.HTTP.URL); err != nil {
 			return nil, err
 		}
 	}
-	if err := validateHeaders(j.HTTP.Headers); err != nil {
-		return nil, err
+	if known == nil || !maps.Equal(known.headers, j.HTTP.Headers) {
+		if err := validateHeaders(j.HTTP.Headers); err != nil {
+			return nil, err
+		}
 	}
-	if err := validateBody(j.HTTP.Body); err != nil {
-		return nil, err
+	if known == nil || known.body != j.HTTP.Body {
+		if err := validateBody(j.HTTP.Body); err != nil {
+			return nil, err
+		}
 	}
 	if j.Timeout <= 0 {
 		return nil, invalid("timeout", "must be > 0, got %s", j.Timeout)
@@ -370,7 +377,7 @@ func prepare(j *Job, now time.Time, d Rules, urlKnownGood bool) (*CronSchedule, 
 	if j.MisfireGrace < 0 {
 		return nil, invalid("misfire_grace", "must be >= 0, got %s", j.MisfireGrace)
 	}
-	c, err := j.Schedule.check()
+	c, err := j.Schedule.check(parsed)
 	if err != nil {
 		return nil, err
 	}
@@ -414,7 +421,7 @@ var allowedMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PA
 // does not look at the system fields.
 func (j *Job) Validate() error {
 	c := *j
-	_, err := prepare(&c, validateNow, Rules{MinInterval: -1}, false)
+	_, err := prepare(&c, validateNow, Rules{MinInterval: -1}, nil, nil)
 	return err
 }
 
@@ -486,8 +493,7 @@ func validateHeaders(h map[string]string) error {
 				return invalid("http.headers", "header name %q holds %q, which a header name cannot", k, k[i:i+1])
 			}
 		}
-		switch strings.ToLower(k) {
-		case "content-length", "transfer-encoding":
+		if strings.EqualFold(k, "content-length") || strings.EqualFold(k, "transfer-encoding") {
 			return invalid("http.headers", "header %q is set by the client from the body; remove it", k)
 		}
 		for i := 0; i < len(v); i++ {
@@ -535,12 +541,13 @@ func validateBody(body string) error {
 // between the years 1679 and 2261. An every schedule with no start_at is
 // valid ([Prepare] gives it one).
 func (s *ScheduleSpec) Validate() error {
-	_, err := s.check()
+	_, err := s.check(nil)
 	return err
 }
 
-// check is Validate; for a cron schedule it returns the parsed expression.
-func (s *ScheduleSpec) check() (*CronSchedule, error) {
+// check is Validate; for a cron schedule it returns the parsed expression:
+// parsed when it is not nil (the parse of s.Cron in s.TZ), else parsed here.
+func (s *ScheduleSpec) check(parsed *CronSchedule) (*CronSchedule, error) {
 	if f := s.unused(); len(f) > 0 && (s.Kind == KindOnce || s.Kind == KindEvery || s.Kind == KindCron) {
 		return nil, invalid("schedule."+f[0], "is not used by kind %s (%s takes %s)", s.Kind, s.Kind, kindFields[s.Kind])
 	}
@@ -568,6 +575,9 @@ func (s *ScheduleSpec) check() (*CronSchedule, error) {
 	case KindCron:
 		if s.Cron == "" {
 			return nil, invalid("schedule.cron", "is required for kind cron")
+		}
+		if parsed != nil {
+			return parsed, nil
 		}
 		c, err := s.parseCron()
 		if err != nil {

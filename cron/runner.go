@@ -128,7 +128,8 @@ type Runner struct {
 	// a job scheduled before it wakes the goroutine. 0 while it fires.
 	wakeAt int64
 
-	goodURL atomic.Pointer[string] // the last callback URL that passed validation
+	lastCfg atomic.Pointer[jobConfig] // the last configuration compiled (see compile)
+	crons   cronCache                 // parsed cron expressions (see compile)
 
 	wake    chan struct{} // the earliest deadline moved
 	recWake chan struct{} // dirty grew
@@ -229,37 +230,69 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	return r, nil
 }
 
-// newID returns 128 random bits as 32 hex characters.
+// newID returns 128 random bits from crypto/rand as 32 hex characters.
+// The bits are read in blocks of idBlock ids (one read of the system's
+// generator instead of one per id), each byte handed out once.
 func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return hex.EncodeToString(b[:])
+	src := idSources.Get().(*idSource)
+	if src.off == len(src.buf) {
+		_, _ = rand.Read(src.buf[:]) // never fails (crypto/rand)
+		src.off = 0
+	}
+	var out [32]byte
+	hex.Encode(out[:], src.buf[src.off:src.off+16])
+	clear(src.buf[src.off : src.off+16])
+	src.off += 16
+	idSources.Put(src)
+	return string(out[:])
 }
+
+const idBlock = 64
+
+// idSource is a block of random bytes, buf[off:] not handed out yet.
+type idSource struct {
+	buf [16 * idBlock]byte
+	off int
+}
+
+var idSources = sync.Pool{New: func() any { return &idSource{off: 16 * idBlock} }}
 
 // compile makes j ready through [prepare] (defaults from the Config,
 // every rule checked, a cron expression parsed once) and fills e with its
 // configuration. now is the start_at of an every job that has none. A
 // stored job (stored) is not held to MinInterval: it was accepted before.
+//
+// Jobs added one after another from one template share their jobConfig:
+// the last one built is kept, and a job with the same values takes it (and
+// skips the checks it passed). A cron expression is parsed once per
+// runner and shared through the cron cache.
 func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
-	last := r.goodURL.Load()
-	known := last != nil && *last == j.HTTP.URL
+	last := r.lastCfg.Load()
 	rules := Rules{Timeout: r.cfg.DefaultTimeout, RetryBackoff: r.cfg.DefaultRetryBackoff, MinInterval: r.cfg.MinInterval}
 	if stored {
 		rules.MinInterval = -1
 	}
-	c, err := prepare(j, now, rules, known)
+	var cs *cronSched
+	var parsed *CronSchedule
+	if j.Schedule.Kind == KindCron {
+		if cs = r.crons.get(j.Schedule.Cron, j.Schedule.TZ); cs != nil {
+			parsed = cs.s
+		}
+	}
+	c, err := prepare(j, now, rules, last, parsed)
 	if err != nil {
 		return err
 	}
-	if !known {
-		u := j.HTTP.URL
-		r.goodURL.Store(&u)
+	cfg := &jobConfig{
+		method: methodID(j.HTTP.Method), retries: uint16(j.MaxRetries), timeout: int64(j.Timeout), backoff: int64(j.RetryBackoff),
+		url: j.HTTP.URL, body: j.HTTP.Body, headers: j.HTTP.Headers,
 	}
-	*e = entry{
-		id: j.ID, name: j.Name, url: j.HTTP.URL, body: j.HTTP.Body, headers: j.HTTP.Headers,
-		timeout: int64(j.Timeout), backoff: int64(j.RetryBackoff), retries: uint16(j.MaxRetries),
-		method: methodID(j.HTTP.Method), enabled: j.Enabled,
+	if last != nil && last.same(cfg) {
+		cfg = last
+	} else {
+		r.lastCfg.Store(cfg)
 	}
+	*e = entry{id: j.ID, name: j.Name, cfg: cfg, enabled: j.Enabled}
 	switch j.Schedule.Kind {
 	case KindOnce:
 		e.kind, e.start = kindOnceID, toNano(j.Schedule.RunAt)
@@ -267,8 +300,10 @@ func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 		e.kind, e.start, e.interval, e.jitter = kindEveryID, toNano(j.Schedule.StartAt), int64(j.Schedule.Every), int64(j.Schedule.Jitter)
 	case KindCron:
 		e.kind = kindCronID
-		x := e.ext()
-		x.cron, x.cronSpec, x.tz = c, j.Schedule.Cron, j.Schedule.TZ
+		if cs == nil {
+			cs = r.crons.put(j.Schedule.Cron, j.Schedule.TZ, c)
+		}
+		e.cron = cs
 	}
 	if j.MisfireGrace > 0 {
 		e.ext().grace = int64(j.MisfireGrace)
@@ -687,9 +722,7 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 	}
 	j := e.job(false)
 	c := entry{kind: e.kind, start: e.start, interval: e.interval, jitter: e.jitter, id: e.id, last: e.last, status: e.status, enabled: on}
-	if e.kind == kindCronID {
-		c.x = &entryExt{cron: e.x.cron}
-	}
+	c.cron = e.cron
 	r.mu.Unlock()
 	r.reschedulePlan(&c, !on, nowNs)
 	j.Enabled, j.NextRunAt, j.LastStatus = on, fromNano(c.next), statusNames[c.status]

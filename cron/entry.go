@@ -163,8 +163,8 @@ func (t *table) release(i int32) {
 }
 
 type entryExt struct {
-	grace    int64
-	lastErr  string
+	grace   int64
+	lastErr string
 	// hist is the run history of a runner without a store: a ring of up
 	// to Config.RunLimit runs, oldest at histHead once it is full.
 	hist     []Run

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -118,11 +119,11 @@ func TestCronShared(t *testing.T) {
 	b := mustAdd(t, r, job("0 * * * *", ""))
 	c := mustAdd(t, r, job("0 * * * *", "Asia/Tokyo"))
 	d := mustAdd(t, r, job("30 * * * *", ""))
-	cronOf := func(id string) *cronSched {
+	cronOf := func(id string) *cadence {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		_, en, _ := r.lookup(id)
-		return en.cron
+		return en.cad
 	}
 	if cronOf(a.ID) != cronOf(b.ID) {
 		t.Errorf("two jobs of one expression do not share its parse")
@@ -162,7 +163,7 @@ func TestCronNextMemo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cs := &cronSched{spec: spec, s: s}
+		cs := &cronExpr{spec: spec, s: s}
 		t0 := time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 		var wg sync.WaitGroup
 		for g := range 4 {
@@ -221,4 +222,44 @@ func TestNewIDUnique(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestEveryShared checks that every jobs of one interval and jitter share
+// them, and that an update of one job's interval leaves the others alone.
+func TestEveryShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newTestRunner(t, nil, &fakeExec{}, Config{})
+		ctx := context.Background()
+		job := func(every, jitter time.Duration) Job {
+			return Job{Enabled: true, HTTP: HTTPConfig{URL: "http://a.test/x"},
+				Schedule: ScheduleSpec{Kind: KindEvery, Every: Duration(every), Jitter: Duration(jitter)}}
+		}
+		a := mustAdd(t, r, job(time.Minute, 0))
+		b := mustAdd(t, r, job(time.Minute, 0))
+		c := mustAdd(t, r, job(time.Minute, time.Second))
+		cadOf := func(id string) *cadence {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			_, en, _ := r.lookup(id)
+			return en.cad
+		}
+		if cadOf(a.ID) != cadOf(b.ID) {
+			t.Errorf("two jobs of one interval do not share it")
+		}
+		if cadOf(c.ID) == cadOf(a.ID) {
+			t.Errorf("a job with jitter shares the cadence of one without")
+		}
+		if _, err := r.Update(ctx, b.ID, func(j *Job) error { j.Schedule.Every = Duration(time.Hour); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustGet(t, r, a.ID); got.Schedule.Every != Duration(time.Minute) || !got.NextRunAt.Equal(a.NextRunAt) {
+			t.Errorf("a after an update of b: every %v next %v, want 1m, %v", got.Schedule.Every, got.NextRunAt, a.NextRunAt)
+		}
+		if got := mustGet(t, r, b.ID); got.Schedule.Every != Duration(time.Hour) || !got.NextRunAt.Equal(time.Now().Add(time.Hour)) {
+			t.Errorf("b after its update: every %v next %v, want 1h from now", got.Schedule.Every, got.NextRunAt)
+		}
+		if got := mustGet(t, r, c.ID).Schedule.Jitter; got != Duration(time.Second) {
+			t.Errorf("c's jitter = %v, want 1s", got)
+		}
+	})
 }

@@ -7,38 +7,35 @@ import (
 	"time"
 )
 
-// entry is the runner's compact record of one job: its schedule with
-// times as Unix nanoseconds, its bookkeeping, its scheduling state, and
-// pointers to what it shares with other jobs. The Job value is rebuilt from
-// it on demand (Get, List, each run). Entries live in fixed slabs of a
-// [table] (no per-job allocation, no per-job object for the garbage
-// collector), so a job costs 120 bytes here plus its id, its index slot,
-// its heap item and its place in the creation order. What a job calls and
-// its retry policy (cfg) and a parsed cron expression (cron) are immutable
-// values that jobs with the same ones share, as a bulk add of jobs made
-// from one template does. Fields that most jobs leave empty live behind x.
+// entry is the runner's compact record of one job: its times as Unix
+// nanoseconds, its bookkeeping, its scheduling state, and pointers to what
+// it shares with other jobs. The Job value is rebuilt from it on demand
+// (Get, List, each run). Entries live in fixed slabs of a [table] (no
+// per-job allocation, no per-job object for the garbage collector), so a
+// job costs 104 bytes here plus its id, its index slot, its heap item and
+// its place in the creation order. What a job calls and how it retries
+// (cfg) and how often it runs (cad) are immutable values that jobs with the
+// same ones share, as the jobs of a bulk add made from one template do.
+// Fields that most jobs leave empty live behind x.
 type entry struct {
 	// The fields a fire reads and writes come first, together, so that a
 	// fire touches as few cache lines of the entry as it can.
 	queuedAt int64  // at of the entry's live heap item, 0 = not in the heap
 	next     int64  // next_run_at (Unix ns, 0 = none)
 	start    int64  // once: run_at; every: start_at (Unix ns)
-	interval int64  // every: interval (ns)
-	jitter   int64  // every: jitter (ns)
 	gen      uint32 // bumped each time the slot is freed
 	inflight uint8  // runs queued or executing
 	kind     uint8
 	status   uint8
 	dirty    bool // bookkeeping waits for the recorder
 	enabled  bool
-	pos      int32 // index in Runner.order
-	last     int64 // last_run_at (Unix ns, 0 = never)
-
-	id   string
-	name string
-	cfg  *jobConfig // never nil in a compiled entry
-	cron *cronSched // kind cron only
-	x    *entryExt  // misfire grace, last error, run history; nil when all are empty
+	pos      int32    // index in Runner.order
+	cad      *cadence // every and cron; nil for once
+	last     int64    // last_run_at (Unix ns, 0 = never)
+	id       string
+	name     string
+	cfg      *jobConfig // never nil in a compiled entry
+	x        *entryExt  // misfire grace, last error, run history; nil when all are empty
 }
 
 // jobConfig is what a job calls and how it retries. It is immutable once
@@ -61,10 +58,17 @@ func (c *jobConfig) same(d *jobConfig) bool {
 		c.url == d.url && c.body == d.body && (c.headers == nil) == (d.headers == nil) && maps.Equal(c.headers, d.headers)
 }
 
-// cronSched is a parsed cron expression with the text it came from. It is
-// immutable but for its memo, and shared by the entries of jobs with the
-// same expression and time zone (see [cronCache]).
-type cronSched struct {
+// cadence is how often a job runs: the interval and jitter of an every
+// schedule, or a cron expression. It is immutable, and shared by the
+// entries of jobs with the same one (see [cadences]).
+type cadence struct {
+	interval int64     // every: ns
+	jitter   int64     // every: ns
+	cron     *cronExpr // cron
+}
+
+// cronExpr is a parsed cron expression with its text and zone.
+type cronExpr struct {
 	spec, tz string
 	s        *CronSchedule
 	// memo holds the last answer of next: jobs that share the expression
@@ -77,7 +81,7 @@ type cronSched struct {
 type nextMemo struct{ after, next int64 }
 
 // next returns the first run time strictly after t (Unix ns), or 0.
-func (c *cronSched) next(t int64) int64 {
+func (c *cronExpr) next(t int64) int64 {
 	if m := c.memo.Load(); m != nil && m.after <= t && t < m.next {
 		return m.next
 	}
@@ -88,45 +92,69 @@ func (c *cronSched) next(t int64) int64 {
 	return n
 }
 
-// cronCache hands out one cronSched per expression and time zone, so that
-// an expression shared by many jobs is parsed and held once. It keeps up
-// to maxCronCache of them (then starts afresh: the entries keep theirs).
-type cronCache struct {
-	mu sync.Mutex
-	m  map[cronKey]*cronSched
+// cadences hands out one cadence per interval and jitter, or per
+// expression and zone, so that a cadence that many jobs have is held (and
+// a cron expression parsed) once. It keeps up to maxCadences of them, then
+// starts afresh (the entries keep theirs).
+type cadences struct {
+	last atomic.Pointer[cadence] // the last one handed out
+	mu   sync.Mutex
+	m    map[cadenceKey]*cadence
 }
 
-type cronKey struct{ spec, tz string }
-
-const maxCronCache = 4096
-
-func (c *cronCache) get(spec, tz string) *cronSched {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[cronKey{spec, tz}]
+type cadenceKey struct {
+	interval, jitter int64
+	spec, tz         string
 }
 
-// put returns the cronSched of spec and tz, made from s unless one is
-// held already.
-func (c *cronCache) put(spec, tz string, s *CronSchedule) *cronSched {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k := cronKey{spec, tz}
-	if cs, ok := c.m[k]; ok {
-		return cs
+const maxCadences = 4096
+
+// get returns the cadence of k, or nil.
+func (cs *cadences) get(k cadenceKey) *cadence {
+	if c := cs.last.Load(); c != nil && c.key() == k {
+		return c
 	}
-	if c.m == nil || len(c.m) >= maxCronCache {
-		c.m = make(map[cronKey]*cronSched)
+	cs.mu.Lock()
+	c := cs.m[k]
+	cs.mu.Unlock()
+	if c != nil {
+		cs.last.Store(c)
 	}
-	cs := &cronSched{spec: spec, tz: tz, s: s}
-	c.m[k] = cs
-	return cs
+	return c
+}
+
+// put returns the cadence of k, made with the parse cron (for a cron
+// expression) unless one is held already.
+func (cs *cadences) put(k cadenceKey, cron *CronSchedule) *cadence {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	c, ok := cs.m[k]
+	if !ok {
+		if cs.m == nil || len(cs.m) >= maxCadences {
+			cs.m = make(map[cadenceKey]*cadence)
+		}
+		c = &cadence{interval: k.interval, jitter: k.jitter}
+		if cron != nil {
+			c.cron = &cronExpr{spec: k.spec, tz: k.tz, s: cron}
+		}
+		cs.m[k] = c
+	}
+	cs.last.Store(c)
+	return c
+}
+
+func (c *cadence) key() cadenceKey {
+	k := cadenceKey{interval: c.interval, jitter: c.jitter}
+	if c.cron != nil {
+		k.spec, k.tz = c.cron.spec, c.cron.tz
+	}
+	return k
 }
 
 // maxInflight bounds the runs of one job queued or running at once.
 const maxInflight = 255
 
-// slabBits sets the slab size of a table: 1024 entries (120 KiB).
+// slabBits sets the slab size of a table: 1024 entries (104 KiB).
 const slabBits = 10
 
 // table holds the entries in slabs that never move, so an *entry stays
@@ -259,8 +287,8 @@ func (e *entry) setLastErr(s string) {
 // setConfig copies the configuration of c (built by compile) into e,
 // keeping e's bookkeeping and scheduling state.
 func (e *entry) setConfig(c *entry) {
-	e.name, e.cfg, e.cron = c.name, c.cfg, c.cron
-	e.start, e.interval, e.jitter = c.start, c.interval, c.jitter
+	e.name, e.cfg, e.cad = c.name, c.cfg, c.cad
+	e.start = c.start
 	e.kind, e.enabled = c.kind, c.enabled
 	lastErr := e.lastErr()
 	var hist []Run
@@ -310,13 +338,10 @@ func (e *entry) runs(limit int) []Run {
 
 // sameSchedule reports whether e and c run at the same times.
 func (e *entry) sameSchedule(c *entry) bool {
-	if e.kind != c.kind || e.start != c.start || e.interval != c.interval || e.jitter != c.jitter {
+	if e.kind != c.kind || e.start != c.start {
 		return false
 	}
-	if e.cron == c.cron {
-		return true
-	}
-	return e.cron != nil && c.cron != nil && e.cron.spec == c.cron.spec && e.cron.tz == c.cron.tz
+	return e.cad == c.cad || e.cad != nil && c.cad != nil && e.cad.key() == c.cad.key()
 }
 
 // schedule returns the entry's Schedule value (allocates; used off the hot
@@ -328,13 +353,13 @@ func (e *entry) schedule() Schedule {
 	case kindEveryID:
 		return e.every()
 	default:
-		return e.cron.s
+		return e.cad.cron.s
 	}
 }
 
 func (e *entry) every() Every {
-	ev := Every{Interval: time.Duration(e.interval), Start: fromNano(e.start), Jitter: time.Duration(e.jitter)}
-	if e.jitter > 0 {
+	ev := Every{Interval: time.Duration(e.cad.interval), Start: fromNano(e.start), Jitter: time.Duration(e.cad.jitter)}
+	if ev.Jitter > 0 {
 		ev.Seed = SeedFor(e.id)
 	}
 	return ev
@@ -352,7 +377,7 @@ func (e *entry) nextAfter(t int64) int64 {
 		ev := e.every()
 		return toNano(ev.Next(time.Unix(0, t)))
 	default:
-		return e.cron.next(t)
+		return e.cad.cron.next(t)
 	}
 }
 
@@ -384,12 +409,11 @@ func (e *entry) job(cloneHeaders bool) Job {
 	case kindOnceID:
 		j.Schedule.RunAt = fromNano(e.start)
 	case kindEveryID:
-		j.Schedule.Every = Duration(e.interval)
+		j.Schedule.Every = Duration(e.cad.interval)
 		j.Schedule.StartAt = fromNano(e.start)
-		j.Schedule.Jitter = Duration(e.jitter)
-	}
-	if e.cron != nil {
-		j.Schedule.Cron, j.Schedule.TZ = e.cron.spec, e.cron.tz
+		j.Schedule.Jitter = Duration(e.cad.jitter)
+	case kindCronID:
+		j.Schedule.Cron, j.Schedule.TZ = e.cad.cron.spec, e.cad.cron.tz
 	}
 	if x := e.x; x != nil {
 		j.MisfireGrace = Duration(x.grace)

@@ -129,7 +129,7 @@ type Runner struct {
 	wakeAt int64
 
 	lastCfg atomic.Pointer[jobConfig] // the last configuration compiled (see compile)
-	crons   cronCache                 // parsed cron expressions (see compile)
+	cads    cadences                  // every intervals and cron expressions (see compile)
 
 	wake    chan struct{} // the earliest deadline moved
 	recWake chan struct{} // dirty grew
@@ -265,18 +265,18 @@ var idSources = sync.Pool{New: func() any { return &idSource{off: 16 * idBlock} 
 // Jobs added one after another from one template share their jobConfig:
 // the last one built is kept, and a job with the same values takes it (and
 // skips the checks it passed). A cron expression is parsed once per
-// runner and shared through the cron cache.
+// runner and shared, as is an every interval and jitter (see cadences).
 func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	last := r.lastCfg.Load()
 	rules := Rules{Timeout: r.cfg.DefaultTimeout, RetryBackoff: r.cfg.DefaultRetryBackoff, MinInterval: r.cfg.MinInterval}
 	if stored {
 		rules.MinInterval = -1
 	}
-	var cs *cronSched
+	var cad *cadence
 	var parsed *CronSchedule
 	if j.Schedule.Kind == KindCron {
-		if cs = r.crons.get(j.Schedule.Cron, j.Schedule.TZ); cs != nil {
-			parsed = cs.s
+		if cad = r.cads.get(cadenceKey{spec: j.Schedule.Cron, tz: j.Schedule.TZ}); cad != nil {
+			parsed = cad.cron.s
 		}
 	}
 	c, err := prepare(j, now, rules, last, parsed)
@@ -297,13 +297,17 @@ func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	case KindOnce:
 		e.kind, e.start = kindOnceID, toNano(j.Schedule.RunAt)
 	case KindEvery:
-		e.kind, e.start, e.interval, e.jitter = kindEveryID, toNano(j.Schedule.StartAt), int64(j.Schedule.Every), int64(j.Schedule.Jitter)
+		e.kind, e.start = kindEveryID, toNano(j.Schedule.StartAt)
+		k := cadenceKey{interval: int64(j.Schedule.Every), jitter: int64(j.Schedule.Jitter)}
+		if e.cad = r.cads.get(k); e.cad == nil {
+			e.cad = r.cads.put(k, nil)
+		}
 	case KindCron:
 		e.kind = kindCronID
-		if cs == nil {
-			cs = r.crons.put(j.Schedule.Cron, j.Schedule.TZ, c)
+		if cad == nil {
+			cad = r.cads.put(cadenceKey{spec: j.Schedule.Cron, tz: j.Schedule.TZ}, c)
 		}
-		e.cron = cs
+		e.cad = cad
 	}
 	if j.MisfireGrace > 0 {
 		e.ext().grace = int64(j.MisfireGrace)
@@ -351,9 +355,9 @@ func (r *Runner) Load(ctx context.Context) error {
 			r.log.Warn("cron: skipping invalid job", "job_id", j.ID, "name", j.Name, "error", err)
 			continue
 		}
-		if min := (Rules{MinInterval: r.cfg.MinInterval}).minInterval(); c.kind == kindEveryID && time.Duration(c.interval) < min {
+		if min := (Rules{MinInterval: r.cfg.MinInterval}).minInterval(); c.kind == kindEveryID && time.Duration(c.cad.interval) < min {
 			r.log.Warn("cron: stored job runs more often than MinInterval allows new jobs to", "job_id", j.ID, "name", j.Name,
-				"every", time.Duration(c.interval), "min_interval", min)
+				"every", time.Duration(c.cad.interval), "min_interval", min)
 		}
 		if j.ID == "" {
 			r.log.Warn("cron: skipping job without id", "name", j.Name)
@@ -721,8 +725,7 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 		return j, nil
 	}
 	j := e.job(false)
-	c := entry{kind: e.kind, start: e.start, interval: e.interval, jitter: e.jitter, id: e.id, last: e.last, status: e.status, enabled: on}
-	c.cron = e.cron
+	c := entry{kind: e.kind, start: e.start, cad: e.cad, id: e.id, last: e.last, status: e.status, enabled: on}
 	r.mu.Unlock()
 	r.reschedulePlan(&c, !on, nowNs)
 	j.Enabled, j.NextRunAt, j.LastStatus = on, fromNano(c.next), statusNames[c.status]

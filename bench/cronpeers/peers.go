@@ -20,7 +20,9 @@
 //     starts, as each library's documentation shows), and Ready: add plus
 //     start, until the scheduler is running. robfig computes each job's
 //     first run time when it starts, not when the job is added, so its
-//     add time leaves that work to Ready.
+//     add time leaves that work to Ready. AddCPU is the processor time of
+//     the process during the adds, garbage collection included: on a
+//     machine shared with other work it varies less than the wall clock.
 //   - Bytes per job: the live heap (runtime.MemStats.HeapAlloc after two
 //     collections) once the scheduler runs, less the same figure before
 //     the scheduler was made, over n. The expressions' strings and the
@@ -40,6 +42,7 @@ import (
 	"runtime"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
@@ -80,8 +83,11 @@ func (p *Params) fill() {
 type Result struct {
 	Lib  string
 	Jobs int
-	// Add is the time of the n add calls; Ready adds the start.
-	Add, Ready time.Duration
+	// Add is the time of the n add calls; Ready adds the start. AddCPU
+	// is the processor time the process spent during the adds (the
+	// garbage collector's included), which other processes on the
+	// machine disturb less than the wall-clock time.
+	Add, Ready, AddCPU time.Duration
 	// BytesPerJob is the live heap the scheduler holds, per job.
 	BytesPerJob float64
 	// P50, P99 and Max are the firing lags of the Fired runs sampled.
@@ -165,6 +171,7 @@ func Measure(lib string, n int, p Params) (Result, error) {
 	}()
 
 	before := liveHeap()
+	cpu := cpuTime()
 	began := time.Now()
 	for i := range n {
 		off := i / p.Rate
@@ -173,6 +180,7 @@ func Measure(lib string, n int, p Params) (Result, error) {
 		}
 	}
 	res.Add = time.Since(began)
+	res.AddCPU = cpuTime() - cpu
 	if err := sch.start(); err != nil {
 		return res, err
 	}
@@ -214,6 +222,16 @@ func Measure(lib string, n int, p Params) (Result, error) {
 		res.Max = time.Duration(lags[len(lags)-1])
 	}
 	return res, nil
+}
+
+// cpuTime returns the processor time (user and system) the process has
+// used.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // liveHeap returns the bytes of live heap after two collections.

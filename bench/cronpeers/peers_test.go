@@ -12,8 +12,8 @@ var libsFlag = flag.String("libs", strings.Join(Libs, ","), "comma-separated sch
 // BenchmarkPeers runs the workload (see the package documentation) at 10k,
 // 100k and 1M jobs, each library in turn within one op, and reports each
 // library's figures (suffix -lib) and ksana's ratios against robfig's in
-// the same op: add-ratio, ready-ratio and bytes-ratio (the goal at 1M is
-// at most 1 for each). An op takes from about 20 s (10k) to minutes (1M):
+// the same op: add-ratio, add-cpu-ratio, ready-ratio and bytes-ratio (the
+// goal at 1M is at most 1 for each). An op takes from about 20 s (10k) to minutes (1M):
 // run it with -benchtime=1x.
 func BenchmarkPeers(b *testing.B) {
 	libs := strings.Split(*libsFlag, ",")
@@ -29,6 +29,7 @@ func BenchmarkPeers(b *testing.B) {
 					got[lib] = res
 					b.ReportMetric(res.Add.Seconds(), "add-s-"+lib)
 					b.ReportMetric(res.Ready.Seconds(), "ready-s-"+lib)
+					b.ReportMetric(res.AddCPU.Seconds(), "add-cpu-s-"+lib)
 					b.ReportMetric(res.BytesPerJob, "bytes/job-"+lib)
 					b.ReportMetric(ms(res.P50), "p50-lag-ms-"+lib)
 					b.ReportMetric(ms(res.P99), "p99-lag-ms-"+lib)
@@ -45,6 +46,7 @@ func BenchmarkPeers(b *testing.B) {
 					if k, ok := got[lib]; ok {
 						b.ReportMetric(k.Add.Seconds()/base.Add.Seconds(), "add-ratio-"+lib+"/robfig")
 						b.ReportMetric(k.Ready.Seconds()/base.Ready.Seconds(), "ready-ratio-"+lib+"/robfig")
+						b.ReportMetric(k.AddCPU.Seconds()/base.AddCPU.Seconds(), "add-cpu-ratio-"+lib+"/robfig")
 						b.ReportMetric(k.BytesPerJob/base.BytesPerJob, "bytes-ratio-"+lib+"/robfig")
 					}
 				}

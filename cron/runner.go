@@ -477,8 +477,12 @@ func (r *Runner) unlink(idx int32, e *entry) {
 // A once job whose run_at lies in the past by more than MisfireTolerance is
 // stored as missed (or run at once within its misfire_grace).
 //
-// The runner keeps j.HTTP.Headers as given (it never modifies the map);
-// the caller must not modify it afterwards either.
+// The runner keeps j.HTTP.Headers as given, or an equal map it was given
+// before (it never modifies the map); the caller must not modify it
+// afterwards either. Jobs made from one template (the same URL, headers,
+// body, timeouts and retries; the same interval or cron expression) share
+// those values in memory, and the checks they passed are not made again,
+// so adding many such jobs is cheap.
 func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	now := r.now()
 	var c entry

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -313,8 +312,7 @@ func Prepare(j *Job, now time.Time, d Rules) (Schedule, error) {
 // runner keeps those as plain numbers); it returns the parsed cron
 // expression of a cron job. Two hints spare a bulk add of similar jobs
 // the same work for each: known is a configuration that passed before,
-// so that a URL, header map or body equal to its own is not checked
-// again, and parsed is the parse of the job's cron expression in its
+// so that a URL or body equal to its own is not checked again, and parsed is the parse of the job's cron expression in its
 // time zone, which is not parsed again. Either may be nil.
 func prepare(j *Job, now time.Time, d Rules, known *jobConfig, parsed *CronSchedule) (*CronSchedule, error) {
 	if j.Type == "" {
@@ -352,10 +350,9 @@ func prepare(j *Job, now time.Time, d Rules, known *jobConfig, parsed *CronSched
 			return nil, err
 		}
 	}
-	if known == nil || !maps.Equal(known.headers, j.HTTP.Headers) {
-		if err := validateHeaders(j.HTTP.Headers); err != nil {
-			return nil, err
-		}
+	// Headers are always checked: a map, unlike a string, can change.
+	if err := validateHeaders(j.HTTP.Headers); err != nil {
+		return nil, err
 	}
 	if known == nil || known.body != j.HTTP.Body {
 		if err := validateBody(j.HTTP.Body); err != nil {

@@ -481,8 +481,8 @@ func (r *Runner) unlink(idx int32, e *entry) {
 // before (it never modifies the map); the caller must not modify it
 // afterwards either. Jobs made from one template (the same URL, headers,
 // body, timeouts and retries; the same interval or cron expression) share
-// those values in memory, and the checks they passed are not made again,
-// so adding many such jobs is cheap.
+// those values in memory, and a URL, body or cron expression that passed
+// is not parsed again, so adding many such jobs is cheap.
 func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	now := r.now()
 	var c entry

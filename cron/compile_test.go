@@ -224,8 +224,8 @@ func TestNewIDUnique(t *testing.T) {
 	wg.Wait()
 }
 
-// TestEveryShared checks that every jobs of one interval and jitter share
-// them, and that an update of one job's interval leaves the others alone.
+// TestEveryShared checks that every jobs of one jitter share it, and that
+// an update of one job's interval or jitter leaves the others alone.
 func TestEveryShared(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newTestRunner(t, nil, &fakeExec{}, Config{})
@@ -234,32 +234,42 @@ func TestEveryShared(t *testing.T) {
 			return Job{Enabled: true, HTTP: HTTPConfig{URL: "http://a.test/x"},
 				Schedule: ScheduleSpec{Kind: KindEvery, Every: Duration(every), Jitter: Duration(jitter)}}
 		}
-		a := mustAdd(t, r, job(time.Minute, 0))
-		b := mustAdd(t, r, job(time.Minute, 0))
-		c := mustAdd(t, r, job(time.Minute, time.Second))
+		a := mustAdd(t, r, job(time.Minute, time.Second))
+		b := mustAdd(t, r, job(time.Minute, time.Second))
+		c := mustAdd(t, r, job(time.Hour, time.Second))
+		d := mustAdd(t, r, job(time.Minute, 0))
 		cadOf := func(id string) *cadence {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			_, en, _ := r.lookup(id)
 			return en.cad
 		}
-		if cadOf(a.ID) != cadOf(b.ID) {
-			t.Errorf("two jobs of one interval do not share it")
+		if cadOf(a.ID) == nil || cadOf(a.ID) != cadOf(b.ID) || cadOf(a.ID) != cadOf(c.ID) {
+			t.Errorf("jobs of one jitter do not share it")
 		}
-		if cadOf(c.ID) == cadOf(a.ID) {
-			t.Errorf("a job with jitter shares the cadence of one without")
+		if cadOf(d.ID) != nil {
+			t.Errorf("a job without jitter has a cadence")
 		}
-		if _, err := r.Update(ctx, b.ID, func(j *Job) error { j.Schedule.Every = Duration(time.Hour); return nil }); err != nil {
+		if _, err := r.Update(ctx, b.ID, func(j *Job) error {
+			j.Schedule.Every, j.Schedule.Jitter = Duration(time.Hour), Duration(2*time.Second)
+			return nil
+		}); err != nil {
 			t.Fatal(err)
 		}
-		if got := mustGet(t, r, a.ID); got.Schedule.Every != Duration(time.Minute) || !got.NextRunAt.Equal(a.NextRunAt) {
-			t.Errorf("a after an update of b: every %v next %v, want 1m, %v", got.Schedule.Every, got.NextRunAt, a.NextRunAt)
+		if got := mustGet(t, r, a.ID); got.Schedule.Every != Duration(time.Minute) || got.Schedule.Jitter != Duration(time.Second) || !got.NextRunAt.Equal(a.NextRunAt) {
+			t.Errorf("a after an update of b: every %v jitter %v next %v, want 1m, 1s, %v", got.Schedule.Every, got.Schedule.Jitter, got.NextRunAt, a.NextRunAt)
 		}
-		if got := mustGet(t, r, b.ID); got.Schedule.Every != Duration(time.Hour) || !got.NextRunAt.Equal(time.Now().Add(time.Hour)) {
-			t.Errorf("b after its update: every %v next %v, want 1h from now", got.Schedule.Every, got.NextRunAt)
+		got := mustGet(t, r, b.ID)
+		if got.Schedule.Every != Duration(time.Hour) || got.Schedule.Jitter != Duration(2*time.Second) {
+			t.Errorf("b after its update: every %v jitter %v, want 1h, 2s", got.Schedule.Every, got.Schedule.Jitter)
 		}
-		if got := mustGet(t, r, c.ID).Schedule.Jitter; got != Duration(time.Second) {
-			t.Errorf("c's jitter = %v, want 1s", got)
+		// start_at is now: slot 0 is now, and its jitter puts the run
+		// after it, within the new 2s.
+		if off := got.NextRunAt.Sub(time.Now()); off <= 0 || off >= 2*time.Second {
+			t.Errorf("b's next run is %v from now, want within (0, 2s)", off)
+		}
+		if got := mustGet(t, r, c.ID); got.Schedule.Every != Duration(time.Hour) || got.Schedule.Jitter != Duration(time.Second) {
+			t.Errorf("c: every %v jitter %v, want 1h, 1s", got.Schedule.Every, got.Schedule.Jitter)
 		}
 	})
 }

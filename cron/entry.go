@@ -12,17 +12,20 @@ import (
 // it shares with other jobs. The Job value is rebuilt from it on demand
 // (Get, List, each run). Entries live in fixed slabs of a [table] (no
 // per-job allocation, no per-job object for the garbage collector), so a
-// job costs 104 bytes here plus its id, its index slot, its heap item and
+// job costs 112 bytes here plus its id, its index slot, its heap item and
 // its place in the creation order. What a job calls and how it retries
-// (cfg) and how often it runs (cad) are immutable values that jobs with the
-// same ones share, as the jobs of a bulk add made from one template do.
-// Fields that most jobs leave empty live behind x.
+// (cfg), a cron expression and an every schedule's jitter (cad) are
+// immutable values that jobs with the same ones share, as the jobs of a
+// bulk add made from one template do; an every interval stays in the
+// entry, so that the fire of a plain every job reads nothing else. Fields
+// that most jobs leave empty live behind x.
 type entry struct {
 	// The fields a fire reads and writes come first, together, so that a
 	// fire touches as few cache lines of the entry as it can.
 	queuedAt int64  // at of the entry's live heap item, 0 = not in the heap
 	next     int64  // next_run_at (Unix ns, 0 = none)
 	start    int64  // once: run_at; every: start_at (Unix ns)
+	interval int64  // every: interval (ns)
 	gen      uint32 // bumped each time the slot is freed
 	inflight uint8  // runs queued or executing
 	kind     uint8
@@ -30,7 +33,7 @@ type entry struct {
 	dirty    bool // bookkeeping waits for the recorder
 	enabled  bool
 	pos      int32    // index in Runner.order
-	cad      *cadence // every and cron; nil for once
+	cad      *cadence // cron, and every with jitter; else nil
 	last     int64    // last_run_at (Unix ns, 0 = never)
 	id       string
 	name     string
@@ -58,13 +61,12 @@ func (c *jobConfig) same(d *jobConfig) bool {
 		c.url == d.url && c.body == d.body && (c.headers == nil) == (d.headers == nil) && maps.Equal(c.headers, d.headers)
 }
 
-// cadence is how often a job runs: the interval and jitter of an every
-// schedule, or a cron expression. It is immutable, and shared by the
-// entries of jobs with the same one (see [cadences]).
+// cadence is the part of a job's schedule that jobs share: the jitter of
+// an every schedule, or a cron expression. It is immutable, and shared by
+// the entries of jobs with the same one (see [cadences]).
 type cadence struct {
-	interval int64     // every: ns
-	jitter   int64     // every: ns
-	cron     *cronExpr // cron
+	jitter int64     // every: ns
+	cron   *cronExpr // cron
 }
 
 // cronExpr is a parsed cron expression with its text and zone.
@@ -92,8 +94,7 @@ func (c *cronExpr) next(t int64) int64 {
 	return n
 }
 
-// cadences hands out one cadence per interval and jitter, or per
-// expression and zone, so that a cadence that many jobs have is held (and
+// cadences hands out one cadence per jitter, or per expression and zone, so that a cadence that many jobs have is held (and
 // a cron expression parsed) once. It keeps up to maxCadences of them, then
 // starts afresh (the entries keep theirs).
 type cadences struct {
@@ -103,8 +104,8 @@ type cadences struct {
 }
 
 type cadenceKey struct {
-	interval, jitter int64
-	spec, tz         string
+	jitter   int64
+	spec, tz string
 }
 
 const maxCadences = 4096
@@ -133,7 +134,7 @@ func (cs *cadences) put(k cadenceKey, cron *CronSchedule) *cadence {
 		if cs.m == nil || len(cs.m) >= maxCadences {
 			cs.m = make(map[cadenceKey]*cadence)
 		}
-		c = &cadence{interval: k.interval, jitter: k.jitter}
+		c = &cadence{jitter: k.jitter}
 		if cron != nil {
 			c.cron = &cronExpr{spec: k.spec, tz: k.tz, s: cron}
 		}
@@ -144,7 +145,7 @@ func (cs *cadences) put(k cadenceKey, cron *CronSchedule) *cadence {
 }
 
 func (c *cadence) key() cadenceKey {
-	k := cadenceKey{interval: c.interval, jitter: c.jitter}
+	k := cadenceKey{jitter: c.jitter}
 	if c.cron != nil {
 		k.spec, k.tz = c.cron.spec, c.cron.tz
 	}
@@ -154,7 +155,7 @@ func (c *cadence) key() cadenceKey {
 // maxInflight bounds the runs of one job queued or running at once.
 const maxInflight = 255
 
-// slabBits sets the slab size of a table: 1024 entries (104 KiB).
+// slabBits sets the slab size of a table: 1024 entries (112 KiB).
 const slabBits = 10
 
 // table holds the entries in slabs that never move, so an *entry stays
@@ -288,7 +289,7 @@ func (e *entry) setLastErr(s string) {
 // keeping e's bookkeeping and scheduling state.
 func (e *entry) setConfig(c *entry) {
 	e.name, e.cfg, e.cad = c.name, c.cfg, c.cad
-	e.start = c.start
+	e.start, e.interval = c.start, c.interval
 	e.kind, e.enabled = c.kind, c.enabled
 	lastErr := e.lastErr()
 	var hist []Run
@@ -338,7 +339,7 @@ func (e *entry) runs(limit int) []Run {
 
 // sameSchedule reports whether e and c run at the same times.
 func (e *entry) sameSchedule(c *entry) bool {
-	if e.kind != c.kind || e.start != c.start {
+	if e.kind != c.kind || e.start != c.start || e.interval != c.interval {
 		return false
 	}
 	return e.cad == c.cad || e.cad != nil && c.cad != nil && e.cad.key() == c.cad.key()
@@ -358,8 +359,9 @@ func (e *entry) schedule() Schedule {
 }
 
 func (e *entry) every() Every {
-	ev := Every{Interval: time.Duration(e.cad.interval), Start: fromNano(e.start), Jitter: time.Duration(e.cad.jitter)}
-	if ev.Jitter > 0 {
+	ev := Every{Interval: time.Duration(e.interval), Start: fromNano(e.start)}
+	if e.cad != nil && e.cad.jitter > 0 {
+		ev.Jitter = time.Duration(e.cad.jitter)
 		ev.Seed = SeedFor(e.id)
 	}
 	return ev
@@ -409,9 +411,11 @@ func (e *entry) job(cloneHeaders bool) Job {
 	case kindOnceID:
 		j.Schedule.RunAt = fromNano(e.start)
 	case kindEveryID:
-		j.Schedule.Every = Duration(e.cad.interval)
+		j.Schedule.Every = Duration(e.interval)
 		j.Schedule.StartAt = fromNano(e.start)
-		j.Schedule.Jitter = Duration(e.cad.jitter)
+		if e.cad != nil {
+			j.Schedule.Jitter = Duration(e.cad.jitter)
+		}
 	case kindCronID:
 		j.Schedule.Cron, j.Schedule.TZ = e.cad.cron.spec, e.cad.cron.tz
 	}

@@ -129,7 +129,7 @@ type Runner struct {
 	wakeAt int64
 
 	lastCfg atomic.Pointer[jobConfig] // the last configuration compiled (see compile)
-	cads    cadences                  // every intervals and cron expressions (see compile)
+	cads    cadences                  // jitters and cron expressions (see compile)
 
 	wake    chan struct{} // the earliest deadline moved
 	recWake chan struct{} // dirty grew
@@ -265,7 +265,7 @@ var idSources = sync.Pool{New: func() any { return &idSource{off: 16 * idBlock} 
 // Jobs added one after another from one template share their jobConfig:
 // the last one built is kept, and a job with the same values takes it (and
 // skips the checks it passed). A cron expression is parsed once per
-// runner and shared, as is an every interval and jitter (see cadences).
+// runner and shared, as is an every schedule's jitter (see cadences).
 func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	last := r.lastCfg.Load()
 	rules := Rules{Timeout: r.cfg.DefaultTimeout, RetryBackoff: r.cfg.DefaultRetryBackoff, MinInterval: r.cfg.MinInterval}
@@ -297,10 +297,12 @@ func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	case KindOnce:
 		e.kind, e.start = kindOnceID, toNano(j.Schedule.RunAt)
 	case KindEvery:
-		e.kind, e.start = kindEveryID, toNano(j.Schedule.StartAt)
-		k := cadenceKey{interval: int64(j.Schedule.Every), jitter: int64(j.Schedule.Jitter)}
-		if e.cad = r.cads.get(k); e.cad == nil {
-			e.cad = r.cads.put(k, nil)
+		e.kind, e.start, e.interval = kindEveryID, toNano(j.Schedule.StartAt), int64(j.Schedule.Every)
+		if j.Schedule.Jitter > 0 {
+			k := cadenceKey{jitter: int64(j.Schedule.Jitter)}
+			if e.cad = r.cads.get(k); e.cad == nil {
+				e.cad = r.cads.put(k, nil)
+			}
 		}
 	case KindCron:
 		e.kind = kindCronID
@@ -355,9 +357,9 @@ func (r *Runner) Load(ctx context.Context) error {
 			r.log.Warn("cron: skipping invalid job", "job_id", j.ID, "name", j.Name, "error", err)
 			continue
 		}
-		if min := (Rules{MinInterval: r.cfg.MinInterval}).minInterval(); c.kind == kindEveryID && time.Duration(c.cad.interval) < min {
+		if min := (Rules{MinInterval: r.cfg.MinInterval}).minInterval(); c.kind == kindEveryID && time.Duration(c.interval) < min {
 			r.log.Warn("cron: stored job runs more often than MinInterval allows new jobs to", "job_id", j.ID, "name", j.Name,
-				"every", time.Duration(c.cad.interval), "min_interval", min)
+				"every", time.Duration(c.interval), "min_interval", min)
 		}
 		if j.ID == "" {
 			r.log.Warn("cron: skipping job without id", "name", j.Name)
@@ -729,7 +731,7 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 		return j, nil
 	}
 	j := e.job(false)
-	c := entry{kind: e.kind, start: e.start, cad: e.cad, id: e.id, last: e.last, status: e.status, enabled: on}
+	c := entry{kind: e.kind, start: e.start, interval: e.interval, cad: e.cad, id: e.id, last: e.last, status: e.status, enabled: on}
 	r.mu.Unlock()
 	r.reschedulePlan(&c, !on, nowNs)
 	j.Enabled, j.NextRunAt, j.LastStatus = on, fromNano(c.next), statusNames[c.status]

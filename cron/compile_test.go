@@ -265,7 +265,7 @@ func TestEveryShared(t *testing.T) {
 		}
 		// start_at is now: slot 0 is now, and its jitter puts the run
 		// after it, within the new 2s.
-		if off := got.NextRunAt.Sub(time.Now()); off <= 0 || off >= 2*time.Second {
+		if off := time.Until(got.NextRunAt); off <= 0 || off >= 2*time.Second {
 			t.Errorf("b's next run is %v from now, want within (0, 2s)", off)
 		}
 		if got := mustGet(t, r, c.ID); got.Schedule.Every != Duration(time.Hour) || got.Schedule.Jitter != Duration(time.Second) {

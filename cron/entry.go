@@ -1,6 +1,7 @@
 package cron
 
 import (
+	"hash/maphash"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,24 @@ type jobConfig struct {
 func (c *jobConfig) same(d *jobConfig) bool {
 	return c.method == d.method && c.retries == d.retries && c.timeout == d.timeout && c.backoff == d.backoff &&
 		c.url == d.url && c.body == d.body && (c.headers == nil) == (d.headers == nil) && maps.Equal(c.headers, d.headers)
+}
+
+// configs keeps the jobConfigs built last, one per slot chosen by a hash
+// of the URL and body, so that the jobs of a few templates share theirs
+// however their adds interleave.
+type configs struct {
+	seed  maphash.Seed
+	slots [configSlots]atomic.Pointer[jobConfig]
+}
+
+const configSlots = 64
+
+func newConfigs() *configs { return &configs{seed: maphash.MakeSeed()} }
+
+// slot returns the slot of a configuration with url and body.
+func (cs *configs) slot(url, body string) *atomic.Pointer[jobConfig] {
+	h := maphash.String(cs.seed, url) ^ maphash.String(cs.seed, body)*0x9e3779b97f4a7c15
+	return &cs.slots[h%configSlots]
 }
 
 // cadence is the part of a job's schedule that jobs share: the jitter of

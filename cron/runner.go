@@ -10,7 +10,6 @@ import (
 	"maps"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -128,7 +127,7 @@ type Runner struct {
 	// a job scheduled before it wakes the goroutine. 0 while it fires.
 	wakeAt int64
 
-	lastCfg atomic.Pointer[jobConfig] // the last configuration compiled (see compile)
+	cfgs    *configs                  // the configurations compiled last (see compile)
 	cads    cadences                  // jitters and cron expressions (see compile)
 
 	wake    chan struct{} // the earliest deadline moved
@@ -215,6 +214,7 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 		wake:    make(chan struct{}, 1),
 		recWake: make(chan struct{}, 1),
 		wakeAt:  math.MaxInt64,
+		cfgs:    newConfigs(),
 	}
 	r.runs, _ = store.(RunStore)
 	r.batch, _ = store.(BatchRecorder)
@@ -262,12 +262,14 @@ var idSources = sync.Pool{New: func() any { return &idSource{off: 16 * idBlock} 
 // configuration. now is the start_at of an every job that has none. A
 // stored job (stored) is not held to MinInterval: it was accepted before.
 //
-// Jobs added one after another from one template share their jobConfig:
-// the last one built is kept, and a job with the same values takes it (and
-// skips the checks it passed). A cron expression is parsed once per
-// runner and shared, as is an every schedule's jitter (see cadences).
+// Jobs made from one template share their jobConfig: the last ones built
+// are kept (see configs), and a job with the same values takes the one
+// kept (and its URL and body are not checked again). A cron expression is
+// parsed once per runner and shared, as is an every schedule's jitter (see
+// cadences).
 func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
-	last := r.lastCfg.Load()
+	slot := r.cfgs.slot(j.HTTP.URL, j.HTTP.Body)
+	last := slot.Load()
 	rules := Rules{Timeout: r.cfg.DefaultTimeout, RetryBackoff: r.cfg.DefaultRetryBackoff, MinInterval: r.cfg.MinInterval}
 	if stored {
 		rules.MinInterval = -1
@@ -290,7 +292,7 @@ func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	if last != nil && last.same(cfg) {
 		cfg = last
 	} else {
-		r.lastCfg.Store(cfg)
+		slot.Store(cfg)
 	}
 	*e = entry{id: j.ID, name: j.Name, cfg: cfg, enabled: j.Enabled}
 	switch j.Schedule.Kind {

@@ -127,8 +127,8 @@ type Runner struct {
 	// a job scheduled before it wakes the goroutine. 0 while it fires.
 	wakeAt int64
 
-	cfgs    *configs                  // the configurations compiled last (see compile)
-	cads    cadences                  // jitters and cron expressions (see compile)
+	cfgs *configs // the configurations compiled last (see compile)
+	cads cadences // jitters and cron expressions (see compile)
 
 	wake    chan struct{} // the earliest deadline moved
 	recWake chan struct{} // dirty grew

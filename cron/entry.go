@@ -1,18 +1,25 @@
 package cron
 
 import (
+	"hash/maphash"
 	"maps"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// entry is the runner's compact record of one job: its configuration with
-// times as Unix nanoseconds, its bookkeeping, and its scheduling state. The
-// Job value is rebuilt from it on demand (Get, List, each run). Entries live
-// in fixed slabs of a [table] (no per-job allocation, no per-job object for
-// the garbage collector), so a job costs 160 bytes here plus its id, its
-// map slot, its heap item and its place in the creation order. Fields that
-// most jobs leave empty live behind x, and so does the type of a Go
-// function job: an HTTP job pays nothing for it.
+// entry is the runner's compact record of one job: its times as Unix
+// nanoseconds, its bookkeeping, its scheduling state, and pointers to what
+// it shares with other jobs. The Job value is rebuilt from it on demand
+// (Get, List, each run). Entries live in fixed slabs of a [table] (no
+// per-job allocation, no per-job object for the garbage collector), so a
+// job costs 112 bytes here plus its id, its index slot, its heap item and
+// its place in the creation order. What a job calls and how it retries
+// (cfg: the callback, or a Go function's type and args), a cron expression and an every schedule's jitter (cad) are
+// immutable values that jobs with the same ones share, as the jobs of a
+// bulk add made from one template do; an every interval stays in the
+// entry, so that the fire of a plain every job reads nothing else. Fields
+// that most jobs leave empty live behind x.
 type entry struct {
 	// The fields a fire reads and writes come first, together, so that a
 	// fire touches as few cache lines of the entry as it can.
@@ -20,32 +27,156 @@ type entry struct {
 	next     int64  // next_run_at (Unix ns, 0 = none)
 	start    int64  // once: run_at; every: start_at (Unix ns)
 	interval int64  // every: interval (ns)
-	jitter   int64  // every: jitter (ns)
 	gen      uint32 // bumped each time the slot is freed
 	inflight uint8  // runs queued or executing
 	kind     uint8
 	status   uint8
 	dirty    bool // bookkeeping waits for the recorder
 	enabled  bool
-	method   uint8
-	retries  uint16
-	pos      int32 // index in Runner.order
-	last     int64 // last_run_at (Unix ns, 0 = never)
-	timeout  int64 // ns
-	backoff  int64 // ns
+	pos      int32    // index in Runner.order
+	cad      *cadence // cron, and every with jitter; else nil
+	last     int64    // last_run_at (Unix ns, 0 = never)
+	id       string
+	name     string
+	cfg      *jobConfig // never nil in a compiled entry
+	x        *entryExt  // misfire grace, last error, run history; nil when all are empty
+}
 
-	id      string
-	name    string
+// jobConfig is what a job calls and how it retries. It is immutable once
+// built: entries share one when their jobs have the same (see
+// [Runner.compile]), and a change of a job builds a new one.
+type jobConfig struct {
+	method  uint8
+	retries uint16
+	timeout int64 // ns
+	backoff int64 // ns
 	url     string
 	body    string
 	headers map[string]string
-	x       *entryExt // cron schedule, misfire grace, last error; nil when all are empty
+	fn      *fnJob // a Go function job's type and args; nil for http
+}
+
+// same reports whether c and d hold the same values (header maps equal in
+// content, and both nil or both not).
+func (c *jobConfig) same(d *jobConfig) bool {
+	return c.method == d.method && c.retries == d.retries && c.timeout == d.timeout && c.backoff == d.backoff &&
+		c.url == d.url && c.body == d.body && (c.headers == nil) == (d.headers == nil) && maps.Equal(c.headers, d.headers) &&
+		c.fn.same(d.fn)
+}
+
+// configs keeps the jobConfigs built last, one per slot chosen by a hash
+// of the URL and body, so that the jobs of a few templates share theirs
+// however their adds interleave.
+type configs struct {
+	seed  maphash.Seed
+	slots [configSlots]atomic.Pointer[jobConfig]
+}
+
+const configSlots = 64
+
+func newConfigs() *configs { return &configs{seed: maphash.MakeSeed()} }
+
+// slot returns the slot of a configuration with url and body.
+func (cs *configs) slot(url, body string) *atomic.Pointer[jobConfig] {
+	h := maphash.String(cs.seed, url) ^ maphash.String(cs.seed, body)*0x9e3779b97f4a7c15
+	return &cs.slots[h%configSlots]
+}
+
+// cadence is the part of a job's schedule that jobs share: the jitter of
+// an every schedule, or a cron expression. It is immutable, and shared by
+// the entries of jobs with the same one (see [cadences]).
+type cadence struct {
+	jitter int64     // every: ns
+	cron   *cronExpr // cron
+}
+
+// cronExpr is a parsed cron expression with its text and zone.
+type cronExpr struct {
+	spec, tz string
+	s        *CronSchedule
+	// memo holds the last answer of next: jobs that share the expression
+	// and fire at the same time ask for the same next time.
+	memo atomic.Pointer[nextMemo]
+}
+
+// nextMemo says that the first run time strictly after any time in
+// [after, next) is next.
+type nextMemo struct{ after, next int64 }
+
+// next returns the first run time strictly after t (Unix ns), or 0.
+func (c *cronExpr) next(t int64) int64 {
+	if m := c.memo.Load(); m != nil && m.after <= t && t < m.next {
+		return m.next
+	}
+	n := toNano(c.s.Next(time.Unix(0, t)))
+	if n > t {
+		c.memo.Store(&nextMemo{after: t, next: n})
+	}
+	return n
+}
+
+// cadences hands out one cadence per jitter, or per expression and zone, so that a cadence that many jobs have is held (and
+// a cron expression parsed) once. It keeps up to maxCadences of them, then
+// starts afresh (the entries keep theirs).
+type cadences struct {
+	last atomic.Pointer[cadence] // the last one handed out
+	mu   sync.Mutex
+	m    map[cadenceKey]*cadence
+}
+
+type cadenceKey struct {
+	jitter   int64
+	spec, tz string
+}
+
+const maxCadences = 4096
+
+// get returns the cadence of k, or nil.
+func (cs *cadences) get(k cadenceKey) *cadence {
+	if c := cs.last.Load(); c != nil && c.key() == k {
+		return c
+	}
+	cs.mu.Lock()
+	c := cs.m[k]
+	cs.mu.Unlock()
+	if c != nil {
+		cs.last.Store(c)
+	}
+	return c
+}
+
+// put returns the cadence of k, made with the parse cron (for a cron
+// expression) unless one is held already.
+func (cs *cadences) put(k cadenceKey, cron *CronSchedule) *cadence {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	c, ok := cs.m[k]
+	if !ok {
+		if cs.m == nil || len(cs.m) >= maxCadences {
+			cs.m = make(map[cadenceKey]*cadence)
+		}
+		c = &cadence{jitter: k.jitter}
+		if cron != nil {
+			c.cron = &cronExpr{spec: k.spec, tz: k.tz, s: cron}
+		}
+		cs.m[k] = c
+	}
+	cs.last.Store(c)
+	return c
+}
+
+func (c *cadence) key() cadenceKey {
+	k := cadenceKey{jitter: c.jitter}
+	if c.cron != nil {
+		k.spec, k.tz = c.cron.spec, c.cron.tz
+	}
+	return k
 }
 
 // maxInflight bounds the runs of one job queued or running at once.
 const maxInflight = 255
 
-// slabBits sets the slab size of a table: 1024 entries (160 KiB).
+// slabBits sets the slab size of a table: 1024 entries (112 KiB).
 const slabBits = 10
 
 // table holds the entries in slabs that never move, so an *entry stays
@@ -82,12 +213,8 @@ func (t *table) release(i int32) {
 }
 
 type entryExt struct {
-	fn       *fnJob // a Go function job's type and args; nil for http
-	cronSpec string
-	tz       string
-	cron     Schedule
-	grace    int64
-	lastErr  string
+	grace   int64
+	lastErr string
 	// hist is the run history of a runner without a store: a ring of up
 	// to Config.RunLimit runs, oldest at histHead once it is full.
 	hist     []Run
@@ -100,13 +227,17 @@ type fnJob struct {
 	args []byte // compact JSON, never modified
 }
 
-// fn returns the type and args of a Go function job, nil for an HTTP job.
-func (e *entry) fn() *fnJob {
-	if e.x == nil {
-		return nil
+// same reports whether f and g run the same function with the same args
+// (both nil: both HTTP jobs).
+func (f *fnJob) same(g *fnJob) bool {
+	if f == nil || g == nil {
+		return f == g
 	}
-	return e.x.fn
+	return f.typ == g.typ && string(f.args) == string(g.args)
 }
+
+// fn returns the type and args of a Go function job, nil for an HTTP job.
+func (e *entry) fn() *fnJob { return e.cfg.fn }
 
 const (
 	kindOnceID uint8 = iota
@@ -196,9 +327,9 @@ func (e *entry) setLastErr(s string) {
 // setConfig copies the configuration of c (built by compile) into e,
 // keeping e's bookkeeping and scheduling state.
 func (e *entry) setConfig(c *entry) {
-	e.name, e.url, e.body, e.headers = c.name, c.url, c.body, c.headers
-	e.start, e.interval, e.jitter, e.timeout, e.backoff = c.start, c.interval, c.jitter, c.timeout, c.backoff
-	e.retries, e.method, e.kind, e.enabled = c.retries, c.method, c.kind, c.enabled
+	e.name, e.cfg, e.cad = c.name, c.cfg, c.cad
+	e.start, e.interval = c.start, c.interval
+	e.kind, e.enabled = c.kind, c.enabled
 	lastErr := e.lastErr()
 	var hist []Run
 	var histHead int
@@ -247,17 +378,10 @@ func (e *entry) runs(limit int) []Run {
 
 // sameSchedule reports whether e and c run at the same times.
 func (e *entry) sameSchedule(c *entry) bool {
-	if e.kind != c.kind || e.start != c.start || e.interval != c.interval || e.jitter != c.jitter {
+	if e.kind != c.kind || e.start != c.start || e.interval != c.interval {
 		return false
 	}
-	var es, et, cs, ct string
-	if e.x != nil {
-		es, et = e.x.cronSpec, e.x.tz
-	}
-	if c.x != nil {
-		cs, ct = c.x.cronSpec, c.x.tz
-	}
-	return es == cs && et == ct
+	return e.cad == c.cad || e.cad != nil && c.cad != nil && e.cad.key() == c.cad.key()
 }
 
 // schedule returns the entry's Schedule value (allocates; used off the hot
@@ -269,13 +393,14 @@ func (e *entry) schedule() Schedule {
 	case kindEveryID:
 		return e.every()
 	default:
-		return e.x.cron
+		return e.cad.cron.s
 	}
 }
 
 func (e *entry) every() EverySchedule {
-	ev := EverySchedule{Interval: time.Duration(e.interval), Start: fromNano(e.start), Jitter: time.Duration(e.jitter)}
-	if e.jitter > 0 {
+	ev := EverySchedule{Interval: time.Duration(e.interval), Start: fromNano(e.start)}
+	if e.cad != nil && e.cad.jitter > 0 {
+		ev.Jitter = time.Duration(e.cad.jitter)
 		ev.Seed = SeedFor(e.id)
 	}
 	return ev
@@ -293,7 +418,7 @@ func (e *entry) nextAfter(t int64) int64 {
 		ev := e.every()
 		return toNano(ev.Next(time.Unix(0, t)))
 	default:
-		return toNano(e.x.cron.Next(time.Unix(0, t)))
+		return e.cad.cron.next(t)
 	}
 }
 
@@ -309,17 +434,18 @@ func (e *entry) setBookkeeping(b Bookkeeping) {
 // job rebuilds the Job. cloneHeaders copies the header map, for values that
 // leave the runner.
 func (e *entry) job(cloneHeaders bool) Job {
-	h := e.headers
+	c := e.cfg
+	h := c.headers
 	if cloneHeaders && h != nil {
 		h = maps.Clone(h)
 	}
 	j := Job{
 		ID: e.id, Name: e.name, Paused: !e.enabled, Type: JobTypeHTTP,
-		Timeout: Duration(e.timeout), MaxRetries: int(e.retries), RetryBackoff: Duration(e.backoff),
+		Timeout: Duration(c.timeout), MaxRetries: int(c.retries), RetryBackoff: Duration(c.backoff),
 		LastRunAt: fromNano(e.last), NextRunAt: fromNano(e.next), LastStatus: statusNames[e.status],
 	}
 	if fn := e.fn(); fn == nil {
-		j.HTTP = HTTPConfig{Method: methodNames[e.method], URL: e.url, Headers: h, Body: e.body}
+		j.HTTP = HTTPConfig{Method: methodNames[c.method], URL: c.url, Headers: h, Body: c.body}
 	} else {
 		j.Type, j.Args = fn.typ, fn.args
 	}
@@ -330,10 +456,13 @@ func (e *entry) job(cloneHeaders bool) Job {
 	case kindEveryID:
 		j.Schedule.Every = Duration(e.interval)
 		j.Schedule.StartAt = fromNano(e.start)
-		j.Schedule.Jitter = Duration(e.jitter)
+		if e.cad != nil {
+			j.Schedule.Jitter = Duration(e.cad.jitter)
+		}
+	case kindCronID:
+		j.Schedule.Cron, j.Schedule.TZ = e.cad.cron.spec, e.cad.cron.tz
 	}
 	if x := e.x; x != nil {
-		j.Schedule.Cron, j.Schedule.TZ = x.cronSpec, x.tz
 		j.MisfireGrace = Duration(x.grace)
 		j.LastError = x.lastErr
 	}

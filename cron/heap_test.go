@@ -150,8 +150,8 @@ func TestRemovedSlotReused(t *testing.T) {
 // TestEntrySize guards the runner's memory per job: entries live by value in
 // slabs, so each byte here is a byte per job.
 func TestEntrySize(t *testing.T) {
-	if got := unsafe.Sizeof(entry{}); got > 160 {
-		t.Errorf("entry is %d bytes, want at most 160", got)
+	if got := unsafe.Sizeof(entry{}); got > 112 {
+		t.Errorf("entry is %d bytes, want at most 112", got)
 	}
 	if got := unsafe.Sizeof(item{}); got != 16 {
 		t.Errorf("heap item is %d bytes, want 16", got)

@@ -359,7 +359,7 @@ func (d Rules) minInterval() time.Duration {
 // Host is allowed: it names the virtual host the request asks for, while
 // the connection still goes to the URL's host.
 func Prepare(j *Job, now time.Time, d Rules) (Schedule, error) {
-	c, err := prepare(j, now, d, false)
+	c, err := prepare(j, now, d, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -374,10 +374,12 @@ func Prepare(j *Job, now time.Time, d Rules) (Schedule, error) {
 
 // prepare is Prepare without building the once and every schedules (the
 // runner keeps those as plain numbers); it returns the parsed cron
-// expression of a cron job. urlKnownGood skips parsing a URL that the
-// caller has already seen pass (the runner remembers the last one, which
-// spares bulk adds of jobs calling one service a parse each).
-func prepare(j *Job, now time.Time, d Rules, urlKnownGood bool) (*CronSchedule, error) {
+// expression of a cron job. Two hints spare a bulk add of similar jobs
+// the same work for each: known is a configuration that passed before,
+// so that a URL or body equal to its own is not checked again, and parsed
+// is the parse of the job's cron expression in its time zone, which is not
+// parsed again. Either may be nil.
+func prepare(j *Job, now time.Time, d Rules, known *jobConfig, parsed *CronSchedule) (*CronSchedule, error) {
 	isHTTP := j.IsHTTP()
 	if isHTTP {
 		j.Type = JobTypeHTTP
@@ -404,7 +406,7 @@ func prepare(j *Job, now time.Time, d Rules, urlKnownGood bool) (*CronSchedule, 
 	j.NextRunAt = utc(j.NextRunAt)
 
 	if isHTTP {
-		if err := checkHTTP(j, urlKnownGood); err != nil {
+		if err := checkHTTP(j, known); err != nil {
 			return nil, err
 		}
 	} else if err := checkTyped(j); err != nil {
@@ -425,7 +427,7 @@ func prepare(j *Job, now time.Time, d Rules, urlKnownGood bool) (*CronSchedule, 
 	if j.MisfireGrace < 0 {
 		return nil, invalid("misfire_grace", "must be >= 0, got %s", j.MisfireGrace)
 	}
-	c, err := j.Schedule.check()
+	c, err := j.Schedule.check(parsed)
 	if err != nil {
 		return nil, err
 	}
@@ -440,23 +442,29 @@ func prepare(j *Job, now time.Time, d Rules, urlKnownGood bool) (*CronSchedule, 
 	return c, nil
 }
 
-// checkHTTP checks the fields of an HTTP job.
-func checkHTTP(j *Job, urlKnownGood bool) error {
+// checkHTTP checks the fields of an HTTP job; a URL or body equal to that
+// of known (a configuration that passed before; may be nil) is not checked
+// again.
+func checkHTTP(j *Job, known *jobConfig) error {
 	if len(j.Args) > 0 {
 		return invalid("args", "is for jobs that run a Go function; an HTTP job sends http.body")
 	}
 	if !allowedMethods[j.HTTP.Method] {
 		return invalid("http.method", "must be one of GET, POST, PUT, PATCH, DELETE, got %q", j.HTTP.Method)
 	}
-	if !urlKnownGood {
+	if known == nil || known.url != j.HTTP.URL {
 		if err := validateURL(j.HTTP.URL); err != nil {
 			return err
 		}
 	}
+	// Headers are always checked: a map, unlike a string, can change.
 	if err := validateHeaders(j.HTTP.Headers); err != nil {
 		return err
 	}
-	return validateBody(j.HTTP.Body)
+	if known == nil || known.body != j.HTTP.Body {
+		return validateBody(j.HTTP.Body)
+	}
+	return nil
 }
 
 // checkTyped checks the fields of a job that runs a Go function, and
@@ -525,7 +533,7 @@ var allowedMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PA
 // does not look at the system fields.
 func (j *Job) Validate() error {
 	c := *j
-	_, err := prepare(&c, validateNow, Rules{MinInterval: -1}, false)
+	_, err := prepare(&c, validateNow, Rules{MinInterval: -1}, nil, nil)
 	return err
 }
 
@@ -606,8 +614,7 @@ func validateHeaders(h map[string]string) error {
 				return invalid("http.headers", "header name %q holds %q, which a header name cannot", k, k[i:i+1])
 			}
 		}
-		switch strings.ToLower(k) {
-		case "content-length", "transfer-encoding":
+		if strings.EqualFold(k, "content-length") || strings.EqualFold(k, "transfer-encoding") {
 			return invalid("http.headers", "header %q is set by the client from the body; remove it", k)
 		}
 		for i := 0; i < len(v); i++ {
@@ -655,12 +662,13 @@ func validateBody(body string) error {
 // between the years 1679 and 2261. An every schedule with no start_at is
 // valid ([Prepare] gives it one).
 func (s *ScheduleSpec) Validate() error {
-	_, err := s.check()
+	_, err := s.check(nil)
 	return err
 }
 
-// check is Validate; for a cron schedule it returns the parsed expression.
-func (s *ScheduleSpec) check() (*CronSchedule, error) {
+// check is Validate; for a cron schedule it returns the parsed expression:
+// parsed when it is not nil (the parse of s.Cron in s.TZ), else parsed here.
+func (s *ScheduleSpec) check(parsed *CronSchedule) (*CronSchedule, error) {
 	if f := s.unused(); len(f) > 0 && (s.Kind == KindOnce || s.Kind == KindEvery || s.Kind == KindCron) {
 		return nil, invalid("schedule."+f[0], "is not used by kind %s (%s takes %s)", s.Kind, s.Kind, kindFields[s.Kind])
 	}
@@ -688,6 +696,9 @@ func (s *ScheduleSpec) check() (*CronSchedule, error) {
 	case KindCron:
 		if s.Cron == "" {
 			return nil, invalid("schedule.cron", "is required for kind cron")
+		}
+		if parsed != nil {
+			return parsed, nil
 		}
 		c, err := s.parseCron()
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"maps"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -144,7 +143,8 @@ type Runner struct {
 	// a job scheduled before it wakes the goroutine. 0 while it fires.
 	wakeAt int64
 
-	goodURL atomic.Pointer[string] // the last callback URL that passed validation
+	cfgs *configs // the configurations compiled last (see compile)
+	cads cadences // jitters and cron expressions (see compile)
 
 	wake    chan struct{} // the earliest deadline moved
 	recWake chan struct{} // dirty grew
@@ -237,6 +237,7 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 		wake:     make(chan struct{}, 1),
 		recWake:  make(chan struct{}, 1),
 		wakeAt:   math.MaxInt64,
+		cfgs:     newConfigs(),
 	}
 	r.runs, _ = store.(RunStore)
 	r.sh, _ = store.(SharedStore)
@@ -252,58 +253,100 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	return r, nil
 }
 
-// newID returns 128 random bits as 32 hex characters.
+// newID returns 128 random bits from crypto/rand as 32 hex characters.
+// The bits are read in blocks of idBlock ids (one read of the system's
+// generator instead of one per id), each byte handed out once.
 func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return hex.EncodeToString(b[:])
+	src := idSources.Get().(*idSource)
+	if src.off == len(src.buf) {
+		_, _ = rand.Read(src.buf[:]) // never fails (crypto/rand)
+		src.off = 0
+	}
+	var out [32]byte
+	hex.Encode(out[:], src.buf[src.off:src.off+16])
+	clear(src.buf[src.off : src.off+16])
+	src.off += 16
+	idSources.Put(src)
+	return string(out[:])
 }
+
+const idBlock = 64
+
+// idSource is a block of random bytes, buf[off:] not handed out yet.
+type idSource struct {
+	buf [16 * idBlock]byte
+	off int
+}
+
+var idSources = sync.Pool{New: func() any { return &idSource{off: 16 * idBlock} }}
 
 // compile makes j ready through [prepare] (defaults from the Config,
 // every rule checked, a cron expression parsed once) and fills e with its
 // configuration. now is the start_at of an every job that has none. A
 // stored job (stored) is not held to MinInterval: it was accepted before.
+//
+// Jobs made from one template share their jobConfig: the last ones built
+// are kept (see configs), and a job with the same values takes the one
+// kept (and its URL and body are not checked again). A cron expression is
+// parsed once per runner and shared, as is an every schedule's jitter (see
+// cadences).
 func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
-	last := r.goodURL.Load()
+	slot := r.cfgs.slot(j.HTTP.URL, j.HTTP.Body)
+	last := slot.Load()
 	isHTTP := j.IsHTTP()
-	known := isHTTP && last != nil && *last == j.HTTP.URL
 	rules := Rules{Timeout: r.cfg.DefaultTimeout, RetryBackoff: r.cfg.DefaultRetryBackoff, MinInterval: r.cfg.MinInterval}
 	if stored {
 		rules.MinInterval = -1
 	}
-	c, err := prepare(j, now, rules, known)
+	var cad *cadence
+	var parsed *CronSchedule
+	if j.Schedule.Kind == KindCron {
+		if cad = r.cads.get(cadenceKey{spec: j.Schedule.Cron, tz: j.Schedule.TZ}); cad != nil {
+			parsed = cad.cron.s
+		}
+	}
+	c, err := prepare(j, now, rules, last, parsed)
 	if err != nil {
 		return err
-	}
-	if isHTTP && !known {
-		u := j.HTTP.URL
-		r.goodURL.Store(&u)
 	}
 	if !stored {
 		if err := r.checkHandled(j); err != nil {
 			return err
 		}
 	}
-	*e = entry{
-		id: j.ID, name: j.Name, url: j.HTTP.URL, body: j.HTTP.Body, headers: j.HTTP.Headers,
-		timeout: int64(j.Timeout), backoff: int64(j.RetryBackoff), retries: uint16(j.MaxRetries),
-		method: methodID(j.HTTP.Method), enabled: !j.Paused,
+	cfg := &jobConfig{
+		method: methodID(j.HTTP.Method), retries: uint16(j.MaxRetries), timeout: int64(j.Timeout), backoff: int64(j.RetryBackoff),
+		url: j.HTTP.URL, body: j.HTTP.Body, headers: j.HTTP.Headers,
 	}
+	if !isHTTP {
+		cfg.fn = &fnJob{typ: j.Type, args: j.Args}
+	}
+	if last != nil && last.same(cfg) {
+		cfg = last
+	} else {
+		slot.Store(cfg)
+	}
+	*e = entry{id: j.ID, name: j.Name, cfg: cfg, enabled: !j.Paused}
 	switch j.Schedule.Kind {
 	case KindOnce:
 		e.kind, e.start = kindOnceID, toNano(j.Schedule.RunAt)
 	case KindEvery:
-		e.kind, e.start, e.interval, e.jitter = kindEveryID, toNano(j.Schedule.StartAt), int64(j.Schedule.Every), int64(j.Schedule.Jitter)
+		e.kind, e.start, e.interval = kindEveryID, toNano(j.Schedule.StartAt), int64(j.Schedule.Every)
+		if j.Schedule.Jitter > 0 {
+			k := cadenceKey{jitter: int64(j.Schedule.Jitter)}
+			if e.cad = r.cads.get(k); e.cad == nil {
+				e.cad = r.cads.put(k, nil)
+			}
+		}
 	case KindCron:
 		e.kind = kindCronID
-		x := e.ext()
-		x.cron, x.cronSpec, x.tz = c, j.Schedule.Cron, j.Schedule.TZ
+		if cad == nil {
+			cad = r.cads.put(cadenceKey{spec: j.Schedule.Cron, tz: j.Schedule.TZ}, c)
+		}
+		e.cad = cad
 	}
 	if j.MisfireGrace > 0 {
 		e.ext().grace = int64(j.MisfireGrace)
-	}
-	if !isHTTP {
-		e.ext().fn = &fnJob{typ: j.Type, args: j.Args}
 	}
 	return nil
 }
@@ -505,8 +548,12 @@ func (r *Runner) unindex(idx int32, e *entry) {
 // A once job whose run_at lies in the past by more than MisfireTolerance is
 // stored as missed (or run at once within its misfire_grace).
 //
-// The runner keeps j.HTTP.Headers as given (it never modifies the map);
-// the caller must not modify it afterwards either.
+// The runner keeps j.HTTP.Headers as given, or an equal map it was given
+// before (it never modifies the map); the caller must not modify it
+// afterwards either. Jobs made from one template (the same URL, headers,
+// body, timeouts and retries; the same interval or cron expression) share
+// those values in memory, and a URL, body or cron expression that passed
+// is not parsed again, so adding many such jobs is cheap.
 func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	now := r.now()
 	var c entry
@@ -764,10 +811,7 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 		return j, nil
 	}
 	j := e.job(false)
-	c := entry{kind: e.kind, start: e.start, interval: e.interval, jitter: e.jitter, id: e.id, last: e.last, status: e.status, enabled: on}
-	if e.kind == kindCronID {
-		c.x = &entryExt{cron: e.x.cron}
-	}
+	c := entry{kind: e.kind, start: e.start, interval: e.interval, cad: e.cad, id: e.id, last: e.last, status: e.status, enabled: on}
 	r.mu.Unlock()
 	r.reschedulePlan(&c, !on, nowNs)
 	j.Paused, j.NextRunAt, j.LastStatus = !on, fromNano(c.next), statusNames[c.status]

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -332,5 +333,69 @@ func BenchmarkTimerLagBaseline(b *testing.B) {
 		b.ReportMetric(float64(lags[n/2].Microseconds())/1000, "p50-lag-ms")
 		b.ReportMetric(float64(lags[n*99/100].Microseconds())/1000, "p99-lag-ms")
 		b.ReportMetric(float64(lags[n-1].Microseconds())/1000, "max-lag-ms")
+	}
+}
+
+// BenchmarkBurst measures how long a runner takes to call 1,000 jobs due
+// at the same instant, with a no-op executor, on the real clock: the jobs
+// run each second, all at the start of the second, as cron expressions
+// make them (kind=cron, "* * * * * *"; kind=every, every 1s from a whole
+// second). One op is one burst (a second); it reports the lag of the
+// burst's last run (the burst's length) and ns per run. The runner holds
+// 100,000 other jobs, not due.
+func BenchmarkBurst(b *testing.B) {
+	const burst = 1000
+	for _, kind := range []string{KindCron, KindEvery} {
+		b.Run("kind="+kind, func(b *testing.B) {
+			var mu sync.Mutex
+			count := map[int64]int{}           // scheduled second -> runs
+			worst := map[int64]time.Duration{} // scheduled second -> max lag
+			done := make(chan time.Duration, 1024)
+			exec := ExecutorFunc(func(_ context.Context, _ *Job, info RunInfo) Result {
+				lag := time.Since(info.ScheduledAt)
+				k := info.ScheduledAt.Unix()
+				mu.Lock()
+				worst[k] = max(worst[k], lag)
+				if count[k]++; count[k] == burst {
+					done <- worst[k]
+				}
+				mu.Unlock()
+				return Result{Status: StatusSuccess, Attempts: 1}
+			})
+			r, _ := New(nil, exec, Config{})
+			ctx, cancel := context.WithCancel(context.Background())
+			j := sharedJob()
+			for range 100_000 {
+				if _, err := r.Add(ctx, j); err != nil {
+					b.Fatal(err)
+				}
+			}
+			switch kind {
+			case KindCron:
+				j.Schedule = ScheduleSpec{Kind: KindCron, Cron: "* * * * * *"}
+			default:
+				j.Schedule.Every = Duration(time.Second)
+				j.Schedule.StartAt = time.Now().Truncate(time.Second)
+			}
+			for range burst {
+				if _, err := r.Add(ctx, j); err != nil {
+					b.Fatal(err)
+				}
+			}
+			errc := make(chan error, 1)
+			go func() { errc <- r.Run(ctx) }()
+			runtime.GC()
+			<-done // the first burst warms up
+			var total time.Duration
+			for b.Loop() {
+				total += <-done
+			}
+			cancel()
+			if err := <-errc; err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/burst")
+			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N*burst), "ns/run")
+		})
 	}
 }

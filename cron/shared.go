@@ -381,12 +381,14 @@ func (r *Runner) pageStored(after string, limit int, keep func(*Job) bool) ([]Jo
 // Hold makes the runner hold job j as another runner stored it, at
 // version (see [SharedStore]), without writing it back to the store: a
 // new id is added (after every held job in the creation order), a known
-// one takes j's configuration; a version older than the one held changes
-// nothing (a read that a later write overtook). A job whose schedule and
-// enabled flag did not change keeps the bookkeeping the runner has while
-// the runner owns it (it is the one writing it; but for j's last run when
-// that is later: a run-now another runner called), and takes j's
-// otherwise. A job the runner fires is scheduled at j's next_run_at,
+// one takes j's configuration and version (also an older version than the
+// one held: a job deleted and created again starts over; a read that a
+// later write overtook is followed by the Hold of that write). A job
+// whose schedule and enabled flag did not change keeps the bookkeeping
+// the runner has while the runner owns it (it is the one writing it; but
+// for j's last run when that is later: a run-now another runner called),
+// and takes j's otherwise; when its version changed, the runner writes
+// that bookkeeping again at the new version. A job the runner fires is scheduled at j's next_run_at,
 // through the misfire rules when that has passed. An invalid j is an
 // error and changes nothing. Hold is how a runner over a [SharedStore]
 // learns of the other runners' writes (see store/sqlstore); an
@@ -408,9 +410,6 @@ func (r *Runner) Hold(j Job, version int64) error {
 	idx, e, ok := r.lookup(j.ID)
 	if ok {
 		held := r.vers.get(idx)
-		if version < held {
-			return nil
-		}
 		r.vers.set(idx, version)
 		if e.sameSchedule(&c) && e.enabled == c.enabled && r.mine(j.ID) {
 			c.setBookkeeping(newerRun(e.bookkeeping(), c.bookkeeping()))

@@ -305,7 +305,7 @@ func TestHoldAndDrop(t *testing.T) {
 		}
 		j.Name = "renamed"
 		j.LastStatus = StatusFailed // another runner's older view
-		if err := r.Hold(j, 1); err != nil {
+		if err := r.Hold(j, 3); err != nil {
 			t.Fatal(err)
 		}
 		got = mustGet(t, r, "h")
@@ -316,6 +316,15 @@ func TestHoldAndDrop(t *testing.T) {
 		bad.Schedule.Every = 0
 		if err := r.Hold(bad, 1); err == nil {
 			t.Errorf("Hold of an invalid job: no error")
+		}
+		// Deleted and created again elsewhere: version 1 again, held.
+		again := j
+		again.Name = "again"
+		if err := r.Hold(again, 1); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustGet(t, r, "h"); got.Name != "again" {
+			t.Errorf("after Hold of a job created again (an older version): name %q, want again", got.Name)
 		}
 		if diff := cmp.Diff([]string{"h"}, r.IDs()); diff != "" {
 			t.Errorf("IDs (-want +got):\n%s", diff)

@@ -49,7 +49,7 @@ type outage struct{ from, to time.Time }
 func testClusterNoSlotLost(t *testing.T, bin, dbURL string) {
 	const (
 		ttl    = 2 * time.Second
-		jobs   = 24
+		jobs   = 48
 		pauses = 9
 		// How long a partition of an instance that stops renewing goes
 		// without a live holder: the TTL, one renewal period, and slack

@@ -204,9 +204,9 @@ func testPlane(id string, redis *redisConfig) config {
 	ms := time.Millisecond
 	c := config{Plane: scheduler.Config{
 		InstanceID: id,
-		OwnerTTL:   time.Second,
+		OwnerTTL:   2 * time.Second, // a loaded test machine can stall a process for most of a second
 		Inbox:      scheduler.InboxConfig{Block: 50 * ms, ClaimMinIdle: 500 * ms, DeadMinIdle: 200 * ms, ScanInterval: 200 * ms},
-		Fleet:      scheduler.FleetConfig{PresenceTTL: time.Second, RefreshInterval: 100 * ms},
+		Fleet:      scheduler.FleetConfig{PresenceTTL: 2 * time.Second, RefreshInterval: 100 * ms},
 		Storm:      scheduler.StormWindows{Debounce: 100 * ms, Cooldown: 300 * ms, ActionsPerSecond: 100},
 		Dispatch: scheduler.DispatchConfig{
 			AckTimeout: 1500 * ms, RunTimeout: 10 * time.Second, Lease: 900 * ms, QueueTimeout: 8 * time.Second,

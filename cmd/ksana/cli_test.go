@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/ksana-dev/ksana/cron"
 	"github.com/ksana-dev/ksana/cron/client"
 )
@@ -182,4 +184,54 @@ func jsonOut(t *testing.T, bin string, env []string, out any, args ...string) {
 	if err := json.Unmarshal([]byte(stdout), out); err != nil {
 		t.Fatalf("ksana %q: stdout is not the JSON expected: %v\n%s", args, err, stdout)
 	}
+}
+
+// TestCLIShared drives two instances on one PostgreSQL database: a job
+// added through one is previewed, paused and listed through the other,
+// whichever instance holds it.
+func TestCLIShared(t *testing.T) {
+	if testing.Short() {
+		t.Skip("processes on PostgreSQL")
+	}
+	bin := buildKsana(t)
+	env := []string{"DATABASE_URL=" + postgresSchemaURL(t, "ksana_cli_test"), "KSANA_LEASE_TTL=2s"}
+	a, b := startMember(t, bin, "a", env...), startMember(t, bin, "b", env...)
+	onA, onB := []string{"KSANA_ADDR=" + a.url}, []string{"KSANA_ADDR=" + b.url}
+	for i := range 6 {
+		body := fmt.Sprintf(`{"id":"j%d","http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"cron","cron":"0 9 * * *","tz":"Europe/Paris"}}`, i)
+		if code, _, errOut := cli(t, bin, onA, body, "jobs", "add", "-f", "-"); code != 0 {
+			t.Fatalf("jobs add on a: exit %d: %s", code, errOut)
+		}
+	}
+	if code, _, errOut := cli(t, bin, onB, "", "jobs", "pause", "j3"); code != 0 {
+		t.Fatalf("jobs pause j3 on b: exit %d: %s", code, errOut)
+	}
+	for i := range 6 {
+		id := fmt.Sprintf("j%d", i)
+		var na, nb client.Next
+		jsonOut(t, bin, onA, &na, "jobs", "next", id, "-n", "3", "-o", "json")
+		jsonOut(t, bin, onB, &nb, "jobs", "next", id, "-n", "3", "-o", "json")
+		if diff := cmp.Diff(na, nb); diff != "" {
+			t.Errorf("jobs next %s (-on a +on b):\n%s", id, diff)
+		}
+		if len(na.Times) != 3 || na.Paused != (id == "j3") || na.TZ != "Europe/Paris" {
+			t.Errorf("jobs next %s = %+v, want 3 times in Europe/Paris, paused only for j3", id, na)
+		}
+	}
+	var paused []cron.Job
+	jsonOut(t, bin, onA, &paused, "jobs", "ls", "-enabled", "false", "-o", "json")
+	if len(paused) != 1 || paused[0].ID != "j3" {
+		t.Errorf("jobs ls -enabled false on a = %v, want j3", ids(paused))
+	}
+	if code, _, errOut := cli(t, bin, onB, "", "jobs", "next", "nope"); code != 1 || !strings.Contains(errOut, "HTTP 404") {
+		t.Errorf("jobs next nope on b: exit %d, %q; want 1 and the 404", code, errOut)
+	}
+}
+
+func ids(jobs []cron.Job) []string {
+	out := make([]string, 0, len(jobs))
+	for _, j := range jobs {
+		out = append(out, j.ID)
+	}
+	return out
 }

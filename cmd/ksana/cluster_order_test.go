@@ -89,7 +89,7 @@ func testClusterNoSlotLost(t *testing.T, bin, dbURL string) {
 	}
 	waitFor(t, "three members holding partitions", func() bool {
 		for _, m := range ms {
-			if h := m.health(t); h["partitions_held"] == "0" || h["members"] != "3" {
+			if h := m.health(t); h["partitions_held"] == float64(0) || h["members"] != float64(3) {
 				return false
 			}
 		}
@@ -137,7 +137,7 @@ func testClusterNoSlotLost(t *testing.T, bin, dbURL string) {
 		}
 	}
 	ms = append(ms, startMember(t, bin, "d", env...))
-	waitFor(t, "d holding partitions", func() bool { return ms[3].health(t)["partitions_held"] != "0" })
+	waitFor(t, "d holding partitions", func() bool { return ms[3].health(t)["partitions_held"] != float64(0) })
 	t.Log("d joined")
 	time.Sleep(3 * time.Second)
 

@@ -14,6 +14,8 @@
 //     timed-job Runner with its HTTP callback executor.
 //   - [github.com/ksana-dev/ksana/cron/httpapi]: the REST management API of
 //     the timed-job service, as an http.Handler.
+//   - [github.com/ksana-dev/ksana/cron/client]: a typed Go client of that
+//     API, whose errors carry the API's status and field.
 //   - [github.com/ksana-dev/ksana/claim]: decentralized placement of
 //     long-running deployments onto node-units that share one SQL table.
 //   - [github.com/ksana-dev/ksana/fsm]: the dispatched job's state machine.

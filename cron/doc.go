@@ -66,6 +66,13 @@
 //     ([SeedFor]).
 //   - [CronSchedule] runs at the times a cron expression matches (below).
 //
+// To see when a schedule will fire, [Times] lists the first n times of a
+// Schedule, [ScheduleSpec.Next] checks a spec and lists its times (in UTC,
+// a cron spec computed in its zone), [Runner.Next] lists a job's (paused
+// or not, with its own jitter) and [Runner.Preview] checks a spec as
+// [Runner.Add] would, the runner's minimum interval included, and lists
+// its times without adding a job. Each lists at most [MaxPreview] times.
+//
 // # Cron expressions
 //
 // [ParseCron] reads five fields (minute hour day-of-month month

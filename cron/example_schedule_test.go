@@ -57,3 +57,24 @@ func ExampleMisfire() {
 	// missed
 	// true
 }
+
+func ExampleScheduleSpec_Next() {
+	spec := cron.ScheduleSpec{Kind: cron.KindCron, Cron: "0 9 * * MON-FRI", TZ: "Europe/Paris"}
+	after := time.Date(2026, 3, 27, 12, 0, 0, 0, time.UTC) // a Friday; summer time starts on Sunday
+	times, err := spec.Next(after, 3)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, t := range times {
+		fmt.Println(t.Format(time.RFC3339))
+	}
+
+	_, err = cron.Every(time.Hour).Next(after, 0)
+	fmt.Println(err)
+	// Output:
+	// 2026-03-30T07:00:00Z
+	// 2026-03-31T07:00:00Z
+	// 2026-04-01T07:00:00Z
+	// cron: invalid job: n: must be from 1 to 1000, got 0
+}

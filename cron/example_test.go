@@ -90,3 +90,36 @@ func Example_run() {
 	// Run returned <nil>
 	// last_status success next_run_at set: false
 }
+
+// ExampleRunner_Next lists when a job will fire, paused or not, and
+// checks a schedule before it is used.
+func ExampleRunner_Next() {
+	r, _ := cron.New(nil, nil, cron.Config{})
+	ctx := context.Background()
+	every := cron.Every(6 * time.Hour)
+	every.StartAt = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := r.Add(ctx, cron.Job{ID: "backup", HTTP: cron.HTTPConfig{URL: "https://api.example.com/backup"}, Schedule: every}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, _ = r.Pause(ctx, "backup")
+	times, job, err := r.Next("backup", 3)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("paused:", job.Paused)
+	for _, t := range times {
+		fmt.Println(t.Format(time.RFC3339))
+	}
+
+	// A schedule checked as Add would check it, without a job.
+	_, err = r.Preview(cron.Every(100*time.Millisecond), "", 3)
+	fmt.Println(err)
+	// Output:
+	// paused: true
+	// 2100-01-01T00:00:00Z
+	// 2100-01-01T06:00:00Z
+	// 2100-01-01T12:00:00Z
+	// cron: invalid job: schedule.every: must be at least 1s, got 100ms
+}

@@ -431,13 +431,8 @@ func prepare(j *Job, now time.Time, d Rules, known *jobConfig, parsed *CronSched
 	if err != nil {
 		return nil, err
 	}
-	if min := d.minInterval(); min > 0 {
-		if j.Schedule.Kind == KindEvery && j.Schedule.Every.D() < min {
-			return nil, invalid("schedule.every", "must be at least %s, got %s", min, j.Schedule.Every)
-		}
-		if c != nil && c.every > 0 && c.every < min {
-			return nil, invalid("schedule.cron", "@every must be at least %s, got %s", min, c.every)
-		}
+	if err := d.checkInterval(&j.Schedule, c); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

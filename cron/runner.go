@@ -294,7 +294,7 @@ func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	slot := r.cfgs.slot(j.HTTP.URL, j.HTTP.Body)
 	last := slot.Load()
 	isHTTP := j.IsHTTP()
-	rules := Rules{Timeout: r.cfg.DefaultTimeout, RetryBackoff: r.cfg.DefaultRetryBackoff, MinInterval: r.cfg.MinInterval}
+	rules := r.rules()
 	if stored {
 		rules.MinInterval = -1
 	}

@@ -177,13 +177,14 @@ func usage() string {
 	var b strings.Builder
 	b.WriteString(`ksana: the timed-job service. It serves the REST API (POST/GET /jobs,
 GET/PATCH/DELETE /jobs/{id}, POST /jobs/{id}/run-now|pause|resume,
-GET /jobs/{id}/runs, GET /health, GET /metrics, and its OpenAPI 3
-document at GET /openapi.json) and keeps its jobs in one JSON file,
-<data dir>/jobs.json, or with DATABASE_URL in PostgreSQL or SQLite,
-where several instances share the jobs. SIGINT or SIGTERM stops it
-cleanly.
+GET /jobs/{id}/runs|next, POST /schedules/preview, GET /health,
+GET /metrics, and its OpenAPI 3 document at GET /openapi.json) and
+keeps its jobs in one JSON file, <data dir>/jobs.json, or with
+DATABASE_URL in PostgreSQL or SQLite, where several instances share the
+jobs. SIGINT or SIGTERM stops it cleanly.
 
-Usage: ksana [-h]
+Usage: ksana [-h]            start the service
+       ksana COMMAND [flags]  call a running service (below)
 
 Exit status: 0 after a clean stop, 2 for a bad configuration (a variable
 below, DATABASE_URL included), 1 for any other failure.
@@ -197,5 +198,6 @@ Environment:
 		}
 		fmt.Fprintf(&b, "  %-21s %s (default %s)\n", v.name, v.help, def)
 	}
+	b.WriteString("\n" + commandsUsage())
 	return b.String()
 }

@@ -19,6 +19,28 @@
 // directory, and leaves its files alone. The system drops the lock when
 // the process ends, even by a crash.
 //
+// # Commands
+//
+// The same binary is a client of a running service's API (through
+// [github.com/ksana-dev/ksana/cron/client]):
+//
+//	ksana jobs ls [-limit N] [-after ID] [-enabled B] [-kind K] [-status S] [-name N] [-type T]
+//	ksana jobs get|rm|run|pause|resume ID
+//	ksana jobs add -f FILE           (or -f - to read stdin) the job's JSON form, as POST /jobs takes it
+//	ksana jobs edit ID -f FILE       a JSON merge patch, as PATCH /jobs/{id} takes it
+//	ksana jobs runs ID [-limit N] [-status S]
+//	ksana jobs next ID [-n N]        the next run times, in UTC and in the job's zone
+//	ksana health
+//
+// Each prints a table for people, or with -o json the API's JSON for
+// scripts. The service's URL is -addr, else KSANA_ADDR, else
+// http://127.0.0.1:7100; the token is -token, else KSANA_API_TOKEN. Flags
+// may come before or after the ID. The exit status is 0 on success, 1
+// when the API refuses (the API's message, the field at fault and the
+// HTTP status are printed on stderr) or cannot be reached, and 2 for a
+// bad command line; ksana -h lists the commands and each takes -h.
+// ksana with no command starts the service.
+//
 // # Several instances on one database
 //
 // DATABASE_URL=postgres://... (or sqlite:PATH) keeps the jobs in that

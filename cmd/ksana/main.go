@@ -23,6 +23,9 @@ func main() {
 
 // run is main without the process: it returns the exit status.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && isCommand(args[0]) {
+		return runCommand(ctx, args, getenv, os.Stdin, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("ksana", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {}

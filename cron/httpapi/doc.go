@@ -13,6 +13,8 @@
 //	POST   /jobs/{id}/pause      enabled=false: 200 and the job
 //	POST   /jobs/{id}/resume     enabled=true: 200 and the job
 //	GET    /jobs/{id}/runs       the newest runs, newest first (?limit=N, default 50; ?status=failed...)
+//	GET    /jobs/{id}/next       the next run times (?n=N, default 10, max 1000): 200 {"job_id", "paused", "kind", "tz", "next"}
+//	POST   /schedules/preview    check a schedule and list its next run times, creating nothing: 200 {"next"}
 //	GET    /health               200 {"status":"ok"}, never authenticated
 //	GET    /openapi.json         the OpenAPI 3 document of the API
 //	GET    /metrics              [Config.Metrics] (Prometheus text in cmd/ksana)
@@ -63,6 +65,24 @@
 // timeout|skipped|paused|missed (or empty: never run), name=<exact name>,
 // type=<job type>.
 // Any other query parameter, or one given twice, is a 400 naming it.
+//
+// # Previewing schedules
+//
+// GET /jobs/{id}/next?n=10 lists the job's next n run times (n from 1 to
+// [cron.MaxPreview], default [DefaultPreview]) in UTC, RFC 3339; a cron
+// schedule is computed in its time zone, so a daily 09:00 in Europe/Paris
+// moves by an hour in UTC across a change of summer time, and an every
+// schedule lists its jitter. A paused job lists the times its schedule
+// gives and says "paused": true; it fires none of them until resumed. A
+// once job that has run lists none. Its only query parameter is n.
+//
+// POST /schedules/preview takes {"schedule": {...}, "n": 10, "id": "..."}
+// (n and id optional), checks the schedule exactly as POST /jobs checks a
+// job's (the same 400s, naming the same fields: schedule.cron,
+// schedule.tz, schedule.run_at of a once schedule already past, ...) and
+// lists its next n times without creating a job. An every schedule
+// without start_at starts now, as a job created now would; id, when
+// given, spreads its jitter as the job of that id would.
 //
 // # Errors
 //

@@ -65,7 +65,7 @@ func TestOpenAPI(t *testing.T) {
 	// Routes: each documented path matches the route of the same pattern,
 	// with the same methods (HEAD aside); each route the handler serves is
 	// documented.
-	served := []string{"/health", "/metrics", "/openapi.json", "/jobs", "/jobs/x", "/jobs/x/run-now", "/jobs/x/pause", "/jobs/x/resume", "/jobs/x/runs"}
+	served := []string{"/health", "/metrics", "/openapi.json", "/jobs", "/jobs/x", "/jobs/x/run-now", "/jobs/x/pause", "/jobs/x/resume", "/jobs/x/runs", "/jobs/x/next", "/schedules/preview"}
 	var servedPatterns []string
 	for _, p := range served {
 		pattern, ok := f.api.routeOf(p)
@@ -130,6 +130,9 @@ func TestOpenAPI(t *testing.T) {
 		{"HTTP", jsonNames(reflect.TypeFor[httpBody]())},
 		{"Schedule", jsonNames(reflect.TypeFor[scheduleBody]())},
 		{"Run", jsonNames(reflect.TypeFor[cron.Run]())},
+		{"Next", jsonNames(reflect.TypeFor[NextAnswer]())},
+		{"Preview", jsonNames(reflect.TypeFor[PreviewAnswer]())},
+		{"PreviewInput", previewFields},
 	} {
 		if diff := cmp.Diff(tc.want, schema(tc.schema)); diff != "" {
 			t.Errorf("schema %s properties (-handler +documented):\n%s", tc.schema, diff)

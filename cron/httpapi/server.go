@@ -161,6 +161,8 @@ func (s *Server) routes() []route {
 		{"/jobs/{id}/pause", "POST", false, map[string]handler{"POST": s.pause}},
 		{"/jobs/{id}/resume", "POST", false, map[string]handler{"POST": s.resume}},
 		{"/jobs/{id}/runs", "GET, HEAD", false, map[string]handler{"GET": s.runs}},
+		{"/jobs/{id}/next", "GET, HEAD", false, map[string]handler{"GET": s.next}},
+		{"/schedules/preview", "POST", false, map[string]handler{"POST": s.preview}},
 	}
 }
 

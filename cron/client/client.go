@@ -1,0 +1,434 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ksana-dev/ksana/cron"
+)
+
+// ErrUnauthorized is matched by an *[APIError] of status 401: the token is
+// missing or wrong.
+var ErrUnauthorized = errors.New("client: missing or wrong API token")
+
+// APIError is an answer of the API other than 2xx.
+type APIError struct {
+	// Status is the HTTP status code.
+	Status int
+	// Message is the API's message ("error" of its answer), or the status
+	// text and the start of the body when the answer was not the API's
+	// JSON error.
+	Message string
+	// Field is the JSON name of the field at fault, dotted
+	// ("schedule.every"), or "" when the error is not about one field.
+	Field string
+	// Method and Path are those of the request.
+	Method, Path string
+	// invalid: a 400 of a request that writes or checks a job.
+	invalid bool
+}
+
+// Error returns the status, the field and the message.
+func (e *APIError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ksana API: %s %s: %d", e.Method, e.Path, e.Status)
+	if e.Field != "" {
+		b.WriteString(": " + e.Field)
+	}
+	b.WriteString(": " + e.Message)
+	return b.String()
+}
+
+// Is reports whether e is of the condition target names: [cron.ErrNotFound]
+// (404), [cron.ErrExists] (409), [cron.ErrInvalidJob] (400 on a create, a
+// patch or a preview), [cron.ErrUnavailable] (503), [ErrUnauthorized] (401).
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case cron.ErrNotFound:
+		return e.Status == http.StatusNotFound
+	case cron.ErrExists:
+		return e.Status == http.StatusConflict
+	case cron.ErrInvalidJob:
+		return e.Status == http.StatusBadRequest && e.invalid
+	case cron.ErrUnavailable:
+		return e.Status == http.StatusServiceUnavailable
+	case ErrUnauthorized:
+		return e.Status == http.StatusUnauthorized
+	}
+	return false
+}
+
+// Client calls the API of one service. Make it with [New].
+type Client struct {
+	base  *url.URL
+	hc    *http.Client
+	token string
+}
+
+// New returns a client of the API at baseURL (such as
+// "http://127.0.0.1:7100", or a URL with a path where the API is mounted),
+// calling it with hc (nil: http.DefaultClient) and sending token as
+// "Authorization: Bearer <token>" when it is not "".
+func New(baseURL string, hc *http.Client, token string) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("client: base URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: base URL %q: want http:// or https:// and a host", baseURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("client: base URL %q: no query or fragment", baseURL)
+	}
+	if strings.TrimSpace(token) != token {
+		return nil, errors.New("client: the token must not start or end with white space")
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Client{base: u, hc: hc, token: token}, nil
+}
+
+// maxAnswer bounds the answer read: a list of 1000 jobs fits many times.
+const maxAnswer = 256 << 20
+
+// do sends a request to path (escaped, relative to the base) with query q
+// and body (nil: none; []byte: sent as it is; else encoded as JSON), and
+// decodes a 2xx answer into out (nil: discarded). invalid marks a request
+// whose 400 is an invalid job. It returns the answer's header.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body any, out any, invalid bool) (http.Header, error) {
+	var rd io.Reader
+	if body != nil {
+		b, ok := body.([]byte)
+		if !ok {
+			var err error
+			if b, err = json.Marshal(body); err != nil {
+				return nil, fmt.Errorf("client: encoding the request: %w", err)
+			}
+		}
+		rd = bytes.NewReader(b)
+	}
+	u := *c.base
+	u.RawPath = c.base.Path + path
+	u.Path, _ = url.PathUnescape(u.RawPath)
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: reading the answer: %w", method, path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, apiError(method, path, resp, data, invalid)
+	}
+	if out != nil && resp.StatusCode != http.StatusNoContent {
+		if err := json.Unmarshal(data, out); err != nil {
+			return nil, fmt.Errorf("client: %s %s: decoding the answer: %w", method, path, err)
+		}
+	}
+	return resp.Header, nil
+}
+
+func apiError(method, path string, resp *http.Response, data []byte, invalid bool) *APIError {
+	e := &APIError{Status: resp.StatusCode, Method: method, Path: path, invalid: invalid}
+	var body struct {
+		Error string `json:"error"`
+		Field string `json:"field"`
+	}
+	if json.Unmarshal(data, &body) == nil && body.Error != "" {
+		e.Message, e.Field = body.Error, body.Field
+		return e
+	}
+	e.Message = http.StatusText(resp.StatusCode)
+	if s := strings.TrimSpace(string(data)); s != "" {
+		if len(s) > 200 {
+			s = s[:200] + "..."
+		}
+		e.Message += ": " + s
+	}
+	return e
+}
+
+func jobPath(id string, action string) string {
+	p := "/jobs/" + url.PathEscape(id)
+	if action != "" {
+		p += "/" + action
+	}
+	return p
+}
+
+// ListOptions are the filters and the page of [Client.List]. The zero
+// value lists every job.
+type ListOptions struct {
+	// Limit, when positive, asks for a page of at most Limit jobs (the
+	// API takes 1 to 1000). Default 0: every job.
+	Limit int
+	// After is the id of the last job of the previous page
+	// ([Page.Next]). Default "": from the first job.
+	After string
+	// Enabled, when not nil, keeps the jobs enabled (true) or paused
+	// (false).
+	Enabled *bool
+	// Kind keeps the jobs of a schedule kind (once, every, cron).
+	Kind string
+	// LastStatus keeps the jobs whose last run had this status.
+	LastStatus cron.Status
+	// NeverRun keeps the jobs that never ran (last_status empty); it
+	// cannot be combined with LastStatus.
+	NeverRun bool
+	// Name keeps the jobs of this exact name.
+	Name string
+	// Type keeps the jobs of this type ("http", or a Go function's).
+	Type string
+}
+
+// Page is one answer of [Client.List].
+type Page struct {
+	// Jobs are the jobs of the page, in creation order.
+	Jobs []cron.Job
+	// Next is the After of the next page, "" when this page is the last.
+	Next string
+}
+
+// List returns the jobs that pass opts' filters, in creation order: all
+// of them, or a page when opts.Limit is set (a page may come back short,
+// or empty, when filters skip jobs: go on while Next is not "").
+func (c *Client) List(ctx context.Context, opts ListOptions) (Page, error) {
+	q := url.Values{}
+	if opts.Limit != 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.After != "" {
+		q.Set("after", opts.After)
+	}
+	if opts.Enabled != nil {
+		q.Set("enabled", strconv.FormatBool(*opts.Enabled))
+	}
+	if opts.Kind != "" {
+		q.Set("kind", opts.Kind)
+	}
+	if opts.LastStatus != "" && opts.NeverRun {
+		return Page{}, errors.New("client: ListOptions: LastStatus and NeverRun both set")
+	}
+	if opts.LastStatus != "" || opts.NeverRun {
+		q.Set("last_status", string(opts.LastStatus))
+	}
+	if opts.Name != "" {
+		q.Set("name", opts.Name)
+	}
+	if opts.Type != "" {
+		q.Set("type", opts.Type)
+	}
+	var p Page
+	h, err := c.do(ctx, http.MethodGet, "/jobs", q, nil, &p.Jobs, false)
+	if err != nil {
+		return Page{}, err
+	}
+	if next := nextAfter(h.Get("Link")); next != "" && len(p.Jobs) > 0 {
+		p.Next = next
+	}
+	return p, nil
+}
+
+// nextAfter reads the after parameter of a Link header's rel="next".
+func nextAfter(link string) string {
+	for _, part := range strings.Split(link, ",") {
+		ref, params, ok := strings.Cut(strings.TrimSpace(part), ";")
+		if !ok || !strings.Contains(params, `rel="next"`) {
+			continue
+		}
+		ref = strings.Trim(strings.TrimSpace(ref), "<>")
+		u, err := url.Parse(ref)
+		if err != nil {
+			continue
+		}
+		return u.Query().Get("after")
+	}
+	return ""
+}
+
+// Get returns job id.
+func (c *Client) Get(ctx context.Context, id string) (cron.Job, error) {
+	var j cron.Job
+	_, err := c.do(ctx, http.MethodGet, jobPath(id, ""), nil, nil, &j, false)
+	return j, err
+}
+
+// systemFields are the fields of a job the service maintains.
+var systemFields = []string{"last_run_at", "next_run_at", "last_status", "last_error"}
+
+// Create adds j and returns it as stored (its id generated when j.ID is
+// "", its defaults filled). j is sent whole, less its system fields: its
+// MaxRetries is sent as it is (0: no retries), not left to the service's
+// default; use [Client.CreateJSON] to leave fields out.
+func (c *Client) Create(ctx context.Context, j cron.Job) (cron.Job, error) {
+	b, err := j.MarshalJSON()
+	if err != nil {
+		return cron.Job{}, fmt.Errorf("client: encoding the job: %w", err)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return cron.Job{}, fmt.Errorf("client: encoding the job: %w", err)
+	}
+	for _, f := range systemFields {
+		delete(doc, f)
+	}
+	if j.ID == "" {
+		delete(doc, "id")
+	}
+	return c.create(ctx, doc)
+}
+
+// CreateJSON adds the job of the JSON object body, as POST /jobs takes it
+// (fields left out take the service's defaults), and returns it as
+// stored.
+func (c *Client) CreateJSON(ctx context.Context, body []byte) (cron.Job, error) {
+	return c.create(ctx, bytes.Clone(body))
+}
+
+func (c *Client) create(ctx context.Context, body any) (cron.Job, error) {
+	var out cron.Job
+	_, err := c.do(ctx, http.MethodPost, "/jobs", nil, body, &out, true)
+	return out, err
+}
+
+// Patch changes job id by a JSON merge patch (RFC 7396) of its JSON
+// form: only the fields present change, null removes a field (it takes
+// its default). patch is a []byte of JSON, sent as it is, or any value
+// encoded as JSON (a map[string]any, a struct). It returns the job as
+// stored.
+func (c *Client) Patch(ctx context.Context, id string, patch any) (cron.Job, error) {
+	if b, ok := patch.([]byte); ok {
+		patch = bytes.Clone(b)
+	}
+	var out cron.Job
+	_, err := c.do(ctx, http.MethodPatch, jobPath(id, ""), nil, patch, &out, true)
+	return out, err
+}
+
+// Delete removes job id.
+func (c *Client) Delete(ctx context.Context, id string) error {
+	_, err := c.do(ctx, http.MethodDelete, jobPath(id, ""), nil, nil, nil, false)
+	return err
+}
+
+// RunNow queues a run of job id at once and returns its run id.
+func (c *Client) RunNow(ctx context.Context, id string) (runID string, err error) {
+	var out struct {
+		RunID string `json:"run_id"`
+	}
+	_, err = c.do(ctx, http.MethodPost, jobPath(id, "run-now"), nil, nil, &out, false)
+	return out.RunID, err
+}
+
+// Pause stops job id from firing (enabled false) and returns it.
+func (c *Client) Pause(ctx context.Context, id string) (cron.Job, error) {
+	var out cron.Job
+	_, err := c.do(ctx, http.MethodPost, jobPath(id, "pause"), nil, nil, &out, false)
+	return out, err
+}
+
+// Resume lets job id fire again, from now, and returns it.
+func (c *Client) Resume(ctx context.Context, id string) (cron.Job, error) {
+	var out cron.Job
+	_, err := c.do(ctx, http.MethodPost, jobPath(id, "resume"), nil, nil, &out, false)
+	return out, err
+}
+
+// RunsOptions select the runs of [Client.Runs]. The zero value is the
+// API's default: the newest 50 runs of any status.
+type RunsOptions struct {
+	// Limit is the most runs returned. Default 0: the API's, 50.
+	Limit int
+	// Status keeps the runs of this status. Default "": any.
+	Status cron.Status
+}
+
+// Runs returns the newest runs of job id, newest first.
+func (c *Client) Runs(ctx context.Context, id string, opts RunsOptions) ([]cron.Run, error) {
+	q := url.Values{}
+	if opts.Limit != 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.Status != "" {
+		q.Set("status", string(opts.Status))
+	}
+	var out []cron.Run
+	_, err := c.do(ctx, http.MethodGet, jobPath(id, "runs"), q, nil, &out, false)
+	return out, err
+}
+
+// Next is the answer of [Client.Next]: the next run times of a job.
+type Next struct {
+	JobID string `json:"job_id"`
+	// Paused says the job is paused: it fires none of Times until resumed.
+	Paused bool `json:"paused"`
+	// Kind and TZ are the job's schedule kind and, for cron, time zone.
+	Kind string `json:"kind"`
+	TZ   string `json:"tz,omitempty"`
+	// Times are the run times, in UTC; empty when the schedule has ended.
+	Times []time.Time `json:"next"`
+}
+
+// Next returns the next n run times of job id (n 0: the API's default,
+// 10; at most 1000).
+func (c *Client) Next(ctx context.Context, id string, n int) (Next, error) {
+	q := url.Values{}
+	if n != 0 {
+		q.Set("n", strconv.Itoa(n))
+	}
+	var out Next
+	_, err := c.do(ctx, http.MethodGet, jobPath(id, "next"), q, nil, &out, false)
+	return out, err
+}
+
+// Preview checks spec as a create would (an *APIError naming the field
+// when it is refused) and returns its next n run times (n 0: the API's
+// default, 10), without creating a job. id, when not "", is the id of the
+// job the schedule is meant for: an every schedule's jitter is spread as
+// that job's would be.
+func (c *Client) Preview(ctx context.Context, spec cron.ScheduleSpec, n int, id string) ([]time.Time, error) {
+	body := struct {
+		Schedule cron.ScheduleSpec `json:"schedule"`
+		N        int               `json:"n,omitempty"`
+		ID       string            `json:"id,omitempty"`
+	}{spec, n, id}
+	var out struct {
+		Next []time.Time `json:"next"`
+	}
+	_, err := c.do(ctx, http.MethodPost, "/schedules/preview", nil, body, &out, true)
+	return out.Next, err
+}
+
+// Health returns the answer of GET /health: {"status": "ok"} and the
+// notes the service adds (numbers are float64).
+func (c *Client) Health(ctx context.Context) (map[string]any, error) {
+	var out map[string]any
+	_, err := c.do(ctx, http.MethodGet, "/health", nil, nil, &out, false)
+	return out, err
+}

@@ -1,0 +1,24 @@
+// Package client is a Go client of the REST management API of a ksana
+// timed-job service (package cron/httpapi, served by cmd/ksana).
+//
+// A [Client] is made from the service's base URL, an *http.Client and the
+// API token ("" when the service has none), and has one method per
+// endpoint: [Client.List] (with its filters and paging), [Client.Get],
+// [Client.Create] and [Client.CreateJSON], [Client.Patch],
+// [Client.Delete], [Client.RunNow], [Client.Pause], [Client.Resume],
+// [Client.Runs], [Client.Next], [Client.Preview] and [Client.Health].
+// Jobs and runs are the types of package cron ([cron.Job], [cron.Run]).
+//
+// # Errors
+//
+// An answer other than 2xx is an *[APIError]: the HTTP status, the API's
+// message and, when one field is at fault, its JSON name ("schedule.cron",
+// "limit"). It matches the sentinels a caller branches on with
+// errors.Is: [cron.ErrNotFound] (404), [cron.ErrExists] (409),
+// [cron.ErrInvalidJob] (400 on a create, a patch or a preview),
+// [cron.ErrUnavailable] (503) and [ErrUnauthorized] (401). A request that
+// never got an answer (a refused connection, a cancelled context) is the
+// error of the *http.Client, wrapped.
+//
+// A Client is safe for concurrent use.
+package client

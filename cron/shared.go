@@ -105,6 +105,9 @@ func (v *versions) get(idx int32) int64 {
 }
 
 func (v *versions) set(idx int32, ver int64) {
+	if ver == 0 && int(idx>>slabBits) >= len(v.slabs) {
+		return // get answers 0 there: a runner whose store has no versions keeps no slabs
+	}
 	for int(idx>>slabBits) >= len(v.slabs) {
 		v.slabs = append(v.slabs, new([1 << slabBits]int64))
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
+
+	"github.com/ksana-dev/ksana/internal/reconnect"
 )
 
 // message is the JSON shape of the dispatcher's messages, the fields a
@@ -54,7 +56,7 @@ type node struct {
 	quiet       bool
 
 	jobs atomic.Int64
-	conn reconnect
+	conn reconnect.Pacer
 }
 
 func main() {
@@ -72,7 +74,7 @@ func main() {
 	flag.BoolVar(&n.quiet, "quiet", false, "do not print each job")
 	flag.Parse()
 	n.pools, n.models = list(*pools), list(*models)
-	n.conn.name = "dispatch-node " + n.id
+	n.conn.Name = "dispatch-node " + n.id
 	if n.silent < 0 || n.silent > 1 || n.unavailable < 0 || n.unavailable > 1 {
 		fmt.Fprintln(os.Stderr, "dispatch-node: -silent and -unavailable are shares between 0 and 1")
 		os.Exit(2)
@@ -90,7 +92,7 @@ func main() {
 		if ctx.Err() != nil {
 			break
 		}
-		pause := n.conn.failed(u, err)
+		pause := n.conn.Failed(u, err)
 		select {
 		case <-ctx.Done():
 		case <-time.After(pause):
@@ -121,7 +123,7 @@ func (n *node) serve(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
-	n.conn.connected(url)
+	n.conn.Connected(url)
 	defer c.CloseNow()
 	c.SetReadLimit(8 << 20)
 	var wmu sync.Mutex
@@ -213,35 +215,4 @@ func (n *node) run(ctx context.Context, m message, send func(message) error) {
 	}
 	n.print("job %s attempt %d (request %s, turn %s): result", m.JobID, m.Attempt, m.RequestID, m.TurnID)
 	ev("job_result", append([]byte("done:"), m.Payload...))
-}
-
-// reconnect spaces the attempts to reconnect (doubling from 100ms up to 5s)
-// and says each new cause once, rather than once per attempt.
-type reconnect struct {
-	name  string
-	last  string
-	pause time.Duration
-	up    bool
-}
-
-// failed reports a lost or refused connection and returns the pause before
-// the next attempt.
-func (r *reconnect) failed(u string, err error) time.Duration {
-	if msg := u + ": " + err.Error(); msg != r.last {
-		fmt.Fprintf(os.Stderr, "%s: %s; reconnecting (retries back off up to 5s)\n", r.name, msg)
-		r.last = msg
-	}
-	if r.up {
-		r.pause, r.up = 0, false
-	}
-	r.pause = min(max(2*r.pause, 100*time.Millisecond), 5*time.Second)
-	return r.pause
-}
-
-// connected ends a run of failures.
-func (r *reconnect) connected(u string) {
-	if r.last != "" {
-		fmt.Fprintf(os.Stderr, "%s: connected to %s\n", r.name, u)
-	}
-	r.last, r.up = "", true
 }

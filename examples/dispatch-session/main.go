@@ -18,6 +18,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
+
+	"github.com/ksana-dev/ksana/internal/reconnect"
 )
 
 // message is the JSON shape of the messages a session sends and gets.
@@ -51,7 +53,7 @@ type session struct {
 	conn     *websocket.Conn
 	pending  map[string]*request // request id -> request, until answered
 	answered chan answer
-	retry    reconnect // used by connectLoop only
+	retry    reconnect.Pacer // used by connectLoop only
 }
 
 // answer is an answer and how long it took since the request was sent.
@@ -94,7 +96,7 @@ func main() {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	s.pending = map[string]*request{}
-	s.retry.name = "dispatch-session " + s.id
+	s.retry.Name = "dispatch-session " + s.id
 	s.answered = make(chan answer, 64)
 	go s.connectLoop(ctx)
 
@@ -184,7 +186,7 @@ func (s *session) connectLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		pause := s.retry.failed(u, err)
+		pause := s.retry.Failed(u, err)
 		select {
 		case <-ctx.Done():
 		case <-time.After(pause):
@@ -210,7 +212,7 @@ func (s *session) serve(ctx context.Context, base string) error {
 	if err != nil {
 		return err
 	}
-	s.retry.connected(base)
+	s.retry.Connected(base)
 	defer c.CloseNow()
 	c.SetReadLimit(8 << 20)
 	s.mu.Lock()
@@ -254,35 +256,4 @@ func (s *session) serve(ctx context.Context, base string) error {
 			}
 		}
 	}
-}
-
-// reconnect spaces the attempts to reconnect (doubling from 100ms up to 5s)
-// and says each new cause once, rather than once per attempt.
-type reconnect struct {
-	name  string
-	last  string
-	pause time.Duration
-	up    bool
-}
-
-// failed reports a lost or refused connection and returns the pause before
-// the next attempt.
-func (r *reconnect) failed(u string, err error) time.Duration {
-	if msg := u + ": " + err.Error(); msg != r.last {
-		fmt.Fprintf(os.Stderr, "%s: %s; reconnecting (retries back off up to 5s)\n", r.name, msg)
-		r.last = msg
-	}
-	if r.up {
-		r.pause, r.up = 0, false
-	}
-	r.pause = min(max(2*r.pause, 100*time.Millisecond), 5*time.Second)
-	return r.pause
-}
-
-// connected ends a run of failures.
-func (r *reconnect) connected(u string) {
-	if r.last != "" {
-		fmt.Fprintf(os.Stderr, "%s: connected to %s\n", r.name, u)
-	}
-	r.last, r.up = "", true
 }

@@ -24,7 +24,6 @@ type Stores struct {
 	Sender       Sender
 	Inbox        func(instanceID string) Inbox // the inbox of an instance, read by its consumer group
 	Jobs         JobStore
-	Book         JobBook
 	Due          DueIndex
 	Reservations ReservationStore
 	Turns        TurnStore
@@ -45,8 +44,6 @@ func (s Stores) check() error {
 		return errors.New("scheduler: Stores.Inbox is nil")
 	case s.Jobs == nil:
 		return errors.New("scheduler: Stores.Jobs is nil")
-	case s.Book == nil:
-		return errors.New("scheduler: Stores.Book is nil")
 	case s.Due == nil:
 		return errors.New("scheduler: Stores.Due is nil")
 	case s.Reservations == nil:
@@ -123,7 +120,6 @@ const (
 	FailNoNode      = "no_node"      // no eligible node took the job within Dispatch.QueueTimeout
 	FailAttempts    = "max_attempts" // every attempt timed out or failed over
 	FailTimeout     = "timeout"      // no answer reached the session within Dispatch.RequestTimeout
-	FailResultLost  = "result_lost"  // the job's outcome was not found once it finished (its store lost it)
 	CancelFailover  = "failover"     // the job went to another node
 	CancelTimeout   = "timeout"      // the attempt took too long
 	CancelNodeStorm = "model_not_available"

@@ -23,11 +23,11 @@
 // [Dispatcher.Submit] turns a session's [Request] into a job and
 // dispatches it:
 //
-//  1. The job id is derived from the request id ([JobIDFor]), and the job's
-//     spec is opened in the [JobBook] at most once: a request id sent
-//     again, to any instance, at any time, finds the same job; its session
-//     becomes one more waiter, or, when the job is over, is answered at
-//     once. The job's lifecycle starts in [JobStore] (CREATED).
+//  1. The job id is derived from the request id ([JobIDFor]), and the job
+//     is opened in the [JobStore] at most once, in CREATED with its spec and
+//     its session as first waiter: a request id sent again, to any
+//     instance, at any time, finds the same job; its session becomes one
+//     more waiter, or, when the job is over, is answered at once.
 //  2. A node is selected among the fleet: online, in the job's pool, with
 //     its model, not marked unavailable for that model by the
 //     [StormGuard], not already tried for this job (unless no other node
@@ -169,19 +169,21 @@
 //
 // # Jobs, reservations, request idempotency and turn affinity
 //
-// A [JobStore] keeps each job's [JobRecord] (package fsm's state and
-// attempt, and its node) and applies events atomically, refusing an event
-// from a node the job is not on; [JobTransition] says whether the event
-// was a replay and which node's slot to free (a replay of a freeing event
-// names the node again). A [JobBook] keeps the job's spec, the nodes it
-// was tried on, its waiting sessions and its outcome; a [DueIndex] its
-// deadline. A
+// A [JobStore] keeps one record per job: its [JobRecord] (package fsm's
+// state and attempt, and its node) and its [BookEntry] (spec, the nodes it
+// was tried on, its waiting sessions and its outcome). Each step is one
+// atomic operation on the record, refusing an event from a node the job is
+// not on: a dispatch records its node among the tried ones, and the step
+// that ends a job stores its outcome ([JobStore.Finish]), so a job is never
+// over without one. [JobTransition] says whether the event was a replay
+// and which node's slot to free (a replay of a freeing event names the
+// node again). A [DueIndex] keeps the job's deadline. A
 // [ReservationStore] holds nodes' concurrency slots with an expiry, so a
 // crashed instance never holds one longer than its TTL. A job finishes in
-// three calls: ApplyJob(job_result), [ReservationStore.Release] on FreeNode,
+// three calls: Finish(job_result), [ReservationStore.Release] on FreeNode,
 // ApplyJob(release). A request needs no store of its own: [JobIDFor]
 // derives the job id from the request id, so every duplicate names the same
-// job and [JobBook.Open] lets exactly one of them create it. A [TurnStore]
+// job and [JobStore.Open] lets exactly one of them create it. A [TurnStore]
 // applies package affinity's write rule (SetTurnAffinity, once per turn,
 // right after the turn's first job is assigned) and ClearTurnAffinity on a
 // finalize reason that ends the turn; the Dispatcher chooses the node with

@@ -103,12 +103,12 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 	if err := d.st.Due.Add(ctx, jobID, now.Add(min(d.dc.AckTimeout, d.dc.RunTimeout))); err != nil {
 		return "", d.submitFailed(sessionID, jobID, err)
 	}
-	entry, created, err := d.st.Book.Open(ctx, jobID, spec, d.jobTTL())
+	rec, entry, created, err := d.st.Jobs.Open(ctx, jobID, spec)
 	if err != nil {
 		return "", d.submitFailed(sessionID, jobID, err)
 	}
 	if !created {
-		out, done, err := d.st.Book.Watch(ctx, jobID, sessionID)
+		out, done, err := d.st.Jobs.Watch(ctx, jobID, sessionID)
 		if err != nil {
 			return "", d.submitFailed(sessionID, jobID, err)
 		}
@@ -117,12 +117,6 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 			return jobID, nil
 		}
 		d.awaitTurnNode(ctx, req, jobID)
-		return jobID, nil
-	}
-	rec, _, err := d.st.Jobs.CreateJob(ctx, jobID)
-	if err != nil {
-		// The sweeper creates it from the book.
-		d.log.Warn("scheduler: create job", "job_id", jobID, "err", err)
 		return jobID, nil
 	}
 	d.enter(fsm.Created)
@@ -188,8 +182,6 @@ func (d *Dispatcher) submitFailed(sessionID, jobID string, err error) error {
 	d.mu.Unlock()
 	return fmt.Errorf("scheduler: submit job %s: %w", jobID, err)
 }
-
-func (d *Dispatcher) jobTTL() time.Duration { return d.dc.JobTTL }
 
 func (d *Dispatcher) enter(s fsm.State) {
 	if d.hooks.JobState != nil {
@@ -282,10 +274,6 @@ func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookE
 			}
 			return err
 		}
-		if err := d.st.Book.AddTried(ctx, rec.ID, node); err != nil {
-			d.st.Reservations.Release(ctx, node, rec.ID)
-			return err
-		}
 		tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, fsm.Dispatch, rec.Attempt, node)
 		if err != nil || tr.Duplicate {
 			// Another instance moved the job first.
@@ -325,7 +313,10 @@ func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookE
 // failover, frees the node's slot, tells the node, and sends the job on
 // (or fails it once its attempts are used up).
 func (d *Dispatcher) endAttempt(ctx context.Context, rec JobRecord, ev fsm.Event, why string) error {
-	tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, ev, rec.Attempt, rec.NodeID)
+	// Should this attempt be the job's last, the step fails the job and
+	// stores this outcome with it.
+	out := Outcome{Status: OutcomeFailed, Attempt: rec.Attempt, Error: FailAttempts + ": the job failed on " + fmt.Sprint(rec.Attempt) + " nodes"}
+	tr, entry, err := d.st.Jobs.Finish(ctx, rec.ID, ev, rec.Attempt, rec.NodeID, out)
 	if err != nil {
 		var te *fsm.TransitionError
 		if errors.As(err, &te) || errors.Is(err, ErrWrongNode) {
@@ -348,12 +339,15 @@ func (d *Dispatcher) endAttempt(ctx context.Context, rec JobRecord, ev fsm.Event
 		d.wakeSweeper()
 	}
 	d.enter(tr.Job.State)
+	if tr.Job.State == fsm.Failed {
+		return d.finishStored(ctx, tr.Job, entry)
+	}
 	return d.settleRecord(ctx, tr.Job, false)
 }
 
 // fail ends a job in CREATED that no node could take.
 func (d *Dispatcher) fail(ctx context.Context, rec JobRecord, code, detail string) error {
-	tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, fsm.Fail, rec.Attempt, "")
+	tr, entry, err := d.st.Jobs.Finish(ctx, rec.ID, fsm.Fail, rec.Attempt, "", Outcome{Status: OutcomeFailed, Attempt: rec.Attempt, Error: code + ": " + detail})
 	if err != nil {
 		var te *fsm.TransitionError
 		if errors.As(err, &te) {
@@ -364,22 +358,17 @@ func (d *Dispatcher) fail(ctx context.Context, rec JobRecord, code, detail strin
 	if !tr.Duplicate {
 		d.enter(fsm.Failed)
 	}
-	return d.finish(ctx, tr.Job, Outcome{Status: OutcomeFailed, Attempt: rec.Attempt, Error: code + ": " + detail})
+	return d.finishStored(ctx, tr.Job, entry)
 }
 
-// finish stores a job's outcome, answers its waiters, frees its node's
-// slot and takes it out of the deadline index. Each step is idempotent, so
-// a sweeper may run it again after a crash.
-func (d *Dispatcher) finish(ctx context.Context, rec JobRecord, out Outcome) error {
-	entry, err := d.st.Book.Finish(ctx, rec.ID, out)
-	if err != nil {
-		return err
-	}
-	return d.finishStored(ctx, rec, entry)
-}
-
-// finishStored is finish once the outcome is stored.
+// finishStored ends a job in FINISHED or FAILED, whose outcome the step
+// that ended it stored: it answers the job's waiters, frees its node's
+// slot, releases it and takes it out of the deadline index. Each step is
+// idempotent, so a sweeper may run it again after a crash.
 func (d *Dispatcher) finishStored(ctx context.Context, rec JobRecord, entry BookEntry) error {
+	if entry.Outcome == nil {
+		return fmt.Errorf("scheduler: job %s is %s without an outcome: %w", rec.ID, rec.State, ErrJobCorrupt)
+	}
 	for _, s := range entry.Waiters {
 		via := ""
 		if s == entry.Spec.SessionID {
@@ -450,25 +439,17 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 	default:
 		return msgErr("type", "%q is not a node event", m.Type)
 	}
-	var stored *BookEntry
+	var (
+		tr    JobTransition
+		entry BookEntry
+		err   error
+	)
 	if ev == fsm.Result {
-		// The outcome is stored before the lifecycle moves, so that an
-		// instance stopping in between loses no result: whoever carries
-		// the job on finds it. Only the node and attempt the job is on
-		// may store it; anything else is left to ApplyJob to refuse.
-		rec, err := d.st.Jobs.Job(ctx, m.JobID)
-		if err != nil {
-			return d.rejected(m, err)
-		}
-		if rec.NodeID == nodeID && rec.Attempt == m.Attempt && (rec.State.Active() || rec.State == fsm.Finished) {
-			e, err := d.st.Book.Finish(ctx, m.JobID, Outcome{Status: OutcomeResult, NodeID: nodeID, Attempt: m.Attempt, Payload: m.Payload})
-			if err != nil {
-				return err
-			}
-			stored = &e
-		}
+		// The outcome is stored in the step that moves the job.
+		tr, entry, err = d.st.Jobs.Finish(ctx, m.JobID, ev, m.Attempt, nodeID, Outcome{Status: OutcomeResult, NodeID: nodeID, Attempt: m.Attempt, Payload: m.Payload})
+	} else {
+		tr, err = d.st.Jobs.ApplyJob(ctx, m.JobID, ev, m.Attempt, nodeID)
 	}
-	tr, err := d.st.Jobs.ApplyJob(ctx, m.JobID, ev, m.Attempt, nodeID)
 	if err != nil {
 		return d.rejected(m, err)
 	}
@@ -504,10 +485,7 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 		if tr.Job.State == fsm.Released {
 			return nil
 		}
-		if stored != nil {
-			return d.finishStored(ctx, tr.Job, *stored)
-		}
-		return d.finish(ctx, tr.Job, Outcome{Status: OutcomeResult, NodeID: nodeID, Attempt: m.Attempt, Payload: m.Payload})
+		return d.finishStored(ctx, tr.Job, entry)
 	}
 }
 
@@ -536,7 +514,7 @@ func (d *Dispatcher) modelNotAvailable(ctx context.Context, m Envelope) error {
 	}
 	model := m.Model
 	if model == "" {
-		if entry, err := d.st.Book.Entry(ctx, m.JobID); err == nil {
+		if entry, err := d.st.Jobs.Entry(ctx, m.JobID); err == nil {
 			model = entry.Spec.Model
 		}
 	}

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/ksana-dev/ksana/fsm"
@@ -16,7 +15,7 @@ import (
 func (d *Dispatcher) settleRecord(ctx context.Context, rec JobRecord, claimed bool) error {
 	switch rec.State {
 	case fsm.Created:
-		entry, err := d.st.Book.Entry(ctx, rec.ID)
+		entry, err := d.st.Jobs.Entry(ctx, rec.ID)
 		if err != nil {
 			return err
 		}
@@ -26,18 +25,13 @@ func (d *Dispatcher) settleRecord(ctx context.Context, rec JobRecord, claimed bo
 			return nil
 		}
 		return d.endAttempt(ctx, rec, fsm.Timeout, CancelTimeout)
-	case fsm.Finished:
-		entry, err := d.st.Book.Entry(ctx, rec.ID)
+	case fsm.Finished, fsm.Failed:
+		// The step that ended the job stored its outcome.
+		entry, err := d.st.Jobs.Entry(ctx, rec.ID)
 		if err != nil {
 			return err
 		}
-		out := Outcome{Status: OutcomeFailed, Attempt: rec.Attempt, Error: FailResultLost}
-		if entry.Outcome != nil {
-			out = *entry.Outcome
-		}
-		return d.finish(ctx, rec, out)
-	case fsm.Failed:
-		return d.finish(ctx, rec, Outcome{Status: OutcomeFailed, Attempt: rec.Attempt, Error: FailAttempts + ": the job failed on " + fmt.Sprint(rec.Attempt) + " nodes"})
+		return d.finishStored(ctx, rec, entry)
 	default: // Released
 		return d.st.Due.Remove(ctx, rec.ID)
 	}
@@ -47,18 +41,9 @@ func (d *Dispatcher) settleRecord(ctx context.Context, rec JobRecord, claimed bo
 func (d *Dispatcher) settle(ctx context.Context, jobID string) error {
 	rec, err := d.st.Jobs.Job(ctx, jobID)
 	if errors.Is(err, ErrJobNotFound) {
-		// Opened, but the lifecycle was never created (or expired).
-		entry, berr := d.st.Book.Entry(ctx, jobID)
-		if errors.Is(berr, ErrJobNotFound) || (berr == nil && entry.Outcome != nil) {
-			return d.st.Due.Remove(ctx, jobID)
-		}
-		if berr != nil {
-			return berr
-		}
-		if rec, _, err = d.st.Jobs.CreateJob(ctx, jobID); err != nil {
-			return err
-		}
-		return d.dispatch(ctx, rec, entry)
+		// Never opened (Submit stopped between its deadline and Open), or
+		// expired: nothing to carry on.
+		return d.st.Due.Remove(ctx, jobID)
 	}
 	if err != nil {
 		return err

@@ -23,18 +23,22 @@ type JobsConfig struct {
 	// TTL is how long a job's hash lives after its last change. Default
 	// (0): [scheduler.DefaultJobTTL].
 	TTL time.Duration
-	// OpHook observes every Redis operation ("fsm_create", "fsm_get",
-	// "fsm_apply"). Default (nil): none.
+	// OpHook observes every Redis operation ("job_open", "fsm_get",
+	// "fsm_apply", "job_finish", "book_entry", "book_watch"). Default
+	// (nil): none.
 	OpHook OpHook
 }
 
 // Jobs is the Redis [scheduler.JobStore]: one hash per job,
-// {prefix}:v1:jobs:{job:<job_id>}:fsm, with the fields state, attempt,
-// node_id, created_at_ms and updated_at_ms (milliseconds of the server's
-// clock) and a TTL renewed by every change. Transitions run in one Lua
-// script generated from package fsm's table ([GenerateFSMLua]), so they
-// are atomic and obey exactly the rules of [fsm.Machine.Apply]. The script
-// touches only the job's key, so it works unchanged on a Redis Cluster.
+// {prefix}:v1:jobs:{job:<job_id>}:fsm, with the lifecycle fields state,
+// attempt, node_id, created_at_ms and updated_at_ms (milliseconds of the
+// server's clock), the book fields spec (JSON), tried and waiters (ids
+// separated by newlines, which ids never hold) and outcome (JSON), and a
+// TTL renewed by every change. Every step is one Lua script call on that
+// key: transitions run the script generated from package fsm's table
+// ([GenerateFSMLua]), so they are atomic and obey exactly the rules of
+// [fsm.Machine.Apply]. The scripts touch only the job's key, so they work
+// unchanged on a Redis Cluster.
 type Jobs struct {
 	c     rueidis.Client
 	keys  Keys
@@ -46,8 +50,8 @@ type Jobs struct {
 var _ scheduler.JobStore = (*Jobs)(nil)
 
 var (
-	fsmApplyScript  = rueidis.NewLuaScript(fsmApplyLua)
-	fsmCreateScript = rueidis.NewLuaScript(fsmCreateLua)
+	fsmApplyScript = rueidis.NewLuaScript(fsmApplyLua)
+	jobOpenScript  = rueidis.NewLuaScript(jobOpenLua)
 )
 
 // NewJobs returns the job store on c.
@@ -71,51 +75,44 @@ func NewJobs(c rueidis.Client, cfg JobsConfig) (*Jobs, error) {
 	}, nil
 }
 
-// CreateJob implements [scheduler.JobStore].
-func (s *Jobs) CreateJob(ctx context.Context, jobID string) (scheduler.JobRecord, bool, error) {
-	if jobID == "" {
-		return scheduler.JobRecord{}, false, &scheduler.ArgumentError{Name: "job_id", Reason: "empty"}
-	}
-	key := s.keys.JobFSM(jobID)
-	init := fsm.New()
-	start := time.Now()
-	vals, err := fsmCreateScript.Exec(ctx, s.c, []string{key},
-		[]string{string(init.State), strconv.Itoa(init.Attempt), s.ttlMS}).ToArray()
-	s.hook.observe("fsm_create", start, err)
-	if err != nil {
-		return scheduler.JobRecord{}, false, fmt.Errorf("redisstore: create job %q: %w", jobID, err)
-	}
-	if len(vals) != 6 {
-		return scheduler.JobRecord{}, false, fmt.Errorf("redisstore: create job %q: reply of %d elements", jobID, len(vals))
-	}
-	created, _ := vals[0].AsInt64()
-	fields := make([]string, 5)
-	for i := range fields {
-		fields[i], _ = vals[i+1].ToString() // a missing field is nil: ""
-	}
-	rec, err := decodeJob(jobID, key, fields)
-	return rec, created == 1, err
-}
-
-// Job implements [scheduler.JobStore].
+// Job implements [scheduler.JobStore] with HMGET.
 func (s *Jobs) Job(ctx context.Context, jobID string) (scheduler.JobRecord, error) {
 	if jobID == "" {
 		return scheduler.JobRecord{}, &scheduler.ArgumentError{Name: "job_id", Reason: "empty"}
 	}
 	key := s.keys.JobFSM(jobID)
 	start := time.Now()
-	m, err := s.c.Do(ctx, s.c.B().Hgetall().Key(key).Build()).AsStrMap()
-	if err == nil && len(m) == 0 {
-		err = rueidis.Nil
+	vals, err := s.c.Do(ctx, s.c.B().Hmget().Key(key).Field("state", "attempt", "node_id", "created_at_ms", "updated_at_ms").Build()).ToArray()
+	f, none := strs(vals, 5)
+	if err == nil && none {
+		// No lifecycle field: no job, unless the key holds something else.
+		var n int64
+		if n, err = s.c.Do(ctx, s.c.B().Exists().Key(key).Build()).AsInt64(); err == nil && n == 0 {
+			err = rueidis.Nil
+		}
 	}
 	s.hook.observe("fsm_get", start, err)
 	switch {
 	case isNil(err):
-		return scheduler.JobRecord{}, fmt.Errorf("job %q: %w", jobID, scheduler.ErrJobNotFound)
+		return scheduler.JobRecord{}, notFound(jobID)
 	case err != nil:
 		return scheduler.JobRecord{}, fmt.Errorf("redisstore: get job %q: %w", jobID, err)
 	}
-	return decodeJob(jobID, key, []string{m["state"], m["attempt"], m["node_id"], m["created_at_ms"], m["updated_at_ms"]})
+	return decodeJob(jobID, key, f)
+}
+
+// strs returns the first n strings of vals ("" for nil), and whether all
+// of them were nil.
+func strs(vals []rueidis.RedisMessage, n int) ([]string, bool) {
+	f, none := make([]string, n), true
+	for i := range f {
+		if i < len(vals) {
+			if v, err := vals[i].ToString(); err == nil {
+				f[i], none = v, false
+			}
+		}
+	}
+	return f, none
 }
 
 // CorruptError reports a stored value that does not decode. It wraps the
@@ -175,7 +172,7 @@ func (s *Jobs) ApplyJob(ctx context.Context, jobID string, ev fsm.Event, attempt
 	key := s.keys.JobFSM(jobID)
 	start := time.Now()
 	reply, err := fsmApplyScript.Exec(ctx, s.c, []string{key},
-		[]string{string(ev), strconv.Itoa(attempt), nodeID, s.max, s.ttlMS}).ToString()
+		[]string{string(ev), strconv.Itoa(attempt), nodeID, s.max, s.ttlMS, ""}).ToString()
 	s.hook.observe("fsm_apply", start, err)
 	if err != nil {
 		return scheduler.JobTransition{}, fmt.Errorf("redisstore: apply %s to job %q: %w", ev, jobID, err)

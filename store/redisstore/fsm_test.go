@@ -151,6 +151,7 @@ func equivalent(t *testing.T, ctx context.Context, c rueidis.Client, s *Jobs, m 
 		switch {
 		case ev == fsm.Dispatch:
 			wantStored["node_id"] = "node-new"
+			wantStored["tried"] = "node-new" // a dispatch records its node
 		case out.Job.State == fsm.Created:
 			wantStored["node_id"] = ""
 		}
@@ -226,7 +227,7 @@ func TestFSMKeyAndTTL(t *testing.T) {
 	ctx := context.Background()
 	for _, srv := range testServers(t) {
 		s := newJobs(t, srv.client, JobsConfig{TTL: time.Hour})
-		if _, _, err := s.CreateJob(ctx, "j"); err != nil {
+		if _, _, err := openJob(ctx, s, "j"); err != nil {
 			t.Fatal(err)
 		}
 		key := s.keys.Prefix() + ":v1:jobs:{job:j}:fsm"
@@ -263,12 +264,12 @@ func TestJobsOpHook(t *testing.T) {
 		mu.Unlock()
 	}
 	s := newJobs(t, testServers(t)[0].client, JobsConfig{OpHook: hook})
-	s.CreateJob(ctx, "j")
+	openJob(ctx, s, "j")
 	s.ApplyJob(ctx, "j", fsm.Dispatch, 1, "n")
 	s.Job(ctx, "j")
 	s.Job(ctx, "none")
 	s.ApplyJob(ctx, "", fsm.Dispatch, 1, "n") // refused before Redis: no op
-	want := []string{"fsm_create/ok", "fsm_apply/ok", "fsm_get/ok", "fsm_get/miss"}
+	want := []string{"job_open/ok", "fsm_apply/ok", "fsm_get/ok", "fsm_get/miss"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("hook calls (-want +got):\n%s", diff)
 	}
@@ -382,7 +383,7 @@ func TestFSMServerTime(t *testing.T) {
 	for _, srv := range testServers(t) {
 		s := newJobs(t, srv.client, JobsConfig{})
 		before := time.Now()
-		created, _, err := s.CreateJob(ctx, "j")
+		created, _, err := openJob(ctx, s, "j")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -412,4 +413,11 @@ func TestFSMServerTime(t *testing.T) {
 			t.Errorf("%s: updated_at_ms reply %v, stored %v, created %v: want reply = stored >= created", srv.name, tr.Job.UpdatedAt, stored.UpdatedAt, created.UpdatedAt)
 		}
 	}
+}
+
+// openJob opens jobID in s with a spec of its own: whether it created the
+// job, and the record.
+func openJob(ctx context.Context, s *Jobs, jobID string) (scheduler.JobRecord, bool, error) {
+	rec, _, created, err := s.Open(ctx, jobID, scheduler.JobSpec{RequestID: "r-" + jobID, SessionID: "s-" + jobID})
+	return rec, created, err
 }

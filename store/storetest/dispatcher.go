@@ -1040,7 +1040,7 @@ func testDispatchUndeliverable(t *testing.T, h DispatcherHarness) {
 	// Each job went to a node that was gone and came back to wait.
 	Eventually(t, "the jobs back in CREATED after a dispatch", 5*time.Second, func() bool {
 		for _, r := range reqs {
-			e, err := st.Book.Entry(ctx, scheduler.JobIDFor(r))
+			e, err := st.Jobs.Entry(ctx, scheduler.JobIDFor(r))
 			rec, jerr := st.Jobs.Job(ctx, scheduler.JobIDFor(r))
 			if err != nil || jerr != nil || len(e.Tried) == 0 || rec.State.Active() {
 				return false

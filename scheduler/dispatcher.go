@@ -170,6 +170,10 @@ type Dispatcher struct {
 	alive    map[string]aliveEntry
 	pending  map[pendingKey]pendingReq // requests waiting for their answer
 	stopped  bool
+	// over are jobs released here whose deadlines the next sweep takes
+	// out of the index, all in one call (a deadline left behind by a stop
+	// is taken out by whichever sweeper claims it).
+	over []string
 
 	turnMu sync.Mutex
 	turns  map[string]*turnLock // turns being dispatched here

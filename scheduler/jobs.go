@@ -45,8 +45,8 @@ func checkID(name, id string) error {
 }
 
 // JobRecord is a job's lifecycle state: in Redis the fields state,
-// attempt, node_id, created_at_ms and updated_at_ms of the job's hash
-// {prefix}:v1:jobs:{job:<job_id>}:fsm.
+// attempt, node_id, created_at_ms, updated_at_ms and dispatched_at_ms of
+// the job's hash {prefix}:v1:jobs:{job:<job_id>}:fsm.
 type JobRecord struct {
 	ID string
 	fsm.Job
@@ -55,6 +55,9 @@ type JobRecord struct {
 	NodeID    string
 	CreatedAt time.Time // when the job was created
 	UpdatedAt time.Time // when an event last changed it
+	// DispatchedAt is when the job was last dispatched (zero before its
+	// first dispatch): its current attempt's start while it is on a node.
+	DispatchedAt time.Time
 }
 
 // JobTransition is what [JobStore.ApplyJob] did.

@@ -255,13 +255,14 @@ func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookE
 		if spec.TurnID != "" && !dec.Affinity {
 			// The turn's first node is written before the job moves, and the
 			// first write wins: two jobs of one turn dispatched at once, here
-			// and on another instance, both follow the node written first.
+			// and on another instance, both follow the node written first,
+			// unless the job was tried there already.
 			if ends, _ := affinity.EndsTurn(affinity.Reason(spec.Reason)); !ends {
 				aff, wrote, err := d.st.Turns.SetTurnAffinity(ctx, spec.SessionID, spec.TurnID, node)
 				switch {
 				case err != nil:
 					d.log.Warn("scheduler: turn affinity", "turn_id", spec.TurnID, "err", err)
-				case !wrote && aff != "" && aff != node && slices.ContainsFunc(fleet, func(n NodeSnapshot) bool { return n.NodeID == aff && eligible(n, spec, skip) }):
+				case !wrote && aff != "" && aff != node && !tried[aff] && slices.ContainsFunc(fleet, func(n NodeSnapshot) bool { return n.NodeID == aff && eligible(n, spec, skip) }):
 					node = aff
 				}
 				dec.Affinity = true // written (or followed): nothing to write after the move
@@ -363,8 +364,9 @@ func (d *Dispatcher) fail(ctx context.Context, rec JobRecord, code, detail strin
 
 // finishStored ends a job in FINISHED or FAILED, whose outcome the step
 // that ended it stored: it answers the job's waiters, frees its node's
-// slot, releases it and takes it out of the deadline index. Each step is
-// idempotent, so a sweeper may run it again after a crash.
+// slot, releases it, and leaves its deadline for the next sweep to take
+// out of the index. Each step is idempotent, so a sweeper may run it
+// again after a crash.
 func (d *Dispatcher) finishStored(ctx context.Context, rec JobRecord, entry BookEntry) error {
 	if entry.Outcome == nil {
 		return fmt.Errorf("scheduler: job %s is %s without an outcome: %w", rec.ID, rec.State, ErrJobCorrupt)
@@ -392,7 +394,10 @@ func (d *Dispatcher) finishStored(ctx context.Context, rec JobRecord, entry Book
 			d.enter(fsm.Released)
 		}
 	}
-	return d.st.Due.Remove(ctx, rec.ID)
+	d.mu.Lock()
+	d.over = append(d.over, rec.ID)
+	d.mu.Unlock()
+	return nil
 }
 
 func answerOf(jobID string, spec JobSpec, sessionID string, out Outcome) Envelope {
@@ -461,23 +466,20 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 		if !tr.Duplicate {
 			d.enter(tr.Job.State)
 		}
+		// The step's time in the record is the lease's start: a sweeper
+		// that claims the job at its ack deadline finds the lease there
+		// (see settleRecord); from here on this instance renews it.
 		d.mu.Lock()
-		leased, assigned := false, tr.Job.UpdatedAt
 		if n := d.nodes[nodeID]; n != nil {
 			j := n.jobs[m.JobID]
 			if j == nil || j.attempt != m.Attempt {
-				j = &localJob{attempt: m.Attempt, assigned: tr.Job.UpdatedAt}
+				j = &localJob{attempt: m.Attempt, assigned: tr.Job.DispatchedAt}
 				n.jobs[m.JobID] = j
 			}
-			// The lease taken at job_ack stands for job_started too.
-			leased, assigned = j.acked, j.assigned
 			j.acked = true
 		}
 		d.mu.Unlock()
-		if leased {
-			return nil
-		}
-		return d.st.Due.Set(ctx, m.JobID, d.leaseUntil(time.Now(), assigned))
+		return nil
 	default: // result
 		if !tr.Duplicate {
 			d.enter(fsm.Finished)

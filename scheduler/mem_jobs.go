@@ -211,7 +211,7 @@ func (s *MemJobs) apply(jobID string, ev fsm.Event, attempt int, nodeID string) 
 	rec.Job = out.Job
 	switch {
 	case ev == fsm.Dispatch:
-		rec.NodeID = nodeID
+		rec.NodeID, rec.DispatchedAt = nodeID, now.Truncate(time.Millisecond)
 		if !slices.Contains(j.book.Tried, nodeID) {
 			j.book.Tried = append(j.book.Tried, nodeID)
 		}

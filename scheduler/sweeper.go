@@ -24,6 +24,15 @@ func (d *Dispatcher) settleRecord(ctx context.Context, rec JobRecord, claimed bo
 		if !claimed {
 			return nil
 		}
+		// The index holds the job's ack deadline until its node's instance
+		// first renews the lease; the lease taken at job_ack (or
+		// job_started) runs from the step's time, never past the run
+		// timeout of the attempt.
+		if rec.State != fsm.Dispatched && !rec.DispatchedAt.IsZero() {
+			if until := d.leaseUntil(rec.UpdatedAt, rec.DispatchedAt); until.After(time.Now()) {
+				return d.st.Due.Set(ctx, rec.ID, until)
+			}
+		}
 		return d.endAttempt(ctx, rec, fsm.Timeout, CancelTimeout)
 	case fsm.Finished, fsm.Failed:
 		// The step that ended the job stored its outcome.
@@ -51,8 +60,18 @@ func (d *Dispatcher) settle(ctx context.Context, jobID string) error {
 	return d.settleRecord(ctx, rec, true)
 }
 
-// sweep claims the jobs whose deadline passed and settles them.
+// sweep takes the deadlines of the jobs released here out of the index,
+// then claims the jobs whose deadline passed and settles them.
 func (d *Dispatcher) sweep(ctx context.Context) {
+	d.mu.Lock()
+	over := d.over
+	d.over = nil
+	d.mu.Unlock()
+	if len(over) > 0 {
+		if err := d.st.Due.Remove(ctx, over...); err != nil && ctx.Err() == nil {
+			d.log.Warn("scheduler: remove deadlines", "jobs", len(over), "err", err)
+		}
+	}
 	for ctx.Err() == nil {
 		ids, err := d.st.Due.Claim(ctx, time.Now(), 5*time.Second, sweepBatch)
 		if err != nil {

@@ -78,16 +78,16 @@ func (s *Jobs) Open(ctx context.Context, jobID string, spec scheduler.JobSpec) (
 	if err != nil {
 		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, fmt.Errorf("redisstore: open job %q: %w", jobID, err)
 	}
-	if len(vals) != 10 {
+	if len(vals) != 11 {
 		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, fmt.Errorf("redisstore: open job %q: reply of %d elements", jobID, len(vals))
 	}
 	created, _ := vals[0].AsInt64()
-	f, _ := strs(vals[1:], 9)
-	rec, err := decodeJob(jobID, key, f[:5])
+	f, _ := strs(vals[1:], 10)
+	rec, err := decodeJob(jobID, key, f[:6])
 	if err != nil {
 		return rec, scheduler.BookEntry{}, false, err
 	}
-	e, err := s.entry(jobID, f[5], f[6], f[7], f[8])
+	e, err := s.entry(jobID, f[6], f[7], f[8], f[9])
 	return rec, e, created == 1, err
 }
 

@@ -82,8 +82,8 @@ func (s *Jobs) Job(ctx context.Context, jobID string) (scheduler.JobRecord, erro
 	}
 	key := s.keys.JobFSM(jobID)
 	start := time.Now()
-	vals, err := s.c.Do(ctx, s.c.B().Hmget().Key(key).Field("state", "attempt", "node_id", "created_at_ms", "updated_at_ms").Build()).ToArray()
-	f, none := strs(vals, 5)
+	vals, err := s.c.Do(ctx, s.c.B().Hmget().Key(key).Field("state", "attempt", "node_id", "created_at_ms", "updated_at_ms", "dispatched_at_ms").Build()).ToArray()
+	f, none := strs(vals, 6)
 	if err == nil && none {
 		// No lifecycle field: no job, unless the key holds something else.
 		var n int64
@@ -136,7 +136,10 @@ func (e *CorruptError) Error() string {
 // Unwrap returns the sentinel.
 func (e *CorruptError) Unwrap() error { return e.Err }
 
-// decodeJob decodes state, attempt, node_id, created_at_ms, updated_at_ms.
+// decodeJob decodes state, attempt, node_id, created_at_ms, updated_at_ms
+// and, when f has a sixth field, dispatched_at_ms ("" for none). An
+// updated_at_ms of the form updated/dispatched (the script's reply) holds
+// both.
 func decodeJob(id, key string, f []string) (scheduler.JobRecord, error) {
 	bad := func(field, v string) (scheduler.JobRecord, error) {
 		return scheduler.JobRecord{}, &CorruptError{Key: key, Field: field, Value: v, Err: scheduler.ErrJobCorrupt}
@@ -153,14 +156,26 @@ func decodeJob(id, key string, f []string) (scheduler.JobRecord, error) {
 	if err != nil {
 		return bad("created_at_ms", f[3])
 	}
-	updated, err := strconv.ParseInt(f[4], 10, 64)
+	upd, disp, _ := strings.Cut(f[4], "/")
+	if len(f) > 5 && f[5] != "" {
+		disp = f[5]
+	}
+	updated, err := strconv.ParseInt(upd, 10, 64)
 	if err != nil {
 		return bad("updated_at_ms", f[4])
 	}
-	return scheduler.JobRecord{
+	rec := scheduler.JobRecord{
 		ID: id, Job: fsm.Job{State: st, Attempt: att}, NodeID: f[2],
 		CreatedAt: time.UnixMilli(created), UpdatedAt: time.UnixMilli(updated),
-	}, nil
+	}
+	if disp != "" {
+		ms, err := strconv.ParseInt(disp, 10, 64)
+		if err != nil {
+			return bad("dispatched_at_ms", disp)
+		}
+		rec.DispatchedAt = time.UnixMilli(ms)
+	}
+	return rec, nil
 }
 
 // ApplyJob implements [scheduler.JobStore] with one EVALSHA of the

@@ -43,9 +43,11 @@ var fsmRefusals = map[string]error{
 //	KEYS[1] = {prefix}:v1:jobs:{job:<id>}:fsm
 //	ARGV    = event, attempt, node_id (for dispatch), max_attempts, ttl_ms,
 //	          outcome (JSON; optional)
-//	reply   = without an outcome: "status state attempt created_at_ms updated_at_ms " + nodes,
+//	reply   = without an outcome: "status state attempt created_at_ms stamp " + nodes,
 //	          "not_found", or "corrupt field value": one bulk string, which
-//	          costs the server less than an array. nodes is the job's
+//	          costs the server less than an array. stamp is updated_at_ms,
+//	          followed by "/" dispatched_at_ms once the job was dispatched.
+//	          nodes is the job's
 //	          node_id and the node whose reservation the transition frees:
 //	          "-" node_id (none freed), "=" node_id (node_id freed), "0"
 //	          freed (node_id now empty), or "#" len(node_id) " " node_id
@@ -147,8 +149,8 @@ local function keep(s)
   end
 end
 local function step()
-local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms')
-local state, cur, curnode, created, updated = h[1], h[2], h[3] or '', h[4], h[5]
+local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms')
+local state, cur, curnode, created, updated, dsp = h[1], h[2], h[3] or '', h[4], h[5], h[6]
 if not state and not cur and not created then
   if redis.call('EXISTS', key) == 0 then return %[1]q end
 end
@@ -158,15 +160,19 @@ local a = tonumber(cur)
 if a < 1 then return %[2]q .. ' attempt ' .. cur end
 if not tonumber(created) then return %[2]q .. ' created_at_ms ' .. tostring(created) end
 if not tonumber(updated) then return %[2]q .. ' updated_at_ms ' .. tostring(updated) end
+if dsp and not tonumber(dsp) then return %[2]q .. ' dispatched_at_ms ' .. dsp end
+-- The reply's time stamp: updated_at_ms, and /dispatched_at_ms once dispatched.
+local upd = updated
+if dsp then upd = updated .. '/' .. dsp end
 local err
 if not known_event(ev) then err = %[3]q
 elseif attempt < 1 then err = %[4]q
 elseif attempt < a then err = %[5]q
 elseif attempt > a then err = %[6]q
 end
-if err then return err .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. ' -' .. curnode end
+if err then return err .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. upd .. ' -' .. curnode end
 if node ~= '' and ev ~= %[10]q and node ~= curnode then
-  return %[13]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. ' -' .. curnode
+  return %[13]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. upd .. ' -' .. curnode
 end
 local to, retry, free = move(state, ev)
 if not to then
@@ -174,9 +180,9 @@ if not to then
     local t = ' -'
     if frees(ev) and curnode ~= '' then t = ' =' end
     keep(state)
-    return %[7]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. t .. curnode
+    return %[7]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. upd .. t .. curnode
   end
-  return %[8]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. ' -' .. curnode
+  return %[8]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. upd .. ' -' .. curnode
 end
 if retry then
   if a < max then cur = tostring(a + 1) else to = %[9]q end
@@ -189,6 +195,8 @@ local t = redis.call('TIME')
 local now = t[1] .. string.sub('00000' .. t[2], -6, -4)
 redis.call('HSET', key, 'state', to, 'attempt', cur, 'node_id', newnode, 'updated_at_ms', now)
 if ev == %[10]q then
+  dsp = now
+  redis.call('HSET', key, 'dispatched_at_ms', now)
   local tried = redis.call('HGET', key, 'tried') or ''
   local seen = false
   for n in string.gmatch(tried, '[^\n]+') do if n == node then seen = true end end
@@ -204,7 +212,9 @@ if freenode == '' then tail = '-' .. newnode
 elseif freenode == newnode then tail = '=' .. newnode
 elseif newnode == '' then tail = '0' .. freenode
 else tail = '#' .. #newnode .. ' ' .. newnode .. freenode end
-return %[12]q .. ' ' .. to .. ' ' .. cur .. ' ' .. created .. ' ' .. now .. ' ' .. tail
+local stamp = now
+if dsp then stamp = now .. '/' .. dsp end
+return %[12]q .. ' ' .. to .. ' ' .. cur .. ' ' .. created .. ' ' .. stamp .. ' ' .. tail
 end
 local line = step()
 if outcome == '' then return line end
@@ -222,16 +232,16 @@ return {line, b[1] or '', b[2] or '', b[3] or '', b[4] or ''}
 //	KEYS[1] = the job's fsm key
 //	ARGV    = initial state, initial attempt, ttl_ms, spec (JSON), session_id
 //	reply   = {created (0/1), state, attempt, node_id, created_at_ms,
-//	          updated_at_ms, spec, tried, waiters, outcome}
+//	          updated_at_ms, dispatched_at_ms, spec, tried, waiters, outcome}
 const jobOpenLua = `
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 1 then
-  local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'spec', 'tried', 'waiters', 'outcome')
-  return {0, h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9]}
+  local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms', 'spec', 'tried', 'waiters', 'outcome')
+  return {0, h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10]}
 end
 local t = redis.call('TIME')
 local now = t[1] .. string.sub('00000' .. t[2], -6, -4)
 redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', '', 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5])
 redis.call('PEXPIRE', key, ARGV[3])
-return {1, ARGV[1], ARGV[2], '', now, now, ARGV[4], '', ARGV[5], ''}
+return {1, ARGV[1], ARGV[2], '', now, now, false, ARGV[4], '', ARGV[5], ''}
 `

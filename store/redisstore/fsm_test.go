@@ -151,7 +151,8 @@ func equivalent(t *testing.T, ctx context.Context, c rueidis.Client, s *Jobs, m 
 		switch {
 		case ev == fsm.Dispatch:
 			wantStored["node_id"] = "node-new"
-			wantStored["tried"] = "node-new" // a dispatch records its node
+			wantStored["tried"] = "node-new" // a dispatch records its node and time
+			wantStored["dispatched_at_ms"] = stored["updated_at_ms"]
 		case out.Job.State == fsm.Created:
 			wantStored["node_id"] = ""
 		}
@@ -315,6 +316,12 @@ func TestDecodeApply(t *testing.T) {
 		malform bool  // the error is a malformed reply
 	}{
 		{reply: "ok DISPATCHED 1 1000 2000 -n 1", want: scheduler.JobTransition{Job: rec(fsm.Dispatched, 1, "n 1")}},
+		{reply: "ok RUNNING 1 1000 2000/1500 -n", want: scheduler.JobTransition{Job: func() scheduler.JobRecord {
+			r := rec(fsm.Running, 1, "n")
+			r.DispatchedAt = time.UnixMilli(1500)
+			return r
+		}()}},
+		{reply: "ok RUNNING 1 1000 2000/x -n", wantErr: scheduler.ErrJobCorrupt},
 		{reply: "ok FINISHED 1 1000 2000 =n", want: scheduler.JobTransition{Job: rec(fsm.Finished, 1, "n"), FreeNode: "n"}},
 		{reply: "ok CREATED 2 1000 2000 0n", want: scheduler.JobTransition{Job: rec(fsm.Created, 2, ""), FreeNode: "n"}},
 		{reply: "ok RUNNING 2 1000 2000 #3 new old", want: scheduler.JobTransition{Job: rec(fsm.Running, 2, "new"), FreeNode: " old"}},

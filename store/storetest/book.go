@@ -266,6 +266,21 @@ func TestDueIndex(t *testing.T, newStore func(t *testing.T) scheduler.DueIndex) 
 		if _, ok, _ := d.Due(ctx, "j3"); ok {
 			t.Error("j3 still due after Remove")
 		}
+		// One call takes many jobs out, whatever their shards.
+		if err := d.Remove(ctx, "j10", "j11", "j12", "j13", "j14", "nope"); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"j10", "j11", "j12", "j13", "j14"} {
+			if _, ok, _ := d.Due(ctx, id); ok {
+				t.Errorf("%s still due after Remove of many", id)
+			}
+		}
+		if _, ok, _ := d.Due(ctx, "j15"); !ok {
+			t.Error("j15 left the index with others")
+		}
+		if err := d.Remove(ctx, "j15", ""); err == nil {
+			t.Error("Remove with an empty id: no error")
+		}
 	})
 	t.Run("ConcurrentClaimsSplit", func(t *testing.T) {
 		d := newStore(t)

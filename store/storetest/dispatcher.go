@@ -63,6 +63,7 @@ var dispatchCases = []struct {
 	{"InstanceDies", testDispatchInstanceDies},
 	{"DuplicateRequests", testDispatchDuplicates},
 	{"ModelNotAvailable", testDispatchModelNotAvailable},
+	{"TurnNodeTriedIsLeft", testDispatchTurnNodeTried},
 	{"NoNode", testDispatchNoNode},
 	{"LongJobKeepsLease", testDispatchLongJob},
 	{"BadNodeEvents", testDispatchBadEvents},
@@ -721,6 +722,32 @@ func testDispatchModelNotAvailable(t *testing.T, h DispatcherHarness) {
 		t.Errorf("Unavailable(n1, m) = %v, %v; want true", off, err)
 	}
 	checkQuiet(t, h.Stores(), reqs, []string{"n1", "n2"}, []string{"inst-a"})
+}
+
+// testDispatchTurnNodeTried: a job that fails over from its turn's node
+// goes to another node, though the turn's affinity still names the first.
+func testDispatchTurnNodeTried(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	n1 := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Capacity: 8})
+	n1.Decide = func(scheduler.Envelope) NodeAction { return NotAvailable } // no model: no storm mark
+	n2 := NewTestNode(scheduler.NodeInfo{NodeID: "n2", Capacity: 8})
+	n1.Attach(t, a)
+	n2.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	if _, _, err := h.Stores().Turns.SetTurnAffinity(context.Background(), "s1", "turn-1", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	s.Submit(t, scheduler.Request{RequestID: "r1", TurnID: "turn-1", Payload: []byte("r1")})
+	got := s.WaitAnswers(t, []string{"r1"}, 5*time.Second)["r1"]
+	if len(got) != 1 || got[0].Type != scheduler.TypeJobResult || got[0].NodeID != "n2" {
+		t.Errorf("answer = %+v, want one job_result from n2 (n1, the turn's node, was tried)", got)
+	}
+	if ran := len(n1.Ran()); ran != 1 {
+		t.Errorf("n1 received the job %d times, want once", ran)
+	}
+	checkQuiet(t, h.Stores(), []string{"r1"}, []string{"n1", "n2"}, []string{"inst-a"})
 }
 
 func testDispatchNoNode(t *testing.T, h DispatcherHarness) {

@@ -49,6 +49,9 @@ func testJobCreate(t *testing.T, s scheduler.JobStore) {
 	if diff := cmp.Diff(got, again); diff != "" {
 		t.Errorf("second Open returned another record than Job (-Job +Open):\n%s", diff)
 	}
+	if !rec.DispatchedAt.IsZero() || !got.DispatchedAt.Equal(got.UpdatedAt) {
+		t.Errorf("DispatchedAt = %v before and %v after the dispatch; want zero, then the dispatch's time %v", rec.DispatchedAt, got.DispatchedAt, got.UpdatedAt)
+	}
 	if got.State != fsm.Dispatched || got.NodeID != "node-a" {
 		t.Errorf("Job(job-1) = %+v, want DISPATCHED on node-a (a second create must not reset it)", got)
 	}

@@ -91,11 +91,13 @@ type JobTransition struct {
 // its expiry.
 type JobStore interface {
 	// Open stores a new job in [fsm.New]'s state with spec as its spec
-	// and spec.SessionID as its first waiter, unless the job exists. It
-	// returns the stored record and book either way, and whether this call
-	// created the job: of any number of concurrent Opens of one job id
-	// exactly one gets true.
-	Open(ctx context.Context, jobID string, spec JobSpec) (JobRecord, BookEntry, bool, error)
+	// and spec.SessionID as its first waiter, unless the job exists. With
+	// a nodeID, the job it creates is dispatched to that node in the same
+	// step, as [fsm.Dispatch] of the first attempt would (the node joins
+	// its tried nodes). It returns the stored record and book either way,
+	// and whether this call created the job: of any number of concurrent
+	// Opens of one job id exactly one gets true.
+	Open(ctx context.Context, jobID string, spec JobSpec, nodeID string) (JobRecord, BookEntry, bool, error)
 	// Job returns the job's lifecycle, or [ErrJobNotFound].
 	Job(ctx context.Context, jobID string) (JobRecord, error)
 	// Entry returns the job's book, or [ErrJobNotFound].

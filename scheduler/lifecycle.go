@@ -103,11 +103,26 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 	if err := d.st.Due.Add(ctx, jobID, now.Add(min(d.dc.AckTimeout, d.dc.RunTimeout))); err != nil {
 		return "", d.submitFailed(sessionID, jobID, err)
 	}
-	rec, entry, created, err := d.st.Jobs.Open(ctx, jobID, spec)
+	// The job is placed before it is opened, so that opening it
+	// dispatches it in the same step.
+	unlock := d.lockTurn(spec.TurnID)
+	node, err := d.place(ctx, jobID, spec, nil)
 	if err != nil {
+		d.log.Warn("scheduler: place job", "job_id", jobID, "err", err)
+		node = "" // opened to wait; the sweeper dispatches it
+	}
+	rec, entry, created, err := d.st.Jobs.Open(ctx, jobID, spec, node)
+	// The slot is given back unless the job is ours, or already runs on
+	// that node (whose slot the reservation renewed).
+	if node != "" && (err != nil || (!created && !(rec.NodeID == node && rec.State.Active()))) {
+		d.st.Reservations.Release(ctx, node, jobID)
+	}
+	if err != nil {
+		unlock()
 		return "", d.submitFailed(sessionID, jobID, err)
 	}
 	if !created {
+		unlock()
 		out, done, err := d.st.Jobs.Watch(ctx, jobID, sessionID)
 		if err != nil {
 			return "", d.submitFailed(sessionID, jobID, err)
@@ -120,7 +135,16 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 		return jobID, nil
 	}
 	d.enter(fsm.Created)
-	if err := d.dispatchFresh(ctx, rec, entry); err != nil {
+	if node == "" {
+		// No node can take it now: the sweeper tries again soon.
+		unlock()
+		if err := d.st.Due.Set(ctx, jobID, time.Now().Add(d.dc.RetryInterval)); err != nil {
+			d.log.Warn("scheduler: set deadline", "job_id", jobID, "err", err)
+		}
+		return jobID, nil
+	}
+	d.enter(fsm.Dispatched)
+	if err := d.dispatched(ctx, rec, spec, unlock); err != nil {
 		d.log.Warn("scheduler: dispatch", "job_id", jobID, "err", err)
 	}
 	return jobID, nil
@@ -193,19 +217,9 @@ func (d *Dispatcher) reserveTTL() time.Duration {
 	return d.dc.AckTimeout + d.dc.RunTimeout + d.dc.Lease
 }
 
-// dispatchFresh is dispatch for a job Submit just created: its deadline,
-// set by Submit a moment ago, stands for the ack deadline.
-func (d *Dispatcher) dispatchFresh(ctx context.Context, rec JobRecord, entry BookEntry) error {
-	return d.dispatchJob(ctx, rec, entry, true)
-}
-
 // dispatch sends a job in CREATED to a node: select, reserve, record the
 // dispatch, write or clear the turn's affinity, send job_assign.
 func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntry) error {
-	return d.dispatchJob(ctx, rec, entry, false)
-}
-
-func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookEntry, fresh bool) error {
 	spec := entry.Spec
 	unlock := d.lockTurn(spec.TurnID)
 	locked := true
@@ -214,19 +228,52 @@ func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookE
 			unlock()
 		}
 	}()
-	// Nodes refused in this round (storm-marked, full) stay out; the nodes
-	// of earlier attempts are passed over while another node can take the
-	// job, and tried again when none can.
+	node, err := d.place(ctx, rec.ID, spec, entry.Tried)
+	switch {
+	case err != nil:
+		return err
+	case node == "":
+		if time.Since(rec.UpdatedAt) >= d.dc.QueueTimeout {
+			return d.fail(ctx, rec, FailNoNode, fmt.Sprintf("no node in pool %q with model %q took the job within %v", spec.Pool, spec.Model, d.dc.QueueTimeout))
+		}
+		return d.st.Due.Set(ctx, rec.ID, time.Now().Add(d.dc.RetryInterval))
+	}
+	tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, fsm.Dispatch, rec.Attempt, node)
+	if err != nil || tr.Duplicate {
+		// Another instance moved the job first.
+		d.st.Reservations.Release(ctx, node, rec.ID)
+		var te *fsm.TransitionError
+		if errors.As(err, &te) {
+			return nil
+		}
+		return err
+	}
+	d.enter(fsm.Dispatched)
+	if err := d.st.Due.Set(ctx, rec.ID, time.Now().Add(min(d.dc.AckTimeout, d.dc.RunTimeout))); err != nil {
+		d.log.Warn("scheduler: set deadline", "job_id", rec.ID, "err", err)
+	}
+	locked = false
+	return d.dispatched(ctx, tr.Job, spec, unlock)
+}
+
+// place selects a node for a job and reserves one of its slots there,
+// writing the turn's affinity when this is the turn's first node. It
+// returns the node, or "" when no node can take the job now. Nodes
+// refused in this round (storm-marked, full) stay out; the nodes of
+// earlier attempts (tried) are passed over while another node can take
+// the job, and tried again when none can. The caller holds the turn's
+// lock.
+func (d *Dispatcher) place(ctx context.Context, jobID string, spec JobSpec, triedNodes []string) (string, error) {
 	skip := map[string]bool{}
 	tried := map[string]bool{}
-	for _, n := range entry.Tried {
+	for _, n := range triedNodes {
 		tried[n] = true
 	}
 	turnNode := ""
 	if spec.TurnID != "" {
 		var err error
 		if turnNode, err = d.st.Turns.TurnAffinity(ctx, spec.TurnID); err != nil {
-			return err
+			return "", err
 		}
 	}
 	for {
@@ -236,16 +283,13 @@ func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookE
 			if d.hooks.SelectionMiss != nil {
 				d.hooks.SelectionMiss(spec.Pool, spec.Model)
 			}
-			if time.Since(rec.UpdatedAt) >= d.dc.QueueTimeout {
-				return d.fail(ctx, rec, FailNoNode, fmt.Sprintf("no node in pool %q with model %q took the job within %v", spec.Pool, spec.Model, d.dc.QueueTimeout))
-			}
-			return d.st.Due.Set(ctx, rec.ID, time.Now().Add(d.dc.RetryInterval))
+			return "", nil
 		}
 		node := dec.NodeID
 		if spec.Model != "" {
 			off, err := d.st.Storm.Unavailable(ctx, node, spec.Model)
 			if err != nil {
-				return err
+				return "", err
 			}
 			if off {
 				skip[node] = true
@@ -265,49 +309,37 @@ func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookE
 				case !wrote && aff != "" && aff != node && !tried[aff] && slices.ContainsFunc(fleet, func(n NodeSnapshot) bool { return n.NodeID == aff && eligible(n, spec, skip) }):
 					node = aff
 				}
-				dec.Affinity = true // written (or followed): nothing to write after the move
 			}
 		}
-		if err := d.st.Reservations.Reserve(ctx, node, rec.ID, capacityOf(fleet, node, d.dc.DefaultCapacity), d.reserveTTL()); err != nil {
+		if err := d.st.Reservations.Reserve(ctx, node, jobID, capacityOf(fleet, node, d.dc.DefaultCapacity), d.reserveTTL()); err != nil {
 			if errors.Is(err, ErrNodeFull) {
 				skip[node] = true
 				continue
 			}
-			return err
+			return "", err
 		}
-		tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, fsm.Dispatch, rec.Attempt, node)
-		if err != nil || tr.Duplicate {
-			// Another instance moved the job first.
-			d.st.Reservations.Release(ctx, node, rec.ID)
-			var te *fsm.TransitionError
-			if errors.As(err, &te) {
-				return nil
-			}
-			return err
-		}
-		d.enter(fsm.Dispatched)
-		if !fresh {
-			if err := d.st.Due.Set(ctx, rec.ID, time.Now().Add(min(d.dc.AckTimeout, d.dc.RunTimeout))); err != nil {
-				d.log.Warn("scheduler: set deadline", "job_id", rec.ID, "err", err)
-			}
-		}
-		// A turn's affinity was written before the move; a finalize clears it.
-		if spec.TurnID != "" {
-			if ends, _ := affinity.EndsTurn(affinity.Reason(spec.Reason)); ends {
-				if err := d.st.Turns.ClearTurnAffinity(ctx, spec.TurnID); err != nil {
-					d.log.Warn("scheduler: turn affinity", "turn_id", spec.TurnID, "err", err)
-				}
-			}
-		}
-		locked = false
-		unlock() // toNode may fail the job over, which dispatches again
-		assign := Envelope{
-			Type: TypeJobAssign, JobID: rec.ID, Attempt: rec.Attempt, NodeID: node, SessionID: spec.SessionID,
-			RequestID: spec.RequestID, TurnID: spec.TurnID, Pool: spec.Pool, Model: spec.Model,
-			Reason: spec.Reason, Payload: spec.Payload,
-		}
-		return d.toNode(ctx, assign)
+		return node, nil
 	}
+}
+
+// dispatched follows a job's move to its node: a finalize clears the
+// turn's affinity (written before the move), the turn's lock is released
+// (unlock), and job_assign goes to the node.
+func (d *Dispatcher) dispatched(ctx context.Context, rec JobRecord, spec JobSpec, unlock func()) error {
+	if spec.TurnID != "" {
+		if ends, _ := affinity.EndsTurn(affinity.Reason(spec.Reason)); ends {
+			if err := d.st.Turns.ClearTurnAffinity(ctx, spec.TurnID); err != nil {
+				d.log.Warn("scheduler: turn affinity", "turn_id", spec.TurnID, "err", err)
+			}
+		}
+	}
+	unlock() // toNode may fail the job over, which dispatches again
+	assign := Envelope{
+		Type: TypeJobAssign, JobID: rec.ID, Attempt: rec.Attempt, NodeID: rec.NodeID, SessionID: spec.SessionID,
+		RequestID: spec.RequestID, TurnID: spec.TurnID, Pool: spec.Pool, Model: spec.Model,
+		Reason: spec.Reason, Payload: spec.Payload,
+	}
+	return d.toNode(ctx, assign)
 }
 
 // endAttempt ends a job's current attempt on its node with a timeout or

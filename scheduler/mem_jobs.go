@@ -70,7 +70,7 @@ func (s *MemJobs) get(id string, now time.Time) (*memJob, bool) {
 }
 
 // Open implements [JobStore].
-func (s *MemJobs) Open(ctx context.Context, jobID string, spec JobSpec) (JobRecord, BookEntry, bool, error) {
+func (s *MemJobs) Open(ctx context.Context, jobID string, spec JobSpec, nodeID string) (JobRecord, BookEntry, bool, error) {
 	if err := CheckSpec(jobID, spec); err != nil {
 		return JobRecord{}, BookEntry{}, false, err
 	}
@@ -89,8 +89,18 @@ func (s *MemJobs) Open(ctx context.Context, jobID string, spec JobSpec) (JobReco
 	if j, ok := s.get(jobID, now); ok {
 		return j.rec, cloneEntry(j.book), false, nil
 	}
-	rec := JobRecord{ID: jobID, Job: fsm.New(), CreatedAt: now.Truncate(time.Millisecond), UpdatedAt: now.Truncate(time.Millisecond)}
+	ms := now.Truncate(time.Millisecond)
+	rec := JobRecord{ID: jobID, Job: fsm.New(), CreatedAt: ms, UpdatedAt: ms}
 	j := &memJob{rec: rec, book: BookEntry{Spec: stored, Waiters: []string{spec.SessionID}}, expires: now.Add(s.ttl)}
+	if nodeID != "" {
+		out, err := s.m.Apply(rec.Job, fsm.Dispatch, rec.Attempt)
+		if err != nil {
+			return JobRecord{}, BookEntry{}, false, err
+		}
+		j.rec.Job, j.rec.NodeID, j.rec.DispatchedAt = out.Job, nodeID, ms
+		j.book.Tried = []string{nodeID}
+		rec = j.rec
+	}
 	s.jobs[jobID] = j
 	return rec, cloneEntry(j.book), true, nil
 }

@@ -58,7 +58,7 @@ func (s *Jobs) entry(jobID string, spec, tried, waiters, outcome string) (schedu
 }
 
 // Open implements [scheduler.JobStore].
-func (s *Jobs) Open(ctx context.Context, jobID string, spec scheduler.JobSpec) (scheduler.JobRecord, scheduler.BookEntry, bool, error) {
+func (s *Jobs) Open(ctx context.Context, jobID string, spec scheduler.JobSpec, nodeID string) (scheduler.JobRecord, scheduler.BookEntry, bool, error) {
 	if err := scheduler.CheckSpec(jobID, spec); err != nil {
 		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, err
 	}
@@ -71,9 +71,17 @@ func (s *Jobs) Open(ctx context.Context, jobID string, spec scheduler.JobSpec) (
 	}
 	key := s.keys.JobFSM(jobID)
 	init := fsm.New()
+	if nodeID != "" {
+		// The state of a first dispatch, from package fsm's table.
+		out, err := fsm.Machine{}.Apply(init, fsm.Dispatch, init.Attempt)
+		if err != nil {
+			return scheduler.JobRecord{}, scheduler.BookEntry{}, false, err
+		}
+		init = out.Job
+	}
 	start := time.Now()
 	vals, err := jobOpenScript.Exec(ctx, s.c, []string{key},
-		[]string{string(init.State), strconv.Itoa(init.Attempt), s.ttlMS, string(data), spec.SessionID}).ToArray()
+		[]string{string(init.State), strconv.Itoa(init.Attempt), s.ttlMS, string(data), spec.SessionID, nodeID}).ToArray()
 	s.hook.observe("job_open", start, err)
 	if err != nil {
 		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, fmt.Errorf("redisstore: open job %q: %w", jobID, err)

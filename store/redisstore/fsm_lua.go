@@ -226,11 +226,12 @@ return {line, b[1] or '', b[2] or '', b[3] or '', b[4] or ''}
 }
 
 // jobOpenLua opens a job unless it exists: its lifecycle in the initial
-// state, its spec and its first waiter. It returns the stored fields
-// either way.
+// state, its spec and its first waiter, and, given a node, its first
+// dispatch to it (the state is then fsm's state after a dispatch, passed
+// by the caller). It returns the stored fields either way.
 //
 //	KEYS[1] = the job's fsm key
-//	ARGV    = initial state, initial attempt, ttl_ms, spec (JSON), session_id
+//	ARGV    = state, attempt, ttl_ms, spec (JSON), session_id, node_id ("" for none)
 //	reply   = {created (0/1), state, attempt, node_id, created_at_ms,
 //	          updated_at_ms, dispatched_at_ms, spec, tried, waiters, outcome}
 const jobOpenLua = `
@@ -241,7 +242,12 @@ if redis.call('EXISTS', key) == 1 then
 end
 local t = redis.call('TIME')
 local now = t[1] .. string.sub('00000' .. t[2], -6, -4)
-redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', '', 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5])
+redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', ARGV[6], 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5])
+local dsp = false
+if ARGV[6] ~= '' then
+  dsp = now
+  redis.call('HSET', key, 'tried', ARGV[6], 'dispatched_at_ms', now)
+end
 redis.call('PEXPIRE', key, ARGV[3])
-return {1, ARGV[1], ARGV[2], '', now, now, false, ARGV[4], '', ARGV[5], ''}
+return {1, ARGV[1], ARGV[2], ARGV[6], now, now, dsp, ARGV[4], ARGV[6], ARGV[5], ''}
 `

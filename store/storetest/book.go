@@ -23,7 +23,7 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 	spec := scheduler.JobSpec{RequestID: "r1", SessionID: "s1", TurnID: "t1", Pool: "zh-en", Model: "m", Reason: "max_duration", Payload: []byte{0, 1, 2, 0xff}}
 	t.Run("OpenOnce", func(t *testing.T) {
 		b := newStore(t)
-		rec, e, created, err := b.Open(ctx, "j1", spec)
+		rec, e, created, err := b.Open(ctx, "j1", spec, "")
 		if err != nil || !created {
 			t.Fatalf("Open = %v, %v; want created", created, err)
 		}
@@ -36,7 +36,7 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 		}
 		other := spec
 		other.SessionID, other.Payload = "s2", []byte("other")
-		_, e, created, err = b.Open(ctx, "j1", other)
+		_, e, created, err = b.Open(ctx, "j1", other, "")
 		if err != nil || created {
 			t.Fatalf("second Open = %v, %v; want not created", created, err)
 		}
@@ -54,6 +54,35 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 			t.Errorf("Entry(nope) = %v, want ErrJobNotFound", err)
 		}
 	})
+	t.Run("OpenDispatched", func(t *testing.T) {
+		b := newStore(t)
+		rec, e, created, err := b.Open(ctx, "d1", spec, "n1")
+		if err != nil || !created {
+			t.Fatalf("Open with a node = %v, %v; want created", created, err)
+		}
+		if rec.State != fsm.Dispatched || rec.Attempt != 1 || rec.NodeID != "n1" || rec.DispatchedAt.IsZero() {
+			t.Errorf("Open with a node: record %+v, want DISPATCHED attempt 1 on n1 with its dispatch time", rec)
+		}
+		if len(e.Tried) != 1 || e.Tried[0] != "n1" {
+			t.Errorf("Open with a node: tried %v, want [n1]", e.Tried)
+		}
+		got, err := b.Job(ctx, "d1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(rec, got); d != "" {
+			t.Errorf("Job after Open with a node (-Open +Job):\n%s", d)
+		}
+		// An existing job is left as it is, whatever the node.
+		again, _, created, err := b.Open(ctx, "d1", spec, "n2")
+		if err != nil || created || again.NodeID != "n1" {
+			t.Errorf("second Open with another node = %+v, %v, %v; want the job on n1, not created", again, created, err)
+		}
+		// The job moves on from there as any dispatched job.
+		if _, err := b.ApplyJob(ctx, "d1", fsm.Ack, 1, "n1"); err != nil {
+			t.Errorf("ack of a job opened dispatched: %v", err)
+		}
+	})
 	t.Run("ConcurrentOpen", func(t *testing.T) {
 		b := newStore(t)
 		var wins atomic.Int32
@@ -62,7 +91,7 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 			wg.Go(func() {
 				s := spec
 				s.SessionID = fmt.Sprintf("s%d", i)
-				_, _, created, err := b.Open(ctx, "c", s)
+				_, _, created, err := b.Open(ctx, "c", s, "")
 				if err != nil {
 					t.Error(err)
 				}
@@ -78,7 +107,7 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 	})
 	t.Run("TriedWatchFinish", func(t *testing.T) {
 		b := newStore(t)
-		if _, _, _, err := b.Open(ctx, "j", spec); err != nil {
+		if _, _, _, err := b.Open(ctx, "j", spec, ""); err != nil {
 			t.Fatal(err)
 		}
 		// Each dispatch adds its node to the tried nodes, once.
@@ -143,7 +172,7 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 		// Every session either gets the outcome from Watch or is listed by
 		// Finish: none is missed.
 		b := newStore(t)
-		if _, _, _, err := b.Open(ctx, "w", spec); err != nil {
+		if _, _, _, err := b.Open(ctx, "w", spec, ""); err != nil {
 			t.Fatal(err)
 		}
 		var mu sync.Mutex
@@ -191,9 +220,9 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 	t.Run("BadInput", func(t *testing.T) {
 		b := newStore(t)
 		for name, call := range map[string]func() error{
-			"open empty job":     func() error { _, _, _, err := b.Open(ctx, "", spec); return err },
-			"open empty request": func() error { s := spec; s.RequestID = ""; _, _, _, err := b.Open(ctx, "x", s); return err },
-			"open empty session": func() error { s := spec; s.SessionID = ""; _, _, _, err := b.Open(ctx, "x", s); return err },
+			"open empty job":     func() error { _, _, _, err := b.Open(ctx, "", spec, ""); return err },
+			"open empty request": func() error { s := spec; s.RequestID = ""; _, _, _, err := b.Open(ctx, "x", s, ""); return err },
+			"open empty session": func() error { s := spec; s.SessionID = ""; _, _, _, err := b.Open(ctx, "x", s, ""); return err },
 			"finish unknown": func() error {
 				_, _, err := b.Finish(ctx, "nope", fsm.Fail, 1, "", scheduler.Outcome{Status: scheduler.OutcomeFailed})
 				return err

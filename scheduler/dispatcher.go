@@ -170,16 +170,22 @@ type Dispatcher struct {
 	alive    map[string]aliveEntry
 	pending  map[pendingKey]pendingReq // requests waiting for their answer
 	stopped  bool
-	// over are jobs released here whose deadlines the next sweep takes
-	// out of the index, all in one call (a deadline left behind by a stop
-	// is taken out by whichever sweeper claims it).
-	over []string
+	// over are the jobs that ended here, answered and off their nodes:
+	// the next sweep releases those FINISHED and takes every one's
+	// deadline out of the index, in one call each (what a stop leaves
+	// behind, whichever sweeper claims the deadline carries on).
+	over []overJob
 
 	turnMu sync.Mutex
 	turns  map[string]*turnLock // turns being dispatched here
 
 	rndMu sync.Mutex
 	rnd   *rand.Rand // selection's random source
+}
+
+type overJob struct {
+	JobAttempt
+	release bool // FINISHED: to be released
 }
 
 type localNode struct {
@@ -283,9 +289,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		nodes = append(nodes, id)
 	}
 	d.mu.Unlock()
-	// Let the fleet know at once that this instance's nodes are gone.
+	// Let the fleet know at once that this instance's nodes are gone, and
+	// release the jobs that ended here.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
+	d.releaseOver(sctx)
 	for _, id := range nodes {
 		d.st.Snapshots.Offline(sctx, id, d.id)
 	}

@@ -125,6 +125,16 @@ type JobStore interface {
 	// It returns the job's book after the step: its spec, its waiters and
 	// its outcome (nil while the job is not over).
 	Finish(ctx context.Context, jobID string, ev fsm.Event, attempt int, nodeID string, out Outcome) (JobTransition, BookEntry, error)
+	// ReleaseJobs applies [fsm.Release] to each job, carrying its attempt,
+	// as ApplyJob would, all in one call (in Redis one pipeline): a job's
+	// transition and error are at its index.
+	ReleaseJobs(ctx context.Context, jobs []JobAttempt) ([]JobTransition, []error)
+}
+
+// JobAttempt names one attempt of a job.
+type JobAttempt struct {
+	ID      string
+	Attempt int
 }
 
 // CheckJobEvent validates the arguments of [JobStore.ApplyJob] that the

@@ -396,9 +396,10 @@ func (d *Dispatcher) fail(ctx context.Context, rec JobRecord, code, detail strin
 
 // finishStored ends a job in FINISHED or FAILED, whose outcome the step
 // that ended it stored: it answers the job's waiters, frees its node's
-// slot, releases it, and leaves its deadline for the next sweep to take
-// out of the index. Each step is idempotent, so a sweeper may run it
-// again after a crash.
+// slot, and leaves the job to the next sweep, which releases it and takes
+// its deadline out of the index together with the others that ended
+// meanwhile. Each step is idempotent, so a sweeper may run it again after
+// a crash (the sessions' instances drop an answer given twice).
 func (d *Dispatcher) finishStored(ctx context.Context, rec JobRecord, entry BookEntry) error {
 	if entry.Outcome == nil {
 		return fmt.Errorf("scheduler: job %s is %s without an outcome: %w", rec.ID, rec.State, ErrJobCorrupt)
@@ -417,18 +418,10 @@ func (d *Dispatcher) finishStored(ctx context.Context, rec JobRecord, entry Book
 		d.untrack(rec.NodeID, rec.ID)
 		d.wakeSweeper()
 	}
-	if rec.State == fsm.Finished {
-		tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, fsm.Release, rec.Attempt, "")
-		if err != nil {
-			return err
-		}
-		if !tr.Duplicate {
-			d.enter(fsm.Released)
-		}
-	}
 	d.mu.Lock()
-	d.over = append(d.over, rec.ID)
+	d.over = append(d.over, overJob{JobAttempt{rec.ID, rec.Attempt}, rec.State == fsm.Finished})
 	d.mu.Unlock()
+	d.wakeSweeper()
 	return nil
 }
 

@@ -233,3 +233,16 @@ func (s *MemJobs) apply(jobID string, ev fsm.Event, attempt int, nodeID string) 
 	tr.Job = rec
 	return tr, nil
 }
+
+// ReleaseJobs implements [JobStore].
+func (s *MemJobs) ReleaseJobs(ctx context.Context, jobs []JobAttempt) ([]JobTransition, []error) {
+	trs, errs := make([]JobTransition, len(jobs)), make([]error, len(jobs))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, j := range jobs {
+		if errs[i] = CheckJobEvent(j.ID, fsm.Release, ""); errs[i] == nil {
+			trs[i], errs[i] = s.apply(j.ID, fsm.Release, j.Attempt, "")
+		}
+	}
+	return trs, errs
+}

@@ -60,18 +60,56 @@ func (d *Dispatcher) settle(ctx context.Context, jobID string) error {
 	return d.settleRecord(ctx, rec, true)
 }
 
-// sweep takes the deadlines of the jobs released here out of the index,
-// then claims the jobs whose deadline passed and settles them.
-func (d *Dispatcher) sweep(ctx context.Context) {
+// releaseOver releases the jobs that ended here since the last call and
+// takes their deadlines out of the index: one call for each, whatever the
+// number of jobs. A job whose release fails keeps its deadline, so a
+// sweeper carries it on.
+func (d *Dispatcher) releaseOver(ctx context.Context) {
 	d.mu.Lock()
 	over := d.over
 	d.over = nil
 	d.mu.Unlock()
-	if len(over) > 0 {
-		if err := d.st.Due.Remove(ctx, over...); err != nil && ctx.Err() == nil {
-			d.log.Warn("scheduler: remove deadlines", "jobs", len(over), "err", err)
+	if len(over) == 0 {
+		return
+	}
+	var rel []JobAttempt
+	for _, o := range over {
+		if o.release {
+			rel = append(rel, o.JobAttempt)
 		}
 	}
+	failed := map[string]bool{}
+	if len(rel) > 0 {
+		trs, errs := d.st.Jobs.ReleaseJobs(ctx, rel)
+		for i, err := range errs {
+			switch {
+			case err != nil:
+				failed[rel[i].ID] = true
+				if ctx.Err() == nil {
+					d.log.Warn("scheduler: release job", "job_id", rel[i].ID, "err", err)
+				}
+			case !trs[i].Duplicate:
+				d.enter(fsm.Released)
+			}
+		}
+	}
+	ids := make([]string, 0, len(over))
+	for _, o := range over {
+		if !failed[o.ID] {
+			ids = append(ids, o.ID)
+		}
+	}
+	if len(ids) > 0 {
+		if err := d.st.Due.Remove(ctx, ids...); err != nil && ctx.Err() == nil {
+			d.log.Warn("scheduler: remove deadlines", "jobs", len(ids), "err", err)
+		}
+	}
+}
+
+// sweep releases the jobs that ended here, then claims the jobs whose
+// deadline passed and settles them.
+func (d *Dispatcher) sweep(ctx context.Context) {
+	d.releaseOver(ctx)
 	for ctx.Err() == nil {
 		ids, err := d.st.Due.Claim(ctx, time.Now(), 5*time.Second, sweepBatch)
 		if err != nil {

@@ -52,6 +52,12 @@ var _ scheduler.JobStore = (*Jobs)(nil)
 var (
 	fsmApplyScript = rueidis.NewLuaScript(fsmApplyLua)
 	jobOpenScript  = rueidis.NewLuaScript(jobOpenLua)
+	// jobGetScript reads the lifecycle fields, or nothing when the key
+	// does not exist (in one step: a key without them is corrupt).
+	jobGetScript = rueidis.NewLuaScript(`
+local h = redis.call('HMGET', KEYS[1], 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms')
+if not (h[1] or h[2] or h[3] or h[4] or h[5] or h[6]) and redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+return h`)
 )
 
 // NewJobs returns the job store on c.
@@ -75,21 +81,17 @@ func NewJobs(c rueidis.Client, cfg JobsConfig) (*Jobs, error) {
 	}, nil
 }
 
-// Job implements [scheduler.JobStore] with HMGET.
+// Job implements [scheduler.JobStore] with one read-only script.
 func (s *Jobs) Job(ctx context.Context, jobID string) (scheduler.JobRecord, error) {
 	if jobID == "" {
 		return scheduler.JobRecord{}, &scheduler.ArgumentError{Name: "job_id", Reason: "empty"}
 	}
 	key := s.keys.JobFSM(jobID)
 	start := time.Now()
-	vals, err := s.c.Do(ctx, s.c.B().Hmget().Key(key).Field("state", "attempt", "node_id", "created_at_ms", "updated_at_ms", "dispatched_at_ms").Build()).ToArray()
-	f, none := strs(vals, 6)
-	if err == nil && none {
-		// No lifecycle field: no job, unless the key holds something else.
-		var n int64
-		if n, err = s.c.Do(ctx, s.c.B().Exists().Key(key).Build()).AsInt64(); err == nil && n == 0 {
-			err = rueidis.Nil
-		}
+	vals, err := jobGetScript.Exec(ctx, s.c, []string{key}, nil).ToArray()
+	f, _ := strs(vals, 6)
+	if err == nil && len(vals) == 0 {
+		err = rueidis.Nil
 	}
 	s.hook.observe("fsm_get", start, err)
 	switch {
@@ -193,6 +195,39 @@ func (s *Jobs) ApplyJob(ctx context.Context, jobID string, ev fsm.Event, attempt
 		return scheduler.JobTransition{}, fmt.Errorf("redisstore: apply %s to job %q: %w", ev, jobID, err)
 	}
 	return decodeApply(jobID, key, ev, attempt, reply)
+}
+
+// ReleaseJobs implements [scheduler.JobStore]: one call of the generated
+// transition script per job, in one pipeline.
+func (s *Jobs) ReleaseJobs(ctx context.Context, jobs []scheduler.JobAttempt) ([]scheduler.JobTransition, []error) {
+	trs, errs := make([]scheduler.JobTransition, len(jobs)), make([]error, len(jobs))
+	var execs []rueidis.LuaExec
+	var at []int
+	for i, j := range jobs {
+		if errs[i] = scheduler.CheckJobEvent(j.ID, fsm.Release, ""); errs[i] != nil {
+			continue
+		}
+		execs = append(execs, rueidis.LuaExec{Keys: []string{s.keys.JobFSM(j.ID)},
+			Args: []string{string(fsm.Release), strconv.Itoa(j.Attempt), "", s.max, s.ttlMS, ""}})
+		at = append(at, i)
+	}
+	if len(execs) == 0 {
+		return trs, errs
+	}
+	start := time.Now()
+	var first error
+	for k, r := range fsmApplyScript.ExecMulti(ctx, s.c, execs...) {
+		i, j := at[k], jobs[at[k]]
+		reply, err := r.ToString()
+		if err != nil {
+			first = cmpErr(first, err)
+			errs[i] = fmt.Errorf("redisstore: apply %s to job %q: %w", fsm.Release, j.ID, err)
+			continue
+		}
+		trs[i], errs[i] = decodeApply(j.ID, s.keys.JobFSM(j.ID), fsm.Release, j.Attempt, reply)
+	}
+	s.hook.observe("fsm_release", start, first)
+	return trs, errs
 }
 
 // decodeApply decodes the reply of the transition script (see

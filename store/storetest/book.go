@@ -83,6 +83,42 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 			t.Errorf("ack of a job opened dispatched: %v", err)
 		}
 	})
+	t.Run("ReleaseJobs", func(t *testing.T) {
+		b := newStore(t)
+		for _, id := range []string{"r1", "r2", "r3"} {
+			if _, _, _, err := b.Open(ctx, id, spec, "n1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, id := range []string{"r1", "r2"} {
+			if _, _, err := b.Finish(ctx, id, fsm.Result, 1, "n1", scheduler.Outcome{Status: scheduler.OutcomeResult}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		jobs := []scheduler.JobAttempt{{ID: "r1", Attempt: 1}, {ID: "r2", Attempt: 1}, {ID: "r3", Attempt: 1}, {ID: "nope", Attempt: 1}}
+		trs, errs := b.ReleaseJobs(ctx, jobs)
+		if len(trs) != 4 || len(errs) != 4 {
+			t.Fatalf("ReleaseJobs of 4 jobs: %d transitions, %d errors", len(trs), len(errs))
+		}
+		for i := range 2 {
+			if errs[i] != nil || trs[i].Job.State != fsm.Released || trs[i].Duplicate {
+				t.Errorf("release of %s: %+v, %v; want RELEASED", jobs[i].ID, trs[i], errs[i])
+			}
+		}
+		if !errors.Is(errs[2], fsm.ErrInvalidTransition) {
+			t.Errorf("release of a DISPATCHED job: %v, want ErrInvalidTransition", errs[2])
+		}
+		if !errors.Is(errs[3], scheduler.ErrJobNotFound) {
+			t.Errorf("release of an unknown job: %v, want ErrJobNotFound", errs[3])
+		}
+		trs, errs = b.ReleaseJobs(ctx, jobs[:1])
+		if errs[0] != nil || !trs[0].Duplicate {
+			t.Errorf("second release: %+v, %v; want a duplicate", trs[0], errs[0])
+		}
+		if rec, _ := b.Job(ctx, "r3"); rec.State != fsm.Dispatched {
+			t.Errorf("r3 after a refused release: %s, want DISPATCHED", rec.State)
+		}
+	})
 	t.Run("ConcurrentOpen", func(t *testing.T) {
 		b := newStore(t)
 		var wins atomic.Int32

@@ -59,11 +59,16 @@
 // deadline ([DispatchConfig].AckTimeout) once dispatched, its lease
 // ([DispatchConfig].Lease) once acknowledged, renewed every third of the
 // lease by the instance holding the node while the job runs, but never past
-// [DispatchConfig].RunTimeout from the dispatch. Every instance sweeps the
+// [DispatchConfig].RunTimeout from the dispatch. The steps of the job write
+// no deadline: the lease runs from the time of the node's last step, read
+// from the job's record by the sweeper that claims the ack deadline (which
+// then moves the deadline to the lease's end). Every instance sweeps the
 // index ([DispatchConfig].SweepInterval) and carries on the jobs whose
 // deadline passed, whatever instance started them. An attempt thus ends
 // within SweepInterval (plus the time of one sweep) after its run timeout,
-// however long the lease.
+// however long the lease. A job that ended is released, and its deadline
+// removed, by the next sweep of the instance that ended it, together with
+// every other job that ended there meanwhile (one call each).
 //
 //   - no job_ack in time, a lease not renewed (the node's instance died),
 //     the run timeout passed: the attempt ends (timeout), the node is told
@@ -179,9 +184,10 @@
 // and which node's slot to free (a replay of a freeing event names the
 // node again). A [DueIndex] keeps the job's deadline. A
 // [ReservationStore] holds nodes' concurrency slots with an expiry, so a
-// crashed instance never holds one longer than its TTL. A job finishes in
-// three calls: Finish(job_result), [ReservationStore.Release] on FreeNode,
-// ApplyJob(release). A request needs no store of its own: [JobIDFor]
+// crashed instance never holds one longer than its TTL. A job finishes with
+// Finish(job_result), [ReservationStore.Release] on FreeNode, and
+// [JobStore.ReleaseJobs] with the others that ended meanwhile. A request
+// needs no store of its own: [JobIDFor]
 // derives the job id from the request id, so every duplicate names the same
 // job and [JobStore.Open] lets exactly one of them create it. A [TurnStore]
 // applies package affinity's write rule (SetTurnAffinity, once per turn,

@@ -170,10 +170,10 @@ type Dispatcher struct {
 	alive    map[string]aliveEntry
 	pending  map[pendingKey]pendingReq // requests waiting for their answer
 	stopped  bool
-	// over are the jobs that ended here, answered and off their nodes:
-	// the next sweep releases those FINISHED and takes every one's
-	// deadline out of the index, in one call each (what a stop leaves
-	// behind, whichever sweeper claims the deadline carries on).
+	// over are the jobs that ended here, answered: the next sweep frees
+	// their slots, releases those FINISHED and takes every one's deadline
+	// out of the index, in one call each (what a stop leaves behind,
+	// whichever sweeper claims the deadline carries on; a slot expires).
 	over []overJob
 
 	turnMu sync.Mutex
@@ -185,7 +185,8 @@ type Dispatcher struct {
 
 type overJob struct {
 	JobAttempt
-	release bool // FINISHED: to be released
+	release bool   // FINISHED: to be released
+	node    string // the node whose slot it held, or ""
 }
 
 type localNode struct {

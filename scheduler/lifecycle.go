@@ -395,10 +395,10 @@ func (d *Dispatcher) fail(ctx context.Context, rec JobRecord, code, detail strin
 }
 
 // finishStored ends a job in FINISHED or FAILED, whose outcome the step
-// that ended it stored: it answers the job's waiters, frees its node's
-// slot, and leaves the job to the next sweep, which releases it and takes
-// its deadline out of the index together with the others that ended
-// meanwhile. Each step is idempotent, so a sweeper may run it again after
+// that ended it stored: it answers the job's waiters and leaves the job to
+// the next sweep (woken at once), which frees its node's slot, releases it
+// and takes its deadline out of the index together with the others that
+// ended meanwhile. Each step is idempotent, so a sweeper may run it again after
 // a crash (the sessions' instances drop an answer given twice).
 func (d *Dispatcher) finishStored(ctx context.Context, rec JobRecord, entry BookEntry) error {
 	if entry.Outcome == nil {
@@ -412,14 +412,10 @@ func (d *Dispatcher) finishStored(ctx context.Context, rec JobRecord, entry Book
 		d.answer(ctx, s, via, answerOf(rec.ID, entry.Spec, s, *entry.Outcome))
 	}
 	if rec.NodeID != "" {
-		if _, err := d.st.Reservations.Release(ctx, rec.NodeID, rec.ID); err != nil {
-			return err
-		}
 		d.untrack(rec.NodeID, rec.ID)
-		d.wakeSweeper()
 	}
 	d.mu.Lock()
-	d.over = append(d.over, overJob{JobAttempt{rec.ID, rec.Attempt}, rec.State == fsm.Finished})
+	d.over = append(d.over, overJob{JobAttempt{rec.ID, rec.Attempt}, rec.State == fsm.Finished, rec.NodeID})
 	d.mu.Unlock()
 	d.wakeSweeper()
 	return nil

@@ -60,9 +60,9 @@ func (d *Dispatcher) settle(ctx context.Context, jobID string) error {
 	return d.settleRecord(ctx, rec, true)
 }
 
-// releaseOver releases the jobs that ended here since the last call and
-// takes their deadlines out of the index: one call for each, whatever the
-// number of jobs. A job whose release fails keeps its deadline, so a
+// releaseOver frees the slots of the jobs that ended here since the last
+// call, releases them and takes their deadlines out of the index: one
+// call for each, whatever the number of jobs. A job whose release fails keeps its deadline, so a
 // sweeper carries it on.
 func (d *Dispatcher) releaseOver(ctx context.Context) {
 	d.mu.Lock()
@@ -73,9 +73,19 @@ func (d *Dispatcher) releaseOver(ctx context.Context) {
 		return
 	}
 	var rel []JobAttempt
+	var slots []Slot
 	for _, o := range over {
 		if o.release {
 			rel = append(rel, o.JobAttempt)
+		}
+		if o.node != "" {
+			slots = append(slots, Slot{o.node, o.ID})
+		}
+	}
+	if len(slots) > 0 {
+		if err := d.st.Reservations.ReleaseSlots(ctx, slots); err != nil && ctx.Err() == nil {
+			// The slots expire with their reservations' TTL.
+			d.log.Warn("scheduler: free slots", "slots", len(slots), "err", err)
 		}
 	}
 	failed := map[string]bool{}

@@ -24,7 +24,6 @@ type Stores struct {
 	Sender       Sender
 	Inbox        func(instanceID string) Inbox // the inbox of an instance, read by its consumer group
 	Jobs         JobStore
-	Book         JobBook
 	Due          DueIndex
 	Reservations ReservationStore
 	Turns        TurnStore
@@ -45,8 +44,6 @@ func (s Stores) check() error {
 		return errors.New("scheduler: Stores.Inbox is nil")
 	case s.Jobs == nil:
 		return errors.New("scheduler: Stores.Jobs is nil")
-	case s.Book == nil:
-		return errors.New("scheduler: Stores.Book is nil")
 	case s.Due == nil:
 		return errors.New("scheduler: Stores.Due is nil")
 	case s.Reservations == nil:
@@ -123,7 +120,6 @@ const (
 	FailNoNode      = "no_node"      // no eligible node took the job within Dispatch.QueueTimeout
 	FailAttempts    = "max_attempts" // every attempt timed out or failed over
 	FailTimeout     = "timeout"      // no answer reached the session within Dispatch.RequestTimeout
-	FailResultLost  = "result_lost"  // the job's outcome was not found once it finished (its store lost it)
 	CancelFailover  = "failover"     // the job went to another node
 	CancelTimeout   = "timeout"      // the attempt took too long
 	CancelNodeStorm = "model_not_available"
@@ -174,12 +170,23 @@ type Dispatcher struct {
 	alive    map[string]aliveEntry
 	pending  map[pendingKey]pendingReq // requests waiting for their answer
 	stopped  bool
+	// over are the jobs that ended here, answered: the next sweep frees
+	// their slots, releases those FINISHED and takes every one's deadline
+	// out of the index, in one call each (what a stop leaves behind,
+	// whichever sweeper claims the deadline carries on; a slot expires).
+	over []overJob
 
 	turnMu sync.Mutex
 	turns  map[string]*turnLock // turns being dispatched here
 
 	rndMu sync.Mutex
 	rnd   *rand.Rand // selection's random source
+}
+
+type overJob struct {
+	JobAttempt
+	release bool   // FINISHED: to be released
+	node    string // the node whose slot it held, or ""
 }
 
 type localNode struct {
@@ -283,9 +290,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		nodes = append(nodes, id)
 	}
 	d.mu.Unlock()
-	// Let the fleet know at once that this instance's nodes are gone.
+	// Let the fleet know at once that this instance's nodes are gone, and
+	// release the jobs that ended here.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
+	d.releaseOver(sctx)
 	for _, id := range nodes {
 		d.st.Snapshots.Offline(sctx, id, d.id)
 	}

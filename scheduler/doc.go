@@ -23,11 +23,11 @@
 // [Dispatcher.Submit] turns a session's [Request] into a job and
 // dispatches it:
 //
-//  1. The job id is derived from the request id ([JobIDFor]), and the job's
-//     spec is opened in the [JobBook] at most once: a request id sent
-//     again, to any instance, at any time, finds the same job; its session
-//     becomes one more waiter, or, when the job is over, is answered at
-//     once. The job's lifecycle starts in [JobStore] (CREATED).
+//  1. The job id is derived from the request id ([JobIDFor]), and the job
+//     is opened in the [JobStore] at most once, in CREATED with its spec and
+//     its session as first waiter: a request id sent again, to any
+//     instance, at any time, finds the same job; its session becomes one
+//     more waiter, or, when the job is over, is answered at once.
 //  2. A node is selected among the fleet: online, in the job's pool, with
 //     its model, not marked unavailable for that model by the
 //     [StormGuard], not already tried for this job (unless no other node
@@ -59,11 +59,16 @@
 // deadline ([DispatchConfig].AckTimeout) once dispatched, its lease
 // ([DispatchConfig].Lease) once acknowledged, renewed every third of the
 // lease by the instance holding the node while the job runs, but never past
-// [DispatchConfig].RunTimeout from the dispatch. Every instance sweeps the
+// [DispatchConfig].RunTimeout from the dispatch. The steps of the job write
+// no deadline: the lease runs from the time of the node's last step, read
+// from the job's record by the sweeper that claims the ack deadline (which
+// then moves the deadline to the lease's end). Every instance sweeps the
 // index ([DispatchConfig].SweepInterval) and carries on the jobs whose
 // deadline passed, whatever instance started them. An attempt thus ends
 // within SweepInterval (plus the time of one sweep) after its run timeout,
-// however long the lease.
+// however long the lease. A job that ended is released, and its deadline
+// removed, by the next sweep of the instance that ended it, together with
+// every other job that ended there meanwhile (one call each).
 //
 //   - no job_ack in time, a lease not renewed (the node's instance died),
 //     the run timeout passed: the attempt ends (timeout), the node is told
@@ -169,19 +174,22 @@
 //
 // # Jobs, reservations, request idempotency and turn affinity
 //
-// A [JobStore] keeps each job's [JobRecord] (package fsm's state and
-// attempt, and its node) and applies events atomically, refusing an event
-// from a node the job is not on; [JobTransition] says whether the event
-// was a replay and which node's slot to free (a replay of a freeing event
-// names the node again). A [JobBook] keeps the job's spec, the nodes it
-// was tried on, its waiting sessions and its outcome; a [DueIndex] its
-// deadline. A
+// A [JobStore] keeps one record per job: its [JobRecord] (package fsm's
+// state and attempt, and its node) and its [BookEntry] (spec, the nodes it
+// was tried on, its waiting sessions and its outcome). Each step is one
+// atomic operation on the record, refusing an event from a node the job is
+// not on: a dispatch records its node among the tried ones, and the step
+// that ends a job stores its outcome ([JobStore.Finish]), so a job is never
+// over without one. [JobTransition] says whether the event was a replay
+// and which node's slot to free (a replay of a freeing event names the
+// node again). A [DueIndex] keeps the job's deadline. A
 // [ReservationStore] holds nodes' concurrency slots with an expiry, so a
-// crashed instance never holds one longer than its TTL. A job finishes in
-// three calls: ApplyJob(job_result), [ReservationStore.Release] on FreeNode,
-// ApplyJob(release). A request needs no store of its own: [JobIDFor]
+// crashed instance never holds one longer than its TTL. A job finishes with
+// Finish(job_result), [ReservationStore.Release] on FreeNode, and
+// [JobStore.ReleaseJobs] with the others that ended meanwhile. A request
+// needs no store of its own: [JobIDFor]
 // derives the job id from the request id, so every duplicate names the same
-// job and [JobBook.Open] lets exactly one of them create it. A [TurnStore]
+// job and [JobStore.Open] lets exactly one of them create it. A [TurnStore]
 // applies package affinity's write rule (SetTurnAffinity, once per turn,
 // right after the turn's first job is assigned) and ClearTurnAffinity on a
 // finalize reason that ends the turn; the Dispatcher chooses the node with

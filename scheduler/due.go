@@ -21,8 +21,8 @@ type DueIndex interface {
 	Set(ctx context.Context, jobID string, at time.Time) error
 	// Add makes at the job's due time unless it has one already.
 	Add(ctx context.Context, jobID string, at time.Time) error
-	// Remove takes the job out of the index.
-	Remove(ctx context.Context, jobID string) error
+	// Remove takes the jobs out of the index, in one call.
+	Remove(ctx context.Context, jobIDs ...string) error
 	// Claim returns up to n jobs due at or before now, earliest first, and
 	// moves each one's due time to now+lease in the same atomic step, so
 	// that sweepers running at once claim different jobs.
@@ -66,12 +66,16 @@ func (m *MemDue) Add(ctx context.Context, jobID string, at time.Time) error {
 }
 
 // Remove implements [DueIndex].
-func (m *MemDue) Remove(ctx context.Context, jobID string) error {
-	if err := checkID("job_id", jobID); err != nil {
-		return err
+func (m *MemDue) Remove(ctx context.Context, jobIDs ...string) error {
+	for _, id := range jobIDs {
+		if err := checkID("job_id", id); err != nil {
+			return err
+		}
 	}
 	m.mu.Lock()
-	delete(m.due, jobID)
+	for _, id := range jobIDs {
+		delete(m.due, id)
+	}
 	m.mu.Unlock()
 	return nil
 }

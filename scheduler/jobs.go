@@ -44,9 +44,9 @@ func checkID(name, id string) error {
 	return nil
 }
 
-// JobRecord is a job's stored lifecycle state: in Redis the hash
-// {prefix}:v1:jobs:{job:<job_id>}:fsm with the fields state, attempt,
-// node_id, created_at_ms and updated_at_ms.
+// JobRecord is a job's lifecycle state: in Redis the fields state,
+// attempt, node_id, created_at_ms, updated_at_ms and dispatched_at_ms of
+// the job's hash {prefix}:v1:jobs:{job:<job_id>}:fsm.
 type JobRecord struct {
 	ID string
 	fsm.Job
@@ -55,6 +55,9 @@ type JobRecord struct {
 	NodeID    string
 	CreatedAt time.Time // when the job was created
 	UpdatedAt time.Time // when an event last changed it
+	// DispatchedAt is when the job was last dispatched (zero before its
+	// first dispatch): its current attempt's start while it is on a node.
+	DispatchedAt time.Time
 }
 
 // JobTransition is what [JobStore.ApplyJob] did.
@@ -68,38 +71,70 @@ type JobTransition struct {
 	// free ([ReservationStore.Release]): set when the event took the job off
 	// its node (a result, a timeout, a failover), "" otherwise. A duplicate
 	// of such an event names the node again, so that a caller replaying it
-	// after a crash between ApplyJob and Release frees the slot then.
+	// after a crash between the step and Release frees the slot then.
 	FreeNode string
 }
 
-// JobStore keeps each job's lifecycle and applies [fsm] events to it
-// atomically, so that concurrent instances agree on every job's state.
-// Implementations: [MemJobs]; store/redisstore.Jobs. Each passes
-// store/storetest.TestJobStore.
+// JobStore keeps one record per job: its lifecycle, its spec, the nodes
+// it was tried on, the sessions waiting for it and its outcome. Every
+// method is one atomic step on that record, so concurrent instances agree
+// on every job, and no step leaves the record half written: a job is
+// never in [fsm.Finished] or [fsm.Failed] without its outcome. In Redis
+// the record is the hash {prefix}:v1:jobs:{job:<job_id>}:fsm and each
+// step one script call. Implementations: [MemJobs]; store/redisstore.Jobs.
+// Each passes store/storetest.TestJobStore and store/storetest.TestJobBook.
 //
-// Finishing a job takes three calls, because the job and its node's
-// reservations live in different keys (different Redis Cluster slots):
-// ApplyJob([fsm.Result]) returns FreeNode, [ReservationStore.Release] frees
-// the slot there, and ApplyJob([fsm.Release]) records it. A timeout or
-// failover takes two: ApplyJob, then Release on FreeNode. A crash in
-// between leaves the reservation to its expiry.
+// A node's reservations live elsewhere (in another Redis Cluster slot): a
+// step that takes a job off its node names the node in
+// [JobTransition.FreeNode] and the caller frees the slot there with
+// [ReservationStore.Release]. A crash in between leaves the reservation to
+// its expiry.
 type JobStore interface {
-	// CreateJob stores a new job in [fsm.New]'s state. When the job exists
-	// already it returns the stored record and created false (create_job
-	// is idempotent).
-	CreateJob(ctx context.Context, jobID string) (rec JobRecord, created bool, err error)
-	// Job returns the job's record, or [ErrJobNotFound].
+	// Open stores a new job in [fsm.New]'s state with spec as its spec
+	// and spec.SessionID as its first waiter, unless the job exists. With
+	// a nodeID, the job it creates is dispatched to that node in the same
+	// step, as [fsm.Dispatch] of the first attempt would (the node joins
+	// its tried nodes). It returns the stored record and book either way,
+	// and whether this call created the job: of any number of concurrent
+	// Opens of one job id exactly one gets true.
+	Open(ctx context.Context, jobID string, spec JobSpec, nodeID string) (JobRecord, BookEntry, bool, error)
+	// Job returns the job's lifecycle, or [ErrJobNotFound].
 	Job(ctx context.Context, jobID string) (JobRecord, error)
+	// Entry returns the job's book, or [ErrJobNotFound].
+	Entry(ctx context.Context, jobID string) (BookEntry, error)
+	// Watch adds sessionID to the job's waiters, unless the job has an
+	// outcome already: then it returns the outcome and true, and adds
+	// nothing. Exactly one of Watch and [JobStore.Finish] sees a session
+	// that races with the job's end: Watch returns the outcome, or Finish
+	// lists the session.
+	Watch(ctx context.Context, jobID, sessionID string) (Outcome, bool, error)
 	// ApplyJob applies ev, carrying attempt, atomically, following
 	// [fsm.Machine.Apply] with the store's MaxAttempts. For [fsm.Dispatch],
-	// nodeID is the node the job goes to (required). For any other event a
-	// non-empty nodeID is the node reporting it: unless the job is on that
-	// node, the event is refused with [ErrWrongNode] (after the attempt
-	// checks), so a node can move only its own jobs. A refused event
-	// returns the [*fsm.TransitionError] of [fsm.Machine.Apply] and changes
-	// nothing; an unknown job is [ErrJobNotFound]; a record that does not
-	// decode is [ErrJobCorrupt].
+	// nodeID is the node the job goes to (required), and it joins the
+	// job's tried nodes in the same step. For any other event a non-empty
+	// nodeID is the node reporting it: unless the job is on that node, the
+	// event is refused with [ErrWrongNode] (after the attempt checks), so
+	// a node can move only its own jobs. A refused event returns the
+	// [*fsm.TransitionError] of [fsm.Machine.Apply] and changes nothing; an
+	// unknown job is [ErrJobNotFound]; a record that does not decode is
+	// [ErrJobCorrupt].
 	ApplyJob(ctx context.Context, jobID string, ev fsm.Event, attempt int, nodeID string) (JobTransition, error)
+	// Finish is ApplyJob that also stores out as the job's outcome when
+	// the step (or its duplicate) leaves the job in [fsm.Finished] or
+	// [fsm.Failed] and no outcome is stored yet, in the same atomic step.
+	// It returns the job's book after the step: its spec, its waiters and
+	// its outcome (nil while the job is not over).
+	Finish(ctx context.Context, jobID string, ev fsm.Event, attempt int, nodeID string, out Outcome) (JobTransition, BookEntry, error)
+	// ReleaseJobs applies [fsm.Release] to each job, carrying its attempt,
+	// as ApplyJob would, all in one call (in Redis one pipeline): a job's
+	// transition and error are at its index.
+	ReleaseJobs(ctx context.Context, jobs []JobAttempt) ([]JobTransition, []error)
+}
+
+// JobAttempt names one attempt of a job.
+type JobAttempt struct {
+	ID      string
+	Attempt int
 }
 
 // CheckJobEvent validates the arguments of [JobStore.ApplyJob] that the

@@ -24,7 +24,7 @@ func Example_jobLifecycle() {
 
 	handle := func(requestID string) {
 		jobID := scheduler.JobIDFor(requestID) // duplicates name the same job
-		rec, created, err := jobs.CreateJob(ctx, jobID)
+		rec, _, created, err := jobs.Open(ctx, jobID, scheduler.JobSpec{RequestID: requestID, SessionID: "session-1", TurnID: "turn-1"}, "")
 		if err != nil || !created {
 			fmt.Printf("%s: job exists (%s), nothing to do\n", requestID, rec.State)
 			return
@@ -47,8 +47,8 @@ func Example_jobLifecycle() {
 	handle("req-1") // a retried request finds its job
 
 	jobID := scheduler.JobIDFor("req-1")
-	tr, _ := jobs.ApplyJob(ctx, jobID, fsm.Result, 1, "")
-	fmt.Println("after result:", tr.Job.State, "free slot on", tr.FreeNode)
+	tr, book, _ := jobs.Finish(ctx, jobID, fsm.Result, 1, "", scheduler.Outcome{Status: scheduler.OutcomeResult, Payload: []byte("hello")})
+	fmt.Println("after result:", tr.Job.State, "free slot on", tr.FreeNode, "answer", book.Waiters, string(book.Outcome.Payload))
 	slots.Release(ctx, tr.FreeNode, jobID)
 	tr, _ = jobs.ApplyJob(ctx, jobID, fsm.Release, 1, "")
 	n, _ := slots.Count(ctx, "node-a")
@@ -56,6 +56,6 @@ func Example_jobLifecycle() {
 	// Output:
 	// req-1: dispatched to node-a
 	// req-1: job exists (DISPATCHED), nothing to do
-	// after result: FINISHED free slot on node-a
+	// after result: FINISHED free slot on node-a answer [session-1] hello
 	// after release: RELEASED slots held on node-a: 0
 }

@@ -103,12 +103,27 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 	if err := d.st.Due.Add(ctx, jobID, now.Add(min(d.dc.AckTimeout, d.dc.RunTimeout))); err != nil {
 		return "", d.submitFailed(sessionID, jobID, err)
 	}
-	entry, created, err := d.st.Book.Open(ctx, jobID, spec, d.jobTTL())
+	// The job is placed before it is opened, so that opening it
+	// dispatches it in the same step.
+	unlock := d.lockTurn(spec.TurnID)
+	node, err := d.place(ctx, jobID, spec, nil)
 	if err != nil {
+		d.log.Warn("scheduler: place job", "job_id", jobID, "err", err)
+		node = "" // opened to wait; the sweeper dispatches it
+	}
+	rec, entry, created, err := d.st.Jobs.Open(ctx, jobID, spec, node)
+	// The slot is given back unless the job is ours, or already runs on
+	// that node (whose slot the reservation renewed).
+	if node != "" && (err != nil || (!created && !(rec.NodeID == node && rec.State.Active()))) {
+		d.st.Reservations.Release(ctx, node, jobID)
+	}
+	if err != nil {
+		unlock()
 		return "", d.submitFailed(sessionID, jobID, err)
 	}
 	if !created {
-		out, done, err := d.st.Book.Watch(ctx, jobID, sessionID)
+		unlock()
+		out, done, err := d.st.Jobs.Watch(ctx, jobID, sessionID)
 		if err != nil {
 			return "", d.submitFailed(sessionID, jobID, err)
 		}
@@ -119,14 +134,17 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 		d.awaitTurnNode(ctx, req, jobID)
 		return jobID, nil
 	}
-	rec, _, err := d.st.Jobs.CreateJob(ctx, jobID)
-	if err != nil {
-		// The sweeper creates it from the book.
-		d.log.Warn("scheduler: create job", "job_id", jobID, "err", err)
+	d.enter(fsm.Created)
+	if node == "" {
+		// No node can take it now: the sweeper tries again soon.
+		unlock()
+		if err := d.st.Due.Set(ctx, jobID, time.Now().Add(d.dc.RetryInterval)); err != nil {
+			d.log.Warn("scheduler: set deadline", "job_id", jobID, "err", err)
+		}
 		return jobID, nil
 	}
-	d.enter(fsm.Created)
-	if err := d.dispatchFresh(ctx, rec, entry); err != nil {
+	d.enter(fsm.Dispatched)
+	if err := d.dispatched(ctx, rec, spec, unlock); err != nil {
 		d.log.Warn("scheduler: dispatch", "job_id", jobID, "err", err)
 	}
 	return jobID, nil
@@ -189,8 +207,6 @@ func (d *Dispatcher) submitFailed(sessionID, jobID string, err error) error {
 	return fmt.Errorf("scheduler: submit job %s: %w", jobID, err)
 }
 
-func (d *Dispatcher) jobTTL() time.Duration { return d.dc.JobTTL }
-
 func (d *Dispatcher) enter(s fsm.State) {
 	if d.hooks.JobState != nil {
 		d.hooks.JobState(s)
@@ -201,19 +217,9 @@ func (d *Dispatcher) reserveTTL() time.Duration {
 	return d.dc.AckTimeout + d.dc.RunTimeout + d.dc.Lease
 }
 
-// dispatchFresh is dispatch for a job Submit just created: its deadline,
-// set by Submit a moment ago, stands for the ack deadline.
-func (d *Dispatcher) dispatchFresh(ctx context.Context, rec JobRecord, entry BookEntry) error {
-	return d.dispatchJob(ctx, rec, entry, true)
-}
-
 // dispatch sends a job in CREATED to a node: select, reserve, record the
 // dispatch, write or clear the turn's affinity, send job_assign.
 func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntry) error {
-	return d.dispatchJob(ctx, rec, entry, false)
-}
-
-func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookEntry, fresh bool) error {
 	spec := entry.Spec
 	unlock := d.lockTurn(spec.TurnID)
 	locked := true
@@ -222,19 +228,52 @@ func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookE
 			unlock()
 		}
 	}()
-	// Nodes refused in this round (storm-marked, full) stay out; the nodes
-	// of earlier attempts are passed over while another node can take the
-	// job, and tried again when none can.
+	node, err := d.place(ctx, rec.ID, spec, entry.Tried)
+	switch {
+	case err != nil:
+		return err
+	case node == "":
+		if time.Since(rec.UpdatedAt) >= d.dc.QueueTimeout {
+			return d.fail(ctx, rec, FailNoNode, fmt.Sprintf("no node in pool %q with model %q took the job within %v", spec.Pool, spec.Model, d.dc.QueueTimeout))
+		}
+		return d.st.Due.Set(ctx, rec.ID, time.Now().Add(d.dc.RetryInterval))
+	}
+	tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, fsm.Dispatch, rec.Attempt, node)
+	if err != nil || tr.Duplicate {
+		// Another instance moved the job first.
+		d.st.Reservations.Release(ctx, node, rec.ID)
+		var te *fsm.TransitionError
+		if errors.As(err, &te) {
+			return nil
+		}
+		return err
+	}
+	d.enter(fsm.Dispatched)
+	if err := d.st.Due.Set(ctx, rec.ID, time.Now().Add(min(d.dc.AckTimeout, d.dc.RunTimeout))); err != nil {
+		d.log.Warn("scheduler: set deadline", "job_id", rec.ID, "err", err)
+	}
+	locked = false
+	return d.dispatched(ctx, tr.Job, spec, unlock)
+}
+
+// place selects a node for a job and reserves one of its slots there,
+// writing the turn's affinity when this is the turn's first node. It
+// returns the node, or "" when no node can take the job now. Nodes
+// refused in this round (storm-marked, full) stay out; the nodes of
+// earlier attempts (tried) are passed over while another node can take
+// the job, and tried again when none can. The caller holds the turn's
+// lock.
+func (d *Dispatcher) place(ctx context.Context, jobID string, spec JobSpec, triedNodes []string) (string, error) {
 	skip := map[string]bool{}
 	tried := map[string]bool{}
-	for _, n := range entry.Tried {
+	for _, n := range triedNodes {
 		tried[n] = true
 	}
 	turnNode := ""
 	if spec.TurnID != "" {
 		var err error
 		if turnNode, err = d.st.Turns.TurnAffinity(ctx, spec.TurnID); err != nil {
-			return err
+			return "", err
 		}
 	}
 	for {
@@ -244,16 +283,13 @@ func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookE
 			if d.hooks.SelectionMiss != nil {
 				d.hooks.SelectionMiss(spec.Pool, spec.Model)
 			}
-			if time.Since(rec.UpdatedAt) >= d.dc.QueueTimeout {
-				return d.fail(ctx, rec, FailNoNode, fmt.Sprintf("no node in pool %q with model %q took the job within %v", spec.Pool, spec.Model, d.dc.QueueTimeout))
-			}
-			return d.st.Due.Set(ctx, rec.ID, time.Now().Add(d.dc.RetryInterval))
+			return "", nil
 		}
 		node := dec.NodeID
 		if spec.Model != "" {
 			off, err := d.st.Storm.Unavailable(ctx, node, spec.Model)
 			if err != nil {
-				return err
+				return "", err
 			}
 			if off {
 				skip[node] = true
@@ -263,69 +299,57 @@ func (d *Dispatcher) dispatchJob(ctx context.Context, rec JobRecord, entry BookE
 		if spec.TurnID != "" && !dec.Affinity {
 			// The turn's first node is written before the job moves, and the
 			// first write wins: two jobs of one turn dispatched at once, here
-			// and on another instance, both follow the node written first.
+			// and on another instance, both follow the node written first,
+			// unless the job was tried there already.
 			if ends, _ := affinity.EndsTurn(affinity.Reason(spec.Reason)); !ends {
 				aff, wrote, err := d.st.Turns.SetTurnAffinity(ctx, spec.SessionID, spec.TurnID, node)
 				switch {
 				case err != nil:
 					d.log.Warn("scheduler: turn affinity", "turn_id", spec.TurnID, "err", err)
-				case !wrote && aff != "" && aff != node && slices.ContainsFunc(fleet, func(n NodeSnapshot) bool { return n.NodeID == aff && eligible(n, spec, skip) }):
+				case !wrote && aff != "" && aff != node && !tried[aff] && slices.ContainsFunc(fleet, func(n NodeSnapshot) bool { return n.NodeID == aff && eligible(n, spec, skip) }):
 					node = aff
 				}
-				dec.Affinity = true // written (or followed): nothing to write after the move
 			}
 		}
-		if err := d.st.Reservations.Reserve(ctx, node, rec.ID, capacityOf(fleet, node, d.dc.DefaultCapacity), d.reserveTTL()); err != nil {
+		if err := d.st.Reservations.Reserve(ctx, node, jobID, capacityOf(fleet, node, d.dc.DefaultCapacity), d.reserveTTL()); err != nil {
 			if errors.Is(err, ErrNodeFull) {
 				skip[node] = true
 				continue
 			}
-			return err
+			return "", err
 		}
-		if err := d.st.Book.AddTried(ctx, rec.ID, node); err != nil {
-			d.st.Reservations.Release(ctx, node, rec.ID)
-			return err
-		}
-		tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, fsm.Dispatch, rec.Attempt, node)
-		if err != nil || tr.Duplicate {
-			// Another instance moved the job first.
-			d.st.Reservations.Release(ctx, node, rec.ID)
-			var te *fsm.TransitionError
-			if errors.As(err, &te) {
-				return nil
-			}
-			return err
-		}
-		d.enter(fsm.Dispatched)
-		if !fresh {
-			if err := d.st.Due.Set(ctx, rec.ID, time.Now().Add(min(d.dc.AckTimeout, d.dc.RunTimeout))); err != nil {
-				d.log.Warn("scheduler: set deadline", "job_id", rec.ID, "err", err)
-			}
-		}
-		// A turn's affinity was written before the move; a finalize clears it.
-		if spec.TurnID != "" {
-			if ends, _ := affinity.EndsTurn(affinity.Reason(spec.Reason)); ends {
-				if err := d.st.Turns.ClearTurnAffinity(ctx, spec.TurnID); err != nil {
-					d.log.Warn("scheduler: turn affinity", "turn_id", spec.TurnID, "err", err)
-				}
-			}
-		}
-		locked = false
-		unlock() // toNode may fail the job over, which dispatches again
-		assign := Envelope{
-			Type: TypeJobAssign, JobID: rec.ID, Attempt: rec.Attempt, NodeID: node, SessionID: spec.SessionID,
-			RequestID: spec.RequestID, TurnID: spec.TurnID, Pool: spec.Pool, Model: spec.Model,
-			Reason: spec.Reason, Payload: spec.Payload,
-		}
-		return d.toNode(ctx, assign)
+		return node, nil
 	}
+}
+
+// dispatched follows a job's move to its node: a finalize clears the
+// turn's affinity (written before the move), the turn's lock is released
+// (unlock), and job_assign goes to the node.
+func (d *Dispatcher) dispatched(ctx context.Context, rec JobRecord, spec JobSpec, unlock func()) error {
+	if spec.TurnID != "" {
+		if ends, _ := affinity.EndsTurn(affinity.Reason(spec.Reason)); ends {
+			if err := d.st.Turns.ClearTurnAffinity(ctx, spec.TurnID); err != nil {
+				d.log.Warn("scheduler: turn affinity", "turn_id", spec.TurnID, "err", err)
+			}
+		}
+	}
+	unlock() // toNode may fail the job over, which dispatches again
+	assign := Envelope{
+		Type: TypeJobAssign, JobID: rec.ID, Attempt: rec.Attempt, NodeID: rec.NodeID, SessionID: spec.SessionID,
+		RequestID: spec.RequestID, TurnID: spec.TurnID, Pool: spec.Pool, Model: spec.Model,
+		Reason: spec.Reason, Payload: spec.Payload,
+	}
+	return d.toNode(ctx, assign)
 }
 
 // endAttempt ends a job's current attempt on its node with a timeout or
 // failover, frees the node's slot, tells the node, and sends the job on
 // (or fails it once its attempts are used up).
 func (d *Dispatcher) endAttempt(ctx context.Context, rec JobRecord, ev fsm.Event, why string) error {
-	tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, ev, rec.Attempt, rec.NodeID)
+	// Should this attempt be the job's last, the step fails the job and
+	// stores this outcome with it.
+	out := Outcome{Status: OutcomeFailed, Attempt: rec.Attempt, Error: FailAttempts + ": the job failed on " + fmt.Sprint(rec.Attempt) + " nodes"}
+	tr, entry, err := d.st.Jobs.Finish(ctx, rec.ID, ev, rec.Attempt, rec.NodeID, out)
 	if err != nil {
 		var te *fsm.TransitionError
 		if errors.As(err, &te) || errors.Is(err, ErrWrongNode) {
@@ -348,12 +372,15 @@ func (d *Dispatcher) endAttempt(ctx context.Context, rec JobRecord, ev fsm.Event
 		d.wakeSweeper()
 	}
 	d.enter(tr.Job.State)
+	if tr.Job.State == fsm.Failed {
+		return d.finishStored(ctx, tr.Job, entry)
+	}
 	return d.settleRecord(ctx, tr.Job, false)
 }
 
 // fail ends a job in CREATED that no node could take.
 func (d *Dispatcher) fail(ctx context.Context, rec JobRecord, code, detail string) error {
-	tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, fsm.Fail, rec.Attempt, "")
+	tr, entry, err := d.st.Jobs.Finish(ctx, rec.ID, fsm.Fail, rec.Attempt, "", Outcome{Status: OutcomeFailed, Attempt: rec.Attempt, Error: code + ": " + detail})
 	if err != nil {
 		var te *fsm.TransitionError
 		if errors.As(err, &te) {
@@ -364,22 +391,19 @@ func (d *Dispatcher) fail(ctx context.Context, rec JobRecord, code, detail strin
 	if !tr.Duplicate {
 		d.enter(fsm.Failed)
 	}
-	return d.finish(ctx, tr.Job, Outcome{Status: OutcomeFailed, Attempt: rec.Attempt, Error: code + ": " + detail})
+	return d.finishStored(ctx, tr.Job, entry)
 }
 
-// finish stores a job's outcome, answers its waiters, frees its node's
-// slot and takes it out of the deadline index. Each step is idempotent, so
-// a sweeper may run it again after a crash.
-func (d *Dispatcher) finish(ctx context.Context, rec JobRecord, out Outcome) error {
-	entry, err := d.st.Book.Finish(ctx, rec.ID, out)
-	if err != nil {
-		return err
-	}
-	return d.finishStored(ctx, rec, entry)
-}
-
-// finishStored is finish once the outcome is stored.
+// finishStored ends a job in FINISHED or FAILED, whose outcome the step
+// that ended it stored: it answers the job's waiters and leaves the job to
+// the next sweep (woken at once), which frees its node's slot, releases it
+// and takes its deadline out of the index together with the others that
+// ended meanwhile. Each step is idempotent, so a sweeper may run it again after
+// a crash (the sessions' instances drop an answer given twice).
 func (d *Dispatcher) finishStored(ctx context.Context, rec JobRecord, entry BookEntry) error {
+	if entry.Outcome == nil {
+		return fmt.Errorf("scheduler: job %s is %s without an outcome: %w", rec.ID, rec.State, ErrJobCorrupt)
+	}
 	for _, s := range entry.Waiters {
 		via := ""
 		if s == entry.Spec.SessionID {
@@ -388,22 +412,13 @@ func (d *Dispatcher) finishStored(ctx context.Context, rec JobRecord, entry Book
 		d.answer(ctx, s, via, answerOf(rec.ID, entry.Spec, s, *entry.Outcome))
 	}
 	if rec.NodeID != "" {
-		if _, err := d.st.Reservations.Release(ctx, rec.NodeID, rec.ID); err != nil {
-			return err
-		}
 		d.untrack(rec.NodeID, rec.ID)
-		d.wakeSweeper()
 	}
-	if rec.State == fsm.Finished {
-		tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, fsm.Release, rec.Attempt, "")
-		if err != nil {
-			return err
-		}
-		if !tr.Duplicate {
-			d.enter(fsm.Released)
-		}
-	}
-	return d.st.Due.Remove(ctx, rec.ID)
+	d.mu.Lock()
+	d.over = append(d.over, overJob{JobAttempt{rec.ID, rec.Attempt}, rec.State == fsm.Finished, rec.NodeID})
+	d.mu.Unlock()
+	d.wakeSweeper()
+	return nil
 }
 
 func answerOf(jobID string, spec JobSpec, sessionID string, out Outcome) Envelope {
@@ -450,25 +465,17 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 	default:
 		return msgErr("type", "%q is not a node event", m.Type)
 	}
-	var stored *BookEntry
+	var (
+		tr    JobTransition
+		entry BookEntry
+		err   error
+	)
 	if ev == fsm.Result {
-		// The outcome is stored before the lifecycle moves, so that an
-		// instance stopping in between loses no result: whoever carries
-		// the job on finds it. Only the node and attempt the job is on
-		// may store it; anything else is left to ApplyJob to refuse.
-		rec, err := d.st.Jobs.Job(ctx, m.JobID)
-		if err != nil {
-			return d.rejected(m, err)
-		}
-		if rec.NodeID == nodeID && rec.Attempt == m.Attempt && (rec.State.Active() || rec.State == fsm.Finished) {
-			e, err := d.st.Book.Finish(ctx, m.JobID, Outcome{Status: OutcomeResult, NodeID: nodeID, Attempt: m.Attempt, Payload: m.Payload})
-			if err != nil {
-				return err
-			}
-			stored = &e
-		}
+		// The outcome is stored in the step that moves the job.
+		tr, entry, err = d.st.Jobs.Finish(ctx, m.JobID, ev, m.Attempt, nodeID, Outcome{Status: OutcomeResult, NodeID: nodeID, Attempt: m.Attempt, Payload: m.Payload})
+	} else {
+		tr, err = d.st.Jobs.ApplyJob(ctx, m.JobID, ev, m.Attempt, nodeID)
 	}
-	tr, err := d.st.Jobs.ApplyJob(ctx, m.JobID, ev, m.Attempt, nodeID)
 	if err != nil {
 		return d.rejected(m, err)
 	}
@@ -480,23 +487,20 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 		if !tr.Duplicate {
 			d.enter(tr.Job.State)
 		}
+		// The step's time in the record is the lease's start: a sweeper
+		// that claims the job at its ack deadline finds the lease there
+		// (see settleRecord); from here on this instance renews it.
 		d.mu.Lock()
-		leased, assigned := false, tr.Job.UpdatedAt
 		if n := d.nodes[nodeID]; n != nil {
 			j := n.jobs[m.JobID]
 			if j == nil || j.attempt != m.Attempt {
-				j = &localJob{attempt: m.Attempt, assigned: tr.Job.UpdatedAt}
+				j = &localJob{attempt: m.Attempt, assigned: tr.Job.DispatchedAt}
 				n.jobs[m.JobID] = j
 			}
-			// The lease taken at job_ack stands for job_started too.
-			leased, assigned = j.acked, j.assigned
 			j.acked = true
 		}
 		d.mu.Unlock()
-		if leased {
-			return nil
-		}
-		return d.st.Due.Set(ctx, m.JobID, d.leaseUntil(time.Now(), assigned))
+		return nil
 	default: // result
 		if !tr.Duplicate {
 			d.enter(fsm.Finished)
@@ -504,10 +508,7 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 		if tr.Job.State == fsm.Released {
 			return nil
 		}
-		if stored != nil {
-			return d.finishStored(ctx, tr.Job, *stored)
-		}
-		return d.finish(ctx, tr.Job, Outcome{Status: OutcomeResult, NodeID: nodeID, Attempt: m.Attempt, Payload: m.Payload})
+		return d.finishStored(ctx, tr.Job, entry)
 	}
 }
 
@@ -536,7 +537,7 @@ func (d *Dispatcher) modelNotAvailable(ctx context.Context, m Envelope) error {
 	}
 	model := m.Model
 	if model == "" {
-		if entry, err := d.st.Book.Entry(ctx, m.JobID); err == nil {
+		if entry, err := d.st.Jobs.Entry(ctx, m.JobID); err == nil {
 			model = entry.Spec.Model
 		}
 	}

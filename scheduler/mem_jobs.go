@@ -2,8 +2,10 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,11 +35,12 @@ type MemJobs struct {
 	ttl time.Duration
 
 	mu   sync.Mutex
-	jobs map[string]memJob
+	jobs map[string]*memJob
 }
 
 type memJob struct {
 	rec     JobRecord
+	book    BookEntry
 	expires time.Time
 }
 
@@ -54,32 +57,112 @@ func NewMemJobs(cfg MemJobsConfig) (*MemJobs, error) {
 	if cfg.TTL == 0 {
 		cfg.TTL = DefaultJobTTL
 	}
-	return &MemJobs{m: fsm.Machine{MaxAttempts: cfg.MaxAttempts}, ttl: cfg.TTL, jobs: map[string]memJob{}}, nil
+	return &MemJobs{m: fsm.Machine{MaxAttempts: cfg.MaxAttempts}, ttl: cfg.TTL, jobs: map[string]*memJob{}}, nil
 }
 
-func (s *MemJobs) get(id string, now time.Time) (JobRecord, bool) {
+func (s *MemJobs) get(id string, now time.Time) (*memJob, bool) {
 	j, ok := s.jobs[id]
 	if !ok || !now.Before(j.expires) {
 		delete(s.jobs, id)
-		return JobRecord{}, false
+		return nil, false
 	}
-	return j.rec, true
+	return j, true
 }
 
-// CreateJob implements [JobStore].
-func (s *MemJobs) CreateJob(ctx context.Context, jobID string) (JobRecord, bool, error) {
-	if err := checkID("job_id", jobID); err != nil {
-		return JobRecord{}, false, err
+// Open implements [JobStore].
+func (s *MemJobs) Open(ctx context.Context, jobID string, spec JobSpec, nodeID string) (JobRecord, BookEntry, bool, error) {
+	if err := CheckSpec(jobID, spec); err != nil {
+		return JobRecord{}, BookEntry{}, false, err
+	}
+	// Round-trip through JSON, as a store would.
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return JobRecord{}, BookEntry{}, false, err
+	}
+	var stored JobSpec
+	if err := json.Unmarshal(data, &stored); err != nil {
+		return JobRecord{}, BookEntry{}, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	if rec, ok := s.get(jobID, now); ok {
-		return rec, false, nil
+	if j, ok := s.get(jobID, now); ok {
+		return j.rec, cloneEntry(j.book), false, nil
 	}
-	rec := JobRecord{ID: jobID, Job: fsm.New(), CreatedAt: now.Truncate(time.Millisecond), UpdatedAt: now.Truncate(time.Millisecond)}
-	s.jobs[jobID] = memJob{rec, now.Add(s.ttl)}
-	return rec, true, nil
+	ms := now.Truncate(time.Millisecond)
+	rec := JobRecord{ID: jobID, Job: fsm.New(), CreatedAt: ms, UpdatedAt: ms}
+	j := &memJob{rec: rec, book: BookEntry{Spec: stored, Waiters: []string{spec.SessionID}}, expires: now.Add(s.ttl)}
+	if nodeID != "" {
+		out, err := s.m.Apply(rec.Job, fsm.Dispatch, rec.Attempt)
+		if err != nil {
+			return JobRecord{}, BookEntry{}, false, err
+		}
+		j.rec.Job, j.rec.NodeID, j.rec.DispatchedAt = out.Job, nodeID, ms
+		j.book.Tried = []string{nodeID}
+		rec = j.rec
+	}
+	s.jobs[jobID] = j
+	return rec, cloneEntry(j.book), true, nil
+}
+
+// Entry implements [JobStore].
+func (s *MemJobs) Entry(ctx context.Context, jobID string) (BookEntry, error) {
+	if err := checkID("job_id", jobID); err != nil {
+		return BookEntry{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.get(jobID, time.Now())
+	if !ok {
+		return BookEntry{}, fmt.Errorf("job %q: %w", jobID, ErrJobNotFound)
+	}
+	return cloneEntry(j.book), nil
+}
+
+// Watch implements [JobStore].
+func (s *MemJobs) Watch(ctx context.Context, jobID, sessionID string) (Outcome, bool, error) {
+	if err := checkID("job_id", jobID); err != nil {
+		return Outcome{}, false, err
+	}
+	if err := checkID("session_id", sessionID); err != nil {
+		return Outcome{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.get(jobID, time.Now())
+	if !ok {
+		return Outcome{}, false, fmt.Errorf("job %q: %w", jobID, ErrJobNotFound)
+	}
+	if j.book.Outcome != nil {
+		return *cloneEntry(j.book).Outcome, true, nil
+	}
+	if !slices.Contains(j.book.Waiters, sessionID) {
+		j.book.Waiters = append(j.book.Waiters, sessionID)
+	}
+	return Outcome{}, false, nil
+}
+
+// Finish implements [JobStore].
+func (s *MemJobs) Finish(ctx context.Context, jobID string, ev fsm.Event, attempt int, nodeID string, out Outcome) (JobTransition, BookEntry, error) {
+	if err := CheckJobEvent(jobID, ev, nodeID); err != nil {
+		return JobTransition{}, BookEntry{}, err
+	}
+	if err := CheckOutcome(out); err != nil {
+		return JobTransition{}, BookEntry{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tr, err := s.apply(jobID, ev, attempt, nodeID)
+	if err != nil {
+		return tr, BookEntry{}, err
+	}
+	j := s.jobs[jobID]
+	if st := tr.Job.State; (st == fsm.Finished || st == fsm.Failed) && j.book.Outcome == nil {
+		o := out
+		o.Payload = slices.Clone(out.Payload)
+		j.book.Outcome = &o
+	}
+	return tr, cloneEntry(j.book), nil
 }
 
 // Job implements [JobStore].
@@ -89,11 +172,11 @@ func (s *MemJobs) Job(ctx context.Context, jobID string) (JobRecord, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, ok := s.get(jobID, time.Now())
+	j, ok := s.get(jobID, time.Now())
 	if !ok {
 		return JobRecord{}, fmt.Errorf("job %q: %w", jobID, ErrJobNotFound)
 	}
-	return rec, nil
+	return j.rec, nil
 }
 
 // ApplyJob implements [JobStore].
@@ -103,11 +186,17 @@ func (s *MemJobs) ApplyJob(ctx context.Context, jobID string, ev fsm.Event, atte
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.apply(jobID, ev, attempt, nodeID)
+}
+
+// apply is ApplyJob with s.mu held.
+func (s *MemJobs) apply(jobID string, ev fsm.Event, attempt int, nodeID string) (JobTransition, error) {
 	now := time.Now()
-	rec, ok := s.get(jobID, now)
+	j, ok := s.get(jobID, now)
 	if !ok {
 		return JobTransition{}, fmt.Errorf("job %q: %w", jobID, ErrJobNotFound)
 	}
+	rec := j.rec
 	// The node check comes after the attempt checks and before the
 	// table's, as in the Redis script.
 	out, err := s.m.Apply(rec.Job, ev, attempt)
@@ -132,12 +221,28 @@ func (s *MemJobs) ApplyJob(ctx context.Context, jobID string, ev fsm.Event, atte
 	rec.Job = out.Job
 	switch {
 	case ev == fsm.Dispatch:
-		rec.NodeID = nodeID
+		rec.NodeID, rec.DispatchedAt = nodeID, now.Truncate(time.Millisecond)
+		if !slices.Contains(j.book.Tried, nodeID) {
+			j.book.Tried = append(j.book.Tried, nodeID)
+		}
 	case out.Job.State == fsm.Created:
 		rec.NodeID = ""
 	}
 	rec.UpdatedAt = now.Truncate(time.Millisecond)
-	s.jobs[jobID] = memJob{rec, now.Add(s.ttl)}
+	j.rec, j.expires = rec, now.Add(s.ttl)
 	tr.Job = rec
 	return tr, nil
+}
+
+// ReleaseJobs implements [JobStore].
+func (s *MemJobs) ReleaseJobs(ctx context.Context, jobs []JobAttempt) ([]JobTransition, []error) {
+	trs, errs := make([]JobTransition, len(jobs)), make([]error, len(jobs))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, j := range jobs {
+		if errs[i] = CheckJobEvent(j.ID, fsm.Release, ""); errs[i] == nil {
+			trs[i], errs[i] = s.apply(j.ID, fsm.Release, j.Attempt, "")
+		}
+	}
+	return trs, errs
 }

@@ -75,6 +75,19 @@ func (s *MemReservations) Release(ctx context.Context, nodeID, jobID string) (bo
 	return held, nil
 }
 
+// ReleaseSlots implements [ReservationStore].
+func (s *MemReservations) ReleaseSlots(ctx context.Context, slots []Slot) error {
+	for _, sl := range slots {
+		if err := CheckRelease(sl.NodeID, sl.JobID); err != nil {
+			return err
+		}
+	}
+	for _, sl := range slots {
+		s.Release(ctx, sl.NodeID, sl.JobID)
+	}
+	return nil
+}
+
 // Count implements [ReservationStore].
 func (s *MemReservations) Count(ctx context.Context, nodeID string) (int, error) {
 	if err := CheckNodeID(nodeID); err != nil {

@@ -25,7 +25,6 @@ func NewMemStores(cfg Config) (Stores, error) {
 		Sender:       streams,
 		Inbox:        func(id string) Inbox { return streams.Inbox(id, group) },
 		Jobs:         jobs,
-		Book:         NewMemBook(),
 		Due:          NewMemDue(),
 		Reservations: NewMemReservations(MemReservationsConfig{}),
 		Turns:        NewMemTurns(),

@@ -35,8 +35,7 @@ func TestMemStores(t *testing.T) {
 			}
 			return s
 		},
-		Book: func(*testing.T) scheduler.JobBook { return scheduler.NewMemBook() },
-		Due:  func(*testing.T) scheduler.DueIndex { return scheduler.NewMemDue() },
+		Due: func(*testing.T) scheduler.DueIndex { return scheduler.NewMemDue() },
 		Reservations: func(*testing.T) storetest.ReservationHarness {
 			return storetest.ReservationHarness{Store: scheduler.NewMemReservations(scheduler.MemReservationsConfig{}), Synctest: true}
 		},

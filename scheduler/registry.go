@@ -120,7 +120,7 @@ func (d *Dispatcher) takeJobs(ctx context.Context, nodeID string, n *localNode) 
 		}
 		d.mu.Lock()
 		if d.nodes[nodeID] == n && n.jobs[id] == nil {
-			n.jobs[id] = &localJob{attempt: rec.Attempt, acked: rec.State != fsm.Dispatched, assigned: rec.UpdatedAt}
+			n.jobs[id] = &localJob{attempt: rec.Attempt, acked: rec.State != fsm.Dispatched, assigned: rec.DispatchedAt}
 		}
 		d.mu.Unlock()
 	}

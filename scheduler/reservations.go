@@ -27,6 +27,9 @@ type ReservationStore interface {
 	// Release frees jobID's slot on nodeID and reports whether it held one
 	// (an expired reservation that no later call has dropped yet counts).
 	Release(ctx context.Context, nodeID, jobID string) (bool, error)
+	// ReleaseSlots frees every slot named, in one call (in Redis one
+	// pipeline); freeing a slot not held is no error.
+	ReleaseSlots(ctx context.Context, slots []Slot) error
 	// Count returns the number of unexpired reservations on nodeID.
 	Count(ctx context.Context, nodeID string) (int, error)
 	// Jobs returns, sorted, the jobs holding a reservation on nodeID,
@@ -51,6 +54,12 @@ func CheckReserve(nodeID, jobID string, capacity int, ttl time.Duration) error {
 		return argErr("ttl", fmt.Sprintf("%v is below 1ms", ttl))
 	}
 	return nil
+}
+
+// Slot names one job's reservation on one node.
+type Slot struct {
+	NodeID string
+	JobID  string
 }
 
 // CheckRelease validates the arguments of [ReservationStore.Release].

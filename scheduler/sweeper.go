@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/ksana-dev/ksana/fsm"
@@ -16,7 +15,7 @@ import (
 func (d *Dispatcher) settleRecord(ctx context.Context, rec JobRecord, claimed bool) error {
 	switch rec.State {
 	case fsm.Created:
-		entry, err := d.st.Book.Entry(ctx, rec.ID)
+		entry, err := d.st.Jobs.Entry(ctx, rec.ID)
 		if err != nil {
 			return err
 		}
@@ -25,19 +24,23 @@ func (d *Dispatcher) settleRecord(ctx context.Context, rec JobRecord, claimed bo
 		if !claimed {
 			return nil
 		}
+		// The index holds the job's ack deadline until its node's instance
+		// first renews the lease; the lease taken at job_ack (or
+		// job_started) runs from the step's time, never past the run
+		// timeout of the attempt.
+		if rec.State != fsm.Dispatched && !rec.DispatchedAt.IsZero() {
+			if until := d.leaseUntil(rec.UpdatedAt, rec.DispatchedAt); until.After(time.Now()) {
+				return d.st.Due.Set(ctx, rec.ID, until)
+			}
+		}
 		return d.endAttempt(ctx, rec, fsm.Timeout, CancelTimeout)
-	case fsm.Finished:
-		entry, err := d.st.Book.Entry(ctx, rec.ID)
+	case fsm.Finished, fsm.Failed:
+		// The step that ended the job stored its outcome.
+		entry, err := d.st.Jobs.Entry(ctx, rec.ID)
 		if err != nil {
 			return err
 		}
-		out := Outcome{Status: OutcomeFailed, Attempt: rec.Attempt, Error: FailResultLost}
-		if entry.Outcome != nil {
-			out = *entry.Outcome
-		}
-		return d.finish(ctx, rec, out)
-	case fsm.Failed:
-		return d.finish(ctx, rec, Outcome{Status: OutcomeFailed, Attempt: rec.Attempt, Error: FailAttempts + ": the job failed on " + fmt.Sprint(rec.Attempt) + " nodes"})
+		return d.finishStored(ctx, rec, entry)
 	default: // Released
 		return d.st.Due.Remove(ctx, rec.ID)
 	}
@@ -47,18 +50,9 @@ func (d *Dispatcher) settleRecord(ctx context.Context, rec JobRecord, claimed bo
 func (d *Dispatcher) settle(ctx context.Context, jobID string) error {
 	rec, err := d.st.Jobs.Job(ctx, jobID)
 	if errors.Is(err, ErrJobNotFound) {
-		// Opened, but the lifecycle was never created (or expired).
-		entry, berr := d.st.Book.Entry(ctx, jobID)
-		if errors.Is(berr, ErrJobNotFound) || (berr == nil && entry.Outcome != nil) {
-			return d.st.Due.Remove(ctx, jobID)
-		}
-		if berr != nil {
-			return berr
-		}
-		if rec, _, err = d.st.Jobs.CreateJob(ctx, jobID); err != nil {
-			return err
-		}
-		return d.dispatch(ctx, rec, entry)
+		// Never opened (Submit stopped between its deadline and Open), or
+		// expired: nothing to carry on.
+		return d.st.Due.Remove(ctx, jobID)
 	}
 	if err != nil {
 		return err
@@ -66,8 +60,66 @@ func (d *Dispatcher) settle(ctx context.Context, jobID string) error {
 	return d.settleRecord(ctx, rec, true)
 }
 
-// sweep claims the jobs whose deadline passed and settles them.
+// releaseOver frees the slots of the jobs that ended here since the last
+// call, releases them and takes their deadlines out of the index: one
+// call for each, whatever the number of jobs. A job whose release fails keeps its deadline, so a
+// sweeper carries it on.
+func (d *Dispatcher) releaseOver(ctx context.Context) {
+	d.mu.Lock()
+	over := d.over
+	d.over = nil
+	d.mu.Unlock()
+	if len(over) == 0 {
+		return
+	}
+	var rel []JobAttempt
+	var slots []Slot
+	for _, o := range over {
+		if o.release {
+			rel = append(rel, o.JobAttempt)
+		}
+		if o.node != "" {
+			slots = append(slots, Slot{o.node, o.ID})
+		}
+	}
+	if len(slots) > 0 {
+		if err := d.st.Reservations.ReleaseSlots(ctx, slots); err != nil && ctx.Err() == nil {
+			// The slots expire with their reservations' TTL.
+			d.log.Warn("scheduler: free slots", "slots", len(slots), "err", err)
+		}
+	}
+	failed := map[string]bool{}
+	if len(rel) > 0 {
+		trs, errs := d.st.Jobs.ReleaseJobs(ctx, rel)
+		for i, err := range errs {
+			switch {
+			case err != nil:
+				failed[rel[i].ID] = true
+				if ctx.Err() == nil {
+					d.log.Warn("scheduler: release job", "job_id", rel[i].ID, "err", err)
+				}
+			case !trs[i].Duplicate:
+				d.enter(fsm.Released)
+			}
+		}
+	}
+	ids := make([]string, 0, len(over))
+	for _, o := range over {
+		if !failed[o.ID] {
+			ids = append(ids, o.ID)
+		}
+	}
+	if len(ids) > 0 {
+		if err := d.st.Due.Remove(ctx, ids...); err != nil && ctx.Err() == nil {
+			d.log.Warn("scheduler: remove deadlines", "jobs", len(ids), "err", err)
+		}
+	}
+}
+
+// sweep releases the jobs that ended here, then claims the jobs whose
+// deadline passed and settles them.
 func (d *Dispatcher) sweep(ctx context.Context) {
+	d.releaseOver(ctx)
 	for ctx.Err() == nil {
 		ids, err := d.st.Due.Claim(ctx, time.Now(), 5*time.Second, sweepBatch)
 		if err != nil {

@@ -45,7 +45,6 @@ func TestNewBadConfig(t *testing.T) {
 	nilClient := map[string]func() error{
 		"NewJobs":          func() error { _, err := NewJobs(nil, JobsConfig{}); return err },
 		"NewTurns":         func() error { _, err := NewTurns(nil, TurnsConfig{}); return err },
-		"NewBook":          func() error { _, err := NewBook(nil, BookConfig{}); return err },
 		"NewDue":           func() error { _, err := NewDue(nil, DueConfig{}); return err },
 		"NewOwners":        func() error { _, err := NewOwners(nil, OwnersConfig{}); return err },
 		"NewPresence":      func() error { _, err := NewPresence(nil, PresenceConfig{}); return err },

@@ -80,11 +80,11 @@ return 'ok ' .. ARGV[1] .. ' ' .. h[2] .. ' ' .. h[4] .. ' ' .. t[1] .. ' -' .. 
 		base, op := make([]func() error, callers), make([]func() error, callers)
 		for w := range callers {
 			id := "bench-" + strconv.Itoa(w)
-			if _, _, err := s.CreateJob(ctx, id); err != nil {
+			if _, _, err := openJob(ctx, s, id); err != nil {
 				b.Fatal(err)
 			}
 			fkey := NewKeys(prefix).JobFSM("floor-" + strconv.Itoa(w))
-			if _, _, err := s.CreateJob(ctx, "floor-"+strconv.Itoa(w)); err != nil {
+			if _, _, err := openJob(ctx, s, "floor-"+strconv.Itoa(w)); err != nil {
 				b.Fatal(err)
 			}
 			base[w] = func() error {

@@ -83,11 +83,12 @@
 // (far longer than a turn, so the affinity never times out during one). A stored value that does not decode is a
 // [*CorruptError] and stays as it is.
 //
-// # The job book and the deadline index
+// # The job record and the deadline index
 //
-// [Book] keeps each job's spec, tried nodes, waiting sessions and outcome
-// in the hash {prefix}:v1:jobs:{job:<job_id>}:book, beside the lifecycle
-// hash in the same slot; each method is one script. [Due] spreads the
+// [Jobs] keeps each job's spec, tried nodes, waiting sessions and outcome
+// in the job's hash {prefix}:v1:jobs:{job:<job_id>}:fsm beside its
+// lifecycle, so that each step (open, dispatch, ack, start, result, fail
+// over, fail, release) is one script on one key. [Due] spreads the
 // deadline index over [DueShards] sorted sets {prefix}:v1:jobs:due:{due:<n>}
 // so that a cluster shares the load; a claim is one script per shard, in
 // one pipeline.

@@ -89,16 +89,31 @@ func (d *Due) Add(ctx context.Context, jobID string, at time.Time) error {
 	return nil
 }
 
-// Remove implements [scheduler.DueIndex] with ZREM.
-func (d *Due) Remove(ctx context.Context, jobID string) error {
-	if err := checkJob(jobID); err != nil {
-		return err
+// Remove implements [scheduler.DueIndex]: one ZREM per shard that holds
+// any of the jobs, in one pipeline.
+func (d *Due) Remove(ctx context.Context, jobIDs ...string) error {
+	byShard := map[string][]string{}
+	for _, id := range jobIDs {
+		if err := checkJob(id); err != nil {
+			return err
+		}
+		byShard[d.key(id)] = append(byShard[d.key(id)], id)
+	}
+	if len(byShard) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, 0, len(byShard))
+	for k, ids := range byShard {
+		cmds = append(cmds, d.c.B().Zrem().Key(k).Member(ids...).Build())
 	}
 	start := time.Now()
-	err := d.c.Do(ctx, d.c.B().Zrem().Key(d.key(jobID)).Member(jobID).Build()).Error()
+	var err error
+	for _, r := range d.c.DoMulti(ctx, cmds...) {
+		err = cmpErr(err, r.Error())
+	}
 	d.hook.observe("due_remove", start, err)
 	if err != nil {
-		return fmt.Errorf("redisstore: remove deadline of job %q: %w", jobID, err)
+		return fmt.Errorf("redisstore: remove deadlines of %d jobs: %w", len(jobIDs), err)
 	}
 	return nil
 }

@@ -23,18 +23,22 @@ type JobsConfig struct {
 	// TTL is how long a job's hash lives after its last change. Default
 	// (0): [scheduler.DefaultJobTTL].
 	TTL time.Duration
-	// OpHook observes every Redis operation ("fsm_create", "fsm_get",
-	// "fsm_apply"). Default (nil): none.
+	// OpHook observes every Redis operation ("job_open", "fsm_get",
+	// "fsm_apply", "job_finish", "book_entry", "book_watch"). Default
+	// (nil): none.
 	OpHook OpHook
 }
 
 // Jobs is the Redis [scheduler.JobStore]: one hash per job,
-// {prefix}:v1:jobs:{job:<job_id>}:fsm, with the fields state, attempt,
-// node_id, created_at_ms and updated_at_ms (milliseconds of the server's
-// clock) and a TTL renewed by every change. Transitions run in one Lua
-// script generated from package fsm's table ([GenerateFSMLua]), so they
-// are atomic and obey exactly the rules of [fsm.Machine.Apply]. The script
-// touches only the job's key, so it works unchanged on a Redis Cluster.
+// {prefix}:v1:jobs:{job:<job_id>}:fsm, with the lifecycle fields state,
+// attempt, node_id, created_at_ms and updated_at_ms (milliseconds of the
+// server's clock), the book fields spec (JSON), tried and waiters (ids
+// separated by newlines, which ids never hold) and outcome (JSON), and a
+// TTL renewed by every change. Every step is one Lua script call on that
+// key: transitions run the script generated from package fsm's table
+// ([GenerateFSMLua]), so they are atomic and obey exactly the rules of
+// [fsm.Machine.Apply]. The scripts touch only the job's key, so they work
+// unchanged on a Redis Cluster.
 type Jobs struct {
 	c     rueidis.Client
 	keys  Keys
@@ -46,8 +50,14 @@ type Jobs struct {
 var _ scheduler.JobStore = (*Jobs)(nil)
 
 var (
-	fsmApplyScript  = rueidis.NewLuaScript(fsmApplyLua)
-	fsmCreateScript = rueidis.NewLuaScript(fsmCreateLua)
+	fsmApplyScript = rueidis.NewLuaScript(fsmApplyLua)
+	jobOpenScript  = rueidis.NewLuaScript(jobOpenLua)
+	// jobGetScript reads the lifecycle fields, or nothing when the key
+	// does not exist (in one step: a key without them is corrupt).
+	jobGetScript = rueidis.NewLuaScript(`
+local h = redis.call('HMGET', KEYS[1], 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms')
+if not (h[1] or h[2] or h[3] or h[4] or h[5] or h[6]) and redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+return h`)
 )
 
 // NewJobs returns the job store on c.
@@ -71,51 +81,40 @@ func NewJobs(c rueidis.Client, cfg JobsConfig) (*Jobs, error) {
 	}, nil
 }
 
-// CreateJob implements [scheduler.JobStore].
-func (s *Jobs) CreateJob(ctx context.Context, jobID string) (scheduler.JobRecord, bool, error) {
-	if jobID == "" {
-		return scheduler.JobRecord{}, false, &scheduler.ArgumentError{Name: "job_id", Reason: "empty"}
-	}
-	key := s.keys.JobFSM(jobID)
-	init := fsm.New()
-	start := time.Now()
-	vals, err := fsmCreateScript.Exec(ctx, s.c, []string{key},
-		[]string{string(init.State), strconv.Itoa(init.Attempt), s.ttlMS}).ToArray()
-	s.hook.observe("fsm_create", start, err)
-	if err != nil {
-		return scheduler.JobRecord{}, false, fmt.Errorf("redisstore: create job %q: %w", jobID, err)
-	}
-	if len(vals) != 6 {
-		return scheduler.JobRecord{}, false, fmt.Errorf("redisstore: create job %q: reply of %d elements", jobID, len(vals))
-	}
-	created, _ := vals[0].AsInt64()
-	fields := make([]string, 5)
-	for i := range fields {
-		fields[i], _ = vals[i+1].ToString() // a missing field is nil: ""
-	}
-	rec, err := decodeJob(jobID, key, fields)
-	return rec, created == 1, err
-}
-
-// Job implements [scheduler.JobStore].
+// Job implements [scheduler.JobStore] with one read-only script.
 func (s *Jobs) Job(ctx context.Context, jobID string) (scheduler.JobRecord, error) {
 	if jobID == "" {
 		return scheduler.JobRecord{}, &scheduler.ArgumentError{Name: "job_id", Reason: "empty"}
 	}
 	key := s.keys.JobFSM(jobID)
 	start := time.Now()
-	m, err := s.c.Do(ctx, s.c.B().Hgetall().Key(key).Build()).AsStrMap()
-	if err == nil && len(m) == 0 {
+	vals, err := jobGetScript.Exec(ctx, s.c, []string{key}, nil).ToArray()
+	f, _ := strs(vals, 6)
+	if err == nil && len(vals) == 0 {
 		err = rueidis.Nil
 	}
 	s.hook.observe("fsm_get", start, err)
 	switch {
 	case isNil(err):
-		return scheduler.JobRecord{}, fmt.Errorf("job %q: %w", jobID, scheduler.ErrJobNotFound)
+		return scheduler.JobRecord{}, notFound(jobID)
 	case err != nil:
 		return scheduler.JobRecord{}, fmt.Errorf("redisstore: get job %q: %w", jobID, err)
 	}
-	return decodeJob(jobID, key, []string{m["state"], m["attempt"], m["node_id"], m["created_at_ms"], m["updated_at_ms"]})
+	return decodeJob(jobID, key, f)
+}
+
+// strs returns the first n strings of vals ("" for nil), and whether all
+// of them were nil.
+func strs(vals []rueidis.RedisMessage, n int) ([]string, bool) {
+	f, none := make([]string, n), true
+	for i := range f {
+		if i < len(vals) {
+			if v, err := vals[i].ToString(); err == nil {
+				f[i], none = v, false
+			}
+		}
+	}
+	return f, none
 }
 
 // CorruptError reports a stored value that does not decode. It wraps the
@@ -139,7 +138,10 @@ func (e *CorruptError) Error() string {
 // Unwrap returns the sentinel.
 func (e *CorruptError) Unwrap() error { return e.Err }
 
-// decodeJob decodes state, attempt, node_id, created_at_ms, updated_at_ms.
+// decodeJob decodes state, attempt, node_id, created_at_ms, updated_at_ms
+// and, when f has a sixth field, dispatched_at_ms ("" for none). An
+// updated_at_ms of the form updated/dispatched (the script's reply) holds
+// both.
 func decodeJob(id, key string, f []string) (scheduler.JobRecord, error) {
 	bad := func(field, v string) (scheduler.JobRecord, error) {
 		return scheduler.JobRecord{}, &CorruptError{Key: key, Field: field, Value: v, Err: scheduler.ErrJobCorrupt}
@@ -156,14 +158,26 @@ func decodeJob(id, key string, f []string) (scheduler.JobRecord, error) {
 	if err != nil {
 		return bad("created_at_ms", f[3])
 	}
-	updated, err := strconv.ParseInt(f[4], 10, 64)
+	upd, disp, _ := strings.Cut(f[4], "/")
+	if len(f) > 5 && f[5] != "" {
+		disp = f[5]
+	}
+	updated, err := strconv.ParseInt(upd, 10, 64)
 	if err != nil {
 		return bad("updated_at_ms", f[4])
 	}
-	return scheduler.JobRecord{
+	rec := scheduler.JobRecord{
 		ID: id, Job: fsm.Job{State: st, Attempt: att}, NodeID: f[2],
 		CreatedAt: time.UnixMilli(created), UpdatedAt: time.UnixMilli(updated),
-	}, nil
+	}
+	if disp != "" {
+		ms, err := strconv.ParseInt(disp, 10, 64)
+		if err != nil {
+			return bad("dispatched_at_ms", disp)
+		}
+		rec.DispatchedAt = time.UnixMilli(ms)
+	}
+	return rec, nil
 }
 
 // ApplyJob implements [scheduler.JobStore] with one EVALSHA of the
@@ -175,12 +189,45 @@ func (s *Jobs) ApplyJob(ctx context.Context, jobID string, ev fsm.Event, attempt
 	key := s.keys.JobFSM(jobID)
 	start := time.Now()
 	reply, err := fsmApplyScript.Exec(ctx, s.c, []string{key},
-		[]string{string(ev), strconv.Itoa(attempt), nodeID, s.max, s.ttlMS}).ToString()
+		[]string{string(ev), strconv.Itoa(attempt), nodeID, s.max, s.ttlMS, ""}).ToString()
 	s.hook.observe("fsm_apply", start, err)
 	if err != nil {
 		return scheduler.JobTransition{}, fmt.Errorf("redisstore: apply %s to job %q: %w", ev, jobID, err)
 	}
 	return decodeApply(jobID, key, ev, attempt, reply)
+}
+
+// ReleaseJobs implements [scheduler.JobStore]: one call of the generated
+// transition script per job, in one pipeline.
+func (s *Jobs) ReleaseJobs(ctx context.Context, jobs []scheduler.JobAttempt) ([]scheduler.JobTransition, []error) {
+	trs, errs := make([]scheduler.JobTransition, len(jobs)), make([]error, len(jobs))
+	var execs []rueidis.LuaExec
+	var at []int
+	for i, j := range jobs {
+		if errs[i] = scheduler.CheckJobEvent(j.ID, fsm.Release, ""); errs[i] != nil {
+			continue
+		}
+		execs = append(execs, rueidis.LuaExec{Keys: []string{s.keys.JobFSM(j.ID)},
+			Args: []string{string(fsm.Release), strconv.Itoa(j.Attempt), "", s.max, s.ttlMS, ""}})
+		at = append(at, i)
+	}
+	if len(execs) == 0 {
+		return trs, errs
+	}
+	start := time.Now()
+	var first error
+	for k, r := range fsmApplyScript.ExecMulti(ctx, s.c, execs...) {
+		i, j := at[k], jobs[at[k]]
+		reply, err := r.ToString()
+		if err != nil {
+			first = cmpErr(first, err)
+			errs[i] = fmt.Errorf("redisstore: apply %s to job %q: %w", fsm.Release, j.ID, err)
+			continue
+		}
+		trs[i], errs[i] = decodeApply(j.ID, s.keys.JobFSM(j.ID), fsm.Release, j.Attempt, reply)
+	}
+	s.hook.observe("fsm_release", start, first)
+	return trs, errs
 }
 
 // decodeApply decodes the reply of the transition script (see

@@ -63,7 +63,7 @@ func BenchmarkOps(b *testing.B) {
 			// Each caller owns a job and moves it dispatch, timeout,
 			// dispatch, ...: every call is a real transition.
 			id := "bench-" + strconv.FormatInt(goroutine.Add(1), 10)
-			if _, _, err := s.CreateJob(ctx, id); err != nil {
+			if _, _, err := openJob(ctx, s, id); err != nil {
 				b.Error(err)
 				return
 			}
@@ -145,7 +145,7 @@ func BenchmarkOpsVsRaw(b *testing.B) {
 		op := make([]func() error, callers)
 		for w := range op {
 			id := "bench-" + strconv.Itoa(w)
-			if _, _, err := s.CreateJob(ctx, id); err != nil {
+			if _, _, err := openJob(ctx, s, id); err != nil {
 				b.Fatal(err)
 			}
 			attempt, ev := 1, fsm.Dispatch

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ksana-dev/ksana/fsm"
+	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/ksana-dev/ksana/store/redisstore"
 	"github.com/redis/rueidis"
 )
@@ -55,12 +56,14 @@ func ExampleNewJobs() {
 	jobs, _ := redisstore.NewJobs(c, redisstore.JobsConfig{Prefix: "prod", MaxAttempts: 3})
 	slots, _ := redisstore.NewReservations(c, redisstore.ReservationsConfig{Prefix: "prod"})
 
-	jobs.CreateJob(ctx, "j1")
+	jobs.Open(ctx, "j1", scheduler.JobSpec{RequestID: "r1", SessionID: "s1"}, "")
 	if err := slots.Reserve(ctx, "node-a", "j1", 4, time.Minute); err != nil {
 		log.Fatal(err) // scheduler.ErrNodeFull when the node is busy
 	}
 	jobs.ApplyJob(ctx, "j1", fsm.Dispatch, 1, "node-a")
-	tr, _ := jobs.ApplyJob(ctx, "j1", fsm.Result, 1, "")
+	// The result and its outcome in one step; the book lists whom to answer.
+	tr, book, _ := jobs.Finish(ctx, "j1", fsm.Result, 1, "node-a", scheduler.Outcome{Status: scheduler.OutcomeResult, Payload: []byte("ok")})
+	log.Println("answer", book.Waiters)
 	slots.Release(ctx, tr.FreeNode, "j1")
 	jobs.ApplyJob(ctx, "j1", fsm.Release, 1, "")
 }

@@ -36,15 +36,23 @@ var fsmRefusals = map[string]error{
 // fsm.Duplicates when the package loads: the rules exist only in package
 // fsm. Its checks run in the order of fsm.Machine.Apply.
 //
+// A dispatch adds its node to the field tried; a step (or duplicate) that
+// leaves the job in FINISHED or FAILED stores the outcome given, unless
+// the job has one.
+//
 //	KEYS[1] = {prefix}:v1:jobs:{job:<id>}:fsm
-//	ARGV    = event, attempt, node_id (for dispatch), max_attempts, ttl_ms
-//	reply   = "status state attempt created_at_ms updated_at_ms " + nodes,
+//	ARGV    = event, attempt, node_id (for dispatch), max_attempts, ttl_ms,
+//	          outcome (JSON; optional)
+//	reply   = without an outcome: "status state attempt created_at_ms stamp " + nodes,
 //	          "not_found", or "corrupt field value": one bulk string, which
-//	          costs the server less than an array. nodes is the job's
+//	          costs the server less than an array. stamp is updated_at_ms,
+//	          followed by "/" dispatched_at_ms once the job was dispatched.
+//	          nodes is the job's
 //	          node_id and the node whose reservation the transition frees:
 //	          "-" node_id (none freed), "=" node_id (node_id freed), "0"
 //	          freed (node_id now empty), or "#" len(node_id) " " node_id
-//	          freed (any other pair).
+//	          freed (any other pair); with an outcome: {that line, spec,
+//	          tried, waiters, outcome}.
 var fsmApplyLua = GenerateFSMLua()
 
 // GenerateFSMLua returns the Lua source of the transition script, built
@@ -133,9 +141,16 @@ func GenerateFSMLua() string {
 	// the time in milliseconds is TIME's seconds followed by the first
 	// three of its six digits of microseconds.
 	w(`local key = KEYS[1]
-local ev, attempt, node, max, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5]
-local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms')
-local state, cur, curnode, created, updated = h[1], h[2], h[3] or '', h[4], h[5]
+local ev, attempt, node, max, ttl, outcome = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6] or ''
+-- keep stores the outcome of a step that ends the job, unless one is stored.
+local function keep(s)
+  if outcome ~= '' and (s == %[14]q or s == %[9]q) and redis.call('HEXISTS', key, 'outcome') == 0 then
+    redis.call('HSET', key, 'outcome', outcome)
+  end
+end
+local function step()
+local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms')
+local state, cur, curnode, created, updated, dsp = h[1], h[2], h[3] or '', h[4], h[5], h[6]
 if not state and not cur and not created then
   if redis.call('EXISTS', key) == 0 then return %[1]q end
 end
@@ -145,24 +160,29 @@ local a = tonumber(cur)
 if a < 1 then return %[2]q .. ' attempt ' .. cur end
 if not tonumber(created) then return %[2]q .. ' created_at_ms ' .. tostring(created) end
 if not tonumber(updated) then return %[2]q .. ' updated_at_ms ' .. tostring(updated) end
+if dsp and not tonumber(dsp) then return %[2]q .. ' dispatched_at_ms ' .. dsp end
+-- The reply's time stamp: updated_at_ms, and /dispatched_at_ms once dispatched.
+local upd = updated
+if dsp then upd = updated .. '/' .. dsp end
 local err
 if not known_event(ev) then err = %[3]q
 elseif attempt < 1 then err = %[4]q
 elseif attempt < a then err = %[5]q
 elseif attempt > a then err = %[6]q
 end
-if err then return err .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. ' -' .. curnode end
+if err then return err .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. upd .. ' -' .. curnode end
 if node ~= '' and ev ~= %[10]q and node ~= curnode then
-  return %[13]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. ' -' .. curnode
+  return %[13]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. upd .. ' -' .. curnode
 end
 local to, retry, free = move(state, ev)
 if not to then
   if dup(state, ev) then
     local t = ' -'
     if frees(ev) and curnode ~= '' then t = ' =' end
-    return %[7]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. t .. curnode
+    keep(state)
+    return %[7]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. upd .. t .. curnode
   end
-  return %[8]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. updated .. ' -' .. curnode
+  return %[8]q .. ' ' .. state .. ' ' .. cur .. ' ' .. created .. ' ' .. upd .. ' -' .. curnode
 end
 if retry then
   if a < max then cur = tostring(a + 1) else to = %[9]q end
@@ -174,33 +194,60 @@ if free then freenode = curnode end
 local t = redis.call('TIME')
 local now = t[1] .. string.sub('00000' .. t[2], -6, -4)
 redis.call('HSET', key, 'state', to, 'attempt', cur, 'node_id', newnode, 'updated_at_ms', now)
+if ev == %[10]q then
+  dsp = now
+  redis.call('HSET', key, 'dispatched_at_ms', now)
+  local tried = redis.call('HGET', key, 'tried') or ''
+  local seen = false
+  for n in string.gmatch(tried, '[^\n]+') do if n == node then seen = true end end
+  if not seen then
+    if tried == '' then tried = node else tried = tried .. '\n' .. node end
+    redis.call('HSET', key, 'tried', tried)
+  end
+end
+keep(to)
 redis.call('PEXPIRE', key, ttl)
 local tail
 if freenode == '' then tail = '-' .. newnode
 elseif freenode == newnode then tail = '=' .. newnode
 elseif newnode == '' then tail = '0' .. freenode
 else tail = '#' .. #newnode .. ' ' .. newnode .. freenode end
-return %[12]q .. ' ' .. to .. ' ' .. cur .. ' ' .. created .. ' ' .. now .. ' ' .. tail
+local stamp = now
+if dsp then stamp = now .. '/' .. dsp end
+return %[12]q .. ' ' .. to .. ' ' .. cur .. ' ' .. created .. ' ' .. stamp .. ' ' .. tail
+end
+local line = step()
+if outcome == '' then return line end
+local b = redis.call('HMGET', key, 'spec', 'tried', 'waiters', 'outcome')
+return {line, b[1] or '', b[2] or '', b[3] or '', b[4] or ''}
 `, fsmNotFound, fsmCorrupt, fsmUnknownEv, fsmBadAtt, fsmStale, fsmFuture, fsmDup, fsmInvalid,
-		string(fsm.Failed), string(fsm.Dispatch), string(fsm.Created), fsmOK, fsmWrongNode)
+		string(fsm.Failed), string(fsm.Dispatch), string(fsm.Created), fsmOK, fsmWrongNode, string(fsm.Finished))
 	return b.String()
 }
 
-// fsmCreateLua creates a job in its initial state unless it exists, and
-// returns the stored fields either way.
+// jobOpenLua opens a job unless it exists: its lifecycle in the initial
+// state, its spec and its first waiter, and, given a node, its first
+// dispatch to it (the state is then fsm's state after a dispatch, passed
+// by the caller). It returns the stored fields either way.
 //
 //	KEYS[1] = the job's fsm key
-//	ARGV    = initial state, initial attempt, ttl_ms
-//	reply   = {created (0/1), state, attempt, node_id, created_at_ms, updated_at_ms}
-const fsmCreateLua = `
+//	ARGV    = state, attempt, ttl_ms, spec (JSON), session_id, node_id ("" for none)
+//	reply   = {created (0/1), state, attempt, node_id, created_at_ms,
+//	          updated_at_ms, dispatched_at_ms, spec, tried, waiters, outcome}
+const jobOpenLua = `
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 1 then
-  local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms')
-  return {0, h[1], h[2], h[3], h[4], h[5]}
+  local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms', 'spec', 'tried', 'waiters', 'outcome')
+  return {0, h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10]}
 end
 local t = redis.call('TIME')
 local now = t[1] .. string.sub('00000' .. t[2], -6, -4)
-redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', '', 'created_at_ms', now, 'updated_at_ms', now)
+redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', ARGV[6], 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5])
+local dsp = false
+if ARGV[6] ~= '' then
+  dsp = now
+  redis.call('HSET', key, 'tried', ARGV[6], 'dispatched_at_ms', now)
+end
 redis.call('PEXPIRE', key, ARGV[3])
-return {1, ARGV[1], ARGV[2], '', now, now}
+return {1, ARGV[1], ARGV[2], ARGV[6], now, now, dsp, ARGV[4], ARGV[6], ARGV[5], ''}
 `

@@ -151,6 +151,8 @@ func equivalent(t *testing.T, ctx context.Context, c rueidis.Client, s *Jobs, m 
 		switch {
 		case ev == fsm.Dispatch:
 			wantStored["node_id"] = "node-new"
+			wantStored["tried"] = "node-new" // a dispatch records its node and time
+			wantStored["dispatched_at_ms"] = stored["updated_at_ms"]
 		case out.Job.State == fsm.Created:
 			wantStored["node_id"] = ""
 		}
@@ -226,7 +228,7 @@ func TestFSMKeyAndTTL(t *testing.T) {
 	ctx := context.Background()
 	for _, srv := range testServers(t) {
 		s := newJobs(t, srv.client, JobsConfig{TTL: time.Hour})
-		if _, _, err := s.CreateJob(ctx, "j"); err != nil {
+		if _, _, err := openJob(ctx, s, "j"); err != nil {
 			t.Fatal(err)
 		}
 		key := s.keys.Prefix() + ":v1:jobs:{job:j}:fsm"
@@ -263,12 +265,12 @@ func TestJobsOpHook(t *testing.T) {
 		mu.Unlock()
 	}
 	s := newJobs(t, testServers(t)[0].client, JobsConfig{OpHook: hook})
-	s.CreateJob(ctx, "j")
+	openJob(ctx, s, "j")
 	s.ApplyJob(ctx, "j", fsm.Dispatch, 1, "n")
 	s.Job(ctx, "j")
 	s.Job(ctx, "none")
 	s.ApplyJob(ctx, "", fsm.Dispatch, 1, "n") // refused before Redis: no op
-	want := []string{"fsm_create/ok", "fsm_apply/ok", "fsm_get/ok", "fsm_get/miss"}
+	want := []string{"job_open/ok", "fsm_apply/ok", "fsm_get/ok", "fsm_get/miss"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("hook calls (-want +got):\n%s", diff)
 	}
@@ -314,6 +316,12 @@ func TestDecodeApply(t *testing.T) {
 		malform bool  // the error is a malformed reply
 	}{
 		{reply: "ok DISPATCHED 1 1000 2000 -n 1", want: scheduler.JobTransition{Job: rec(fsm.Dispatched, 1, "n 1")}},
+		{reply: "ok RUNNING 1 1000 2000/1500 -n", want: scheduler.JobTransition{Job: func() scheduler.JobRecord {
+			r := rec(fsm.Running, 1, "n")
+			r.DispatchedAt = time.UnixMilli(1500)
+			return r
+		}()}},
+		{reply: "ok RUNNING 1 1000 2000/x -n", wantErr: scheduler.ErrJobCorrupt},
 		{reply: "ok FINISHED 1 1000 2000 =n", want: scheduler.JobTransition{Job: rec(fsm.Finished, 1, "n"), FreeNode: "n"}},
 		{reply: "ok CREATED 2 1000 2000 0n", want: scheduler.JobTransition{Job: rec(fsm.Created, 2, ""), FreeNode: "n"}},
 		{reply: "ok RUNNING 2 1000 2000 #3 new old", want: scheduler.JobTransition{Job: rec(fsm.Running, 2, "new"), FreeNode: " old"}},
@@ -382,7 +390,7 @@ func TestFSMServerTime(t *testing.T) {
 	for _, srv := range testServers(t) {
 		s := newJobs(t, srv.client, JobsConfig{})
 		before := time.Now()
-		created, _, err := s.CreateJob(ctx, "j")
+		created, _, err := openJob(ctx, s, "j")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -412,4 +420,11 @@ func TestFSMServerTime(t *testing.T) {
 			t.Errorf("%s: updated_at_ms reply %v, stored %v, created %v: want reply = stored >= created", srv.name, tr.Job.UpdatedAt, stored.UpdatedAt, created.UpdatedAt)
 		}
 	}
+}
+
+// openJob opens jobID in s with a spec of its own: whether it created the
+// job, and the record.
+func openJob(ctx context.Context, s *Jobs, jobID string) (scheduler.JobRecord, bool, error) {
+	rec, _, created, err := s.Open(ctx, jobID, scheduler.JobSpec{RequestID: "r-" + jobID, SessionID: "s-" + jobID}, "")
+	return rec, created, err
 }

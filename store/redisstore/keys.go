@@ -106,12 +106,9 @@ func (k Keys) NodeReserved(nodeID string) string {
 	return k.key("v1", "nodes", tag("node", nodeID), "reserved")
 }
 
-// JobFSM is {prefix}:v1:jobs:{job:<job_id>}:fsm (hash with a TTL).
+// JobFSM is {prefix}:v1:jobs:{job:<job_id>}:fsm (hash with a TTL): the job's
+// whole record, its lifecycle and its book (spec, tried, waiters, outcome).
 func (k Keys) JobFSM(jobID string) string { return k.key("v1", "jobs", tag("job", jobID), "fsm") }
-
-// JobBook is {prefix}:v1:jobs:{job:<job_id>}:book (hash with a TTL: spec,
-// tried, waiters, outcome), in the slot of the job's fsm hash.
-func (k Keys) JobBook(jobID string) string { return k.key("v1", "jobs", tag("job", jobID), "book") }
 
 // DueShards is the number of sorted sets the deadline index is spread over.
 const DueShards = 16

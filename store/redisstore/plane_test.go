@@ -59,11 +59,6 @@ func planeAdapter(c rueidis.Client) storetest.PlaneAdapter {
 			return g
 		},
 		Jobs: func(t *testing.T, max int) scheduler.JobStore { return newJobs(t, c, JobsConfig{MaxAttempts: max}) },
-		Book: func(t *testing.T) scheduler.JobBook {
-			b, err := NewBook(c, BookConfig{Prefix: testPrefix(t)})
-			must(t, err)
-			return b
-		},
 		Due: func(t *testing.T) scheduler.DueIndex {
 			d, err := NewDue(c, DueConfig{Prefix: testPrefix(t)})
 			must(t, err)

@@ -122,6 +122,39 @@ func (s *Reservations) Release(ctx context.Context, nodeID, jobID string) (bool,
 	return n == 1, nil
 }
 
+// ReleaseSlots implements [scheduler.ReservationStore]: one ZREM per node,
+// in one pipeline.
+func (s *Reservations) ReleaseSlots(ctx context.Context, slots []scheduler.Slot) error {
+	byNode := map[string][]string{}
+	var order []string
+	for _, sl := range slots {
+		if err := scheduler.CheckRelease(sl.NodeID, sl.JobID); err != nil {
+			return err
+		}
+		if byNode[sl.NodeID] == nil {
+			order = append(order, sl.NodeID)
+		}
+		byNode[sl.NodeID] = append(byNode[sl.NodeID], sl.JobID)
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, 0, len(order))
+	for _, n := range order {
+		cmds = append(cmds, s.c.B().Zrem().Key(s.keys.NodeReserved(n)).Member(byNode[n]...).Build())
+	}
+	start := time.Now()
+	var err error
+	for _, r := range s.c.DoMulti(ctx, cmds...) {
+		err = cmpErr(err, r.Error())
+	}
+	s.hook.observe("release", start, err)
+	if err != nil {
+		return fmt.Errorf("redisstore: release %d slots: %w", len(slots), err)
+	}
+	return nil
+}
+
 // Count implements [scheduler.ReservationStore]: the members whose expiry
 // is after the server's now.
 func (s *Reservations) Count(ctx context.Context, nodeID string) (int, error) {

@@ -70,9 +70,6 @@ func NewStores(c rueidis.Client, plane scheduler.Config, cfg StoresConfig) (sche
 	if st.Jobs, err = NewJobs(c, JobsConfig{Prefix: prefix, MaxAttempts: dc.MaxAttempts, TTL: dc.JobTTL, OpHook: hook}); err != nil {
 		return st, wrap("jobs", err)
 	}
-	if st.Book, err = NewBook(c, BookConfig{Prefix: prefix, OpHook: hook}); err != nil {
-		return st, wrap("book", err)
-	}
 	if st.Due, err = NewDue(c, DueConfig{Prefix: prefix, OpHook: hook}); err != nil {
 		return st, wrap("due", err)
 	}

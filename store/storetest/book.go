@@ -10,17 +10,20 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ksana-dev/ksana/fsm"
 	"github.com/ksana-dev/ksana/scheduler"
 )
 
-// TestJobBook runs the conformance suite of [scheduler.JobBook]. newStore
-// returns an empty book.
-func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobBook) {
+// TestJobBook runs the conformance suite of the book a
+// [scheduler.JobStore] keeps beside each job's lifecycle (its spec, tried
+// nodes, waiters and outcome). newStore returns an empty store with the
+// default attempts.
+func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 	ctx := context.Background()
 	spec := scheduler.JobSpec{RequestID: "r1", SessionID: "s1", TurnID: "t1", Pool: "zh-en", Model: "m", Reason: "max_duration", Payload: []byte{0, 1, 2, 0xff}}
 	t.Run("OpenOnce", func(t *testing.T) {
 		b := newStore(t)
-		e, created, err := b.Open(ctx, "j1", spec, time.Minute)
+		rec, e, created, err := b.Open(ctx, "j1", spec, "")
 		if err != nil || !created {
 			t.Fatalf("Open = %v, %v; want created", created, err)
 		}
@@ -28,9 +31,12 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobBook) {
 		if d := cmp.Diff(want, e); d != "" {
 			t.Errorf("Open entry (-want +got):\n%s", d)
 		}
+		if rec.ID != "j1" || rec.Job != fsm.New() || rec.NodeID != "" {
+			t.Errorf("Open record = %+v, want j1 in %+v", rec, fsm.New())
+		}
 		other := spec
 		other.SessionID, other.Payload = "s2", []byte("other")
-		e, created, err = b.Open(ctx, "j1", other, time.Minute)
+		_, e, created, err = b.Open(ctx, "j1", other, "")
 		if err != nil || created {
 			t.Fatalf("second Open = %v, %v; want not created", created, err)
 		}
@@ -48,6 +54,71 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobBook) {
 			t.Errorf("Entry(nope) = %v, want ErrJobNotFound", err)
 		}
 	})
+	t.Run("OpenDispatched", func(t *testing.T) {
+		b := newStore(t)
+		rec, e, created, err := b.Open(ctx, "d1", spec, "n1")
+		if err != nil || !created {
+			t.Fatalf("Open with a node = %v, %v; want created", created, err)
+		}
+		if rec.State != fsm.Dispatched || rec.Attempt != 1 || rec.NodeID != "n1" || rec.DispatchedAt.IsZero() {
+			t.Errorf("Open with a node: record %+v, want DISPATCHED attempt 1 on n1 with its dispatch time", rec)
+		}
+		if len(e.Tried) != 1 || e.Tried[0] != "n1" {
+			t.Errorf("Open with a node: tried %v, want [n1]", e.Tried)
+		}
+		got, err := b.Job(ctx, "d1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(rec, got); d != "" {
+			t.Errorf("Job after Open with a node (-Open +Job):\n%s", d)
+		}
+		// An existing job is left as it is, whatever the node.
+		again, _, created, err := b.Open(ctx, "d1", spec, "n2")
+		if err != nil || created || again.NodeID != "n1" {
+			t.Errorf("second Open with another node = %+v, %v, %v; want the job on n1, not created", again, created, err)
+		}
+		// The job moves on from there as any dispatched job.
+		if _, err := b.ApplyJob(ctx, "d1", fsm.Ack, 1, "n1"); err != nil {
+			t.Errorf("ack of a job opened dispatched: %v", err)
+		}
+	})
+	t.Run("ReleaseJobs", func(t *testing.T) {
+		b := newStore(t)
+		for _, id := range []string{"r1", "r2", "r3"} {
+			if _, _, _, err := b.Open(ctx, id, spec, "n1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, id := range []string{"r1", "r2"} {
+			if _, _, err := b.Finish(ctx, id, fsm.Result, 1, "n1", scheduler.Outcome{Status: scheduler.OutcomeResult}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		jobs := []scheduler.JobAttempt{{ID: "r1", Attempt: 1}, {ID: "r2", Attempt: 1}, {ID: "r3", Attempt: 1}, {ID: "nope", Attempt: 1}}
+		trs, errs := b.ReleaseJobs(ctx, jobs)
+		if len(trs) != 4 || len(errs) != 4 {
+			t.Fatalf("ReleaseJobs of 4 jobs: %d transitions, %d errors", len(trs), len(errs))
+		}
+		for i := range 2 {
+			if errs[i] != nil || trs[i].Job.State != fsm.Released || trs[i].Duplicate {
+				t.Errorf("release of %s: %+v, %v; want RELEASED", jobs[i].ID, trs[i], errs[i])
+			}
+		}
+		if !errors.Is(errs[2], fsm.ErrInvalidTransition) {
+			t.Errorf("release of a DISPATCHED job: %v, want ErrInvalidTransition", errs[2])
+		}
+		if !errors.Is(errs[3], scheduler.ErrJobNotFound) {
+			t.Errorf("release of an unknown job: %v, want ErrJobNotFound", errs[3])
+		}
+		trs, errs = b.ReleaseJobs(ctx, jobs[:1])
+		if errs[0] != nil || !trs[0].Duplicate {
+			t.Errorf("second release: %+v, %v; want a duplicate", trs[0], errs[0])
+		}
+		if rec, _ := b.Job(ctx, "r3"); rec.State != fsm.Dispatched {
+			t.Errorf("r3 after a refused release: %s, want DISPATCHED", rec.State)
+		}
+	})
 	t.Run("ConcurrentOpen", func(t *testing.T) {
 		b := newStore(t)
 		var wins atomic.Int32
@@ -56,7 +127,7 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobBook) {
 			wg.Go(func() {
 				s := spec
 				s.SessionID = fmt.Sprintf("s%d", i)
-				_, created, err := b.Open(ctx, "c", s, time.Minute)
+				_, _, created, err := b.Open(ctx, "c", s, "")
 				if err != nil {
 					t.Error(err)
 				}
@@ -72,12 +143,20 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobBook) {
 	})
 	t.Run("TriedWatchFinish", func(t *testing.T) {
 		b := newStore(t)
-		if _, _, err := b.Open(ctx, "j", spec, time.Minute); err != nil {
+		if _, _, _, err := b.Open(ctx, "j", spec, ""); err != nil {
 			t.Fatal(err)
 		}
-		for _, n := range []string{"n1", "n2", "n1"} {
-			if err := b.AddTried(ctx, "j", n); err != nil {
+		// Each dispatch adds its node to the tried nodes, once.
+		for i, n := range []string{"n1", "n2", "n1"} {
+			if _, err := b.ApplyJob(ctx, "j", fsm.Dispatch, i+1, n); err != nil {
 				t.Fatal(err)
+			}
+			if i < 2 {
+				// A step that does not end the job stores no outcome.
+				_, e, err := b.Finish(ctx, "j", fsm.Failover, i+1, n, scheduler.Outcome{Status: scheduler.OutcomeFailed, Error: "early"})
+				if err != nil || e.Outcome != nil {
+					t.Fatalf("failover of attempt %d: outcome %v, %v; want none", i+1, e.Outcome, err)
+				}
 			}
 		}
 		if _, done, err := b.Watch(ctx, "j", "s2"); err != nil || done {
@@ -86,19 +165,29 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobBook) {
 		if _, done, err := b.Watch(ctx, "j", "s2"); err != nil || done {
 			t.Fatalf("second Watch = %v, %v", done, err)
 		}
-		out := scheduler.Outcome{Status: scheduler.OutcomeResult, NodeID: "n2", Attempt: 2, Payload: []byte("ok")}
-		e, err := b.Finish(ctx, "j", out)
+		out := scheduler.Outcome{Status: scheduler.OutcomeResult, NodeID: "n1", Attempt: 3, Payload: []byte("ok")}
+		// A refused step stores nothing.
+		if _, _, err := b.Finish(ctx, "j", fsm.Result, 3, "n2", out); !errors.Is(err, scheduler.ErrWrongNode) {
+			t.Fatalf("result from another node = %v, want ErrWrongNode", err)
+		}
+		if e, _ := b.Entry(ctx, "j"); e.Outcome != nil {
+			t.Fatalf("a refused result stored %v", e.Outcome)
+		}
+		tr, e, err := b.Finish(ctx, "j", fsm.Result, 3, "n1", out)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if tr.Job.State != fsm.Finished || tr.FreeNode != "n1" {
+			t.Errorf("result: %+v, want FINISHED freeing n1", tr)
 		}
 		want := scheduler.BookEntry{Spec: spec, Tried: []string{"n1", "n2"}, Waiters: []string{"s1", "s2"}, Outcome: &out}
 		if d := cmp.Diff(want, e); d != "" {
 			t.Errorf("Finish (-want +got):\n%s", d)
 		}
 		// A second Finish keeps the first outcome.
-		e, err = b.Finish(ctx, "j", scheduler.Outcome{Status: scheduler.OutcomeFailed, Error: "late"})
-		if err != nil {
-			t.Fatal(err)
+		tr, e, err = b.Finish(ctx, "j", fsm.Result, 3, "n1", scheduler.Outcome{Status: scheduler.OutcomeFailed, Error: "late"})
+		if err != nil || !tr.Duplicate {
+			t.Fatalf("second result = %+v, %v; want a duplicate", tr, err)
 		}
 		if d := cmp.Diff(want, e); d != "" {
 			t.Errorf("second Finish (-want +got):\n%s", d)
@@ -119,7 +208,7 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobBook) {
 		// Every session either gets the outcome from Watch or is listed by
 		// Finish: none is missed.
 		b := newStore(t)
-		if _, _, err := b.Open(ctx, "w", spec, time.Minute); err != nil {
+		if _, _, _, err := b.Open(ctx, "w", spec, ""); err != nil {
 			t.Fatal(err)
 		}
 		var mu sync.Mutex
@@ -139,9 +228,9 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobBook) {
 				}
 			})
 			if i == 20 {
-				e, err := b.Finish(ctx, "w", scheduler.Outcome{Status: scheduler.OutcomeResult})
-				if err != nil {
-					t.Fatal(err)
+				_, e, err := b.Finish(ctx, "w", fsm.Fail, 1, "", scheduler.Outcome{Status: scheduler.OutcomeFailed, Error: "no_node"})
+				if err != nil || e.Outcome == nil {
+					t.Fatalf("fail = %v, %v; want the outcome stored", e.Outcome, err)
 				}
 				mu.Lock()
 				for _, s := range e.Waiters {
@@ -167,16 +256,18 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobBook) {
 	t.Run("BadInput", func(t *testing.T) {
 		b := newStore(t)
 		for name, call := range map[string]func() error{
-			"open empty job":     func() error { _, _, err := b.Open(ctx, "", spec, time.Minute); return err },
-			"open empty request": func() error { s := spec; s.RequestID = ""; _, _, err := b.Open(ctx, "x", s, time.Minute); return err },
-			"open empty session": func() error { s := spec; s.SessionID = ""; _, _, err := b.Open(ctx, "x", s, time.Minute); return err },
+			"open empty job":     func() error { _, _, _, err := b.Open(ctx, "", spec, ""); return err },
+			"open empty request": func() error { s := spec; s.RequestID = ""; _, _, _, err := b.Open(ctx, "x", s, ""); return err },
+			"open empty session": func() error { s := spec; s.SessionID = ""; _, _, _, err := b.Open(ctx, "x", s, ""); return err },
 			"finish unknown": func() error {
-				_, err := b.Finish(ctx, "nope", scheduler.Outcome{Status: scheduler.OutcomeResult})
+				_, _, err := b.Finish(ctx, "nope", fsm.Fail, 1, "", scheduler.Outcome{Status: scheduler.OutcomeFailed})
 				return err
 			},
-			"finish bad status": func() error { _, err := b.Finish(ctx, "x", scheduler.Outcome{Status: "maybe"}); return err },
-			"tried unknown":     func() error { return b.AddTried(ctx, "nope", "n") },
-			"watch unknown":     func() error { _, _, err := b.Watch(ctx, "nope", "s"); return err },
+			"finish bad status": func() error {
+				_, _, err := b.Finish(ctx, "x", fsm.Fail, 1, "", scheduler.Outcome{Status: "maybe"})
+				return err
+			},
+			"watch unknown": func() error { _, _, err := b.Watch(ctx, "nope", "s"); return err },
 		} {
 			if err := call(); err == nil {
 				t.Errorf("%s: no error", name)
@@ -239,6 +330,21 @@ func TestDueIndex(t *testing.T, newStore func(t *testing.T) scheduler.DueIndex) 
 		}
 		if _, ok, _ := d.Due(ctx, "j3"); ok {
 			t.Error("j3 still due after Remove")
+		}
+		// One call takes many jobs out, whatever their shards.
+		if err := d.Remove(ctx, "j10", "j11", "j12", "j13", "j14", "nope"); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"j10", "j11", "j12", "j13", "j14"} {
+			if _, ok, _ := d.Due(ctx, id); ok {
+				t.Errorf("%s still due after Remove of many", id)
+			}
+		}
+		if _, ok, _ := d.Due(ctx, "j15"); !ok {
+			t.Error("j15 left the index with others")
+		}
+		if err := d.Remove(ctx, "j15", ""); err == nil {
+			t.Error("Remove with an empty id: no error")
 		}
 	})
 	t.Run("ConcurrentClaimsSplit", func(t *testing.T) {

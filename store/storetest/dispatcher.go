@@ -63,6 +63,7 @@ var dispatchCases = []struct {
 	{"InstanceDies", testDispatchInstanceDies},
 	{"DuplicateRequests", testDispatchDuplicates},
 	{"ModelNotAvailable", testDispatchModelNotAvailable},
+	{"TurnNodeTriedIsLeft", testDispatchTurnNodeTried},
 	{"NoNode", testDispatchNoNode},
 	{"LongJobKeepsLease", testDispatchLongJob},
 	{"BadNodeEvents", testDispatchBadEvents},
@@ -723,6 +724,32 @@ func testDispatchModelNotAvailable(t *testing.T, h DispatcherHarness) {
 	checkQuiet(t, h.Stores(), reqs, []string{"n1", "n2"}, []string{"inst-a"})
 }
 
+// testDispatchTurnNodeTried: a job that fails over from its turn's node
+// goes to another node, though the turn's affinity still names the first.
+func testDispatchTurnNodeTried(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	n1 := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Capacity: 8})
+	n1.Decide = func(scheduler.Envelope) NodeAction { return NotAvailable } // no model: no storm mark
+	n2 := NewTestNode(scheduler.NodeInfo{NodeID: "n2", Capacity: 8})
+	n1.Attach(t, a)
+	n2.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	if _, _, err := h.Stores().Turns.SetTurnAffinity(context.Background(), "s1", "turn-1", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	s.Submit(t, scheduler.Request{RequestID: "r1", TurnID: "turn-1", Payload: []byte("r1")})
+	got := s.WaitAnswers(t, []string{"r1"}, 5*time.Second)["r1"]
+	if len(got) != 1 || got[0].Type != scheduler.TypeJobResult || got[0].NodeID != "n2" {
+		t.Errorf("answer = %+v, want one job_result from n2 (n1, the turn's node, was tried)", got)
+	}
+	if ran := len(n1.Ran()); ran != 1 {
+		t.Errorf("n1 received the job %d times, want once", ran)
+	}
+	checkQuiet(t, h.Stores(), []string{"r1"}, []string{"n1", "n2"}, []string{"inst-a"})
+}
+
 func testDispatchNoNode(t *testing.T, h DispatcherHarness) {
 	p := NewTestPlane(t, h)
 	a := p.Start("inst-a", false, func(c *scheduler.Config) { c.Dispatch.QueueTimeout = 300 * time.Millisecond })
@@ -1040,7 +1067,7 @@ func testDispatchUndeliverable(t *testing.T, h DispatcherHarness) {
 	// Each job went to a node that was gone and came back to wait.
 	Eventually(t, "the jobs back in CREATED after a dispatch", 5*time.Second, func() bool {
 		for _, r := range reqs {
-			e, err := st.Book.Entry(ctx, scheduler.JobIDFor(r))
+			e, err := st.Jobs.Entry(ctx, scheduler.JobIDFor(r))
 			rec, jerr := st.Jobs.Job(ctx, scheduler.JobIDFor(r))
 			if err != nil || jerr != nil || len(e.Tried) == 0 || rec.State.Active() {
 				return false

@@ -28,26 +28,29 @@ func TestJobStore(t *testing.T, maxAttempts int, newStore func(t *testing.T) sch
 
 func testJobCreate(t *testing.T, s scheduler.JobStore) {
 	ctx := context.Background()
-	rec, created, err := s.CreateJob(ctx, "job-1")
+	rec, created, err := openJob(ctx, s, "job-1")
 	if err != nil || !created {
-		t.Fatalf("CreateJob(job-1) = %v, %v; want created", created, err)
+		t.Fatalf("Open(job-1) = %v, %v; want created", created, err)
 	}
 	if rec.ID != "job-1" || rec.Job != fsm.New() || rec.NodeID != "" || rec.CreatedAt.IsZero() || rec.UpdatedAt.Before(rec.CreatedAt) {
-		t.Errorf("CreateJob(job-1) record = %+v, want job-1 in %+v with timestamps", rec, fsm.New())
+		t.Errorf("Open(job-1) record = %+v, want job-1 in %+v with timestamps", rec, fsm.New())
 	}
 	if _, err := s.ApplyJob(ctx, "job-1", fsm.Dispatch, 1, "node-a"); err != nil {
 		t.Fatal(err)
 	}
-	again, created, err := s.CreateJob(ctx, "job-1")
+	again, created, err := openJob(ctx, s, "job-1")
 	if err != nil || created {
-		t.Fatalf("second CreateJob(job-1) = %v, %v; want not created", created, err)
+		t.Fatalf("second Open(job-1) = %v, %v; want not created", created, err)
 	}
 	got, err := s.Job(ctx, "job-1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(got, again); diff != "" {
-		t.Errorf("second CreateJob returned another record than Job (-Job +CreateJob):\n%s", diff)
+		t.Errorf("second Open returned another record than Job (-Job +Open):\n%s", diff)
+	}
+	if !rec.DispatchedAt.IsZero() || !got.DispatchedAt.Equal(got.UpdatedAt) {
+		t.Errorf("DispatchedAt = %v before and %v after the dispatch; want zero, then the dispatch's time %v", rec.DispatchedAt, got.DispatchedAt, got.UpdatedAt)
 	}
 	if got.State != fsm.Dispatched || got.NodeID != "node-a" {
 		t.Errorf("Job(job-1) = %+v, want DISPATCHED on node-a (a second create must not reset it)", got)
@@ -84,7 +87,7 @@ func fsmReachable(m fsm.Machine) map[fsm.Job][]fsm.Event {
 
 // walkJob creates jobID and drives it along path.
 func walkJob(ctx context.Context, s scheduler.JobStore, jobID string, path []fsm.Event) (scheduler.JobRecord, error) {
-	rec, _, err := s.CreateJob(ctx, jobID)
+	rec, _, err := openJob(ctx, s, jobID)
 	if err != nil {
 		return rec, err
 	}
@@ -184,7 +187,7 @@ func testJobEveryTransition(t *testing.T, m fsm.Machine, s scheduler.JobStore) {
 
 func testJobNodes(t *testing.T, m fsm.Machine, s scheduler.JobStore) {
 	ctx := context.Background()
-	if _, _, err := s.CreateJob(ctx, "j"); err != nil {
+	if _, _, err := openJob(ctx, s, "j"); err != nil {
 		t.Fatal(err)
 	}
 	type step struct {
@@ -238,7 +241,7 @@ func testJobNodes(t *testing.T, m fsm.Machine, s scheduler.JobStore) {
 // testJobWrongNode: a node may move only a job dispatched to it.
 func testJobWrongNode(t *testing.T, s scheduler.JobStore) {
 	ctx := context.Background()
-	if _, _, err := s.CreateJob(ctx, "w"); err != nil {
+	if _, _, err := openJob(ctx, s, "w"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ApplyJob(ctx, "w", fsm.Dispatch, 1, "node-a"); err != nil {
@@ -280,7 +283,7 @@ func testJobWrongNode(t *testing.T, s scheduler.JobStore) {
 
 func testJobBadInput(t *testing.T, s scheduler.JobStore) {
 	ctx := context.Background()
-	if _, _, err := s.CreateJob(ctx, "j"); err != nil {
+	if _, _, err := openJob(ctx, s, "j"); err != nil {
 		t.Fatal(err)
 	}
 	before, err := s.Job(ctx, "j")
@@ -292,7 +295,7 @@ func testJobBadInput(t *testing.T, s scheduler.JobStore) {
 		call func() error
 		want error
 	}{
-		{"CreateJob empty id", func() error { _, _, err := s.CreateJob(ctx, ""); return err }, scheduler.ErrInvalidArgument},
+		{"Open empty id", func() error { _, _, err := openJob(ctx, s, ""); return err }, scheduler.ErrInvalidArgument},
 		{"Job empty id", func() error { _, err := s.Job(ctx, ""); return err }, scheduler.ErrInvalidArgument},
 		{"ApplyJob empty id", func() error { _, err := s.ApplyJob(ctx, "", fsm.Dispatch, 1, "n"); return err }, scheduler.ErrInvalidArgument},
 		{"dispatch without node", func() error { _, err := s.ApplyJob(ctx, "j", fsm.Dispatch, 1, ""); return err }, scheduler.ErrInvalidArgument},
@@ -328,7 +331,7 @@ func testJobConcurrent(t *testing.T, s scheduler.JobStore) {
 		var mu sync.Mutex
 		applied, dups := 0, 0
 		if ev == fsm.Dispatch {
-			if _, _, err := s.CreateJob(ctx, "c"); err != nil {
+			if _, _, err := openJob(ctx, s, "c"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -365,4 +368,10 @@ func testJobConcurrent(t *testing.T, s scheduler.JobStore) {
 	if rec.State != fsm.Released {
 		t.Errorf("after the concurrent lifecycle the job is %s, want RELEASED", rec.State)
 	}
+}
+
+// openJob opens jobID in s with a spec of its own.
+func openJob(ctx context.Context, s scheduler.JobStore, jobID string) (scheduler.JobRecord, bool, error) {
+	rec, _, created, err := s.Open(ctx, jobID, scheduler.JobSpec{RequestID: "r-" + jobID, SessionID: "s-" + jobID}, "")
+	return rec, created, err
 }

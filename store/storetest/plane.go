@@ -18,7 +18,6 @@ type PlaneAdapter struct {
 	Streams      func(t *testing.T, opts StreamsOptions) StreamsHarness
 	Storm        func(t *testing.T, w scheduler.StormWindows) scheduler.StormGuard
 	Jobs         func(t *testing.T, maxAttempts int) scheduler.JobStore
-	Book         func(t *testing.T) scheduler.JobBook
 	Due          func(t *testing.T) scheduler.DueIndex
 	Reservations func(t *testing.T) ReservationHarness
 	Turns        func(t *testing.T) TurnHarness
@@ -48,7 +47,6 @@ func TestPlaneStores(t *testing.T, a PlaneAdapter) {
 	need("Streams", a.Streams)
 	need("Storm", a.Storm)
 	need("Jobs", a.Jobs)
-	need("Book", a.Book)
 	need("Due", a.Due)
 	need("Reservations", a.Reservations)
 	need("Turns", a.Turns)
@@ -75,7 +73,7 @@ func TestPlaneStores(t *testing.T, a PlaneAdapter) {
 			})
 		}
 	})
-	parallel("Book", func(t *testing.T) { TestJobBook(t, a.Book) })
+	parallel("Book", func(t *testing.T) { TestJobBook(t, func(t *testing.T) scheduler.JobStore { return a.Jobs(t, 0) }) })
 	parallel("Due", func(t *testing.T) { TestDueIndex(t, a.Due) })
 	parallel("Reservations", func(t *testing.T) { TestReservationStore(t, a.Reservations) })
 	parallel("Turns", func(t *testing.T) { TestTurnStore(t, a.Turns) })

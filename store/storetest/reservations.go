@@ -83,6 +83,23 @@ func testReserveBasics(t *testing.T, s scheduler.ReservationStore) {
 	if err := s.Reserve(ctx, "n", "j3", 3, ttl); err != nil {
 		t.Errorf("Reserve after a release: %v", err)
 	}
+	// Many slots, of several nodes, in one call; a slot not held is no error.
+	for _, n := range []string{"m1", "m2"} {
+		for _, j := range []string{"a", "b"} {
+			if err := s.Reserve(ctx, n, j, 4, ttl); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.ReleaseSlots(ctx, []scheduler.Slot{{NodeID: "m1", JobID: "a"}, {NodeID: "m2", JobID: "a"}, {NodeID: "m2", JobID: "b"}, {NodeID: "m3", JobID: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := reservedCount(t, s, "m1"), reservedCount(t, s, "m2"); a != 1 || b != 0 {
+		t.Errorf("after ReleaseSlots: m1 holds %d, m2 %d; want 1 and 0", a, b)
+	}
+	if err := s.ReleaseSlots(ctx, []scheduler.Slot{{NodeID: "m1", JobID: ""}}); err == nil {
+		t.Error("ReleaseSlots with an empty job id: no error")
+	}
 	if got := reservedCount(t, s, "empty"); got != 0 {
 		t.Errorf("Count of an unknown node = %d, want 0", got)
 	}

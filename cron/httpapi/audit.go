@@ -70,6 +70,9 @@ func newAuditLog(size int, sink AuditSink) *auditLog {
 	return &auditLog{size: size, sink: sink, nextID: 1}
 }
 
+// on reports whether entries are kept or sent anywhere.
+func (l *auditLog) on() bool { return l.size > 0 || l.sink != nil }
+
 func (l *auditLog) add(ctx context.Context, e AuditEntry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

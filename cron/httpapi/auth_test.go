@@ -277,3 +277,21 @@ func TestAudit(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditOff: with AuditSize < 0 and no sink, nothing is kept; with a
+// sink, the sink still gets each entry.
+func TestAuditOff(t *testing.T) {
+	var got []string
+	for _, sink := range []AuditSink{nil, sinkFunc(func(e AuditEntry) { got = append(got, e.Method+" "+e.Path) })} {
+		f := newFixture(t, Config{AuditSize: -1, AuditSink: sink})
+		if r := f.do(t, "POST", "/jobs", validJob, nil); r.status != 201 {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+		if r := f.do(t, "GET", "/audit", "", nil); r.status != 200 || r.body != "[]\n" {
+			t.Errorf("GET /audit with AuditSize -1: %d %q, want 200 []", r.status, r.body)
+		}
+	}
+	if diff := cmp.Diff([]string{"POST /jobs"}, got); diff != "" {
+		t.Errorf("sink (-want +got):\n%s", diff)
+	}
+}

@@ -54,7 +54,8 @@ type Config struct {
 	Authorizer Authorizer
 	// AuditSize is how many entries of the audit log of writes are kept
 	// in memory, served by GET /audit. Default [DefaultAuditSize]; a
-	// negative value keeps none (AuditSink still gets them).
+	// negative value keeps none (AuditSink still gets them; with neither,
+	// writes are not audited and cost no extra read of the job).
 	AuditSize int
 	// AuditSink, when set, receives every audit entry as it is made.
 	// Default nil.
@@ -229,7 +230,7 @@ func (s *Server) endpoint(rt route, h handler) http.Handler {
 			writeError(w, &RequestError{Status: http.StatusMethodNotAllowed, Msg: fmt.Sprintf("method %s not allowed on %s; allowed: %s", req.Method, rt.path, rt.allow)})
 			return
 		}
-		if req.Method == http.MethodGet || req.Method == http.MethodHead || rt.path == "/schedules/preview" {
+		if req.Method == http.MethodGet || req.Method == http.MethodHead || rt.path == "/schedules/preview" || !s.auditLog.on() {
 			h(w, req, req.PathValue("id"))
 			return
 		}

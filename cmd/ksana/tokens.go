@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -85,13 +86,18 @@ func readTokens(path string) ([]httpapi.Token, error) {
 	return parseTokens(data)
 }
 
-// reloadTokens reads the tokens file again on each SIGHUP until ctx ends,
+// reloadTokens warns when the tokens file can be read by others, and
+// reads it again on each SIGHUP until ctx ends,
 // and replaces the tokens of set; a file that cannot be read or parsed
 // leaves the old tokens in place and is logged. It returns a function that
 // stops it and waits for it.
 func (s *service) reloadTokens(ctx context.Context) (stop func()) {
 	if s.tokens == nil {
 		return func() {}
+	}
+	if fi, err := os.Stat(s.cfg.TokensFile); err == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		s.log.Warn("ksana: KSANA_API_TOKENS_FILE can be read by other users than its owner; chmod 600 it",
+			"file", s.cfg.TokensFile, "mode", fi.Mode().Perm().String())
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

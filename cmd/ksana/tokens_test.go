@@ -238,3 +238,31 @@ func newRequest(method, url, body string) (*http.Request, error) {
 	}
 	return req, err
 }
+
+// TestTokensFileMode: a tokens file others may read is named in a warning
+// at start; one only its owner reads is not.
+func TestTokensFileMode(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("file modes")
+	}
+	for _, tc := range []struct {
+		mode os.FileMode
+		warn bool
+	}{{0o600, false}, {0o644, true}, {0o640, true}} {
+		file := filepath.Join(t.TempDir(), "tokens")
+		if err := os.WriteFile(file, []byte("admin a-secret-token\n"), tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(file, tc.mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+		ts := startService(t, t.TempDir(), map[string]string{"KSANA_API_TOKENS_FILE": file})
+		ts.stop()
+		if got := strings.Contains(ts.logs.String(), "can be read by other users"); got != tc.warn {
+			t.Errorf("mode %v: warned %v, want %v; logs:\n%s", tc.mode, got, tc.warn, ts.logs.String())
+		}
+		if strings.Contains(ts.logs.String(), "a-secret-token") {
+			t.Errorf("the log shows the token:\n%s", ts.logs.String())
+		}
+	}
+}

@@ -47,6 +47,7 @@ type cmdOpts struct {
 	after, enabled      string
 	kind, status, name  string
 	typ                 string
+	job                 string
 }
 
 // cmdEnv is what a command runs with.
@@ -90,6 +91,7 @@ func commands() []command {
 		{"jobs next", "ID", "show a job's next run times", func(fs *flag.FlagSet, o *cmdOpts) {
 			fs.IntVar(&o.n, "n", 0, "how many times, 1 to 1000 (default the API's, 10)")
 		}, cmdNext},
+		{"audit", "", "show the audit log of writes (who, what, when, the fields changed), oldest first", auditFlags, cmdAudit},
 		{"health", "", "show the service's health", nil, cmdHealth},
 	}
 }
@@ -99,7 +101,7 @@ func fileFlag(fs *flag.FlagSet, o *cmdOpts) {
 }
 
 // isCommand reports whether arg starts a command rather than the service.
-func isCommand(arg string) bool { return arg == "jobs" || arg == "health" }
+func isCommand(arg string) bool { return arg == "jobs" || arg == "health" || arg == "audit" }
 
 // commandsUsage lists the commands, for ksana -h.
 func commandsUsage() string {

@@ -25,6 +25,8 @@ type config struct {
 	LogLevel       slog.Level
 	LogFormat      string
 	Token          string
+	TokensFile     string          // KSANA_API_TOKENS_FILE, reread on SIGHUP
+	Tokens         []httpapi.Token // its tokens at start
 	CallbackAllow  []string
 	// DatabaseURL selects the SQL store (postgres://... or sqlite:PATH);
 	// "" keeps the jobs in DataDir's JSON file.
@@ -52,6 +54,7 @@ var envVars = []envVar{
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"LOG_FORMAT", "text", "text or json (log records go to stderr)"},
 	{"KSANA_API_TOKEN", "", "when set, every endpoint but /health requires Authorization: Bearer <token>"},
+	{"KSANA_API_TOKENS_FILE", "", "a file of tokens with roles, one a line: \"role token [name]\" (role viewer, operator or admin; # starts a comment line); reread on SIGHUP"},
 	{"KSANA_CALLBACK_ALLOW", "", "comma-separated host patterns job URLs must match, such as *.internal,api.example.com (empty: any host)"},
 	{"DATABASE_URL", "", "postgres://... or sqlite:PATH: keep the jobs in that database, shared by every ksana on it (unset: the JSON file of the data directory)"},
 	{"KSANA_INSTANCE", "", "this instance's name among those on one DATABASE_URL; a name a live instance uses is refused at start, exit 2 (unset: host-pid-random)"},
@@ -159,6 +162,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, &ConfigError{Var: "KSANA_API_TOKEN", Value: c.Token,
 			Want: "must not be blank nor start or end with white space (no client could send it); unset it to turn authentication off"}
 	}
+	if p := strings.TrimSpace(getenv("KSANA_API_TOKENS_FILE")); p != "" {
+		tokens, terr := readTokens(p)
+		if terr != nil {
+			return c, &ConfigError{Var: "KSANA_API_TOKENS_FILE", Value: p, Want: "cannot be used: " + terr.Error()}
+		}
+		c.TokensFile, c.Tokens = p, tokens
+	}
 	allow, aerr := httpapi.ParseAllowList(getenv("KSANA_CALLBACK_ALLOW"))
 	if aerr != nil {
 		return c, &ConfigError{Var: "KSANA_CALLBACK_ALLOW", Value: getenv("KSANA_CALLBACK_ALLOW"), Want: aerr.Error()}
@@ -177,11 +187,12 @@ func usage() string {
 	var b strings.Builder
 	b.WriteString(`ksana: the timed-job service. It serves the REST API (POST/GET /jobs,
 GET/PATCH/DELETE /jobs/{id}, POST /jobs/{id}/run-now|pause|resume,
-GET /jobs/{id}/runs|next, POST /schedules/preview, GET /health,
-GET /metrics, and its OpenAPI 3 document at GET /openapi.json) and
-keeps its jobs in one JSON file, <data dir>/jobs.json, or with
-DATABASE_URL in PostgreSQL or SQLite, where several instances share the
-jobs. SIGINT or SIGTERM stops it cleanly.
+GET /jobs/{id}/runs|next, POST /schedules/preview, GET /audit,
+GET /health, GET /metrics, and its OpenAPI 3 document at
+GET /openapi.json) and keeps its jobs in one JSON file,
+<data dir>/jobs.json, or with DATABASE_URL in PostgreSQL or SQLite,
+where several instances share the jobs. SIGINT or SIGTERM stops it
+cleanly; SIGHUP rereads KSANA_API_TOKENS_FILE.
 
 Usage: ksana [-h]            start the service
        ksana COMMAND [flags]  call a running service (below)

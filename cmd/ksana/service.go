@@ -32,6 +32,7 @@ type service struct {
 	runner  *cron.Runner
 	handler http.Handler
 	metrics *metrics.Cron
+	tokens  *httpapi.TokenSet // nil without KSANA_API_TOKENS_FILE
 }
 
 func newService(cfg config, log *slog.Logger) (*service, error) {
@@ -97,8 +98,17 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 	if maxRetries == 0 {
 		maxRetries = -1 // httpapi: negative means no retries
 	}
+	var auth httpapi.Authorizer
+	if cfg.TokensFile != "" {
+		if svc.tokens, err = httpapi.NewTokenSet(cfg.Tokens); err != nil {
+			svc.closeStore()
+			return nil, &ConfigError{Var: "KSANA_API_TOKENS_FILE", Value: cfg.TokensFile, Want: err.Error()}
+		}
+		auth = svc.tokens
+	}
 	api, err := httpapi.New(runner, httpapi.Config{
 		Token:             cfg.Token,
+		Authorizer:        auth,
 		CallbackAllow:     cfg.CallbackAllow,
 		DefaultMaxRetries: maxRetries,
 		Metrics:           promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
@@ -262,6 +272,8 @@ func (s *service) run(ctx context.Context, ln net.Listener) error {
 	runDone := make(chan error, 1)
 	go func() { runDone <- s.runner.Run(runCtx) }()
 
+	stopReload := s.reloadTokens(ctx)
+	defer stopReload()
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
@@ -325,7 +337,7 @@ func listen(host string, port int) (net.Listener, error) {
 // to an allow-list, and warns when it serves beyond the loopback interface
 // without a token: anyone who reaches the port could then create jobs.
 func (s *service) reportExposure(addr net.Addr) {
-	token := s.cfg.Token != ""
+	token := s.cfg.Token != "" || s.cfg.TokensFile != ""
 	allow := "any host"
 	if len(s.cfg.CallbackAllow) > 0 {
 		allow = strings.Join(s.cfg.CallbackAllow, ",")
@@ -340,6 +352,6 @@ func (s *service) reportExposure(addr net.Addr) {
 	}
 	if !loopback {
 		s.log.Warn("ksana: the API is served beyond this machine with no token: anyone who reaches it can create, change and run jobs. "+
-			"Set KSANA_API_TOKEN, or LISTEN_ADDR=127.0.0.1 to serve this machine only", "addr", addr.String())
+			"Set KSANA_API_TOKEN or KSANA_API_TOKENS_FILE, or LISTEN_ADDR=127.0.0.1 to serve this machine only", "addr", addr.String())
 	}
 }

@@ -20,6 +20,10 @@ import (
 // missing or wrong.
 var ErrUnauthorized = errors.New("client: missing or wrong API token")
 
+// ErrForbidden is matched by an *[APIError] of status 403: the token's
+// role is too small for the request ([APIError.Role] names the one needed).
+var ErrForbidden = errors.New("client: the token's role does not allow this")
+
 // APIError is an answer of the API other than 2xx.
 type APIError struct {
 	// Status is the HTTP status code.
@@ -31,6 +35,9 @@ type APIError struct {
 	// Field is the JSON name of the field at fault, dotted
 	// ("schedule.every"), or "" when the error is not about one field.
 	Field string
+	// Role is, on a 403, the role the request needs: viewer, operator or
+	// admin.
+	Role string
 	// Method and Path are those of the request.
 	Method, Path string
 	// invalid: a 400 of a request that writes or checks a job.
@@ -50,7 +57,8 @@ func (e *APIError) Error() string {
 
 // Is reports whether e is of the condition target names: [cron.ErrNotFound]
 // (404), [cron.ErrExists] (409), [cron.ErrInvalidJob] (400 on a create, a
-// patch or a preview), [cron.ErrUnavailable] (503), [ErrUnauthorized] (401).
+// patch or a preview), [cron.ErrUnavailable] (503), [ErrUnauthorized] (401),
+// [ErrForbidden] (403).
 func (e *APIError) Is(target error) bool {
 	switch target {
 	case cron.ErrNotFound:
@@ -63,6 +71,8 @@ func (e *APIError) Is(target error) bool {
 		return e.Status == http.StatusServiceUnavailable
 	case ErrUnauthorized:
 		return e.Status == http.StatusUnauthorized
+	case ErrForbidden:
+		return e.Status == http.StatusForbidden
 	}
 	return false
 }
@@ -159,9 +169,10 @@ func apiError(method, path string, resp *http.Response, data []byte, invalid boo
 	var body struct {
 		Error string `json:"error"`
 		Field string `json:"field"`
+		Role  string `json:"role"`
 	}
 	if json.Unmarshal(data, &body) == nil && body.Error != "" {
-		e.Message, e.Field = body.Error, body.Field
+		e.Message, e.Field, e.Role = body.Error, body.Field, body.Role
 		return e
 	}
 	e.Message = http.StatusText(resp.StatusCode)
@@ -431,4 +442,67 @@ func (c *Client) Health(ctx context.Context) (map[string]any, error) {
 	var out map[string]any
 	_, err := c.do(ctx, http.MethodGet, "/health", nil, nil, &out, false)
 	return out, err
+}
+
+// AuditEntry is one write recorded in the service's audit log.
+type AuditEntry struct {
+	// ID numbers the entries in order: the After of the next page.
+	ID int64 `json:"id"`
+	// Time is when the write was answered.
+	Time time.Time `json:"time"`
+	// Who names the token that wrote ("admin" for the single token of
+	// KSANA_API_TOKEN, "" without authentication); Role is its role.
+	Who  string `json:"who"`
+	Role string `json:"role"`
+	// Method, Path and JobID say what was written; Status is the answer.
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	JobID  string `json:"job_id"`
+	Status int    `json:"status"`
+	// Before and After are the job before and after the write (nil
+	// before a create and after a delete).
+	Before *cron.Job `json:"before"`
+	After  *cron.Job `json:"after"`
+}
+
+// AuditOptions select the entries of [Client.Audit]. The zero value asks
+// for the oldest entries kept, a page of the API's default size (100).
+type AuditOptions struct {
+	// JobID keeps one job's entries. Default "": every job's.
+	JobID string
+	// After keeps the entries whose ID is above it ([AuditPage.Next]).
+	After int64
+	// Limit is the page size (1 to 1000). Default 0: the API's, 100.
+	Limit int
+}
+
+// AuditPage is one answer of [Client.Audit].
+type AuditPage struct {
+	// Entries are the entries, oldest first.
+	Entries []AuditEntry
+	// Next is the After of the next page, 0 when this page is the last.
+	Next int64
+}
+
+// Audit returns a page of the service's audit log of writes.
+func (c *Client) Audit(ctx context.Context, opts AuditOptions) (AuditPage, error) {
+	q := url.Values{}
+	if opts.JobID != "" {
+		q.Set("job_id", opts.JobID)
+	}
+	if opts.After != 0 {
+		q.Set("after", strconv.FormatInt(opts.After, 10))
+	}
+	if opts.Limit != 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	var p AuditPage
+	h, err := c.do(ctx, http.MethodGet, "/audit", q, nil, &p.Entries, false)
+	if err != nil {
+		return AuditPage{}, err
+	}
+	if next := nextAfter(h.Get("Link")); next != "" && len(p.Entries) > 0 {
+		p.Next, _ = strconv.ParseInt(next, 10, 64)
+	}
+	return p, nil
 }

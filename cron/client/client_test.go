@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +28,12 @@ type service struct {
 }
 
 func newService(t *testing.T, token string) *service {
+	t.Helper()
+	return newServiceConfig(t, httpapi.Config{Token: token})
+}
+
+// newServiceConfig is newService with the API's configuration.
+func newServiceConfig(t *testing.T, cfg httpapi.Config) *service {
 	t.Helper()
 	s := &service{}
 	s.hook = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +63,7 @@ func newService(t *testing.T, token string) *service {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	api, err := httpapi.New(r, httpapi.Config{Token: token})
+	api, err := httpapi.New(r, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,4 +466,73 @@ func forward(base string) (http.Handler, error) {
 		w.WriteHeader(resp.StatusCode)
 		_, _ = io.Copy(w, resp.Body)
 	}), nil
+}
+
+// TestClientAudit: the writes of tokens of each role are in the audit
+// log, paged and filtered; a token whose role is too small gets an
+// ErrForbidden naming the role needed.
+func TestClientAudit(t *testing.T) {
+	set, err := httpapi.NewTokenSet([]httpapi.Token{
+		{Secret: "v", Role: httpapi.RoleViewer, Name: "vera"},
+		{Secret: "o", Role: httpapi.RoleOperator, Name: "otto"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServiceConfig(t, httpapi.Config{Token: "root", Authorizer: set})
+	ctx := context.Background()
+	admin, op, viewer := s.client(t, "root"), s.client(t, "o"), s.client(t, "v")
+	every := cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour)}
+	for _, id := range []string{"a", "b"} {
+		if _, err := admin.Create(ctx, s.job(id, every)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := op.Pause(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = op.Patch(ctx, "a", map[string]any{"name": "x"})
+	var ae *client.APIError
+	if !errors.Is(err, client.ErrForbidden) || !errors.As(err, &ae) || ae.Role != "admin" {
+		t.Fatalf("operator patch: %v, want ErrForbidden naming admin", err)
+	}
+	if err := admin.Delete(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := viewer.Audit(ctx, client.AuditOptions{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		for _, e := range p.Entries {
+			got = append(got, fmt.Sprintf("%d %s %s %s %s before=%v after=%v", e.ID, e.Who, e.Role, e.Method, e.JobID, e.Before != nil, e.After != nil))
+		}
+		if p.Next == 0 {
+			break
+		}
+		if p, err = viewer.Audit(ctx, client.AuditOptions{Limit: 2, After: p.Next}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{
+		"1 admin admin POST a before=false after=true",
+		"2 admin admin POST b before=false after=true",
+		"3 otto operator POST a before=true after=true",
+		"4 admin admin DELETE b before=true after=false",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("audit pages (-want +got):\n%s", diff)
+	}
+	p, err = viewer.Audit(ctx, client.AuditOptions{JobID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Entries) != 2 || p.Entries[1].Before.Paused || !p.Entries[1].After.Paused || p.Next != 0 {
+		t.Errorf("audit of a: %+v, want the create and the pause (before running, after paused)", p)
+	}
+	if _, err := s.client(t, "nope").Audit(ctx, client.AuditOptions{}); !errors.Is(err, client.ErrUnauthorized) {
+		t.Errorf("unknown token: %v, want ErrUnauthorized", err)
+	}
 }

@@ -6,7 +6,8 @@
 // endpoint: [Client.List] (with its filters and paging), [Client.Get],
 // [Client.Create] and [Client.CreateJSON], [Client.Patch],
 // [Client.Delete], [Client.RunNow], [Client.Pause], [Client.Resume],
-// [Client.Runs], [Client.Next], [Client.Preview] and [Client.Health].
+// [Client.Runs], [Client.Next], [Client.Preview], [Client.Audit] (the
+// audit log of writes, paged) and [Client.Health].
 // Jobs and runs are the types of package cron ([cron.Job], [cron.Run]).
 //
 // # Errors
@@ -16,7 +17,9 @@
 // "limit"). It matches the sentinels a caller branches on with
 // errors.Is: [cron.ErrNotFound] (404), [cron.ErrExists] (409),
 // [cron.ErrInvalidJob] (400 on a create, a patch or a preview),
-// [cron.ErrUnavailable] (503) and [ErrUnauthorized] (401). A request that
+// [cron.ErrUnavailable] (503), [ErrUnauthorized] (401) and [ErrForbidden]
+// (403: the token's role is too small; [APIError.Role] names the role
+// needed). A request that
 // never got an answer (a refused connection, a cancelled context) is the
 // error of the *http.Client, wrapped.
 //

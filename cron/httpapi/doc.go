@@ -15,6 +15,7 @@
 //	GET    /jobs/{id}/runs       the newest runs, newest first (?limit=N, default 50; ?status=failed...)
 //	GET    /jobs/{id}/next       the next run times (?n=N, default 10, max 1000): 200 {"job_id", "paused", "kind", "tz", "next"}
 //	POST   /schedules/preview    check a schedule and list its next run times, creating nothing: 200 {"next"}
+//	GET    /audit                the audit log of writes (?job_id=, ?after=, ?limit=): 200 and an array
 //	GET    /health               200 {"status":"ok"}, never authenticated
 //	GET    /openapi.json         the OpenAPI 3 document of the API
 //	GET    /metrics              [Config.Metrics] (Prometheus text in cmd/ksana)
@@ -84,6 +85,38 @@
 // without start_at starts now, as a job created now would; id, when
 // given, spreads its jitter as the job of that id would.
 //
+// # Tokens and roles
+//
+// With [Config.Token] or [Config.Authorizer] set, every endpoint but
+// /health needs "Authorization: Bearer <token>". Each token has a [Role]:
+//
+//   - viewer: every GET and HEAD, and POST /schedules/preview (it changes
+//     nothing);
+//   - operator: also POST /jobs/{id}/run-now, /pause and /resume;
+//   - admin: everything, POST /jobs, PATCH and DELETE /jobs/{id} too.
+//
+// [Config.Token] is one admin token, named "admin" in the audit log. A
+// [TokenSet] holds a list of tokens and can be replaced while requests
+// are served (cmd/ksana reads it from a file and reloads it on SIGHUP);
+// an embedding service may give its own [Authorizer]. Tokens are compared
+// by their SHA-256 in constant time, and never logged. A token no one
+// holds gets 401; a token whose role is too small gets 403 with
+// {"error": "...", "role": "<the role needed>"}.
+//
+// # Audit log
+//
+// Each write that succeeds (2xx: create, patch, delete, run-now, pause,
+// resume) adds an [AuditEntry]: who (the token's name), its role, the
+// method and path, the job id, the status, when, and the job as read just
+// before and just after the write. The last [Config.AuditSize] entries
+// (default [DefaultAuditSize]) are kept in memory and lost at a restart;
+// a [Config.AuditSink] receives every entry, for a service that keeps
+// them. GET /audit lists them oldest first, to any role (a viewer may read
+// the jobs anyway): job_id=<id> keeps one job's, after=<entry id> those
+// that follow, limit=N (default [DefaultAuditLimit], at most
+// [MaxListLimit]) bounds the page, with a Link: <?after=ID&...>;
+// rel="next" header when more follow.
+//
 // # Errors
 //
 // Every error is a JSON object {"error": "...", "field": "..."} (field
@@ -95,8 +128,9 @@
 //     last_error), a value of the wrong type, every validation failure
 //     ([cron.ValidationError]), a callback host outside
 //     [Config.CallbackAllow];
-//   - 401: [Config.Token] is set and the request lacks
-//     "Authorization: Bearer <token>";
+//   - 401: authentication is on and the request lacks
+//     "Authorization: Bearer <token>" with a token known;
+//   - 403: the token's role is too small ({"error", "role"}, see above);
 //   - 404: an unknown id or path;
 //   - 405: a method the path does not take, with an Allow header;
 //   - 409: a create with an id already in use;

@@ -65,7 +65,7 @@ func TestOpenAPI(t *testing.T) {
 	// Routes: each documented path matches the route of the same pattern,
 	// with the same methods (HEAD aside); each route the handler serves is
 	// documented.
-	served := []string{"/health", "/metrics", "/openapi.json", "/jobs", "/jobs/x", "/jobs/x/run-now", "/jobs/x/pause", "/jobs/x/resume", "/jobs/x/runs", "/jobs/x/next", "/schedules/preview"}
+	served := []string{"/health", "/metrics", "/openapi.json", "/jobs", "/jobs/x", "/jobs/x/run-now", "/jobs/x/pause", "/jobs/x/resume", "/jobs/x/runs", "/jobs/x/next", "/schedules/preview", "/audit"}
 	var servedPatterns []string
 	for _, p := range served {
 		pattern, ok := f.api.routeOf(p)
@@ -133,6 +133,8 @@ func TestOpenAPI(t *testing.T) {
 		{"Next", jsonNames(reflect.TypeFor[NextAnswer]())},
 		{"Preview", jsonNames(reflect.TypeFor[PreviewAnswer]())},
 		{"PreviewInput", previewFields},
+		{"AuditEntry", jsonNames(reflect.TypeFor[AuditEntry]())},
+		{"Forbidden", jsonNames(reflect.TypeFor[forbiddenBody]())},
 	} {
 		if diff := cmp.Diff(tc.want, schema(tc.schema)); diff != "" {
 			t.Errorf("schema %s properties (-handler +documented):\n%s", tc.schema, diff)
@@ -148,21 +150,42 @@ func TestOpenAPI(t *testing.T) {
 	if diff := cmp.Diff(wantWritten, keys(written)); diff != "" {
 		t.Errorf("fields of a written job (-documented +written):\n%s", diff)
 	}
-	var get struct {
-		Parameters []struct {
-			Name string `json:"name"`
-		} `json:"parameters"`
+	for path, want := range map[string][]string{"/jobs": listParams, "/audit": auditParams} {
+		var get struct {
+			Parameters []struct {
+				Name string `json:"name"`
+			} `json:"parameters"`
+		}
+		if err := json.Unmarshal(doc.Paths[path]["get"], &get); err != nil {
+			t.Fatal(err)
+		}
+		var params []string
+		for _, p := range get.Parameters {
+			params = append(params, p.Name)
+		}
+		slices.Sort(params)
+		if diff := cmp.Diff(slices.Sorted(slices.Values(want)), params); diff != "" {
+			t.Errorf("GET %s query parameters (-handler +documented):\n%s", path, diff)
+		}
 	}
-	if err := json.Unmarshal(doc.Paths["/jobs"]["get"], &get); err != nil {
-		t.Fatal(err)
-	}
-	var params []string
-	for _, p := range get.Parameters {
-		params = append(params, p.Name)
-	}
-	slices.Sort(params)
-	if diff := cmp.Diff(slices.Sorted(slices.Values(listParams)), params); diff != "" {
-		t.Errorf("GET /jobs query parameters (-handler +documented):\n%s", diff)
+	// Each operation that needs more than the viewer role documents its
+	// 403, and no other does.
+	for path, ops := range doc.Paths {
+		for op, raw := range ops {
+			if op == "parameters" {
+				continue
+			}
+			var o struct {
+				Responses map[string]json.RawMessage `json:"responses"`
+			}
+			if err := json.Unmarshal(raw, &o); err != nil {
+				t.Fatal(err)
+			}
+			_, has := o.Responses["403"]
+			if want := needRole(strings.ToUpper(op), path) != RoleViewer; has != want {
+				t.Errorf("%s %s documents a 403: %v, want %v", op, path, has, want)
+			}
+		}
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -46,6 +45,21 @@ type Config struct {
 	// request without it gets 401. Default "": no authentication
 	// (KSANA_API_TOKEN in cmd/ksana).
 	Token string
+	// Authorizer, when set, tells who holds the other tokens and their
+	// [Role]: viewer (reads), operator (also run-now, pause, resume) or
+	// admin (everything). A token it does not know (and that is not
+	// Token) gets 401; one whose role is too small for the request, 403
+	// with the role needed. Use a [TokenSet] for a list of tokens.
+	// Default nil: Token alone (KSANA_API_TOKENS_FILE in cmd/ksana).
+	Authorizer Authorizer
+	// AuditSize is how many entries of the audit log of writes are kept
+	// in memory, served by GET /audit. Default [DefaultAuditSize]; a
+	// negative value keeps none (AuditSink still gets them; with neither,
+	// writes are not audited and cost no extra read of the job).
+	AuditSize int
+	// AuditSink, when set, receives every audit entry as it is made.
+	// Default nil.
+	AuditSink AuditSink
 	// CallbackAllow, when not empty, lists the host patterns a job's
 	// http.url may point to: "api.example.com" (that host), "*.internal"
 	// (any host under internal), "*" (any). Matching ignores case and the
@@ -91,6 +105,7 @@ type Server struct {
 	tokenSum [32]byte
 	allow    []string
 	mux      *http.ServeMux
+	auditLog *auditLog
 }
 
 // New returns the API of r. It checks cfg and names a bad field.
@@ -112,7 +127,10 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 	} else if cfg.DefaultMaxRetries < 0 {
 		cfg.DefaultMaxRetries = 0
 	}
-	s := &Server{r: r, cfg: cfg, log: cfg.Logger}
+	if cfg.AuditSize == 0 {
+		cfg.AuditSize = DefaultAuditSize
+	}
+	s := &Server{r: r, cfg: cfg, log: cfg.Logger, auditLog: newAuditLog(max(cfg.AuditSize, 0), cfg.AuditSink)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -163,6 +181,7 @@ func (s *Server) routes() []route {
 		{"/jobs/{id}/runs", "GET, HEAD", false, map[string]handler{"GET": s.runs}},
 		{"/jobs/{id}/next", "GET, HEAD", false, map[string]handler{"GET": s.next}},
 		{"/schedules/preview", "POST", false, map[string]handler{"POST": s.preview}},
+		{"/audit", "GET, HEAD", false, map[string]handler{"GET": s.audit}},
 	}
 }
 
@@ -195,15 +214,15 @@ func (s *Server) newMux() *http.ServeMux {
 }
 
 // endpoint wraps the handler h of route rt (nil: a method rt does not
-// take) with the checks every endpoint makes: the token, then the method.
+// take) with the checks every endpoint makes: the token and its role, then
+// the method; and it records writes in the audit log.
 func (s *Server) endpoint(rt route, h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if sw, ok := w.(*statusWriter); ok {
 			sw.route = rt.path
 		}
-		if !rt.open && s.cfg.Token != "" && !s.authorized(req) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="ksana"`)
-			writeError(w, &RequestError{Status: http.StatusUnauthorized, Msg: "missing or wrong bearer token (Authorization: Bearer <token>)"})
+		who, ok := s.checkAccess(w, req, rt)
+		if !ok {
 			return
 		}
 		if h == nil || !allowed(rt.allow, req.Method) {
@@ -211,7 +230,11 @@ func (s *Server) endpoint(rt route, h handler) http.Handler {
 			writeError(w, &RequestError{Status: http.StatusMethodNotAllowed, Msg: fmt.Sprintf("method %s not allowed on %s; allowed: %s", req.Method, rt.path, rt.allow)})
 			return
 		}
-		h(w, req, req.PathValue("id"))
+		if req.Method == http.MethodGet || req.Method == http.MethodHead || rt.path == "/schedules/preview" || !s.auditLog.on() {
+			h(w, req, req.PathValue("id"))
+			return
+		}
+		s.audited(w, req, req.PathValue("id"), who, h)
 	})
 }
 
@@ -378,16 +401,6 @@ func allowed(list, method string) bool {
 		}
 	}
 	return false
-}
-
-func (s *Server) authorized(req *http.Request) bool {
-	h := req.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
-		return false
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
 }
 
 // readBody reads a JSON request body, enforcing the size limit and the

@@ -28,7 +28,7 @@ type fixture struct {
 
 // newFixture serves the API of a running runner over a MemStore whose
 // executor answers success at once.
-func newFixture(t *testing.T, cfg Config) *fixture {
+func newFixture(t testing.TB, cfg Config) *fixture {
 	t.Helper()
 	f := &fixture{}
 	exec := cron.ExecutorFunc(func(ctx context.Context, j *cron.Job, info cron.RunInfo) cron.Result {

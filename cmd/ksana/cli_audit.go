@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ksana-dev/ksana/cron"
+	"github.com/ksana-dev/ksana/cron/client"
+)
+
+func auditFlags(fs *flag.FlagSet, o *cmdOpts) {
+	fs.StringVar(&o.job, "job", "", "only the entries of the job of this `ID`")
+	fs.StringVar(&o.after, "after", "", "only the entries after the one of this `ID` (the last of the previous page)")
+	fs.IntVar(&o.limit, "limit", 0, "a page of at most `N` entries, 1 to 1000 (default the API's, 100); the next page's -after is printed on stderr")
+}
+
+func cmdAudit(ctx context.Context, e *cmdEnv, _ []string) error {
+	opts := client.AuditOptions{JobID: e.o.job, Limit: e.o.limit}
+	if e.o.after != "" {
+		n, err := strconv.ParseInt(e.o.after, 10, 64)
+		if err != nil || n < 0 {
+			return usagef("-after must be an entry's id (an integer >= 0), got %q", e.o.after)
+		}
+		opts.After = n
+	}
+	if e.o.limit < 0 {
+		return usagef("-limit must be positive, got %d", e.o.limit)
+	}
+	p, err := e.c.Audit(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if p.Next != 0 {
+		fmt.Fprintf(e.stderr, "more entries follow: -after %d\n", p.Next)
+	}
+	if e.o.output == "json" {
+		if p.Entries == nil {
+			p.Entries = []client.AuditEntry{}
+		}
+		return e.json(p.Entries)
+	}
+	w := e.table()
+	fmt.Fprintln(w, "ID\tTIME\tWHO\tROLE\tMETHOD\tPATH\tSTATUS\tCHANGED")
+	for _, a := range p.Entries {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, timeText(a.Time), dash(a.Who), dash(a.Role), a.Method, a.Path, a.Status,
+			changed(a.Before, a.After))
+	}
+	return w.Flush()
+}
+
+// changed names the fields of a job that a write changed: "created",
+// "deleted", "name,schedule", or "-" for none.
+func changed(before, after *cron.Job) string {
+	switch {
+	case before == nil && after == nil:
+		return "-"
+	case before == nil:
+		return "created"
+	case after == nil:
+		return "deleted"
+	}
+	b, a := jobFields(before), jobFields(after)
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if !reflect.DeepEqual(a[k], b[k]) {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, ",")
+}
+
+// jobFields is the JSON form of j as a map of its fields.
+func jobFields(j *cron.Job) map[string]any {
+	m := map[string]any{}
+	if b, err := json.Marshal(j); err == nil {
+		_ = json.Unmarshal(b, &m)
+	}
+	return m
+}

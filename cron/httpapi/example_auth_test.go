@@ -1,0 +1,84 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/ksana-dev/ksana/cron"
+	"github.com/ksana-dev/ksana/cron/httpapi"
+)
+
+// Serve the API to tokens of several roles, replace them while serving,
+// and keep the audit log of writes in a sink.
+func ExampleTokenSet() {
+	runner, err := cron.New(nil, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result {
+		return cron.Result{Status: cron.StatusSuccess, Attempts: 1}
+	}), cron.Config{})
+	if err != nil {
+		panic(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- runner.Run(ctx) }()
+	defer func() { stop(); <-done }()
+
+	tokens, err := httpapi.NewTokenSet([]httpapi.Token{
+		{Secret: "view-me", Role: httpapi.RoleViewer, Name: "grafana"},
+		{Secret: "ops-me", Role: httpapi.RoleOperator, Name: "oncall"},
+		{Secret: "root-me", Role: httpapi.RoleAdmin, Name: "deploy"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	sink := auditPrinter{}
+	api, err := httpapi.New(runner, httpapi.Config{Authorizer: tokens, AuditSink: sink})
+	if err != nil {
+		panic(err)
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+
+	call := func(token, method, path, body string) {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			panic(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode >= 400 {
+			fmt.Printf("%s %s: %d %s", method, path, resp.StatusCode, b)
+			return
+		}
+		fmt.Printf("%s %s: %d\n", method, path, resp.StatusCode)
+	}
+	call("root-me", "POST", "/jobs", `{"id":"ping","http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"every","every":"5m"}}`)
+	call("view-me", "POST", "/jobs/ping/pause", "")
+	call("ops-me", "POST", "/jobs/ping/pause", "")
+	call("ops-me", "DELETE", "/jobs/ping", "")
+	// A reload: the operator's token is gone.
+	if err := tokens.Store([]httpapi.Token{{Secret: "root-me", Role: httpapi.RoleAdmin, Name: "deploy"}}); err != nil {
+		panic(err)
+	}
+	call("ops-me", "GET", "/jobs", "")
+	// Output:
+	// audit 1: deploy (admin) POST /jobs job=ping
+	// POST /jobs: 201
+	// POST /jobs/ping/pause: 403 {"error":"POST /jobs/{id}/pause needs the operator role; this token has viewer","role":"operator"}
+	// audit 2: oncall (operator) POST /jobs/ping/pause job=ping
+	// POST /jobs/ping/pause: 200
+	// DELETE /jobs/ping: 403 {"error":"DELETE /jobs/{id} needs the admin role; this token has operator","role":"admin"}
+	// GET /jobs: 401 {"error":"missing or wrong bearer token (Authorization: Bearer <token>)"}
+}
+
+// auditPrinter is an [httpapi.AuditSink] that prints each entry.
+type auditPrinter struct{}
+
+func (auditPrinter) Audit(_ context.Context, e httpapi.AuditEntry) {
+	fmt.Printf("audit %d: %s (%s) %s %s job=%s\n", e.ID, e.Who, e.Role, e.Method, e.Path, e.JobID)
+}

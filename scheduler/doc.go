@@ -55,8 +55,9 @@
 //
 // # Failures
 //
-// Every job that is not over has a deadline in the [DueIndex]: its ack
-// deadline ([DispatchConfig].AckTimeout) once dispatched, its lease
+// Every job that is not over has a deadline in the [DueIndex], which
+// [JobStore.Open] stores with the job (in the same step, or before it):
+// its ack deadline ([DispatchConfig].AckTimeout) once dispatched, its lease
 // ([DispatchConfig].Lease) once acknowledged, renewed every third of the
 // lease by the instance holding the node while the job runs, but never past
 // [DispatchConfig].RunTimeout from the dispatch. The steps of the job write

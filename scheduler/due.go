@@ -19,8 +19,6 @@ import (
 type DueIndex interface {
 	// Set makes at the job's due time, replacing an earlier one.
 	Set(ctx context.Context, jobID string, at time.Time) error
-	// Add makes at the job's due time unless it has one already.
-	Add(ctx context.Context, jobID string, at time.Time) error
 	// Remove takes the jobs out of the index, in one call.
 	Remove(ctx context.Context, jobIDs ...string) error
 	// Claim returns up to n jobs due at or before now, earliest first, and
@@ -52,17 +50,13 @@ func (m *MemDue) Set(ctx context.Context, jobID string, at time.Time) error {
 	return nil
 }
 
-// Add implements [DueIndex].
-func (m *MemDue) Add(ctx context.Context, jobID string, at time.Time) error {
-	if err := checkID("job_id", jobID); err != nil {
-		return err
-	}
+// add makes at the job's due time unless it has one already.
+func (m *MemDue) add(jobID string, at time.Time) {
 	m.mu.Lock()
 	if _, ok := m.due[jobID]; !ok {
 		m.due[jobID] = at.UnixMilli()
 	}
 	m.mu.Unlock()
-	return nil
 }
 
 // Remove implements [DueIndex].

@@ -97,7 +97,12 @@ type JobStore interface {
 	// its tried nodes). It returns the stored record and book either way,
 	// and whether this call created the job: of any number of concurrent
 	// Opens of one job id exactly one gets true.
-	Open(ctx context.Context, jobID string, spec JobSpec, nodeID string) (JobRecord, BookEntry, bool, error)
+	//
+	// Open also makes due the job's deadline in the plane's [DueIndex]
+	// unless it has one (whether or not this call creates the job), in
+	// the same atomic step or before the job is stored: a job that a
+	// sweeper may find is never without a deadline.
+	Open(ctx context.Context, jobID string, spec JobSpec, nodeID string, due time.Time) (JobRecord, BookEntry, bool, error)
 	// Job returns the job's lifecycle, or [ErrJobNotFound].
 	Job(ctx context.Context, jobID string) (JobRecord, error)
 	// Entry returns the job's book, or [ErrJobNotFound].

@@ -24,7 +24,7 @@ func Example_jobLifecycle() {
 
 	handle := func(requestID string) {
 		jobID := scheduler.JobIDFor(requestID) // duplicates name the same job
-		rec, _, created, err := jobs.Open(ctx, jobID, scheduler.JobSpec{RequestID: requestID, SessionID: "session-1", TurnID: "turn-1"}, "")
+		rec, _, created, err := jobs.Open(ctx, jobID, scheduler.JobSpec{RequestID: requestID, SessionID: "session-1", TurnID: "turn-1"}, "", time.Now().Add(time.Hour))
 		if err != nil || !created {
 			fmt.Printf("%s: job exists (%s), nothing to do\n", requestID, rec.State)
 			return

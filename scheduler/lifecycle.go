@@ -98,11 +98,6 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 		RequestID: req.RequestID, SessionID: sessionID, TurnID: req.TurnID, Pool: req.Pool,
 		Model: req.Model, Reason: req.Reason, Payload: req.Payload, Instance: d.id,
 	}
-	// The deadline goes in first: whatever stops this call from here on,
-	// a sweeper finds the job and carries it on.
-	if err := d.st.Due.Add(ctx, jobID, now.Add(min(d.dc.AckTimeout, d.dc.RunTimeout))); err != nil {
-		return "", d.submitFailed(sessionID, jobID, err)
-	}
 	// The job is placed before it is opened, so that opening it
 	// dispatches it in the same step.
 	unlock := d.lockTurn(spec.TurnID)
@@ -111,7 +106,10 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 		d.log.Warn("scheduler: place job", "job_id", jobID, "err", err)
 		node = "" // opened to wait; the sweeper dispatches it
 	}
-	rec, entry, created, err := d.st.Jobs.Open(ctx, jobID, spec, node)
+	// Open stores the job's deadline with it (JobStore.Open), so that
+	// whatever stops this call from here on, a sweeper finds the job and
+	// carries it on.
+	rec, entry, created, err := d.st.Jobs.Open(ctx, jobID, spec, node, now.Add(min(d.dc.AckTimeout, d.dc.RunTimeout)))
 	// The slot is given back unless the job is ours, or already runs on
 	// that node (whose slot the reservation renewed).
 	if node != "" && (err != nil || (!created && !(rec.NodeID == node && rec.State.Active()))) {

@@ -24,6 +24,9 @@ type MemJobsConfig struct {
 	// TTL is how long a record lives after its last change. Default (0):
 	// [DefaultJobTTL].
 	TTL time.Duration
+	// Due is the deadline index Open writes a new job's deadline to.
+	// Default (nil): none, for a store used without a [Dispatcher].
+	Due *MemDue
 }
 
 // MemJobs is the in-memory [JobStore]: the reference implementation, for
@@ -33,6 +36,7 @@ type MemJobsConfig struct {
 type MemJobs struct {
 	m   fsm.Machine
 	ttl time.Duration
+	due *MemDue
 
 	mu   sync.Mutex
 	jobs map[string]*memJob
@@ -57,7 +61,7 @@ func NewMemJobs(cfg MemJobsConfig) (*MemJobs, error) {
 	if cfg.TTL == 0 {
 		cfg.TTL = DefaultJobTTL
 	}
-	return &MemJobs{m: fsm.Machine{MaxAttempts: cfg.MaxAttempts}, ttl: cfg.TTL, jobs: map[string]*memJob{}}, nil
+	return &MemJobs{m: fsm.Machine{MaxAttempts: cfg.MaxAttempts}, ttl: cfg.TTL, due: cfg.Due, jobs: map[string]*memJob{}}, nil
 }
 
 func (s *MemJobs) get(id string, now time.Time) (*memJob, bool) {
@@ -70,7 +74,7 @@ func (s *MemJobs) get(id string, now time.Time) (*memJob, bool) {
 }
 
 // Open implements [JobStore].
-func (s *MemJobs) Open(ctx context.Context, jobID string, spec JobSpec, nodeID string) (JobRecord, BookEntry, bool, error) {
+func (s *MemJobs) Open(ctx context.Context, jobID string, spec JobSpec, nodeID string, due time.Time) (JobRecord, BookEntry, bool, error) {
 	if err := CheckSpec(jobID, spec); err != nil {
 		return JobRecord{}, BookEntry{}, false, err
 	}
@@ -85,6 +89,9 @@ func (s *MemJobs) Open(ctx context.Context, jobID string, spec JobSpec, nodeID s
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.due != nil {
+		s.due.add(jobID, due) // under s.mu: in the same step as the job
+	}
 	now := time.Now()
 	if j, ok := s.get(jobID, now); ok {
 		return j.rec, cloneEntry(j.book), false, nil

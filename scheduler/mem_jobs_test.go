@@ -19,7 +19,7 @@ func testMemJobsTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := s.Open(ctx, "j", scheduler.JobSpec{RequestID: "r", SessionID: "s"}, ""); err != nil {
+	if _, _, _, err := s.Open(ctx, "j", scheduler.JobSpec{RequestID: "r", SessionID: "s"}, "", time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Minute)

@@ -11,7 +11,8 @@ func NewMemStores(cfg Config) (Stores, error) {
 	if err := cfg.Validate(); err != nil {
 		return Stores{}, err
 	}
-	jobs, err := NewMemJobs(MemJobsConfig{MaxAttempts: cfg.Dispatch.MaxAttempts, TTL: cfg.Dispatch.JobTTL})
+	due := NewMemDue()
+	jobs, err := NewMemJobs(MemJobsConfig{MaxAttempts: cfg.Dispatch.MaxAttempts, TTL: cfg.Dispatch.JobTTL, Due: due})
 	if err != nil {
 		return Stores{}, err
 	}
@@ -25,7 +26,7 @@ func NewMemStores(cfg Config) (Stores, error) {
 		Sender:       streams,
 		Inbox:        func(id string) Inbox { return streams.Inbox(id, group) },
 		Jobs:         jobs,
-		Due:          NewMemDue(),
+		Due:          due,
 		Reservations: NewMemReservations(MemReservationsConfig{}),
 		Turns:        NewMemTurns(),
 		Storm:        NewMemStorm(cfg.Storm),

@@ -36,6 +36,14 @@ func TestMemStores(t *testing.T) {
 			return s
 		},
 		Due: func(*testing.T) scheduler.DueIndex { return scheduler.NewMemDue() },
+		JobsDue: func(t *testing.T) (scheduler.JobStore, storetest.DueProbe) {
+			due := scheduler.NewMemDue()
+			jobs, err := scheduler.NewMemJobs(scheduler.MemJobsConfig{Due: due})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return jobs, due
+		},
 		Reservations: func(*testing.T) storetest.ReservationHarness {
 			return storetest.ReservationHarness{Store: scheduler.NewMemReservations(scheduler.MemReservationsConfig{}), Synctest: true}
 		},

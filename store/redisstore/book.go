@@ -57,8 +57,14 @@ func (s *Jobs) entry(jobID string, spec, tried, waiters, outcome string) (schedu
 	return e, nil
 }
 
-// Open implements [scheduler.JobStore].
-func (s *Jobs) Open(ctx context.Context, jobID string, spec scheduler.JobSpec, nodeID string) (scheduler.JobRecord, scheduler.BookEntry, bool, error) {
+// Open implements [scheduler.JobStore]. The deadline goes to the due
+// shard that [Due] of the same prefix reads ({prefix}:v1:jobs:due:{due:<n>}).
+// On a standalone Redis the open script adds it (one call, atomic). On a
+// cluster the shard and the job's hash lie in different slots, which no
+// script may join: the deadline is added first (ZADD NX) and the job
+// opened only once it is stored, so that whatever stops the call in
+// between, the job a sweeper may find is never without a deadline.
+func (s *Jobs) Open(ctx context.Context, jobID string, spec scheduler.JobSpec, nodeID string, due time.Time) (scheduler.JobRecord, scheduler.BookEntry, bool, error) {
 	if err := scheduler.CheckSpec(jobID, spec); err != nil {
 		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, err
 	}
@@ -79,9 +85,20 @@ func (s *Jobs) Open(ctx context.Context, jobID string, spec scheduler.JobSpec, n
 		}
 		init = out.Job
 	}
+	keys := []string{key, s.keys.Due(DueShard(jobID))}
+	dueMS := strconv.FormatInt(due.UnixMilli(), 10)
+	if s.c.Mode() == rueidis.ClientModeCluster {
+		start := time.Now()
+		err := s.c.Do(ctx, s.c.B().Zadd().Key(keys[1]).Nx().ScoreMember().ScoreMember(float64(due.UnixMilli()), jobID).Build()).Error()
+		s.hook.observe("due_add", start, err)
+		if err != nil {
+			return scheduler.JobRecord{}, scheduler.BookEntry{}, false, fmt.Errorf("redisstore: add deadline of job %q: %w", jobID, err)
+		}
+		keys = keys[:1]
+	}
 	start := time.Now()
-	vals, err := jobOpenScript.Exec(ctx, s.c, []string{key},
-		[]string{string(init.State), strconv.Itoa(init.Attempt), s.ttlMS, string(data), spec.SessionID, nodeID}).ToArray()
+	vals, err := jobOpenScript.Exec(ctx, s.c, keys,
+		[]string{string(init.State), strconv.Itoa(init.Attempt), s.ttlMS, string(data), spec.SessionID, nodeID, dueMS, jobID}).ToArray()
 	s.hook.observe("job_open", start, err)
 	if err != nil {
 		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, fmt.Errorf("redisstore: open job %q: %w", jobID, err)

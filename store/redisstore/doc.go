@@ -91,7 +91,11 @@
 // over, fail, release) is one script on one key. [Due] spreads the
 // deadline index over [DueShards] sorted sets {prefix}:v1:jobs:due:{due:<n>}
 // so that a cluster shares the load; a claim is one script per shard, in
-// one pipeline.
+// one pipeline. Jobs.Open writes a new job's deadline to the shard of
+// the same prefix: on a standalone Redis inside the open script (one
+// call), on a cluster, where the shard and the job's hash lie in
+// different slots, with a ZADD NX that completes before the script runs
+// (two calls), so that no job is ever stored without its deadline.
 //
 // # Tests
 //

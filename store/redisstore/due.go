@@ -15,7 +15,7 @@ import (
 type DueConfig struct {
 	// Prefix is the key prefix. Default (""): [DefaultPrefix].
 	Prefix string
-	// OpHook observes every Redis operation ("due_set", "due_add",
+	// OpHook observes every Redis operation ("due_set",
 	// "due_remove", "due_claim", "due_get"). Default (nil): none.
 	OpHook OpHook
 }
@@ -71,20 +71,6 @@ func (d *Due) Set(ctx context.Context, jobID string, at time.Time) error {
 	d.hook.observe("due_set", start, err)
 	if err != nil {
 		return fmt.Errorf("redisstore: set deadline of job %q: %w", jobID, err)
-	}
-	return nil
-}
-
-// Add implements [scheduler.DueIndex] with ZADD NX.
-func (d *Due) Add(ctx context.Context, jobID string, at time.Time) error {
-	if err := checkJob(jobID); err != nil {
-		return err
-	}
-	start := time.Now()
-	err := d.c.Do(ctx, d.c.B().Zadd().Key(d.key(jobID)).Nx().ScoreMember().ScoreMember(float64(at.UnixMilli()), jobID).Build()).Error()
-	d.hook.observe("due_add", start, err)
-	if err != nil {
-		return fmt.Errorf("redisstore: add deadline of job %q: %w", jobID, err)
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ type JobsConfig struct {
 	// TTL is how long a job's hash lives after its last change. Default
 	// (0): [scheduler.DefaultJobTTL].
 	TTL time.Duration
-	// OpHook observes every Redis operation ("job_open", "fsm_get",
+	// OpHook observes every Redis operation ("job_open", "due_add" (on a cluster), "fsm_get",
 	// "fsm_apply", "job_finish", "book_entry", "book_watch"). Default
 	// (nil): none.
 	OpHook OpHook

@@ -56,7 +56,7 @@ func ExampleNewJobs() {
 	jobs, _ := redisstore.NewJobs(c, redisstore.JobsConfig{Prefix: "prod", MaxAttempts: 3})
 	slots, _ := redisstore.NewReservations(c, redisstore.ReservationsConfig{Prefix: "prod"})
 
-	jobs.Open(ctx, "j1", scheduler.JobSpec{RequestID: "r1", SessionID: "s1"}, "")
+	jobs.Open(ctx, "j1", scheduler.JobSpec{RequestID: "r1", SessionID: "s1"}, "", time.Now().Add(time.Hour))
 	if err := slots.Reserve(ctx, "node-a", "j1", 4, time.Minute); err != nil {
 		log.Fatal(err) // scheduler.ErrNodeFull when the node is busy
 	}

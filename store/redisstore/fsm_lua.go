@@ -228,14 +228,19 @@ return {line, b[1] or '', b[2] or '', b[3] or '', b[4] or ''}
 // jobOpenLua opens a job unless it exists: its lifecycle in the initial
 // state, its spec and its first waiter, and, given a node, its first
 // dispatch to it (the state is then fsm's state after a dispatch, passed
-// by the caller). It returns the stored fields either way.
+// by the caller). It returns the stored fields either way. Given a second
+// key (a standalone Redis, where a script may touch keys of any slot), it
+// first adds the job's deadline to that due shard unless the job has one,
+// in the same atomic step: the record never exists without its deadline.
 //
-//	KEYS[1] = the job's fsm key
-//	ARGV    = state, attempt, ttl_ms, spec (JSON), session_id, node_id ("" for none)
+//	KEYS[1] = the job's fsm key; KEYS[2] = its due shard (optional)
+//	ARGV    = state, attempt, ttl_ms, spec (JSON), session_id, node_id ("" for none),
+//	          due (Unix ms), job_id
 //	reply   = {created (0/1), state, attempt, node_id, created_at_ms,
 //	          updated_at_ms, dispatched_at_ms, spec, tried, waiters, outcome}
 const jobOpenLua = `
 local key = KEYS[1]
+if KEYS[2] then redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[8]) end
 if redis.call('EXISTS', key) == 1 then
   local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms', 'spec', 'tried', 'waiters', 'outcome')
   return {0, h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10]}

@@ -425,6 +425,6 @@ func TestFSMServerTime(t *testing.T) {
 // openJob opens jobID in s with a spec of its own: whether it created the
 // job, and the record.
 func openJob(ctx context.Context, s *Jobs, jobID string) (scheduler.JobRecord, bool, error) {
-	rec, _, created, err := s.Open(ctx, jobID, scheduler.JobSpec{RequestID: "r-" + jobID, SessionID: "s-" + jobID}, "")
+	rec, _, created, err := s.Open(ctx, jobID, scheduler.JobSpec{RequestID: "r-" + jobID, SessionID: "s-" + jobID}, "", time.Now().Add(time.Hour))
 	return rec, created, err
 }

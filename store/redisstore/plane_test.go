@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/ksana-dev/ksana/store/storetest"
@@ -63,6 +64,14 @@ func planeAdapter(c rueidis.Client) storetest.PlaneAdapter {
 			d, err := NewDue(c, DueConfig{Prefix: testPrefix(t)})
 			must(t, err)
 			return d
+		},
+		JobsDue: func(t *testing.T) (scheduler.JobStore, storetest.DueProbe) {
+			prefix := testPrefix(t)
+			j, err := NewJobs(c, JobsConfig{Prefix: prefix, TTL: 10 * time.Minute})
+			must(t, err)
+			d, err := NewDue(c, DueConfig{Prefix: prefix})
+			must(t, err)
+			return j, d
 		},
 		// The server's clock runs: expiry is waited for.
 		Reservations: func(t *testing.T) storetest.ReservationHarness {

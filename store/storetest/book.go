@@ -23,7 +23,7 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 	spec := scheduler.JobSpec{RequestID: "r1", SessionID: "s1", TurnID: "t1", Pool: "zh-en", Model: "m", Reason: "max_duration", Payload: []byte{0, 1, 2, 0xff}}
 	t.Run("OpenOnce", func(t *testing.T) {
 		b := newStore(t)
-		rec, e, created, err := b.Open(ctx, "j1", spec, "")
+		rec, e, created, err := b.Open(ctx, "j1", spec, "", time.Now().Add(time.Hour))
 		if err != nil || !created {
 			t.Fatalf("Open = %v, %v; want created", created, err)
 		}
@@ -36,7 +36,7 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 		}
 		other := spec
 		other.SessionID, other.Payload = "s2", []byte("other")
-		_, e, created, err = b.Open(ctx, "j1", other, "")
+		_, e, created, err = b.Open(ctx, "j1", other, "", time.Now().Add(time.Hour))
 		if err != nil || created {
 			t.Fatalf("second Open = %v, %v; want not created", created, err)
 		}
@@ -56,7 +56,7 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 	})
 	t.Run("OpenDispatched", func(t *testing.T) {
 		b := newStore(t)
-		rec, e, created, err := b.Open(ctx, "d1", spec, "n1")
+		rec, e, created, err := b.Open(ctx, "d1", spec, "n1", time.Now().Add(time.Hour))
 		if err != nil || !created {
 			t.Fatalf("Open with a node = %v, %v; want created", created, err)
 		}
@@ -74,7 +74,7 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 			t.Errorf("Job after Open with a node (-Open +Job):\n%s", d)
 		}
 		// An existing job is left as it is, whatever the node.
-		again, _, created, err := b.Open(ctx, "d1", spec, "n2")
+		again, _, created, err := b.Open(ctx, "d1", spec, "n2", time.Now().Add(time.Hour))
 		if err != nil || created || again.NodeID != "n1" {
 			t.Errorf("second Open with another node = %+v, %v, %v; want the job on n1, not created", again, created, err)
 		}
@@ -86,7 +86,7 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 	t.Run("ReleaseJobs", func(t *testing.T) {
 		b := newStore(t)
 		for _, id := range []string{"r1", "r2", "r3"} {
-			if _, _, _, err := b.Open(ctx, id, spec, "n1"); err != nil {
+			if _, _, _, err := b.Open(ctx, id, spec, "n1", time.Now().Add(time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -127,7 +127,7 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 			wg.Go(func() {
 				s := spec
 				s.SessionID = fmt.Sprintf("s%d", i)
-				_, _, created, err := b.Open(ctx, "c", s, "")
+				_, _, created, err := b.Open(ctx, "c", s, "", time.Now().Add(time.Hour))
 				if err != nil {
 					t.Error(err)
 				}
@@ -143,7 +143,7 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 	})
 	t.Run("TriedWatchFinish", func(t *testing.T) {
 		b := newStore(t)
-		if _, _, _, err := b.Open(ctx, "j", spec, ""); err != nil {
+		if _, _, _, err := b.Open(ctx, "j", spec, "", time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		// Each dispatch adds its node to the tried nodes, once.
@@ -208,7 +208,7 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 		// Every session either gets the outcome from Watch or is listed by
 		// Finish: none is missed.
 		b := newStore(t)
-		if _, _, _, err := b.Open(ctx, "w", spec, ""); err != nil {
+		if _, _, _, err := b.Open(ctx, "w", spec, "", time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		var mu sync.Mutex
@@ -256,9 +256,19 @@ func TestJobBook(t *testing.T, newStore func(t *testing.T) scheduler.JobStore) {
 	t.Run("BadInput", func(t *testing.T) {
 		b := newStore(t)
 		for name, call := range map[string]func() error{
-			"open empty job":     func() error { _, _, _, err := b.Open(ctx, "", spec, ""); return err },
-			"open empty request": func() error { s := spec; s.RequestID = ""; _, _, _, err := b.Open(ctx, "x", s, ""); return err },
-			"open empty session": func() error { s := spec; s.SessionID = ""; _, _, _, err := b.Open(ctx, "x", s, ""); return err },
+			"open empty job": func() error { _, _, _, err := b.Open(ctx, "", spec, "", time.Now().Add(time.Hour)); return err },
+			"open empty request": func() error {
+				s := spec
+				s.RequestID = ""
+				_, _, _, err := b.Open(ctx, "x", s, "", time.Now().Add(time.Hour))
+				return err
+			},
+			"open empty session": func() error {
+				s := spec
+				s.SessionID = ""
+				_, _, _, err := b.Open(ctx, "x", s, "", time.Now().Add(time.Hour))
+				return err
+			},
 			"finish unknown": func() error {
 				_, _, err := b.Finish(ctx, "nope", fsm.Fail, 1, "", scheduler.Outcome{Status: scheduler.OutcomeFailed})
 				return err
@@ -289,7 +299,7 @@ type DueProbe interface {
 // index must also be a [DueProbe].
 func TestDueIndex(t *testing.T, newStore func(t *testing.T) scheduler.DueIndex) {
 	ctx := context.Background()
-	t.Run("SetAddClaimRemove", func(t *testing.T) {
+	t.Run("SetClaimRemove", func(t *testing.T) {
 		idx := newStore(t)
 		d, ok := idx.(interface {
 			scheduler.DueIndex
@@ -303,13 +313,6 @@ func TestDueIndex(t *testing.T, newStore func(t *testing.T) scheduler.DueIndex) 
 			if err := d.Set(ctx, fmt.Sprintf("j%d", i), base.Add(time.Duration(i)*time.Second)); err != nil {
 				t.Fatal(err)
 			}
-		}
-		// Add keeps an existing time.
-		if err := d.Add(ctx, "j0", base.Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		if at, ok, err := d.Due(ctx, "j0"); err != nil || !ok || !at.Equal(base) {
-			t.Errorf("Due(j0) after Add = %v, %v, %v; want %v", at, ok, err, base)
 		}
 		got, err := d.Claim(ctx, base.Add(9*time.Second), time.Minute, 100)
 		if err != nil {
@@ -387,4 +390,37 @@ func TestDueIndex(t *testing.T, newStore func(t *testing.T) scheduler.DueIndex) 
 			}
 		}
 	})
+}
+
+// TestOpenDeadline checks that [scheduler.JobStore.Open] gives a job its
+// deadline in the plane's index, and keeps one it has: a job a sweeper may
+// find is never without a deadline, and a repeated Open moves none.
+func TestOpenDeadline(t *testing.T, newStores func(t *testing.T) (scheduler.JobStore, DueProbe)) {
+	ctx := context.Background()
+	jobs, due := newStores(t)
+	spec := scheduler.JobSpec{RequestID: "r", SessionID: "s"}
+	at := time.UnixMilli(1_700_000_000_000)
+	for i, node := range []string{"", "n1"} {
+		id := fmt.Sprintf("j%d", i)
+		if _, _, created, err := jobs.Open(ctx, id, spec, node, at); err != nil || !created {
+			t.Fatalf("Open(%s) = created %v, %v", id, created, err)
+		}
+		if got, ok, err := due.Due(ctx, id); err != nil || !ok || !got.Equal(at) {
+			t.Errorf("deadline of %s after Open = %v, %v, %v; want %v", id, got, ok, err, at)
+		}
+		// A repeated Open keeps the deadline the job has.
+		if _, _, created, err := jobs.Open(ctx, id, spec, node, at.Add(time.Hour)); err != nil || created {
+			t.Fatalf("second Open(%s) = created %v, %v", id, created, err)
+		}
+		if got, ok, err := due.Due(ctx, id); err != nil || !ok || !got.Equal(at) {
+			t.Errorf("deadline of %s after a second Open = %v, %v, %v; want %v", id, got, ok, err, at)
+		}
+	}
+	// A refused Open stores no deadline.
+	if _, _, _, err := jobs.Open(ctx, "bad", scheduler.JobSpec{SessionID: "s"}, "", at); err == nil {
+		t.Fatal("Open without a request id: no error")
+	}
+	if _, ok, err := due.Due(ctx, "bad"); err != nil || ok {
+		t.Errorf("refused Open left a deadline (%v, %v)", ok, err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/ksana-dev/ksana/fsm"
@@ -372,6 +373,6 @@ func testJobConcurrent(t *testing.T, s scheduler.JobStore) {
 
 // openJob opens jobID in s with a spec of its own.
 func openJob(ctx context.Context, s scheduler.JobStore, jobID string) (scheduler.JobRecord, bool, error) {
-	rec, _, created, err := s.Open(ctx, jobID, scheduler.JobSpec{RequestID: "r-" + jobID, SessionID: "s-" + jobID}, "")
+	rec, _, created, err := s.Open(ctx, jobID, scheduler.JobSpec{RequestID: "r-" + jobID, SessionID: "s-" + jobID}, "", time.Now().Add(time.Hour))
 	return rec, created, err
 }

@@ -12,13 +12,16 @@ import (
 // of its own (an empty in-memory store, or a fresh key prefix on a
 // server). [TestPlaneStores] runs every suite the stores must pass over it.
 type PlaneAdapter struct {
-	Presence     func(t *testing.T) scheduler.Presence
-	Owners       func(t *testing.T) scheduler.Owners
-	Snapshots    func(t *testing.T) SnapshotHarness
-	Streams      func(t *testing.T, opts StreamsOptions) StreamsHarness
-	Storm        func(t *testing.T, w scheduler.StormWindows) scheduler.StormGuard
-	Jobs         func(t *testing.T, maxAttempts int) scheduler.JobStore
-	Due          func(t *testing.T) scheduler.DueIndex
+	Presence  func(t *testing.T) scheduler.Presence
+	Owners    func(t *testing.T) scheduler.Owners
+	Snapshots func(t *testing.T) SnapshotHarness
+	Streams   func(t *testing.T, opts StreamsOptions) StreamsHarness
+	Storm     func(t *testing.T, w scheduler.StormWindows) scheduler.StormGuard
+	Jobs      func(t *testing.T, maxAttempts int) scheduler.JobStore
+	Due       func(t *testing.T) scheduler.DueIndex
+	// JobsDue gives a job store and the deadline index its Open writes
+	// to, in one namespace, for [TestOpenDeadline].
+	JobsDue      func(t *testing.T) (scheduler.JobStore, DueProbe)
 	Reservations func(t *testing.T) ReservationHarness
 	Turns        func(t *testing.T) TurnHarness
 	// Dispatcher gives whole planes for [TestDispatcher].
@@ -48,6 +51,7 @@ func TestPlaneStores(t *testing.T, a PlaneAdapter) {
 	need("Storm", a.Storm)
 	need("Jobs", a.Jobs)
 	need("Due", a.Due)
+	need("JobsDue", a.JobsDue)
 	need("Reservations", a.Reservations)
 	need("Turns", a.Turns)
 	need("Dispatcher", a.Dispatcher)
@@ -75,6 +79,7 @@ func TestPlaneStores(t *testing.T, a PlaneAdapter) {
 	})
 	parallel("Book", func(t *testing.T) { TestJobBook(t, func(t *testing.T) scheduler.JobStore { return a.Jobs(t, 0) }) })
 	parallel("Due", func(t *testing.T) { TestDueIndex(t, a.Due) })
+	parallel("OpenDeadline", func(t *testing.T) { TestOpenDeadline(t, a.JobsDue) })
 	parallel("Reservations", func(t *testing.T) { TestReservationStore(t, a.Reservations) })
 	parallel("Turns", func(t *testing.T) { TestTurnStore(t, a.Turns) })
 }

@@ -59,15 +59,7 @@ func testClusterNoSlotLost(t *testing.T, bin, dbURL string) {
 	cb := newSlotCounter(t)
 	env := []string{"DATABASE_URL=" + dbURL, "KSANA_LEASE_TTL=" + ttl.String()}
 	ms := []*member{startMember(t, bin, "a", env...), startMember(t, bin, "b", env...), startMember(t, bin, "c", env...)}
-	live := func() []*member {
-		var out []*member
-		for _, m := range ms {
-			if !m.dead {
-				out = append(out, m)
-			}
-		}
-		return out
-	}
+	live := func() []*member { return alive(ms) }
 	db, err := sqlstore.Open(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)

@@ -276,15 +276,7 @@ func testClusterKillStopJoin(t *testing.T, bin, dbURL string) {
 	cb := newSlotCounter(t)
 	env := []string{"DATABASE_URL=" + dbURL, "KSANA_LEASE_TTL=" + ttl.String()}
 	ms := []*member{startMember(t, bin, "a", env...), startMember(t, bin, "b", env...), startMember(t, bin, "c", env...)}
-	live := func() []*member {
-		var out []*member
-		for _, m := range ms {
-			if !m.dead {
-				out = append(out, m)
-			}
-		}
-		return out
-	}
+	live := func() []*member { return alive(ms) }
 
 	const jobs = 24
 	var maxVisible time.Duration
@@ -437,4 +429,15 @@ func TestClusterConflictAndOutage(t *testing.T) {
 	if g := gaps["j"]; g == 0 || g > 4*time.Second {
 		t.Errorf("after the outage the job's longest gap is %v, want runs again within 4s", g)
 	}
+}
+
+// alive returns the members of ms not killed by the test.
+func alive(ms []*member) []*member {
+	var out []*member
+	for _, m := range ms {
+		if !m.dead {
+			out = append(out, m)
+		}
+	}
+	return out
 }

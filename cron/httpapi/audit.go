@@ -172,7 +172,7 @@ func (s *Server) audited(w http.ResponseWriter, req *http.Request, id string, wh
 			before, _ = j.MarshalJSON()
 		}
 	}
-	rec := &statusRecorder{ResponseWriter: w}
+	rec := &statusWriter{ResponseWriter: w}
 	h(rec, req, id)
 	if rec.status < 200 || rec.status > 299 {
 		return
@@ -201,24 +201,4 @@ func (s *Server) audited(w http.ResponseWriter, req *http.Request, id string, wh
 		Before: before,
 		After:  after,
 	})
-}
-
-// statusRecorder remembers the status a handler answers.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusRecorder) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusRecorder) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
 }

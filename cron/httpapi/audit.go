@@ -3,10 +3,8 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,43 +120,33 @@ func (s *Server) audit(w http.ResponseWriter, req *http.Request, _ string) {
 		after int64
 		limit = DefaultAuditLimit
 	)
-	for _, key := range slices.Sorted(maps.Keys(q)) {
-		vals := q[key]
-		if len(vals) > 1 {
-			writeError(w, badField(key, "is given %d times; give it once", len(vals)))
-			return
-		}
-		v := vals[0]
+	if rerr := eachParam(q, func(key, v string) *RequestError {
 		switch key {
 		case "job_id":
 			jobID = v
 		case "after":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 0 {
-				writeError(w, badField("after", "must be the id of an entry (an integer >= 0), got %q", v))
-				return
+				return badField("after", "must be the id of an entry (an integer >= 0), got %q", v)
 			}
 			after = n
 		case "limit":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > MaxListLimit {
-				writeError(w, badField("limit", "must be an integer from 1 to %d, got %q", MaxListLimit, v))
-				return
+				return badField("limit", "must be an integer from 1 to %d, got %q", MaxListLimit, v)
 			}
 			limit = n
 		default:
-			writeError(w, badField(key, "unknown query parameter; GET /audit takes %s", strings.Join(auditParams, ", ")))
-			return
+			return badField(key, "unknown query parameter; GET /audit takes %s", strings.Join(auditParams, ", "))
 		}
+		return nil
+	}); rerr != nil {
+		writeError(w, rerr)
+		return
 	}
 	entries, more := s.auditLog.page(jobID, after, limit)
 	if more && len(entries) > 0 {
-		next := url.Values{}
-		for k, v := range q {
-			next[k] = v
-		}
-		next.Set("after", strconv.FormatInt(entries[len(entries)-1].ID, 10))
-		w.Header().Set("Link", "<?"+next.Encode()+">; rel=\"next\"")
+		setNext(w, q, strconv.FormatInt(entries[len(entries)-1].ID, 10))
 	}
 	writeJSON(w, http.StatusOK, entries)
 }

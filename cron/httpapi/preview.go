@@ -45,19 +45,19 @@ type PreviewAnswer struct {
 // parameter is a 400 naming it.
 func parseN(q url.Values) (int, *RequestError) {
 	n := DefaultPreview
-	for _, key := range slices.Sorted(maps.Keys(q)) {
-		vals := q[key]
-		if len(vals) > 1 {
-			return 0, badField(key, "is given %d times; give it once", len(vals))
-		}
+	rerr := eachParam(q, func(key, v string) *RequestError {
 		if key != "n" {
-			return 0, badField(key, "unknown query parameter; GET /jobs/{id}/next takes n")
+			return badField(key, "unknown query parameter; GET /jobs/{id}/next takes n")
 		}
-		v, err := strconv.Atoi(vals[0])
-		if err != nil || v < 1 || v > cron.MaxPreview {
-			return 0, badField("n", "must be an integer from 1 to %d, got %q", cron.MaxPreview, vals[0])
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 1 || k > cron.MaxPreview {
+			return badField("n", "must be an integer from 1 to %d, got %q", cron.MaxPreview, v)
 		}
-		n = v
+		n = k
+		return nil
+	})
+	if rerr != nil {
+		return 0, rerr
 	}
 	return n, nil
 }

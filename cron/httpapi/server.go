@@ -585,17 +585,12 @@ type runsQuery struct {
 // unknown, repeated or bad parameter is a 400 naming it.
 func parseRunsQuery(q url.Values) (runsQuery, *RequestError) {
 	rq := runsQuery{limit: DefaultRunsLimit}
-	for _, key := range slices.Sorted(maps.Keys(q)) {
-		vals := q[key]
-		if len(vals) > 1 {
-			return rq, badField(key, "is given %d times; give it once", len(vals))
-		}
-		v := vals[0]
+	rerr := eachParam(q, func(key, v string) *RequestError {
 		switch key {
 		case "limit":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
-				return rq, badField("limit", "must be a positive integer, got %q", v)
+				return badField("limit", "must be a positive integer, got %q", v)
 			}
 			rq.limit = n
 		case "status":
@@ -603,13 +598,14 @@ func parseRunsQuery(q url.Values) (runsQuery, *RequestError) {
 			case cron.StatusSuccess, cron.StatusFailed, cron.StatusTimeout, cron.StatusSkipped, cron.StatusMissed:
 				rq.status = st
 			default:
-				return rq, badField("status", "must be success, failed, timeout, skipped or missed, got %q", v)
+				return badField("status", "must be success, failed, timeout, skipped or missed, got %q", v)
 			}
 		default:
-			return rq, badField(key, "unknown query parameter; GET /jobs/{id}/runs takes %s", strings.Join(runsParams, ", "))
+			return badField(key, "unknown query parameter; GET /jobs/{id}/runs takes %s", strings.Join(runsParams, ", "))
 		}
-	}
-	return rq, nil
+		return nil
+	})
+	return rq, rerr
 }
 
 // fetch is the limit to ask the store for: with a status filter, every
@@ -635,6 +631,34 @@ func (rq runsQuery) filter(runs []cron.Run) []cron.Run {
 	return out
 }
 
+// eachParam calls visit with each query parameter of q and its value, in
+// the order of their names, until one returns an error; a parameter given
+// more than once is a 400 naming it.
+func eachParam(q url.Values, visit func(key, v string) *RequestError) *RequestError {
+	for _, key := range slices.Sorted(maps.Keys(q)) {
+		vals := q[key]
+		if len(vals) > 1 {
+			return badField(key, "is given %d times; give it once", len(vals))
+		}
+		if rerr := visit(key, vals[0]); rerr != nil {
+			return rerr
+		}
+	}
+	return nil
+}
+
+// setNext sets the Link header of a page that more follow: the request's
+// query q with after replaced, as a reference relative to the request, so
+// that it holds wherever the API is mounted.
+func setNext(w http.ResponseWriter, q url.Values, after string) {
+	next := url.Values{}
+	for k, v := range q {
+		next[k] = v
+	}
+	next.Set("after", after)
+	w.Header().Set("Link", "<?"+next.Encode()+">; rel=\"next\"")
+}
+
 // listParams are the query parameters of GET /jobs.
 var listParams = []string{"limit", "after", "enabled", "kind", "last_status", "name", "type"}
 
@@ -650,38 +674,28 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, _ string) {
 		after   string
 		filters []func(*cron.Job) bool
 	)
-	for _, key := range slices.Sorted(maps.Keys(q)) {
-		vals := q[key]
-		if len(vals) > 1 {
-			writeError(w, badField(key, "is given %d times; give it once", len(vals)))
-			return
-		}
-		v := vals[0]
+	if rerr := eachParam(q, func(key, v string) *RequestError {
 		switch key {
 		case "limit":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > MaxListLimit {
-				writeError(w, badField("limit", "must be an integer from 1 to %d, got %q", MaxListLimit, v))
-				return
+				return badField("limit", "must be an integer from 1 to %d, got %q", MaxListLimit, v)
 			}
 			limit = n
 		case "after":
 			if v == "" {
-				writeError(w, badField("after", "must be the id of the last job of the previous page"))
-				return
+				return badField("after", "must be the id of the last job of the previous page")
 			}
 			after = v
 		case "enabled":
 			on, err := strconv.ParseBool(v)
 			if err != nil || (v != "true" && v != "false") {
-				writeError(w, badField("enabled", "must be true or false, got %q", v))
-				return
+				return badField("enabled", "must be true or false, got %q", v)
 			}
 			filters = append(filters, func(j *cron.Job) bool { return j.Paused != on })
 		case "kind":
 			if v != cron.KindOnce && v != cron.KindEvery && v != cron.KindCron {
-				writeError(w, badField("kind", "must be once, every or cron, got %q", v))
-				return
+				return badField("kind", "must be once, every or cron, got %q", v)
 			}
 			filters = append(filters, func(j *cron.Job) bool { return j.Schedule.Kind == v })
 		case "last_status":
@@ -689,17 +703,19 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, _ string) {
 			case "", cron.StatusSuccess, cron.StatusFailed, cron.StatusTimeout, cron.StatusSkipped, cron.StatusPaused, cron.StatusMissed:
 				filters = append(filters, func(j *cron.Job) bool { return j.LastStatus == st })
 			default:
-				writeError(w, badField("last_status", "must be success, failed, timeout, skipped, paused, missed or empty (never run), got %q", v))
-				return
+				return badField("last_status", "must be success, failed, timeout, skipped, paused, missed or empty (never run), got %q", v)
 			}
 		case "name":
 			filters = append(filters, func(j *cron.Job) bool { return j.Name == v })
 		case "type":
 			filters = append(filters, func(j *cron.Job) bool { return j.Type == v })
 		default:
-			writeError(w, badField(key, "unknown query parameter; GET /jobs takes %s", strings.Join(listParams, ", ")))
-			return
+			return badField(key, "unknown query parameter; GET /jobs takes %s", strings.Join(listParams, ", "))
 		}
+		return nil
+	}); rerr != nil {
+		writeError(w, rerr)
+		return
 	}
 	keep := func(j *cron.Job) bool {
 		for _, f := range filters {
@@ -722,14 +738,7 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, _ string) {
 		jobs = []cron.Job{}
 	}
 	if more && len(jobs) > 0 {
-		next := url.Values{}
-		for k, v := range q {
-			next[k] = v
-		}
-		next.Set("after", jobs[len(jobs)-1].ID)
-		// A reference relative to the request, so that it holds where the
-		// API is mounted.
-		w.Header().Set("Link", fmt.Sprintf("<?%s>; rel=\"next\"", next.Encode()))
+		setNext(w, q, jobs[len(jobs)-1].ID)
 	}
 	writeJSON(w, http.StatusOK, jobs)
 }

@@ -66,10 +66,17 @@ type ConfigError struct {
 	Var   string
 	Value string
 	Want  string
+	// Secret keeps Value out of the message (a token): it shows only
+	// the value's length.
+	Secret bool
 }
 
-// Error names the variable, its value and what it must be.
+// Error names the variable, its value (or, of a secret, its length) and
+// what it must be.
 func (e *ConfigError) Error() string {
+	if e.Secret {
+		return fmt.Sprintf("%s (a secret of %d bytes, not shown): %s", e.Var, len(e.Value), e.Want)
+	}
 	return fmt.Sprintf("%s=%q: %s", e.Var, e.Value, e.Want)
 }
 
@@ -159,7 +166,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	c.Token = getenv("KSANA_API_TOKEN")
 	if c.Token != "" && (strings.TrimSpace(c.Token) == "" || strings.TrimSpace(c.Token) != c.Token) {
-		return c, &ConfigError{Var: "KSANA_API_TOKEN", Value: c.Token,
+		return c, &ConfigError{Var: "KSANA_API_TOKEN", Value: c.Token, Secret: true,
 			Want: "must not be blank nor start or end with white space (no client could send it); unset it to turn authentication off"}
 	}
 	if p := strings.TrimSpace(getenv("KSANA_API_TOKENS_FILE")); p != "" {

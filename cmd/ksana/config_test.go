@@ -65,14 +65,18 @@ func TestLoadConfig(t *testing.T) {
 		{env: map[string]string{"KSANA_LEASE_TTL": "soon"}, wantErr: `KSANA_LEASE_TTL="soon": must be a positive duration`},
 		{env: map[string]string{"LISTEN_ADDR": "127.0.0.1:80"}, wantErr: `LISTEN_ADDR="127.0.0.1:80": must be a host name or an IP address`},
 		{env: map[string]string{"LISTEN_ADDR": "a b"}, wantErr: `LISTEN_ADDR="a b"`},
-		{env: map[string]string{"KSANA_API_TOKEN": " "}, wantErr: `KSANA_API_TOKEN=" ": must not be blank`},
-		{env: map[string]string{"KSANA_API_TOKEN": "secret\n"}, wantErr: `KSANA_API_TOKEN="secret\n": must not be blank nor start or end with white space`},
+		{env: map[string]string{"KSANA_API_TOKEN": " "}, wantErr: `KSANA_API_TOKEN (a secret of 1 bytes, not shown): must not be blank`},
+		// The token is a secret: the error gives its length, never the value.
+		{env: map[string]string{"KSANA_API_TOKEN": "s3cret-value\n"}, wantErr: `KSANA_API_TOKEN (a secret of 13 bytes, not shown): must not be blank nor start or end with white space`},
 	}
 	for _, tt := range tests {
 		c, err := loadConfig(func(k string) string { return tt.env[k] })
 		if tt.wantErr != "" {
 			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
 				t.Errorf("loadConfig(%v) error = %v, want one starting %q", tt.env, err, tt.wantErr)
+			}
+			if tok := strings.TrimSpace(tt.env["KSANA_API_TOKEN"]); err != nil && tok != "" && strings.Contains(err.Error(), tok) {
+				t.Errorf("loadConfig: the error %q shows the token", err)
 			}
 			continue
 		}

@@ -274,7 +274,11 @@ func (s *service) run(ctx context.Context, ln net.Listener) error {
 
 	stopReload := s.reloadTokens(ctx)
 	defer stopReload()
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	// A client has 10 s to send its headers and 30 s for the whole
+	// request (bodies are at most 1 MiB), so that slow senders cannot hold
+	// connections open; an idle keep-alive connection closes after 2 min.
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
 	s.log.Info("ksana: listening", "addr", ln.Addr().String())

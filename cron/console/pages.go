@@ -656,4 +656,3 @@ func (c *Console) bulk(w http.ResponseWriter, req *http.Request, u user) {
 	setFlash(w, req, msg)
 	http.Redirect(w, req, mount(req)+"/jobs?"+f.Query(), http.StatusSeeOther)
 }
-

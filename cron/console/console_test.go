@@ -472,9 +472,15 @@ func TestBadRequests(t *testing.T) {
 		t.Errorf("unknown action: %d, want 404", code)
 	}
 	// A back field that leaves the console is ignored.
-	_, _, resp := b.post("/jobs/j/pause", url.Values{"back": {"//evil.example/x"}})
-	if loc := resp.Header.Get("Location"); loc != "/jobs-ui/jobs/j" {
-		t.Errorf("redirect to %q, want /jobs-ui/jobs/j", loc)
+	for _, back := range []string{"//evil.example/x", "/\\evil.example", "/\t/evil.example", "https://evil.example/", "/%0a/x\n"} {
+		_, _, resp := b.post("/jobs/j/pause", url.Values{"back": {back}})
+		if loc := resp.Header.Get("Location"); loc != "/jobs-ui/jobs/j" {
+			t.Errorf("back %q: redirect to %q, want /jobs-ui/jobs/j", back, loc)
+		}
+	}
+	_, _, resp := b.post("/jobs/j/resume", url.Values{"back": {"/jobs?kind=every"}})
+	if loc := resp.Header.Get("Location"); loc != "/jobs-ui/jobs?kind=every" {
+		t.Errorf("back to the list: redirect to %q", loc)
 	}
 }
 
@@ -510,5 +516,19 @@ func TestPageWeight(t *testing.T) {
 			t.Errorf("GET %s: %d bytes, want < 100 KB", p, len(body))
 		}
 		t.Logf("GET %s: %d bytes", p, len(body))
+	}
+}
+
+func TestContainsFold(t *testing.T) {
+	for _, tt := range []struct {
+		s, sub string
+		want   bool
+	}{
+		{"Nightly Report", "report", true}, {"Nightly Report", "NIGHT", true}, {"abc", "", true},
+		{"abc", "abcd", false}, {"ÉTÉ été", "été", true}, {"report", "rx", false}, {"a-b", "-B", true},
+	} {
+		if got := containsFold(tt.s, tt.sub); got != tt.want {
+			t.Errorf("containsFold(%q, %q) = %v, want %v", tt.s, tt.sub, got, tt.want)
+		}
 	}
 }

@@ -374,10 +374,18 @@ func (f filter) keep() func(*cron.Job) bool {
 	}
 }
 
-// containsFold reports whether sub is within s, ignoring case.
+// containsFold reports whether sub is within s, ignoring case: ASCII
+// letters byte by byte, other text by strings.EqualFold.
 func containsFold(s, sub string) bool {
 	n := len(sub)
+	if n == 0 {
+		return true
+	}
+	first := lowerASCII(sub[0])
 	for i := 0; i+n <= len(s); i++ {
+		if c := s[i]; c < 0x80 && lowerASCII(c) != first && sub[0] < 0x80 {
+			continue
+		}
 		if strings.EqualFold(s[i:i+n], sub) {
 			return true
 		}
@@ -385,17 +393,22 @@ func containsFold(s, sub string) bool {
 	return false
 }
 
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
 type jobsPage struct {
-	F       filter
-	Jobs    []cron.Job
-	After   string // the cursor of this page, "" for the first
-	Next    string // the cursor of the next page, "" when none
-	Types   []string
-	Kinds   []string
-	States  []string
-	Enabled int
-	Paused  int
-	Error   string
+	F      filter
+	Jobs   []cron.Job
+	After  string // the cursor of this page, "" for the first
+	Next   string // the cursor of the next page, "" when none
+	Types  []string
+	Kinds  []string
+	States []string
+	Error  string
 }
 
 func (c *Console) jobs(w http.ResponseWriter, req *http.Request) {
@@ -426,7 +439,6 @@ func (c *Console) jobs(w http.ResponseWriter, req *http.Request) {
 	if more && len(jobs) > 0 {
 		p.Next = jobs[len(jobs)-1].ID
 	}
-	p.Enabled, p.Paused, _ = c.r.Count(req.Context())
 	c.render(w, req, status, "jobs", p)
 }
 
@@ -574,10 +586,19 @@ func (c *Console) action(w http.ResponseWriter, req *http.Request, u user) {
 }
 
 // back is the page to return to after a write: the form's "back" field
-// when it is a path of the console, else def.
+// when it is a path of the console (no scheme, no host, no control
+// character that a browser would drop to make "//host"), else def.
 func (c *Console) back(req *http.Request, def string) string {
 	b := req.PostFormValue("back")
-	if !strings.HasPrefix(b, "/") || strings.HasPrefix(b, "//") || strings.ContainsAny(b, "\\\r\n") {
+	if !strings.HasPrefix(b, "/") || strings.HasPrefix(b, "//") || strings.HasPrefix(b, "/\\") {
+		return def
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] < 0x20 || b[i] == 0x7f || b[i] == '\\' {
+			return def
+		}
+	}
+	if u, err := url.Parse(b); err != nil || u.Scheme != "" || u.Host != "" {
 		return def
 	}
 	return b

@@ -16,6 +16,9 @@
 #   KSANA_TEST_POSTGRES_URL        postgres://... for the SQL adapters
 #   KSANA_TEST_REDIS_URL           redis://host:port of a standalone server
 #   KSANA_TEST_REDIS_CLUSTER_URLS  comma-separated redis://host:port seeds of a cluster
+#   KSANA_TEST_CHROMIUM            the headless browser of the console's browser tests
+#                                  (default: chromium on the PATH, installed here when missing)
+#   KSANA_SCREENSHOTS              where those tests save a screenshot of each page
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -113,8 +116,20 @@ start_cluster() {
   log "Redis Cluster up on ${addrs[*]}"
 }
 
+# --- Chromium (the console's browser tests) ----------------------------------
+ensure_chromium() {
+  if [ -n "${KSANA_TEST_CHROMIUM:-}" ]; then return; fi
+  if ! command -v chromium >/dev/null 2>&1; then
+    log "installing Chromium"
+    apt_install chromium
+  fi
+  export KSANA_TEST_CHROMIUM
+  KSANA_TEST_CHROMIUM=$(command -v chromium)
+}
+
 ensure_postgres
 ensure_redis
+ensure_chromium
 start_cluster
 
 pkgs=()

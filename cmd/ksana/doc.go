@@ -19,6 +19,16 @@
 // directory, and leaves its files alone. The system drops the lock when
 // the process ends, even by a crash.
 //
+// # Console
+//
+// The web console ([github.com/ksana-dev/ksana/cron/console]) is served at
+// /ui/, and GET / redirects there: the jobs, their history and next runs,
+// the job form, run now, pause, resume, delete and bulk actions on a
+// filter. Its writes go through the API with the signed-in user's token
+// (the sign-in form asks for it when KSANA_API_TOKEN or
+// KSANA_API_TOKENS_FILE is set), so the API's rules, roles and audit log
+// apply. Every other path is the API's.
+//
 // # Commands
 //
 // The same binary is a client of a running service's API (through

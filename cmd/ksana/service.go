@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
+	"github.com/ksana-dev/ksana/cron/console"
 	"github.com/ksana-dev/ksana/cron/httpapi"
 	"github.com/ksana-dev/ksana/metrics"
 	"github.com/ksana-dev/ksana/store/jsonstore"
@@ -120,8 +121,29 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		svc.closeStore()
 		return nil, err
 	}
-	svc.runner, svc.handler = runner, api
+	ui := console.New(runner, console.Config{API: api, Prefix: consolePath, Notes: notes, Logger: log})
+	svc.runner, svc.handler = runner, withConsole(api, ui)
 	return svc, nil
+}
+
+// consolePath is where the web console is served; GET / redirects there.
+const consolePath = "/ui"
+
+// withConsole serves the console under consolePath, redirects GET / to
+// it, and hands every other request to the API as it is (no path is
+// cleaned or redirected on the API's behalf).
+func withConsole(api, ui http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		p := req.URL.Path
+		switch {
+		case p == "/" && (req.Method == http.MethodGet || req.Method == http.MethodHead):
+			http.Redirect(w, req, consolePath+"/", http.StatusFound)
+		case p == consolePath || strings.HasPrefix(p, consolePath+"/"):
+			ui.ServeHTTP(w, req)
+		default:
+			api.ServeHTTP(w, req)
+		}
+	})
 }
 
 // recovered is the recovery of the JSON store, nil for none or for a

@@ -36,6 +36,13 @@ func (r Role) rank() int {
 	return 0
 }
 
+// Includes reports whether a holder of role r may do what a holder of
+// role o may: viewer < operator < admin. An unknown role includes none,
+// and none includes an unknown role.
+func (r Role) Includes(o Role) bool {
+	return r.rank() > 0 && o.rank() > 0 && r.rank() >= o.rank()
+}
+
 // ParseRole returns the role named s ("viewer", "operator" or "admin").
 func ParseRole(s string) (Role, error) {
 	if r := Role(s); r.rank() > 0 {
@@ -152,9 +159,11 @@ func (s *TokenSet) Authenticate(token string) (Identity, bool) {
 
 var _ Authorizer = (*TokenSet)(nil)
 
-// needRole is the role a request needs: viewer for reads and the preview,
-// operator for run-now, pause and resume, admin for every other write.
-func needRole(method, pattern string) Role {
+// NeedRole is the role a request needs, given its method and the path
+// pattern of its endpoint ("/jobs/{id}/pause"): viewer for reads and the
+// preview, operator for run-now, pause and resume, admin for every other
+// write (create, patch, delete).
+func NeedRole(method, pattern string) Role {
 	switch {
 	case method == http.MethodGet || method == http.MethodHead:
 		return RoleViewer
@@ -171,6 +180,11 @@ func (s *Server) authOn() bool {
 	return s.cfg.Token != "" || s.cfg.Authorizer != nil
 }
 
+// AuthRequired reports whether the API asks for a bearer token (Config.Token
+// or Config.Authorizer is set); when it does not, every request is served
+// with every role.
+func (s *Server) AuthRequired() bool { return s.authOn() }
+
 // identify returns who sent req: the holder of Config.Token ("admin",
 // role admin) or of a token Config.Authorizer knows.
 func (s *Server) identify(req *http.Request) (Identity, bool) {
@@ -178,7 +192,17 @@ func (s *Server) identify(req *http.Request) (Identity, bool) {
 	if !ok {
 		return Identity{}, false
 	}
-	tok = strings.TrimSpace(tok)
+	return s.Identify(strings.TrimSpace(tok))
+}
+
+// Identify returns who holds token, as the API sees a request carrying
+// "Authorization: Bearer <token>": the holder of Config.Token (named
+// "admin", role admin) or of a token Config.Authorizer knows; false for
+// any other token (whether or not authentication is on).
+func (s *Server) Identify(tok string) (Identity, bool) {
+	if tok == "" {
+		return Identity{}, false
+	}
 	if s.cfg.Token != "" {
 		sum := sha256.Sum256([]byte(tok))
 		if subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1 {
@@ -215,7 +239,7 @@ func (s *Server) checkAccess(w http.ResponseWriter, req *http.Request, rt route)
 	if !allowed(rt.allow, req.Method) {
 		return id, true // the 405 follows
 	}
-	need := needRole(req.Method, rt.path)
+	need := NeedRole(req.Method, rt.path)
 	if id.Role.rank() < need.rank() {
 		writeJSON(w, http.StatusForbidden, forbiddenBody{
 			Error: fmt.Sprintf("%s %s needs the %s role; this token has %s", req.Method, rt.path, need, id.Role),

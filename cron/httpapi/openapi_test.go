@@ -182,7 +182,7 @@ func TestOpenAPI(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, has := o.Responses["403"]
-			if want := needRole(strings.ToUpper(op), path) != RoleViewer; has != want {
+			if want := NeedRole(strings.ToUpper(op), path) != RoleViewer; has != want {
 				t.Errorf("%s %s documents a 403: %v, want %v", op, path, has, want)
 			}
 		}

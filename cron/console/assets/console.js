@@ -1,0 +1,110 @@
+// The console's scripts: local times, actions without a full reload, a
+// history that refreshes itself, and the job form's schedule inputs. The
+// pages work without them.
+"use strict";
+(function () {
+  function localTimes(root) {
+    root.querySelectorAll("time[datetime]").forEach(function (el) {
+      if (el.dataset.local) return;
+      var d = new Date(el.getAttribute("datetime"));
+      if (isNaN(d)) return;
+      el.title = el.textContent + " (UTC)";
+      el.textContent = d.toLocaleString();
+      el.dataset.local = "1";
+    });
+  }
+
+  function flash(msg, bad) {
+    var f = document.getElementById("flash");
+    if (!f) return;
+    f.textContent = msg;
+    f.classList.toggle("bad", !!bad);
+    f.classList.remove("hidden");
+  }
+
+  // A form marked data-fetch is sent with fetch; the page it leads to
+  // replaces the main part of this one.
+  function fetchForms(root) {
+    root.querySelectorAll("form[data-fetch]").forEach(function (form) {
+      form.addEventListener("submit", function (ev) {
+        ev.preventDefault();
+        var q = form.getAttribute("data-confirm");
+        if (q && !window.confirm(q)) return;
+        var body = new URLSearchParams(new FormData(form));
+        fetch(form.action, { method: "POST", body: body, credentials: "same-origin" })
+          .then(function (resp) {
+            return resp.text().then(function (html) {
+              var doc = new DOMParser().parseFromString(html, "text/html");
+              if (!resp.ok) {
+                var e = doc.getElementById("error");
+                flash((e ? e.textContent : resp.statusText) + " (" + resp.status + ")", true);
+                return;
+              }
+              var main = doc.querySelector("main");
+              if (main) {
+                document.querySelector("main").replaceWith(main);
+                document.title = doc.title;
+                if (resp.redirected) history.replaceState(null, "", resp.url);
+                init(main);
+              }
+            });
+          })
+          .catch(function (err) { flash("request failed: " + err, true); });
+      });
+    });
+  }
+
+  // A part marked data-refresh="ms" reloads itself from its page's
+  // /history address while the page is visible.
+  function refresh(root) {
+    root.querySelectorAll("[data-refresh]").forEach(function (part) {
+      var ms = parseInt(part.getAttribute("data-refresh"), 10);
+      if (!(ms > 0)) return;
+      var url = location.pathname.replace(/\/$/, "") + "/history";
+      var timer = setInterval(function () {
+        if (!document.body.contains(part)) { clearInterval(timer); return; }
+        if (document.hidden) return;
+        fetch(url, { credentials: "same-origin" }).then(function (resp) {
+          if (!resp.ok) return null;
+          return resp.text();
+        }).then(function (html) {
+          if (!html) return;
+          var doc = new DOMParser().parseFromString(html, "text/html");
+          var fresh = doc.getElementById("history");
+          if (fresh && document.body.contains(part)) {
+            localTimes(fresh);
+            part.querySelector(".scroll").replaceWith(fresh.querySelector(".scroll"));
+          }
+        }).catch(function () {});
+      }, ms);
+    });
+  }
+
+  // The job form shows the inputs of the chosen schedule kind and type.
+  function jobForm(root) {
+    var form = root.querySelector("#jobform");
+    if (!form) return;
+    var kind = form.querySelector("[name='schedule.kind']");
+    var type = form.querySelector("[name='type']");
+    function sync() {
+      form.querySelectorAll("[data-sched]").forEach(function (f) {
+        f.classList.toggle("hidden", f.getAttribute("data-sched") !== kind.value);
+      });
+      var http = !type || type.value === "http";
+      form.querySelectorAll("[data-http]").forEach(function (f) { f.classList.toggle("hidden", !http); });
+      var args = form.querySelector("[name='args']");
+      if (args) args.closest(".field").classList.toggle("hidden", http);
+    }
+    kind.addEventListener("change", sync);
+    if (type) type.addEventListener("change", sync);
+    sync();
+  }
+
+  function init(root) {
+    localTimes(root);
+    fetchForms(root);
+    refresh(root);
+    jobForm(root);
+  }
+  document.addEventListener("DOMContentLoaded", function () { init(document); });
+})();

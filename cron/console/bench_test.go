@@ -1,0 +1,142 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ksana-dev/ksana/cron"
+	"github.com/ksana-dev/ksana/cron/httpapi"
+)
+
+var (
+	bench1MOnce sync.Once
+	bench1M     *benchFixture
+)
+
+type benchFixture struct {
+	r   *cron.Runner
+	c   *Console
+	api *httpapi.Server
+	mid string // the id of a job half way through
+	hot string // a job with a full history
+}
+
+// benchRunner is a runner over no store (it keeps the runs itself) with
+// 1M jobs, a third of each kind, and one job with a full history; built
+// once for every benchmark of the run.
+func benchRunner(b *testing.B) *benchFixture {
+	bench1MOnce.Do(func() {
+		const n = 1_000_000
+		exec := cron.ExecutorFunc(func(ctx context.Context, j *cron.Job, info cron.RunInfo) cron.Result {
+			return cron.Result{Status: cron.StatusFailed, Attempts: 3, HTTPStatus: 503, Error: "callback answered 503 Service Unavailable"}
+		})
+		done := make(chan cron.Run, 1000)
+		r, err := cron.New(nil, exec, cron.Config{Observer: cron.ObserverFunc(func(run cron.Run) { done <- run })})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		at := time.Now().Add(24 * time.Hour)
+		for i := range n {
+			j := cron.Job{ID: fmt.Sprintf("job-%07d", i), Name: fmt.Sprintf("report %d for team %d", i, i%97),
+				HTTP: cron.HTTPConfig{URL: "https://example.com/hook"}}
+			switch i % 3 {
+			case 0:
+				j.Schedule = cron.Cron(fmt.Sprintf("%d 3 * * *", i%60))
+			case 1:
+				j.Schedule = cron.Every(time.Duration(1+i%600) * time.Minute)
+			default:
+				j.Schedule = cron.At(at.Add(time.Duration(i) * time.Second))
+			}
+			if _, err := r.Add(ctx, j); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rctx, stop := context.WithCancel(ctx)
+		ran := make(chan error, 1)
+		go func() { ran <- r.Run(rctx) }()
+		hot := "job-0000042"
+		for range historyRuns {
+			if _, err := r.RunNow(ctx, hot); err != nil {
+				b.Fatal(err)
+			}
+			<-done
+		}
+		stop()
+		<-ran
+		api, err := httpapi.New(r, httpapi.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		bench1M = &benchFixture{r: r, c: New(r, Config{API: api}), api: api, mid: fmt.Sprintf("job-%07d", n/2), hot: hot}
+	})
+	if bench1M == nil {
+		b.Fatal("building the runner failed")
+	}
+	return bench1M
+}
+
+// BenchmarkPages1M renders the console's pages server-side over a runner
+// with 1M jobs and reports the p99 of a render and the page's weight; the
+// baseline of each list page is the API's JSON answer for the same page
+// (GET /jobs?limit=50 with the same filter), as ratio_vs_api.
+//
+//	go test -run '^$' -bench Pages1M -benchtime 200x ./cron/console/
+func BenchmarkPages1M(b *testing.B) {
+	f := benchRunner(b)
+	cases := []struct {
+		name, page, api string
+	}{
+		{"jobs", "/jobs", "/jobs?limit=50"},
+		{"jobs-deep", "/jobs?after=" + f.mid, "/jobs?limit=50&after=" + f.mid},
+		{"jobs-filtered-kind", "/jobs?kind=cron&enabled=true", "/jobs?limit=50&kind=cron&enabled=true"},
+		{"jobs-filtered-search", "/jobs?q=TEAM+13&kind=every", ""},
+		{"job", "/jobs/" + f.hot, "/jobs/" + f.hot + "/runs"},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			var page, base []time.Duration
+			size := 0
+			for b.Loop() {
+				d, n := timeGet(b, f.c, tc.page)
+				page, size = append(page, d), n
+				if tc.api != "" {
+					d, _ := timeGet(b, f.api, tc.api)
+					base = append(base, d)
+				}
+			}
+			b.ReportMetric(float64(p99(page).Microseconds())/1000, "p99-ms")
+			b.ReportMetric(float64(size)/1024, "KB/page")
+			if len(base) > 0 {
+				b.ReportMetric(float64(p99(page))/float64(p99(base)), "ratio_vs_api")
+			}
+			if size >= 100<<10 {
+				b.Errorf("%s weighs %d bytes, want < 100 KB", tc.page, size)
+			}
+		})
+	}
+}
+
+func timeGet(b *testing.B, h http.Handler, path string) (time.Duration, int) {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	w := httptest.NewRecorder()
+	start := time.Now()
+	h.ServeHTTP(w, req)
+	d := time.Since(start)
+	if w.Code != http.StatusOK {
+		b.Fatalf("GET %s: %d %s", path, w.Code, w.Body.String())
+	}
+	return d, w.Body.Len()
+}
+
+func p99(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[(len(s)*99)/100]
+}

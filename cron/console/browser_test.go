@@ -1,0 +1,291 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/ksana-dev/ksana/cron"
+)
+
+// chromium returns the browser of the browser tests: KSANA_TEST_CHROMIUM,
+// else chromium on the PATH. Without one the test fails, but under -short,
+// where it is skipped.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no browser test")
+	}
+	if p := os.Getenv("KSANA_TEST_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no chromium: install it (apt-get install chromium; ./test.sh does) or set KSANA_TEST_CHROMIUM")
+	return ""
+}
+
+// screenshotDir is where the browser tests save their screenshots:
+// KSANA_SCREENSHOTS, else ksana-console-screenshots in the temporary
+// directory.
+func screenshotDir(t *testing.T) string {
+	dir := os.Getenv("KSANA_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "ksana-console-screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots in %s", dir)
+	return dir
+}
+
+// tab is one browser (its own profile, so its own cookies) with one tab.
+type tab struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+	shot string // the screenshot directory
+}
+
+func newTab(t *testing.T, exe, base, shots string) *tab {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelA() })
+	tb := &tab{t: t, ctx: ctx, base: base, shot: shots}
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	return tb
+}
+
+// do runs steps, each within 20s, failing the test on an error.
+func (tb *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		loc, _ := chromedp.Run(tb.ctx, chromedp.Location())
+		html, _ := chromedp.Run(tb.ctx, chromedp.OuterHTML(chromedp.CSS("main")))
+		tb.t.Fatalf("%s: %v\nat %s\n%s", what, err, loc, html)
+	}
+}
+
+// eval returns the value of a JavaScript expression in the page.
+func eval[T any](tb *tab, expr string) T {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		tb.t.Fatalf("eval %s: %v", expr, err)
+	}
+	return v
+}
+
+func (tb *tab) open(path string) {
+	tb.t.Helper()
+	tb.do("open "+path, chromedp.Navigate(tb.base+path), chromedp.WaitReady(chromedp.CSS("main")))
+}
+
+// screenshot saves the page, whole, as name.png.
+func (tb *tab) screenshot(name string) {
+	tb.t.Helper()
+	png, err := chromedp.Run(tb.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		tb.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(tb.shot, name+".png"), png, 0o644); err != nil {
+		tb.t.Fatal(err)
+	}
+}
+
+// set gives an input of the page a value and tells the page's script.
+func (tb *tab) set(sel, value string) {
+	tb.t.Helper()
+	tb.do("set "+sel,
+		chromedp.SetValue(chromedp.CSS(sel), value),
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).dispatchEvent(new Event("change"))`, sel)),
+	)
+}
+
+func (tb *tab) login(token string) {
+	tb.t.Helper()
+	tb.open("/login")
+	tb.do("sign in", chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Submit(chromedp.CSS("#token")),
+		chromedp.WaitVisible(chromedp.CSS("#role")))
+}
+
+// TestBrowser drives the console in headless Chromium: the form with a
+// validation error then a job created, run now with the run appearing
+// without a reload, pause and resume, a bulk pause on a filter, a viewer
+// who sees no button that writes and is refused a write, and a hostile
+// job name shown as text. It saves a screenshot of each page.
+func TestBrowser(t *testing.T) {
+	exe := chromium(t)
+	shots := screenshotDir(t)
+	f := newFixture(t, fixtureOpts{auth: true, console: Config{RefreshInterval: 300 * time.Millisecond}})
+	admin := newTab(t, exe, f.base, shots)
+	admin.login(adminToken)
+
+	t.Run("create through the form", func(t *testing.T) {
+		admin.t = t
+		admin.open("/new")
+		admin.screenshot("form")
+		admin.set(`[name="id"]`, "nightly")
+		admin.set(`[name="name"]`, "nightly report")
+		admin.set(`[name="schedule.kind"]`, "every")
+		admin.set(`[name="schedule.every"]`, "soon")
+		admin.set(`[name="http.url"]`, "https://example.com/report")
+		admin.do("save", chromedp.Click(chromedp.CSS("#save")),
+			chromedp.WaitVisible(chromedp.CSS(`.field-error[data-field="schedule.every"]`)))
+		msg := eval[string](admin, `document.querySelector('.field-error[data-field="schedule.every"]').textContent`)
+		if !strings.Contains(msg, "soon") {
+			t.Errorf("the error beside schedule.every is %q", msg)
+		}
+		admin.screenshot("form-error")
+		admin.set(`[name="schedule.every"]`, "1h")
+		admin.do("save again", chromedp.Click(chromedp.CSS("#save")), chromedp.WaitVisible(chromedp.CSS("#words")))
+		if words := eval[string](admin, `document.querySelector("#words").textContent`); !strings.HasPrefix(words, "every hour") {
+			t.Errorf("schedule in words: %q", words)
+		}
+		if _, err := f.runner.Get("nightly"); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("run now, pause, resume without a reload", func(t *testing.T) {
+		admin.t = t
+		admin.open("/jobs/nightly")
+		eval[bool](admin, `window.__sameDocument = true`)
+		admin.do("run now", chromedp.Click(chromedp.CSS("#run-now")),
+			chromedp.WaitVisible(chromedp.CSS("#history tr.run")))
+		if got := eval[string](admin, `document.querySelector("#history tr.run .st").textContent`); got != "success" {
+			t.Errorf("the run's status: %q", got)
+		}
+		admin.do("pause", chromedp.Click(chromedp.CSS("#pause")), chromedp.WaitVisible(chromedp.CSS("#resume")))
+		if j, _ := f.runner.Get("nightly"); !j.Paused {
+			t.Error("not paused")
+		}
+		if got := eval[string](admin, `document.querySelector("#state").textContent`); got != "paused" {
+			t.Errorf("state shown: %q", got)
+		}
+		admin.screenshot("job-paused")
+		admin.do("resume", chromedp.Click(chromedp.CSS("#resume")), chromedp.WaitVisible(chromedp.CSS("#pause")))
+		if j, _ := f.runner.Get("nightly"); j.Paused {
+			t.Error("not resumed")
+		}
+		if !eval[bool](admin, `window.__sameDocument === true`) {
+			t.Error("the actions reloaded the whole page")
+		}
+		// A run made elsewhere shows by the history's own refresh.
+		if _, err := f.runner.RunNow(context.Background(), "nightly"); err != nil {
+			t.Fatal(err)
+		}
+		admin.do("live history", chromedp.WaitVisible(chromedp.CSS("#history tr.run:nth-child(2)")))
+		// Times are shown in the browser's zone with UTC on hover.
+		if title := eval[string](admin, `document.querySelector("#history time").title`); !strings.HasSuffix(title, "Z (UTC)") {
+			t.Errorf("time title %q", title)
+		}
+		admin.screenshot("job")
+	})
+
+	t.Run("bulk pause on a filter", func(t *testing.T) {
+		admin.t = t
+		for i := range 5 {
+			name := fmt.Sprintf("batch %d", i)
+			if i == 4 {
+				name = "lonely"
+			}
+			f.add(t, cron.Job{ID: fmt.Sprintf("b%d", i), Name: name})
+		}
+		admin.open("/jobs?q=batch")
+		admin.screenshot("jobs")
+		admin.set("#bulk-action", "pause")
+		admin.do("apply", chromedp.Click(chromedp.CSS("#bulk button")), chromedp.WaitVisible(chromedp.CSS("#confirm-count")))
+		if n := eval[string](admin, `document.querySelector("#confirm-count").textContent`); n != "4" {
+			t.Errorf("confirmation counts %s jobs, want 4", n)
+		}
+		admin.screenshot("bulk-confirm")
+		admin.do("confirm", chromedp.Click(chromedp.CSS("#confirm button")), chromedp.WaitVisible(chromedp.CSS("#jobs")))
+		for _, j := range f.runner.List() {
+			if want := strings.HasPrefix(j.Name, "batch"); j.Paused != want {
+				t.Errorf("%s %q: paused %v, want %v", j.ID, j.Name, j.Paused, want)
+			}
+		}
+		if flash := eval[string](admin, `document.querySelector("#flash").textContent`); !strings.Contains(flash, "4 of 4") {
+			t.Errorf("flash %q", flash)
+		}
+	})
+
+	t.Run("hostile name", func(t *testing.T) {
+		admin.t = t
+		const evil = `<script>window.__xss=1</script><img src=x onerror="window.__xss=2">`
+		f.add(t, cron.Job{ID: "evil", Name: evil})
+		for _, p := range []string{"/jobs?q=script", "/jobs/evil", "/jobs/evil/edit", "/"} {
+			admin.open(p)
+			if xss := eval[bool](admin, `window.__xss === undefined`); !xss {
+				t.Errorf("%s: the name ran as script", p)
+			}
+		}
+		admin.open("/jobs/evil")
+		if h1 := eval[string](admin, `document.querySelector("h1").firstChild.textContent.trim()`); h1 != evil {
+			t.Errorf("the title shows %q, want the name as text", h1)
+		}
+		admin.screenshot("hostile-name")
+	})
+
+	t.Run("overview and phone", func(t *testing.T) {
+		admin.t = t
+		admin.open("/")
+		admin.screenshot("overview")
+		admin.do("phone", chromedp.EmulateViewport(390, 844))
+		admin.open("/jobs/nightly")
+		if w := eval[int](admin, `document.documentElement.scrollWidth`); w > 420 {
+			t.Errorf("on a phone the job page is %d px wide", w)
+		}
+		admin.screenshot("job-phone")
+		admin.do("desktop", chromedp.EmulateViewport(1280, 900))
+	})
+
+	t.Run("viewer", func(t *testing.T) {
+		viewer := newTab(t, exe, f.base, shots)
+		viewer.login(viewerToken)
+		viewer.open("/jobs/nightly")
+		for _, sel := range []string{"#run-now", "#pause", "#resume", "#edit", "#delete", "#bulk"} {
+			if eval[bool](viewer, fmt.Sprintf(`document.querySelector(%q) !== null`, sel)) {
+				t.Errorf("a viewer sees %s", sel)
+			}
+		}
+		viewer.screenshot("viewer-job")
+		status := eval[int](viewer, `fetch(location.pathname + "/pause", {method: "POST",
+			body: new URLSearchParams({csrf: document.querySelector("main").dataset.csrf})}).then(r => r.status)`)
+		if status != 403 {
+			t.Errorf("a viewer's pause: %d, want 403", status)
+		}
+		if j, _ := f.runner.Get("nightly"); j.Paused {
+			t.Error("a viewer paused the job")
+		}
+	})
+}

@@ -1,0 +1,308 @@
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ksana-dev/ksana/cron"
+	"github.com/ksana-dev/ksana/cron/httpapi"
+)
+
+// Defaults of [Config].
+const (
+	DefaultTitle           = "ksana"
+	DefaultPageSize        = 50
+	DefaultRefreshInterval = 5 * time.Second
+	DefaultOverviewMaxAge  = 10 * time.Second
+)
+
+// Config tunes a [Console]. The zero value is ready to use.
+type Config struct {
+	// API is the REST API that every write of the console goes through,
+	// as a request from the signed-in user: its decoder, validation,
+	// callback allow-list, roles and audit log are the console's. Give the
+	// one the service serves, so that both share one audit log and one
+	// set of tokens. Default nil: an API of the runner with no
+	// authentication (every visitor may do everything), for a console
+	// reachable only from trusted hosts.
+	API *httpapi.Server
+	// Prefix is the path the console is mounted under ("/ui"). It is
+	// needed only when the console cannot find it by itself: it does when
+	// mounted with http.ServeMux.Handle("/ui/", c) (from the pattern) or
+	// behind http.StripPrefix (from the request URI). Default "".
+	Prefix string
+	// ReadOnly hides every button that writes and answers every write
+	// with 403, whatever the user's role. Default false.
+	ReadOnly bool
+	// Title names the service in the page titles and the header.
+	// Default [DefaultTitle].
+	Title string
+	// Secret keys the CSRF tokens of the forms (HMAC-SHA256 of a random
+	// per-browser cookie). Give the same secret of at least 32 bytes to
+	// every instance behind one address. Default nil: 32 random bytes per
+	// Console, so forms rendered before a restart are refused once (the
+	// user reloads the page).
+	Secret []byte
+	// Notes, when set, lists facts about the serving instance shown on
+	// the overview (instance name, partitions held, jobs held, store),
+	// such as the HealthNotes of the API. It must be fast and safe for
+	// concurrent use. Default nil.
+	Notes func() map[string]any
+	// PageSize is the number of jobs on a page of the jobs list. Default
+	// [DefaultPageSize]; at most [httpapi.MaxListLimit].
+	PageSize int
+	// RefreshInterval is how often an open job page reloads its history.
+	// Default [DefaultRefreshInterval]; negative: never.
+	RefreshInterval time.Duration
+	// OverviewMaxAge is how long the counts of the overview (which read
+	// every job) are reused before they are computed again. Default
+	// [DefaultOverviewMaxAge].
+	OverviewMaxAge time.Duration
+	// Logger receives the errors of rendering. Default nil: discard.
+	Logger *slog.Logger
+}
+
+// Console is the web console of a [cron.Runner]: an http.Handler serving
+// HTML pages. See the package documentation.
+type Console struct {
+	r      *cron.Runner
+	api    *httpapi.Server
+	cfg    Config
+	log    *slog.Logger
+	secret []byte
+	tmpl   map[string]*template.Template
+	mux    *http.ServeMux
+	csrf   *http.CrossOriginProtection
+
+	ovMu sync.Mutex
+	ov   *overviewStats
+}
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// New returns the console of r. It panics when r is nil, when
+// Config.Secret is set but shorter than 32 bytes, when Config.PageSize is
+// out of range, or when Config.Prefix is not a path ("/ui"), so that a
+// console can be mounted in one line.
+func New(r *cron.Runner, cfg Config) *Console {
+	c, err := newConsole(r, cfg)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func newConsole(r *cron.Runner, cfg Config) (*Console, error) {
+	if r == nil {
+		return nil, errors.New("console: New: runner is nil")
+	}
+	if cfg.Secret != nil && len(cfg.Secret) < 32 {
+		return nil, fmt.Errorf("console: New: Config.Secret must hold at least 32 bytes, got %d", len(cfg.Secret))
+	}
+	if cfg.PageSize < 0 || cfg.PageSize > httpapi.MaxListLimit {
+		return nil, fmt.Errorf("console: New: Config.PageSize must be from 0 to %d, got %d", httpapi.MaxListLimit, cfg.PageSize)
+	}
+	if cfg.PageSize == 0 {
+		cfg.PageSize = DefaultPageSize
+	}
+	if p := cfg.Prefix; p != "" {
+		p = strings.TrimSuffix(p, "/")
+		if p != "" && (!strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || path.Clean(p) != p) {
+			return nil, fmt.Errorf("console: New: Config.Prefix must be a clean absolute path such as \"/ui\", got %q", cfg.Prefix)
+		}
+		cfg.Prefix = p
+	}
+	if cfg.Title == "" {
+		cfg.Title = DefaultTitle
+	}
+	if cfg.RefreshInterval == 0 {
+		cfg.RefreshInterval = DefaultRefreshInterval
+	}
+	if cfg.OverviewMaxAge <= 0 {
+		cfg.OverviewMaxAge = DefaultOverviewMaxAge
+	}
+	c := &Console{r: r, api: cfg.API, cfg: cfg, log: cfg.Logger, secret: cfg.Secret, csrf: http.NewCrossOriginProtection()}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.api == nil {
+		api, err := httpapi.New(r, httpapi.Config{Logger: cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("console: New: %w", err)
+		}
+		c.api = api
+	}
+	if c.secret == nil {
+		c.secret = make([]byte, 32)
+		_, _ = rand.Read(c.secret)
+	}
+	var err error
+	if c.tmpl, err = parseTemplates(); err != nil {
+		return nil, err
+	}
+	c.mux = c.newMux()
+	return c, nil
+}
+
+// parseTemplates parses each page with the shared layout.
+func parseTemplates() (map[string]*template.Template, error) {
+	pages, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*template.Template{}
+	for _, p := range pages {
+		name := strings.TrimSuffix(path.Base(p), ".html")
+		if name == "layout" {
+			continue
+		}
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", p)
+		if err != nil {
+			return nil, fmt.Errorf("console: template %s: %w", name, err)
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+// newMux routes the console's pages; paths are relative to the mount
+// point.
+func (c *Console) newMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", c.overview)
+	mux.HandleFunc("GET /jobs", c.jobs)
+	mux.HandleFunc("GET /jobs/{id}", c.job)
+	mux.HandleFunc("GET /jobs/{id}/history", c.history)
+	mux.HandleFunc("GET /new", c.newForm)
+	mux.HandleFunc("POST /new", c.write(c.create))
+	mux.HandleFunc("GET /jobs/{id}/edit", c.editForm)
+	mux.HandleFunc("POST /jobs/{id}/edit", c.write(c.edit))
+	mux.HandleFunc("POST /jobs/{id}/{action}", c.write(c.action))
+	mux.HandleFunc("POST /bulk", c.write(c.bulk))
+	// The history across jobs (GET /runs) goes here once the runner
+	// serves runs across jobs.
+	mux.HandleFunc("GET /login", c.loginForm)
+	mux.HandleFunc("POST /login", c.login)
+	mux.HandleFunc("POST /logout", c.logout)
+	sub, _ := fs.Sub(assetFS, "assets")
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(sub)))
+	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
+		c.fail(w, req, http.StatusNotFound, "no such page: "+req.URL.Path)
+	})
+	return mux
+}
+
+// mountKey carries the mount point of a request to the handlers.
+type mountKey struct{}
+
+// ServeHTTP answers one request for a page, an action or an asset.
+func (c *Console) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	mount, local := c.split(req)
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	if local == "" {
+		http.Redirect(w, req, mount+"/", http.StatusFound)
+		return
+	}
+	unesc, err := url.PathUnescape(local)
+	if err != nil || cleanPath(local) != local {
+		c.fail(w, withMount(req, mount), http.StatusNotFound, "no such page: "+req.URL.Path)
+		return
+	}
+	r2 := withMount(req, mount)
+	u := *req.URL
+	u.Path, u.RawPath = unesc, local
+	r2.URL = &u
+	c.mux.ServeHTTP(w, r2)
+}
+
+// withMount returns req carrying mount for the handlers.
+func withMount(req *http.Request, mount string) *http.Request {
+	return req.WithContext(context.WithValue(req.Context(), mountKey{}, mount))
+}
+
+// split finds where the console is mounted: Config.Prefix, the pattern of
+// the http.ServeMux that routed the request to it (path unchanged), or
+// the part of the request URI that http.StripPrefix took away. It returns
+// the mount point ("" or "/ui") and the escaped path below it.
+func (c *Console) split(req *http.Request) (mount, local string) {
+	p := req.URL.EscapedPath()
+	if c.cfg.Prefix != "" {
+		if rest, ok := cutMount(p, c.cfg.Prefix); ok {
+			return c.cfg.Prefix, rest
+		}
+		return c.cfg.Prefix, p
+	}
+	if pat := patternPath(req.Pattern); len(pat) > 1 && strings.HasSuffix(pat, "/") && !strings.Contains(pat, "{") {
+		if rest, ok := cutMount(p, strings.TrimSuffix(pat, "/")); ok {
+			return safeMount(strings.TrimSuffix(pat, "/")), rest
+		}
+	}
+	if u, err := url.ParseRequestURI(req.RequestURI); err == nil {
+		if full := u.EscapedPath(); len(full) > len(p) && strings.HasSuffix(full, p) {
+			return safeMount(strings.TrimSuffix(full, p)), p
+		}
+	}
+	return "", p
+}
+
+// cutMount returns p without mount when p is mount or below it.
+func cutMount(p, mount string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, mount)
+	if !ok || (rest != "" && rest[0] != '/') {
+		return "", false
+	}
+	return rest, true
+}
+
+// safeMount keeps a mount point that links and redirects can start with:
+// an absolute path, never a scheme-relative "//host".
+func safeMount(m string) string {
+	if !strings.HasPrefix(m, "/") || strings.HasPrefix(m, "//") || strings.ContainsAny(m, "\\\"'<> ") {
+		return ""
+	}
+	return m
+}
+
+// patternPath is the path of a ServeMux pattern ("GET host/ui/" gives
+// "/ui/").
+func patternPath(pat string) string {
+	if i := strings.IndexByte(pat, ' '); i >= 0 {
+		pat = strings.TrimSpace(pat[i+1:])
+	}
+	if i := strings.IndexByte(pat, '/'); i > 0 {
+		pat = pat[i:]
+	}
+	return pat
+}
+
+// cleanPath is p as http.ServeMux cleans it (a trailing slash kept).
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	np := path.Clean(p)
+	if strings.HasSuffix(p, "/") && np != "/" {
+		np += "/"
+	}
+	return np
+}

@@ -1,0 +1,60 @@
+// Package console is the web console of the timed-job service: an
+// http.Handler over a [cron.Runner] that serves HTML pages to see and
+// manage its jobs, mountable under any path of any Go service. cmd/ksana
+// serves it at /ui/.
+//
+//	api, _ := httpapi.New(runner, httpapi.Config{Authorizer: tokens})
+//	mux.Handle("/jobs-ui/", console.New(runner, console.Config{API: api}))
+//
+// # Pages
+//
+// The paths below are relative to where the console is mounted.
+//
+//	GET  /                    overview: jobs by state and kind, failing jobs, the next runs, the instance
+//	GET  /jobs                the jobs, a page at a time (?after=<id>), with a search (?q= part of the
+//	                          id or the name, any case) and filters (status, kind, type, enabled)
+//	GET  /jobs/{id}           one job: its schedule in words and as written, its next 10 times in its
+//	                          zone and in UTC, its history (status, attempts, HTTP status, latency, lag,
+//	                          error) and the audit of its changes
+//	GET  /jobs/{id}/history   the history part of the job's page alone (the page reloads it)
+//	GET  /new                 the form of a new job; POST creates it
+//	GET  /jobs/{id}/edit      the form of a job; POST saves it
+//	POST /jobs/{id}/run       run now; also pause, resume and delete
+//	POST /bulk                pause, resume, run or delete every job matching a filter, once confirmed
+//	GET  /login               the sign-in form; POST signs in, POST /logout out
+//	GET  /assets/...          the style sheet and the script, embedded in the binary
+//
+// A jobs page reads at most Config.PageSize jobs past its cursor, so it
+// stays fast with a million jobs (a filter that few jobs pass reads
+// further). The overview reads every job, a page at a time, and keeps the
+// counts for Config.OverviewMaxAge.
+//
+// # Writes go through the API
+//
+// Every write is a request to the REST API ([httpapi.Server], given as
+// Config.API) made as the signed-in user: the console has no rule of its
+// own. A form's inputs are named after the job's JSON fields
+// ("schedule.every"), so the API's error on a field shows beside its
+// input; its roles decide who may write (403 otherwise) and its audit log
+// records each change, shown on the job's page.
+//
+// # Security
+//
+// Pages are html/template, so every job field is text. With
+// authentication on in the API, the sign-in form takes an API token and
+// keeps it in an HttpOnly, SameSite=Strict cookie (Secure over TLS) on
+// the console's path; the user's role hides the buttons they may not use
+// (a viewer sees none) and the API refuses what they try anyway. Every
+// write carries a CSRF token (an HMAC under Config.Secret of a random
+// cookie of the browser) and is refused with 403 without it, or when the
+// browser says it comes from another site. Config.ReadOnly refuses every
+// write. Every answer sets Content-Security-Policy (default-src 'self',
+// frame-ancestors 'none'), X-Frame-Options DENY and nosniff; nothing is
+// loaded from elsewhere.
+//
+// # Times
+//
+// The server writes times in UTC inside <time datetime> elements; the
+// script shows them in the browser's zone, with UTC on hover. A job's
+// next times are listed in its own zone and in UTC.
+package console

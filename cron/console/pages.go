@@ -1,0 +1,679 @@
+package console
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ksana-dev/ksana/cron"
+	"github.com/ksana-dev/ksana/cron/httpapi"
+)
+
+// view is what every page template gets: the layout's data and the
+// page's own (Page).
+type view struct {
+	Title      string
+	App        string
+	Base       string // the mount point, "" or "/ui"
+	Here       string // the page's path and query below Base, for "back"
+	CSRF       string
+	User       user
+	CanOperate bool // run, pause, resume
+	CanAdmin   bool // create, edit, delete
+	ReadOnly   bool
+	Flash      string
+	Status     int
+	Page       any
+}
+
+// render writes page name with data p and status.
+func (c *Console) render(w http.ResponseWriter, req *http.Request, status int, name string, p any) {
+	t, tname := c.tmpl[name], "layout"
+	if name == "history" {
+		// The history part of a job's page, alone.
+		t, tname = c.tmpl["job"], "history"
+	}
+	u := c.who(req)
+	v := view{
+		Title:      pageTitle(name, p),
+		App:        c.cfg.Title,
+		Base:       mount(req),
+		Here:       req.URL.RequestURI(),
+		CSRF:       c.csrfToken(w, req),
+		User:       u,
+		CanOperate: c.can(u, httpapi.RoleOperator),
+		CanAdmin:   c.can(u, httpapi.RoleAdmin),
+		ReadOnly:   c.cfg.ReadOnly,
+		Status:     status,
+		Page:       p,
+	}
+	if req.Method == http.MethodGet {
+		v.Flash = takeFlash(w, req)
+	}
+	var buf bytes.Buffer
+	var data any = v
+	if tname != "layout" {
+		data = p
+	}
+	if err := t.ExecuteTemplate(&buf, tname, data); err != nil {
+		c.log.Error("console: render", "page", name, "error", err)
+		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// pageTitle is the title of page name.
+func pageTitle(name string, p any) string {
+	switch pg := p.(type) {
+	case *jobPage:
+		return "Job " + pg.Job.Name
+	case *formPage:
+		if pg.Edit {
+			return "Edit job " + pg.ID
+		}
+		return "New job"
+	}
+	switch name {
+	case "overview":
+		return "Overview"
+	case "jobs":
+		return "Jobs"
+	case "login":
+		return "Sign in"
+	case "confirm":
+		return "Confirm"
+	}
+	return "Error"
+}
+
+// errorPage is the page of a refused or failed request.
+type errorPage struct {
+	Message string
+}
+
+// fail answers with an error page; a user who is not signed in is sent
+// to the sign-in form instead when the page is read.
+func (c *Console) fail(w http.ResponseWriter, req *http.Request, status int, msg string) {
+	c.render(w, req, status, "error", &errorPage{Message: msg})
+}
+
+// reader checks that req may read: a visitor not signed in (with
+// authentication on) is sent to the sign-in form.
+func (c *Console) reader(w http.ResponseWriter, req *http.Request) (user, bool) {
+	u := c.who(req)
+	if !u.SignedIn {
+		http.Redirect(w, req, mount(req)+"/login", http.StatusSeeOther)
+		return u, false
+	}
+	return u, true
+}
+
+// --- overview ---
+
+// overviewStats are the counts of the overview, computed by reading every
+// job and kept for Config.OverviewMaxAge.
+type overviewStats struct {
+	At       time.Time
+	Enabled  int
+	Paused   int
+	ByStatus []count
+	ByKind   []count
+	Failing  []cron.Job
+	Next     []cron.Job
+	Partial  string // why the counts stop short, "" when complete
+}
+
+type count struct {
+	Name  string
+	Query string // the jobs-page query that lists them
+	N     int
+}
+
+// Most jobs listed in the overview's lists.
+const (
+	overviewFailing = 20
+	overviewNext    = 15
+	scanPage        = 1000
+)
+
+type overviewPage struct {
+	Stats *overviewStats
+	Notes []note
+	Error string
+}
+
+type note struct{ Name, Value string }
+
+func (c *Console) overview(w http.ResponseWriter, req *http.Request) {
+	if _, ok := c.reader(w, req); !ok {
+		return
+	}
+	p := &overviewPage{Stats: c.stats()}
+	if c.cfg.Notes != nil {
+		for k, v := range c.cfg.Notes() {
+			p.Notes = append(p.Notes, note{k, fmt.Sprint(v)})
+		}
+		slices.SortFunc(p.Notes, func(a, b note) int { return strings.Compare(a.Name, b.Name) })
+	}
+	c.render(w, req, http.StatusOK, "overview", p)
+}
+
+// stats returns the overview's counts, computing them at most once per
+// Config.OverviewMaxAge. The jobs are read a page at a time, so the
+// runner is never held for long.
+func (c *Console) stats() *overviewStats {
+	c.ovMu.Lock()
+	defer c.ovMu.Unlock()
+	if c.ov != nil && time.Since(c.ov.At) < c.cfg.OverviewMaxAge {
+		return c.ov
+	}
+	st := &overviewStats{At: time.Now().UTC()}
+	byStatus := map[string]int{}
+	byKind := map[string]int{}
+	err := scan(c.r, nil, func(j *cron.Job) {
+		if j.Paused {
+			st.Paused++
+		} else {
+			st.Enabled++
+		}
+		byStatus[string(j.LastStatus)]++
+		byKind[j.Schedule.Kind]++
+		if (j.LastStatus == cron.StatusFailed || j.LastStatus == cron.StatusTimeout) && len(st.Failing) < overviewFailing {
+			st.Failing = append(st.Failing, *j)
+		}
+		if !j.Paused && !j.NextRunAt.IsZero() {
+			st.Next = keepSoonest(st.Next, *j, overviewNext)
+		}
+	})
+	if err != nil {
+		st.Partial = err.Error()
+	}
+	for _, s := range []string{"success", "failed", "timeout", "skipped", "missed", "paused", ""} {
+		if n := byStatus[s]; n > 0 {
+			name, q := s, s
+			if s == "" {
+				name, q = "never run", "never"
+			}
+			st.ByStatus = append(st.ByStatus, count{name, "status=" + q, n})
+		}
+	}
+	for _, k := range []string{cron.KindOnce, cron.KindEvery, cron.KindCron} {
+		if n := byKind[k]; n > 0 {
+			st.ByKind = append(st.ByKind, count{k, "kind=" + k, n})
+		}
+	}
+	c.ov = st
+	return st
+}
+
+// keepSoonest inserts j into next (sorted by NextRunAt) keeping n jobs.
+func keepSoonest(next []cron.Job, j cron.Job, n int) []cron.Job {
+	if len(next) == n && !j.NextRunAt.Before(next[n-1].NextRunAt) {
+		return next
+	}
+	i, _ := slices.BinarySearchFunc(next, j.NextRunAt, func(a cron.Job, t time.Time) int { return a.NextRunAt.Compare(t) })
+	next = slices.Insert(next, i, j)
+	if len(next) > n {
+		next = next[:n]
+	}
+	return next
+}
+
+// scan calls visit with every job keep passes (nil: every job), a page at
+// a time.
+func scan(r *cron.Runner, keep func(*cron.Job) bool, visit func(*cron.Job)) error {
+	after := ""
+	for {
+		jobs, more, err := r.Page(after, scanPage, keep)
+		if err != nil {
+			return fmt.Errorf("reading the jobs after %q: %w", after, err)
+		}
+		for i := range jobs {
+			visit(&jobs[i])
+		}
+		if !more || len(jobs) == 0 {
+			return nil
+		}
+		after = jobs[len(jobs)-1].ID
+	}
+}
+
+// --- jobs ---
+
+// filter selects jobs on the jobs page and for bulk actions.
+type filter struct {
+	Q       string // part of the id or the name, any case
+	Status  string // last status; "never": never run
+	Kind    string
+	Type    string
+	Enabled string // "", "true" or "false"
+	// A filter on the end of a timed pause goes here when jobs carry one.
+}
+
+// statuses are the values of the status filter.
+var statuses = []string{"success", "failed", "timeout", "skipped", "paused", "missed", "never"}
+
+// parseFilter reads a filter from form or query values; a bad value is
+// an error naming the parameter.
+func parseFilter(q url.Values) (filter, error) {
+	f := filter{
+		Q: strings.TrimSpace(q.Get("q")), Status: q.Get("status"), Kind: q.Get("kind"),
+		Type: strings.TrimSpace(q.Get("type")), Enabled: q.Get("enabled"),
+	}
+	if f.Status != "" && !slices.Contains(statuses, f.Status) {
+		return f, fmt.Errorf("status must be one of %s, got %q", strings.Join(statuses, ", "), f.Status)
+	}
+	if f.Kind != "" && f.Kind != cron.KindOnce && f.Kind != cron.KindEvery && f.Kind != cron.KindCron {
+		return f, fmt.Errorf("kind must be once, every or cron, got %q", f.Kind)
+	}
+	if f.Enabled != "" && f.Enabled != "true" && f.Enabled != "false" {
+		return f, fmt.Errorf("enabled must be true or false, got %q", f.Enabled)
+	}
+	if len(f.Q) > 200 {
+		return f, errors.New("q must be at most 200 characters long")
+	}
+	if len(f.Type) > cron.MaxTypeLen {
+		return f, fmt.Errorf("type must be at most %d characters long", cron.MaxTypeLen)
+	}
+	return f, nil
+}
+
+// empty reports whether f selects every job.
+func (f filter) empty() bool { return f == filter{} }
+
+// values is f as query parameters.
+func (f filter) values() url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"q": f.Q, "status": f.Status, "kind": f.Kind, "type": f.Type, "enabled": f.Enabled} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v
+}
+
+// Query is f as a query string.
+func (f filter) Query() string { return f.values().Encode() }
+
+// String describes f for a confirmation.
+func (f filter) String() string {
+	if f.empty() {
+		return "every job"
+	}
+	var parts []string
+	if f.Q != "" {
+		parts = append(parts, fmt.Sprintf("id or name containing %q", f.Q))
+	}
+	if f.Status != "" {
+		parts = append(parts, "last status "+f.Status)
+	}
+	if f.Kind != "" {
+		parts = append(parts, "kind "+f.Kind)
+	}
+	if f.Type != "" {
+		parts = append(parts, "type "+f.Type)
+	}
+	switch f.Enabled {
+	case "true":
+		parts = append(parts, "enabled")
+	case "false":
+		parts = append(parts, "paused")
+	}
+	return "jobs with " + strings.Join(parts, ", ")
+}
+
+// keep is f as a test of a job; nil when f selects every job. It
+// allocates nothing: the runner calls it with its lock held.
+func (f filter) keep() func(*cron.Job) bool {
+	if f.empty() {
+		return nil
+	}
+	status := cron.Status(f.Status)
+	if f.Status == "never" {
+		status = ""
+	}
+	typ := f.Type
+	if typ == cron.JobTypeHTTP {
+		typ = ""
+	}
+	return func(j *cron.Job) bool {
+		if f.Status != "" && j.LastStatus != status {
+			return false
+		}
+		if f.Kind != "" && j.Schedule.Kind != f.Kind {
+			return false
+		}
+		if f.Type != "" {
+			jt := j.Type
+			if jt == cron.JobTypeHTTP {
+				jt = ""
+			}
+			if jt != typ {
+				return false
+			}
+		}
+		if f.Enabled != "" && j.Paused != (f.Enabled == "false") {
+			return false
+		}
+		if f.Q != "" && !containsFold(j.ID, f.Q) && !containsFold(j.Name, f.Q) {
+			return false
+		}
+		return true
+	}
+}
+
+// containsFold reports whether sub is within s, ignoring case: ASCII
+// letters byte by byte, other text by strings.EqualFold.
+func containsFold(s, sub string) bool {
+	n := len(sub)
+	if n == 0 {
+		return true
+	}
+	first := lowerASCII(sub[0])
+	for i := 0; i+n <= len(s); i++ {
+		if c := s[i]; c < 0x80 && lowerASCII(c) != first && sub[0] < 0x80 {
+			continue
+		}
+		if strings.EqualFold(s[i:i+n], sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+type jobsPage struct {
+	F      filter
+	Jobs   []cron.Job
+	After  string // the cursor of this page, "" for the first
+	Next   string // the cursor of the next page, "" when none
+	Types  []string
+	Kinds  []string
+	States []string
+	Error  string
+}
+
+func (c *Console) jobs(w http.ResponseWriter, req *http.Request) {
+	if _, ok := c.reader(w, req); !ok {
+		return
+	}
+	q := req.URL.Query()
+	p := &jobsPage{Types: c.types(), Kinds: []string{cron.KindOnce, cron.KindEvery, cron.KindCron}, States: statuses}
+	f, err := parseFilter(q)
+	p.F = f
+	if err != nil {
+		p.Error = err.Error()
+		c.render(w, req, http.StatusBadRequest, "jobs", p)
+		return
+	}
+	p.After = q.Get("after")
+	jobs, more, err := c.r.Page(p.After, c.cfg.PageSize, f.keep())
+	status := http.StatusOK
+	switch {
+	case errors.Is(err, cron.ErrNotFound):
+		p.Error = "the job that ended the previous page was removed: start again from the first page"
+		status = http.StatusBadRequest
+	case err != nil:
+		p.Error = err.Error()
+		status = http.StatusServiceUnavailable
+	}
+	p.Jobs = jobs
+	if more && len(jobs) > 0 {
+		p.Next = jobs[len(jobs)-1].ID
+	}
+	c.render(w, req, status, "jobs", p)
+}
+
+// types are the job types a job may have: http and the runner's.
+func (c *Console) types() []string {
+	return append([]string{cron.JobTypeHTTP}, c.r.Types()...)
+}
+
+// --- one job ---
+
+type jobPage struct {
+	Job       cron.Job
+	Words     string
+	Written   []note
+	Zone      string
+	Next      []time.Time
+	NextError string
+	History   *historyPart
+	Audit     []httpapi.AuditEntry
+	AuditNote string
+}
+
+// historyPart is the run history of a job, a part of its page that
+// reloads by itself.
+type historyPart struct {
+	JobID   string
+	Runs    []runRow
+	Note    string
+	Refresh int // milliseconds, 0: never
+}
+
+type runRow struct {
+	cron.Run
+	Lag time.Duration
+}
+
+// historyRuns is how many runs the job page shows.
+const historyRuns = 50
+
+func (c *Console) job(w http.ResponseWriter, req *http.Request) {
+	u, ok := c.reader(w, req)
+	if !ok {
+		return
+	}
+	id := req.PathValue("id")
+	j, err := c.r.Get(id)
+	if err != nil {
+		c.readFailed(w, req, err, id)
+		return
+	}
+	p := &jobPage{Job: j, Words: describe(j.Schedule), Written: written(j.Schedule), Zone: zoneName(j.Schedule)}
+	next, _, err := c.r.Next(id, 10)
+	if err != nil {
+		p.NextError = err.Error()
+	}
+	p.Next = next
+	p.History = c.historyOf(req, id)
+	a := c.call(req.Context(), u, http.MethodGet, "/audit?job_id="+url.QueryEscape(id)+"&limit=50", nil)
+	if a.ok() {
+		_ = jsonUnmarshal(a.Body, &p.Audit)
+		slices.Reverse(p.Audit)
+	} else {
+		p.AuditNote, _ = a.problem()
+	}
+	c.render(w, req, http.StatusOK, "job", p)
+}
+
+// history answers the history part of a job's page alone.
+func (c *Console) history(w http.ResponseWriter, req *http.Request) {
+	if _, ok := c.reader(w, req); !ok {
+		return
+	}
+	id := req.PathValue("id")
+	if _, err := c.r.Get(id); err != nil {
+		c.readFailed(w, req, err, id)
+		return
+	}
+	c.render(w, req, http.StatusOK, "history", c.historyOf(req, id))
+}
+
+func (c *Console) historyOf(req *http.Request, id string) *historyPart {
+	h := &historyPart{JobID: id}
+	if c.cfg.RefreshInterval > 0 {
+		h.Refresh = int(c.cfg.RefreshInterval / time.Millisecond)
+	}
+	runs, err := c.r.Runs(req.Context(), id, historyRuns)
+	switch {
+	case errors.Is(err, cron.ErrUnsupported):
+		h.Note = "the store keeps no run history"
+	case err != nil:
+		h.Note = err.Error()
+	}
+	for _, r := range runs {
+		row := runRow{Run: r}
+		if !r.TriggeredAt.IsZero() && !r.ScheduledAt.IsZero() {
+			row.Lag = r.TriggeredAt.Sub(r.ScheduledAt)
+		}
+		h.Runs = append(h.Runs, row)
+	}
+	return h
+}
+
+// readFailed answers a failed read of job id.
+func (c *Console) readFailed(w http.ResponseWriter, req *http.Request, err error, id string) {
+	switch {
+	case errors.Is(err, cron.ErrNotFound):
+		c.fail(w, req, http.StatusNotFound, fmt.Sprintf("job %q not found", id))
+	case errors.Is(err, cron.ErrUnavailable):
+		c.fail(w, req, http.StatusServiceUnavailable, err.Error())
+	default:
+		c.fail(w, req, http.StatusInternalServerError, err.Error())
+	}
+}
+
+// --- actions ---
+
+// actions are the one-job writes of POST /jobs/{id}/{action}: the API's
+// method and path.
+var actions = map[string]struct{ method, path, done string }{
+	"run":    {http.MethodPost, "run-now", "run queued"},
+	"pause":  {http.MethodPost, "pause", "paused"},
+	"resume": {http.MethodPost, "resume", "resumed"},
+	"delete": {http.MethodDelete, "", "deleted"},
+}
+
+func (c *Console) action(w http.ResponseWriter, req *http.Request, u user) {
+	id, name := req.PathValue("id"), req.PathValue("action")
+	act, ok := actions[name]
+	if !ok {
+		c.fail(w, req, http.StatusNotFound, "no such action: "+name)
+		return
+	}
+	a := c.call(req.Context(), u, act.method, jobPath(id, act.path), nil)
+	if !a.ok() {
+		msg, _ := a.problem()
+		c.fail(w, req, a.Status, msg)
+		return
+	}
+	setFlash(w, req, fmt.Sprintf("job %s %s", id, act.done))
+	back := c.back(req, "/jobs/"+url.PathEscape(id))
+	if name == "delete" {
+		back = "/jobs"
+	}
+	http.Redirect(w, req, mount(req)+back, http.StatusSeeOther)
+}
+
+// back is the page to return to after a write: the form's "back" field
+// when it is a path of the console (no scheme, no host, no control
+// character that a browser would drop to make "//host"), else def.
+func (c *Console) back(req *http.Request, def string) string {
+	b := req.PostFormValue("back")
+	if !strings.HasPrefix(b, "/") || strings.HasPrefix(b, "//") || strings.HasPrefix(b, "/\\") {
+		return def
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] < 0x20 || b[i] == 0x7f || b[i] == '\\' {
+			return def
+		}
+	}
+	if u, err := url.Parse(b); err != nil || u.Scheme != "" || u.Host != "" {
+		return def
+	}
+	return b
+}
+
+// --- bulk ---
+
+type confirmPage struct {
+	Action string
+	F      filter
+	Count  int
+}
+
+// bulkActions are the actions a bulk write may take, and the role each
+// needs.
+var bulkActions = map[string]httpapi.Role{
+	"pause":  httpapi.NeedRole(http.MethodPost, "/jobs/{id}/pause"),
+	"resume": httpapi.NeedRole(http.MethodPost, "/jobs/{id}/resume"),
+	"run":    httpapi.NeedRole(http.MethodPost, "/jobs/{id}/run-now"),
+	"delete": httpapi.NeedRole(http.MethodDelete, "/jobs/{id}"),
+}
+
+// bulk applies one action to every job matching a filter: a first POST
+// shows how many jobs match and asks for a confirmation; the POST with
+// confirm=yes applies it, through the API, job by job.
+func (c *Console) bulk(w http.ResponseWriter, req *http.Request, u user) {
+	name := req.PostFormValue("action")
+	need, ok := bulkActions[name]
+	if !ok {
+		c.fail(w, req, http.StatusBadRequest, fmt.Sprintf("action must be pause, resume, run or delete, got %q", name))
+		return
+	}
+	if !u.ID.Role.Includes(need) {
+		c.fail(w, req, http.StatusForbidden, fmt.Sprintf("%s needs the %s role; you have %s", name, need, u.ID.Role))
+		return
+	}
+	f, err := parseFilter(req.PostForm)
+	if err != nil {
+		c.fail(w, req, http.StatusBadRequest, err.Error())
+		return
+	}
+	var ids []string
+	if err := scan(c.r, f.keep(), func(j *cron.Job) { ids = append(ids, j.ID) }); err != nil {
+		c.fail(w, req, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	if req.PostFormValue("confirm") != "yes" {
+		c.render(w, req, http.StatusOK, "confirm", &confirmPage{Action: name, F: f, Count: len(ids)})
+		return
+	}
+	act := actions[name]
+	done, failed := 0, 0
+	var firstErr string
+	for _, id := range ids {
+		a := c.call(req.Context(), u, act.method, jobPath(id, act.path), nil)
+		if a.ok() {
+			done++
+			continue
+		}
+		if a.Status == http.StatusNotFound && name == "delete" {
+			continue // removed meanwhile
+		}
+		failed++
+		if firstErr == "" {
+			msg, _ := a.problem()
+			firstErr = fmt.Sprintf("job %s: %s", id, msg)
+		}
+		if req.Context().Err() != nil {
+			break
+		}
+	}
+	msg := fmt.Sprintf("%s: %d of %d jobs (%s) %s", name, done, len(ids), f, act.done)
+	if failed > 0 {
+		msg += fmt.Sprintf("; %d failed, first: %s", failed, firstErr)
+	}
+	setFlash(w, req, msg)
+	http.Redirect(w, req, mount(req)+"/jobs?"+f.Query(), http.StatusSeeOther)
+}

@@ -1287,7 +1287,7 @@ func TestOverlapOneRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		ex := &fakeExec{fn: func(ctx context.Context, j *Job, info RunInfo) Result {
-			time.Sleep(150 * time.Second)
+			time.Sleep(150*time.Second + 500*time.Millisecond)
 			return Result{Status: StatusSuccess, Attempts: 1}
 		}}
 		obs := &recObserver{}
@@ -1303,8 +1303,8 @@ func TestOverlapOneRecord(t *testing.T) {
 		if err != nil {
 			t.Fatalf("QueryRuns: %v", err)
 		}
-		// The run of 1s ends at 151s: the slots of 2s to 150s were skipped.
-		want := []Run{{JobID: "e", ScheduledAt: t0.Add(2 * time.Second), Status: StatusSkipped, Reason: ReasonOverlap, Slots: 149,
+		// The run of 1s ends at 151.5s: the slots of 2s to 151s were skipped.
+		want := []Run{{JobID: "e", ScheduledAt: t0.Add(2 * time.Second), Status: StatusSkipped, Reason: ReasonOverlap, Slots: 150,
 			Error: "previous run still in flight"}}
 		if diff := cmp.Diff(want, runs, cmpopts.IgnoreFields(Run{}, "ID", "TriggeredAt", "FinishedAt")); diff != "" {
 			t.Errorf("skipped runs (-want +got):\n%s", diff)

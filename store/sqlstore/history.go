@@ -42,12 +42,17 @@ func (s *Jobs) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cron
 	if q.Instance != "" {
 		where, args = append(where, "instance = ?"), append(args, q.Instance)
 	}
+	// Run ids compare byte by byte, as the indexes of 0008 have them.
+	id := "id"
+	if s.db.d == postgresDialect {
+		id = `id COLLATE "C"`
+	}
 	if !q.After.IsZero() {
-		where, args = append(where, "(scheduled_at, id) < (?, ?)"), append(args, nanos(q.After.ScheduledAt), q.After.RunID)
+		where, args = append(where, "(scheduled_at, "+id+") < (?, ?)"), append(args, nanos(q.After.ScheduledAt), q.After.RunID)
 	}
 	n := q.PageSize()
 	text, args, err := s.db.d.in(`SELECT `+runColumns+` FROM ksana_run WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY scheduled_at DESC, id DESC LIMIT ?`, append(args, n+1)...)
+		` ORDER BY scheduled_at DESC, `+id+` DESC LIMIT ?`, append(args, n+1)...)
 	if err != nil {
 		return nil, cron.RunCursor{}, fmt.Errorf("sqlstore: query runs: %w", err)
 	}

@@ -16,15 +16,7 @@ import (
 // option is an APIError naming its parameter.
 func TestClientAllRuns(t *testing.T) {
 	ctx := context.Background()
-	s := newService(t, "")
-	c := s.client(t, "")
-	for _, id := range []string{"ok", "fail"} {
-		j := s.job(id, cron.Every(time.Hour))
-		j.MaxRetries = 0
-		if _, err := c.Create(ctx, j); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, c := newOKFail(t)
 	var ids []string // newest first
 	for _, id := range []string{"ok", "fail", "ok", "ok"} {
 		runID, err := c.RunNow(ctx, id)

@@ -15,6 +15,26 @@ import (
 	"github.com/ksana-dev/ksana/cron"
 )
 
+// loadedFixture serves the API over a runner of st that has loaded its
+// jobs and does not run: nothing fires.
+func loadedFixture(t *testing.T, st cron.Store, exec cron.Executor) *fixture {
+	t.Helper()
+	r, err := cron.New(st, exec, cron.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	api, err := New(r, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{runner: r, api: api, srv: httptest.NewServer(api)}
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
 // TestHistory: GET /runs pages the runs of every job newest first
 // through its Link header, applies the filters, and names the bad
 // parameter of a bad query.
@@ -43,19 +63,7 @@ func TestHistory(t *testing.T) {
 			}
 		}
 	}
-	r, err := cron.New(st, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result { return cron.Result{} }), cron.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	api, err := New(r, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api)
-	defer srv.Close()
+	srv := loadedFixture(t, st, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result { return cron.Result{} })).srv
 	get := func(path string) (int, http.Header, []byte) {
 		t.Helper()
 		resp, err := http.Get(srv.URL + path)

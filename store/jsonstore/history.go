@@ -99,43 +99,88 @@ func (s *Store) compareIDs(a, b *runRef) int {
 }
 
 // buildRefs indexes runs.jsonl, once after a start or a compaction, when
-// the history is first asked for: one sequential read of the file. mu
-// and rmu (read) are held.
+// the history is first asked for: one sequential read of the file,
+// taking mu only for each batch of lines it indexes, so that writes go
+// on meanwhile; the lines appended during the read are read too, and the
+// index is complete (refsBuilt) when the read has caught up with the
+// file under mu. rmu is held (read), so no compaction swaps the file.
 func (s *Store) buildRefs() error {
-	s.refs, s.longIDs, s.refsBuilt = s.refs[:0], nil, false
-	if s.rf == nil {
-		s.refsBuilt = true
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	s.mu.Lock()
+	if s.refsBuilt {
+		s.mu.Unlock()
 		return nil
 	}
+	s.refs, s.longIDs = nil, nil
+	f, end := s.rf, s.rsize
+	s.mu.Unlock()
+	if f == nil {
+		s.mu.Lock()
+		s.refsBuilt = true
+		s.mu.Unlock()
+		return nil
+	}
+	type line struct {
+		id  string
+		run cron.Run
+		off int64
+	}
 	seen := make(map[*entry]uint32)
-	r := bufio.NewReaderSize(io.NewSectionReader(s.rf, 0, s.rsize), 1<<20)
+	batch := make([]line, 0, 4096)
+	// apply indexes the batch, under mu; it reports whether the read has
+	// caught up with the file, and then leaves mu held.
+	apply := func(off int64) bool {
+		s.mu.Lock()
+		for i := range batch {
+			l := &batch[i]
+			if e := s.index[l.id]; e != nil && e.rfirst != 0 && l.off+1 >= e.rfirst && l.off+1 <= e.rhead {
+				n := seen[e]
+				seen[e] = n + 1
+				s.refs = append(s.refs, s.newRef(&l.run, e, l.off, n))
+			}
+		}
+		batch = batch[:0]
+		if off >= s.rsize {
+			return true
+		}
+		end = s.rsize
+		s.mu.Unlock()
+		return false
+	}
 	var off int64
 	for {
-		line, err := readLine(r)
-		if err == io.EOF && len(line) == 0 {
-			break
-		}
-		if err != nil && err != io.EOF {
-			return err
-		}
-		lineOff := off
-		off += int64(len(line))
-		var run cron.Run
-		if id, ok := lineJobID(line); ok {
-			if e := s.index[id]; e != nil && lineOff+1 >= e.rfirst && lineOff+1 <= e.rhead {
-				if json.Unmarshal(bytes.TrimSpace(line), &run) == nil {
-					n := seen[e]
-					seen[e] = n + 1
-					s.refs = append(s.refs, s.newRef(&run, e, lineOff, n))
+		r := bufio.NewReaderSize(io.NewSectionReader(f, off, end-off), 1<<20)
+		for {
+			b, err := readLine(r)
+			if len(b) > 0 && b[len(b)-1] == '\n' {
+				var l line
+				if id, ok := lineJobID(b); ok && json.Unmarshal(b, &l.run) == nil {
+					l.id, l.off = id, off
+					batch = append(batch, l)
+				}
+				off += int64(len(b))
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if len(batch) == cap(batch) {
+				if apply(off) {
+					s.refsBuilt = true
+					s.mu.Unlock()
+					return nil
 				}
 			}
 		}
-		if err == io.EOF {
-			break
+		if apply(off) {
+			s.refsBuilt = true
+			s.mu.Unlock()
+			return nil
 		}
 	}
-	s.refsBuilt = true
-	return nil
 }
 
 // keptRef reports whether ref is a line the store keeps: of a job still
@@ -187,15 +232,20 @@ func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cro
 	s.rmu.RLock()
 	defer s.rmu.RUnlock()
 	s.mu.Lock()
+	built, closed := s.refsBuilt, s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, cron.RunCursor{}, ErrClosed
+	}
+	if !built {
+		if err := s.buildRefs(); err != nil {
+			return nil, cron.RunCursor{}, fmt.Errorf("jsonstore: index %s: %w", RunsFile, err)
+		}
+	}
+	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, cron.RunCursor{}, ErrClosed
-	}
-	if !s.refsBuilt {
-		if err := s.buildRefs(); err != nil {
-			s.mu.Unlock()
-			return nil, cron.RunCursor{}, fmt.Errorf("jsonstore: index %s: %w", RunsFile, err)
-		}
 	}
 	n := q.PageSize()
 	// The runs not yet written, from memory.

@@ -135,6 +135,7 @@ type Store struct {
 	// runs.jsonl, in file order, once refsBuilt; a compaction drops it.
 	refs      []runRef
 	refsBuilt bool
+	bmu       sync.Mutex // one build of refs at a time (held before mu)
 	longIDs   []string // the run ids that are not 32 hex digits
 	instances []string // the instance names of runs
 	instIdx   map[string]uint16

@@ -136,8 +136,8 @@ type Store struct {
 	refs      []runRef
 	refsBuilt bool
 	bmu       sync.Mutex // one build of refs at a time (held before mu)
-	longIDs   []string // the run ids that are not 32 hex digits
-	instances []string // the instance names of runs
+	longIDs   []string   // the run ids that are not 32 hex digits
+	instances []string   // the instance names of runs
 	instIdx   map[string]uint16
 
 	recovery *Recovery // what New set aside; nil when jobs.json read clean

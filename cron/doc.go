@@ -196,6 +196,21 @@
 // batched, and [Flusher.Flush] makes them durable at shutdown. Every
 // adapter passes the conformance suite store/storetest.TestCronStore.
 //
+// A [RunStore] that is also a [RunQuerier] answers [Runner.QueryRuns]:
+// the runs of every job, filtered ([RunQuery]: jobs, statuses, a window
+// of scheduled_at, an instance) and paged newest first by a
+// [RunCursor]. Every slot has a record: the runs called, and the slots
+// not called, skipped or missed, each with a [Run.Reason]. A burst of
+// consecutive slots not called for one reason is one record, its
+// ScheduledAt the first slot and [Run.Slots] their count: the slots
+// passed while the runner was down ([ReasonDowntime], or
+// [ReasonNoHolder] for a job taken over from another runner), those
+// skipped while one run was in flight ([ReasonOverlap], recorded when it
+// ends), and those passed while the job was paused ([ReasonPaused],
+// recorded when this runner resumes a job it paused).
+// [Runner.RecordNotCalled] records such a burst for a reason of the
+// caller's, as a pause of the whole service does.
+//
 // A runner needs no store: New(nil, ...) keeps its jobs in the runner
 // alone, at the runner's own cost in memory (a MemStore would keep a second
 // copy of every job), and the newest [Config.RunLimit] runs of each job for

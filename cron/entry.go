@@ -219,6 +219,12 @@ type entryExt struct {
 	// to Config.RunLimit runs, oldest at histHead once it is full.
 	hist     []Run
 	histHead int
+	// skip gathers the slots skipped while a run was in flight, recorded
+	// as one run when it ends.
+	skip *Run
+	// pausedAt is when this runner paused the job (Unix ns, 0: not
+	// known): its resume records the slots passed since as one run.
+	pausedAt int64
 }
 
 // fnJob is what a Go function job has in place of an HTTP callback.

@@ -3,8 +3,11 @@ package cron
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 )
+
+var _ RunQuerier = (*MemStore)(nil)
 
 // DefaultRunLimit is how many runs per job a [MemStore] keeps when its
 // RunLimit is 0.
@@ -198,3 +201,23 @@ func (s *MemStore) Runs(ctx context.Context, id string, limit int) ([]Run, error
 
 // Flush does nothing: a MemStore has nothing to make durable.
 func (s *MemStore) Flush(ctx context.Context) error { return nil }
+
+// QueryRuns returns a page of the runs kept of every job, as
+// [RunQuerier] describes.
+func (s *MemStore) QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor, error) {
+	s.mu.RLock()
+	var all []Run
+	for id, m := range s.runs {
+		if len(q.JobIDs) > 0 && !slices.Contains(q.JobIDs, id) {
+			continue
+		}
+		for i := range m.buf {
+			if q.Match(&m.buf[i]) && q.After.Before(&m.buf[i]) {
+				all = append(all, m.buf[i])
+			}
+		}
+	}
+	s.mu.RUnlock()
+	runs, next := PageRuns(all, q)
+	return runs, next, nil
+}

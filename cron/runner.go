@@ -600,7 +600,7 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 		}
 		if d.Status == StatusMissed {
 			e.status = statusID(StatusMissed)
-			ev = &Run{JobID: e.id, ScheduledAt: fromNano(due), TriggeredAt: now, FinishedAt: now, Status: StatusMissed}
+			ev = &Run{JobID: e.id, ScheduledAt: fromNano(due), TriggeredAt: now, FinishedAt: now, Status: StatusMissed, Reason: ReasonPastDue}
 		}
 	} else {
 		e.next = due
@@ -825,8 +825,10 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 	e.enabled, e.next, e.status = on, c.next, c.status
 	if on {
 		r.schedule(idx, e, e.next)
+		r.endPause(e, nowNs)
 	} else {
 		r.unschedule(e)
+		e.ext().pausedAt = nowNs
 	}
 	r.markDirty(e)
 	return e.job(true), nil

@@ -164,14 +164,15 @@ func (r *Runner) release(t task, now int64) {
 		at := fromNano(now)
 		r.log.Warn("cron: claimed slot missed: the runner was held up past the misfire tolerance", "job_id", e.id, "run_id", t.runID,
 			"scheduled_at", fromNano(t.scheduled), "late", time.Duration(late))
-		r.finish(Run{ID: t.runID, JobID: e.id, ScheduledAt: fromNano(t.scheduled), TriggeredAt: at, FinishedAt: at, Status: StatusMissed,
+		r.finish(Run{ID: t.runID, JobID: e.id, ScheduledAt: fromNano(t.scheduled), TriggeredAt: at, FinishedAt: at, Status: StatusMissed, Reason: ReasonHolderStopped,
 			Error: fmt.Sprintf("holder stopped: claimed, then found %v late: the runner was held up past the misfire tolerance", time.Duration(late).Round(time.Millisecond))}, false)
 		return
 	}
 	if e.gen == t.gen {
 		if e.inflight > 0 {
 			r.dropTask(t)
-			r.finish(r.skipInFlight(e, t.runID, t.scheduled, now), false)
+			run, _ := r.skipInFlight(e, t.runID, t.scheduled, now)
+			r.finish(run, false)
 			return
 		}
 		e.inflight++

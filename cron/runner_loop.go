@@ -29,12 +29,19 @@ func (r *Runner) settle(idx int32, e *entry, due, now int64) (slot int64, ev *Ru
 		r.schedule(idx, e, due)
 		return 0, nil
 	}
-	return r.misfire(idx, e, due, now)
+	reason := ReasonDowntime
+	if r.sh != nil {
+		// A job this runner just took over: its slots passed while no
+		// runner held it.
+		reason = ReasonNoHolder
+	}
+	return r.misfire(idx, e, due, now, reason)
 }
 
 // misfire applies the misfire rules to the entry's slot due, found at now.
-// mu is held.
-func (r *Runner) misfire(idx int32, e *entry, due, now int64) (slot int64, ev *Run) {
+// The event it returns records the slots not called: a once job's, or
+// the burst of slots from due on that rolled on, for reason. mu is held.
+func (r *Runner) misfire(idx int32, e *entry, due, now int64, reason string) (slot int64, ev *Run) {
 	d := Misfire(e.schedule(), fromNano(due), fromNano(now), time.Duration(e.grace()))
 	e.next = toNano(d.Next)
 	r.schedule(idx, e, e.next)
@@ -42,10 +49,13 @@ func (r *Runner) misfire(idx int32, e *entry, due, now int64) (slot int64, ev *R
 		e.status = statusID(StatusMissed)
 		e.setLastErr("")
 		t := fromNano(now)
-		ev = &Run{JobID: e.id, ScheduledAt: fromNano(due), TriggeredAt: t, FinishedAt: t, Status: StatusMissed}
+		ev = &Run{JobID: e.id, ScheduledAt: fromNano(due), TriggeredAt: t, FinishedAt: t, Status: StatusMissed, Reason: ReasonPastDue}
 		r.log.Info("cron: once job missed", "job_id", e.id, "name", e.name, "scheduled_at", fromNano(due))
 	} else if !d.Run {
 		r.rolled.add(e, due, toNano(d.Next))
+		if run, ok := notCalled(e, fromNano(due-1), fromNano(now), StatusMissed, reason, fromNano(now)); ok {
+			ev = &run
+		}
 	}
 	r.markDirty(e)
 	if d.Run {
@@ -154,7 +164,7 @@ func (r *Runner) fire(idx int32, e *entry, due, now int64, events *[]Run) {
 		return
 	}
 	if now-due > int64(r.cfg.MisfireTolerance) {
-		slot, ev := r.misfire(idx, e, due, now)
+		slot, ev := r.misfire(idx, e, due, now, ReasonDowntime)
 		if ev != nil {
 			*events = append(*events, *ev)
 		}
@@ -173,7 +183,9 @@ func (r *Runner) fire(idx int32, e *entry, due, now int64, events *[]Run) {
 		return
 	}
 	if e.inflight > 0 {
-		*events = append(*events, r.skipInFlight(e, "", due, now))
+		if run, ok := r.skipInFlight(e, "", due, now); ok {
+			*events = append(*events, run)
+		}
 		return
 	}
 	r.markDirty(e)
@@ -181,14 +193,41 @@ func (r *Runner) fire(idx int32, e *entry, due, now int64, events *[]Run) {
 }
 
 // skipInFlight records in e that its slot due, seen at now, is skipped
-// because its previous run is still in flight, and returns the skipped
-// run (with id runID, "": a new one). mu is held.
-func (r *Runner) skipInFlight(e *entry, runID string, due, now int64) Run {
+// because its previous run is still in flight. A slot claimed in a
+// shared store (runID not "") is recorded at once, under its claim's
+// id; the others of one overlap are gathered into one record (see
+// [Run.Slots]), which the end of the run in flight hands to the
+// recorder (endOverlap): then ok is false. mu is held.
+func (r *Runner) skipInFlight(e *entry, runID string, due, now int64) (run Run, ok bool) {
 	e.status = statusID(StatusSkipped)
 	e.setLastErr("previous run still in flight")
 	r.markDirty(e)
 	t := fromNano(now)
-	return Run{ID: runID, JobID: e.id, ScheduledAt: fromNano(due), TriggeredAt: t, FinishedAt: t, Status: StatusSkipped, Error: "previous run still in flight"}
+	run = Run{ID: runID, JobID: e.id, ScheduledAt: fromNano(due), TriggeredAt: t, FinishedAt: t, Status: StatusSkipped,
+		Error: "previous run still in flight", Reason: ReasonOverlap}
+	if runID != "" {
+		return run, true
+	}
+	x := e.ext()
+	if x.skip == nil {
+		first := run
+		x.skip = &first
+		return Run{}, false
+	}
+	x.skip.Slots = max(x.skip.Slots, 1) + 1
+	x.skip.TriggeredAt, x.skip.FinishedAt = t, t
+	return Run{}, false
+}
+
+// endOverlap hands the overlap record gathered in e, if any, to the
+// recorder: its run in flight ended. mu is held.
+func (r *Runner) endOverlap(e *entry) {
+	if e.x == nil || e.x.skip == nil {
+		return
+	}
+	run := *e.x.skip
+	e.x.skip = nil
+	r.finish(run, false)
 }
 
 // rollLog gathers the slots missed and rolled on (an every or cron job

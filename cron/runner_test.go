@@ -2,7 +2,6 @@ package cron
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // fakeExec records the runs it is given and answers with fn (default:
@@ -620,7 +620,7 @@ func TestOverlapSkipped(t *testing.T) {
 		if diff := cmp.Diff(want, ex.scheduledOf("e")); diff != "" {
 			t.Errorf("executed slots (-want +got):\n%s", diff)
 		}
-		wantObs := []Status{StatusSkipped, StatusSkipped, StatusSuccess, StatusSuccess}
+		wantObs := []Status{StatusSkipped, StatusSuccess, StatusSuccess}
 		if diff := cmp.Diff(wantObs, obs.statuses("e")); diff != "" {
 			t.Errorf("observed (-want +got):\n%s", diff)
 		}
@@ -629,8 +629,12 @@ func TestOverlapSkipped(t *testing.T) {
 		for _, h := range hist {
 			got = append(got, h.Status)
 		}
-		if diff := cmp.Diff([]Status{StatusSuccess, StatusSuccess, StatusSkipped, StatusSkipped}, got); diff != "" {
+		if diff := cmp.Diff([]Status{StatusSuccess, StatusSuccess, StatusSkipped}, got); diff != "" {
 			t.Errorf("history newest first (-want +got):\n%s", diff)
+		}
+		// The slots of 20s and 30s, skipped during one overlap: one record.
+		if skip := hist[len(hist)-1]; skip.Reason != ReasonOverlap || skip.Slots != 2 || !skip.ScheduledAt.Equal(t0.Add(20*time.Second)) {
+			t.Errorf("skipped record: reason %q slots %d scheduled_at %v, want overlap, 2, %v", skip.Reason, skip.Slots, skip.ScheduledAt, t0.Add(20*time.Second))
 		}
 	})
 }
@@ -1275,14 +1279,15 @@ func TestLoadClearsUnusedScheduleFields(t *testing.T) {
 	})
 }
 
-// TestSkipWarningsLimited: a job whose run outlasts many slots is warned
-// about at most once a minute, each warning counting the skips since the
-// last, while every skip still reaches the observer.
-func TestSkipWarningsLimited(t *testing.T) {
+// TestOverlapOneRecord: a job whose run outlasts many slots has the
+// slots skipped meanwhile recorded as one run (reason overlap, slots the
+// count, scheduled_at the first), seen once by the observer and warned
+// about once.
+func TestOverlapOneRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		ex := &fakeExec{fn: func(ctx context.Context, j *Job, info RunInfo) Result {
-			time.Sleep(150 * time.Second)
+			time.Sleep(150*time.Second + 500*time.Millisecond)
 			return Result{Status: StatusSuccess, Attempts: 1}
 		}}
 		obs := &recObserver{}
@@ -1291,33 +1296,26 @@ func TestSkipWarningsLimited(t *testing.T) {
 		r := newTestRunner(t, nil, ex, Config{Observer: obs, Logger: log})
 		mustAdd(t, r, httpJob("e", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)}))
 		stop := start(t, r)
-		time.Sleep(140 * time.Second)
+		time.Sleep(160 * time.Second)
 		synctest.Wait()
+		runs, _, err := r.QueryRuns(context.Background(), RunQuery{Statuses: []Status{StatusSkipped}})
 		_ = stop()
-		skips := 0
-		for _, s := range obs.statuses("e") {
-			if s == StatusSkipped {
-				skips++
-			}
+		if err != nil {
+			t.Fatalf("QueryRuns: %v", err)
 		}
-		var warned, counted int
-		for line := range strings.Lines(logs.String()) {
-			var rec struct {
-				Msg        string `json:"msg"`
-				Suppressed int    `json:"skipped_since_last_warning"`
-			}
-			if err := json.Unmarshal([]byte(line), &rec); err != nil {
-				t.Fatalf("log line %q: %v", line, err)
-			}
-			if rec.Msg == "cron: slot skipped" {
-				warned++
-				counted += rec.Suppressed + 1
-			}
+		// The run of 1s ends at 151.5s: the slots of 2s to 151s were skipped.
+		want := []Run{{JobID: "e", ScheduledAt: t0.Add(2 * time.Second), Status: StatusSkipped, Reason: ReasonOverlap, Slots: 150,
+			Error: "previous run still in flight"}}
+		if diff := cmp.Diff(want, runs, cmpopts.IgnoreFields(Run{}, "ID", "TriggeredAt", "FinishedAt")); diff != "" {
+			t.Errorf("skipped runs (-want +got):\n%s", diff)
 		}
-		// Skips from 2s to 140s: warnings at about 2s, 62s and 122s; the
-		// skips after the last one wait for the next warning.
-		if warned != 3 || skips < 130 || skips-counted < 0 || skips-counted >= 60 {
-			t.Errorf("%d warnings accounting for %d skips, %d skips observed; want 3 warnings accounting for all but the last minute's", warned, counted, skips)
+		// Then the run of 152s, cut by the stop, and the slots skipped
+		// during it: one more record.
+		if diff := cmp.Diff([]Status{StatusSkipped, StatusSuccess, StatusSkipped, StatusSuccess}, obs.statuses("e")); diff != "" {
+			t.Errorf("observed (-want +got):\n%s", diff)
+		}
+		if n := strings.Count(logs.String(), `"msg":"cron: slot skipped"`); n != 1 { // at most one a minute
+			t.Errorf("%d skip warnings, want 1", n)
 		}
 	})
 }

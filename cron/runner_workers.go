@@ -103,6 +103,9 @@ func (r *Runner) execute(ctx context.Context, t task, j *Job) {
 	removed := e.gen != t.gen
 	if !removed {
 		e.inflight--
+		if e.inflight == 0 {
+			r.endOverlap(e)
+		}
 		e.last = toNano(triggered)
 		e.status = statusID(res.Status)
 		e.setLastErr(res.Error)

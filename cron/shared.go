@@ -336,7 +336,7 @@ func (r *Runner) claim(ctx context.Context, t task, slot bool, info RunInfo) boo
 func (r *Runner) claimFailed(run Run, err error, drop bool) {
 	r.log.Warn("cron: run not called: its claim failed", "job_id", run.JobID, "run_id", run.ID, "scheduled_at", run.ScheduledAt, "error", err)
 	r.finish(Run{JobID: run.JobID, ScheduledAt: run.ScheduledAt, TriggeredAt: run.TriggeredAt, FinishedAt: r.now().UTC(),
-		Status: StatusSkipped, Error: fmt.Sprintf("run not called: claim in the store failed: %v", err)}, drop)
+		Status: StatusSkipped, Reason: ReasonClaimFailed, Error: fmt.Sprintf("run not called: claim in the store failed: %v", err)}, drop)
 }
 
 // unclaimed ends task t that was not called.

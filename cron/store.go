@@ -65,6 +65,15 @@ type Run struct {
 	// Instance names the runner (the process) that claimed the run, in a
 	// store shared by several (see [SharedStore]); empty otherwise.
 	Instance string `json:"instance,omitempty"`
+	// Reason says why a skipped or missed slot was not called, in a few
+	// fixed words (see [ReasonDowntime] and the other Reason constants);
+	// empty for a run that was called.
+	Reason string `json:"reason,omitempty"`
+	// Slots is the number of consecutive slots of the job that this one
+	// record stands for, when more than one: a burst not called for one
+	// reason (a downtime, a pause, a long overlap) is one record,
+	// ScheduledAt its first slot. 0 means one.
+	Slots int `json:"slots,omitempty"`
 }
 
 // RunStore is an optional capability of a Store: a bounded history of runs

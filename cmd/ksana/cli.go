@@ -48,6 +48,9 @@ type cmdOpts struct {
 	kind, status, name  string
 	typ                 string
 	job                 string
+	jobs                []string // ksana runs -job
+	since, until        string
+	instance            string
 }
 
 // cmdEnv is what a command runs with.
@@ -91,6 +94,7 @@ func commands() []command {
 		{"jobs next", "ID", "show a job's next run times", func(fs *flag.FlagSet, o *cmdOpts) {
 			fs.IntVar(&o.n, "n", 0, "how many times, 1 to 1000 (default the API's, 10)")
 		}, cmdNext},
+		{"runs", "", "show the run history of every job, newest first, with filters: called runs, and the slots not called with their reason", historyFlags, cmdHistory},
 		{"audit", "", "show the audit log of writes (who, what, when, the fields changed), oldest first", auditFlags, cmdAudit},
 		{"health", "", "show the service's health", nil, cmdHealth},
 	}
@@ -101,7 +105,9 @@ func fileFlag(fs *flag.FlagSet, o *cmdOpts) {
 }
 
 // isCommand reports whether arg starts a command rather than the service.
-func isCommand(arg string) bool { return arg == "jobs" || arg == "health" || arg == "audit" }
+func isCommand(arg string) bool {
+	return arg == "jobs" || arg == "runs" || arg == "health" || arg == "audit"
+}
 
 // commandsUsage lists the commands, for ksana -h.
 func commandsUsage() string {

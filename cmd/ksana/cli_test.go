@@ -169,6 +169,34 @@ func TestCLI(t *testing.T) {
 	if code, out, _ := cli(t, bin, env, "", "jobs", "runs", "hourly"); code != 0 || !strings.Contains(out, "success") || !strings.Contains(out, runs[0].ID) {
 		t.Errorf("jobs runs: exit %d, table:\n%s", code, out)
 	}
+	// ksana runs: the history across jobs.
+	var all []cron.Run
+	jsonOut(t, bin, env, &all, "runs", "-o", "json", "-job", "hourly,daily", "-status", "success,failed", "-since", "1h", "-limit", "5")
+	if len(all) != 1 || all[0].ID != runs[0].ID {
+		t.Errorf("runs -o json = %+v, want the one run of hourly", all)
+	}
+	for _, c := range []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"runs"}, 0, runs[0].ID, ""},
+		{[]string{"runs", "-job", "daily"}, 0, "REASON", ""},
+		{[]string{"runs", "-until", "1h"}, 0, "SLOTS", ""},
+		{[]string{"runs", "-status", "paused"}, 1, "", "field status"},
+		{[]string{"runs", "-since", "yesterday"}, 2, "", "-since must be"},
+		{[]string{"runs", "-limit", "5000"}, 1, "", "field limit"},
+		{[]string{"runs", "-after", "junk"}, 1, "", "field after"},
+	} {
+		code, out, errOut := cli(t, bin, env, "", c.args...)
+		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
+			t.Errorf("ksana %q: exit %d, stdout %q, stderr %q; want exit %d, %q in stdout, %q in stderr", c.args, code, out, errOut, c.code, c.stdout, c.stderr)
+		}
+		if c.args[len(c.args)-1] == "1h" && strings.Contains(out, runs[0].ID) {
+			t.Errorf("ksana %q lists a run of now:\n%s", c.args, out)
+		}
+	}
 	if hook.count() != 1 {
 		t.Errorf("the callback was called %d times, want 1 (the run now)", hook.count())
 	}

@@ -261,15 +261,7 @@ func ids(jobs []cron.Job) []string {
 
 func TestClientRuns(t *testing.T) {
 	ctx := context.Background()
-	s := newService(t, "")
-	c := s.client(t, "")
-	for _, id := range []string{"ok", "fail"} {
-		j := s.job(id, cron.Every(time.Hour))
-		j.MaxRetries = 0
-		if _, err := c.Create(ctx, j); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, c := newOKFail(t)
 	for _, id := range []string{"ok", "fail", "ok"} {
 		runID, err := c.RunNow(ctx, id)
 		if err != nil || runID == "" {
@@ -314,6 +306,22 @@ func TestClientRuns(t *testing.T) {
 	wantAPIError(t, "Runs with a bad status", err, 400, "status", nil)
 	_, err = c.Runs(ctx, "ok", client.RunsOptions{Limit: -1})
 	wantAPIError(t, "Runs with a bad limit", err, 400, "limit", nil)
+}
+
+// newOKFail starts a service with two hourly jobs, "ok" whose callback
+// answers 200 and "fail" whose callback answers 500, without retries.
+func newOKFail(t *testing.T) (*service, *client.Client) {
+	t.Helper()
+	s := newService(t, "")
+	c := s.client(t, "")
+	for _, id := range []string{"ok", "fail"} {
+		j := s.job(id, cron.Every(time.Hour))
+		j.MaxRetries = 0
+		if _, err := c.Create(context.Background(), j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, c
 }
 
 // waitRuns waits, up to a bound, for run runID of job id in its history.

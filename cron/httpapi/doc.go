@@ -13,6 +13,7 @@
 //	POST   /jobs/{id}/pause      enabled=false: 200 and the job
 //	POST   /jobs/{id}/resume     enabled=true: 200 and the job
 //	GET    /jobs/{id}/runs       the newest runs, newest first (?limit=N, default 50; ?status=failed...)
+//	GET    /runs                 the run history of every job, newest first: 200 and an array (filters and paging below)
 //	GET    /jobs/{id}/next       the next run times (?n=N, default 10, max 1000): 200 {"job_id", "paused", "kind", "tz", "next"}
 //	POST   /schedules/preview    check a schedule and list its next run times, creating nothing: 200 {"next"}
 //	GET    /audit                the audit log of writes (?job_id=, ?after=, ?limit=): 200 and an array
@@ -66,6 +67,24 @@
 // timeout|skipped|paused|missed (or empty: never run), name=<exact name>,
 // type=<job type>.
 // Any other query parameter, or one given twice, is a 400 naming it.
+//
+// # Run history across jobs
+//
+// GET /runs answers the run records of every job, newest first (by
+// scheduled_at, then run_id), a page of 50 unless limit=N (1 to
+// [cron.MaxRunQueryLimit]) says otherwise. When more runs follow, a
+// header Link: <?after=CURSOR&...>; rel="next" gives the next page. The
+// filters, combined with AND: job=<id> and status=success|failed|
+// timeout|skipped|missed (each repeatable, or a comma-separated list: any
+// of them), since=<RFC 3339> (scheduled at or after), until=<RFC 3339>
+// (scheduled before), instance=<name> (claimed by that instance of a
+// shared database). Every slot appears: the runs called, and the slots
+// not called as skipped or missed with their reason (downtime, overlap,
+// no holder, paused, service paused, holder died, holder stopped, claim
+// failed, past due); a burst of consecutive slots not called for one
+// reason is one record whose slots field counts them. Any other
+// parameter, a bad value, or a parameter other than job and status given
+// twice is a 400 naming it; a store that keeps no history answers 501.
 //
 // # Previewing schedules
 //

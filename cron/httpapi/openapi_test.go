@@ -65,7 +65,7 @@ func TestOpenAPI(t *testing.T) {
 	// Routes: each documented path matches the route of the same pattern,
 	// with the same methods (HEAD aside); each route the handler serves is
 	// documented.
-	served := []string{"/health", "/metrics", "/openapi.json", "/jobs", "/jobs/x", "/jobs/x/run-now", "/jobs/x/pause", "/jobs/x/resume", "/jobs/x/runs", "/jobs/x/next", "/schedules/preview", "/audit"}
+	served := []string{"/health", "/metrics", "/openapi.json", "/jobs", "/jobs/x", "/jobs/x/run-now", "/jobs/x/pause", "/jobs/x/resume", "/jobs/x/runs", "/jobs/x/next", "/runs", "/schedules/preview", "/audit"}
 	var servedPatterns []string
 	for _, p := range served {
 		pattern, ok := f.api.routeOf(p)
@@ -150,7 +150,7 @@ func TestOpenAPI(t *testing.T) {
 	if diff := cmp.Diff(wantWritten, keys(written)); diff != "" {
 		t.Errorf("fields of a written job (-documented +written):\n%s", diff)
 	}
-	for path, want := range map[string][]string{"/jobs": listParams, "/audit": auditParams} {
+	for path, want := range map[string][]string{"/jobs": listParams, "/audit": auditParams, "/runs": historyParams} {
 		var get struct {
 			Parameters []struct {
 				Name string `json:"name"`

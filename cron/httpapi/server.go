@@ -180,6 +180,7 @@ func (s *Server) routes() []route {
 		{"/jobs/{id}/resume", "POST", false, map[string]handler{"POST": s.resume}},
 		{"/jobs/{id}/runs", "GET, HEAD", false, map[string]handler{"GET": s.runs}},
 		{"/jobs/{id}/next", "GET, HEAD", false, map[string]handler{"GET": s.next}},
+		{"/runs", "GET, HEAD", false, map[string]handler{"GET": s.history}},
 		{"/schedules/preview", "POST", false, map[string]handler{"POST": s.preview}},
 		{"/audit", "GET, HEAD", false, map[string]handler{"GET": s.audit}},
 	}
@@ -633,15 +634,18 @@ func (rq runsQuery) filter(runs []cron.Run) []cron.Run {
 
 // eachParam calls visit with each query parameter of q and its value, in
 // the order of their names, until one returns an error; a parameter given
-// more than once is a 400 naming it.
-func eachParam(q url.Values, visit func(key, v string) *RequestError) *RequestError {
+// more than once is a 400 naming it, but for those named in repeatable,
+// which visit sees once per value.
+func eachParam(q url.Values, visit func(key, v string) *RequestError, repeatable ...string) *RequestError {
 	for _, key := range slices.Sorted(maps.Keys(q)) {
 		vals := q[key]
-		if len(vals) > 1 {
+		if len(vals) > 1 && !slices.Contains(repeatable, key) {
 			return badField(key, "is given %d times; give it once", len(vals))
 		}
-		if rerr := visit(key, vals[0]); rerr != nil {
-			return rerr
+		for _, v := range vals {
+			if rerr := visit(key, v); rerr != nil {
+				return rerr
+			}
 		}
 	}
 	return nil

@@ -600,22 +600,10 @@ func TestIDs(t *testing.T) {
 		}
 	}
 	var runs atomic.Int64
-	r, err := cron.New(st, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result {
+	f := loadedFixture(t, st, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result {
 		runs.Add(1)
 		return cron.Result{Status: cron.StatusSuccess, Attempts: 1}
-	}), cron.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	api, err := New(r, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{runner: r, srv: httptest.NewServer(api)}
-	t.Cleanup(f.srv.Close)
+	}))
 
 	tests := []struct {
 		id   string
@@ -635,7 +623,7 @@ func TestIDs(t *testing.T) {
 			t.Errorf("POST id %q: refusal does not name id: %s", tt.id, res.body)
 		}
 	}
-	if got := len(r.List()); got != 5 {
+	if got := len(f.runner.List()); got != 5 {
 		t.Errorf("jobs after the creates = %d, want 5 (2 stored, 3 created)", got)
 	}
 	// The stored job a/b is reached at its escaped path.
@@ -656,7 +644,7 @@ func TestIDs(t *testing.T) {
 	if res := f.do(t, "DELETE", "/jobs/a%2Fb", "", nil); res.status != 204 {
 		t.Errorf("DELETE /jobs/a%%2Fb: %d %s, want 204", res.status, res.body)
 	}
-	if _, err := r.Get("a/b"); !errors.Is(err, cron.ErrNotFound) {
+	if _, err := f.runner.Get("a/b"); !errors.Is(err, cron.ErrNotFound) {
 		t.Errorf("after DELETE, Get(a/b) error = %v, want ErrNotFound", err)
 	}
 }

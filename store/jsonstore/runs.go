@@ -163,7 +163,9 @@ func (s *Store) appendRuns() error {
 	var touched []*entry
 	scr := make(map[*entry]*runScratch)
 	var err error
+	offs := make([]int64, len(runs)) // of each run's line, -1: none
 	for i := range runs {
+		offs[i] = -1
 		e := s.index[runs[i].JobID]
 		if e == nil {
 			continue // deleted since
@@ -181,6 +183,7 @@ func (s *Store) appendRuns() error {
 		if buf, err = appendRunLine(buf, prev, &runs[i]); err != nil {
 			break
 		}
+		offs[i] = off
 		if c.seen == 0 {
 			c.first = off + 1
 		}
@@ -201,6 +204,16 @@ func (s *Store) appendRuns() error {
 	hist := uint32(max(s.cfg.RunHistory, 0))
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err == nil && s.refsBuilt {
+		seen := make(map[*entry]uint32, len(touched))
+		for i := range runs {
+			if e := s.index[runs[i].JobID]; e != nil && offs[i] >= 0 && scr[e] != nil {
+				n := seen[e]
+				seen[e] = n + 1
+				s.refs = append(s.refs, s.newRef(&runs[i], e, offs[i], e.rcount+n))
+			}
+		}
+	}
 	for _, e := range touched {
 		c := scr[e]
 		if err == nil && !e.deleted {
@@ -378,6 +391,8 @@ func (s *Store) compactRuns(strict bool) error {
 		keptLines += int(c.kept)
 	}
 	s.runKept, s.runLines = kept, keptLines
+	// The lines moved: the history index is built again when asked for.
+	s.refs, s.longIDs, s.refsBuilt = nil, nil, false
 	old := s.rf
 	s.rf = out
 	st, _ := out.Stat()

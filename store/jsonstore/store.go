@@ -131,6 +131,15 @@ type Store struct {
 	runLines int      // lines in runs.jsonl; guarded by mu
 	runKept  int      // lines that a compaction would keep; guarded by mu
 
+	// The history index (history.go), guarded by mu: a ref per line of
+	// runs.jsonl, in file order, once refsBuilt; a compaction drops it.
+	refs      []runRef
+	refsBuilt bool
+	bmu       sync.Mutex // one build of refs at a time (held before mu)
+	longIDs   []string   // the run ids that are not 32 hex digits
+	instances []string   // the instance names of runs
+	instIdx   map[string]uint16
+
 	recovery *Recovery // what New set aside; nil when jobs.json read clean
 	crashed  bool      // tests: Close writes nothing, as if the process died
 

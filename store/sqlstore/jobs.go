@@ -422,15 +422,15 @@ func (s *Jobs) AppendRun(ctx context.Context, r cron.Run) error {
 func (s *Jobs) appendRun(ctx context.Context, x sqlx.ExtContext, r cron.Run) (int64, error) {
 	var seqs []int64
 	if err := sqlx.SelectContext(ctx, x, &seqs, s.db.d.sql(`UPDATE ksana_run SET triggered_at = ?, finished_at = ?, status = ?, attempts = ?,
-		http_status = ?, error = ?, latency = ? WHERE id = ? AND job_id = ? RETURNING seq`),
-		nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus, r.Error, int64(r.Latency), r.ID, r.JobID); err != nil {
+		http_status = ?, error = ?, latency = ?, reason = ?, slots = ? WHERE id = ? AND job_id = ? RETURNING seq`),
+		nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus, r.Error, int64(r.Latency), r.Reason, r.Slots, r.ID, r.JobID); err != nil {
 		return 0, fmt.Errorf("sqlstore: append run %q of job %q: %w", r.ID, r.JobID, err)
 	}
 	if len(seqs) == 0 {
 		err := sqlx.SelectContext(ctx, x, &seqs, s.db.d.sql(`INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, finished_at,
-			status, attempts, http_status, error, latency, instance) VALUES (?, ?, TRUE, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq`),
+			status, attempts, http_status, error, latency, instance, reason, slots) VALUES (?, ?, TRUE, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq`),
 			r.ID, r.JobID, nanos(r.ScheduledAt), nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus,
-			r.Error, int64(r.Latency), s.cfg.Instance)
+			r.Error, int64(r.Latency), s.cfg.Instance, r.Reason, r.Slots)
 		if isForeignKeyViolation(err) {
 			return 0, fmt.Errorf("sqlstore: append run of job %q: %w", r.JobID, cron.ErrNotFound)
 		}
@@ -465,7 +465,19 @@ type runRow struct {
 	HTTPStatus  int    `db:"http_status"`
 	Error       string `db:"error"`
 	Latency     int64  `db:"latency"`
+	Reason      string `db:"reason"`
+	Slots       int    `db:"slots"`
 }
+
+// run returns the run of row r.
+func (r *runRow) run() cron.Run {
+	return cron.Run{ID: r.ID, JobID: r.JobID, ScheduledAt: fromNanos(r.ScheduledAt), TriggeredAt: fromNanos(r.TriggeredAt),
+		FinishedAt: fromNanos(r.FinishedAt), Status: cron.Status(r.Status), Attempts: r.Attempts, HTTPStatus: r.HTTPStatus,
+		Error: r.Error, Latency: cron.Duration(r.Latency), Instance: r.Instance, Reason: r.Reason, Slots: r.Slots}
+}
+
+// runColumns are the columns of a runRow.
+const runColumns = `id, job_id, instance, scheduled_at, triggered_at, finished_at, status, attempts, http_status, error, latency, reason, slots`
 
 // Runs returns up to limit of the newest finished runs of job id, newest
 // first (limit <= 0: all kept), each with the instance that claimed it. A
@@ -477,8 +489,7 @@ func (s *Jobs) Runs(ctx context.Context, id string, limit int) ([]cron.Run, erro
 		limit = s.cfg.RunLimit
 	}
 	var rows []runRow
-	if err := s.db.x.SelectContext(ctx, &rows, s.db.d.sql(`SELECT id, job_id, instance, scheduled_at, triggered_at, finished_at, status, attempts,
-		http_status, error, latency FROM ksana_run WHERE job_id = ? AND status <> '' ORDER BY seq DESC LIMIT ?`), id, limit); err != nil {
+	if err := s.db.x.SelectContext(ctx, &rows, s.db.d.sql(`SELECT `+runColumns+` FROM ksana_run WHERE job_id = ? AND status <> '' ORDER BY seq DESC LIMIT ?`), id, limit); err != nil {
 		return nil, fmt.Errorf("sqlstore: runs of job %q: %w", id, err)
 	}
 	if len(rows) == 0 {
@@ -491,10 +502,8 @@ func (s *Jobs) Runs(ctx context.Context, id string, limit int) ([]cron.Run, erro
 		}
 	}
 	out := make([]cron.Run, len(rows))
-	for i, r := range rows {
-		out[i] = cron.Run{ID: r.ID, JobID: r.JobID, ScheduledAt: fromNanos(r.ScheduledAt), TriggeredAt: fromNanos(r.TriggeredAt),
-			FinishedAt: fromNanos(r.FinishedAt), Status: cron.Status(r.Status), Attempts: r.Attempts, HTTPStatus: r.HTTPStatus,
-			Error: r.Error, Latency: cron.Duration(r.Latency), Instance: r.Instance}
+	for i := range rows {
+		out[i] = rows[i].run()
 	}
 	return out, nil
 }

@@ -105,11 +105,13 @@ func (s *Jobs) AppendRuns(ctx context.Context, runs []cron.Run) error {
 	}
 	var updated []done
 	if err := x.SelectContext(ctx, &updated, `UPDATE ksana_run AS r SET triggered_at = v.triggered_at, finished_at = v.finished_at,
-		status = v.status, attempts = v.attempts, http_status = v.http_status, error = v.error, latency = v.latency
-		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[], $7::integer[], $8::text[], $9::bigint[])
-			AS v(id, job_id, triggered_at, finished_at, status, attempts, http_status, error, latency)
+		status = v.status, attempts = v.attempts, http_status = v.http_status, error = v.error, latency = v.latency,
+		reason = v.reason, slots = v.slots
+		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[], $7::integer[], $8::text[], $9::bigint[],
+			$10::text[], $11::integer[])
+			AS v(id, job_id, triggered_at, finished_at, status, attempts, http_status, error, latency, reason, slots)
 		WHERE r.id = v.id AND r.job_id = v.job_id RETURNING r.id, r.seq`,
-		a.id, a.jobID, a.triggered, a.finished, a.status, a.attempts, a.httpStatus, a.errs, a.latency); err != nil {
+		a.id, a.jobID, a.triggered, a.finished, a.status, a.attempts, a.httpStatus, a.errs, a.latency, a.reason, a.slots); err != nil {
 		return fmt.Errorf("sqlstore: append %d runs: %w", len(runs), err)
 	}
 	seqs := make(map[string]int64, len(runs))
@@ -126,13 +128,15 @@ func (s *Jobs) AppendRuns(ctx context.Context, runs []cron.Run) error {
 		b := newRunArrays(rest)
 		var inserted []done
 		err := x.SelectContext(ctx, &inserted, `INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, finished_at,
-			status, attempts, http_status, error, latency, instance)
-			SELECT v.id, v.job_id, TRUE, v.scheduled_at, v.triggered_at, v.finished_at, v.status, v.attempts, v.http_status, v.error, v.latency, $11
-			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[], $7::integer[], $8::text[], $9::bigint[], $10::bigint[])
-				WITH ORDINALITY AS v(id, job_id, triggered_at, finished_at, status, attempts, http_status, error, latency, scheduled_at, ord)
+			status, attempts, http_status, error, latency, instance, reason, slots)
+			SELECT v.id, v.job_id, TRUE, v.scheduled_at, v.triggered_at, v.finished_at, v.status, v.attempts, v.http_status, v.error, v.latency, $11,
+				v.reason, v.slots
+			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[], $7::integer[], $8::text[], $9::bigint[], $10::bigint[],
+				$12::text[], $13::integer[])
+				WITH ORDINALITY AS v(id, job_id, triggered_at, finished_at, status, attempts, http_status, error, latency, scheduled_at, reason, slots, ord)
 			ORDER BY v.ord
 			ON CONFLICT DO NOTHING RETURNING id, seq`,
-			b.id, b.jobID, b.triggered, b.finished, b.status, b.attempts, b.httpStatus, b.errs, b.latency, b.scheduled, s.cfg.Instance)
+			b.id, b.jobID, b.triggered, b.finished, b.status, b.attempts, b.httpStatus, b.errs, b.latency, b.scheduled, s.cfg.Instance, b.reason, b.slots)
 		if isForeignKeyViolation(err) {
 			// A job was deleted meanwhile: insert one by one, skipping its runs.
 			inserted, err = nil, nil
@@ -174,9 +178,9 @@ func jobsOf(runs []cron.Run) []string {
 
 // runArrays are runs as one array per column, the arguments of unnest.
 type runArrays struct {
-	id, jobID, status, errs                 []string
+	id, jobID, status, errs, reason         []string
 	triggered, finished, scheduled, latency []int64
-	attempts, httpStatus                    []int32
+	attempts, httpStatus, slots             []int32
 }
 
 func newRunArrays(runs []cron.Run) runArrays {
@@ -184,12 +188,13 @@ func newRunArrays(runs []cron.Run) runArrays {
 	a := runArrays{
 		id: make([]string, n), jobID: make([]string, n), status: make([]string, n), errs: make([]string, n),
 		triggered: make([]int64, n), finished: make([]int64, n), scheduled: make([]int64, n), latency: make([]int64, n),
-		attempts: make([]int32, n), httpStatus: make([]int32, n),
+		attempts: make([]int32, n), httpStatus: make([]int32, n), reason: make([]string, n), slots: make([]int32, n),
 	}
 	for i, r := range runs {
 		a.id[i], a.jobID[i], a.status[i], a.errs[i] = r.ID, r.JobID, string(r.Status), r.Error
 		a.triggered[i], a.finished[i], a.scheduled[i], a.latency[i] = nanos(r.TriggeredAt), nanos(r.FinishedAt), nanos(r.ScheduledAt), int64(r.Latency)
 		a.attempts[i], a.httpStatus[i] = int32(r.Attempts), int32(r.HTTPStatus)
+		a.reason[i], a.slots[i] = r.Reason, int32(r.Slots)
 	}
 	return a
 }

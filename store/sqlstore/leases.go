@@ -227,7 +227,7 @@ func (l *Leases) Register(ctx context.Context) error {
 			"give each instance its own name, or wait until the other one has stopped", ErrInstanceInUse, l.cfg.Instance, seen, l.cfg.TTL)
 	}
 	if _, err := l.db.x.ExecContext(ctx, d.sql(`UPDATE ksana_run SET status = 'missed', finished_at = ?,
-		error = 'holder died: instance ' || instance || ' stopped (it was started again) before this run ended; the run was not called, or the outcome of its call is unknown'
+		reason = 'holder died', error = 'holder died: instance ' || instance || ' stopped (it was started again) before this run ended; the run was not called, or the outcome of its call is unknown'
 		WHERE instance = ? AND status = ''`), time.Now().UnixNano(), l.cfg.Instance); err != nil {
 		return fmt.Errorf("sqlstore: finish the runs of the previous %q: %w", l.cfg.Instance, err)
 	}
@@ -466,7 +466,7 @@ func (l *Leases) Renew(ctx context.Context) error {
 func (l *Leases) finishOrphans(ctx context.Context, parts []int) error {
 	d := l.db.d
 	q, args, err := d.in(`UPDATE ksana_run SET status = 'missed', finished_at = ?,
-		error = 'holder died: instance ' || instance || ' stopped renewing its lease before this run ended; the run was not called, or the outcome of its call is unknown'
+		reason = 'holder died', error = 'holder died: instance ' || instance || ' stopped renewing its lease before this run ended; the run was not called, or the outcome of its call is unknown'
 		WHERE status = '' AND instance <> '' AND instance <> ?
 		AND instance NOT IN (SELECT instance FROM ksana_member WHERE last_seen >= {since})
 		AND job_id IN (SELECT id FROM ksana_job WHERE part IN (?))`, time.Now().UnixNano(), l.cfg.Instance, d.sinceArg(l.cfg.TTL), parts)

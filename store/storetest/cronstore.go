@@ -19,7 +19,11 @@ import (
 // Record, the round trip of every field of a job (times to the microsecond
 // and durations included), and, when the store implements it,
 // [cron.RunStore]: newest-first history, the limit argument, a per-job
-// limit that drops the oldest runs, and ErrNotFound for unknown jobs.
+// limit that drops the oldest runs, and ErrNotFound for unknown jobs; and
+// when it implements [cron.RunQuerier], the history across jobs: every
+// filter, the order (scheduled_at then run id, newest first, ties
+// included), pages that cover every run once, a cursor of a run gone, and
+// the reason and slots of a run.
 // Persistence across a reopen is the adapter's own test.
 func TestCronStore(t *testing.T, open func(t *testing.T) cron.Store) {
 	t.Helper()
@@ -35,6 +39,7 @@ func TestCronStore(t *testing.T, open func(t *testing.T) cron.Store) {
 		{"Concurrent", cronCaseConcurrent},
 		{"Runs", cronCaseRuns},
 		{"RunLimit", cronCaseRunLimit},
+		{"QueryRuns", cronCaseQueryRuns},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })

@@ -1,0 +1,321 @@
+package cron
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The reasons a slot was not called, in [Run.Reason] of a skipped or
+// missed run record.
+const (
+	// ReasonDowntime: the slots passed while the runner was not running
+	// (stopped, or held up past the misfire tolerance); they rolled on to
+	// the job's next slot.
+	ReasonDowntime = "downtime"
+	// ReasonOverlap: the job's previous run was still in flight.
+	ReasonOverlap = "overlap"
+	// ReasonNoHolder: over a shared store, the slots passed while no runner
+	// held the job; the runner that took it over rolled them on.
+	ReasonNoHolder = "no holder"
+	// ReasonPaused: the slots passed while the job was paused; recorded
+	// when it is resumed.
+	ReasonPaused = "paused"
+	// ReasonServicePaused: the slots passed while every firing of the
+	// service was paused.
+	ReasonServicePaused = "service paused"
+	// ReasonHolderDied: the runner that claimed the slot stopped before the
+	// run ended; it was not called, or the outcome of its call is unknown.
+	ReasonHolderDied = "holder died"
+	// ReasonHolderStopped: the runner that claimed the slot was held up so
+	// long that calling it would have been later than the misfire rules
+	// allow.
+	ReasonHolderStopped = "holder stopped"
+	// ReasonClaimFailed: the claim of the slot in a shared store failed.
+	ReasonClaimFailed = "claim failed"
+	// ReasonPastDue: a once job's time had passed when the runner saw it.
+	ReasonPastDue = "past due"
+)
+
+// maxBurstCount bounds the slots a not-called burst counts (the count of a
+// cron expression is stepped slot by slot): [Run.Slots] says at most this.
+const maxBurstCount = 100_000
+
+// Default and largest page of [RunQuery].
+const (
+	DefaultRunQueryLimit = 50
+	MaxRunQueryLimit     = 1000
+)
+
+// RunQuery selects run records of every job, newest first: ordered by
+// ScheduledAt, latest first, and then by run id, greatest first. Its zero
+// value asks for the first page of every run.
+type RunQuery struct {
+	// JobIDs keeps the runs of these jobs only; empty: every job.
+	JobIDs []string
+	// Statuses keeps the runs with one of these statuses only; empty: any.
+	Statuses []Status
+	// Since keeps the runs scheduled at or after it; zero: no bound.
+	Since time.Time
+	// Until keeps the runs scheduled before it; zero: no bound.
+	Until time.Time
+	// Instance keeps the runs claimed by this runner of a shared store
+	// only; empty: any.
+	Instance string
+	// Limit is the most runs a page holds: 0 means [DefaultRunQueryLimit];
+	// it may not be negative nor above [MaxRunQueryLimit].
+	Limit int
+	// After is where the page starts: the runs that come after this
+	// position in the order. The zero value starts at the newest run.
+	After RunCursor
+}
+
+// RunCursor is a position in the order of a [RunQuery]: the scheduled
+// time and the id of the last run of a page.
+type RunCursor struct {
+	ScheduledAt time.Time
+	RunID       string
+}
+
+// IsZero reports whether c is the zero cursor (the start).
+func (c RunCursor) IsZero() bool { return c.RunID == "" && c.ScheduledAt.IsZero() }
+
+// CursorOf returns the position of run r.
+func CursorOf(r *Run) RunCursor { return RunCursor{ScheduledAt: r.ScheduledAt, RunID: r.ID} }
+
+// String encodes c as "<Unix nanoseconds>.<run id>", the form
+// [ParseRunCursor] reads; the zero cursor is "".
+func (c RunCursor) String() string {
+	if c.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(c.ScheduledAt.UnixNano(), 10) + "." + c.RunID
+}
+
+// ErrBadCursor is returned (wrapped) for a cursor that no page gave.
+var ErrBadCursor = errors.New("cron: bad run cursor")
+
+// ParseRunCursor reads a cursor written by [RunCursor.String]; "" is the
+// zero cursor. Anything else is an error wrapping [ErrBadCursor].
+func ParseRunCursor(s string) (RunCursor, error) {
+	if s == "" {
+		return RunCursor{}, nil
+	}
+	at, id, ok := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(at, 10, 64)
+	if !ok || err != nil || id == "" || len(id) > 256 {
+		return RunCursor{}, fmt.Errorf("%w: %q is not <nanoseconds>.<run id>", ErrBadCursor, s)
+	}
+	return RunCursor{ScheduledAt: time.Unix(0, n).UTC(), RunID: id}, nil
+}
+
+// Before reports whether run r comes after the position c in the order
+// of a [RunQuery] (newest first): scheduled earlier, or at the same time
+// with a smaller run id. Every run comes after the zero cursor.
+func (c RunCursor) Before(r *Run) bool {
+	if c.IsZero() {
+		return true
+	}
+	if d := r.ScheduledAt.Compare(c.ScheduledAt); d != 0 {
+		return d < 0
+	}
+	return r.ID < c.RunID
+}
+
+// Check validates q: a negative or too large limit, a Since not before
+// Until, an unknown status or an empty job id is a [*ValidationError]
+// naming the field ("limit", "since", "status", "job").
+func (q *RunQuery) Check() error {
+	if q.Limit < 0 || q.Limit > MaxRunQueryLimit {
+		return &ValidationError{Field: "limit", Reason: fmt.Sprintf("must be from 1 to %d, got %d", MaxRunQueryLimit, q.Limit)}
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
+		return &ValidationError{Field: "since", Reason: "must be before until"}
+	}
+	for _, st := range q.Statuses {
+		if !RunStatus(st) {
+			return &ValidationError{Field: "status", Reason: fmt.Sprintf("must be success, failed, timeout, skipped or missed, got %q", st)}
+		}
+	}
+	for _, id := range q.JobIDs {
+		if id == "" {
+			return &ValidationError{Field: "job", Reason: "must be a job id, got an empty one"}
+		}
+	}
+	return nil
+}
+
+// RunStatus reports whether st is a status a run record can have:
+// success, failed, timeout, skipped or missed.
+func RunStatus(st Status) bool {
+	switch st {
+	case StatusSuccess, StatusFailed, StatusTimeout, StatusSkipped, StatusMissed:
+		return true
+	}
+	return false
+}
+
+// PageSize is the number of runs a page of q holds: Limit, or
+// [DefaultRunQueryLimit] when it is 0.
+func (q *RunQuery) PageSize() int {
+	if q.Limit <= 0 {
+		return DefaultRunQueryLimit
+	}
+	return q.Limit
+}
+
+// Match reports whether run r passes the filters of q (not the cursor).
+func (q *RunQuery) Match(r *Run) bool {
+	if len(q.JobIDs) > 0 && !slices.Contains(q.JobIDs, r.JobID) {
+		return false
+	}
+	if len(q.Statuses) > 0 && !slices.Contains(q.Statuses, r.Status) {
+		return false
+	}
+	if !q.Since.IsZero() && r.ScheduledAt.Before(q.Since) {
+		return false
+	}
+	if !q.Until.IsZero() && !r.ScheduledAt.Before(q.Until) {
+		return false
+	}
+	return q.Instance == "" || r.Instance == q.Instance
+}
+
+// CompareRuns orders runs as a [RunQuery] does: newest first (a before b
+// is negative).
+func CompareRuns(a, b *Run) int {
+	if d := b.ScheduledAt.Compare(a.ScheduledAt); d != 0 {
+		return d
+	}
+	return cmp.Compare(b.ID, a.ID)
+}
+
+// PageRuns returns the page of q from runs, in any order, as a store that
+// holds its runs in memory answers [RunQuerier.QueryRuns]: the runs that
+// match q and come after q.After, newest first, up to q's page size, and
+// the cursor of the next page (zero when none follows).
+func PageRuns(runs []Run, q RunQuery) ([]Run, RunCursor) {
+	out := []Run{}
+	for i := range runs {
+		if q.Match(&runs[i]) && q.After.Before(&runs[i]) {
+			out = append(out, runs[i])
+		}
+	}
+	slices.SortFunc(out, func(a, b Run) int { return CompareRuns(&a, &b) })
+	if n := q.PageSize(); len(out) > n {
+		return out[:n:n], CursorOf(&out[n-1])
+	}
+	return out, RunCursor{}
+}
+
+// RunQuerier is an optional capability of a [RunStore]: the run history
+// of every job, filtered and paged. Its answer holds the runs the store
+// keeps (the newest of each job, up to its limit) that finished (a run
+// claimed and in flight is left out).
+type RunQuerier interface {
+	// QueryRuns returns the page of q (q passed [RunQuery.Check]): the
+	// runs that match its filters and come after q.After, newest first,
+	// at most its page size; and the cursor of the next page, zero when
+	// no run follows. A cursor of a run removed since still works: the
+	// page starts after its position.
+	QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor, error)
+}
+
+// QueryRuns returns a page of the run history of every job: the runs
+// that match q, newest first, and the cursor of the next page (zero when
+// none follows). A bad q is a [*ValidationError] naming its field. A
+// runner without a store answers from the runs it keeps in memory; a
+// store that cannot answer gives an error wrapping [ErrUnsupported].
+func (r *Runner) QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor, error) {
+	if err := q.Check(); err != nil {
+		return nil, RunCursor{}, err
+	}
+	if r.store == nil {
+		var all []Run
+		r.mu.Lock()
+		for _, idx := range r.order {
+			if idx < 0 {
+				continue
+			}
+			e := r.tab.at(idx)
+			if e.x == nil || (len(q.JobIDs) > 0 && !slices.Contains(q.JobIDs, e.id)) {
+				continue
+			}
+			for i := range e.x.hist {
+				if q.Match(&e.x.hist[i]) && q.After.Before(&e.x.hist[i]) {
+					all = append(all, e.x.hist[i])
+				}
+			}
+		}
+		r.mu.Unlock()
+		runs, next := PageRuns(all, q)
+		return runs, next, nil
+	}
+	rq, ok := r.store.(RunQuerier)
+	if !ok || r.runs == nil {
+		return nil, RunCursor{}, ErrUnsupported
+	}
+	runs, next, err := rq.QueryRuns(ctx, q)
+	if err != nil && r.sh != nil {
+		return nil, RunCursor{}, unavailable("query runs", err)
+	}
+	return runs, next, err
+}
+
+// RecordNotCalled records that the slots of job id after after and up
+// to until were not called, for reason (one of the Reason constants, or
+// another short phrase), as one run record of status [StatusSkipped]:
+// ScheduledAt is the first of those slots and Slots their number (counted
+// up to a bound) when more than one: never one record per slot. It is how
+// a pause of the whole service records the slots it held back. An unknown
+// job, or a span with no slot of the job, records nothing and returns
+// false.
+func (r *Runner) RecordNotCalled(id string, after, until time.Time, reason string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, e, ok := r.lookup(id)
+	if !ok {
+		return false
+	}
+	run, ok := notCalled(e, after, until, StatusSkipped, reason, r.now())
+	if ok {
+		r.finish(run, false)
+	}
+	return ok
+}
+
+// notCalled builds the record, at now, of the job's slots in (after,
+// until] not called for reason: false when none falls there.
+func notCalled(e *entry, after, until time.Time, st Status, reason string, now time.Time) (Run, bool) {
+	s := e.schedule()
+	first := s.Next(after)
+	if first.IsZero() || first.After(until) {
+		return Run{}, false
+	}
+	n := 1 + CountSlots(s, first, until, maxBurstCount-1)
+	run := Run{JobID: e.id, ScheduledAt: first.UTC(), TriggeredAt: now.UTC(), FinishedAt: now.UTC(), Status: st, Reason: reason}
+	if n > 1 {
+		run.Slots = n
+	}
+	return run, true
+}
+
+// endPause records, when e is resumed at now, the slots that passed since
+// this runner paused it as one skipped run of reason [ReasonPaused]. A
+// pause this runner did not see (made before a restart, or by another
+// runner of a shared store) records nothing. mu is held.
+func (r *Runner) endPause(e *entry, now int64) {
+	if e.x == nil || e.x.pausedAt == 0 {
+		return
+	}
+	from := e.x.pausedAt
+	e.x.pausedAt = 0
+	if run, ok := notCalled(e, fromNano(from), fromNano(now), StatusSkipped, ReasonPaused, fromNano(now)); ok {
+		r.finish(run, false)
+	}
+}

@@ -1,0 +1,332 @@
+package jsonstore
+
+import (
+	"bufio"
+	"bytes"
+	"container/heap"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/ksana-dev/ksana/cron"
+)
+
+var _ cron.RunQuerier = (*Store)(nil)
+
+// runRef is the history index's record of one line of runs.jsonl: what a
+// query filters and orders on, and where the line is. 48 bytes, no
+// pointer but the entry's: a run id of 32 lowercase hex digits (the ones
+// a runner makes) is held as its 16 bytes, another one in long.
+type runRef struct {
+	at     int64  // scheduled_at, Unix ns
+	off    int64  // offset of the line in runs.jsonl
+	e      *entry // the job
+	id     [16]byte
+	long   int32  // 1 + index in Store.longIDs; 0: id holds the run id
+	seq    uint32 // the line's place among the job's lines (rcount before it)
+	status uint8  // index in refStatuses
+	inst   uint16 // 1 + index in Store.instances; 0: none
+}
+
+var refStatuses = []cron.Status{"", cron.StatusSuccess, cron.StatusFailed, cron.StatusTimeout, cron.StatusSkipped, cron.StatusMissed}
+
+func statusRef(st cron.Status) uint8 {
+	for i, s := range refStatuses {
+		if s == st {
+			return uint8(i)
+		}
+	}
+	return 0
+}
+
+// newRef makes the ref of run r, whose line is at off and is the seq-th
+// of its job e. mu is held.
+func (s *Store) newRef(r *cron.Run, e *entry, off int64, seq uint32) runRef {
+	ref := runRef{at: r.ScheduledAt.UnixNano(), off: off, e: e, seq: seq, status: statusRef(r.Status)}
+	if len(r.ID) == 32 && isLowerHex(r.ID) {
+		hex.Decode(ref.id[:], []byte(r.ID))
+	} else {
+		s.longIDs = append(s.longIDs, r.ID)
+		ref.long = int32(len(s.longIDs))
+	}
+	if r.Instance != "" {
+		i := s.instIdx[r.Instance]
+		if i == 0 && len(s.instances) < 1<<16-1 {
+			if s.instIdx == nil {
+				s.instIdx = make(map[string]uint16)
+			}
+			s.instances = append(s.instances, r.Instance)
+			i = uint16(len(s.instances))
+			s.instIdx[r.Instance] = i
+		}
+		ref.inst = i
+	}
+	return ref
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// runID returns the run id of ref.
+func (s *Store) runID(ref *runRef) string {
+	if ref.long != 0 {
+		return s.longIDs[ref.long-1]
+	}
+	return hex.EncodeToString(ref.id[:])
+}
+
+// compareIDs orders the run ids of a and b as strings do.
+func (s *Store) compareIDs(a, b *runRef) int {
+	if a.long == 0 && b.long == 0 {
+		return bytes.Compare(a.id[:], b.id[:])
+	}
+	x, y := s.runID(a), s.runID(b)
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// buildRefs indexes runs.jsonl, once after a start or a compaction, when
+// the history is first asked for: one sequential read of the file,
+// taking mu only for each batch of lines it indexes, so that writes go
+// on meanwhile; the lines appended during the read are read too, and the
+// index is complete (refsBuilt) when the read has caught up with the
+// file under mu. rmu is held (read), so no compaction swaps the file.
+func (s *Store) buildRefs() error {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	s.mu.Lock()
+	if s.refsBuilt {
+		s.mu.Unlock()
+		return nil
+	}
+	s.refs, s.longIDs = nil, nil
+	f, end := s.rf, s.rsize
+	s.mu.Unlock()
+	if f == nil {
+		s.mu.Lock()
+		s.refsBuilt = true
+		s.mu.Unlock()
+		return nil
+	}
+	type line struct {
+		id  string
+		run cron.Run
+		off int64
+	}
+	seen := make(map[*entry]uint32)
+	batch := make([]line, 0, 4096)
+	// apply indexes the batch, under mu; it reports whether the read has
+	// caught up with the file, and then leaves mu held.
+	apply := func(off int64) bool {
+		s.mu.Lock()
+		for i := range batch {
+			l := &batch[i]
+			if e := s.index[l.id]; e != nil && e.rfirst != 0 && l.off+1 >= e.rfirst && l.off+1 <= e.rhead {
+				n := seen[e]
+				seen[e] = n + 1
+				s.refs = append(s.refs, s.newRef(&l.run, e, l.off, n))
+			}
+		}
+		batch = batch[:0]
+		if off >= s.rsize {
+			return true
+		}
+		end = s.rsize
+		s.mu.Unlock()
+		return false
+	}
+	var off int64
+	for {
+		r := bufio.NewReaderSize(io.NewSectionReader(f, off, end-off), 1<<20)
+		for {
+			b, err := readLine(r)
+			if len(b) > 0 && b[len(b)-1] == '\n' {
+				var l line
+				if id, ok := lineJobID(b); ok && json.Unmarshal(b, &l.run) == nil {
+					l.id, l.off = id, off
+					batch = append(batch, l)
+				}
+				off += int64(len(b))
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if len(batch) == cap(batch) {
+				if apply(off) {
+					s.refsBuilt = true
+					s.mu.Unlock()
+					return nil
+				}
+			}
+		}
+		if apply(off) {
+			s.refsBuilt = true
+			s.mu.Unlock()
+			return nil
+		}
+	}
+}
+
+// keptRef reports whether ref is a line the store keeps: of a job still
+// stored, among its newest RunHistory lines. mu is held.
+func (s *Store) keptRef(ref *runRef) bool {
+	e := ref.e
+	if e.deleted || e.rcount == 0 {
+		return false
+	}
+	hist := uint32(max(s.cfg.RunHistory, 0))
+	return e.rcount-ref.seq <= hist
+}
+
+// refHeap holds the best refs found so far, the worst (the oldest) at
+// the root.
+type refHeap struct {
+	s    *Store
+	refs []runRef
+}
+
+func (h *refHeap) Len() int           { return len(h.refs) }
+func (h *refHeap) Less(i, j int) bool { return h.s.compareRefs(&h.refs[i], &h.refs[j]) > 0 }
+func (h *refHeap) Swap(i, j int)      { h.refs[i], h.refs[j] = h.refs[j], h.refs[i] }
+func (h *refHeap) Push(x any)         { h.refs = append(h.refs, x.(runRef)) }
+func (h *refHeap) Pop() any {
+	x := h.refs[len(h.refs)-1]
+	h.refs = h.refs[:len(h.refs)-1]
+	return x
+}
+
+// compareRefs orders refs as a query does, newest first: negative when a
+// comes before b.
+func (s *Store) compareRefs(a, b *runRef) int {
+	switch {
+	case a.at > b.at:
+		return -1
+	case a.at < b.at:
+		return 1
+	}
+	return -s.compareIDs(a, b)
+}
+
+// QueryRuns returns a page of the runs kept of every job, as
+// [cron.RunQuerier] describes. The store keeps an index of runs.jsonl
+// in memory (48 bytes a run), built by one read of the file when the
+// history is first asked for after a start or a compaction; a page scans
+// it, newest appended first, and reads its runs from the file.
+func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cron.RunCursor, error) {
+	s.rmu.RLock()
+	defer s.rmu.RUnlock()
+	s.mu.Lock()
+	built, closed := s.refsBuilt, s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, cron.RunCursor{}, ErrClosed
+	}
+	if !built {
+		if err := s.buildRefs(); err != nil {
+			return nil, cron.RunCursor{}, fmt.Errorf("jsonstore: index %s: %w", RunsFile, err)
+		}
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, cron.RunCursor{}, ErrClosed
+	}
+	n := q.PageSize()
+	// The runs not yet written, from memory.
+	var pending []cron.Run
+	for _, rs := range [][]cron.Run{s.newRuns, s.writing} {
+		for i := range rs {
+			if q.Match(&rs[i]) && q.After.Before(&rs[i]) {
+				pending = append(pending, rs[i])
+			}
+		}
+	}
+	// The filters, as the index holds them.
+	var jobs map[*entry]bool
+	if len(q.JobIDs) > 0 {
+		jobs = make(map[*entry]bool, len(q.JobIDs))
+		for _, id := range q.JobIDs {
+			if e := s.index[id]; e != nil {
+				jobs[e] = true
+			}
+		}
+	}
+	var statuses [8]bool
+	for _, st := range q.Statuses {
+		statuses[statusRef(st)] = true
+	}
+	var inst uint16
+	if q.Instance != "" {
+		inst = s.instIdx[q.Instance]
+		if inst == 0 {
+			jobs = map[*entry]bool{} // no run of that instance
+		}
+	}
+	since, until := int64(-1<<63), int64(1<<63-1)
+	if !q.Since.IsZero() {
+		since = q.Since.UnixNano()
+	}
+	if !q.Until.IsZero() {
+		until = q.Until.UnixNano()
+	}
+	c := q.After
+	cAt := c.ScheduledAt.UnixNano()
+	h := &refHeap{s: s, refs: make([]runRef, 0, n+2)}
+	for i := len(s.refs) - 1; i >= 0; i-- {
+		ref := &s.refs[i]
+		if ref.at < since || ref.at >= until || (jobs != nil && !jobs[ref.e]) || (len(q.Statuses) > 0 && !statuses[ref.status]) ||
+			(inst != 0 && ref.inst != inst) {
+			continue
+		}
+		if !c.IsZero() && (ref.at > cAt || (ref.at == cAt && s.runID(ref) >= c.RunID)) {
+			continue
+		}
+		if len(h.refs) > n && s.compareRefs(ref, &h.refs[0]) >= 0 {
+			continue
+		}
+		if !s.keptRef(ref) {
+			continue
+		}
+		heap.Push(h, *ref)
+		if len(h.refs) > n+1 {
+			heap.Pop(h)
+		}
+	}
+	refs := h.refs
+	f := s.rf
+	s.mu.Unlock()
+	// Read the lines of the refs, and merge in the pending runs.
+	all := pending
+	var buf []byte
+	for i := range refs {
+		line, err := readLineAt(f, refs[i].off, buf)
+		if err != nil {
+			return nil, cron.RunCursor{}, fmt.Errorf("jsonstore: read %s at %d: %w", RunsFile, refs[i].off, err)
+		}
+		buf = line[:0]
+		var rl runLine
+		if err := json.Unmarshal(line, &rl); err != nil {
+			return nil, cron.RunCursor{}, fmt.Errorf("jsonstore: %s at %d: %w", RunsFile, refs[i].off, err)
+		}
+		all = append(all, rl.Run)
+	}
+	q.After = cron.RunCursor{}
+	runs, next := cron.PageRuns(all, q)
+	return runs, next, nil
+}

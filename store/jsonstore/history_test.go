@@ -1,0 +1,98 @@
+package jsonstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ksana-dev/ksana/cron"
+)
+
+// TestQueryRunsAfterReopen: the first history query after a start builds
+// the index from runs.jsonl while runs are still appended and flushed;
+// every run is then found once, the new ones included, and a deleted
+// and re-created job shows only its new runs.
+func TestQueryRunsAfterReopen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := Config{RunHistory: 10_000, FlushInterval: time.Millisecond}
+	s, err := New(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"a", "b", "c"}
+	for _, id := range ids {
+		if err := s.Save(ctx, testJob(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(i int) cron.Run {
+		return cron.Run{ID: fmt.Sprintf("%032x", i), JobID: ids[i%3], ScheduledAt: t0.Add(time.Duration(i) * time.Second), Status: cron.StatusSuccess}
+	}
+	for i := range 6000 {
+		if err := s.AppendRun(ctx, run(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = New(dir, cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 6000; i < 9000; i++ {
+			if err := s.AppendRun(ctx, run(i)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	if _, _, err := s.QueryRuns(ctx, cron.RunQuery{}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	// Job c, deleted and created again, with one new run.
+	if err := s.Delete(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, testJob("c")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendRun(ctx, run(9002)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	q := cron.RunQuery{Limit: cron.MaxRunQueryLimit}
+	prev := cron.RunCursor{}
+	for {
+		runs, next, err := s.QueryRuns(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range runs {
+			if !prev.IsZero() && !prev.Before(&runs[i]) {
+				t.Fatalf("run %s at %v comes after %v", runs[i].ID, runs[i].ScheduledAt, prev)
+			}
+			prev = cron.CursorOf(&runs[i])
+			count[runs[i].JobID]++
+		}
+		if next.IsZero() {
+			break
+		}
+		q.After = next
+	}
+	if count["a"] != 3000 || count["b"] != 3000 || count["c"] != 1 {
+		t.Errorf("runs found per job %v, want a and b 3000 each, c 1", count)
+	}
+}

@@ -1,0 +1,115 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ksana-dev/ksana/cron"
+)
+
+func cronCaseQueryRuns(t *testing.T, s cron.Store) {
+	rs := cronRunStore(t, s)
+	qr, ok := s.(cron.RunQuerier)
+	if !ok {
+		t.Skip("the store is not a cron.RunQuerier")
+	}
+	ctx := context.Background()
+	cronSave(t, s, cronJobs()...)
+	ids := []string{"job-every", "job-once", "job-cron"}
+	var all []cron.Run
+	for i := range 12 {
+		for k, id := range ids {
+			// Three runs share each scheduled time: ties are ordered by id.
+			r := cronRun(id, i)
+			r.ID = fmt.Sprintf("r%02d-%d", (i*7+k*5)%36, k)
+			switch (i + k) % 4 {
+			case 0:
+				r.Status, r.Error, r.HTTPStatus = cron.StatusSuccess, "", 200
+			case 1:
+				r.Status, r.Reason, r.Slots, r.Attempts, r.HTTPStatus, r.Error = cron.StatusMissed, cron.ReasonDowntime, 17, 0, 0, ""
+			case 2:
+				r.Status, r.Reason, r.Attempts, r.HTTPStatus, r.Error = cron.StatusSkipped, cron.ReasonOverlap, 0, 0, "previous run still in flight"
+			}
+			all = append(all, r)
+			if err := rs.AppendRun(ctx, r); err != nil {
+				t.Fatalf("AppendRun: %v", err)
+			}
+		}
+	}
+	if f, ok := s.(cron.Flusher); ok {
+		if err := f.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every run kept (the newest of each job, up to the store's limit),
+	// as appended (the instance is the store's to set).
+	var kept []cron.Run
+	for _, id := range ids {
+		runs, err := rs.Runs(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, runs...)
+	}
+	stored, next, err := qr.QueryRuns(ctx, cron.RunQuery{Limit: cron.MaxRunQueryLimit})
+	if err != nil {
+		t.Fatalf("QueryRuns: %v", err)
+	}
+	want, _ := cron.PageRuns(kept, cron.RunQuery{Limit: cron.MaxRunQueryLimit})
+	if len(want) < len(ids) {
+		t.Fatalf("%d runs kept of %d", len(want), len(all))
+	}
+	if diff := cmp.Diff(want, stored); diff != "" || !next.IsZero() {
+		t.Fatalf("QueryRuns of every run, next %v (-want +got):\n%s", next, diff)
+	}
+	inst := stored[0].Instance
+	mid := cronTime.Add(4 * time.Minute)
+	for _, q := range []cron.RunQuery{
+		{Limit: 5},
+		{Limit: 1},
+		{JobIDs: []string{"job-cron"}, Limit: 4},
+		{JobIDs: []string{"job-cron", "job-every"}, Limit: 7},
+		{Statuses: []cron.Status{cron.StatusMissed}, Limit: 2},
+		{Statuses: []cron.Status{cron.StatusFailed, cron.StatusSkipped}, Limit: 6},
+		{Since: mid, Limit: 4},
+		{Until: mid, Limit: 4},
+		{Since: mid, Until: mid.Add(3 * time.Minute), JobIDs: []string{"job-once"}, Statuses: []cron.Status{cron.StatusSuccess, cron.StatusFailed}},
+		{Instance: inst, Limit: 11},
+		{Instance: "no such instance"},
+		{JobIDs: []string{"nope"}},
+		{After: cron.RunCursor{ScheduledAt: mid, RunID: "r99"}, Limit: 3}, // a run gone: after its place
+	} {
+		want, _ := cron.PageRuns(stored, cron.RunQuery{JobIDs: q.JobIDs, Statuses: q.Statuses, Since: q.Since, Until: q.Until,
+			Instance: q.Instance, After: q.After, Limit: cron.MaxRunQueryLimit})
+		got := []cron.Run{}
+		for page := 0; ; page++ {
+			runs, next, err := qr.QueryRuns(ctx, q)
+			if err != nil {
+				t.Fatalf("QueryRuns(%+v): %v", q, err)
+			}
+			if len(runs) > q.PageSize() || (!next.IsZero() && len(runs) != q.PageSize()) {
+				t.Fatalf("QueryRuns(%+v): %d runs, next %v; want at most %d, and a full page before a next", q, len(runs), next, q.PageSize())
+			}
+			got = append(got, runs...)
+			if next.IsZero() || page > len(all) {
+				break
+			}
+			q.After = next
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("QueryRuns(%+v), every page (-want +got):\n%s", q, diff)
+		}
+	}
+	// A deleted job's runs are gone from the history.
+	if err := s.Delete(ctx, "job-every"); err != nil {
+		t.Fatal(err)
+	}
+	runs, _, err := qr.QueryRuns(ctx, cron.RunQuery{JobIDs: []string{"job-every"}})
+	if err != nil || len(runs) != 0 {
+		t.Errorf("QueryRuns of a deleted job = %d runs, %v; want none", len(runs), err)
+	}
+}

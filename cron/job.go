@@ -221,11 +221,20 @@ type Job struct {
 	// still run once (see [Misfire]). Zero keeps the default rule: a missed
 	// slot is skipped, with no catch-up.
 	MisfireGrace Duration `json:"misfire_grace,omitempty"`
+	// Alert, when set, names the webhook told of changes of the job's
+	// health (see [AlertConfig]). Nil: the runner's [Config.Alert], if
+	// any.
+	Alert *AlertConfig `json:"alert,omitempty"`
 
 	LastRunAt  time.Time `json:"last_run_at"`
 	NextRunAt  time.Time `json:"next_run_at"`
 	LastStatus Status    `json:"last_status"`
 	LastError  string    `json:"last_error"`
+	// Failures is the number of runs in a row that failed (failed or
+	// timeout), 0 after a success; LastAlert is the last transition
+	// alerted (see [AlertConfig]). System fields, as those above.
+	Failures  int    `json:"failures,omitempty"`
+	LastAlert string `json:"last_alert,omitempty"`
 }
 
 // jobWire is the JSON form of a Job: the one definition of its fields,
@@ -243,10 +252,13 @@ type jobWire struct {
 	MaxRetries   int             `json:"max_retries"`
 	RetryBackoff Duration        `json:"retry_backoff"`
 	MisfireGrace Duration        `json:"misfire_grace,omitempty"`
+	Alert        *AlertConfig    `json:"alert,omitempty"`
 	LastRunAt    string          `json:"last_run_at"`
 	NextRunAt    string          `json:"next_run_at"`
 	LastStatus   Status          `json:"last_status"`
 	LastError    string          `json:"last_error"`
+	Failures     int             `json:"failures,omitempty"`
+	LastAlert    string          `json:"last_alert,omitempty"`
 }
 
 // MarshalJSON writes the job with the snake_case field names of the REST
@@ -259,8 +271,9 @@ func (j Job) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(jobWire{
 		ID: j.ID, Name: j.Name, Enabled: !j.Paused, Type: j.Type, HTTP: h, Args: j.Args, Schedule: j.Schedule,
-		Timeout: j.Timeout, MaxRetries: j.MaxRetries, RetryBackoff: j.RetryBackoff, MisfireGrace: j.MisfireGrace,
+		Timeout: j.Timeout, MaxRetries: j.MaxRetries, RetryBackoff: j.RetryBackoff, MisfireGrace: j.MisfireGrace, Alert: j.Alert,
 		LastRunAt: formatTime(j.LastRunAt), NextRunAt: formatTime(j.NextRunAt), LastStatus: j.LastStatus, LastError: j.LastError,
+		Failures: j.Failures, LastAlert: j.LastAlert,
 	})
 }
 
@@ -287,8 +300,9 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	}
 	*j = Job{
 		ID: w.ID, Name: w.Name, Paused: !w.Enabled, Type: w.Type, HTTP: h, Args: w.Args, Schedule: w.Schedule,
-		Timeout: w.Timeout, MaxRetries: w.MaxRetries, RetryBackoff: w.RetryBackoff, MisfireGrace: w.MisfireGrace,
+		Timeout: w.Timeout, MaxRetries: w.MaxRetries, RetryBackoff: w.RetryBackoff, MisfireGrace: w.MisfireGrace, Alert: w.Alert,
 		LastRunAt: last, NextRunAt: next, LastStatus: w.LastStatus, LastError: w.LastError,
+		Failures: w.Failures, LastAlert: w.LastAlert,
 	}
 	return nil
 }
@@ -348,7 +362,9 @@ func (d Rules) minInterval() time.Duration {
 // every job: timeout > 0, max_retries between 0
 // and 65535, retry_backoff and misfire_grace >= 0, the schedule
 // ([ScheduleSpec.Validate]) and an interval no shorter than the rules'
-// minimum (1s by default). On success it returns the job's schedule, built
+// minimum (1s by default); an alert's url (http or https with a host;
+// empty: the runner's), secret (at most [MaxAlertSecretLen] bytes), after
+// and pause_after (>= 0). On success it returns the job's schedule, built
 // once: a cron expression is parsed here and nowhere else. The system
 // fields are not looked at.
 // MaxRetries has no default here: 0 means no retry.
@@ -426,6 +442,11 @@ func prepare(j *Job, now time.Time, d Rules, known *jobConfig, parsed *CronSched
 	}
 	if j.MisfireGrace < 0 {
 		return nil, invalid("misfire_grace", "must be >= 0, got %s", j.MisfireGrace)
+	}
+	if j.Alert != nil {
+		if err := j.Alert.validate("alert", true); err != nil {
+			return nil, err
+		}
 	}
 	c, err := j.Schedule.check(parsed)
 	if err != nil {

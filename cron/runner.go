@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"net/http"
 	"sync"
 	"time"
 )

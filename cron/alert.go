@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 )
@@ -79,7 +78,7 @@ type AlertConfig struct {
 // of a runner, and names the bad field under prefix.
 func (c *AlertConfig) validate(prefix string, job bool) error {
 	if c.URL != "" || !job {
-		if err := validateAlertURL(prefix+".url", c.URL); err != nil {
+		if err := validateURL(prefix+".url", c.URL); err != nil {
 			return err
 		}
 	}
@@ -91,28 +90,6 @@ func (c *AlertConfig) validate(prefix string, job bool) error {
 	}
 	if c.PauseAfter < 0 {
 		return invalid(prefix+".pause_after", "must be >= 0 (0: never pause), got %d", c.PauseAfter)
-	}
-	return nil
-}
-
-func validateAlertURL(field, raw string) error {
-	if raw == "" {
-		return invalid(field, "is required")
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return invalid(field, "cannot be parsed: %v", err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return invalid(field, "scheme must be http or https, got %q", u.Scheme)
-	}
-	if u.Hostname() == "" {
-		return invalid(field, "has no host")
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return invalid(field, "port must be a number from 1 to 65535, got %q", p)
-		}
 	}
 	return nil
 }

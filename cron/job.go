@@ -469,7 +469,7 @@ func checkHTTP(j *Job, known *jobConfig) error {
 		return invalid("http.method", "must be one of GET, POST, PUT, PATCH, DELETE, got %q", j.HTTP.Method)
 	}
 	if known == nil || known.url != j.HTTP.URL {
-		if err := validateURL(j.HTTP.URL); err != nil {
+		if err := validateURL("http.url", j.HTTP.URL); err != nil {
 			return err
 		}
 	}
@@ -591,24 +591,25 @@ func badNameChar(s string) int {
 	return -1
 }
 
-// validateURL checks a callback URL: http or https, with a host.
-func validateURL(raw string) error {
+// validateURL checks the URL of a callback or a webhook, named field in
+// the error: http or https, with a host and a port from 1 to 65535 if any.
+func validateURL(field, raw string) error {
 	if raw == "" {
-		return invalid("http.url", "is required")
+		return invalid(field, "is required")
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return invalid("http.url", "cannot be parsed: %v", err)
+		return invalid(field, "cannot be parsed: %v", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return invalid("http.url", "scheme must be http or https, got %q", u.Scheme)
+		return invalid(field, "scheme must be http or https, got %q", u.Scheme)
 	}
 	if u.Hostname() == "" {
-		return invalid("http.url", "has no host")
+		return invalid(field, "has no host")
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return invalid("http.url", "port must be a number from 1 to 65535, got %q", p)
+			return invalid(field, "port must be a number from 1 to 65535, got %q", p)
 		}
 	}
 	return nil

@@ -1046,8 +1046,9 @@ func (r *Runner) Runs(ctx context.Context, id string, limit int) ([]Run, error) 
 // queued for a worker are dropped, but the slots already claimed ahead
 // in a shared store, which are called at their time: see
 // [Config.ClaimAhead]), runs in flight get DrainTimeout to
-// finish and are then cancelled, the pending bookkeeping is written and the
-// store is flushed when it is a [Flusher]. Run returns nil after a clean
+// finish and are then cancelled, the pending bookkeeping is written, the
+// alerts of the last runs get up to DrainTimeout more to be delivered, and
+// the store is flushed when it is a [Flusher]. Run returns nil after a clean
 // shutdown, or the errors of loading or of the final writes. It may be
 // called once; a second call returns [ErrClosed].
 func (r *Runner) Run(ctx context.Context) error {

@@ -138,6 +138,9 @@
 //     [Runner.Update] applies a caller's change to a job under that job's
 //     lock (a read-modify-write, such as a PATCH of the REST API).
 //   - [Runner.RunNow] queues a run at once; next_run_at does not change.
+//     [Runner.RunNowWith] may change that run's body, headers or args
+//     ([RunOptions]) and, unless forced, refuses a job with a run in
+//     flight ([ErrInFlight]).
 //   - A slot that comes while the job's previous run is still queued or
 //     running is not run: it is recorded as skipped (last_status, the run
 //     history and the observer) and the job rolls on to its next slot.
@@ -264,6 +267,25 @@
 // of a job is never overwritten by the bookkeeping of an earlier run.
 // Over such a store the database costs a firing no round trip, and fewer
 // statements than slots.
+//
+// # Alerts
+//
+// A job's [AlertConfig] (or the runner's [Config.Alert], for the jobs
+// without one) names a webhook that is told when a run changes the job's
+// health: failing on the first failure, failing_streak after
+// [AlertConfig.After] failures in a row, recovered on the success that
+// follows alerted failures, and paused when [AlertConfig.PauseAfter]
+// failures in a row have paused the job (durably, as [Runner.Pause]
+// does). The alert is a POST of an [Alert] as JSON, signed with
+// HMAC-SHA256 ([SignAlert], [VerifyAlert]) and retried with a doubling
+// backoff ([Config.AlertRetries], [Config.AlertBackoff]) by goroutines of
+// their own: neither the timer nor the workers wait for it. The failures
+// in a row and the last transition alerted are bookkeeping
+// ([Job.Failures], [Job.LastAlert]) that the stores keep, so that a
+// change is alerted once, across restarts; the run that caused it
+// carries it in [Run.Alert]. Over a shared store the runner that ran the
+// run (it claimed it) sends its alert. A delivery that fails for good is
+// logged, and told to a [Config.Observer] that is an [AlertObserver].
 //
 // # Observing runs
 //

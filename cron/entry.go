@@ -53,7 +53,8 @@ type jobConfig struct {
 	url     string
 	body    string
 	headers map[string]string
-	fn      *fnJob // a Go function job's type and args; nil for http
+	fn      *fnJob       // a Go function job's type and args; nil for http
+	alert   *AlertConfig // the job's own alert; nil for none
 }
 
 // same reports whether c and d hold the same values (header maps equal in
@@ -61,7 +62,7 @@ type jobConfig struct {
 func (c *jobConfig) same(d *jobConfig) bool {
 	return c.method == d.method && c.retries == d.retries && c.timeout == d.timeout && c.backoff == d.backoff &&
 		c.url == d.url && c.body == d.body && (c.headers == nil) == (d.headers == nil) && maps.Equal(c.headers, d.headers) &&
-		c.fn.same(d.fn)
+		c.fn.same(d.fn) && c.alert.same(d.alert)
 }
 
 // configs keeps the jobConfigs built last, one per slot chosen by a hash
@@ -215,6 +216,7 @@ func (t *table) release(i int32) {
 type entryExt struct {
 	grace   int64
 	lastErr string
+	health  health // the failures in a row and the last transition alerted
 	// hist is the run history of a runner without a store: a ring of up
 	// to Config.RunLimit runs, oldest at histHead once it is full.
 	hist     []Run
@@ -323,6 +325,20 @@ func (e *entry) lastErr() string {
 	return e.x.lastErr
 }
 
+func (e *entry) health() health {
+	if e.x == nil {
+		return health{}
+	}
+	return e.x.health
+}
+
+func (e *entry) setHealth(h health) {
+	if h == (health{}) && e.x == nil {
+		return
+	}
+	e.ext().health = h
+}
+
 func (e *entry) setLastErr(s string) {
 	if s == "" && e.x == nil {
 		return
@@ -336,7 +352,7 @@ func (e *entry) setConfig(c *entry) {
 	e.name, e.cfg, e.cad = c.name, c.cfg, c.cad
 	e.start, e.interval = c.start, c.interval
 	e.kind, e.enabled = c.kind, c.enabled
-	lastErr := e.lastErr()
+	lastErr, h := e.lastErr(), e.health()
 	var hist []Run
 	var histHead int
 	if e.x != nil {
@@ -348,6 +364,7 @@ func (e *entry) setConfig(c *entry) {
 		e.x = &x
 	}
 	e.setLastErr(lastErr)
+	e.setHealth(h)
 	if hist != nil {
 		x := e.ext()
 		x.hist, x.histHead = hist, histHead
@@ -429,12 +446,15 @@ func (e *entry) nextAfter(t int64) int64 {
 }
 
 func (e *entry) bookkeeping() Bookkeeping {
-	return Bookkeeping{LastRunAt: fromNano(e.last), NextRunAt: fromNano(e.next), LastStatus: statusNames[e.status], LastError: e.lastErr()}
+	h := e.health()
+	return Bookkeeping{LastRunAt: fromNano(e.last), NextRunAt: fromNano(e.next), LastStatus: statusNames[e.status], LastError: e.lastErr(),
+		Failures: h.failures, LastAlert: h.last}
 }
 
 func (e *entry) setBookkeeping(b Bookkeeping) {
 	e.last, e.next, e.status = toNano(b.LastRunAt), toNano(b.NextRunAt), statusID(b.LastStatus)
 	e.setLastErr(b.LastError)
+	e.setHealth(health{failures: max(b.Failures, 0), last: b.LastAlert})
 }
 
 // job rebuilds the Job. cloneHeaders copies the header map, for values that
@@ -471,6 +491,11 @@ func (e *entry) job(cloneHeaders bool) Job {
 	if x := e.x; x != nil {
 		j.MisfireGrace = Duration(x.grace)
 		j.LastError = x.lastErr
+		j.Failures, j.LastAlert = x.health.failures, x.health.last
+	}
+	if c.alert != nil {
+		a := *c.alert
+		j.Alert = &a
 	}
 	return j
 }

@@ -221,11 +221,20 @@ type Job struct {
 	// still run once (see [Misfire]). Zero keeps the default rule: a missed
 	// slot is skipped, with no catch-up.
 	MisfireGrace Duration `json:"misfire_grace,omitempty"`
+	// Alert, when set, names the webhook told of changes of the job's
+	// health (see [AlertConfig]). Nil: the runner's [Config.Alert], if
+	// any.
+	Alert *AlertConfig `json:"alert,omitempty"`
 
 	LastRunAt  time.Time `json:"last_run_at"`
 	NextRunAt  time.Time `json:"next_run_at"`
 	LastStatus Status    `json:"last_status"`
 	LastError  string    `json:"last_error"`
+	// Failures is the number of runs in a row that failed (failed or
+	// timeout), 0 after a success; LastAlert is the last transition
+	// alerted (see [AlertConfig]). System fields, as those above.
+	Failures  int    `json:"failures,omitempty"`
+	LastAlert string `json:"last_alert,omitempty"`
 }
 
 // jobWire is the JSON form of a Job: the one definition of its fields,
@@ -243,10 +252,13 @@ type jobWire struct {
 	MaxRetries   int             `json:"max_retries"`
 	RetryBackoff Duration        `json:"retry_backoff"`
 	MisfireGrace Duration        `json:"misfire_grace,omitempty"`
+	Alert        *AlertConfig    `json:"alert,omitempty"`
 	LastRunAt    string          `json:"last_run_at"`
 	NextRunAt    string          `json:"next_run_at"`
 	LastStatus   Status          `json:"last_status"`
 	LastError    string          `json:"last_error"`
+	Failures     int             `json:"failures,omitempty"`
+	LastAlert    string          `json:"last_alert,omitempty"`
 }
 
 // MarshalJSON writes the job with the snake_case field names of the REST
@@ -259,8 +271,9 @@ func (j Job) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(jobWire{
 		ID: j.ID, Name: j.Name, Enabled: !j.Paused, Type: j.Type, HTTP: h, Args: j.Args, Schedule: j.Schedule,
-		Timeout: j.Timeout, MaxRetries: j.MaxRetries, RetryBackoff: j.RetryBackoff, MisfireGrace: j.MisfireGrace,
+		Timeout: j.Timeout, MaxRetries: j.MaxRetries, RetryBackoff: j.RetryBackoff, MisfireGrace: j.MisfireGrace, Alert: j.Alert,
 		LastRunAt: formatTime(j.LastRunAt), NextRunAt: formatTime(j.NextRunAt), LastStatus: j.LastStatus, LastError: j.LastError,
+		Failures: j.Failures, LastAlert: j.LastAlert,
 	})
 }
 
@@ -287,8 +300,9 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	}
 	*j = Job{
 		ID: w.ID, Name: w.Name, Paused: !w.Enabled, Type: w.Type, HTTP: h, Args: w.Args, Schedule: w.Schedule,
-		Timeout: w.Timeout, MaxRetries: w.MaxRetries, RetryBackoff: w.RetryBackoff, MisfireGrace: w.MisfireGrace,
+		Timeout: w.Timeout, MaxRetries: w.MaxRetries, RetryBackoff: w.RetryBackoff, MisfireGrace: w.MisfireGrace, Alert: w.Alert,
 		LastRunAt: last, NextRunAt: next, LastStatus: w.LastStatus, LastError: w.LastError,
+		Failures: w.Failures, LastAlert: w.LastAlert,
 	}
 	return nil
 }
@@ -348,7 +362,9 @@ func (d Rules) minInterval() time.Duration {
 // every job: timeout > 0, max_retries between 0
 // and 65535, retry_backoff and misfire_grace >= 0, the schedule
 // ([ScheduleSpec.Validate]) and an interval no shorter than the rules'
-// minimum (1s by default). On success it returns the job's schedule, built
+// minimum (1s by default); an alert's url (http or https with a host;
+// empty: the runner's), secret (at most [MaxAlertSecretLen] bytes), after
+// and pause_after (>= 0). On success it returns the job's schedule, built
 // once: a cron expression is parsed here and nowhere else. The system
 // fields are not looked at.
 // MaxRetries has no default here: 0 means no retry.
@@ -427,6 +443,11 @@ func prepare(j *Job, now time.Time, d Rules, known *jobConfig, parsed *CronSched
 	if j.MisfireGrace < 0 {
 		return nil, invalid("misfire_grace", "must be >= 0, got %s", j.MisfireGrace)
 	}
+	if j.Alert != nil {
+		if err := j.Alert.validate("alert", true); err != nil {
+			return nil, err
+		}
+	}
 	c, err := j.Schedule.check(parsed)
 	if err != nil {
 		return nil, err
@@ -448,7 +469,7 @@ func checkHTTP(j *Job, known *jobConfig) error {
 		return invalid("http.method", "must be one of GET, POST, PUT, PATCH, DELETE, got %q", j.HTTP.Method)
 	}
 	if known == nil || known.url != j.HTTP.URL {
-		if err := validateURL(j.HTTP.URL); err != nil {
+		if err := validateURL("http.url", j.HTTP.URL); err != nil {
 			return err
 		}
 	}
@@ -570,24 +591,25 @@ func badNameChar(s string) int {
 	return -1
 }
 
-// validateURL checks a callback URL: http or https, with a host.
-func validateURL(raw string) error {
+// validateURL checks the URL of a callback or a webhook, named field in
+// the error: http or https, with a host and a port from 1 to 65535 if any.
+func validateURL(field, raw string) error {
 	if raw == "" {
-		return invalid("http.url", "is required")
+		return invalid(field, "is required")
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return invalid("http.url", "cannot be parsed: %v", err)
+		return invalid(field, "cannot be parsed: %v", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return invalid("http.url", "scheme must be http or https, got %q", u.Scheme)
+		return invalid(field, "scheme must be http or https, got %q", u.Scheme)
 	}
 	if u.Hostname() == "" {
-		return invalid("http.url", "has no host")
+		return invalid(field, "has no host")
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return invalid("http.url", "port must be a number from 1 to 65535, got %q", p)
+			return invalid(field, "port must be a number from 1 to 65535, got %q", p)
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -85,6 +86,22 @@ type Config struct {
 	// Logger receives the runner's log records (job_id, name, status,
 	// latency_ms, error). Default nil: discard.
 	Logger *slog.Logger
+	// Alert is the alert webhook of the jobs that name none (see
+	// [AlertConfig]); its URL and Secret also serve a job whose alert
+	// has no URL. Its URL must be an absolute http or https URL. Default
+	// (empty URL): only jobs with an alert URL of their own alert.
+	Alert AlertConfig
+	// AlertRetries is how many times a failed alert delivery (a network
+	// error, a 5xx or a 429 answer) is tried again. Default (0)
+	// [DefaultAlertRetries]; negative: none.
+	AlertRetries int
+	// AlertBackoff is the wait before the first retry of an alert
+	// delivery, doubled for each next one. Default (0)
+	// [DefaultAlertBackoff].
+	AlertBackoff time.Duration
+	// AlertClient posts the alerts. Default nil: an http.Client with no
+	// timeout of its own (each attempt is bounded to 10s).
+	AlertClient *http.Client
 }
 
 // Runner runs timed jobs: one min-heap of jobs keyed by next_run_at (fed
@@ -146,8 +163,9 @@ type Runner struct {
 	cfgs *configs // the configurations compiled last (see compile)
 	cads cadences // jitters and cron expressions (see compile)
 
-	wake    chan struct{} // the earliest deadline moved
-	recWake chan struct{} // dirty grew
+	wake    chan struct{}  // the earliest deadline moved
+	recWake chan struct{}  // dirty grew
+	alerts  chan alertTask // alerts waiting for delivery (alert.go)
 
 	// Claiming ahead (Config.ClaimAhead), guarded by mu.
 	lead      int64         // ns before its time that a slot is taken; 0: claimed by the worker
@@ -199,6 +217,25 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("cron: New: Config.%s must not be negative, got %d", f.name, f.v)
 		}
 	}
+	if cfg.AlertBackoff < 0 {
+		return nil, fmt.Errorf("cron: New: Config.AlertBackoff must not be negative, got %s", cfg.AlertBackoff)
+	}
+	if cfg.Alert != (AlertConfig{}) {
+		if err := cfg.Alert.validate("alert", false); err != nil {
+			var ve *ValidationError
+			errors.As(err, &ve)
+			return nil, fmt.Errorf("cron: New: Config.Alert: %s: %s", ve.Field, ve.Reason)
+		}
+	}
+	switch {
+	case cfg.AlertRetries == 0:
+		cfg.AlertRetries = DefaultAlertRetries
+	case cfg.AlertRetries < 0:
+		cfg.AlertRetries = 0
+	}
+	if cfg.AlertBackoff == 0 {
+		cfg.AlertBackoff = DefaultAlertBackoff
+	}
 	if cfg.Workers > 1<<16 {
 		return nil, fmt.Errorf("cron: New: Config.Workers must be at most 65536, got %d", cfg.Workers)
 	}
@@ -238,6 +275,7 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 		recWake:  make(chan struct{}, 1),
 		wakeAt:   math.MaxInt64,
 		cfgs:     newConfigs(),
+		alerts:   make(chan alertTask, alertQueueLen),
 	}
 	r.runs, _ = store.(RunStore)
 	r.sh, _ = store.(SharedStore)
@@ -320,6 +358,10 @@ func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	}
 	if !isHTTP {
 		cfg.fn = &fnJob{typ: j.Type, args: j.Args}
+	}
+	if j.Alert != nil {
+		a := *j.Alert
+		cfg.alert = &a
 	}
 	if last != nil && last.same(cfg) {
 		cfg = last
@@ -834,38 +876,6 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 	return e.job(true), nil
 }
 
-// RunNow queues a run of job id for the worker pool at once, whatever its
-// schedule or enabled flag, and returns the run's id. next_run_at does not
-// change. A run queued when Run's context ends is dropped. An unknown id is
-// [ErrNotFound]; after Run has returned, [ErrClosed]. A job of a shared
-// store that the runner does not hold is read from the store and run by
-// this runner all the same, claimed by its run id (see
-// [SharedStore.ClaimRun]); the runner writes that run's last-run fields.
-func (r *Runner) RunNow(ctx context.Context, id string) (string, error) {
-	runID := newID()
-	now := toNano(r.now())
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.state >= stateStopping {
-		return "", ErrClosed
-	}
-	_, e, ok := r.lookup(id)
-	if !ok {
-		if ok, err := r.runStored(id, runID, now); ok {
-			if err != nil {
-				return "", err
-			}
-			return runID, nil
-		}
-		return "", fmt.Errorf("%w: %q", ErrNotFound, id)
-	}
-	if e.inflight >= maxInflight {
-		return "", fmt.Errorf("cron: run-now %q: %d runs already queued or running", id, e.inflight)
-	}
-	r.enqueue(e, task{runID: runID, scheduled: now})
-	return runID, nil
-}
-
 // Get returns job id. An unknown id is [ErrNotFound]. Over a
 // [SharedStore], the job is read from the store (for the
 // bookkeeping another runner writes, and for the jobs this runner does
@@ -1038,8 +1048,9 @@ func (r *Runner) Runs(ctx context.Context, id string, limit int) ([]Run, error) 
 // queued for a worker are dropped, but the slots already claimed ahead
 // in a shared store, which are called at their time: see
 // [Config.ClaimAhead]), runs in flight get DrainTimeout to
-// finish and are then cancelled, the pending bookkeeping is written and the
-// store is flushed when it is a [Flusher]. Run returns nil after a clean
+// finish and are then cancelled, the pending bookkeeping is written, the
+// alerts of the last runs get up to DrainTimeout more to be delivered, and
+// the store is flushed when it is a [Flusher]. Run returns nil after a clean
 // shutdown, or the errors of loading or of the final writes. It may be
 // called once; a second call returns [ErrClosed].
 func (r *Runner) Run(ctx context.Context) error {
@@ -1072,6 +1083,13 @@ func (r *Runner) Run(ctx context.Context) error {
 	recStop := make(chan struct{})
 	var rec sync.WaitGroup
 	rec.Go(func() { r.recorder(bg, recStop) })
+	alertCtx, cancelAlerts := context.WithCancel(bg)
+	defer cancelAlerts()
+	alertStop := make(chan struct{})
+	var senders sync.WaitGroup
+	for range alertSenders {
+		senders.Go(func() { r.alertSender(alertCtx, alertStop) })
+	}
 	var claims sync.WaitGroup
 	if r.lead > 0 {
 		claims.Go(func() { r.claimLoop(ctx) })
@@ -1117,6 +1135,22 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	close(recStop)
 	rec.Wait()
+	// The alerts of the last runs are delivered, within DrainTimeout.
+	close(alertStop)
+	sent := make(chan struct{})
+	go func() {
+		senders.Wait()
+		close(sent)
+	}()
+	drain = time.NewTimer(r.cfg.DrainTimeout)
+	select {
+	case <-sent:
+		drain.Stop()
+	case <-drain.C:
+		r.log.Warn("cron: drain timeout: alerts not delivered are dropped")
+		cancelAlerts()
+		<-sent
+	}
 
 	var err error
 	if f, ok := r.store.(Flusher); ok {

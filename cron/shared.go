@@ -227,7 +227,7 @@ func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) 
 // runner does not hold (claimed by its run id, like every run-now), and
 // the runner writes the run's last-run fields. mu is held on entry and
 // exit.
-func (r *Runner) runStored(id, runID string, now int64) (bool, error) {
+func (r *Runner) runStored(id, runID string, now int64, over *RunOptions, force bool) (bool, error) {
 	if r.sh == nil {
 		return false, nil
 	}
@@ -249,11 +249,23 @@ func (r *Runner) runStored(id, runID string, now int64) (bool, error) {
 	if r.state >= stateStopping {
 		return true, ErrClosed
 	}
+	if over != nil {
+		if err := over.check(c.fn() == nil); err != nil {
+			return true, err
+		}
+	}
+	if !force {
+		for l := range r.loose {
+			if l.id == id && l.inflight > 0 {
+				return true, fmt.Errorf("%w: job %q has %d run(s) queued or running", ErrInFlight, id, l.inflight)
+			}
+		}
+	}
 	e := new(entry)
 	*e = c
 	e.pos = -1
 	r.loose[e] = loose{idx: -1, ver: ver}
-	r.enqueue(e, task{runID: runID, scheduled: now})
+	r.enqueue(e, task{runID: runID, scheduled: now, over: over})
 	return true, nil
 }
 
@@ -354,6 +366,7 @@ func (r *Runner) unclaimed(t task) {
 func newerRun(mem, stored Bookkeeping) Bookkeeping {
 	if stored.LastRunAt.After(mem.LastRunAt) {
 		mem.LastRunAt, mem.LastStatus, mem.LastError = stored.LastRunAt, stored.LastStatus, stored.LastError
+		mem.Failures, mem.LastAlert = stored.Failures, stored.LastAlert
 	}
 	return mem
 }

@@ -38,16 +38,23 @@ type Bookkeeping struct {
 	NextRunAt  time.Time
 	LastStatus Status
 	LastError  string
+	// Failures is the runs in a row that failed, LastAlert the last
+	// transition alerted (see [AlertConfig]): they go with the last-run
+	// fields.
+	Failures  int
+	LastAlert string
 }
 
 // Apply copies b into j's system fields.
 func (b Bookkeeping) Apply(j *Job) {
 	j.LastRunAt, j.NextRunAt, j.LastStatus, j.LastError = b.LastRunAt, b.NextRunAt, b.LastStatus, b.LastError
+	j.Failures, j.LastAlert = b.Failures, b.LastAlert
 }
 
 // BookkeepingOf returns j's system fields.
 func BookkeepingOf(j *Job) Bookkeeping {
-	return Bookkeeping{LastRunAt: j.LastRunAt, NextRunAt: j.NextRunAt, LastStatus: j.LastStatus, LastError: j.LastError}
+	return Bookkeeping{LastRunAt: j.LastRunAt, NextRunAt: j.NextRunAt, LastStatus: j.LastStatus, LastError: j.LastError,
+		Failures: j.Failures, LastAlert: j.LastAlert}
 }
 
 // Run is the record of one run of a job, kept in a job's run history.
@@ -74,6 +81,10 @@ type Run struct {
 	// reason (a downtime, a pause, a long overlap) is one record,
 	// ScheduledAt its first slot. 0 means one.
 	Slots int `json:"slots,omitempty"`
+	// Alert is the change of the job's health this run caused and that
+	// was alerted (failing, failing_streak, recovered, paused: see
+	// [AlertConfig]); empty for none.
+	Alert string `json:"alert,omitempty"`
 }
 
 // RunStore is an optional capability of a Store: a bounded history of runs

@@ -51,6 +51,32 @@ type cmdOpts struct {
 	jobs                []string // ksana runs -job
 	since, until        string
 	instance            string
+	run                 runFlags // jobs run
+}
+
+// runFlags are the flags of jobs run.
+type runFlags struct {
+	body, args, key string
+	bodySet         bool
+	headers         headerFlag
+	force           bool
+}
+
+// headerFlag collects -header K=V flags.
+type headerFlag map[string]string
+
+func (h *headerFlag) String() string { return "" }
+
+func (h *headerFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", v)
+	}
+	if *h == nil {
+		*h = headerFlag{}
+	}
+	(*h)[strings.TrimSpace(k)] = val
+	return nil
 }
 
 // cmdEnv is what a command runs with.
@@ -84,7 +110,7 @@ func commands() []command {
 		{"jobs add", "", "create a job from its JSON form (-f FILE, or -f - for stdin)", fileFlag, cmdAdd},
 		{"jobs edit", "ID", "change a job by a JSON merge patch (-f FILE, or -f - for stdin): only the fields given change, null resets one", fileFlag, cmdEdit},
 		{"jobs rm", "ID", "delete a job", nil, cmdRemove},
-		{"jobs run", "ID", "queue a run of a job now", nil, cmdRunNow},
+		{"jobs run", "ID", "queue a run of a job now, optionally with another body, headers or args for that run", runFlagsOf, cmdRunNow},
 		{"jobs pause", "ID", "pause a job", nil, cmdPause},
 		{"jobs resume", "ID", "resume a job", nil, cmdResume},
 		{"jobs runs", "ID", "show a job's newest runs, newest first", func(fs *flag.FlagSet, o *cmdOpts) {
@@ -98,6 +124,17 @@ func commands() []command {
 		{"audit", "", "show the audit log of writes (who, what, when, the fields changed), oldest first", auditFlags, cmdAudit},
 		{"health", "", "show the service's health", nil, cmdHealth},
 	}
+}
+
+func runFlagsOf(fs *flag.FlagSet, o *cmdOpts) {
+	fs.Func("body", "send this `text` as the HTTP body of this run (an HTTP job)", func(v string) error {
+		o.run.body, o.run.bodySet = v, true
+		return nil
+	})
+	fs.Var(&o.run.headers, "header", "set this request header for this run, `NAME=VALUE` (an HTTP job; repeatable)")
+	fs.StringVar(&o.run.args, "args", "", "run a Go function job with these `JSON` args")
+	fs.BoolVar(&o.run.force, "force", false, "run even when a run of the job is in flight")
+	fs.StringVar(&o.run.key, "idempotency-key", "", "an Idempotency-Key: the same `key` again within 24h gives back the first run, without a second")
 }
 
 func fileFlag(fs *flag.FlagSet, o *cmdOpts) {
@@ -419,7 +456,18 @@ func cmdRemove(ctx context.Context, e *cmdEnv, args []string) error {
 }
 
 func cmdRunNow(ctx context.Context, e *cmdEnv, args []string) error {
-	runID, err := e.c.RunNow(ctx, args[0])
+	f := &e.o.run
+	opts := client.RunNowOptions{Headers: f.headers, Force: f.force, IdempotencyKey: f.key}
+	if f.bodySet {
+		opts.Body = &f.body
+	}
+	if f.args != "" {
+		if !json.Valid([]byte(f.args)) {
+			return usagef("-args: not JSON: %s", f.args)
+		}
+		opts.Args = json.RawMessage(f.args)
+	}
+	runID, err := e.c.RunNowWith(ctx, args[0], opts)
 	if err != nil {
 		return err
 	}

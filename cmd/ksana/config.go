@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ksana-dev/ksana/cron"
 	"github.com/ksana-dev/ksana/cron/httpapi"
 )
 
@@ -33,6 +35,9 @@ type config struct {
 	DatabaseURL string
 	Instance    string        // this instance's name on the database; "" is host-pid-random
 	LeaseTTL    time.Duration // lease and heartbeat TTL on the database
+	// Alert is the default alert webhook (KSANA_ALERT_URL,
+	// KSANA_ALERT_SECRET); an empty URL: none.
+	Alert cron.AlertConfig
 }
 
 // envVar documents one variable for -h.
@@ -58,6 +63,8 @@ var envVars = []envVar{
 	{"KSANA_CALLBACK_ALLOW", "", "comma-separated host patterns job URLs must match, such as *.internal,api.example.com (empty: any host)"},
 	{"DATABASE_URL", "", "postgres://... or sqlite:PATH: keep the jobs in that database, shared by every ksana on it (unset: the JSON file of the data directory)"},
 	{"KSANA_INSTANCE", "", "this instance's name among those on one DATABASE_URL; a name a live instance uses is refused at start, exit 2 (unset: host-pid-random)"},
+	{"KSANA_ALERT_URL", "", "the webhook told when a job's health changes (failing, failing_streak, recovered, paused), for the jobs whose alert names no url of their own (unset: only those jobs alert)"},
+	{"KSANA_ALERT_SECRET", "", "keys the HMAC-SHA256 signature of the alerts to KSANA_ALERT_URL (header X-Ksana-Signature); at most 256 bytes"},
 	{"KSANA_LEASE_TTL", "6s", "with DATABASE_URL: how long an instance's leases last without renewal; a dead instance's jobs fire again elsewhere within it plus a third"},
 }
 
@@ -181,6 +188,21 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, &ConfigError{Var: "KSANA_CALLBACK_ALLOW", Value: getenv("KSANA_CALLBACK_ALLOW"), Want: aerr.Error()}
 	}
 	c.CallbackAllow = allow
+	c.Alert = cron.AlertConfig{URL: strings.TrimSpace(getenv("KSANA_ALERT_URL")), Secret: getenv("KSANA_ALERT_SECRET")}
+	if c.Alert.URL == "" && c.Alert.Secret != "" {
+		return c, &ConfigError{Var: "KSANA_ALERT_SECRET", Value: "(hidden)", Want: "is set without KSANA_ALERT_URL"}
+	}
+	if c.Alert.URL != "" {
+		j := cron.Job{Type: "x", Schedule: cron.Every(time.Minute), Alert: &c.Alert}
+		var ve *cron.ValidationError
+		if err := j.Validate(); errors.As(err, &ve) {
+			name, value := "KSANA_ALERT_URL", c.Alert.URL
+			if ve.Field == "alert.secret" {
+				name, value = "KSANA_ALERT_SECRET", "(hidden)"
+			}
+			return c, &ConfigError{Var: name, Value: value, Want: ve.Reason}
+		}
+	}
 	c.DatabaseURL = strings.TrimSpace(getenv("DATABASE_URL"))
 	c.Instance = strings.TrimSpace(getenv("KSANA_INSTANCE"))
 	if strings.ContainsAny(c.Instance, " \t\n") {

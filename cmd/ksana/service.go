@@ -65,6 +65,7 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		DefaultTimeout:      cfg.DefaultTimeout,
 		DefaultRetryBackoff: cfg.RetryBackoff,
 		MinInterval:         cfg.MinInterval,
+		Alert:               cfg.Alert,
 		Observer:            m,
 		Logger:              log,
 	})

@@ -38,6 +38,9 @@ type APIError struct {
 	// Role is, on a 403, the role the request needs: viewer, operator or
 	// admin.
 	Role string
+	// Code names the condition when the API names one ("code" of its
+	// answer): "run_in_flight" (409), "idempotency_key_reused" (422).
+	Code string
 	// Method and Path are those of the request.
 	Method, Path string
 	// invalid: a 400 of a request that writes or checks a job.
@@ -56,7 +59,8 @@ func (e *APIError) Error() string {
 }
 
 // Is reports whether e is of the condition target names: [cron.ErrNotFound]
-// (404), [cron.ErrExists] (409), [cron.ErrInvalidJob] (400 on a create, a
+// (404), [cron.ErrExists] (409 of a create), [cron.ErrInFlight] (409
+// run_in_flight of a run-now), [cron.ErrInvalidJob] (400 on a create, a
 // patch or a preview), [cron.ErrUnavailable] (503), [ErrUnauthorized] (401),
 // [ErrForbidden] (403).
 func (e *APIError) Is(target error) bool {
@@ -64,7 +68,9 @@ func (e *APIError) Is(target error) bool {
 	case cron.ErrNotFound:
 		return e.Status == http.StatusNotFound
 	case cron.ErrExists:
-		return e.Status == http.StatusConflict
+		return e.Status == http.StatusConflict && e.Code == ""
+	case cron.ErrInFlight:
+		return e.Status == http.StatusConflict && e.Code == "run_in_flight"
 	case cron.ErrInvalidJob:
 		return e.Status == http.StatusBadRequest && e.invalid
 	case cron.ErrUnavailable:
@@ -118,6 +124,11 @@ const maxAnswer = 256 << 20
 // decodes a 2xx answer into out (nil: discarded). invalid marks a request
 // whose 400 is an invalid job. It returns the answer's header.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body any, out any, invalid bool) (http.Header, error) {
+	return c.doWith(ctx, method, path, q, body, out, invalid, nil)
+}
+
+// doWith is do with the request headers hdr added.
+func (c *Client) doWith(ctx context.Context, method, path string, q url.Values, body any, out any, invalid bool, hdr http.Header) (http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		b, ok := body.([]byte)
@@ -141,6 +152,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
@@ -170,9 +184,10 @@ func apiError(method, path string, resp *http.Response, data []byte, invalid boo
 		Error string `json:"error"`
 		Field string `json:"field"`
 		Role  string `json:"role"`
+		Code  string `json:"code"`
 	}
 	if json.Unmarshal(data, &body) == nil && body.Error != "" {
-		e.Message, e.Field, e.Role = body.Error, body.Field, body.Role
+		e.Message, e.Field, e.Role, e.Code = body.Error, body.Field, body.Role, body.Code
 		return e
 	}
 	e.Message = http.StatusText(resp.StatusCode)
@@ -348,12 +363,50 @@ func (c *Client) Delete(ctx context.Context, id string) error {
 	return err
 }
 
-// RunNow queues a run of job id at once and returns its run id.
+// RunNow queues a run of job id at once and returns its run id. A job
+// with a run in flight on the instance that answers is an error matching
+// [cron.ErrInFlight]: see [Client.RunNowWith] to force it.
 func (c *Client) RunNow(ctx context.Context, id string) (runID string, err error) {
+	return c.RunNowWith(ctx, id, RunNowOptions{})
+}
+
+// RunNowOptions change one run queued by [Client.RunNowWith]. The zero
+// value is a plain run-now.
+type RunNowOptions struct {
+	// Body, when not nil, replaces the http.body of an HTTP job for this
+	// run.
+	Body *string `json:"body,omitempty"`
+	// Headers are set over the job's http.headers for this run.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Args replace the args of a Go function job for this run.
+	Args json.RawMessage `json:"args,omitempty"`
+	// Force runs the job even with a run of it in flight.
+	Force bool `json:"force,omitempty"`
+	// IdempotencyKey, when set, is sent as the Idempotency-Key header:
+	// the same key for the same job (within 24 hours, on the instance
+	// that answers) gives back the first request's run id without a
+	// second run; with other options, an error of Code
+	// "idempotency_key_reused" (422).
+	IdempotencyKey string `json:"-"`
+}
+
+// RunNowWith queues a run of job id at once, changed by opts for that
+// run, and returns its run id (with an IdempotencyKey seen before, the
+// first run's). Overrides that do not fit the job are an error matching
+// [cron.ErrInvalidJob] whose Field names them (body, headers, args).
+func (c *Client) RunNowWith(ctx context.Context, id string, opts RunNowOptions) (runID string, err error) {
 	var out struct {
 		RunID string `json:"run_id"`
 	}
-	_, err = c.do(ctx, http.MethodPost, jobPath(id, "run-now"), nil, nil, &out, false)
+	var body any
+	if opts.Body != nil || opts.Headers != nil || len(opts.Args) > 0 || opts.Force {
+		body = opts
+	}
+	var hdr http.Header
+	if opts.IdempotencyKey != "" {
+		hdr = http.Header{"Idempotency-Key": {opts.IdempotencyKey}}
+	}
+	_, err = c.doWith(ctx, http.MethodPost, jobPath(id, "run-now"), nil, body, &out, true, hdr)
 	return out.RunID, err
 }
 

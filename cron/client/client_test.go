@@ -41,6 +41,9 @@ func newServiceConfig(t *testing.T, cfg httpapi.Config) *service {
 		if strings.HasSuffix(r.URL.Path, "/fail") {
 			w.WriteHeader(http.StatusInternalServerError)
 		}
+		if strings.HasSuffix(r.URL.Path, "/slow") {
+			time.Sleep(500 * time.Millisecond)
+		}
 	}))
 	t.Cleanup(s.hook.Close)
 	st, err := jsonstore.New(t.TempDir(), jsonstore.Config{})
@@ -322,6 +325,46 @@ func newOKFail(t *testing.T) (*service, *client.Client) {
 		}
 	}
 	return s, c
+}
+
+// TestClientRunNowWith: overrides, the overlap rule and force, and an
+// idempotency key, through the client.
+func TestClientRunNowWith(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, "")
+	c := s.client(t, "")
+	j := s.job("slow", cron.Every(time.Hour))
+	j.MaxRetries = 0
+	if _, err := c.Create(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	body := "override"
+	first, err := c.RunNowWith(ctx, "slow", client.RunNowOptions{Body: &body, Headers: map[string]string{"X-A": "1"}, IdempotencyKey: "k"})
+	if err != nil || first == "" {
+		t.Fatalf("RunNowWith = %q, %v", first, err)
+	}
+	_, err = c.RunNow(ctx, "slow")
+	wantAPIError(t, "RunNow during a run", err, 409, "", cron.ErrInFlight)
+	if errors.Is(err, cron.ErrExists) {
+		t.Errorf("a run in flight matches cron.ErrExists")
+	}
+	again, err := c.RunNowWith(ctx, "slow", client.RunNowOptions{Body: &body, Headers: map[string]string{"X-A": "1"}, IdempotencyKey: "k"})
+	if err != nil || again != first {
+		t.Errorf("the same idempotency key again = %q, %v; want %q", again, err, first)
+	}
+	_, err = c.RunNowWith(ctx, "slow", client.RunNowOptions{IdempotencyKey: "k"})
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.Status != 422 || ae.Code != "idempotency_key_reused" {
+		t.Errorf("the same key with other options: %v, want a 422 idempotency_key_reused", err)
+	}
+	forced, err := c.RunNowWith(ctx, "slow", client.RunNowOptions{Force: true})
+	if err != nil || forced == first {
+		t.Errorf("forced RunNowWith = %q, %v; want a run of its own", forced, err)
+	}
+	_, err = c.RunNowWith(ctx, "slow", client.RunNowOptions{Args: []byte(`1`)})
+	wantAPIError(t, "args on an HTTP job", err, 400, "args", cron.ErrInvalidJob)
+	waitRuns(t, c, "slow", forced)
+	waitRuns(t, c, "slow", first)
 }
 
 // waitRuns waits, up to a bound, for run runID of job id in its history.

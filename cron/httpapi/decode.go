@@ -20,6 +20,10 @@ type RequestError struct {
 	Status int
 	Field  string
 	Msg    string
+	// Code names a condition a client may branch on, when there is one
+	// ("run_in_flight", "idempotency_key_reused"); it is the error
+	// body's "code".
+	Code string
 }
 
 // Error returns the field and the message.
@@ -35,7 +39,8 @@ func badField(field, format string, a ...any) *RequestError {
 }
 
 // systemFields are maintained by the runner and refused on input.
-var systemFields = map[string]bool{"last_run_at": true, "next_run_at": true, "last_status": true, "last_error": true}
+var systemFields = map[string]bool{"last_run_at": true, "next_run_at": true, "last_status": true, "last_error": true,
+	"failures": true, "last_alert": true}
 
 // patch is a decoded job body: the fields present, each already parsed.
 type patch struct {
@@ -50,6 +55,7 @@ type patch struct {
 	maxRetries    int
 	retryBackoff  cron.Duration
 	misfireGrace  cron.Duration
+	alert         *cron.AlertConfig
 }
 
 func (p *patch) has(field string) bool { return p.present[field] }
@@ -114,6 +120,8 @@ func decodeJobBody(body []byte) (*patch, *RequestError) {
 			}
 		case "schedule":
 			rerr = decodeSchedule(v, &p.schedule)
+		case "alert":
+			rerr = decodeAlert(v, &p.alert)
 		default:
 			return nil, badField(field, "unknown field")
 		}
@@ -126,7 +134,7 @@ func decodeJobBody(body []byte) (*patch, *RequestError) {
 }
 
 var jobFieldOrder = []string{"id", "name", "enabled", "type", "http", "args", "schedule", "timeout", "max_retries",
-	"retry_backoff", "misfire_grace", "last_run_at", "next_run_at", "last_status", "last_error"}
+	"retry_backoff", "misfire_grace", "alert", "last_run_at", "next_run_at", "last_status", "last_error", "failures", "last_alert"}
 
 func fieldOrder(raw map[string]json.RawMessage) []string {
 	out := make([]string, 0, len(raw))
@@ -253,6 +261,28 @@ func decodeHTTP(v json.RawMessage, dst *cron.HTTPConfig) *RequestError {
 	return nil
 }
 
+// alertBody is the alert object of a job body.
+type alertBody struct {
+	URL        string `json:"url"`
+	Secret     string `json:"secret"`
+	After      int    `json:"after"`
+	PauseAfter int    `json:"pause_after"`
+}
+
+// decodeAlert reads the alert object; null is no alert of the job's own.
+func decodeAlert(v json.RawMessage, dst **cron.AlertConfig) *RequestError {
+	if string(bytes.TrimSpace(v)) == "null" {
+		*dst = nil
+		return nil
+	}
+	var a alertBody
+	if err := strictObject("alert", v, &a); err != nil {
+		return err
+	}
+	*dst = &cron.AlertConfig{URL: a.URL, Secret: a.Secret, After: a.After, PauseAfter: a.PauseAfter}
+	return nil
+}
+
 func decodeSchedule(v json.RawMessage, dst *cron.ScheduleSpec) *RequestError {
 	var s scheduleBody
 	if err := strictObject("schedule", v, &s); err != nil {
@@ -315,6 +345,9 @@ func (p *patch) apply(j *cron.Job) {
 	}
 	if p.has("misfire_grace") {
 		j.MisfireGrace = p.misfireGrace
+	}
+	if p.has("alert") {
+		j.Alert = p.alert
 	}
 }
 

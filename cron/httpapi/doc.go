@@ -9,7 +9,7 @@
 //	GET    /jobs/{id}            one job: 200
 //	PATCH  /jobs/{id}            change the fields present: 200 and the job
 //	DELETE /jobs/{id}            204
-//	POST   /jobs/{id}/run-now    queue a run at once: 202 and {"run_id", "job_id"}
+//	POST   /jobs/{id}/run-now    queue a run at once: 202 and {"run_id", "job_id"} (body and Idempotency-Key below)
 //	POST   /jobs/{id}/pause      enabled=false: 200 and the job
 //	POST   /jobs/{id}/resume     enabled=true: 200 and the job
 //	GET    /jobs/{id}/runs       the newest runs, newest first (?limit=N, default 50; ?status=failed...)
@@ -40,6 +40,25 @@
 // A write
 // answers only once the change is durable in the runner's store. run-now
 // leaves next_run_at as it was.
+//
+// # Run now
+//
+// POST /jobs/{id}/run-now takes no body, or an object that changes that
+// run only: {"body": "...", "headers": {...}} for an HTTP job (the body
+// replaces http.body, the headers are set over http.headers), {"args":
+// ...} for a Go function job, and "force". A job with a run queued or
+// running on the instance that answers is 409 with code
+// [CodeRunInFlight] unless "force" is true. An Idempotency-Key header
+// (1 to 255 printable ASCII characters) makes the request safe to send
+// again: the same key for the same job within [IdempotencyWindow] answers
+// 202 with the first request's run_id and Idempotent-Replayed: true,
+// without a second run (a repeat sent while the first is answered waits
+// for it); the same key with another body is 422 with code
+// [CodeIdempotencyKeyReused]. The keys are kept in the memory of the
+// process that answered (at most [MaxIdempotencyKeys], the oldest
+// dropped first): with several instances behind a balancer, a repeat
+// that reaches another instance runs again. A request that failed keeps
+// no key.
 //
 // # Go function jobs
 //
@@ -138,13 +157,14 @@
 //
 // # Errors
 //
-// Every error is a JSON object {"error": "...", "field": "..."} (field
-// only when one field is at fault, named as in the job's JSON, dotted:
-// "schedule.every"):
+// Every error is a JSON object {"error": "...", "field": "...", "code":
+// "..."} (field only when one field is at fault, named as in the job's
+// JSON, dotted: "schedule.every"; code only for [CodeRunInFlight] and
+// [CodeIdempotencyKeyReused]):
 //
 //   - 400: malformed JSON, a body that is not an object, an unknown field,
 //     a system field on input (last_run_at, next_run_at, last_status,
-//     last_error), a value of the wrong type, every validation failure
+//     last_error, failures, last_alert), a value of the wrong type, every validation failure
 //     ([cron.ValidationError]), a callback host outside
 //     [Config.CallbackAllow];
 //   - 401: authentication is on and the request lacks
@@ -152,9 +172,12 @@
 //   - 403: the token's role is too small ({"error", "role"}, see above);
 //   - 404: an unknown id or path;
 //   - 405: a method the path does not take, with an Allow header;
-//   - 409: a create with an id already in use;
+//   - 409: a create with an id already in use; a run-now of a job with a
+//     run in flight (code run_in_flight);
 //   - 413: a body over [Config.MaxBodyBytes] (1 MiB);
 //   - 415: a Content-Type that is not JSON;
+//   - 422: an Idempotency-Key sent again with another body (code
+//     idempotency_key_reused);
 //   - 503: the runner is shutting down.
 //
 // A rejected request changes nothing.

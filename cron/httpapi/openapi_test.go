@@ -135,6 +135,10 @@ func TestOpenAPI(t *testing.T) {
 		{"PreviewInput", previewFields},
 		{"AuditEntry", jsonNames(reflect.TypeFor[AuditEntry]())},
 		{"Forbidden", jsonNames(reflect.TypeFor[forbiddenBody]())},
+		{"Alert", jsonNames(reflect.TypeFor[alertBody]())},
+		{"AlertPayload", jsonNames(reflect.TypeFor[cron.Alert]())},
+		{"RunNowInput", jsonNames(reflect.TypeFor[runNowBody]())},
+		{"Error", jsonNames(reflect.TypeFor[errorBody]())},
 	} {
 		if diff := cmp.Diff(tc.want, schema(tc.schema)); diff != "" {
 			t.Errorf("schema %s properties (-handler +documented):\n%s", tc.schema, diff)
@@ -145,8 +149,8 @@ func TestOpenAPI(t *testing.T) {
 	if err := json.Unmarshal(must(cron.Job{}.MarshalJSON()), &written); err != nil {
 		t.Fatal(err)
 	}
-	delete(written, "misfire_grace") // omitted when zero
-	wantWritten := slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "misfire_grace" || s == "args" })
+	omitted := []string{"misfire_grace", "args", "alert", "failures", "last_alert"} // when zero
+	wantWritten := slices.DeleteFunc(slices.Clone(all), func(s string) bool { return slices.Contains(omitted, s) })
 	if diff := cmp.Diff(wantWritten, keys(written)); diff != "" {
 		t.Errorf("fields of a written job (-documented +written):\n%s", diff)
 	}

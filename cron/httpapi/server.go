@@ -106,6 +106,7 @@ type Server struct {
 	allow    []string
 	mux      *http.ServeMux
 	auditLog *auditLog
+	idem     *idempotency
 }
 
 // New returns the API of r. It checks cfg and names a bad field.
@@ -130,7 +131,8 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 	if cfg.AuditSize == 0 {
 		cfg.AuditSize = DefaultAuditSize
 	}
-	s := &Server{r: r, cfg: cfg, log: cfg.Logger, auditLog: newAuditLog(max(cfg.AuditSize, 0), cfg.AuditSink)}
+	s := &Server{r: r, cfg: cfg, log: cfg.Logger, auditLog: newAuditLog(max(cfg.AuditSize, 0), cfg.AuditSink),
+		idem: newIdempotency(time.Now)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -334,31 +336,6 @@ func (s *Server) remove(w http.ResponseWriter, req *http.Request, id string) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Server) runNow(w http.ResponseWriter, req *http.Request, id string) {
-	if !s.emptyBody(w, req) {
-		return
-	}
-	if len(s.allow) > 0 {
-		// A job stored before the allow-list was set may point
-		// elsewhere: its run would only fail.
-		j, err := s.r.Get(id)
-		if err != nil {
-			s.fail(w, err, id)
-			return
-		}
-		if rerr := s.checkCallback(&j); rerr != nil {
-			writeError(w, rerr)
-			return
-		}
-	}
-	runID, err := s.r.RunNow(req.Context(), id)
-	if err != nil {
-		s.fail(w, err, id)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": runID, "job_id": id})
 }
 
 func (s *Server) pause(w http.ResponseWriter, req *http.Request, id string) {
@@ -760,6 +737,9 @@ func (s *Server) fail(w http.ResponseWriter, err error, id string) {
 		writeError(w, &RequestError{Status: http.StatusNotFound, Msg: fmt.Sprintf("job %q not found", id)})
 	case errors.Is(err, cron.ErrExists):
 		writeError(w, &RequestError{Status: http.StatusConflict, Field: "id", Msg: fmt.Sprintf("a job with id %q already exists", id)})
+	case errors.Is(err, cron.ErrInFlight):
+		writeError(w, &RequestError{Status: http.StatusConflict, Code: CodeRunInFlight,
+			Msg: fmt.Sprintf("job %q has a run in flight; send \"force\": true to run it again all the same", id)})
 	case errors.Is(err, cron.ErrClosed):
 		writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: "the service is shutting down"})
 	case errors.Is(err, cron.ErrUnsupported):
@@ -779,10 +759,11 @@ func (s *Server) fail(w http.ResponseWriter, err error, id string) {
 type errorBody struct {
 	Error string `json:"error"`
 	Field string `json:"field,omitempty"`
+	Code  string `json:"code,omitempty"`
 }
 
 func writeError(w http.ResponseWriter, e *RequestError) {
-	writeJSON(w, e.Status, errorBody{Error: e.Msg, Field: e.Field})
+	writeJSON(w, e.Status, errorBody{Error: e.Msg, Field: e.Field, Code: e.Code})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -47,8 +47,9 @@ var (
 
 // Fill returns a Job whose every field is set from data: strings of any
 // bytes, times in UTC between the years 1700 and 2250 (or zero), any
-// durations, integers, header maps of up to three entries (or nil), and
-// args that are JSON (or nil). The job need not be valid.
+// durations, integers, header maps of up to three entries (or nil), args
+// that are JSON (or nil), and pointers to structs (nil, or a struct so
+// filled). The job need not be valid.
 func Fill(data []byte) cron.Job {
 	var j cron.Job
 	fill(&source{b: data}, reflect.ValueOf(&j).Elem(), "Job")
@@ -76,6 +77,13 @@ func fill(s *source, v reflect.Value, path string) {
 		default:
 			v.SetBytes([]byte(fmt.Sprint(int32(s.uint64()))))
 		}
+	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
+		if s.byte()%2 == 0 {
+			return // nil
+		}
+		p := reflect.New(t.Elem())
+		fill(s, p.Elem(), path)
+		v.Set(p)
 	case t.Kind() == reflect.Struct:
 		for i := range t.NumField() {
 			if t.Field(i).IsExported() {

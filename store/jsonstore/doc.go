@@ -18,7 +18,8 @@
 //   - jobs.journal ([JournalFile]): with [Config.Journal], the changes not
 //     yet in jobs.json, one JSON record per line: a job saved (whole), a job
 //     deleted (its id), or the bookkeeping of a run (last_run_at,
-//     next_run_at, last_status, last_error). Empty after a clean stop.
+//     next_run_at, last_status, last_error, and failures and last_alert
+//     when set). Empty after a clean stop.
 //     During a rewrite of jobs.json the journal is renamed
 //     jobs.journal.<seq> and a new one started; the renamed one is removed
 //     once the rewrite is on disk.

@@ -67,6 +67,9 @@ func appendJob(b []byte, j *cron.Job) []byte {
 		b = append(b, `,"misfire_grace":`...)
 		b = appendDuration(b, j.MisfireGrace)
 	}
+	if a := j.Alert; a != nil {
+		b = appendAlert(b, a)
+	}
 	b = append(b, `,"last_run_at":`...)
 	b = appendTime(b, j.LastRunAt)
 	b = append(b, `,"next_run_at":`...)
@@ -75,6 +78,46 @@ func appendJob(b []byte, j *cron.Job) []byte {
 	b = appendString(b, string(j.LastStatus))
 	b = append(b, `,"last_error":`...)
 	b = appendString(b, j.LastError)
+	if j.Failures != 0 {
+		b = append(b, `,"failures":`...)
+		b = strconv.AppendInt(b, int64(j.Failures), 10)
+	}
+	if j.LastAlert != "" {
+		b = append(b, `,"last_alert":`...)
+		b = appendString(b, j.LastAlert)
+	}
+	return append(b, '}')
+}
+
+// appendAlert writes the alert object of a job, leaving out its zero
+// fields as cron.AlertConfig's JSON form does.
+func appendAlert(b []byte, a *cron.AlertConfig) []byte {
+	b = append(b, `,"alert":{`...)
+	n := len(b)
+	sep := func() {
+		if len(b) > n {
+			b = append(b, ',')
+		}
+	}
+	if a.URL != "" {
+		b = append(b, `"url":`...)
+		b = appendString(b, a.URL)
+	}
+	if a.Secret != "" {
+		sep()
+		b = append(b, `"secret":`...)
+		b = appendString(b, a.Secret)
+	}
+	if a.After != 0 {
+		sep()
+		b = append(b, `"after":`...)
+		b = strconv.AppendInt(b, int64(a.After), 10)
+	}
+	if a.PauseAfter != 0 {
+		sep()
+		b = append(b, `"pause_after":`...)
+		b = strconv.AppendInt(b, int64(a.PauseAfter), 10)
+	}
 	return append(b, '}')
 }
 

@@ -42,6 +42,10 @@ type entryExt struct {
 	args         string // a Go function job's args (JSON)
 	// A MaxRetries beyond int32 (never valid, but kept as given).
 	retries int
+	alert   *cron.AlertConfig // never modified
+	// The alert bookkeeping.
+	failures  int
+	lastAlert string
 }
 
 // set makes e hold j (the run fields stay).
@@ -54,9 +58,15 @@ func (e *entry) set(j *cron.Job) {
 	e.retries = int32(j.MaxRetries)
 	e.x = nil
 	if !j.Schedule.RunAt.IsZero() || j.Schedule.Jitter != 0 || j.MisfireGrace != 0 || j.Schedule.Cron != "" ||
-		j.Schedule.TZ != "" || j.LastError != "" || int(e.retries) != j.MaxRetries || len(j.Args) > 0 {
+		j.Schedule.TZ != "" || j.LastError != "" || int(e.retries) != j.MaxRetries || len(j.Args) > 0 ||
+		j.Alert != nil || j.Failures != 0 || j.LastAlert != "" {
 		x := &entryExt{runAt: j.Schedule.RunAt, jitter: j.Schedule.Jitter, misfireGrace: j.MisfireGrace,
-			cron: j.Schedule.Cron, tz: j.Schedule.TZ, lastError: j.LastError, args: string(j.Args)}
+			cron: j.Schedule.Cron, tz: j.Schedule.TZ, lastError: j.LastError, args: string(j.Args),
+			failures: j.Failures, lastAlert: j.LastAlert}
+		if j.Alert != nil {
+			a := *j.Alert
+			x.alert = &a
+		}
 		if int(e.retries) != j.MaxRetries {
 			x.retries = j.MaxRetries
 		}
@@ -83,6 +93,11 @@ func (e *entry) job() cron.Job {
 		if x.retries != 0 {
 			j.MaxRetries = x.retries
 		}
+		if x.alert != nil {
+			a := *x.alert
+			j.Alert = &a
+		}
+		j.Failures, j.LastAlert = x.failures, x.lastAlert
 	}
 	return j
 }
@@ -90,13 +105,13 @@ func (e *entry) job() cron.Job {
 // apply copies bookkeeping b into e.
 func (e *entry) apply(b *cron.Bookkeeping) {
 	e.last, e.next, e.status = b.LastRunAt, b.NextRunAt, b.LastStatus
-	if e.x == nil && b.LastError == "" {
+	if e.x == nil && b.LastError == "" && b.Failures == 0 && b.LastAlert == "" {
 		return
 	}
 	if e.x == nil {
 		e.x = &entryExt{}
 	}
-	e.x.lastError = b.LastError
+	e.x.lastError, e.x.failures, e.x.lastAlert = b.LastError, b.Failures, b.LastAlert
 	if *e.x == (entryExt{}) {
 		e.x = nil
 	}

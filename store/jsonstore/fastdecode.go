@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/ksana-dev/ksana/cron"
 )
 
 // fastDecode reads a jobs.json in the plain form this package writes,
@@ -544,6 +546,35 @@ func (s *scanner) job(j *fileJob) bool {
 			return s.shared(&j.LastStatus)
 		case "last_error":
 			return s.shared(&j.LastError)
+		case "failures":
+			v, ok := s.int()
+			j.Failures = v
+			return ok
+		case "last_alert":
+			return s.shared(&j.LastAlert)
+		case "alert":
+			if j.Alert != nil {
+				return false
+			}
+			a := &cron.AlertConfig{}
+			j.Alert = a
+			return s.object(func(key string) bool {
+				switch key {
+				case "url":
+					return s.into(&a.URL)
+				case "secret":
+					return s.into(&a.Secret)
+				case "after":
+					v, ok := s.int()
+					a.After = v
+					return ok
+				case "pause_after":
+					v, ok := s.int()
+					a.PauseAfter = v
+					return ok
+				}
+				return false
+			})
 		}
 		return false
 	})

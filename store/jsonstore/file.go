@@ -31,21 +31,24 @@ const FormatVersion = 1
 // Its fields are cron.Job's JSON form; FuzzCodecs fails when a field of
 // cron.Job is missing here, in appendJob or in the fast decoder.
 type fileJob struct {
-	ID           string          `json:"id"`
-	Name         string          `json:"name"`
-	Enabled      bool            `json:"enabled"`
-	Type         string          `json:"type"`
-	HTTP         fileHTTP        `json:"http"`
-	Args         json.RawMessage `json:"args"`
-	Schedule     fileSchedule    `json:"schedule"`
-	Timeout      string          `json:"timeout"`
-	MaxRetries   int             `json:"max_retries"`
-	RetryBackoff string          `json:"retry_backoff"`
-	MisfireGrace string          `json:"misfire_grace"`
-	LastRunAt    string          `json:"last_run_at"`
-	NextRunAt    string          `json:"next_run_at"`
-	LastStatus   string          `json:"last_status"`
-	LastError    string          `json:"last_error"`
+	ID           string            `json:"id"`
+	Name         string            `json:"name"`
+	Enabled      bool              `json:"enabled"`
+	Type         string            `json:"type"`
+	HTTP         fileHTTP          `json:"http"`
+	Args         json.RawMessage   `json:"args"`
+	Schedule     fileSchedule      `json:"schedule"`
+	Timeout      string            `json:"timeout"`
+	MaxRetries   int               `json:"max_retries"`
+	RetryBackoff string            `json:"retry_backoff"`
+	MisfireGrace string            `json:"misfire_grace"`
+	Alert        *cron.AlertConfig `json:"alert"`
+	LastRunAt    string            `json:"last_run_at"`
+	NextRunAt    string            `json:"next_run_at"`
+	LastStatus   string            `json:"last_status"`
+	LastError    string            `json:"last_error"`
+	Failures     int               `json:"failures"`
+	LastAlert    string            `json:"last_alert"`
 }
 
 type fileHTTP struct {
@@ -333,6 +336,7 @@ func (f *fileJob) job() (j cron.Job, field string, err error) {
 		ID: f.ID, Name: f.Name, Paused: !f.Enabled, Type: f.Type,
 		HTTP:       cron.HTTPConfig{Method: f.HTTP.Method, URL: f.HTTP.URL, Headers: f.HTTP.Headers, Body: f.HTTP.Body},
 		MaxRetries: f.MaxRetries, LastStatus: cron.Status(f.LastStatus), LastError: f.LastError,
+		Alert: f.Alert, Failures: f.Failures, LastAlert: f.LastAlert,
 	}
 	if len(f.Args) > 0 && string(f.Args) != "null" {
 		j.Args = f.Args

@@ -36,6 +36,8 @@ type journalRecord struct {
 	NextRunAt  string `json:"next_run_at,omitempty"`
 	LastStatus string `json:"last_status,omitempty"`
 	LastError  string `json:"last_error,omitempty"`
+	Failures   int    `json:"failures,omitempty"`
+	LastAlert  string `json:"last_alert,omitempty"`
 }
 
 // Each record starts and ends with a newline, so that a record cut short
@@ -73,6 +75,14 @@ func appendJournalRecord(b []byte, seq uint64, id string, bk *cron.Bookkeeping) 
 	b = appendString(b, string(bk.LastStatus))
 	b = append(b, `,"last_error":`...)
 	b = appendString(b, bk.LastError)
+	if bk.Failures != 0 {
+		b = append(b, `,"failures":`...)
+		b = strconv.AppendInt(b, int64(bk.Failures), 10)
+	}
+	if bk.LastAlert != "" {
+		b = append(b, `,"last_alert":`...)
+		b = appendString(b, bk.LastAlert)
+	}
 	return append(b, "}\n"...)
 }
 
@@ -437,6 +447,7 @@ func (s *Store) applyRecord(i int, r *journalRecord) bool {
 			*t.dst = v.UTC()
 		}
 		b.LastStatus, b.LastError = cron.Status(r.LastStatus), r.LastError
+		b.Failures, b.LastAlert = r.Failures, r.LastAlert
 		e.apply(&b)
 	}
 	return true

@@ -123,10 +123,10 @@
 //
 //	ksana_job (id TEXT PRIMARY KEY, seq (creation order), config TEXT (the job's JSON
 //	    without bookkeeping), last_run_at, next_run_at BIGINT (Unix ns, 0 = none),
-//	    last_status, last_error TEXT)
+//	    last_status, last_error TEXT, failures INTEGER, last_alert TEXT (migration 9))
 //	ksana_run (seq, id TEXT UNIQUE, job_id REFERENCES ksana_job ON DELETE CASCADE,
 //	    slot BOOLEAN, scheduled_at, triggered_at, finished_at BIGINT, status, attempts,
-//	    http_status, error, latency, instance)
+//	    http_status, error, latency, instance, alert (migration 9))
 //	    UNIQUE (job_id, scheduled_at) WHERE slot
 //	ksana_member (instance TEXT PRIMARY KEY, started_at, last_seen)
 //	ksana_lease (part INTEGER PRIMARY KEY, owner TEXT ('' = free), expires_at)

@@ -79,6 +79,8 @@ type jobRow struct {
 	NextRunAt  int64  `db:"next_run_at"`
 	LastStatus string `db:"last_status"`
 	LastError  string `db:"last_error"`
+	Failures   int    `db:"failures"`
+	LastAlert  string `db:"last_alert"`
 }
 
 func (r *jobRow) job() (cron.Job, error) {
@@ -88,11 +90,11 @@ func (r *jobRow) job() (cron.Job, error) {
 	}
 	j.ID = r.ID
 	cron.Bookkeeping{LastRunAt: fromNanos(r.LastRunAt), NextRunAt: fromNanos(r.NextRunAt),
-		LastStatus: cron.Status(r.LastStatus), LastError: r.LastError}.Apply(&j)
+		LastStatus: cron.Status(r.LastStatus), LastError: r.LastError, Failures: r.Failures, LastAlert: r.LastAlert}.Apply(&j)
 	return j, nil
 }
 
-const jobColumns = "id, version, config, last_run_at, next_run_at, last_status, last_error"
+const jobColumns = "id, version, config, last_run_at, next_run_at, last_status, last_error, failures, last_alert"
 
 // partitions is the number of partitions of the job ids: that of
 // JobsConfig.Leases, else [DefaultPartitions].
@@ -278,21 +280,22 @@ func (s *Jobs) Write(ctx context.Context, j cron.Job, create bool) (int64, error
 	if err != nil {
 		return 0, fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
 	}
-	q := `INSERT INTO ksana_job (id, part, enabled, config, last_run_at, next_run_at, last_status, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	q := `INSERT INTO ksana_job (id, part, enabled, config, last_run_at, next_run_at, last_status, last_error, failures, last_alert)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	if s.db.d != postgresDialect {
-		q = `INSERT INTO ksana_job (id, part, enabled, seq, config, last_run_at, next_run_at, last_status, last_error)
-			VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ksana_job), ?, ?, ?, ?, ?)`
+		q = `INSERT INTO ksana_job (id, part, enabled, seq, config, last_run_at, next_run_at, last_status, last_error, failures, last_alert)
+			VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ksana_job), ?, ?, ?, ?, ?, ?, ?)`
 	}
 	if create {
 		q += " ON CONFLICT (id) DO NOTHING"
 	} else {
 		q += ` ON CONFLICT (id) DO UPDATE SET config = excluded.config, enabled = excluded.enabled, last_run_at = excluded.last_run_at,
 			next_run_at = excluded.next_run_at, last_status = excluded.last_status, last_error = excluded.last_error,
-			version = ksana_job.version + 1`
+			failures = excluded.failures, last_alert = excluded.last_alert, version = ksana_job.version + 1`
 	}
 	var vers []int64
 	if err := s.db.x.SelectContext(ctx, &vers, s.db.d.sql(q+" RETURNING version"), j.ID, Partition(j.ID, s.partitions()), !j.Paused, string(cfg),
-		nanos(b.LastRunAt), nanos(b.NextRunAt), string(b.LastStatus), b.LastError); err != nil {
+		nanos(b.LastRunAt), nanos(b.NextRunAt), string(b.LastStatus), b.LastError, b.Failures, b.LastAlert); err != nil {
 		return 0, fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
 	}
 	if len(vers) == 0 {
@@ -326,8 +329,8 @@ func affected(res sql.Result, id string) error {
 // [cron.ErrNotFound]. As cron.Store allows, it need not be durable when it
 // returns: on PostgreSQL it commits with synchronous_commit off.
 func (s *Jobs) Record(ctx context.Context, id string, b cron.Bookkeeping) error {
-	res, err := s.db.async().ExecContext(ctx, s.db.d.sql(`UPDATE ksana_job SET last_run_at = ?, next_run_at = ?, last_status = ?, last_error = ?
-		WHERE id = ?`), nanos(b.LastRunAt), nanos(b.NextRunAt), string(b.LastStatus), b.LastError, id)
+	res, err := s.db.async().ExecContext(ctx, s.db.d.sql(`UPDATE ksana_job SET last_run_at = ?, next_run_at = ?, last_status = ?, last_error = ?,
+		failures = ?, last_alert = ? WHERE id = ?`), nanos(b.LastRunAt), nanos(b.NextRunAt), string(b.LastStatus), b.LastError, b.Failures, b.LastAlert, id)
 	// Record is cron.Store's write of bookkeeping, whatever the version: a
 	// runner over Jobs writes through RecordBatch.
 	if err != nil {
@@ -422,15 +425,15 @@ func (s *Jobs) AppendRun(ctx context.Context, r cron.Run) error {
 func (s *Jobs) appendRun(ctx context.Context, x sqlx.ExtContext, r cron.Run) (int64, error) {
 	var seqs []int64
 	if err := sqlx.SelectContext(ctx, x, &seqs, s.db.d.sql(`UPDATE ksana_run SET triggered_at = ?, finished_at = ?, status = ?, attempts = ?,
-		http_status = ?, error = ?, latency = ?, reason = ?, slots = ? WHERE id = ? AND job_id = ? RETURNING seq`),
-		nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus, r.Error, int64(r.Latency), r.Reason, r.Slots, r.ID, r.JobID); err != nil {
+		http_status = ?, error = ?, latency = ?, reason = ?, slots = ?, alert = ? WHERE id = ? AND job_id = ? RETURNING seq`),
+		nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus, r.Error, int64(r.Latency), r.Reason, r.Slots, r.Alert, r.ID, r.JobID); err != nil {
 		return 0, fmt.Errorf("sqlstore: append run %q of job %q: %w", r.ID, r.JobID, err)
 	}
 	if len(seqs) == 0 {
 		err := sqlx.SelectContext(ctx, x, &seqs, s.db.d.sql(`INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, finished_at,
-			status, attempts, http_status, error, latency, instance, reason, slots) VALUES (?, ?, TRUE, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq`),
+			status, attempts, http_status, error, latency, instance, reason, slots, alert) VALUES (?, ?, TRUE, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq`),
 			r.ID, r.JobID, nanos(r.ScheduledAt), nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus,
-			r.Error, int64(r.Latency), s.cfg.Instance, r.Reason, r.Slots)
+			r.Error, int64(r.Latency), s.cfg.Instance, r.Reason, r.Slots, r.Alert)
 		if isForeignKeyViolation(err) {
 			return 0, fmt.Errorf("sqlstore: append run of job %q: %w", r.JobID, cron.ErrNotFound)
 		}
@@ -467,17 +470,18 @@ type runRow struct {
 	Latency     int64  `db:"latency"`
 	Reason      string `db:"reason"`
 	Slots       int    `db:"slots"`
+	Alert       string `db:"alert"`
 }
 
 // run returns the run of row r.
 func (r *runRow) run() cron.Run {
 	return cron.Run{ID: r.ID, JobID: r.JobID, ScheduledAt: fromNanos(r.ScheduledAt), TriggeredAt: fromNanos(r.TriggeredAt),
 		FinishedAt: fromNanos(r.FinishedAt), Status: cron.Status(r.Status), Attempts: r.Attempts, HTTPStatus: r.HTTPStatus,
-		Error: r.Error, Latency: cron.Duration(r.Latency), Instance: r.Instance, Reason: r.Reason, Slots: r.Slots}
+		Error: r.Error, Latency: cron.Duration(r.Latency), Instance: r.Instance, Reason: r.Reason, Slots: r.Slots, Alert: r.Alert}
 }
 
 // runColumns are the columns of a runRow.
-const runColumns = `id, job_id, instance, scheduled_at, triggered_at, finished_at, status, attempts, http_status, error, latency, reason, slots`
+const runColumns = `id, job_id, instance, scheduled_at, triggered_at, finished_at, status, attempts, http_status, error, latency, reason, slots, alert`
 
 // Runs returns up to limit of the newest finished runs of job id, newest
 // first (limit <= 0: all kept), each with the instance that claimed it. A

@@ -18,6 +18,8 @@ const recordSQL = `UPDATE ksana_job SET
 	next_run_at = CASE WHEN ? THEN next_run_at ELSE ? END,
 	last_status = CASE WHEN ? >= last_run_at THEN ? ELSE last_status END,
 	last_error = CASE WHEN ? >= last_run_at THEN ? ELSE last_error END,
+	failures = CASE WHEN ? >= last_run_at THEN ? ELSE failures END,
+	last_alert = CASE WHEN ? >= last_run_at THEN ? ELSE last_alert END,
 	last_run_at = CASE WHEN ? >= last_run_at THEN ? ELSE last_run_at END
 	WHERE id = ? AND version = ?`
 
@@ -42,7 +44,7 @@ func (s *Jobs) RecordBatch(ctx context.Context, recs []cron.Recorded) error {
 			for _, r := range recs {
 				last := nanos(r.LastRunAt)
 				if _, err := tx.ExecContext(ctx, s.db.d.sql(recordSQL), r.LastOnly, nanos(r.NextRunAt), last, string(r.LastStatus),
-					last, r.LastError, last, last, r.ID, r.Version); err != nil {
+					last, r.LastError, last, r.Failures, last, r.LastAlert, last, last, r.ID, r.Version); err != nil {
 					return fmt.Errorf("sqlstore: record job %q: %w", r.ID, err)
 				}
 			}
@@ -52,21 +54,25 @@ func (s *Jobs) RecordBatch(ctx context.Context, recs []cron.Recorded) error {
 	sorted := slices.SortedFunc(slices.Values(recs), func(a, b cron.Recorded) int { return cmp.Compare(a.ID, b.ID) })
 	sorted = slices.CompactFunc(sorted, func(a, b cron.Recorded) bool { return a.ID == b.ID })
 	n := len(sorted)
-	ids, status, errs := make([]string, n), make([]string, n), make([]string, n)
+	ids, status, errs, alerts := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	failures := make([]int32, n)
 	last, next, vers := make([]int64, n), make([]int64, n), make([]int64, n)
 	only := make([]bool, n)
 	for i, r := range sorted {
 		ids[i], last[i], next[i], status[i], errs[i] = r.ID, nanos(r.LastRunAt), nanos(r.NextRunAt), string(r.LastStatus), r.LastError
 		vers[i], only[i] = r.Version, r.LastOnly
+		failures[i], alerts[i] = int32(min(r.Failures, 1<<30)), r.LastAlert
 	}
 	if _, err := s.db.async().ExecContext(ctx, `UPDATE ksana_job AS j SET
 		next_run_at = CASE WHEN v.last_only THEN j.next_run_at ELSE v.next_run_at END,
 		last_run_at = CASE WHEN v.last_run_at >= j.last_run_at THEN v.last_run_at ELSE j.last_run_at END,
 		last_status = CASE WHEN v.last_run_at >= j.last_run_at THEN v.last_status ELSE j.last_status END,
-		last_error = CASE WHEN v.last_run_at >= j.last_run_at THEN v.last_error ELSE j.last_error END
-		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::boolean[])
-			AS v(id, last_run_at, next_run_at, last_status, last_error, version, last_only)
-		WHERE j.id = v.id AND j.version = v.version`, ids, last, next, status, errs, vers, only); err != nil {
+		last_error = CASE WHEN v.last_run_at >= j.last_run_at THEN v.last_error ELSE j.last_error END,
+		failures = CASE WHEN v.last_run_at >= j.last_run_at THEN v.failures ELSE j.failures END,
+		last_alert = CASE WHEN v.last_run_at >= j.last_run_at THEN v.last_alert ELSE j.last_alert END
+		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::boolean[], $8::integer[], $9::text[])
+			AS v(id, last_run_at, next_run_at, last_status, last_error, version, last_only, failures, last_alert)
+		WHERE j.id = v.id AND j.version = v.version`, ids, last, next, status, errs, vers, only, failures, alerts); err != nil {
 		return fmt.Errorf("sqlstore: record %d jobs: %w", n, err)
 	}
 	return nil
@@ -106,12 +112,12 @@ func (s *Jobs) AppendRuns(ctx context.Context, runs []cron.Run) error {
 	var updated []done
 	if err := x.SelectContext(ctx, &updated, `UPDATE ksana_run AS r SET triggered_at = v.triggered_at, finished_at = v.finished_at,
 		status = v.status, attempts = v.attempts, http_status = v.http_status, error = v.error, latency = v.latency,
-		reason = v.reason, slots = v.slots
+		reason = v.reason, slots = v.slots, alert = v.alert
 		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[], $7::integer[], $8::text[], $9::bigint[],
-			$10::text[], $11::integer[])
-			AS v(id, job_id, triggered_at, finished_at, status, attempts, http_status, error, latency, reason, slots)
+			$10::text[], $11::integer[], $12::text[])
+			AS v(id, job_id, triggered_at, finished_at, status, attempts, http_status, error, latency, reason, slots, alert)
 		WHERE r.id = v.id AND r.job_id = v.job_id RETURNING r.id, r.seq`,
-		a.id, a.jobID, a.triggered, a.finished, a.status, a.attempts, a.httpStatus, a.errs, a.latency, a.reason, a.slots); err != nil {
+		a.id, a.jobID, a.triggered, a.finished, a.status, a.attempts, a.httpStatus, a.errs, a.latency, a.reason, a.slots, a.alert); err != nil {
 		return fmt.Errorf("sqlstore: append %d runs: %w", len(runs), err)
 	}
 	seqs := make(map[string]int64, len(runs))
@@ -128,15 +134,15 @@ func (s *Jobs) AppendRuns(ctx context.Context, runs []cron.Run) error {
 		b := newRunArrays(rest)
 		var inserted []done
 		err := x.SelectContext(ctx, &inserted, `INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, finished_at,
-			status, attempts, http_status, error, latency, instance, reason, slots)
+			status, attempts, http_status, error, latency, instance, reason, slots, alert)
 			SELECT v.id, v.job_id, TRUE, v.scheduled_at, v.triggered_at, v.finished_at, v.status, v.attempts, v.http_status, v.error, v.latency, $11,
-				v.reason, v.slots
+				v.reason, v.slots, v.alert
 			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[], $7::integer[], $8::text[], $9::bigint[], $10::bigint[],
-				$12::text[], $13::integer[])
-				WITH ORDINALITY AS v(id, job_id, triggered_at, finished_at, status, attempts, http_status, error, latency, scheduled_at, reason, slots, ord)
+				$12::text[], $13::integer[], $14::text[])
+				WITH ORDINALITY AS v(id, job_id, triggered_at, finished_at, status, attempts, http_status, error, latency, scheduled_at, reason, slots, alert, ord)
 			ORDER BY v.ord
 			ON CONFLICT DO NOTHING RETURNING id, seq`,
-			b.id, b.jobID, b.triggered, b.finished, b.status, b.attempts, b.httpStatus, b.errs, b.latency, b.scheduled, s.cfg.Instance, b.reason, b.slots)
+			b.id, b.jobID, b.triggered, b.finished, b.status, b.attempts, b.httpStatus, b.errs, b.latency, b.scheduled, s.cfg.Instance, b.reason, b.slots, b.alert)
 		if isForeignKeyViolation(err) {
 			// A job was deleted meanwhile: insert one by one, skipping its runs.
 			inserted, err = nil, nil
@@ -178,7 +184,7 @@ func jobsOf(runs []cron.Run) []string {
 
 // runArrays are runs as one array per column, the arguments of unnest.
 type runArrays struct {
-	id, jobID, status, errs, reason         []string
+	id, jobID, status, errs, reason, alert  []string
 	triggered, finished, scheduled, latency []int64
 	attempts, httpStatus, slots             []int32
 }
@@ -186,7 +192,7 @@ type runArrays struct {
 func newRunArrays(runs []cron.Run) runArrays {
 	n := len(runs)
 	a := runArrays{
-		id: make([]string, n), jobID: make([]string, n), status: make([]string, n), errs: make([]string, n),
+		id: make([]string, n), jobID: make([]string, n), status: make([]string, n), errs: make([]string, n), alert: make([]string, n),
 		triggered: make([]int64, n), finished: make([]int64, n), scheduled: make([]int64, n), latency: make([]int64, n),
 		attempts: make([]int32, n), httpStatus: make([]int32, n), reason: make([]string, n), slots: make([]int32, n),
 	}
@@ -194,7 +200,7 @@ func newRunArrays(runs []cron.Run) runArrays {
 		a.id[i], a.jobID[i], a.status[i], a.errs[i] = r.ID, r.JobID, string(r.Status), r.Error
 		a.triggered[i], a.finished[i], a.scheduled[i], a.latency[i] = nanos(r.TriggeredAt), nanos(r.FinishedAt), nanos(r.ScheduledAt), int64(r.Latency)
 		a.attempts[i], a.httpStatus[i] = int32(r.Attempts), int32(r.HTTPStatus)
-		a.reason[i], a.slots[i] = r.Reason, int32(r.Slots)
+		a.reason[i], a.slots[i], a.alert[i] = r.Reason, int32(r.Slots), r.Alert
 	}
 	return a
 }

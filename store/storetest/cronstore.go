@@ -62,6 +62,8 @@ func cronJobs() []cron.Job {
 			MisfireGrace: cron.Duration(90 * time.Second),
 			LastRunAt:    cronTime.Add(-time.Hour), NextRunAt: cronTime.Add(time.Hour),
 			LastStatus: cron.StatusTimeout, LastError: "timeout after 10s",
+			Alert:    &cron.AlertConfig{URL: "https://hooks.example.com/ksana", Secret: "s3cret", After: 2, PauseAfter: 5},
+			Failures: 2, LastAlert: cron.AlertFailingStreak,
 		},
 		{
 			ID: "job-once", Name: "notify", Paused: true, Type: cron.JobTypeHTTP,
@@ -172,7 +174,8 @@ func cronCaseRecord(t *testing.T, s cron.Store) {
 	}{
 		{"job-every", cron.Bookkeeping{LastRunAt: cronTime.Add(time.Minute), NextRunAt: cronTime.Add(6 * time.Minute), LastStatus: cron.StatusSuccess}},
 		{"job-once", cron.Bookkeeping{LastStatus: cron.StatusMissed}},
-		{"job-cron", cron.Bookkeeping{LastRunAt: cronTime, NextRunAt: cronTime.Add(24 * time.Hour), LastStatus: cron.StatusFailed, LastError: "http 500: boom"}},
+		{"job-cron", cron.Bookkeeping{LastRunAt: cronTime, NextRunAt: cronTime.Add(24 * time.Hour), LastStatus: cron.StatusFailed, LastError: "http 500: boom",
+			Failures: 1, LastAlert: cron.AlertFailing}},
 		{"job-cron", cron.Bookkeeping{LastRunAt: cronTime.Add(time.Second), NextRunAt: cronTime.Add(24 * time.Hour), LastStatus: cron.StatusSkipped, LastError: "previous run still in flight"}},
 	}
 	want := map[string]cron.Job{}
@@ -249,7 +252,7 @@ func cronRun(job string, i int) cron.Run {
 	at := cronTime.Add(time.Duration(i) * time.Minute)
 	return cron.Run{ID: fmt.Sprintf("%s-run-%03d", job, i), JobID: job, ScheduledAt: at, TriggeredAt: at.Add(1500 * time.Microsecond),
 		FinishedAt: at.Add(time.Second), Status: cron.StatusFailed, Attempts: 2, HTTPStatus: 503, Error: "http 503",
-		Latency: cron.Duration(998500 * time.Microsecond)}
+		Latency: cron.Duration(998500 * time.Microsecond), Alert: []string{"", cron.AlertFailing}[i%2]}
 }
 
 func cronCaseRuns(t *testing.T, s cron.Store) {

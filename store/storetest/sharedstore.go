@@ -116,7 +116,8 @@ func sharedCaseRecordOrder(t *testing.T, a, b cron.SharedStore) {
 	}
 	// An older run's last-run fields do not replace a later run's;
 	// next_run_at is written.
-	older := cron.Bookkeeping{LastRunAt: cronTime.Add(-time.Minute), NextRunAt: cronTime.Add(10 * time.Minute), LastStatus: cron.StatusFailed, LastError: "x"}
+	older := cron.Bookkeeping{LastRunAt: cronTime.Add(-time.Minute), NextRunAt: cronTime.Add(10 * time.Minute), LastStatus: cron.StatusFailed, LastError: "x",
+		Failures: 1, LastAlert: cron.AlertFailing}
 	if err := b.RecordBatch(ctx, []cron.Recorded{{ID: j.ID, Bookkeeping: older, Version: v2}}); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,8 @@ func sharedCaseRecordOrder(t *testing.T, a, b cron.SharedStore) {
 		t.Errorf("after an older run's bookkeeping (-want +got):\n%s", diff)
 	}
 	// A LastOnly record of a later run writes the last-run fields only.
-	later := cron.Bookkeeping{LastRunAt: cronTime.Add(time.Minute), NextRunAt: cronTime.Add(time.Hour), LastStatus: cron.StatusTimeout, LastError: "slow"}
+	later := cron.Bookkeeping{LastRunAt: cronTime.Add(time.Minute), NextRunAt: cronTime.Add(time.Hour), LastStatus: cron.StatusTimeout, LastError: "slow",
+		Failures: 3, LastAlert: cron.AlertFailingStreak}
 	if err := b.RecordBatch(ctx, []cron.Recorded{{ID: j.ID, Bookkeeping: later, Version: v2, LastOnly: true}, {ID: "nope", Version: 1}}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,170 @@
+package cron
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+)
+
+// ErrInFlight is returned by [Runner.RunNowWith] for a job that has a run
+// queued or running on this runner, unless [RunOptions.Force] is set.
+var ErrInFlight = errors.New("cron: a run of the job is already in flight")
+
+// RunOptions change one run started by [Runner.RunNowWith]. The zero value
+// runs the job as it is stored, unless a run of it is in flight.
+type RunOptions struct {
+	// Body, when not nil, replaces the http.body of an HTTP job for this
+	// run; its placeholders are expanded as the stored body's are.
+	Body *string
+	// Headers are set on the request of an HTTP job for this run, over
+	// the stored headers of the same names (compared without regard to
+	// case).
+	Headers map[string]string
+	// Args, when set, replace the args of a Go function job for this run:
+	// any JSON value.
+	Args json.RawMessage
+	// Force runs the job even when a run of it is queued or running on
+	// this runner. Without it such a run-now is [ErrInFlight]: the same
+	// rule that makes a slot that comes during a run skipped.
+	Force bool
+}
+
+// check validates o for a job that is an HTTP job or not (isHTTP), and
+// returns a *ValidationError naming the bad field: body, headers or args.
+func (o *RunOptions) check(isHTTP bool) error {
+	if isHTTP {
+		if len(o.Args) > 0 {
+			return invalid("args", "is for jobs that run a Go function; an HTTP job takes body and headers")
+		}
+		if o.Body != nil {
+			if err := validateBody(*o.Body); err != nil {
+				return rename(err, "body")
+			}
+		}
+		if err := validateHeaders(o.Headers); err != nil {
+			return rename(err, "headers")
+		}
+		return nil
+	}
+	if o.Body != nil || o.Headers != nil {
+		field := "body"
+		if o.Body == nil {
+			field = "headers"
+		}
+		return invalid(field, "is for HTTP jobs; a job that runs a Go function takes args")
+	}
+	if len(o.Args) > 0 {
+		var b bytes.Buffer
+		if err := json.Compact(&b, o.Args); err != nil {
+			return invalid("args", "must be a JSON value: %v", err)
+		}
+		o.Args = b.Bytes()
+	}
+	return nil
+}
+
+func rename(err error, field string) error {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return &ValidationError{Field: field, Reason: ve.Reason}
+	}
+	return err
+}
+
+// overrides reports whether o changes what the run calls.
+func (o *RunOptions) overrides() bool { return o.Body != nil || o.Headers != nil || len(o.Args) > 0 }
+
+// apply changes j, a copy of the job for one run, by o.
+func (o *RunOptions) apply(j *Job) {
+	if o.Body != nil {
+		j.HTTP.Body = *o.Body
+	}
+	if len(o.Headers) > 0 {
+		h := make(map[string]string, len(j.HTTP.Headers)+len(o.Headers))
+		for k, v := range j.HTTP.Headers {
+			if !hasFold(o.Headers, k) {
+				h[k] = v
+			}
+		}
+		maps.Copy(h, o.Headers)
+		j.HTTP.Headers = h
+	}
+	if len(o.Args) > 0 {
+		j.Args = o.Args
+	}
+}
+
+func hasFold(m map[string]string, key string) bool {
+	for k := range m {
+		if len(k) == len(key) && bytes.EqualFold([]byte(k), []byte(key)) {
+			return true
+		}
+	}
+	return false
+}
+
+// RunNow queues a run of job id for the worker pool at once, whatever its
+// schedule, its enabled flag or the runs of it in flight, and returns the
+// run's id: [Runner.RunNowWith] with Force set and no overrides.
+func (r *Runner) RunNow(ctx context.Context, id string) (string, error) {
+	return r.RunNowWith(ctx, id, RunOptions{Force: true})
+}
+
+// RunNowWith queues a run of job id for the worker pool at once, whatever
+// its schedule or enabled flag, changed by opts for this run only, and
+// returns the run's id. next_run_at does not change. A run queued when
+// Run's context ends is dropped.
+//
+// A job with a run queued or running on this runner is [ErrInFlight]
+// unless opts.Force is set. Over a [SharedStore], a run in flight on
+// another runner is not seen: the check is per runner. Overrides that do
+// not fit the job (a body for a Go function job, args for an HTTP job, a
+// bad header or placeholder) are a *[ValidationError] naming body,
+// headers or args. An unknown id is [ErrNotFound]; after Run has
+// returned, [ErrClosed]. A job of a shared store that the runner does not
+// hold is read from the store and run by this runner all the same,
+// claimed by its run id (see [SharedStore.ClaimRun]); the runner writes
+// that run's last-run fields.
+func (r *Runner) RunNowWith(ctx context.Context, id string, opts RunOptions) (string, error) {
+	var over *RunOptions
+	if opts.overrides() {
+		o := opts
+		if o.Headers != nil {
+			o.Headers = maps.Clone(o.Headers)
+		}
+		over = &o
+	}
+	runID := newID()
+	now := toNano(r.now())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state >= stateStopping {
+		return "", ErrClosed
+	}
+	_, e, ok := r.lookup(id)
+	if !ok {
+		if ok, err := r.runStored(id, runID, now, over, opts.Force); ok {
+			if err != nil {
+				return "", err
+			}
+			return runID, nil
+		}
+		return "", fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	if over != nil {
+		if err := over.check(e.fn() == nil); err != nil {
+			return "", err
+		}
+	}
+	if e.inflight > 0 && !opts.Force {
+		return "", fmt.Errorf("%w: job %q has %d run(s) queued or running", ErrInFlight, id, e.inflight)
+	}
+	if e.inflight >= maxInflight {
+		return "", fmt.Errorf("cron: run-now %q: %d runs already queued or running", id, e.inflight)
+	}
+	r.enqueue(e, task{runID: runID, scheduled: now, over: over})
+	return runID, nil
+}

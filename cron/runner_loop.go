@@ -165,6 +165,10 @@ func (r *Runner) fire(idx int32, e *entry, due, now int64, events *[]Run) {
 		e.next = e.nextAfter(due)
 		r.schedule(idx, e, e.next)
 	}
+	if r.servicePaused(due) {
+		*events = append(*events, r.skipPaused(e, due, now))
+		return
+	}
 	if r.lead > 0 {
 		// Taken ahead: the skip of a slot whose previous run is still in
 		// flight is decided at its time (see release).

@@ -556,6 +556,9 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, id string) {
 				return rerr
 			}
 		}
+		// paused_until is no field of a PATCH: a job that stays paused
+		// keeps it.
+		nj.PausedUntil = j.PausedUntil
 		*j = nj
 		return nil
 	})

@@ -19,7 +19,10 @@ import (
 // Record, the round trip of every field of a job (times to the microsecond
 // and durations included), and, when the store implements it,
 // [cron.RunStore]: newest-first history, the limit argument, a per-job
-// limit that drops the oldest runs, and ErrNotFound for unknown jobs.
+// limit that drops the oldest runs, and ErrNotFound for unknown jobs;
+// when it implements [cron.PauseStore], the round trip of the service
+// pause; when it implements [cron.AuditLog], IDs in order, the filters and
+// keyset paging.
 // Persistence across a reopen is the adapter's own test.
 func TestCronStore(t *testing.T, open func(t *testing.T) cron.Store) {
 	t.Helper()
@@ -35,6 +38,8 @@ func TestCronStore(t *testing.T, open func(t *testing.T) cron.Store) {
 		{"Concurrent", cronCaseConcurrent},
 		{"Runs", cronCaseRuns},
 		{"RunLimit", cronCaseRunLimit},
+		{"Pause", cronCasePause},
+		{"Audit", cronCaseAudit},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
@@ -59,7 +64,7 @@ func cronJobs() []cron.Job {
 			LastStatus: cron.StatusTimeout, LastError: "timeout after 10s",
 		},
 		{
-			ID: "job-once", Name: "notify", Paused: true, Type: cron.JobTypeHTTP,
+			ID: "job-once", Name: "notify", Paused: true, PausedUntil: cronTime.Add(2 * time.Hour), Type: cron.JobTypeHTTP,
 			HTTP:     cron.HTTPConfig{Method: "GET", URL: "http://localhost:8080/x"},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindOnce, RunAt: cronTime.Add(24 * time.Hour)},
 			Timeout:  cron.Duration(time.Second), RetryBackoff: cron.Duration(time.Second),

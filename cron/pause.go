@@ -2,6 +2,7 @@ package cron
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -36,6 +37,40 @@ type PauseState struct {
 	Reason string
 	// Since is when the pause was set.
 	Since time.Time
+}
+
+// pauseWire is the JSON form of a PauseState.
+type pauseWire struct {
+	Paused bool   `json:"paused"`
+	Until  string `json:"paused_until,omitempty"`
+	Reason string `json:"pause_reason,omitempty"`
+	Since  string `json:"paused_at,omitempty"`
+}
+
+// MarshalJSON writes {"paused": ..., "paused_until": ..., "pause_reason":
+// ..., "paused_at": ...}, times RFC3339 in UTC, leaving out the empty
+// ones: the form of GET /health in cron/httpapi and of the stores.
+func (p PauseState) MarshalJSON() ([]byte, error) {
+	return json.Marshal(pauseWire{Paused: p.Paused, Until: formatTime(p.Until), Reason: p.Reason, Since: formatTime(p.Since)})
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes; unknown fields are an
+// error.
+func (p *PauseState) UnmarshalJSON(b []byte) error {
+	var w pauseWire
+	if err := strictUnmarshal(b, &w); err != nil {
+		return err
+	}
+	until, err := parseTime("paused_until", w.Until)
+	if err != nil {
+		return err
+	}
+	since, err := parseTime("paused_at", w.Since)
+	if err != nil {
+		return err
+	}
+	*p = PauseState{Paused: w.Paused, Until: until, Reason: w.Reason, Since: since}
+	return nil
 }
 
 // Active reports whether the pause is in effect at now: it is set, and

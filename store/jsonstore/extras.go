@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/ksana-dev/ksana/cron"
 )
@@ -37,21 +36,6 @@ type extras struct {
 	alines int      // lines in audit.jsonl
 }
 
-// pauseFile is the JSON form of pause.json.
-type pauseFile struct {
-	Paused bool   `json:"paused"`
-	Until  string `json:"paused_until,omitempty"`
-	Reason string `json:"pause_reason,omitempty"`
-	Since  string `json:"paused_at,omitempty"`
-}
-
-func formatFileTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
-}
-
 // loadExtras reads pause.json and audit.jsonl. A pause.json that does not
 // parse is renamed pause.json.bad (the service is then not paused); a
 // line of audit.jsonl that does not parse (the torn end of a crash) is
@@ -66,9 +50,8 @@ func (s *Store) loadExtras() error {
 	case err != nil:
 		return fmt.Errorf("jsonstore: read %s: %w", path, err)
 	default:
-		var f pauseFile
-		p, perr := f.state(data)
-		if perr != nil {
+		var p cron.PauseState
+		if perr := json.Unmarshal(data, &p); perr != nil {
 			s.log.Warn("jsonstore: "+PauseFile+" does not parse; renamed "+PauseFile+".bad, the service is not paused", "error", perr)
 			_ = os.Rename(path, path+".bad")
 		} else {
@@ -110,21 +93,6 @@ func (s *Store) loadExtras() error {
 	return nil
 }
 
-func (f *pauseFile) state(data []byte) (cron.PauseState, error) {
-	if err := json.Unmarshal(data, f); err != nil {
-		return cron.PauseState{}, err
-	}
-	p := cron.PauseState{Paused: f.Paused, Reason: f.Reason}
-	var ok bool
-	if p.Until, ok = parseTimeField(f.Until); !ok {
-		return cron.PauseState{}, fmt.Errorf("paused_until: must be an RFC3339 time, got %q", f.Until)
-	}
-	if p.Since, ok = parseTimeField(f.Since); !ok {
-		return cron.PauseState{}, fmt.Errorf("paused_at: must be an RFC3339 time, got %q", f.Since)
-	}
-	return p, nil
-}
-
 // LoadPause returns the service pause kept in pause.json.
 func (s *Store) LoadPause(ctx context.Context) (cron.PauseState, error) {
 	s.extras.mu.Lock()
@@ -143,7 +111,7 @@ func (s *Store) SavePause(ctx context.Context, p cron.PauseState) error {
 	if s.extras.af == nil {
 		return ErrClosed
 	}
-	data, err := json.Marshal(pauseFile{Paused: p.Paused, Until: formatFileTime(p.Until), Reason: p.Reason, Since: formatFileTime(p.Since)})
+	data, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,2 @@
+-- Reserved for a migration of another branch; replaced by it at merge.
+SELECT 1;

@@ -60,6 +60,12 @@ type Config struct {
 	// AuditSink, when set, receives every audit entry as it is made.
 	// Default nil.
 	AuditSink AuditSink
+	// AuditLog, when set, keeps the audit log in place of the AuditSize
+	// entries in memory: GET /audit reads it, and every write appends to
+	// it (a store's durable log, such as the one of store/jsonstore or
+	// store/sqlstore, which every process sharing the database reads). An
+	// entry it fails to store is logged. Default nil.
+	AuditLog cron.AuditLog
 	// CallbackAllow, when not empty, lists the host patterns a job's
 	// http.url may point to: "api.example.com" (that host), "*.internal"
 	// (any host under internal), "*" (any). Matching ignores case and the
@@ -130,10 +136,11 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 	if cfg.AuditSize == 0 {
 		cfg.AuditSize = DefaultAuditSize
 	}
-	s := &Server{r: r, cfg: cfg, log: cfg.Logger, auditLog: newAuditLog(max(cfg.AuditSize, 0), cfg.AuditSink)}
+	s := &Server{r: r, cfg: cfg, log: cfg.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.auditLog = newAuditLog(cfg, s.log)
 	if cfg.Token != "" {
 		s.tokenSum = sha256.Sum256([]byte(cfg.Token))
 	}
@@ -182,6 +189,8 @@ func (s *Server) routes() []route {
 		{"/jobs/{id}/next", "GET, HEAD", false, map[string]handler{"GET": s.next}},
 		{"/schedules/preview", "POST", false, map[string]handler{"POST": s.preview}},
 		{"/audit", "GET, HEAD", false, map[string]handler{"GET": s.audit}},
+		{"/pause", "POST", false, map[string]handler{"POST": s.pauseAll}},
+		{"/resume", "POST", false, map[string]handler{"POST": s.resumeAll}},
 	}
 }
 
@@ -293,6 +302,7 @@ func cleanPath(p string) string {
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request, _ string) {
 	body := map[string]any{"status": "ok"}
+	s.addPause(body)
 	if s.cfg.HealthNotes != nil {
 		for k, v := range s.cfg.HealthNotes() {
 			if k != "status" {
@@ -358,10 +368,6 @@ func (s *Server) runNow(w http.ResponseWriter, req *http.Request, id string) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": runID, "job_id": id})
-}
-
-func (s *Server) pause(w http.ResponseWriter, req *http.Request, id string) {
-	s.setEnabled(w, req, id, s.r.Pause)
 }
 
 func (s *Server) resume(w http.ResponseWriter, req *http.Request, id string) {
@@ -759,6 +765,8 @@ func (s *Server) fail(w http.ResponseWriter, err error, id string) {
 		writeError(w, &RequestError{Status: http.StatusNotFound, Msg: fmt.Sprintf("job %q not found", id)})
 	case errors.Is(err, cron.ErrExists):
 		writeError(w, &RequestError{Status: http.StatusConflict, Field: "id", Msg: fmt.Sprintf("a job with id %q already exists", id)})
+	case errors.Is(err, cron.ErrServicePaused):
+		writeError(w, &RequestError{Status: http.StatusConflict, Msg: "the service is paused (POST /resume ends the pause)"})
 	case errors.Is(err, cron.ErrClosed):
 		writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: "the service is shutting down"})
 	case errors.Is(err, cron.ErrUnsupported):

@@ -161,4 +161,3 @@ func (s *Server) addPause(body map[string]any) {
 func isServicePause(pattern string) bool {
 	return pattern == "POST /pause" || pattern == "POST /resume"
 }
-

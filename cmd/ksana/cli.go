@@ -48,6 +48,8 @@ type cmdOpts struct {
 	kind, status, name  string
 	typ                 string
 	job                 string
+	until, forDur       string
+	reason, who, since  string
 }
 
 // cmdEnv is what a command runs with.
@@ -82,7 +84,7 @@ func commands() []command {
 		{"jobs edit", "ID", "change a job by a JSON merge patch (-f FILE, or -f - for stdin): only the fields given change, null resets one", fileFlag, cmdEdit},
 		{"jobs rm", "ID", "delete a job", nil, cmdRemove},
 		{"jobs run", "ID", "queue a run of a job now", nil, cmdRunNow},
-		{"jobs pause", "ID", "pause a job", nil, cmdPause},
+		{"jobs pause", "ID", "pause a job, for good or until a time (-until, -for)", untilFlags, cmdPause},
 		{"jobs resume", "ID", "resume a job", nil, cmdResume},
 		{"jobs runs", "ID", "show a job's newest runs, newest first", func(fs *flag.FlagSet, o *cmdOpts) {
 			fs.IntVar(&o.limit, "limit", 0, "at most `N` runs (default the API's, 50)")
@@ -92,7 +94,12 @@ func commands() []command {
 			fs.IntVar(&o.n, "n", 0, "how many times, 1 to 1000 (default the API's, 10)")
 		}, cmdNext},
 		{"audit", "", "show the audit log of writes (who, what, when, the fields changed), oldest first", auditFlags, cmdAudit},
-		{"health", "", "show the service's health", nil, cmdHealth},
+		{"pause", "", "pause the whole service (maintenance): no job fires until resume or -until/-for; admin role", func(fs *flag.FlagSet, o *cmdOpts) {
+			untilFlags(fs, o)
+			fs.StringVar(&o.reason, "reason", "", "the `text` GET /health shows while paused")
+		}, cmdPauseAll},
+		{"resume", "", "end the service pause; admin role", nil, cmdResumeAll},
+		{"health", "", "show the service's health (and its pause)", nil, cmdHealth},
 	}
 }
 
@@ -101,7 +108,9 @@ func fileFlag(fs *flag.FlagSet, o *cmdOpts) {
 }
 
 // isCommand reports whether arg starts a command rather than the service.
-func isCommand(arg string) bool { return arg == "jobs" || arg == "health" || arg == "audit" }
+func isCommand(arg string) bool {
+	return arg == "jobs" || arg == "health" || arg == "audit" || arg == "pause" || arg == "resume"
+}
 
 // commandsUsage lists the commands, for ksana -h.
 func commandsUsage() string {
@@ -311,6 +320,9 @@ func (e *cmdEnv) printJob(j cron.Job) error {
 	row("id", j.ID)
 	row("name", dash(j.Name))
 	row("enabled", strconv.FormatBool(!j.Paused))
+	if !j.PausedUntil.IsZero() {
+		row("paused_until", timeText(j.PausedUntil))
+	}
 	row("type", j.Type)
 	if j.IsHTTP() {
 		row("http", j.HTTP.Method+" "+j.HTTP.URL)
@@ -425,7 +437,11 @@ func cmdRunNow(ctx context.Context, e *cmdEnv, args []string) error {
 }
 
 func cmdPause(ctx context.Context, e *cmdEnv, args []string) error {
-	j, err := e.c.Pause(ctx, args[0])
+	until, err := e.o.untilTime(time.Now())
+	if err != nil {
+		return err
+	}
+	j, err := e.c.PauseUntil(ctx, args[0], until)
 	if err != nil {
 		return err
 	}

@@ -504,8 +504,8 @@ type AuditEntry struct {
 	After  *cron.Job `json:"after"`
 	// PauseBefore and PauseAfter are the service pause before and after
 	// a POST /pause or /resume (nil for the other writes).
-	PauseBefore *cron.PauseState `json:"-"`
-	PauseAfter  *cron.PauseState `json:"-"`
+	PauseBefore *cron.PauseState `json:"pause_before,omitempty"`
+	PauseAfter  *cron.PauseState `json:"pause_after,omitempty"`
 }
 
 // UnmarshalJSON reads an entry of GET /audit: the before and after of a

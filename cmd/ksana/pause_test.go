@@ -202,7 +202,7 @@ func TestPauseShared(t *testing.T) {
 	if code, _, errOut := cli(t, bin, onB, "", "resume"); code != 0 {
 		t.Fatalf("ksana resume on b: exit %d: %s", code, errOut)
 	}
-	waitFor(t, "/health of a to show the end of the pause", func() bool { return a.health(t)["paused"] == false })
+	waitFor(t, "/health of a to show the end of the pause", func() bool { return a.health(t)["paused"] == nil })
 	waitFor(t, "calls after the resume", func() bool { return hook.count() > n+jobs })
 
 	// The audit log is one for both.

@@ -140,13 +140,15 @@ func (s *Server) pauseJSON() json.RawMessage {
 	return b
 }
 
-// addPause adds the service pause in force to the answer of GET /health.
+// addPause adds the service pause in force to the answer of GET /health:
+// "paused": true and its fields while the service is paused, nothing
+// otherwise.
 func (s *Server) addPause(body map[string]any) {
 	p := s.r.Paused()
-	body["paused"] = p.Paused
 	if !p.Paused {
 		return
 	}
+	body["paused"] = true
 	if !p.Until.IsZero() {
 		body["paused_until"] = p.Until.UTC().Format(time.RFC3339Nano)
 	}

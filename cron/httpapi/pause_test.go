@@ -76,7 +76,7 @@ func TestPauseEndpoints(t *testing.T) {
 		t.Errorf("POST /resume: %d %s", r.status, r.body)
 	}
 	r = f.do(t, "GET", "/health", "", nil)
-	if r.body != `{"paused":false,"status":"ok"}`+"\n" {
+	if r.body != `{"status":"ok"}`+"\n" {
 		t.Errorf("GET /health after resume: %s", r.body)
 	}
 	if r := f.do(t, "POST", "/jobs/j/run-now", "", nil); r.status != 202 {

@@ -257,7 +257,7 @@ func TestHealthNotes(t *testing.T) {
 		return map[string]any{"jobs_held": 3, "store": "postgres", "status": "bad"}
 	}})
 	r := f.do(t, "GET", "/health", "", nil)
-	if want := `{"jobs_held":3,"paused":false,"status":"ok","store":"postgres"}` + "\n"; r.status != 200 || r.body != want {
+	if want := `{"jobs_held":3,"status":"ok","store":"postgres"}` + "\n"; r.status != 200 || r.body != want {
 		t.Errorf("GET /health: %d %s, want 200 %s", r.status, r.body, want)
 	}
 }

@@ -224,6 +224,23 @@
 // the timer goroutine hand it their results, and it shows each run to the
 // observer once the run is in the history.
 //
+// # Pauses
+//
+// [Runner.Pause] stops one job; [Runner.PauseUntil] stops it until a time
+// (its [Job.PausedUntil]), when the runner that fires the job resumes it
+// by itself, as [Runner.Resume] would: after a restart too, and over a
+// shared store whichever runner holds the job then. [Runner.PauseAll]
+// pauses the whole runner (maintenance), optionally until a time and with
+// a reason, without touching any job's enabled flag: each slot that comes
+// meanwhile is recorded as a skipped run with the error "service paused"
+// and is never called, and [Runner.RunNow] returns [ErrServicePaused];
+// [Runner.ResumeAll] ends it and [Runner.Paused] reports it. A store that
+// is a [PauseStore] keeps that pause across restarts and, shared, hands
+// it to every runner within [Config.PauseRefresh].
+//
+// A store may also keep an audit log of the writes made through an API
+// ([AuditLog], [AuditEntry]); cron/httpapi writes and reads it.
+//
 // # Sharing a store among runners
 //
 // Several runners (several processes) may share one store, such as

@@ -215,6 +215,7 @@ func (t *table) release(i int32) {
 
 type entryExt struct {
 	grace   int64
+	until   int64 // paused_until (Unix ns), 0 = none
 	lastErr string
 	health  health // the failures in a row and the last transition alerted
 	// hist is the run history of a runner without a store: a ring of up
@@ -316,6 +317,22 @@ func (e *entry) grace() int64 {
 		return 0
 	}
 	return e.x.grace
+}
+
+// pausedUntil returns the entry's paused_until (Unix ns), 0 for none.
+func (e *entry) pausedUntil() int64 {
+	if e.x == nil {
+		return 0
+	}
+	return e.x.until
+}
+
+// setPausedUntil sets the entry's paused_until (Unix ns, 0: none).
+func (e *entry) setPausedUntil(t int64) {
+	if t == 0 && e.x == nil {
+		return
+	}
+	e.ext().until = t
 }
 
 func (e *entry) lastErr() string {
@@ -492,6 +509,7 @@ func (e *entry) job(cloneHeaders bool) Job {
 		j.MisfireGrace = Duration(x.grace)
 		j.LastError = x.lastErr
 		j.Failures, j.LastAlert = x.health.failures, x.health.last
+		j.PausedUntil = fromNano(x.until)
 	}
 	if c.alert != nil {
 		a := *c.alert

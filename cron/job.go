@@ -195,13 +195,19 @@ func (s *ScheduleSpec) UnmarshalJSON(b []byte) error {
 // set.
 //
 // LastRunAt, NextRunAt, LastStatus and LastError are system fields: the
-// runner maintains them.
+// runner maintains them; PausedUntil is set by [Runner.PauseUntil].
 type Job struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
 	// Paused keeps the job from firing (its JSON form says
 	// "enabled": false). The zero value is a job that runs.
 	Paused bool `json:"-"`
+	// PausedUntil, on a paused job, is when the runner resumes it by
+	// itself ([Runner.PauseUntil]); zero for a pause with no end. It is a
+	// system field of the pause: [Prepare] clears it on a job that is not
+	// paused, and [Runner.Pause] and [Runner.Resume] clear it. Its JSON
+	// form is "paused_until", left out when zero.
+	PausedUntil time.Time `json:"-"`
 	// Type is "http" (the default when empty) or the name of a Go function
 	// registered with [Runner.Handle] or [Config.Handlers].
 	Type string `json:"type"`
@@ -244,6 +250,7 @@ type jobWire struct {
 	ID           string          `json:"id"`
 	Name         string          `json:"name"`
 	Enabled      bool            `json:"enabled"`
+	PausedUntil  string          `json:"paused_until,omitempty"`
 	Type         string          `json:"type"`
 	HTTP         *HTTPConfig     `json:"http,omitempty"`
 	Args         json.RawMessage `json:"args,omitempty"`
@@ -270,7 +277,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		h = &j.HTTP
 	}
 	return json.Marshal(jobWire{
-		ID: j.ID, Name: j.Name, Enabled: !j.Paused, Type: j.Type, HTTP: h, Args: j.Args, Schedule: j.Schedule,
+		ID: j.ID, Name: j.Name, Enabled: !j.Paused, PausedUntil: formatTime(j.PausedUntil), Type: j.Type, HTTP: h, Args: j.Args, Schedule: j.Schedule,
 		Timeout: j.Timeout, MaxRetries: j.MaxRetries, RetryBackoff: j.RetryBackoff, MisfireGrace: j.MisfireGrace, Alert: j.Alert,
 		LastRunAt: formatTime(j.LastRunAt), NextRunAt: formatTime(j.NextRunAt), LastStatus: j.LastStatus, LastError: j.LastError,
 		Failures: j.Failures, LastAlert: j.LastAlert,
@@ -291,6 +298,10 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
+	until, err := parseTime("paused_until", w.PausedUntil)
+	if err != nil {
+		return err
+	}
 	var h HTTPConfig
 	if w.HTTP != nil {
 		h = *w.HTTP
@@ -299,7 +310,7 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 		w.Args = nil
 	}
 	*j = Job{
-		ID: w.ID, Name: w.Name, Paused: !w.Enabled, Type: w.Type, HTTP: h, Args: w.Args, Schedule: w.Schedule,
+		ID: w.ID, Name: w.Name, Paused: !w.Enabled, PausedUntil: until, Type: w.Type, HTTP: h, Args: w.Args, Schedule: w.Schedule,
 		Timeout: w.Timeout, MaxRetries: w.MaxRetries, RetryBackoff: w.RetryBackoff, MisfireGrace: w.MisfireGrace, Alert: w.Alert,
 		LastRunAt: last, NextRunAt: next, LastStatus: w.LastStatus, LastError: w.LastError,
 		Failures: w.Failures, LastAlert: w.LastAlert,
@@ -366,7 +377,8 @@ func (d Rules) minInterval() time.Duration {
 // empty: the runner's), secret (at most [MaxAlertSecretLen] bytes), after
 // and pause_after (>= 0). On success it returns the job's schedule, built
 // once: a cron expression is parsed here and nowhere else. The system
-// fields are not looked at.
+// fields are not looked at, but for paused_until, which is cleared on a
+// job that is not paused and must lie between the years 1679 and 2261.
 // MaxRetries has no default here: 0 means no retry.
 //
 // A header name must be a token (letters, digits and !#$%&'*+-.^_`|~), a
@@ -420,6 +432,12 @@ func prepare(j *Job, now time.Time, d Rules, known *jobConfig, parsed *CronSched
 	}
 	j.LastRunAt = utc(j.LastRunAt)
 	j.NextRunAt = utc(j.NextRunAt)
+	j.PausedUntil = utc(j.PausedUntil)
+	if !j.Paused {
+		j.PausedUntil = time.Time{}
+	} else if !j.PausedUntil.IsZero() && !inNanoRange(j.PausedUntil) {
+		return nil, invalid("paused_until", "must be between the years 1679 and 2261, got %s", j.PausedUntil.Format(time.RFC3339))
+	}
 
 	if isHTTP {
 		if err := checkHTTP(j, known); err != nil {

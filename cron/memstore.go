@@ -14,7 +14,8 @@ var _ RunQuerier = (*MemStore)(nil)
 const DefaultRunLimit = 50
 
 // MemStore is a [Store] in memory: a [RunStore] that keeps the newest
-// RunLimit runs of each job, and a [Flusher] with nothing to flush. It loses
+// RunLimit runs of each job, a [Flusher] with nothing to flush, a
+// [PauseStore] and an [AuditLog] (the newest [DefaultAuditKeep] entries). It loses
 // everything with the process; use it in tests of code that works through
 // a Store. A runner over a MemStore holds each job twice (in the runner
 // and here); for a runner without durable storage pass a nil store to
@@ -35,6 +36,7 @@ type MemStore struct {
 	n      int32            // positions handed out
 	holes  int
 	runs   map[string]*memRuns // only for jobs that have runs
+	extras memExtras           // the service pause and the audit log
 }
 
 // memChunk is how many jobs a MemStore allocates at a time: jobs live in
@@ -220,4 +222,42 @@ func (s *MemStore) QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor,
 	s.mu.RUnlock()
 	runs, next := PageRuns(all, q)
 	return runs, next, nil
+}
+
+// memExtras is the service pause and audit log of a MemStore.
+type memExtras struct {
+	mu    sync.Mutex
+	pause PauseState
+	audit AuditBuffer
+}
+
+var (
+	_ PauseStore = (*MemStore)(nil)
+	_ AuditLog   = (*MemStore)(nil)
+)
+
+// LoadPause returns the service pause saved last.
+func (s *MemStore) LoadPause(ctx context.Context) (PauseState, error) {
+	s.extras.mu.Lock()
+	defer s.extras.mu.Unlock()
+	return s.extras.pause, nil
+}
+
+// SavePause keeps p as the service pause.
+func (s *MemStore) SavePause(ctx context.Context, p PauseState) error {
+	s.extras.mu.Lock()
+	defer s.extras.mu.Unlock()
+	s.extras.pause = p
+	return nil
+}
+
+// AppendAudit keeps e in the store's audit log, which holds the newest
+// [DefaultAuditKeep] entries.
+func (s *MemStore) AppendAudit(ctx context.Context, e AuditEntry) (AuditEntry, error) {
+	return s.extras.audit.AppendAudit(ctx, e)
+}
+
+// Audit returns a page of the store's audit log (see [AuditLog]).
+func (s *MemStore) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, bool, error) {
+	return s.extras.audit.Audit(ctx, q)
 }

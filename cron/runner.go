@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -79,6 +80,12 @@ type Config struct {
 	// registered with [Runner.Handle]. A name must pass [ValidType] and
 	// not be "http". Default nil: HTTP jobs only.
 	Handlers map[string]Handler
+	// PauseRefresh is how often a runner over a [SharedStore] that is a
+	// [PauseStore] reads the service-wide pause ([Runner.PauseAll]) from
+	// the store: a pause or resume made through another runner takes
+	// effect here within this time. Default (0) 1s
+	// ([DefaultPauseRefresh]).
+	PauseRefresh time.Duration
 	// Observer sees every run, skip and miss, once the run is in the
 	// history. It is called from one goroutine, in the order the runs
 	// finished. Default nil: none.
@@ -173,6 +180,14 @@ type Runner struct {
 	ready     readyHeap     // slots claimed, waiting for their time
 	claimWake chan struct{} // ahead grew
 	claimNow  chan struct{} // a slot due within half the lead was taken
+
+	// Pauses (pause.go). untils (guarded by mu) are the paused_until of
+	// the held jobs paused until a time, for the pause timer; svc is the
+	// service-wide pause, set under pmu.
+	untils    map[string]int64
+	pauseWake chan struct{}
+	pmu       sync.Mutex
+	svc       atomic.Pointer[PauseState]
 }
 
 type runState uint8
@@ -212,6 +227,7 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 		{"DefaultRetryBackoff", int64(cfg.DefaultRetryBackoff)},
 		{"MisfireTolerance", int64(cfg.MisfireTolerance)},
 		{"RunLimit", int64(cfg.RunLimit)},
+		{"PauseRefresh", int64(cfg.PauseRefresh)},
 	} {
 		if f.v < 0 {
 			return nil, fmt.Errorf("cron: New: Config.%s must not be negative, got %d", f.name, f.v)
@@ -260,22 +276,26 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	if cfg.RunLimit == 0 {
 		cfg.RunLimit = DefaultRunLimit
 	}
+	if cfg.PauseRefresh == 0 {
+		cfg.PauseRefresh = DefaultPauseRefresh
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Runner{
-		store:    store,
-		exec:     exec,
-		handlers: handlers,
-		cfg:      cfg,
-		log:      log,
-		now:      time.Now,
-		wake:     make(chan struct{}, 1),
-		recWake:  make(chan struct{}, 1),
-		wakeAt:   math.MaxInt64,
-		cfgs:     newConfigs(),
-		alerts:   make(chan alertTask, alertQueueLen),
+		store:     store,
+		exec:      exec,
+		handlers:  handlers,
+		cfg:       cfg,
+		log:       log,
+		now:       time.Now,
+		wake:      make(chan struct{}, 1),
+		recWake:   make(chan struct{}, 1),
+		pauseWake: make(chan struct{}, 1),
+		wakeAt:    math.MaxInt64,
+		cfgs:      newConfigs(),
+		alerts:    make(chan alertTask, alertQueueLen),
 	}
 	r.runs, _ = store.(RunStore)
 	r.sh, _ = store.(SharedStore)
@@ -390,6 +410,9 @@ func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	if j.MisfireGrace > 0 {
 		e.ext().grace = int64(j.MisfireGrace)
 	}
+	if !j.PausedUntil.IsZero() {
+		e.ext().until = toNano(j.PausedUntil)
+	}
 	return nil
 }
 
@@ -422,6 +445,9 @@ func (r *Runner) Load(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("cron: load jobs: %w", err)
+	}
+	if err := r.loadPause(ctx); err != nil {
+		return err
 	}
 	now := r.now()
 	nowNs := toNano(now)
@@ -483,7 +509,7 @@ func (r *Runner) Load(ctx context.Context) error {
 			}
 		}
 		r.insert(idx, e)
-		if slot != 0 {
+		if slot != 0 && !r.servicePaused(slot) {
 			r.enqueue(e, task{scheduled: slot})
 		}
 		if fixStart {
@@ -548,6 +574,7 @@ func (r *Runner) insert(idx int32, e *entry) {
 	r.jobs.put(e.id, idx)
 	e.pos = int32(len(r.order))
 	r.order = append(r.order, idx)
+	r.notePause(e)
 }
 
 // unlink removes the entry in slot idx from the index, the order and the
@@ -670,7 +697,7 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	if se.enabled {
 		r.schedule(idx, se, se.next)
 	}
-	if slot != 0 {
+	if slot != 0 && !r.servicePaused(slot) {
 		r.enqueue(se, task{scheduled: slot})
 	}
 	r.mu.Unlock()
@@ -738,6 +765,7 @@ func (r *Runner) Update(ctx context.Context, id string, change func(*Job) error)
 	r.vers.set(idx, ver)
 	e.setConfig(c)
 	r.countType(e, 1)
+	r.notePause(e)
 	if reschedule {
 		e.next, e.status = c.next, c.status
 		e.setLastErr(c.lastErr())
@@ -814,66 +842,6 @@ func (r *Runner) Remove(ctx context.Context, id string) error {
 	r.unlink(idx, e)
 	r.mu.Unlock()
 	return nil
-}
-
-// Pause disables job id: enabled=false, last_status paused, next_run_at
-// unset, out of the heap. A run in flight finishes. An unknown id is
-// [ErrNotFound].
-func (r *Runner) Pause(ctx context.Context, id string) (Job, error) {
-	return r.setEnabled(ctx, id, false)
-}
-
-// Resume enables job id and schedules its next slot after now (a once job
-// whose run_at has passed is marked missed instead). An unknown id is
-// [ErrNotFound].
-func (r *Runner) Resume(ctx context.Context, id string) (Job, error) {
-	return r.setEnabled(ctx, id, true)
-}
-
-func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error) {
-	nowNs := toNano(r.now())
-	defer r.lockJob(id)()
-	r.mu.Lock()
-	idx, e, ok := r.lookup(id)
-	if !ok {
-		r.mu.Unlock()
-		j, _, ok, err := r.readStored(ctx, id)
-		if !ok {
-			return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
-		}
-		if err != nil || j.Paused != on {
-			return j, err
-		}
-		j, _, err = r.updateStored(ctx, id, func(j *Job) error { j.Paused = !on; return nil }, true)
-		return j, err
-	}
-	if e.enabled == on {
-		j := e.job(true)
-		r.mu.Unlock()
-		return j, nil
-	}
-	j := e.job(false)
-	c := entry{kind: e.kind, start: e.start, interval: e.interval, cad: e.cad, id: e.id, last: e.last, status: e.status, enabled: on}
-	r.mu.Unlock()
-	r.reschedulePlan(&c, !on, nowNs)
-	j.Paused, j.NextRunAt, j.LastStatus = !on, fromNano(c.next), statusNames[c.status]
-	ver, err := r.save(ctx, j)
-	if err != nil {
-		return Job{}, err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.vers.set(idx, ver)
-	e.enabled, e.next, e.status = on, c.next, c.status
-	if on {
-		r.schedule(idx, e, e.next)
-		r.endPause(e, nowNs)
-	} else {
-		r.unschedule(e)
-		e.ext().pausedAt = nowNs
-	}
-	r.markDirty(e)
-	return e.job(true), nil
 }
 
 // Get returns job id. An unknown id is [ErrNotFound]. Over a
@@ -1094,6 +1062,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	if r.lead > 0 {
 		claims.Go(func() { r.claimLoop(ctx) })
 	}
+	claims.Go(func() { r.pauseLoop(ctx) })
 
 	r.loop(ctx)
 	claims.Wait()

@@ -175,6 +175,13 @@ func (r *Runner) fire(idx int32, e *entry, due, now int64, events *[]Run) {
 		e.next = e.nextAfter(due)
 		r.schedule(idx, e, e.next)
 	}
+	if r.servicePaused(due) {
+		r.skipPaused(e, due, now)
+		return
+	}
+	if e.x != nil && e.x.skip != nil && e.x.skip.Reason == ReasonServicePaused {
+		r.endOverlap(e) // the first slot after a service pause
+	}
 	if r.lead > 0 {
 		// Taken ahead: the skip of a slot whose previous run is still in
 		// flight is decided at its time (see release).
@@ -208,19 +215,30 @@ func (r *Runner) skipInFlight(e *entry, runID string, due, now int64) (run Run, 
 	if runID != "" {
 		return run, true
 	}
-	x := e.ext()
-	if x.skip == nil {
-		first := run
-		x.skip = &first
-		return Run{}, false
-	}
-	x.skip.Slots = max(x.skip.Slots, 1) + 1
-	x.skip.TriggeredAt, x.skip.FinishedAt = t, t
+	r.gatherSkip(e, run)
 	return Run{}, false
 }
 
-// endOverlap hands the overlap record gathered in e, if any, to the
-// recorder: its run in flight ended. mu is held.
+// gatherSkip adds run, a skipped slot of e, to the record of skipped
+// slots gathered in e: it counts in that record when it has the same
+// reason, and otherwise hands that record to the recorder and starts a
+// new one. mu is held.
+func (r *Runner) gatherSkip(e *entry, run Run) {
+	x := e.ext()
+	if x.skip != nil && x.skip.Reason == run.Reason {
+		x.skip.Slots = max(x.skip.Slots, 1) + 1
+		x.skip.TriggeredAt, x.skip.FinishedAt = run.TriggeredAt, run.FinishedAt
+		return
+	}
+	if x.skip != nil {
+		r.finish(*x.skip, false)
+	}
+	x.skip = &run
+}
+
+// endOverlap hands the record of skipped slots gathered in e, if any, to
+// the recorder: its run in flight ended, or a service pause did. mu is
+// held.
 func (r *Runner) endOverlap(e *entry) {
 	if e.x == nil || e.x.skip == nil {
 		return

@@ -116,7 +116,8 @@ func (r *Runner) RunNow(ctx context.Context, id string) (string, error) {
 // RunNowWith queues a run of job id for the worker pool at once, whatever
 // its schedule or enabled flag, changed by opts for this run only, and
 // returns the run's id. next_run_at does not change. A run queued when
-// Run's context ends is dropped.
+// Run's context ends is dropped. While the service is paused
+// ([Runner.PauseAll]) it returns [ErrServicePaused].
 //
 // A job with a run queued or running on this runner is [ErrInFlight]
 // unless opts.Force is set. Over a [SharedStore], a run in flight on
@@ -143,6 +144,9 @@ func (r *Runner) RunNowWith(ctx context.Context, id string, opts RunOptions) (st
 	defer r.mu.Unlock()
 	if r.state >= stateStopping {
 		return "", ErrClosed
+	}
+	if r.servicePaused(now) {
+		return "", ErrServicePaused
 	}
 	_, e, ok := r.lookup(id)
 	if !ok {

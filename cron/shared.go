@@ -430,6 +430,7 @@ func (r *Runner) Hold(j Job, version int64) error {
 		if e.sameSchedule(&c) && e.enabled == c.enabled && r.mine(j.ID) {
 			c.setBookkeeping(newerRun(e.bookkeeping(), c.bookkeeping()))
 			e.setConfig(&c)
+			r.notePause(e)
 			if version != held {
 				// What the recorder wrote since that version was refused.
 				r.markDirty(e)
@@ -438,6 +439,7 @@ func (r *Runner) Hold(j Job, version int64) error {
 		}
 		e.setConfig(&c)
 		e.setBookkeeping(c.bookkeeping())
+		r.notePause(e)
 	} else {
 		var ne *entry
 		idx, ne = r.tab.alloc()
@@ -467,7 +469,7 @@ func (r *Runner) Hold(j Job, version int64) error {
 	if ev != nil {
 		r.finish(*ev, false)
 	}
-	if slot != 0 && r.state == stateRunning {
+	if slot != 0 && r.state == stateRunning && !r.servicePaused(slot) {
 		r.enqueue(e, task{scheduled: slot})
 	}
 	return nil

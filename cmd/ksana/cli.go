@@ -51,6 +51,8 @@ type cmdOpts struct {
 	jobs                []string // ksana runs -job
 	since, until        string
 	instance            string
+	forDur              string
+	reason, who         string
 	run                 runFlags // jobs run
 }
 
@@ -111,7 +113,7 @@ func commands() []command {
 		{"jobs edit", "ID", "change a job by a JSON merge patch (-f FILE, or -f - for stdin): only the fields given change, null resets one", fileFlag, cmdEdit},
 		{"jobs rm", "ID", "delete a job", nil, cmdRemove},
 		{"jobs run", "ID", "queue a run of a job now, optionally with another body, headers or args for that run", runFlagsOf, cmdRunNow},
-		{"jobs pause", "ID", "pause a job", nil, cmdPause},
+		{"jobs pause", "ID", "pause a job, for good or until a time (-until, -for)", untilFlags, cmdPause},
 		{"jobs resume", "ID", "resume a job", nil, cmdResume},
 		{"jobs runs", "ID", "show a job's newest runs, newest first", func(fs *flag.FlagSet, o *cmdOpts) {
 			fs.IntVar(&o.limit, "limit", 0, "at most `N` runs (default the API's, 50)")
@@ -122,7 +124,12 @@ func commands() []command {
 		}, cmdNext},
 		{"runs", "", "show the run history of every job, newest first, with filters: called runs, and the slots not called with their reason", historyFlags, cmdHistory},
 		{"audit", "", "show the audit log of writes (who, what, when, the fields changed), oldest first", auditFlags, cmdAudit},
-		{"health", "", "show the service's health", nil, cmdHealth},
+		{"pause", "", "pause the whole service (maintenance): no job fires until resume or -until/-for; admin role", func(fs *flag.FlagSet, o *cmdOpts) {
+			untilFlags(fs, o)
+			fs.StringVar(&o.reason, "reason", "", "the `text` GET /health shows while paused")
+		}, cmdPauseAll},
+		{"resume", "", "end the service pause; admin role", nil, cmdResumeAll},
+		{"health", "", "show the service's health (and its pause)", nil, cmdHealth},
 	}
 }
 
@@ -143,7 +150,7 @@ func fileFlag(fs *flag.FlagSet, o *cmdOpts) {
 
 // isCommand reports whether arg starts a command rather than the service.
 func isCommand(arg string) bool {
-	return arg == "jobs" || arg == "runs" || arg == "health" || arg == "audit"
+	return arg == "jobs" || arg == "runs" || arg == "health" || arg == "audit" || arg == "pause" || arg == "resume"
 }
 
 // commandsUsage lists the commands, for ksana -h.
@@ -354,6 +361,9 @@ func (e *cmdEnv) printJob(j cron.Job) error {
 	row("id", j.ID)
 	row("name", dash(j.Name))
 	row("enabled", strconv.FormatBool(!j.Paused))
+	if !j.PausedUntil.IsZero() {
+		row("paused_until", timeText(j.PausedUntil))
+	}
 	row("type", j.Type)
 	if j.IsHTTP() {
 		row("http", j.HTTP.Method+" "+j.HTTP.URL)
@@ -479,7 +489,11 @@ func cmdRunNow(ctx context.Context, e *cmdEnv, args []string) error {
 }
 
 func cmdPause(ctx context.Context, e *cmdEnv, args []string) error {
-	j, err := e.c.Pause(ctx, args[0])
+	until, err := e.o.untilTime(time.Now())
+	if err != nil {
+		return err
+	}
+	j, err := e.c.PauseUntil(ctx, args[0], until)
 	if err != nil {
 		return err
 	}

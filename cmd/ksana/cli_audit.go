@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ksana-dev/ksana/cron"
 	"github.com/ksana-dev/ksana/cron/client"
@@ -17,12 +18,21 @@ import (
 
 func auditFlags(fs *flag.FlagSet, o *cmdOpts) {
 	fs.StringVar(&o.job, "job", "", "only the entries of the job of this `ID`")
+	fs.StringVar(&o.who, "who", "", "only the entries of the token of this `name`")
+	fs.StringVar(&o.since, "since", "", "only the entries made at or after this RFC3339 `time`")
 	fs.StringVar(&o.after, "after", "", "only the entries after the one of this `ID` (the last of the previous page)")
 	fs.IntVar(&o.limit, "limit", 0, "a page of at most `N` entries, 1 to 1000 (default the API's, 100); the next page's -after is printed on stderr")
 }
 
 func cmdAudit(ctx context.Context, e *cmdEnv, _ []string) error {
-	opts := client.AuditOptions{JobID: e.o.job, Limit: e.o.limit}
+	opts := client.AuditOptions{JobID: e.o.job, Who: e.o.who, Limit: e.o.limit}
+	if e.o.since != "" {
+		t, err := time.Parse(time.RFC3339Nano, e.o.since)
+		if err != nil {
+			return usagef("-since must be an RFC3339 time such as 2026-12-01T00:00:00Z, got %q", e.o.since)
+		}
+		opts.Since = t
+	}
 	if e.o.after != "" {
 		n, err := strconv.ParseInt(e.o.after, 10, 64)
 		if err != nil || n < 0 {
@@ -49,8 +59,11 @@ func cmdAudit(ctx context.Context, e *cmdEnv, _ []string) error {
 	w := e.table()
 	fmt.Fprintln(w, "ID\tTIME\tWHO\tROLE\tMETHOD\tPATH\tSTATUS\tCHANGED")
 	for _, a := range p.Entries {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, timeText(a.Time), dash(a.Who), dash(a.Role), a.Method, a.Path, a.Status,
-			changed(a.Before, a.After))
+		what := changed(a.Before, a.After)
+		if a.PauseAfter != nil {
+			what = pauseText(*a.PauseAfter)
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, timeText(a.Time), dash(a.Who), dash(a.Role), a.Method, a.Path, a.Status, what)
 	}
 	return w.Flush()
 }

@@ -108,7 +108,12 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		}
 		auth = svc.tokens
 	}
+	// The store keeps the audit log (and every instance on a shared
+	// database reads the same one); a store without one leaves it in
+	// memory.
+	auditLog, _ := cstore.(cron.AuditLog)
 	api, err := httpapi.New(runner, httpapi.Config{
+		AuditLog:          auditLog,
 		Token:             cfg.Token,
 		Authorizer:        auth,
 		CallbackAllow:     cfg.CallbackAllow,

@@ -417,6 +417,45 @@ func (c *Client) Pause(ctx context.Context, id string) (cron.Job, error) {
 	return out, err
 }
 
+// PauseUntil pauses job id until the time until, when the service resumes
+// it by itself (its PausedUntil), and returns it. A zero until is a plain
+// [Client.Pause]. An until not in the future is an *APIError naming
+// "until".
+func (c *Client) PauseUntil(ctx context.Context, id string, until time.Time) (cron.Job, error) {
+	if until.IsZero() {
+		return c.Pause(ctx, id)
+	}
+	q := url.Values{"until": {until.UTC().Format(time.RFC3339Nano)}}
+	var out cron.Job
+	_, err := c.do(ctx, http.MethodPost, jobPath(id, "pause"), q, nil, &out, true)
+	return out, err
+}
+
+// PauseAll pauses the whole service (maintenance): no job fires, without
+// a change to any job, until [Client.ResumeAll] or until (zero: no end).
+// reason is shown by GET /health. It needs the admin role. It returns the
+// pause now in force.
+func (c *Client) PauseAll(ctx context.Context, until time.Time, reason string) (cron.PauseState, error) {
+	body := struct {
+		Until  string `json:"until,omitempty"`
+		Reason string `json:"reason,omitempty"`
+	}{Reason: reason}
+	if !until.IsZero() {
+		body.Until = until.UTC().Format(time.RFC3339Nano)
+	}
+	var out cron.PauseState
+	_, err := c.do(ctx, http.MethodPost, "/pause", nil, body, &out, true)
+	return out, err
+}
+
+// ResumeAll ends the service pause of [Client.PauseAll]. It needs the
+// admin role.
+func (c *Client) ResumeAll(ctx context.Context) (cron.PauseState, error) {
+	var out cron.PauseState
+	_, err := c.do(ctx, http.MethodPost, "/resume", nil, nil, &out, false)
+	return out, err
+}
+
 // Resume lets job id fire again, from now, and returns it.
 func (c *Client) Resume(ctx context.Context, id string) (cron.Job, error) {
 	var out cron.Job
@@ -513,9 +552,52 @@ type AuditEntry struct {
 	JobID  string `json:"job_id"`
 	Status int    `json:"status"`
 	// Before and After are the job before and after the write (nil
-	// before a create and after a delete).
+	// before a create and after a delete, and for the service pause).
 	Before *cron.Job `json:"before"`
 	After  *cron.Job `json:"after"`
+	// PauseBefore and PauseAfter are the service pause before and after
+	// a POST /pause or /resume (nil for the other writes).
+	PauseBefore *cron.PauseState `json:"pause_before,omitempty"`
+	PauseAfter  *cron.PauseState `json:"pause_after,omitempty"`
+}
+
+// UnmarshalJSON reads an entry of GET /audit: the before and after of a
+// POST /pause or /resume go to PauseBefore and PauseAfter, those of the
+// other writes to Before and After.
+func (e *AuditEntry) UnmarshalJSON(b []byte) error {
+	type fields AuditEntry
+	var w struct {
+		fields
+		Before json.RawMessage `json:"before"`
+		After  json.RawMessage `json:"after"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*e = AuditEntry(w.fields)
+	e.Before, e.After = nil, nil
+	svc := e.JobID == "" && (strings.HasSuffix(e.Path, "/pause") || strings.HasSuffix(e.Path, "/resume"))
+	for _, f := range []struct {
+		raw json.RawMessage
+		job **cron.Job
+		p   **cron.PauseState
+	}{{w.Before, &e.Before, &e.PauseBefore}, {w.After, &e.After, &e.PauseAfter}} {
+		if len(f.raw) == 0 || string(f.raw) == "null" {
+			continue
+		}
+		if svc {
+			*f.p = new(cron.PauseState)
+			if err := json.Unmarshal(f.raw, *f.p); err != nil {
+				return err
+			}
+			continue
+		}
+		*f.job = new(cron.Job)
+		if err := json.Unmarshal(f.raw, *f.job); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AuditOptions select the entries of [Client.Audit]. The zero value asks
@@ -523,6 +605,10 @@ type AuditEntry struct {
 type AuditOptions struct {
 	// JobID keeps one job's entries. Default "": every job's.
 	JobID string
+	// Who keeps the entries of one token name. Default "": everyone's.
+	Who string
+	// Since keeps the entries made at or after it. Default zero: any.
+	Since time.Time
 	// After keeps the entries whose ID is above it ([AuditPage.Next]).
 	After int64
 	// Limit is the page size (1 to 1000). Default 0: the API's, 100.
@@ -542,6 +628,12 @@ func (c *Client) Audit(ctx context.Context, opts AuditOptions) (AuditPage, error
 	q := url.Values{}
 	if opts.JobID != "" {
 		q.Set("job_id", opts.JobID)
+	}
+	if opts.Who != "" {
+		q.Set("who", opts.Who)
+	}
+	if !opts.Since.IsZero() {
+		q.Set("since", opts.Since.UTC().Format(time.RFC3339Nano))
 	}
 	if opts.After != 0 {
 		q.Set("after", strconv.FormatInt(opts.After, 10))

@@ -3,12 +3,15 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ksana-dev/ksana/cron"
 )
 
 // DefaultAuditSize is how many audit entries a [Server] keeps in memory.
@@ -17,7 +20,8 @@ const DefaultAuditSize = 1000
 // DefaultAuditLimit is the page size of GET /audit without limit.
 const DefaultAuditLimit = 100
 
-// AuditEntry records one write through the API that succeeded (2xx).
+// AuditEntry records one write through the API that succeeded (2xx). It
+// is the API's form of a [cron.AuditEntry], with the role typed.
 type AuditEntry struct {
 	// ID numbers the entries from 1 in the order they were made; it is
 	// the cursor of GET /audit?after=.
@@ -54,88 +58,87 @@ type AuditSink interface {
 	Audit(ctx context.Context, e AuditEntry)
 }
 
-// auditLog keeps the last entries in a ring.
+// auditLog is where the audit entries go: a [cron.AuditLog] that keeps
+// them (Config.AuditLog, or AuditSize of them in memory) and the sink.
 type auditLog struct {
-	mu      sync.Mutex
-	size    int
-	entries []AuditEntry // ring, oldest at start once full
-	start   int
-	nextID  int64
-	sink    AuditSink
+	mu    sync.Mutex // orders the calls of the sink
+	store cron.AuditLog
+	sink  AuditSink
+	log   *slog.Logger
 }
 
-func newAuditLog(size int, sink AuditSink) *auditLog {
-	return &auditLog{size: size, sink: sink, nextID: 1}
+func newAuditLog(cfg Config, log *slog.Logger) *auditLog {
+	l := &auditLog{store: cfg.AuditLog, sink: cfg.AuditSink, log: log}
+	if l.store == nil && cfg.AuditSize > 0 {
+		l.store = &cron.AuditBuffer{Keep: cfg.AuditSize}
+	}
+	return l
 }
 
 // on reports whether entries are kept or sent anywhere.
-func (l *auditLog) on() bool { return l.size > 0 || l.sink != nil }
+func (l *auditLog) on() bool { return l.store != nil || l.sink != nil }
 
 func (l *auditLog) add(ctx context.Context, e AuditEntry) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e.ID = l.nextID
-	l.nextID++
-	if l.size > 0 {
-		if len(l.entries) < l.size {
-			l.entries = append(l.entries, e)
-		} else {
-			l.entries[l.start] = e
-			l.start = (l.start + 1) % l.size
+	if l.sink != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+	}
+	if l.store != nil {
+		ce, err := l.store.AppendAudit(ctx, e.cron())
+		if err != nil {
+			// The write itself succeeded and was answered: the entry is
+			// what is lost, and the log says so.
+			l.log.Error("httpapi: audit entry not stored", "method", e.Method, "path", e.Path, "who", e.Who, "error", err)
 		}
+		e.ID = ce.ID
 	}
 	if l.sink != nil {
 		l.sink.Audit(ctx, e)
 	}
 }
 
-// page returns up to limit entries with an ID above after, of jobID
-// ("" any), oldest first, and whether more follow.
-func (l *auditLog) page(jobID string, after int64, limit int) ([]AuditEntry, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := []AuditEntry{}
-	n := len(l.entries)
-	for i := 0; i < n; i++ {
-		e := l.entries[(l.start+i)%n]
-		if e.ID <= after || (jobID != "" && e.JobID != jobID) {
-			continue
-		}
-		if len(out) == limit {
-			return out, true
-		}
-		out = append(out, e)
-	}
-	return out, false
+// cron returns e as a cron.AuditEntry.
+func (e AuditEntry) cron() cron.AuditEntry {
+	return cron.AuditEntry{ID: e.ID, Time: e.Time, Who: e.Who, Role: string(e.Role), Method: e.Method, Path: e.Path,
+		JobID: e.JobID, Status: e.Status, Before: e.Before, After: e.After}
+}
+
+func auditEntryOf(e cron.AuditEntry) AuditEntry {
+	return AuditEntry{ID: e.ID, Time: e.Time, Who: e.Who, Role: Role(e.Role), Method: e.Method, Path: e.Path,
+		JobID: e.JobID, Status: e.Status, Before: e.Before, After: e.After}
 }
 
 // auditParams are the query parameters of GET /audit.
-var auditParams = []string{"after", "job_id", "limit"}
+var auditParams = []string{"after", "job_id", "limit", "since", "who"}
 
 // audit answers GET /audit.
 func (s *Server) audit(w http.ResponseWriter, req *http.Request, _ string) {
 	q := req.URL.Query()
-	var (
-		jobID string
-		after int64
-		limit = DefaultAuditLimit
-	)
+	aq := cron.AuditQuery{Limit: DefaultAuditLimit}
 	if rerr := eachParam(q, func(key, v string) *RequestError {
 		switch key {
 		case "job_id":
-			jobID = v
+			aq.JobID = v
+		case "who":
+			aq.Who = v
+		case "since":
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return badField("since", "must be an RFC3339 time such as 2026-12-01T00:00:00Z, got %q", v)
+			}
+			aq.Since = t
 		case "after":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 0 {
 				return badField("after", "must be the id of an entry (an integer >= 0), got %q", v)
 			}
-			after = n
+			aq.After = n
 		case "limit":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > MaxListLimit {
 				return badField("limit", "must be an integer from 1 to %d, got %q", MaxListLimit, v)
 			}
-			limit = n
+			aq.Limit = n
 		default:
 			return badField(key, "unknown query parameter; GET /audit takes %s", strings.Join(auditParams, ", "))
 		}
@@ -144,7 +147,20 @@ func (s *Server) audit(w http.ResponseWriter, req *http.Request, _ string) {
 		writeError(w, rerr)
 		return
 	}
-	entries, more := s.auditLog.page(jobID, after, limit)
+	if s.auditLog.store == nil {
+		writeJSON(w, http.StatusOK, []AuditEntry{})
+		return
+	}
+	got, more, err := s.auditLog.store.Audit(req.Context(), aq)
+	if err != nil {
+		w.Header().Set("Retry-After", "2")
+		writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: "reading the audit log: " + err.Error()})
+		return
+	}
+	entries := make([]AuditEntry, len(got))
+	for i := range got {
+		entries[i] = auditEntryOf(got[i])
+	}
 	if more && len(entries) > 0 {
 		setNext(w, q, strconv.FormatInt(entries[len(entries)-1].ID, 10))
 	}
@@ -155,7 +171,10 @@ func (s *Server) audit(w http.ResponseWriter, req *http.Request, _ string) {
 // after and records an entry when the answer is 2xx.
 func (s *Server) audited(w http.ResponseWriter, req *http.Request, id string, who Identity, h handler) {
 	var before json.RawMessage
-	if id != "" {
+	svc := isServicePause(req.Pattern)
+	if svc {
+		before = s.pauseJSON()
+	} else if id != "" {
 		if j, err := s.r.Get(id); err == nil {
 			before, _ = j.MarshalJSON()
 		}
@@ -173,7 +192,9 @@ func (s *Server) audited(w http.ResponseWriter, req *http.Request, id string, wh
 		}
 	}
 	var after json.RawMessage
-	if jobID != "" && req.Method != http.MethodDelete {
+	if svc {
+		after = s.pauseJSON()
+	} else if jobID != "" && req.Method != http.MethodDelete {
 		if j, err := s.r.Get(jobID); err == nil {
 			after, _ = j.MarshalJSON()
 		}

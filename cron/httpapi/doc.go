@@ -10,14 +10,16 @@
 //	PATCH  /jobs/{id}            change the fields present: 200 and the job
 //	DELETE /jobs/{id}            204
 //	POST   /jobs/{id}/run-now    queue a run at once: 202 and {"run_id", "job_id"} (body and Idempotency-Key below)
-//	POST   /jobs/{id}/pause      enabled=false: 200 and the job
+//	POST   /jobs/{id}/pause      enabled=false (?until=T: until then): 200 and the job
 //	POST   /jobs/{id}/resume     enabled=true: 200 and the job
 //	GET    /jobs/{id}/runs       the newest runs, newest first (?limit=N, default 50; ?status=failed...)
 //	GET    /runs                 the run history of every job, newest first: 200 and an array (filters and paging below)
 //	GET    /jobs/{id}/next       the next run times (?n=N, default 10, max 1000): 200 {"job_id", "paused", "kind", "tz", "next"}
 //	POST   /schedules/preview    check a schedule and list its next run times, creating nothing: 200 {"next"}
-//	GET    /audit                the audit log of writes (?job_id=, ?after=, ?limit=): 200 and an array
-//	GET    /health               200 {"status":"ok"}, never authenticated
+//	GET    /audit                the audit log of writes (?job_id=, ?who=, ?since=, ?after=, ?limit=): 200 and an array
+//	POST   /pause                pause the whole service (?until=T, ?reason=): 200 {"paused", ...}
+//	POST   /resume               end the service pause: 200 {"paused": false}
+//	GET    /health               200 {"status":"ok"} (and the service pause), never authenticated
 //	GET    /openapi.json         the OpenAPI 3 document of the API
 //	GET    /metrics              [Config.Metrics] (Prometheus text in cmd/ksana)
 //
@@ -123,6 +125,23 @@
 // without start_at starts now, as a job created now would; id, when
 // given, spreads its jitter as the job of that id would.
 //
+// # Pauses
+//
+// POST /jobs/{id}/pause pauses a job; with until (an RFC3339 time in the
+// query, ?until=, or in a JSON body {"until": ...}), the job's
+// paused_until is set and the runner resumes it by itself at that time
+// ([cron.Runner.PauseUntil]); an until not in the future is 400 naming
+// until. paused_until is a system field: a create or PATCH that sends it
+// is 400, a PATCH keeps it while the job stays paused, and a resume or a
+// plain pause clears it.
+//
+// POST /pause pauses the whole service ([cron.Runner.PauseAll]) with an
+// optional until and reason (query or body {"until", "reason"}): no slot
+// of any job is called (each is recorded as a skipped run with the error
+// "service paused") and run-now answers 409, while every job keeps its
+// own enabled. POST /resume ends it. While it lasts, GET /health adds
+// "paused": true, "paused_until", "pause_reason" and "paused_at".
+//
 // # Tokens and roles
 //
 // With [Config.Token] or [Config.Authorizer] set, every endpoint but
@@ -131,7 +150,8 @@
 //   - viewer: every GET and HEAD, and POST /schedules/preview (it changes
 //     nothing);
 //   - operator: also POST /jobs/{id}/run-now, /pause and /resume;
-//   - admin: everything, POST /jobs, PATCH and DELETE /jobs/{id} too.
+//   - admin: everything, POST /jobs, PATCH and DELETE /jobs/{id} too, and
+//     the service pause (POST /pause and /resume), which stops every job.
 //
 // [Config.Token] is one admin token, named "admin" in the audit log. A
 // [TokenSet] holds a list of tokens and can be replaced while requests
@@ -144,14 +164,18 @@
 // # Audit log
 //
 // Each write that succeeds (2xx: create, patch, delete, run-now, pause,
-// resume) adds an [AuditEntry]: who (the token's name), its role, the
-// method and path, the job id, the status, when, and the job as read just
-// before and just after the write. The last [Config.AuditSize] entries
-// (default [DefaultAuditSize]) are kept in memory and lost at a restart;
-// a [Config.AuditSink] receives every entry, for a service that keeps
-// them. GET /audit lists them oldest first, to any role (a viewer may read
-// the jobs anyway): job_id=<id> keeps one job's, after=<entry id> those
-// that follow, limit=N (default [DefaultAuditLimit], at most
+// resume, and the service pause and resume) adds an [AuditEntry]: who
+// (the token's name), its role, the method and path, the job id, the
+// status, when, and the job as read just before and just after the write
+// (for POST /pause and /resume: the service pause before and after, and
+// no job id). [Config.AuditLog] keeps them where it keeps them (a store's
+// durable log: cmd/ksana gives its store's); without it, the last
+// [Config.AuditSize] entries (default [DefaultAuditSize]) are kept in
+// memory and lost at a restart. A [Config.AuditSink] receives every entry
+// as well. GET /audit lists them oldest first, to any role (a viewer may
+// read the jobs anyway): job_id=<id> keeps one job's, who=<token name>
+// one caller's, since=<RFC3339 time> those made from then on, after=<entry
+// id> those that follow, limit=N (default [DefaultAuditLimit], at most
 // [MaxListLimit]) bounds the page, with a Link: <?after=ID&...>;
 // rel="next" header when more follow.
 //

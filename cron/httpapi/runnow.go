@@ -19,6 +19,9 @@ const (
 	// CodeIdempotencyKeyReused: an Idempotency-Key sent again for the
 	// same job with another body (422).
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	// CodeServicePaused: a run-now while the service-wide pause holds
+	// (409); POST /resume ends the pause.
+	CodeServicePaused = "service_paused"
 )
 
 // IdempotencyWindow is how long a run-now's Idempotency-Key is

@@ -60,6 +60,12 @@ type Config struct {
 	// AuditSink, when set, receives every audit entry as it is made.
 	// Default nil.
 	AuditSink AuditSink
+	// AuditLog, when set, keeps the audit log in place of the AuditSize
+	// entries in memory: GET /audit reads it, and every write appends to
+	// it (a store's durable log, such as the one of store/jsonstore or
+	// store/sqlstore, which every process sharing the database reads). An
+	// entry it fails to store is logged. Default nil.
+	AuditLog cron.AuditLog
 	// CallbackAllow, when not empty, lists the host patterns a job's
 	// http.url may point to: "api.example.com" (that host), "*.internal"
 	// (any host under internal), "*" (any). Matching ignores case and the
@@ -131,11 +137,11 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 	if cfg.AuditSize == 0 {
 		cfg.AuditSize = DefaultAuditSize
 	}
-	s := &Server{r: r, cfg: cfg, log: cfg.Logger, auditLog: newAuditLog(max(cfg.AuditSize, 0), cfg.AuditSink),
-		idem: newIdempotency(time.Now)}
+	s := &Server{r: r, cfg: cfg, log: cfg.Logger, idem: newIdempotency(time.Now)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.auditLog = newAuditLog(cfg, s.log)
 	if cfg.Token != "" {
 		s.tokenSum = sha256.Sum256([]byte(cfg.Token))
 	}
@@ -185,6 +191,8 @@ func (s *Server) routes() []route {
 		{"/runs", "GET, HEAD", false, map[string]handler{"GET": s.history}},
 		{"/schedules/preview", "POST", false, map[string]handler{"POST": s.preview}},
 		{"/audit", "GET, HEAD", false, map[string]handler{"GET": s.audit}},
+		{"/pause", "POST", false, map[string]handler{"POST": s.pauseAll}},
+		{"/resume", "POST", false, map[string]handler{"POST": s.resumeAll}},
 	}
 }
 
@@ -296,6 +304,7 @@ func cleanPath(p string) string {
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request, _ string) {
 	body := map[string]any{"status": "ok"}
+	s.addPause(body)
 	if s.cfg.HealthNotes != nil {
 		for k, v := range s.cfg.HealthNotes() {
 			if k != "status" {
@@ -336,10 +345,6 @@ func (s *Server) remove(w http.ResponseWriter, req *http.Request, id string) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Server) pause(w http.ResponseWriter, req *http.Request, id string) {
-	s.setEnabled(w, req, id, s.r.Pause)
 }
 
 func (s *Server) resume(w http.ResponseWriter, req *http.Request, id string) {
@@ -534,6 +539,9 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, id string) {
 				return rerr
 			}
 		}
+		// paused_until is no field of a PATCH: a job that stays paused
+		// keeps it.
+		nj.PausedUntil = j.PausedUntil
 		*j = nj
 		return nil
 	})
@@ -740,6 +748,8 @@ func (s *Server) fail(w http.ResponseWriter, err error, id string) {
 	case errors.Is(err, cron.ErrInFlight):
 		writeError(w, &RequestError{Status: http.StatusConflict, Code: CodeRunInFlight,
 			Msg: fmt.Sprintf("job %q has a run in flight; send \"force\": true to run it again all the same", id)})
+	case errors.Is(err, cron.ErrServicePaused):
+		writeError(w, &RequestError{Status: http.StatusConflict, Code: CodeServicePaused, Msg: "the service is paused (POST /resume ends the pause)"})
 	case errors.Is(err, cron.ErrClosed):
 		writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: "the service is shutting down"})
 	case errors.Is(err, cron.ErrUnsupported):

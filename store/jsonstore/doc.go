@@ -34,6 +34,15 @@
 //     and oldest lines are in runs.jsonl, so that a start does not read the
 //     history; removed at start. Without it (after a crash) a start reads
 //     runs.jsonl whole.
+//   - pause.json ([PauseFile]): the service-wide pause ([cron.PauseStore]),
+//     replaced whole (written, synced, renamed) by each change. One that
+//     does not parse is renamed pause.json.bad and the service starts
+//     unpaused.
+//   - audit.jsonl ([AuditFile]): the audit log ([cron.AuditLog]), one
+//     [cron.AuditEntry] per line, appended and synced by each write; the
+//     newest [Config.AuditKeep] (default 10,000) are kept, in memory too:
+//     the file is rewritten with them when it holds twice as many. A torn
+//     last line (a crash during an append) is dropped at start.
 //   - jobs.lock ([LockFile]): empty; locked while a [Store] has the
 //     directory open (see Locking below).
 //

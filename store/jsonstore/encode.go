@@ -22,6 +22,10 @@ func appendJob(b []byte, j *cron.Job) []byte {
 	b = appendString(b, j.Name)
 	b = append(b, `,"enabled":`...)
 	b = strconv.AppendBool(b, !j.Paused)
+	if !j.PausedUntil.IsZero() {
+		b = append(b, `,"paused_until":`...)
+		b = appendTime(b, j.PausedUntil)
+	}
 	b = append(b, `,"type":`...)
 	b = appendString(b, j.Type)
 	if j.WritesHTTP() {

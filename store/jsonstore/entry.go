@@ -35,6 +35,7 @@ type entry struct {
 // entryExt holds the fields of a job that most jobs leave empty.
 type entryExt struct {
 	runAt        time.Time
+	pausedUntil  time.Time
 	jitter       cron.Duration
 	misfireGrace cron.Duration
 	cron, tz     string
@@ -57,10 +58,10 @@ func (e *entry) set(j *cron.Job) {
 	e.status, e.enabled = j.LastStatus, !j.Paused
 	e.retries = int32(j.MaxRetries)
 	e.x = nil
-	if !j.Schedule.RunAt.IsZero() || j.Schedule.Jitter != 0 || j.MisfireGrace != 0 || j.Schedule.Cron != "" ||
+	if !j.Schedule.RunAt.IsZero() || !j.PausedUntil.IsZero() || j.Schedule.Jitter != 0 || j.MisfireGrace != 0 || j.Schedule.Cron != "" ||
 		j.Schedule.TZ != "" || j.LastError != "" || int(e.retries) != j.MaxRetries || len(j.Args) > 0 ||
 		j.Alert != nil || j.Failures != 0 || j.LastAlert != "" {
-		x := &entryExt{runAt: j.Schedule.RunAt, jitter: j.Schedule.Jitter, misfireGrace: j.MisfireGrace,
+		x := &entryExt{runAt: j.Schedule.RunAt, pausedUntil: j.PausedUntil, jitter: j.Schedule.Jitter, misfireGrace: j.MisfireGrace,
 			cron: j.Schedule.Cron, tz: j.Schedule.TZ, lastError: j.LastError, args: string(j.Args),
 			failures: j.Failures, lastAlert: j.LastAlert}
 		if j.Alert != nil {
@@ -86,6 +87,7 @@ func (e *entry) job() cron.Job {
 	}
 	if x := e.x; x != nil {
 		j.Schedule.RunAt, j.Schedule.Jitter, j.MisfireGrace = x.runAt, x.jitter, x.misfireGrace
+		j.PausedUntil = x.pausedUntil
 		j.Schedule.Cron, j.Schedule.TZ, j.LastError = x.cron, x.tz, x.lastError
 		if x.args != "" {
 			j.Args = []byte(x.args)

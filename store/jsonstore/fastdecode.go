@@ -479,6 +479,8 @@ func (s *scanner) job(j *fileJob) bool {
 			v, ok := s.boolean()
 			j.Enabled = v
 			return ok
+		case "paused_until":
+			return s.view(&j.PausedUntil)
 		case "type":
 			return s.shared(&j.Type)
 		case "http":

@@ -34,6 +34,7 @@ type fileJob struct {
 	ID           string            `json:"id"`
 	Name         string            `json:"name"`
 	Enabled      bool              `json:"enabled"`
+	PausedUntil  string            `json:"paused_until"`
 	Type         string            `json:"type"`
 	HTTP         fileHTTP          `json:"http"`
 	Args         json.RawMessage   `json:"args"`
@@ -352,6 +353,8 @@ func (f *fileJob) job() (j cron.Job, field string, err error) {
 		field = "last_run_at"
 	} else if j.NextRunAt, ok = parseTimeField(f.NextRunAt); !ok {
 		field = "next_run_at"
+	} else if j.PausedUntil, ok = parseTimeField(f.PausedUntil); !ok {
+		field = "paused_until"
 	}
 	if field != "" {
 		return cron.Job{}, field, fmt.Errorf("must be an RFC3339 time, got %q", timeFieldValue(f, field))
@@ -402,6 +405,8 @@ func timeFieldValue(f *fileJob, field string) string {
 		return f.Schedule.StartAt
 	case "last_run_at":
 		return f.LastRunAt
+	case "paused_until":
+		return f.PausedUntil
 	}
 	return f.NextRunAt
 }

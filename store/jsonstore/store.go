@@ -65,6 +65,10 @@ type Config struct {
 	// 4 MiB. Without the journal every flush rewrites jobs.json.
 	CompactRatio float64
 	CompactMin   int64
+	// AuditKeep is how many entries of the audit log ([Store.AppendAudit],
+	// kept in audit.jsonl) are kept: the newest. Default (0) 10,000
+	// ([cron.DefaultAuditKeep]).
+	AuditKeep int
 	// Logger receives the recovery messages (backups made, entries
 	// skipped) and flush failures. Default nil: discard.
 	Logger *slog.Logger
@@ -90,6 +94,8 @@ type Store struct {
 	cfg  Config
 	log  *slog.Logger
 	lock *os.File // jobs.lock, locked from New until Close
+
+	extras extras // the service pause and the audit log (extras.go)
 
 	mu        sync.Mutex
 	order     []*entry // creation order, with deleted entries until compaction
@@ -203,6 +209,12 @@ func New(dir string, cfg Config) (_ *Store, err error) {
 	if cfg.CompactMin == 0 {
 		cfg.CompactMin = DefaultCompactMin
 	}
+	if cfg.AuditKeep < 0 {
+		return nil, fmt.Errorf("jsonstore: Config.AuditKeep must be >= 0, got %d", cfg.AuditKeep)
+	}
+	if cfg.AuditKeep == 0 {
+		cfg.AuditKeep = cron.DefaultAuditKeep
+	}
 	if dir == "" {
 		return nil, errors.New("jsonstore: empty data directory")
 	}
@@ -228,6 +240,7 @@ func New(dir string, cfg Config) (_ *Store, err error) {
 		if err != nil {
 			s.closeJournal()
 			s.closeRuns()
+			s.closeExtras()
 			s.unlock()
 		}
 	}()
@@ -257,6 +270,9 @@ func New(dir string, cfg Config) (_ *Store, err error) {
 		}
 	}
 	if err := s.loadRuns(); err != nil {
+		return nil, err
+	}
+	if err := s.loadExtras(); err != nil {
 		return nil, err
 	}
 	if rewrite {
@@ -552,6 +568,7 @@ func (s *Store) Close() error {
 			s.log.Warn("jsonstore: runs index not written; the next start reads runs.jsonl whole", "error", rerr)
 		}
 		s.closeRuns()
+		s.closeExtras()
 		// Last: nothing writes to the directory any more.
 		s.unlock()
 	})

@@ -312,6 +312,21 @@
 // Leases cost five statements per process every TTL/3 (the fifth
 // finishes the runs of dead processes), whatever the number of jobs.
 //
+// # Pause and audit
+//
+// [Jobs] is a [cron.PauseStore] and a [cron.AuditLog], shared by every
+// process on the database. The service-wide pause is one row of
+// ksana_settings (key service_pause, its JSON as value); each runner reads
+// it at start and every [cron.Config.PauseRefresh] (1s by default), one
+// primary-key SELECT, so a pause or resume made through any process stops
+// or restarts the firing of all within that time. A job's paused_until
+// is part of its config: a timed pause is an ordinary write of the job,
+// and the process holding the job's partition when the time comes
+// resumes it with another. The audit log is ksana_audit, one row per
+// write, paged by id (keyset: each page one index range, by job through
+// ksana_audit_job_idx and by caller through ksana_audit_who_idx); the
+// newest [JobsConfig.AuditKeep] rows are kept (default a million).
+//
 // # Errors
 //
 // Adapters return [ErrNotFound], [ErrExists] and [ErrInvalidURL] (wrapped,

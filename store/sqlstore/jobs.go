@@ -28,6 +28,10 @@ type JobsConfig struct {
 	// Instance names this process in the runs it claims (column instance
 	// of ksana_run). Default "" (none).
 	Instance string
+	// AuditKeep is how many entries of the audit log (ksana_audit, see
+	// [Jobs.AppendAudit]) are kept: the newest. Default (0)
+	// [DefaultAuditKeep], a million.
+	AuditKeep int
 	// Leases, when set, makes the store an owner of the jobs of the
 	// partitions it holds ([Jobs.Owns]); nil owns every job (one runner
 	// on the database).
@@ -52,6 +56,9 @@ func (db *DB) Jobs(cfg JobsConfig) (*Jobs, error) {
 	}
 	if cfg.RunLimit == 0 {
 		cfg.RunLimit = cron.DefaultRunLimit
+	}
+	if cfg.AuditKeep < 0 {
+		return nil, fmt.Errorf("sqlstore: jobs: JobsConfig.AuditKeep must not be negative, got %d", cfg.AuditKeep)
 	}
 	return &Jobs{db: db, cfg: cfg}, nil
 }

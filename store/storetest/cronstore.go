@@ -19,11 +19,13 @@ import (
 // Record, the round trip of every field of a job (times to the microsecond
 // and durations included), and, when the store implements it,
 // [cron.RunStore]: newest-first history, the limit argument, a per-job
-// limit that drops the oldest runs, and ErrNotFound for unknown jobs; and
+// limit that drops the oldest runs, and ErrNotFound for unknown jobs;
 // when it implements [cron.RunQuerier], the history across jobs: every
 // filter, the order (scheduled_at then run id, newest first, ties
 // included), pages that cover every run once, a cursor of a run gone, and
-// the reason and slots of a run.
+// the reason and slots of a run; when it implements [cron.PauseStore],
+// the round trip of the service pause; when it implements
+// [cron.AuditLog], IDs in order, the filters and keyset paging.
 // Persistence across a reopen is the adapter's own test.
 func TestCronStore(t *testing.T, open func(t *testing.T) cron.Store) {
 	t.Helper()
@@ -40,6 +42,8 @@ func TestCronStore(t *testing.T, open func(t *testing.T) cron.Store) {
 		{"Runs", cronCaseRuns},
 		{"RunLimit", cronCaseRunLimit},
 		{"QueryRuns", cronCaseQueryRuns},
+		{"Pause", cronCasePause},
+		{"Audit", cronCaseAudit},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
@@ -66,7 +70,7 @@ func cronJobs() []cron.Job {
 			Failures: 2, LastAlert: cron.AlertFailingStreak,
 		},
 		{
-			ID: "job-once", Name: "notify", Paused: true, Type: cron.JobTypeHTTP,
+			ID: "job-once", Name: "notify", Paused: true, PausedUntil: cronTime.Add(2 * time.Hour), Type: cron.JobTypeHTTP,
 			HTTP:     cron.HTTPConfig{Method: "GET", URL: "http://localhost:8080/x"},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindOnce, RunAt: cronTime.Add(24 * time.Hour)},
 			Timeout:  cron.Duration(time.Second), RetryBackoff: cron.Duration(time.Second),

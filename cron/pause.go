@@ -1,0 +1,417 @@
+package cron
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// ErrServicePaused is returned by [Runner.RunNow] while the service is
+// paused (see [Runner.PauseAll]).
+var ErrServicePaused = errors.New("cron: the service is paused")
+
+// ServicePausedError is the Error of the skipped run that stands for a
+// slot passed while the service was paused.
+const ServicePausedError = "service paused"
+
+// MaxPauseReason is the longest reason, in bytes, that [Runner.PauseAll]
+// accepts.
+const MaxPauseReason = 1024
+
+// DefaultPauseRefresh is the default of [Config.PauseRefresh].
+const DefaultPauseRefresh = time.Second
+
+// PauseState is the service-wide pause of a runner (maintenance): while
+// it is in effect, no slot of any job is called (each is recorded as a
+// skipped run whose error is [ServicePausedError]) and run-now is refused,
+// whatever each job's own enabled flag says.
+type PauseState struct {
+	// Paused is true while the pause is set.
+	Paused bool
+	// Until, when not zero, ends the pause by itself at that time.
+	Until time.Time
+	// Reason is the text the operator gave, "" for none.
+	Reason string
+	// Since is when the pause was set.
+	Since time.Time
+}
+
+// pauseWire is the JSON form of a PauseState.
+type pauseWire struct {
+	Paused bool   `json:"paused"`
+	Until  string `json:"paused_until,omitempty"`
+	Reason string `json:"pause_reason,omitempty"`
+	Since  string `json:"paused_at,omitempty"`
+}
+
+// MarshalJSON writes {"paused": ..., "paused_until": ..., "pause_reason":
+// ..., "paused_at": ...}, times RFC3339 in UTC, leaving out the empty
+// ones: the form of GET /health in cron/httpapi and of the stores.
+func (p PauseState) MarshalJSON() ([]byte, error) {
+	return json.Marshal(pauseWire{Paused: p.Paused, Until: formatTime(p.Until), Reason: p.Reason, Since: formatTime(p.Since)})
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes; unknown fields are an
+// error.
+func (p *PauseState) UnmarshalJSON(b []byte) error {
+	var w pauseWire
+	if err := strictUnmarshal(b, &w); err != nil {
+		return err
+	}
+	until, err := parseTime("paused_until", w.Until)
+	if err != nil {
+		return err
+	}
+	since, err := parseTime("paused_at", w.Since)
+	if err != nil {
+		return err
+	}
+	*p = PauseState{Paused: w.Paused, Until: until, Reason: w.Reason, Since: since}
+	return nil
+}
+
+// Active reports whether the pause is in effect at now: it is set, and
+// its Until, if any, is after now.
+func (p PauseState) Active(now time.Time) bool {
+	return p.Paused && (p.Until.IsZero() || now.Before(p.Until))
+}
+
+// PauseStore is an optional capability of a [Store]: it keeps the
+// service-wide pause ([Runner.PauseAll]) durably. The runner reads it at
+// [Runner.Load]; over a [SharedStore] it reads it again every
+// [Config.PauseRefresh], so that a pause set through one runner stops
+// every runner of the store within that time. Without it, the pause of a
+// runner over a store lives in the process alone.
+type PauseStore interface {
+	// LoadPause returns the pause stored; the zero PauseState when none
+	// was ever saved.
+	LoadPause(ctx context.Context) (PauseState, error)
+	// SavePause stores p durably, replacing the pause stored.
+	SavePause(ctx context.Context, p PauseState) error
+}
+
+// pauseOf returns the PauseStore of the runner's store, or nil.
+func (r *Runner) pauseStore() PauseStore {
+	ps, _ := r.store.(PauseStore)
+	return ps
+}
+
+// PauseAll pauses every firing of the runner (maintenance) without
+// touching any job's enabled flag: until it ends, each slot that comes is
+// skipped, recorded as a skipped run with the error "service paused", and
+// [Runner.RunNow] returns [ErrServicePaused]. A slot already taken ahead
+// of its time over a shared store ([Config.ClaimAhead]) when the pause
+// comes still runs. A zero until pauses until [Runner.ResumeAll]; else
+// until must lie in the future (a *[ValidationError] naming "until"
+// otherwise), and the pause ends by itself then. reason (at most
+// [MaxPauseReason] bytes of UTF-8, a *ValidationError naming "reason"
+// otherwise) is kept for [Runner.Paused]. The pause is saved in the
+// store when it is a [PauseStore] before PauseAll returns: it survives a
+// restart, and reaches every runner sharing the store within
+// [Config.PauseRefresh]. Pausing again replaces the pause.
+func (r *Runner) PauseAll(ctx context.Context, until time.Time, reason string) (PauseState, error) {
+	now := r.now()
+	if !until.IsZero() {
+		if !until.After(now) {
+			return PauseState{}, invalid("until", "must be in the future, got %s (now %s)", until.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+		}
+		if !inNanoRange(until) {
+			return PauseState{}, invalid("until", "must be before the year 2262, got %s", until.UTC().Format(time.RFC3339))
+		}
+	}
+	if len(reason) > MaxPauseReason {
+		return PauseState{}, invalid("reason", "must be at most %d bytes, got %d", MaxPauseReason, len(reason))
+	}
+	if !utf8.ValidString(reason) {
+		return PauseState{}, invalid("reason", "must be UTF-8 text")
+	}
+	p := PauseState{Paused: true, Until: until.UTC(), Reason: reason, Since: now.UTC()}
+	if until.IsZero() {
+		p.Until = time.Time{}
+	}
+	return p, r.setService(ctx, p)
+}
+
+// ResumeAll ends the service-wide pause of [Runner.PauseAll] (saved in
+// the store as PauseAll's is): the slots that come from then on are
+// called. The slots skipped meanwhile are not called. Resuming a runner
+// that is not paused is no error.
+func (r *Runner) ResumeAll(ctx context.Context) (PauseState, error) {
+	return PauseState{}, r.setService(ctx, PauseState{})
+}
+
+// setService saves p and makes it the runner's pause.
+func (r *Runner) setService(ctx context.Context, p PauseState) error {
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	if ps := r.pauseStore(); ps != nil {
+		if err := ps.SavePause(ctx, p); err != nil {
+			return fmt.Errorf("cron: save the service pause: %w", err)
+		}
+	}
+	r.svc.Store(&p)
+	return nil
+}
+
+// Paused returns the service-wide pause in effect now (see
+// [Runner.PauseAll]): the zero PauseState when there is none, or when
+// its Until has passed. Over a [SharedStore], a pause set through another
+// runner shows within [Config.PauseRefresh].
+func (r *Runner) Paused() PauseState {
+	p := r.svc.Load()
+	if p == nil || !p.Active(r.now()) {
+		return PauseState{}
+	}
+	return *p
+}
+
+// servicePaused reports whether the service pause covers a slot due at
+// due (Unix ns).
+func (r *Runner) servicePaused(due int64) bool {
+	p := r.svc.Load()
+	return p != nil && p.Paused && (p.Until.IsZero() || due < p.Until.UnixNano())
+}
+
+// skipPaused records in e that its slot due, seen at now, is skipped
+// because the service is paused. The slots of one pause are gathered into
+// one record of reason [ReasonServicePaused] (see [Run.Slots]), handed to
+// the recorder at the job's first slot called after the pause, or when
+// another reason of skipping comes first. mu is held.
+func (r *Runner) skipPaused(e *entry, due, now int64) {
+	e.status = statusID(StatusSkipped)
+	e.setLastErr(ServicePausedError)
+	r.markDirty(e)
+	t := fromNano(now)
+	r.gatherSkip(e, Run{JobID: e.id, ScheduledAt: fromNano(due), TriggeredAt: t, FinishedAt: t, Status: StatusSkipped,
+		Error: ServicePausedError, Reason: ReasonServicePaused})
+}
+
+// loadPause reads the service pause from the store, when it keeps one.
+func (r *Runner) loadPause(ctx context.Context) error {
+	ps := r.pauseStore()
+	if ps == nil {
+		return nil
+	}
+	p, err := ps.LoadPause(ctx)
+	if err != nil {
+		return fmt.Errorf("cron: load the service pause: %w", err)
+	}
+	r.pmu.Lock()
+	old := r.svc.Load()
+	r.svc.Store(&p)
+	r.pmu.Unlock()
+	if old == nil || old.Paused != p.Paused || !old.Until.Equal(p.Until) {
+		if p.Paused {
+			r.log.Info("cron: the service is paused", "until", p.Until, "reason", p.Reason)
+		} else if old != nil {
+			r.log.Info("cron: the service is resumed")
+		}
+	}
+	return nil
+}
+
+// Pause disables job id: enabled=false, paused_until cleared, last_status
+// paused, next_run_at unset, out of the heap. A run in flight finishes.
+// An unknown id is [ErrNotFound].
+func (r *Runner) Pause(ctx context.Context, id string) (Job, error) {
+	j, _, err := r.setPause(ctx, id, true, time.Time{}, 0)
+	return j, err
+}
+
+// PauseUntil pauses job id as [Runner.Pause] does, until the time until
+// (stored as the job's paused_until): then the runner that fires the job
+// resumes it by itself, as [Runner.Resume] does, also after a restart,
+// and over a [SharedStore] whichever runner holds the job at that time
+// (the resume is a write of the job like any other). until must lie in
+// the future: a *[ValidationError] naming "until" otherwise. A zero until
+// is a plain [Runner.Pause]. Pausing a paused job again sets its new
+// paused_until. An unknown id is [ErrNotFound].
+func (r *Runner) PauseUntil(ctx context.Context, id string, until time.Time) (Job, error) {
+	if until.IsZero() {
+		return r.Pause(ctx, id)
+	}
+	if now := r.now(); !until.After(now) {
+		return Job{}, invalid("until", "must be in the future, got %s (now %s)", until.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	if !inNanoRange(until) {
+		return Job{}, invalid("until", "must be before the year 2262, got %s", until.UTC().Format(time.RFC3339))
+	}
+	j, _, err := r.setPause(ctx, id, true, until.UTC(), 0)
+	return j, err
+}
+
+// Resume enables job id, clears its paused_until and schedules its next
+// slot after now (a once job whose run_at has passed is marked missed
+// instead). An unknown id is [ErrNotFound].
+func (r *Runner) Resume(ctx context.Context, id string) (Job, error) {
+	j, _, err := r.setPause(ctx, id, false, time.Time{}, 0)
+	return j, err
+}
+
+// setPause pauses (until, zero for no end) or resumes job id. timed, when
+// not 0, makes it the resume of a timed pause that ended: done only when
+// the runner holds and fires the job and the job is still paused until
+// timed (Unix ns); done reports whether it was.
+func (r *Runner) setPause(ctx context.Context, id string, paused bool, until time.Time, timed int64) (_ Job, done bool, _ error) {
+	nowNs := toNano(r.now())
+	untilNs := toNano(until)
+	defer r.lockJob(id)()
+	r.mu.Lock()
+	idx, e, ok := r.lookup(id)
+	if timed != 0 && (!ok || e.enabled || e.pausedUntil() != timed || !r.mine(id)) {
+		r.mu.Unlock()
+		return Job{}, false, nil
+	}
+	if !ok {
+		r.mu.Unlock()
+		j, _, ok, err := r.readStored(ctx, id)
+		if !ok {
+			return Job{}, false, fmt.Errorf("%w: %q", ErrNotFound, id)
+		}
+		if err != nil || (j.Paused == paused && j.PausedUntil.Equal(until)) {
+			return j, false, err
+		}
+		j, _, err = r.updateStored(ctx, id, func(j *Job) error { j.Paused, j.PausedUntil = paused, until; return nil }, true)
+		return j, err == nil, err
+	}
+	was := e.enabled
+	if was == !paused && e.pausedUntil() == untilNs {
+		j := e.job(true)
+		r.mu.Unlock()
+		return j, false, nil
+	}
+	j := e.job(false)
+	c := entry{kind: e.kind, start: e.start, interval: e.interval, cad: e.cad, id: e.id, last: e.last, next: e.next, status: e.status, enabled: !paused}
+	r.mu.Unlock()
+	if was != c.enabled {
+		r.reschedulePlan(&c, was, nowNs)
+	}
+	j.Paused, j.PausedUntil, j.NextRunAt, j.LastStatus = paused, until, fromNano(c.next), statusNames[c.status]
+	ver, err := r.save(ctx, j)
+	if err != nil {
+		return Job{}, false, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.vers.set(idx, ver)
+	e.enabled, e.next, e.status = c.enabled, c.next, c.status
+	e.setPausedUntil(untilNs)
+	if e.enabled {
+		r.schedule(idx, e, e.next)
+		r.endPause(e, nowNs)
+	} else {
+		r.unschedule(e)
+		if was {
+			e.ext().pausedAt = nowNs
+		}
+	}
+	r.markDirty(e)
+	r.notePause(e)
+	return e.job(true), true, nil
+}
+
+// notePause hands the pause timer the paused_until of e, when it has
+// one. mu is held.
+func (r *Runner) notePause(e *entry) {
+	t := e.pausedUntil()
+	if t == 0 || e.enabled {
+		return
+	}
+	if r.untils == nil {
+		r.untils = make(map[string]int64)
+	}
+	r.untils[e.id] = t
+	select {
+	case r.pauseWake <- struct{}{}:
+	default:
+	}
+}
+
+// pauseRetry is how long the pause timer waits before it tries again a
+// resume whose write failed.
+const pauseRetry = time.Second
+
+// pauseLoop is the pause timer: it resumes each held job whose
+// paused_until has come, and over a [SharedStore] that keeps the service
+// pause it reads that pause every PauseRefresh, until ctx ends.
+func (r *Runner) pauseLoop(ctx context.Context) {
+	refresh := time.Duration(0)
+	if r.sh != nil && r.pauseStore() != nil {
+		refresh = r.cfg.PauseRefresh
+	}
+	var nextRefresh time.Time
+	if refresh > 0 {
+		nextRefresh = r.now().Add(refresh)
+	}
+	timer := time.NewTimer(maxPauseWait)
+	defer timer.Stop()
+	retry := map[string]int64{} // id -> not before (Unix ns)
+	for {
+		now := r.now()
+		if refresh > 0 && !now.Before(nextRefresh) {
+			rctx, cancel := context.WithTimeout(ctx, storeTimeout)
+			if err := r.loadPause(rctx); err != nil && ctx.Err() == nil {
+				r.log.Warn("cron: reading the service pause failed; keeping the last one read", "error", err)
+			}
+			cancel()
+			nextRefresh = r.now().Add(refresh)
+		}
+		nowNs := toNano(r.now())
+		var due []string
+		var dueAt []int64
+		wait := maxPauseWait
+		r.mu.Lock()
+		for id, t := range r.untils {
+			at := max(t, retry[id])
+			if at <= nowNs {
+				due = append(due, id)
+				dueAt = append(dueAt, t)
+				delete(r.untils, id)
+				continue
+			}
+			wait = min(wait, time.Duration(at-nowNs))
+		}
+		r.mu.Unlock()
+		for i, id := range due {
+			_, done, err := r.setPause(ctx, id, false, time.Time{}, dueAt[i])
+			switch {
+			case err != nil && ctx.Err() == nil:
+				r.log.Warn("cron: resuming a job whose pause ended failed; trying again", "job_id", id, "paused_until", fromNano(dueAt[i]), "error", err)
+				retry[id] = nowNs + int64(pauseRetry)
+				r.mu.Lock()
+				if _, e, ok := r.lookup(id); ok {
+					r.notePause(e)
+				}
+				r.mu.Unlock()
+				wait = min(wait, pauseRetry)
+			case done:
+				delete(retry, id)
+				r.log.Info("cron: job resumed: its pause ended", "job_id", id, "paused_until", fromNano(dueAt[i]))
+			default:
+				delete(retry, id)
+			}
+		}
+		if refresh > 0 {
+			wait = min(wait, max(nextRefresh.Sub(r.now()), 0))
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-r.pauseWake:
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// maxPauseWait bounds the sleep of the pause timer.
+const maxPauseWait = time.Hour

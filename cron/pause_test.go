@@ -1,0 +1,248 @@
+package cron
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// A job paused until a time resumes by itself then, also in a runner
+// started again over the same store; a plain pause and a resume clear
+// paused_until.
+func TestPauseUntil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		ex := &fakeExec{}
+		st := NewMemStore()
+		r := newTestRunner(t, st, ex, Config{})
+		ctx := context.Background()
+		mustAdd(t, r, httpJob("e", ScheduleSpec{Kind: KindEvery, Every: Duration(10 * time.Second), StartAt: t0}))
+		stop := start(t, r)
+		time.Sleep(5 * time.Second)
+		until := t0.Add(35 * time.Second)
+		p, err := r.PauseUntil(ctx, "e", until)
+		if err != nil {
+			t.Fatalf("PauseUntil: %v", err)
+		}
+		if !p.Paused || !p.PausedUntil.Equal(until) || p.LastStatus != StatusPaused {
+			t.Errorf("paused job: paused %v until %v status %q; want true %v paused", p.Paused, p.PausedUntil, p.LastStatus, until)
+		}
+		if stored, _ := st.Load(ctx); !stored[0].PausedUntil.Equal(until) {
+			t.Errorf("stored paused_until %v, want %v", stored[0].PausedUntil, until)
+		}
+		time.Sleep(31 * time.Second) // t0+36s: resumed at t0+35s, next slot t0+40s
+		synctest.Wait()
+		j := mustGet(t, r, "e")
+		if j.Paused || !j.PausedUntil.IsZero() || !j.NextRunAt.Equal(t0.Add(40*time.Second)) {
+			t.Errorf("after until: paused %v until %v next %v; want false zero %v", j.Paused, j.PausedUntil, j.NextRunAt, t0.Add(40*time.Second))
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if diff := cmp.Diff([]time.Time{t0.Add(40 * time.Second)}, ex.scheduledOf("e")); diff != "" {
+			t.Errorf("runs (-want +got):\n%s", diff)
+		}
+
+		// A plain pause after a timed one clears paused_until.
+		if _, err := r.PauseUntil(ctx, "e", time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if p, _ := r.Pause(ctx, "e"); !p.Paused || !p.PausedUntil.IsZero() {
+			t.Errorf("plain pause: paused %v until %v, want true zero", p.Paused, p.PausedUntil)
+		}
+		time.Sleep(2 * time.Hour)
+		synctest.Wait()
+		if j := mustGet(t, r, "e"); !j.Paused {
+			t.Errorf("a plain pause ended by itself")
+		}
+
+		// The pause survives a restart and ends in the next runner.
+		until = time.Now().Add(time.Minute)
+		if _, err := r.PauseUntil(ctx, "e", until); err != nil {
+			t.Fatal(err)
+		}
+		_ = stop()
+		r2 := newTestRunner(t, st, ex, Config{})
+		stop2 := start(t, r2)
+		time.Sleep(61 * time.Second)
+		synctest.Wait()
+		if j := mustGet(t, r2, "e"); j.Paused || !j.PausedUntil.IsZero() {
+			t.Errorf("restarted runner: paused %v until %v after until, want resumed", j.Paused, j.PausedUntil)
+		}
+		if stored, _ := st.Load(ctx); stored[0].Paused || !stored[0].PausedUntil.IsZero() {
+			t.Errorf("stored after the timed resume: paused %v until %v", stored[0].Paused, stored[0].PausedUntil)
+		}
+
+		// An until not in the future names until.
+		for _, u := range []time.Time{time.Now(), time.Now().Add(-time.Second)} {
+			var ve *ValidationError
+			if _, err := r2.PauseUntil(ctx, "e", u); !errors.As(err, &ve) || ve.Field != "until" {
+				t.Errorf("PauseUntil(%v): %v, want a ValidationError naming until", u, err)
+			}
+		}
+		if _, err := r2.PauseUntil(ctx, "nope", time.Now().Add(time.Hour)); !errors.Is(err, ErrNotFound) {
+			t.Errorf("unknown id: %v, want ErrNotFound", err)
+		}
+		_ = stop2()
+	})
+}
+
+// A job resumed by hand before its paused_until is not touched when the
+// time comes; a job removed meanwhile neither.
+func TestPauseUntilResumedEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ex := &fakeExec{}
+		r := newTestRunner(t, nil, ex, Config{})
+		ctx := context.Background()
+		mustAdd(t, r, httpJob("a", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute)}))
+		mustAdd(t, r, httpJob("b", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute)}))
+		stop := start(t, r)
+		for _, id := range []string{"a", "b"} {
+			if _, err := r.PauseUntil(ctx, id, time.Now().Add(10*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := r.Resume(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Pause(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Remove(ctx, "b"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(11 * time.Minute)
+		synctest.Wait()
+		if j := mustGet(t, r, "a"); !j.Paused {
+			t.Errorf("job paused again without until was resumed by the old until")
+		}
+		_ = stop()
+	})
+}
+
+// While the service is paused no slot is called (each is a skipped run
+// "service paused"), run-now is refused, and the jobs keep enabled; the
+// pause is kept in the store and ends by itself at until.
+func TestPauseAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		ex := &fakeExec{}
+		obs := &recObserver{}
+		st := NewMemStore()
+		r := newTestRunner(t, st, ex, Config{Observer: obs})
+		ctx := context.Background()
+		mustAdd(t, r, httpJob("e", ScheduleSpec{Kind: KindEvery, Every: Duration(10 * time.Second), StartAt: t0}))
+		stop := start(t, r)
+		time.Sleep(5 * time.Second)
+		p, err := r.PauseAll(ctx, t0.Add(45*time.Second), "db upgrade")
+		if err != nil {
+			t.Fatalf("PauseAll: %v", err)
+		}
+		want := PauseState{Paused: true, Until: t0.Add(45 * time.Second).UTC(), Reason: "db upgrade", Since: t0.Add(5 * time.Second).UTC()}
+		if diff := cmp.Diff(want, p); diff != "" {
+			t.Errorf("PauseAll (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(want, r.Paused()); diff != "" {
+			t.Errorf("Paused (-want +got):\n%s", diff)
+		}
+		if stored, _ := st.LoadPause(ctx); !stored.Paused {
+			t.Errorf("the store keeps no pause")
+		}
+		if _, err := r.RunNow(ctx, "e"); !errors.Is(err, ErrServicePaused) {
+			t.Errorf("RunNow while paused: %v, want ErrServicePaused", err)
+		}
+		time.Sleep(45 * time.Second) // t0+50s
+		synctest.Wait()
+		if diff := cmp.Diff([]time.Time{t0.Add(50 * time.Second)}, ex.scheduledOf("e")); diff != "" {
+			t.Errorf("calls (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]Status{StatusSkipped, StatusSkipped, StatusSkipped, StatusSkipped, StatusSuccess}, obs.statuses("e")); diff != "" {
+			t.Errorf("runs (-want +got):\n%s", diff)
+		}
+		if j := mustGet(t, r, "e"); j.Paused {
+			t.Errorf("the service pause disabled the job")
+		}
+		if got := r.Paused(); got.Paused {
+			t.Errorf("Paused after until: %+v, want none", got)
+		}
+
+		// A pause with no end survives a restart until ResumeAll.
+		if _, err := r.PauseAll(ctx, time.Time{}, ""); err != nil {
+			t.Fatal(err)
+		}
+		_ = stop()
+		r2 := newTestRunner(t, st, ex, Config{})
+		stop2 := start(t, r2)
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if n := len(ex.scheduledOf("e")); n != 1 {
+			t.Errorf("calls after a restart while paused: %d, want 1", n)
+		}
+		if !r2.Paused().Paused {
+			t.Errorf("restarted runner is not paused")
+		}
+		if _, err := r2.ResumeAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if n := len(ex.scheduledOf("e")); n != 2 {
+			t.Errorf("calls after ResumeAll: %d, want 2", n)
+		}
+
+		var ve *ValidationError
+		if _, err := r2.PauseAll(ctx, time.Now().Add(-time.Second), ""); !errors.As(err, &ve) || ve.Field != "until" {
+			t.Errorf("PauseAll(past): %v, want a ValidationError naming until", err)
+		}
+		if _, err := r2.PauseAll(ctx, time.Time{}, string(make([]byte, MaxPauseReason+1))); !errors.As(err, &ve) || ve.Field != "reason" {
+			t.Errorf("PauseAll(long reason): %v, want a ValidationError naming reason", err)
+		}
+		_ = stop2()
+	})
+}
+
+func TestAuditBuffer(t *testing.T) {
+	ctx := context.Background()
+	b := &AuditBuffer{Keep: 3}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		who := "ann"
+		if i%2 == 1 {
+			who = "bob"
+		}
+		e, err := b.AppendAudit(ctx, AuditEntry{Time: t0.Add(time.Duration(i) * time.Minute), Who: who, JobID: "j"})
+		if err != nil || e.ID != int64(i+1) {
+			t.Fatalf("AppendAudit %d: id %d err %v", i, e.ID, err)
+		}
+	}
+	ids := func(es []AuditEntry) []int64 {
+		var out []int64
+		for _, e := range es {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		q        AuditQuery
+		want     []int64
+		wantMore bool
+	}{
+		{AuditQuery{}, []int64{3, 4, 5}, false},
+		{AuditQuery{Limit: 2}, []int64{3, 4}, true},
+		{AuditQuery{After: 4}, []int64{5}, false},
+		{AuditQuery{Who: "bob"}, []int64{4}, false},
+		{AuditQuery{Since: t0.Add(4 * time.Minute)}, []int64{5}, false},
+		{AuditQuery{JobID: "x"}, nil, false},
+	} {
+		got, more, err := b.Audit(ctx, tt.q)
+		if err != nil || !cmp.Equal(tt.want, ids(got)) || more != tt.wantMore {
+			t.Errorf("Audit(%+v) = %v %v %v, want %v %v", tt.q, ids(got), more, err, tt.want, tt.wantMore)
+		}
+	}
+	if err := b.Restore(AuditEntry{ID: 5}); err == nil {
+		t.Errorf("Restore of an old id: no error")
+	}
+}

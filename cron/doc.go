@@ -231,9 +231,9 @@
 // by itself, as [Runner.Resume] would: after a restart too, and over a
 // shared store whichever runner holds the job then. [Runner.PauseAll]
 // pauses the whole runner (maintenance), optionally until a time and with
-// a reason, without touching any job's enabled flag: each slot that comes
-// meanwhile is recorded as a skipped run with the error "service paused"
-// and is never called, and [Runner.RunNow] returns [ErrServicePaused];
+// a reason, without touching any job's enabled flag: the slots that come
+// meanwhile are never called, and are recorded as one skipped run per job
+// (reason "service paused", [Run.Slots] their number), and [Runner.RunNow] returns [ErrServicePaused];
 // [Runner.ResumeAll] ends it and [Runner.Paused] reports it. A store that
 // is a [PauseStore] keeps that pause across restarts and, shared, hands
 // it to every runner within [Config.PauseRefresh].

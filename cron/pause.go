@@ -100,8 +100,10 @@ func (r *Runner) pauseStore() PauseStore {
 }
 
 // PauseAll pauses every firing of the runner (maintenance) without
-// touching any job's enabled flag: until it ends, each slot that comes is
-// skipped, recorded as a skipped run with the error "service paused", and
+// touching any job's enabled flag: until it ends, the slots that come are
+// skipped, recorded as one skipped run per job (reason and error
+// "service paused", [Run.Slots] their number) at the job's first slot
+// called after the pause, and
 // [Runner.RunNow] returns [ErrServicePaused]. A slot already taken ahead
 // of its time over a shared store ([Config.ClaimAhead]) when the pause
 // comes still runs. A zero until pauses until [Runner.ResumeAll]; else

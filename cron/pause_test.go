@@ -123,8 +123,8 @@ func TestPauseUntilResumedEarly(t *testing.T) {
 	})
 }
 
-// While the service is paused no slot is called (each is a skipped run
-// "service paused"), run-now is refused, and the jobs keep enabled; the
+// While the service is paused no slot is called (they are one skipped
+// record "service paused"), run-now is refused, and the jobs keep enabled; the
 // pause is kept in the store and ends by itself at until.
 func TestPauseAll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -159,8 +159,16 @@ func TestPauseAll(t *testing.T) {
 		if diff := cmp.Diff([]time.Time{t0.Add(50 * time.Second)}, ex.scheduledOf("e")); diff != "" {
 			t.Errorf("calls (-want +got):\n%s", diff)
 		}
-		if diff := cmp.Diff([]Status{StatusSkipped, StatusSkipped, StatusSkipped, StatusSkipped, StatusSuccess}, obs.statuses("e")); diff != "" {
+		// The four slots of the pause (t0+10s to t0+40s) are one record,
+		// handed over at the first slot called after it.
+		if diff := cmp.Diff([]Status{StatusSkipped, StatusSuccess}, obs.statuses("e")); diff != "" {
 			t.Errorf("runs (-want +got):\n%s", diff)
+		}
+		if runs, err := r.Runs(ctx, "e", 10); err != nil || len(runs) != 2 {
+			t.Errorf("Runs = %+v, %v; want the call and one record of the pause", runs, err)
+		} else if sk := runs[1]; sk.Slots != 4 || sk.Reason != ReasonServicePaused || !sk.ScheduledAt.Equal(t0.Add(10*time.Second)) {
+			t.Errorf("the record of the pause: %d slots from %s, reason %q; want 4 from %s, %q",
+				sk.Slots, sk.ScheduledAt, sk.Reason, t0.Add(10*time.Second), ReasonServicePaused)
 		}
 		if j := mustGet(t, r, "e"); j.Paused {
 			t.Errorf("the service pause disabled the job")

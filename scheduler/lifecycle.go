@@ -463,6 +463,12 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 	default:
 		return msgErr("type", "%q is not a node event", m.Type)
 	}
+	if taken, st := d.progressHere(nodeID, m.JobID, m.Attempt, ev); taken {
+		if st != "" {
+			d.enter(st)
+		}
+		return nil
+	}
 	var (
 		tr    JobTransition
 		entry BookEntry
@@ -496,6 +502,7 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 				n.jobs[m.JobID] = j
 			}
 			j.acked = true
+			j.started = j.started || tr.Job.State == fsm.Running
 		}
 		d.mu.Unlock()
 		return nil
@@ -507,6 +514,98 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 			return nil
 		}
 		return d.finishStored(ctx, tr.Job, entry)
+	}
+}
+
+// progressHere takes a node's job_ack or job_started (ev) for a job this
+// instance sent to that node in that attempt without a step on the job's
+// record: the record gets the furthest progress seen (RUNNING, else
+// ACCEPTED) in one step from storeProgress within two ticks, unless the
+// job_result's step comes first and makes it moot (the record moves from
+// DISPATCHED or ACCEPTED to FINISHED directly). A node that acks, starts
+// and answers at once thus costs one step, not three. The lease needs no
+// step: this instance renews it from what it saw. It reports whether it
+// took the event, and the state the job entered ("" for a replay). An
+// event of a job not sent from here, or of another attempt, is left to a
+// step on the record, which refuses it or takes it. A job_result makes
+// progress not yet written moot (and is left to its step).
+func (d *Dispatcher) progressHere(nodeID, jobID string, attempt int, ev fsm.Event) (bool, fsm.State) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var j *localJob
+	if n := d.nodes[nodeID]; n != nil {
+		j = n.jobs[jobID]
+	}
+	if j == nil || j.attempt != attempt {
+		return false, ""
+	}
+	var st fsm.State
+	switch {
+	case ev == fsm.Result:
+		j.unstored = false
+		return false, ""
+	case ev == fsm.Start && !j.started:
+		j.acked, j.started, st = true, true, fsm.Running
+	case ev == fsm.Ack && !j.acked:
+		j.acked, st = true, fsm.Accepted
+	default:
+		return true, "" // a replay: the job is past it
+	}
+	if !j.unstored {
+		j.unstored = true
+		d.progress[0] = append(d.progress[0], progressKey{nodeID, jobID, attempt, ""})
+	}
+	return true, st
+}
+
+// progressTick is the pace of storeProgress: a progress is written one to
+// two ticks after it was seen, well within the ack timeout that a
+// sweeper applies to a record still in DISPATCHED.
+func (d *Dispatcher) progressTick() time.Duration {
+	return min(max(d.dc.AckTimeout/20, time.Millisecond), 10*time.Millisecond)
+}
+
+// storeProgress writes the progress taken by progressHere at the tick
+// before the last (or, called twice in a row, all of it): job_started as
+// a start step, a job_ack alone as an ack step. Steps refused (the job
+// moved on meanwhile) change nothing.
+func (d *Dispatcher) storeProgress(ctx context.Context) {
+	d.mu.Lock()
+	due := d.progress[1]
+	d.progress[1], d.progress[0] = d.progress[0], nil
+	var steps []progressKey
+	for _, k := range due {
+		if n := d.nodes[k.node]; n != nil {
+			steps = n.unstored(steps, k.job, k.attempt)
+		}
+	}
+	d.mu.Unlock()
+	d.writeProgress(ctx, steps)
+}
+
+// unstored appends the progress of job (in attempt) not yet written, and
+// counts it as written. d.mu is held.
+func (n *localNode) unstored(steps []progressKey, job string, attempt int) []progressKey {
+	j := n.jobs[job]
+	if j == nil || j.attempt != attempt || !j.unstored {
+		return steps
+	}
+	j.unstored = false
+	ev := fsm.Ack
+	if j.started {
+		ev = fsm.Start
+	}
+	return append(steps, progressKey{n.info.NodeID, job, attempt, ev})
+}
+
+// writeProgress writes the progress of each job: job_started as a start
+// step, a job_ack alone as an ack step. Steps refused (the job moved on
+// meanwhile) change nothing.
+func (d *Dispatcher) writeProgress(ctx context.Context, steps []progressKey) {
+	for _, s := range steps {
+		if _, err := d.st.Jobs.ApplyJob(ctx, s.job, s.ev, s.attempt, s.node); err != nil && Refusal(err) == "" && ctx.Err() == nil {
+			d.log.Warn("scheduler: store progress", "job_id", s.job, "node_id", s.node, "event", s.ev, "err", err)
+		}
 	}
 }
 

@@ -103,6 +103,21 @@ func (s *Jobs) Open(ctx context.Context, jobID string, spec scheduler.JobSpec, n
 	if err != nil {
 		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, fmt.Errorf("redisstore: open job %q: %w", jobID, err)
 	}
+	if len(vals) == 2 {
+		// Opened now: the record is what was passed, stamped with the
+		// server's time.
+		now, _ := vals[1].ToString()
+		f := []string{string(init.State), strconv.Itoa(init.Attempt), nodeID, now, now, ""}
+		if nodeID != "" {
+			f[5] = now
+		}
+		rec, err := decodeJob(jobID, key, f)
+		e := scheduler.BookEntry{Spec: spec, Waiters: []string{spec.SessionID}}
+		if nodeID != "" {
+			e.Tried = []string{nodeID}
+		}
+		return rec, e, true, err
+	}
 	if len(vals) != 11 {
 		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, fmt.Errorf("redisstore: open job %q: reply of %d elements", jobID, len(vals))
 	}

@@ -236,8 +236,10 @@ return {line, b[1] or '', b[2] or '', b[3] or '', b[4] or ''}
 //	KEYS[1] = the job's fsm key; KEYS[2] = its due shard (optional)
 //	ARGV    = state, attempt, ttl_ms, spec (JSON), session_id, node_id ("" for none),
 //	          due (Unix ms), job_id
-//	reply   = {created (0/1), state, attempt, node_id, created_at_ms,
-//	          updated_at_ms, dispatched_at_ms, spec, tried, waiters, outcome}
+//	reply   = {0, state, attempt, node_id, created_at_ms, updated_at_ms,
+//	          dispatched_at_ms, spec, tried, waiters, outcome} for a job that
+//	          exists, {1, created_at_ms} for one opened now (the rest is
+//	          what the caller passed)
 const jobOpenLua = `
 local key = KEYS[1]
 if KEYS[2] then redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[8]) end
@@ -248,11 +250,9 @@ end
 local t = redis.call('TIME')
 local now = t[1] .. string.sub('00000' .. t[2], -6, -4)
 redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', ARGV[6], 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5])
-local dsp = false
 if ARGV[6] ~= '' then
-  dsp = now
   redis.call('HSET', key, 'tried', ARGV[6], 'dispatched_at_ms', now)
 end
 redis.call('PEXPIRE', key, ARGV[3])
-return {1, ARGV[1], ARGV[2], ARGV[6], now, now, dsp, ARGV[4], ARGV[6], ARGV[5], ''}
+return {1, now}
 `

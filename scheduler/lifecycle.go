@@ -101,19 +101,38 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 	// The job is placed before it is opened, so that opening it
 	// dispatches it in the same step.
 	unlock := d.lockTurn(spec.TurnID)
-	node, err := d.place(ctx, jobID, spec, nil)
+	// Open stores the job's deadline with it (JobStore.Open), so that
+	// whatever stops this call from here on, a sweeper finds the job and
+	// carries it on. A store that opens the job with its node's slot
+	// (SlotOpener) does so in the step that takes the slot.
+	due := now.Add(min(d.dc.AckTimeout, d.dc.RunTimeout))
+	var (
+		rec     JobRecord
+		entry   BookEntry
+		created bool
+		opened  bool
+		reserve = d.st.Reservations.Reserve
+	)
+	if so, ok := d.st.Jobs.(SlotOpener); ok {
+		reserve = func(ctx context.Context, node, _ string, capacity int, ttl time.Duration) error {
+			var err error
+			rec, entry, created, err = so.OpenOnSlot(ctx, jobID, spec, node, capacity, ttl, due)
+			opened = err == nil
+			return err
+		}
+	}
+	node, err := d.place(ctx, jobID, spec, nil, reserve)
 	if err != nil {
 		d.log.Warn("scheduler: place job", "job_id", jobID, "err", err)
 		node = "" // opened to wait; the sweeper dispatches it
 	}
-	// Open stores the job's deadline with it (JobStore.Open), so that
-	// whatever stops this call from here on, a sweeper finds the job and
-	// carries it on.
-	rec, entry, created, err := d.st.Jobs.Open(ctx, jobID, spec, node, now.Add(min(d.dc.AckTimeout, d.dc.RunTimeout)))
-	// The slot is given back unless the job is ours, or already runs on
-	// that node (whose slot the reservation renewed).
-	if node != "" && (err != nil || (!created && !(rec.NodeID == node && rec.State.Active()))) {
-		d.st.Reservations.Release(ctx, node, jobID)
+	if !opened {
+		rec, entry, created, err = d.st.Jobs.Open(ctx, jobID, spec, node, due)
+		// The slot is given back unless the job is ours, or already runs on
+		// that node (whose slot the reservation renewed).
+		if node != "" && (err != nil || (!created && !(rec.NodeID == node && rec.State.Active()))) {
+			d.st.Reservations.Release(ctx, node, jobID)
+		}
 	}
 	if err != nil {
 		unlock()
@@ -226,7 +245,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntr
 			unlock()
 		}
 	}()
-	node, err := d.place(ctx, rec.ID, spec, entry.Tried)
+	node, err := d.place(ctx, rec.ID, spec, entry.Tried, d.st.Reservations.Reserve)
 	switch {
 	case err != nil:
 		return err
@@ -254,14 +273,15 @@ func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntr
 	return d.dispatched(ctx, tr.Job, spec, unlock)
 }
 
-// place selects a node for a job and reserves one of its slots there,
-// writing the turn's affinity when this is the turn's first node. It
+// place selects a node for a job and reserves one of its slots there
+// with reserve (which refuses a full node with [ErrNodeFull]), writing
+// the turn's affinity when this is the turn's first node. It
 // returns the node, or "" when no node can take the job now. Nodes
 // refused in this round (storm-marked, full) stay out; the nodes of
 // earlier attempts (tried) are passed over while another node can take
 // the job, and tried again when none can. The caller holds the turn's
 // lock.
-func (d *Dispatcher) place(ctx context.Context, jobID string, spec JobSpec, triedNodes []string) (string, error) {
+func (d *Dispatcher) place(ctx context.Context, jobID string, spec JobSpec, triedNodes []string, reserve func(ctx context.Context, nodeID, jobID string, capacity int, ttl time.Duration) error) (string, error) {
 	skip := map[string]bool{}
 	tried := map[string]bool{}
 	for _, n := range triedNodes {
@@ -309,7 +329,7 @@ func (d *Dispatcher) place(ctx context.Context, jobID string, spec JobSpec, trie
 				}
 			}
 		}
-		if err := d.st.Reservations.Reserve(ctx, node, jobID, capacityOf(fleet, node, d.dc.DefaultCapacity), d.reserveTTL()); err != nil {
+		if err := reserve(ctx, node, jobID, capacityOf(fleet, node, d.dc.DefaultCapacity), d.reserveTTL()); err != nil {
 			if errors.Is(err, ErrNodeFull) {
 				skip[node] = true
 				continue

@@ -55,6 +55,39 @@ var fsmRefusals = map[string]error{
 //	          tried, waiters, outcome}.
 var fsmApplyLua = GenerateFSMLua()
 
+// fsmBatchLua is the transition script applying one event to several jobs
+// at once (a standalone Redis only, where a script may touch keys of any
+// slot): the same functions, called once per key.
+//
+//	KEYS    = the jobs' fsm keys
+//	ARGV    = event, max_attempts, ttl_ms, then the attempt of each job
+//	reply   = one line per job, as fsmApplyLua's without an outcome
+var fsmBatchLua = func() string {
+	src := fsmApplyLua
+	head, rest, ok := strings.Cut(src, fsmArgsLua)
+	body, _, ok2 := strings.Cut(rest, fsmCallLua)
+	if !ok || !ok2 {
+		panic("redisstore: the transition script lost its argument or call lines")
+	}
+	return head + `local key, attempt, node, outcome
+local ev, max, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+node, outcome = '', ''
+` + body + `local out = {}
+for i = 1, #KEYS do
+  key, attempt = KEYS[i], tonumber(ARGV[3 + i])
+  out[i] = step()
+end
+return out
+`
+}()
+
+// The lines of the transition script that fsmBatchLua replaces: the
+// arguments of one job, and the call of its step.
+const (
+	fsmArgsLua = "local key = KEYS[1]\nlocal ev, attempt, node, max, ttl, outcome = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6] or ''\n"
+	fsmCallLua = "local line = step()\n"
+)
+
 // GenerateFSMLua returns the Lua source of the transition script, built
 // from the table of package fsm. It is deterministic.
 func GenerateFSMLua() string {

@@ -175,6 +175,10 @@ type Dispatcher struct {
 	// out of the index, in one call each (what a stop leaves behind,
 	// whichever sweeper claims the deadline carries on; a slot expires).
 	over []overJob
+	// progress are the job_ack and job_started taken here and not yet
+	// written to their jobs' records: [0] since the last tick of
+	// storeProgress, [1] those of the tick before, written at the next.
+	progress [2][]progressKey
 
 	turnMu sync.Mutex
 	turns  map[string]*turnLock // turns being dispatched here
@@ -196,9 +200,22 @@ type localNode struct {
 }
 
 type localJob struct {
-	attempt  int
-	acked    bool
+	attempt int
+	acked   bool // job_ack or job_started seen
+	started bool // job_started seen
+	// unstored: the progress seen (acked, started) is not yet written to
+	// the job's record; storeProgress writes it, unless the result's step
+	// comes first and makes it moot.
+	unstored bool
 	assigned time.Time
+}
+
+// progressKey names a job's progress taken here; ev is the step that
+// writes it, once known.
+type progressKey struct {
+	node, job string
+	attempt   int
+	ev        fsm.Event
 }
 
 type localSession struct {
@@ -280,6 +297,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	g.Go(func() error { return d.deliv.Run(gctx) })
 	g.Go(func() error { d.loop(gctx, d.dc.SweepInterval, d.kick, d.sweep); return nil })
 	g.Go(func() error { d.loop(gctx, d.dc.Lease/3, nil, d.renewLeases); return nil })
+	g.Go(func() error { d.loop(gctx, d.progressTick(), nil, d.storeProgress); return nil })
 	g.Go(func() error { d.loop(gctx, d.cfg.OwnerTTL/3, nil, d.adoptDead); return nil })
 	g.Go(func() error { d.loop(gctx, d.dc.SweepInterval, nil, d.expireRequests); return nil })
 	err := g.Wait()
@@ -295,6 +313,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	d.releaseOver(sctx)
+	d.storeProgress(sctx)
+	d.storeProgress(sctx)
 	for _, id := range nodes {
 		d.st.Snapshots.Offline(sctx, id, d.id)
 	}

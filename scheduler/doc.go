@@ -38,7 +38,9 @@
 //     (node_snapshot.enabled; without them an instance sees only its own
 //     nodes), refreshed every [FleetConfig].RefreshInterval.
 //  3. One of the node's slots is reserved ([ReservationStore]), the
-//     dispatch is recorded with the attempt checked (DISPATCHED), and the
+//     dispatch is recorded with the attempt checked (DISPATCHED; a new
+//     job's first dispatch is its open step, which a [SlotOpener] store
+//     does in one step with the reservation), and the
 //     turn's affinity is written right after its first job has a node (a
 //     manual or timeout finalize clears it instead: the turn is over).
 //  4. job_assign goes to the node: directly when it is attached here, else
@@ -51,7 +53,16 @@
 // current attempt went to may move a job ([ErrWrongNode]); an event of an
 // older attempt is refused ([fsm.ErrStaleAttempt]); both are counted by
 // Hooks.Rejected. model_not_available is reported to the storm guard and
-// the job goes to another node.
+// the job goes to another node. The instance that sent the job to its
+// node takes job_ack and job_started without a step on the record (it
+// renews the lease from what it saw) and writes the furthest progress in
+// one step within two ticks of at most 10 ms (AckTimeout/20, at least
+// 1 ms), before it detaches the node, and before Run returns; a
+// job_result that comes first moves the record from DISPATCHED or
+// ACCEPTED to FINISHED and nothing else is written. A node that acks,
+// starts and answers at once thus costs one step. Events of jobs not sent
+// from here, or of another attempt, go to the record, which refuses or
+// takes them.
 //
 // # Failures
 //

@@ -136,6 +136,20 @@ type JobStore interface {
 	ReleaseJobs(ctx context.Context, jobs []JobAttempt) ([]JobTransition, []error)
 }
 
+// SlotOpener is an optional capability of a [JobStore] that also keeps
+// the plane's node reservations (store/redisstore's Jobs does): the
+// Dispatcher opens a new job dispatched to its node in one step with the
+// slot it takes there, where it would otherwise call
+// [ReservationStore.Reserve] and then [JobStore.Open].
+type SlotOpener interface {
+	// OpenOnSlot is [JobStore.Open] with a node, for a job that takes one
+	// of nodeID's capacity slots (for ttl, as [ReservationStore.Reserve]
+	// takes it): a job it creates holds the slot, a node whose capacity
+	// is taken refuses with [ErrNodeFull] and nothing is stored, and a
+	// job that exists is returned as Open returns it, with no slot taken.
+	OpenOnSlot(ctx context.Context, jobID string, spec JobSpec, nodeID string, capacity int, ttl time.Duration, due time.Time) (JobRecord, BookEntry, bool, error)
+}
+
 // JobAttempt names one attempt of a job.
 type JobAttempt struct {
 	ID      string

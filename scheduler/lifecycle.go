@@ -101,19 +101,38 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 	// The job is placed before it is opened, so that opening it
 	// dispatches it in the same step.
 	unlock := d.lockTurn(spec.TurnID)
-	node, err := d.place(ctx, jobID, spec, nil)
+	// Open stores the job's deadline with it (JobStore.Open), so that
+	// whatever stops this call from here on, a sweeper finds the job and
+	// carries it on. A store that opens the job with its node's slot
+	// (SlotOpener) does so in the step that takes the slot.
+	due := now.Add(min(d.dc.AckTimeout, d.dc.RunTimeout))
+	var (
+		rec     JobRecord
+		entry   BookEntry
+		created bool
+		opened  bool
+		reserve = d.st.Reservations.Reserve
+	)
+	if so, ok := d.st.Jobs.(SlotOpener); ok {
+		reserve = func(ctx context.Context, node, _ string, capacity int, ttl time.Duration) error {
+			var err error
+			rec, entry, created, err = so.OpenOnSlot(ctx, jobID, spec, node, capacity, ttl, due)
+			opened = err == nil
+			return err
+		}
+	}
+	node, err := d.place(ctx, jobID, spec, nil, reserve)
 	if err != nil {
 		d.log.Warn("scheduler: place job", "job_id", jobID, "err", err)
 		node = "" // opened to wait; the sweeper dispatches it
 	}
-	// Open stores the job's deadline with it (JobStore.Open), so that
-	// whatever stops this call from here on, a sweeper finds the job and
-	// carries it on.
-	rec, entry, created, err := d.st.Jobs.Open(ctx, jobID, spec, node, now.Add(min(d.dc.AckTimeout, d.dc.RunTimeout)))
-	// The slot is given back unless the job is ours, or already runs on
-	// that node (whose slot the reservation renewed).
-	if node != "" && (err != nil || (!created && !(rec.NodeID == node && rec.State.Active()))) {
-		d.st.Reservations.Release(ctx, node, jobID)
+	if !opened {
+		rec, entry, created, err = d.st.Jobs.Open(ctx, jobID, spec, node, due)
+		// The slot is given back unless the job is ours, or already runs on
+		// that node (whose slot the reservation renewed).
+		if node != "" && (err != nil || (!created && !(rec.NodeID == node && rec.State.Active()))) {
+			d.st.Reservations.Release(ctx, node, jobID)
+		}
 	}
 	if err != nil {
 		unlock()
@@ -226,7 +245,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntr
 			unlock()
 		}
 	}()
-	node, err := d.place(ctx, rec.ID, spec, entry.Tried)
+	node, err := d.place(ctx, rec.ID, spec, entry.Tried, d.st.Reservations.Reserve)
 	switch {
 	case err != nil:
 		return err
@@ -254,14 +273,15 @@ func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntr
 	return d.dispatched(ctx, tr.Job, spec, unlock)
 }
 
-// place selects a node for a job and reserves one of its slots there,
-// writing the turn's affinity when this is the turn's first node. It
+// place selects a node for a job and reserves one of its slots there
+// with reserve (which refuses a full node with [ErrNodeFull]), writing
+// the turn's affinity when this is the turn's first node. It
 // returns the node, or "" when no node can take the job now. Nodes
 // refused in this round (storm-marked, full) stay out; the nodes of
 // earlier attempts (tried) are passed over while another node can take
 // the job, and tried again when none can. The caller holds the turn's
 // lock.
-func (d *Dispatcher) place(ctx context.Context, jobID string, spec JobSpec, triedNodes []string) (string, error) {
+func (d *Dispatcher) place(ctx context.Context, jobID string, spec JobSpec, triedNodes []string, reserve func(ctx context.Context, nodeID, jobID string, capacity int, ttl time.Duration) error) (string, error) {
 	skip := map[string]bool{}
 	tried := map[string]bool{}
 	for _, n := range triedNodes {
@@ -309,7 +329,7 @@ func (d *Dispatcher) place(ctx context.Context, jobID string, spec JobSpec, trie
 				}
 			}
 		}
-		if err := d.st.Reservations.Reserve(ctx, node, jobID, capacityOf(fleet, node, d.dc.DefaultCapacity), d.reserveTTL()); err != nil {
+		if err := reserve(ctx, node, jobID, capacityOf(fleet, node, d.dc.DefaultCapacity), d.reserveTTL()); err != nil {
 			if errors.Is(err, ErrNodeFull) {
 				skip[node] = true
 				continue
@@ -463,6 +483,12 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 	default:
 		return msgErr("type", "%q is not a node event", m.Type)
 	}
+	if taken, st := d.progressHere(nodeID, m.JobID, m.Attempt, ev); taken {
+		if st != "" {
+			d.enter(st)
+		}
+		return nil
+	}
 	var (
 		tr    JobTransition
 		entry BookEntry
@@ -496,6 +522,7 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 				n.jobs[m.JobID] = j
 			}
 			j.acked = true
+			j.started = j.started || tr.Job.State == fsm.Running
 		}
 		d.mu.Unlock()
 		return nil
@@ -507,6 +534,98 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 			return nil
 		}
 		return d.finishStored(ctx, tr.Job, entry)
+	}
+}
+
+// progressHere takes a node's job_ack or job_started (ev) for a job this
+// instance sent to that node in that attempt without a step on the job's
+// record: the record gets the furthest progress seen (RUNNING, else
+// ACCEPTED) in one step from storeProgress within two ticks, unless the
+// job_result's step comes first and makes it moot (the record moves from
+// DISPATCHED or ACCEPTED to FINISHED directly). A node that acks, starts
+// and answers at once thus costs one step, not three. The lease needs no
+// step: this instance renews it from what it saw. It reports whether it
+// took the event, and the state the job entered ("" for a replay). An
+// event of a job not sent from here, or of another attempt, is left to a
+// step on the record, which refuses it or takes it. A job_result makes
+// progress not yet written moot (and is left to its step).
+func (d *Dispatcher) progressHere(nodeID, jobID string, attempt int, ev fsm.Event) (bool, fsm.State) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var j *localJob
+	if n := d.nodes[nodeID]; n != nil {
+		j = n.jobs[jobID]
+	}
+	if j == nil || j.attempt != attempt {
+		return false, ""
+	}
+	var st fsm.State
+	switch {
+	case ev == fsm.Result:
+		j.unstored = false
+		return false, ""
+	case ev == fsm.Start && !j.started:
+		j.acked, j.started, st = true, true, fsm.Running
+	case ev == fsm.Ack && !j.acked:
+		j.acked, st = true, fsm.Accepted
+	default:
+		return true, "" // a replay: the job is past it
+	}
+	if !j.unstored {
+		j.unstored = true
+		d.progress[0] = append(d.progress[0], progressKey{nodeID, jobID, attempt, ""})
+	}
+	return true, st
+}
+
+// progressTick is the pace of storeProgress: a progress is written one to
+// two ticks after it was seen, well within the ack timeout that a
+// sweeper applies to a record still in DISPATCHED.
+func (d *Dispatcher) progressTick() time.Duration {
+	return min(max(d.dc.AckTimeout/20, time.Millisecond), 10*time.Millisecond)
+}
+
+// storeProgress writes the progress taken by progressHere at the tick
+// before the last (or, called twice in a row, all of it): job_started as
+// a start step, a job_ack alone as an ack step. Steps refused (the job
+// moved on meanwhile) change nothing.
+func (d *Dispatcher) storeProgress(ctx context.Context) {
+	d.mu.Lock()
+	due := d.progress[1]
+	d.progress[1], d.progress[0] = d.progress[0], nil
+	var steps []progressKey
+	for _, k := range due {
+		if n := d.nodes[k.node]; n != nil {
+			steps = n.unstored(steps, k.job, k.attempt)
+		}
+	}
+	d.mu.Unlock()
+	d.writeProgress(ctx, steps)
+}
+
+// unstored appends the progress of job (in attempt) not yet written, and
+// counts it as written. d.mu is held.
+func (n *localNode) unstored(steps []progressKey, job string, attempt int) []progressKey {
+	j := n.jobs[job]
+	if j == nil || j.attempt != attempt || !j.unstored {
+		return steps
+	}
+	j.unstored = false
+	ev := fsm.Ack
+	if j.started {
+		ev = fsm.Start
+	}
+	return append(steps, progressKey{n.info.NodeID, job, attempt, ev})
+}
+
+// writeProgress writes the progress of each job: job_started as a start
+// step, a job_ack alone as an ack step. Steps refused (the job moved on
+// meanwhile) change nothing.
+func (d *Dispatcher) writeProgress(ctx context.Context, steps []progressKey) {
+	for _, s := range steps {
+		if _, err := d.st.Jobs.ApplyJob(ctx, s.job, s.ev, s.attempt, s.node); err != nil && Refusal(err) == "" && ctx.Err() == nil {
+			d.log.Warn("scheduler: store progress", "job_id", s.job, "node_id", s.node, "event", s.ev, "err", err)
+		}
 	}
 }
 

@@ -120,7 +120,7 @@ func (d *Dispatcher) takeJobs(ctx context.Context, nodeID string, n *localNode) 
 		}
 		d.mu.Lock()
 		if d.nodes[nodeID] == n && n.jobs[id] == nil {
-			n.jobs[id] = &localJob{attempt: rec.Attempt, acked: rec.State != fsm.Dispatched, assigned: rec.DispatchedAt}
+			n.jobs[id] = &localJob{attempt: rec.Attempt, acked: rec.State != fsm.Dispatched, started: rec.State == fsm.Running, assigned: rec.DispatchedAt}
 		}
 		d.mu.Unlock()
 	}
@@ -142,10 +142,15 @@ func (d *Dispatcher) DetachNode(ctx context.Context, nodeID string, conn NodeCon
 	delete(d.nodes, nodeID)
 	d.markOffline(nodeID)
 	var jobs []string
-	for id := range n.jobs {
+	var steps []progressKey
+	for id, j := range n.jobs {
 		jobs = append(jobs, id)
+		steps = n.unstored(steps, id, j.attempt)
 	}
 	d.mu.Unlock()
+	// The progress seen here goes to the records first: should the node
+	// be attached elsewhere, that instance follows its jobs from there.
+	d.writeProgress(ctx, steps)
 	var errs []error
 	released, err := d.binds.Disconnect(ctx, OwnerNode, nodeID)
 	if err != nil {

@@ -65,6 +65,48 @@ func (s *Jobs) entry(jobID string, spec, tried, waiters, outcome string) (schedu
 // opened only once it is stored, so that whatever stops the call in
 // between, the job a sweeper may find is never without a deadline.
 func (s *Jobs) Open(ctx context.Context, jobID string, spec scheduler.JobSpec, nodeID string, due time.Time) (scheduler.JobRecord, scheduler.BookEntry, bool, error) {
+	return s.open(ctx, jobID, spec, nodeID, due, nil)
+}
+
+// OpenOnSlot implements [scheduler.SlotOpener]. On a standalone Redis the
+// open script takes the slot in the node's reserved ZSET
+// ({prefix}:v1:nodes:{node:<node_id>}:reserved, as [Reservations] keeps
+// it) and creates the job in one call. On a cluster the ZSET lies in
+// another slot than the job: the slot is reserved first, then the job
+// opened, and the slot given back when the job existed or the open
+// failed (a crash in between leaves it to its expiry).
+func (s *Jobs) OpenOnSlot(ctx context.Context, jobID string, spec scheduler.JobSpec, nodeID string, capacity int, ttl time.Duration, due time.Time) (scheduler.JobRecord, scheduler.BookEntry, bool, error) {
+	if err := scheduler.CheckReserve(nodeID, jobID, capacity, ttl); err != nil {
+		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, err
+	}
+	sl := &slotReq{key: s.keys.NodeReserved(nodeID), capacity: strconv.Itoa(capacity), ttlMS: strconv.FormatInt(ttl.Milliseconds(), 10)}
+	if s.c.Mode() != rueidis.ClientModeCluster {
+		return s.open(ctx, jobID, spec, nodeID, due, sl)
+	}
+	start := time.Now()
+	n, err := reserveScript.Exec(ctx, s.c, []string{sl.key}, []string{jobID, sl.capacity, sl.ttlMS}).AsInt64()
+	s.hook.observe("reserve", start, err)
+	if err == nil && n <= 0 {
+		err = fmt.Errorf("node %q: %d of %d slots reserved: %w", nodeID, -n, capacity, scheduler.ErrNodeFull)
+	}
+	if err != nil {
+		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, fmt.Errorf("redisstore: reserve node %q for job %q: %w", nodeID, jobID, err)
+	}
+	rec, e, created, err := s.open(ctx, jobID, spec, nodeID, due, nil)
+	if err != nil || (!created && !(rec.NodeID == nodeID && rec.State.Active())) {
+		start := time.Now()
+		rerr := s.c.Do(ctx, s.c.B().Zrem().Key(sl.key).Member(jobID).Build()).Error()
+		s.hook.observe("release", start, rerr)
+	}
+	return rec, e, created, err
+}
+
+var _ scheduler.SlotOpener = (*Jobs)(nil)
+
+// slotReq is the node slot an open step takes.
+type slotReq struct{ key, capacity, ttlMS string }
+
+func (s *Jobs) open(ctx context.Context, jobID string, spec scheduler.JobSpec, nodeID string, due time.Time, sl *slotReq) (scheduler.JobRecord, scheduler.BookEntry, bool, error) {
 	if err := scheduler.CheckSpec(jobID, spec); err != nil {
 		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, err
 	}
@@ -96,12 +138,34 @@ func (s *Jobs) Open(ctx context.Context, jobID string, spec scheduler.JobSpec, n
 		}
 		keys = keys[:1]
 	}
+	args := []string{string(init.State), strconv.Itoa(init.Attempt), s.ttlMS, string(data), spec.SessionID, nodeID, dueMS, jobID}
+	if sl != nil {
+		keys, args = append(keys, sl.key), append(args, sl.capacity, sl.ttlMS)
+	}
 	start := time.Now()
-	vals, err := jobOpenScript.Exec(ctx, s.c, keys,
-		[]string{string(init.State), strconv.Itoa(init.Attempt), s.ttlMS, string(data), spec.SessionID, nodeID, dueMS, jobID}).ToArray()
+	vals, err := jobOpenScript.Exec(ctx, s.c, keys, args).ToArray()
 	s.hook.observe("job_open", start, err)
 	if err != nil {
 		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, fmt.Errorf("redisstore: open job %q: %w", jobID, err)
+	}
+	if len(vals) == 1 {
+		n, _ := vals[0].AsInt64()
+		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, fmt.Errorf("node %q: %d of %s slots reserved: %w", nodeID, -n, sl.capacity, scheduler.ErrNodeFull)
+	}
+	if len(vals) == 2 {
+		// Opened now: the record is what was passed, stamped with the
+		// server's time.
+		now, _ := vals[1].ToString()
+		f := []string{string(init.State), strconv.Itoa(init.Attempt), nodeID, now, now, ""}
+		if nodeID != "" {
+			f[5] = now
+		}
+		rec, err := decodeJob(jobID, key, f)
+		e := scheduler.BookEntry{Spec: spec, Waiters: []string{spec.SessionID}}
+		if nodeID != "" {
+			e.Tried = []string{nodeID}
+		}
+		return rec, e, true, err
 	}
 	if len(vals) != 11 {
 		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, fmt.Errorf("redisstore: open job %q: reply of %d elements", jobID, len(vals))

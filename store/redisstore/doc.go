@@ -72,7 +72,11 @@
 // the job's key alone. [Reservations] holds each node's slots in the ZSET
 // {prefix}:v1:nodes:{node:<node_id>}:reserved scored by expiry on the
 // server's clock; Reserve is one script (drop expired, check capacity, add;
-// idempotent for a job). Requests need no keys: the job id is derived
+// idempotent for a job). On a standalone Redis [Jobs.OpenOnSlot] runs the
+// same reservation inside the open script, so a new job and its node's
+// slot are one call, and [Jobs.ReleaseJobs] releases a sweep's finished
+// jobs in one call of a batch script generated from the same transition
+// script. Requests need no keys: the job id is derived
 // from the request id (scheduler.JobIDFor), so duplicates of a request on
 // any number of instances name one job and the job's own atomic creation
 // decides which of them made it; no lock key, no binding key (see [Keys]).

@@ -51,6 +51,7 @@ var _ scheduler.JobStore = (*Jobs)(nil)
 
 var (
 	fsmApplyScript = rueidis.NewLuaScript(fsmApplyLua)
+	fsmBatchScript = rueidis.NewLuaScript(fsmBatchLua)
 	jobOpenScript  = rueidis.NewLuaScript(jobOpenLua)
 	// jobGetScript reads the lifecycle fields, or nothing when the key
 	// does not exist (in one step: a key without them is corrupt).
@@ -197,17 +198,21 @@ func (s *Jobs) ApplyJob(ctx context.Context, jobID string, ev fsm.Event, attempt
 	return decodeApply(jobID, key, ev, attempt, reply)
 }
 
-// ReleaseJobs implements [scheduler.JobStore]: one call of the generated
-// transition script per job, in one pipeline.
+// ReleaseJobs implements [scheduler.JobStore]: on a standalone Redis one
+// call of the generated batch script for all the jobs, on a cluster one
+// call of the transition script per job, in one pipeline.
 func (s *Jobs) ReleaseJobs(ctx context.Context, jobs []scheduler.JobAttempt) ([]scheduler.JobTransition, []error) {
 	trs, errs := make([]scheduler.JobTransition, len(jobs)), make([]error, len(jobs))
 	var execs []rueidis.LuaExec
 	var at []int
+	var keys []string
+	args := []string{string(fsm.Release), s.max, s.ttlMS}
 	for i, j := range jobs {
 		if errs[i] = scheduler.CheckJobEvent(j.ID, fsm.Release, ""); errs[i] != nil {
 			continue
 		}
-		execs = append(execs, rueidis.LuaExec{Keys: []string{s.keys.JobFSM(j.ID)},
+		keys, args = append(keys, s.keys.JobFSM(j.ID)), append(args, strconv.Itoa(j.Attempt))
+		execs = append(execs, rueidis.LuaExec{Keys: keys[len(keys)-1:],
 			Args: []string{string(fsm.Release), strconv.Itoa(j.Attempt), "", s.max, s.ttlMS, ""}})
 		at = append(at, i)
 	}
@@ -215,10 +220,26 @@ func (s *Jobs) ReleaseJobs(ctx context.Context, jobs []scheduler.JobAttempt) ([]
 		return trs, errs
 	}
 	start := time.Now()
+	replies, rerrs := make([]string, len(execs)), make([]error, len(execs))
+	if s.c.Mode() == rueidis.ClientModeCluster {
+		for k, r := range fsmApplyScript.ExecMulti(ctx, s.c, execs...) {
+			replies[k], rerrs[k] = r.ToString()
+		}
+	} else {
+		lines, err := fsmBatchScript.Exec(ctx, s.c, keys, args).ToArray()
+		if err == nil && len(lines) != len(keys) {
+			err = fmt.Errorf("reply of %d lines for %d jobs", len(lines), len(keys))
+		}
+		for k := range replies {
+			if rerrs[k] = err; err == nil {
+				replies[k], rerrs[k] = lines[k].ToString()
+			}
+		}
+	}
 	var first error
-	for k, r := range fsmApplyScript.ExecMulti(ctx, s.c, execs...) {
+	for k, reply := range replies {
 		i, j := at[k], jobs[at[k]]
-		reply, err := r.ToString()
+		err := rerrs[k]
 		if err != nil {
 			first = cmpErr(first, err)
 			errs[i] = fmt.Errorf("redisstore: apply %s to job %q: %w", fsm.Release, j.ID, err)

@@ -55,6 +55,39 @@ var fsmRefusals = map[string]error{
 //	          tried, waiters, outcome}.
 var fsmApplyLua = GenerateFSMLua()
 
+// fsmBatchLua is the transition script applying one event to several jobs
+// at once (a standalone Redis only, where a script may touch keys of any
+// slot): the same functions, called once per key.
+//
+//	KEYS    = the jobs' fsm keys
+//	ARGV    = event, max_attempts, ttl_ms, then the attempt of each job
+//	reply   = one line per job, as fsmApplyLua's without an outcome
+var fsmBatchLua = func() string {
+	src := fsmApplyLua
+	head, rest, ok := strings.Cut(src, fsmArgsLua)
+	body, _, ok2 := strings.Cut(rest, fsmCallLua)
+	if !ok || !ok2 {
+		panic("redisstore: the transition script lost its argument or call lines")
+	}
+	return head + `local key, attempt, node, outcome
+local ev, max, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+node, outcome = '', ''
+` + body + `local out = {}
+for i = 1, #KEYS do
+  key, attempt = KEYS[i], tonumber(ARGV[3 + i])
+  out[i] = step()
+end
+return out
+`
+}()
+
+// The lines of the transition script that fsmBatchLua replaces: the
+// arguments of one job, and the call of its step.
+const (
+	fsmArgsLua = "local key = KEYS[1]\nlocal ev, attempt, node, max, ttl, outcome = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6] or ''\n"
+	fsmCallLua = "local line = step()\n"
+)
+
 // GenerateFSMLua returns the Lua source of the transition script, built
 // from the table of package fsm. It is deterministic.
 func GenerateFSMLua() string {
@@ -233,26 +266,37 @@ return {line, b[1] or '', b[2] or '', b[3] or '', b[4] or ''}
 // first adds the job's deadline to that due shard unless the job has one,
 // in the same atomic step: the record never exists without its deadline.
 //
-//	KEYS[1] = the job's fsm key; KEYS[2] = its due shard (optional)
+// Given a third key (the node's reserved ZSET; standalone only as well),
+// a job it creates first takes one of the node's slots, as the reserve
+// script does; when the node is full it stores nothing and returns {1 -
+// the count}.
+//
+//	KEYS[1] = the job's fsm key; KEYS[2] = its due shard (optional);
+//	KEYS[3] = the node's reserved ZSET (optional)
 //	ARGV    = state, attempt, ttl_ms, spec (JSON), session_id, node_id ("" for none),
-//	          due (Unix ms), job_id
-//	reply   = {created (0/1), state, attempt, node_id, created_at_ms,
-//	          updated_at_ms, dispatched_at_ms, spec, tried, waiters, outcome}
-const jobOpenLua = `
+//	          due (Unix ms), job_id, capacity and reservation ttl_ms (with KEYS[3])
+//	reply   = {0, state, attempt, node_id, created_at_ms, updated_at_ms,
+//	          dispatched_at_ms, spec, tried, waiters, outcome} for a job that
+//	          exists, {1, created_at_ms} for one opened now (the rest is
+//	          what the caller passed)
+const jobOpenLua = reserveFn + `
 local key = KEYS[1]
-if KEYS[2] then redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[8]) end
 if redis.call('EXISTS', key) == 1 then
+  if KEYS[2] then redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[8]) end
   local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms', 'spec', 'tried', 'waiters', 'outcome')
   return {0, h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10]}
 end
+if KEYS[3] then
+  local r = reserve(KEYS[3], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10]))
+  if r <= 0 then return {r} end
+end
+if KEYS[2] then redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[8]) end
 local t = redis.call('TIME')
 local now = t[1] .. string.sub('00000' .. t[2], -6, -4)
 redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', ARGV[6], 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5])
-local dsp = false
 if ARGV[6] ~= '' then
-  dsp = now
   redis.call('HSET', key, 'tried', ARGV[6], 'dispatched_at_ms', now)
 end
 redis.call('PEXPIRE', key, ARGV[3])
-return {1, ARGV[1], ARGV[2], ARGV[6], now, now, dsp, ARGV[4], ARGV[6], ARGV[5], ''}
+return {1, now}
 `

@@ -48,8 +48,14 @@ var _ scheduler.ReservationStore = (*Reservations)(nil)
 // existing one. Times are built as strings, and the expiry is formatted
 // once: Lua formats numbers with sprintf, the dearest step of a script
 // this short.
-const reserveLua = `
-local key, job, cap, ttl = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+//
+// reserveFn is the function; the open step of [Jobs.OpenOnSlot] calls it too.
+const reserveLua = reserveFn + `
+return reserve(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
+`
+
+const reserveFn = `
+local function reserve(key, job, cap, ttl)
 local t = redis.call('TIME')
 local nowms = t[1] .. string.sub('00000' .. t[2], -6, -4)
 local exp = string.format('%d', tonumber(nowms) + ttl)
@@ -69,6 +75,7 @@ else
   redis.call('PEXPIREAT', key, exp, 'GT')
 end
 return 1
+end
 `
 
 // countLua: KEYS[1] = the node's reserved ZSET. Reply: unexpired members.

@@ -129,3 +129,65 @@ func mustFloat(t *testing.T, s string) float64 {
 	}
 	return f
 }
+
+// TestOpenOnSlot: a new job takes its node's slot in its open step, a
+// full node refuses and nothing is stored (no job, no deadline, no slot),
+// and an existing job is returned with no slot taken; on a standalone
+// server and on a cluster (where it is three calls).
+func TestOpenOnSlot(t *testing.T) {
+	ctx := context.Background()
+	for _, srv := range testServers(t) {
+		t.Run(srv.name, func(t *testing.T) {
+			prefix := testPrefix(t)
+			jobs, err := NewJobs(srv.client, JobsConfig{Prefix: prefix, MaxAttempts: 3, TTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := NewReservations(srv.client, ReservationsConfig{Prefix: prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			due := time.Now().Add(time.Minute)
+			spec := func(id string) scheduler.JobSpec {
+				return scheduler.JobSpec{RequestID: id, SessionID: "s1", Payload: []byte(id), Instance: "i1"}
+			}
+			rec, entry, created, err := jobs.OpenOnSlot(ctx, "ja", spec("ra"), "n1", 1, time.Minute, due)
+			if err != nil || !created || rec.State != "DISPATCHED" || rec.NodeID != "n1" || rec.Attempt != 1 {
+				t.Fatalf("OpenOnSlot(ja) = %+v, created %v, %v; want ja created, DISPATCHED to n1", rec, created, err)
+			}
+			if diff := cmp.Diff(scheduler.BookEntry{Spec: spec("ra"), Tried: []string{"n1"}, Waiters: []string{"s1"}}, entry); diff != "" {
+				t.Errorf("entry of ja (-want +got):\n%s", diff)
+			}
+			stored, err := jobs.Job(ctx, "ja")
+			if err != nil || stored != rec {
+				t.Errorf("Job(ja) = %+v, %v; want %+v as OpenOnSlot returned it", stored, err, rec)
+			}
+			if ids, err := res.Jobs(ctx, "n1"); err != nil || !cmp.Equal(ids, []string{"ja"}) {
+				t.Errorf("slots of n1 = %v, %v; want [ja]", ids, err)
+			}
+			// n1 has one slot: a second job is refused and leaves nothing.
+			if _, _, _, err := jobs.OpenOnSlot(ctx, "jb", spec("rb"), "n1", 1, time.Minute, due); !errors.Is(err, scheduler.ErrNodeFull) {
+				t.Fatalf("OpenOnSlot(jb) on a full node: %v, want ErrNodeFull", err)
+			}
+			if _, err := jobs.Job(ctx, "jb"); !errors.Is(err, scheduler.ErrJobNotFound) {
+				t.Errorf("Job(jb) after a refusal: %v, want ErrJobNotFound", err)
+			}
+			dueKey := NewKeys(prefix).Due(DueShard("jb"))
+			if _, err := srv.client.Do(ctx, srv.client.B().Zscore().Key(dueKey).Member("jb").Build()).AsFloat64(); !isNil(err) {
+				t.Errorf("deadline of jb after a refusal: %v, want none", err)
+			}
+			// The existing job is returned as it is, on another node with
+			// room, and takes no slot there.
+			rec2, _, created, err := jobs.OpenOnSlot(ctx, "ja", spec("ra"), "n2", 1, time.Minute, due)
+			if err != nil || created || rec2 != rec {
+				t.Errorf("OpenOnSlot(ja) again = %+v, created %v, %v; want the stored record, not created", rec2, created, err)
+			}
+			if ids, err := res.Jobs(ctx, "n2"); err != nil || len(ids) != 0 {
+				t.Errorf("slots of n2 = %v, %v; want none", ids, err)
+			}
+			if _, _, _, err := jobs.OpenOnSlot(ctx, "jc", spec("rc"), "n1", 0, time.Minute, due); !errors.Is(err, scheduler.ErrInvalidArgument) {
+				t.Errorf("OpenOnSlot with capacity 0: %v, want ErrInvalidArgument", err)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/ksana-dev/ksana/cron"
 )
@@ -121,10 +122,17 @@ func (s *Store) buildRefs() error {
 		s.mu.Unlock()
 		return nil
 	}
+	// A line's fields the index holds; the others are not decoded.
 	type line struct {
 		id  string
 		run cron.Run
 		off int64
+	}
+	var fields struct {
+		ID          string      `json:"run_id"`
+		ScheduledAt time.Time   `json:"scheduled_at"`
+		Status      cron.Status `json:"status"`
+		Instance    string      `json:"instance"`
 	}
 	seen := make(map[*entry]uint32)
 	batch := make([]line, 0, 4096)
@@ -155,8 +163,10 @@ func (s *Store) buildRefs() error {
 			b, err := readLine(r)
 			if len(b) > 0 && b[len(b)-1] == '\n' {
 				var l line
-				if id, ok := lineJobID(b); ok && json.Unmarshal(b, &l.run) == nil {
+				fields.ID, fields.Status, fields.Instance = "", "", ""
+				if id, ok := lineJobID(b); ok && json.Unmarshal(b, &fields) == nil {
 					l.id, l.off = id, off
+					l.run = cron.Run{ID: fields.ID, ScheduledAt: fields.ScheduledAt, Status: fields.Status, Instance: fields.Instance}
 					batch = append(batch, l)
 				}
 				off += int64(len(b))

@@ -53,7 +53,7 @@ func BenchmarkQueryRuns(b *testing.B) {
 	// The index as the first query after a start builds it: one read of
 	// runs.jsonl.
 	s.mu.Lock()
-	s.refs, s.longIDs, s.refsBuilt = nil, nil, false
+	s.refs, s.refMax, s.longIDs, s.refsBuilt = nil, nil, nil, false
 	s.mu.Unlock()
 	start = time.Now()
 	if _, _, err := s.QueryRuns(ctx, cron.RunQuery{}); err != nil {

@@ -162,7 +162,7 @@ func TestEveryRollsAndRestartSkipsToNextSlot(t *testing.T) {
 	if got.NextRunAt.Before(upStart) {
 		t.Errorf("next_run_at %v after a restart begun at %v is in the past", got.NextRunAt, upStart)
 	}
-	var since []cron.Run // the runs after the restart, oldest first
+	var since []cron.Run  // the runs after the restart, oldest first
 	var bursts []cron.Run // the records of slots not called
 	waitFor(t, "two runs after the restart", func() bool {
 		since, bursts = since[:0], bursts[:0]

@@ -66,7 +66,7 @@ func NewCron(cfg CronConfig) *Cron {
 	return &Cron{
 		jobsDesc: prometheus.NewDesc(ns+"_jobs", "Jobs by state (enabled, paused).", []string{"state"}, nil),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "runs_total",
-			Help: "Runs by final status (success, failed, timeout, skipped, missed)."}, []string{"status"}),
+			Help: "Runs by final status (success, failed, timeout, skipped, missed); each slot of a record of several slots not called counts."}, []string{"status"}),
 		lag:       hist("run_lag_seconds", "How late runs start: triggered_at minus scheduled_at."),
 		latency:   hist("callback_latency_seconds", "Duration of a run's callback, retries included."),
 		flush:     hist("store_flush_seconds", "Duration of one rewrite of jobs.json (encode, write, fsync, rename)."),
@@ -82,10 +82,11 @@ func NewCron(cfg CronConfig) *Cron {
 // collection. Before Watch both series are 0.
 func (c *Cron) Watch(r *cron.Runner) { c.runner.Store(r) }
 
-// RunFinished counts a finished run by status and, when a callback was
+// RunFinished counts a finished run by status (a record of several slots
+// not called, [cron.Run.Slots], counts each) and, when a callback was
 // attempted, observes its lag and its latency. It implements [cron.Observer].
 func (c *Cron) RunFinished(r cron.Run) {
-	c.runs.WithLabelValues(string(r.Status)).Inc()
+	c.runs.WithLabelValues(string(r.Status)).Add(float64(max(r.Slots, 1)))
 	if r.Attempts > 0 {
 		c.lag.Observe(max(r.Lag(), 0).Seconds())
 		c.latency.Observe(r.Latency.D().Seconds())

@@ -162,16 +162,26 @@ func TestEveryRollsAndRestartSkipsToNextSlot(t *testing.T) {
 	if got.NextRunAt.Before(upStart) {
 		t.Errorf("next_run_at %v after a restart begun at %v is in the past", got.NextRunAt, upStart)
 	}
-	var since []cron.Run // the runs after the restart, oldest first
+	var since []cron.Run  // the runs after the restart, oldest first
+	var bursts []cron.Run // the records of slots not called
 	waitFor(t, "two runs after the restart", func() bool {
-		since = since[:0]
+		since, bursts = since[:0], bursts[:0]
 		for _, r := range ts.runs(t, j.ID) {
-			if r.TriggeredAt.After(down) {
+			switch {
+			case r.Reason != "":
+				bursts = append(bursts, r)
+			case r.TriggeredAt.After(down):
 				since = append(since, r)
 			}
 		}
 		return len(since) >= 2
 	})
+	// The slots of the downtime are one record: missed, reason downtime,
+	// from the first slot after the stop, counting them all.
+	if len(bursts) != 1 || bursts[0].Status != cron.StatusMissed || bursts[0].Reason != cron.ReasonDowntime ||
+		bursts[0].ScheduledAt.Before(down.Add(-every)) || bursts[0].Slots < int(downFor/every)-2 {
+		t.Errorf("records of slots not called %+v, want one missed record of about %d slots, reason downtime", bursts, downFor/every)
+	}
 	slices.SortFunc(since, func(a, b cron.Run) int { return a.ScheduledAt.Compare(b.ScheduledAt) })
 	for _, r := range since {
 		if r.ScheduledAt.Before(upStart) {

@@ -143,9 +143,13 @@
 // runs.jsonl held in memory, 48 bytes a run (with run ids of 32 hex
 // digits, as a runner makes them): about 48 MB for 1M runs. It is built
 // by one read of the file when the history is first asked for after a
-// start or a compaction, then kept up by each write of runs; a page
-// costs a scan of the index (about 10 ms at 1M runs) and one read per
-// run it returns. Config.RunHistory bounds the runs kept per job (50 by
+// start or a compaction (batch by batch: writes go on meanwhile), then
+// kept up by each write of runs. A page reads the index from its newest
+// end and stops as soon as no older entry can enter it (runs are
+// appended about in time order): the newest runs cost little, a page
+// deep in the past or of a rare status up to a scan of the index; a
+// query of up to 16 jobs reads those jobs' lines instead. Then one read
+// per run returned. Config.RunHistory bounds the runs kept per job (50 by
 // default): 1M runs are 20,000 jobs at the default, or fewer jobs with
 // a larger RunHistory.
 // Journal records are held only until written, and a rewrite streams

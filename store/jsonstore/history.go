@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/ksana-dev/ksana/cron"
 )
@@ -112,7 +113,7 @@ func (s *Store) buildRefs() error {
 		s.mu.Unlock()
 		return nil
 	}
-	s.refs, s.longIDs = nil, nil
+	s.refs, s.refMax, s.longIDs = nil, nil, nil
 	f, end := s.rf, s.rsize
 	s.mu.Unlock()
 	if f == nil {
@@ -121,10 +122,17 @@ func (s *Store) buildRefs() error {
 		s.mu.Unlock()
 		return nil
 	}
+	// A line's fields the index holds; the others are not decoded.
 	type line struct {
 		id  string
 		run cron.Run
 		off int64
+	}
+	var fields struct {
+		ID          string      `json:"run_id"`
+		ScheduledAt time.Time   `json:"scheduled_at"`
+		Status      cron.Status `json:"status"`
+		Instance    string      `json:"instance"`
 	}
 	seen := make(map[*entry]uint32)
 	batch := make([]line, 0, 4096)
@@ -137,7 +145,7 @@ func (s *Store) buildRefs() error {
 			if e := s.index[l.id]; e != nil && e.rfirst != 0 && l.off+1 >= e.rfirst && l.off+1 <= e.rhead {
 				n := seen[e]
 				seen[e] = n + 1
-				s.refs = append(s.refs, s.newRef(&l.run, e, l.off, n))
+				s.addRef(s.newRef(&l.run, e, l.off, n))
 			}
 		}
 		batch = batch[:0]
@@ -155,8 +163,10 @@ func (s *Store) buildRefs() error {
 			b, err := readLine(r)
 			if len(b) > 0 && b[len(b)-1] == '\n' {
 				var l line
-				if id, ok := lineJobID(b); ok && json.Unmarshal(b, &l.run) == nil {
+				fields.ID, fields.Status, fields.Instance = "", "", ""
+				if id, ok := lineJobID(b); ok && json.Unmarshal(b, &fields) == nil {
 					l.id, l.off = id, off
+					l.run = cron.Run{ID: fields.ID, ScheduledAt: fields.ScheduledAt, Status: fields.Status, Instance: fields.Instance}
 					batch = append(batch, l)
 				}
 				off += int64(len(b))
@@ -181,6 +191,23 @@ func (s *Store) buildRefs() error {
 			return nil
 		}
 	}
+}
+
+// refBlock is the number of refs one entry of Store.refMax covers.
+const refBlock = 1024
+
+// addRef appends ref to the index. mu is held.
+func (s *Store) addRef(ref runRef) {
+	b := len(s.refs) / refBlock
+	if b == len(s.refMax) {
+		last := int64(-1 << 63)
+		if b > 0 {
+			last = s.refMax[b-1]
+		}
+		s.refMax = append(s.refMax, last)
+	}
+	s.refMax[b] = max(s.refMax[b], ref.at)
+	s.refs = append(s.refs, ref)
 }
 
 // keptRef reports whether ref is a line the store keeps: of a job still
@@ -257,6 +284,9 @@ func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cro
 			}
 		}
 	}
+	if len(q.JobIDs) > 0 && len(q.JobIDs) <= chainJobs {
+		return s.queryChains(q, pending)
+	}
 	// The filters, as the index holds them.
 	var jobs map[*entry]bool
 	if len(q.JobIDs) > 0 {
@@ -289,6 +319,16 @@ func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cro
 	cAt := c.ScheduledAt.UnixNano()
 	h := &refHeap{s: s, refs: make([]runRef, 0, n+2)}
 	for i := len(s.refs) - 1; i >= 0; i-- {
+		if i%refBlock == refBlock-1 || i == len(s.refs)-1 {
+			// No ref up to here is scheduled later than latest: when
+			// none of them can enter the page, the scan is over. Runs
+			// are appended about in time order, so a page of the newest
+			// runs reads the end of the index only.
+			latest := s.refMax[i/refBlock]
+			if latest < since || (len(h.refs) > n && latest < h.refs[0].at) {
+				break
+			}
+		}
 		ref := &s.refs[i]
 		if ref.at < since || ref.at >= until || (jobs != nil && !jobs[ref.e]) || (len(q.Statuses) > 0 && !statuses[ref.status]) ||
 			(inst != 0 && ref.inst != inst) {
@@ -327,6 +367,57 @@ func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cro
 		all = append(all, rl.Run)
 	}
 	q.After = cron.RunCursor{}
+	runs, next := cron.PageRuns(all, q)
+	return runs, next, nil
+}
+
+// chainJobs is the most jobs of a query that [Store.QueryRuns] reads
+// through their chains in runs.jsonl (each at most RunHistory lines)
+// rather than by a scan of the index.
+const chainJobs = 16
+
+// queryChains answers q, a query of a few jobs, from the runs of those
+// jobs kept in runs.jsonl, read newest first along each job's chain, and
+// from pending, the matching runs not yet written. mu is held; it is
+// released.
+func (s *Store) queryChains(q cron.RunQuery, pending []cron.Run) ([]cron.Run, cron.RunCursor, error) {
+	type chain struct {
+		id          string
+		head, first int64
+		n           uint32
+	}
+	hist := uint32(max(s.cfg.RunHistory, 0))
+	var chains []chain
+	for _, id := range q.JobIDs {
+		if e := s.index[id]; e != nil && e.rcount > 0 {
+			chains = append(chains, chain{id: id, head: e.rhead, first: e.rfirst, n: min(e.rcount, hist)})
+		}
+	}
+	f := s.rf
+	s.mu.Unlock()
+	all := pending
+	var buf []byte
+	for _, c := range chains {
+		head := c.head
+		for range c.n {
+			if head == 0 || head < c.first || f == nil {
+				break
+			}
+			line, err := readLineAt(f, head-1, buf)
+			if err != nil {
+				return nil, cron.RunCursor{}, fmt.Errorf("jsonstore: read %s at %d: %w", RunsFile, head-1, err)
+			}
+			buf = line[:0]
+			var rl runLine
+			if err := json.Unmarshal(line, &rl); err != nil || rl.JobID != c.id || rl.Prev >= head {
+				return nil, cron.RunCursor{}, fmt.Errorf("jsonstore: %s at %d: not a run of job %s", RunsFile, head-1, c.id)
+			}
+			if q.Match(&rl.Run) && q.After.Before(&rl.Run) {
+				all = append(all, rl.Run)
+			}
+			head = rl.Prev
+		}
+	}
 	runs, next := cron.PageRuns(all, q)
 	return runs, next, nil
 }

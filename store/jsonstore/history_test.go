@@ -3,6 +3,7 @@ package jsonstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -94,5 +95,26 @@ func TestQueryRunsAfterReopen(t *testing.T) {
 	}
 	if count["a"] != 3000 || count["b"] != 3000 || count["c"] != 1 {
 		t.Errorf("runs found per job %v, want a and b 3000 each, c 1", count)
+	}
+	// A job filter read through the jobs' chains, and one of more jobs
+	// than that, read through the index: the same runs.
+	many := []string{"b"}
+	for i := range chainJobs {
+		many = append(many, fmt.Sprintf("none-%d", i))
+	}
+	for _, jobs := range [][]string{{"b"}, many} {
+		runs, next, err := s.QueryRuns(ctx, cron.RunQuery{JobIDs: jobs, Limit: 7, Since: t0.Add(8950 * time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range runs {
+			got = append(got, r.ID)
+		}
+		want := []string{fmt.Sprintf("%032x", 8998), fmt.Sprintf("%032x", 8995), fmt.Sprintf("%032x", 8992), fmt.Sprintf("%032x", 8989),
+			fmt.Sprintf("%032x", 8986), fmt.Sprintf("%032x", 8983), fmt.Sprintf("%032x", 8980)}
+		if !slices.Equal(got, want) || next.IsZero() {
+			t.Errorf("runs of %d jobs: %v, next %v; want %v and a next page", len(jobs), got, next, want)
+		}
 	}
 }

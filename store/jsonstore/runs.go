@@ -210,7 +210,7 @@ func (s *Store) appendRuns() error {
 			if e := s.index[runs[i].JobID]; e != nil && offs[i] >= 0 && scr[e] != nil {
 				n := seen[e]
 				seen[e] = n + 1
-				s.refs = append(s.refs, s.newRef(&runs[i], e, offs[i], e.rcount+n))
+				s.addRef(s.newRef(&runs[i], e, offs[i], e.rcount+n))
 			}
 		}
 	}
@@ -392,7 +392,7 @@ func (s *Store) compactRuns(strict bool) error {
 	}
 	s.runKept, s.runLines = kept, keptLines
 	// The lines moved: the history index is built again when asked for.
-	s.refs, s.longIDs, s.refsBuilt = nil, nil, false
+	s.refs, s.refMax, s.longIDs, s.refsBuilt = nil, nil, nil, false
 	old := s.rf
 	s.rf = out
 	st, _ := out.Stat()

@@ -140,6 +140,7 @@ type Store struct {
 	// The history index (history.go), guarded by mu: a ref per line of
 	// runs.jsonl, in file order, once refsBuilt; a compaction drops it.
 	refs      []runRef
+	refMax    []int64 // [b]: the latest scheduled_at of refs[:(b+1)*refBlock]
 	refsBuilt bool
 	bmu       sync.Mutex // one build of refs at a time (held before mu)
 	longIDs   []string   // the run ids that are not 32 hex digits

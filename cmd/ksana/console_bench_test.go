@@ -130,7 +130,7 @@ func BenchmarkConsole1M(b *testing.B) {
 				b.Run(p.name, func(b *testing.B) {
 					// Warm up: the first requests after a start of 1M jobs
 					// meet the collection of what loading left.
-					for range 20 {
+					for range 100 {
 						timedGet(b, url+p.page)
 						timedGet(b, url+p.api)
 					}

@@ -33,6 +33,10 @@
 //   - [github.com/ksana-dev/ksana/store/storetest]: the conformance suites
 //     every adapter of an interface runs.
 //
+// [github.com/ksana-dev/ksana/cron/console] is the web console of the
+// timed-job service: an http.Handler of HTML pages over a Runner, whose
+// writes go through the REST API.
+//
 // [github.com/ksana-dev/ksana/metrics] turns the core packages' hooks
 // (Observers and callbacks) into Prometheus collectors that any registry
 // takes; the binaries serve them on /metrics.

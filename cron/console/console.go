@@ -224,7 +224,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	unesc, err := url.PathUnescape(local)
-	if err != nil || cleanPath(local) != local {
+	if err != nil || !cleanLocal(local) {
 		c.fail(w, withMount(req, mount), http.StatusNotFound, "no such page: "+req.URL.Path)
 		return
 	}
@@ -295,14 +295,15 @@ func patternPath(pat string) string {
 	return pat
 }
 
-// cleanPath is p as http.ServeMux cleans it (a trailing slash kept).
-func cleanPath(p string) string {
-	if p == "" {
-		return "/"
+// cleanLocal reports whether the escaped path p has no empty, "." or ".."
+// segment (a trailing slash aside): http.ServeMux would redirect such a
+// path, to a place that forgets the mount point.
+func cleanLocal(p string) bool {
+	segs := strings.Split(strings.TrimSuffix(strings.TrimPrefix(p, "/"), "/"), "/")
+	for _, s := range segs {
+		if s == "" && p != "/" || s == "." || s == ".." {
+			return false
+		}
 	}
-	np := path.Clean(p)
-	if strings.HasSuffix(p, "/") && np != "/" {
-		np += "/"
-	}
-	return np
+	return strings.HasPrefix(p, "/")
 }

@@ -532,3 +532,38 @@ func TestContainsFold(t *testing.T) {
 		}
 	}
 }
+
+func TestCleanLocal(t *testing.T) {
+	for p, want := range map[string]bool{
+		"/": true, "/jobs": true, "/jobs/": true, "/jobs/a%2Fb": true, "/jobs/a.b": true,
+		"//jobs": false, "/jobs//x": false, "/jobs/./x": false, "/jobs/../x": false, "/..": false, "jobs": false,
+	} {
+		if got := cleanLocal(p); got != want {
+			t.Errorf("cleanLocal(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tt := range []struct {
+		s         cron.ScheduleSpec
+		words, tz string
+	}{
+		{cron.Cron("0 3 * * *"), "every day at 03:00 (UTC)", "UTC"},
+		{cron.ScheduleSpec{Kind: cron.KindCron, Cron: "30 9 * * 1-5", TZ: "Europe/Paris"}, "Monday to Friday at 09:30 (Europe/Paris)", "Europe/Paris"},
+		{cron.Cron("CRON_TZ=Asia/Tokyo */15 * * * *"), "every 15 minutes, every day (Asia/Tokyo)", "Asia/Tokyo"},
+		{cron.Cron("@hourly"), "every hour, on the hour (UTC)", "UTC"},
+		{cron.Cron("0 0 1,15 * *"), `on the cron expression "0 0 1,15 * *" (UTC)`, "UTC"},
+		{cron.Every(90 * time.Second), "every 90 seconds", "UTC"},
+		{cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour), Jitter: cron.Duration(time.Minute)}, "every hour, each run up to 1 minute late (jitter)", "UTC"},
+		{cron.At(at), "once, at 2030-01-02 03:04:05 UTC", "UTC"},
+	} {
+		if got := describe(tt.s); got != tt.words {
+			t.Errorf("describe(%+v) = %q, want %q", tt.s, got, tt.words)
+		}
+		if got := zoneName(tt.s); got != tt.tz {
+			t.Errorf("zoneName(%+v) = %q, want %q", tt.s, got, tt.tz)
+		}
+	}
+}

@@ -25,7 +25,11 @@ func describe(s cron.ScheduleSpec) string {
 			w += ", counted from " + s.StartAt.UTC().Format("2006-01-02 15:04:05 UTC")
 		}
 		if s.Jitter > 0 {
-			w += ", each run up to " + words(time.Duration(s.Jitter)) + " late (jitter)"
+			j := words(time.Duration(s.Jitter))
+			if j[0] < '0' || j[0] > '9' {
+				j = "1 " + j
+			}
+			w += ", each run up to " + j + " late (jitter)"
 		}
 		return w
 	case cron.KindCron:
@@ -135,23 +139,26 @@ func twoDigits(s string) string {
 	return s
 }
 
-// zoneName is the time zone a schedule is computed in.
+// zoneName is the time zone a schedule is computed in: a cron
+// expression's CRON_TZ= or TZ= prefix, else its tz, else UTC, as the
+// cron package reads them.
 func zoneName(s cron.ScheduleSpec) string {
 	if s.Kind != cron.KindCron {
 		return "UTC"
 	}
-	e := strings.TrimSpace(s.Cron)
-	for _, p := range []string{"CRON_TZ=", "TZ="} {
-		if rest, ok := strings.CutPrefix(e, p); ok {
-			if i := strings.IndexByte(rest, ' '); i > 0 {
-				return rest[:i]
-			}
-		}
-	}
+	var opts []cron.CronOption
 	if s.TZ != "" {
-		return s.TZ
+		loc, err := time.LoadLocation(s.TZ)
+		if err != nil {
+			return s.TZ
+		}
+		opts = append(opts, cron.WithLocation(loc))
 	}
-	return "UTC"
+	cs, err := cron.ParseCron(s.Cron, opts...)
+	if err != nil {
+		return "UTC"
+	}
+	return cs.Location().String()
 }
 
 // written is the schedule as written, field by field.

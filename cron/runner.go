@@ -447,7 +447,11 @@ func (r *Runner) Load(ctx context.Context) error {
 		return fmt.Errorf("cron: load jobs: %w", err)
 	}
 	if err := r.loadPause(ctx); err != nil {
-		return err
+		if r.sh == nil {
+			return err
+		}
+		// The pause timer reads it again within PauseRefresh.
+		r.log.Warn("cron: reading the service pause failed; trying again", "error", err)
 	}
 	now := r.now()
 	nowNs := toNano(now)

@@ -36,11 +36,20 @@
 //
 //	ksana jobs ls [-limit N] [-after ID] [-enabled B] [-kind K] [-status S] [-name N] [-type T]
 //	ksana jobs get|rm|run|pause|resume ID
+//	ksana jobs pause ID -until T|-for D   paused until an RFC3339 time, or for a duration (2h): it resumes by itself
 //	ksana jobs add -f FILE           (or -f - to read stdin) the job's JSON form, as POST /jobs takes it
 //	ksana jobs edit ID -f FILE       a JSON merge patch, as PATCH /jobs/{id} takes it
 //	ksana jobs runs ID [-limit N] [-status S]
 //	ksana jobs next ID [-n N]        the next run times, in UTC and in the job's zone
+//	ksana audit [-job ID] [-who NAME] [-since T] [-after N] [-limit N]
+//	ksana pause [-until T|-for D] [-reason R]   pause every job of the service (admin role); ksana health shows it
+//	ksana resume                                end that pause
 //	ksana health
+//
+// The audit log and the service pause are kept in the store (the JSON
+// file's directory: audit.jsonl and pause.json; the database: ksana_audit
+// and ksana_settings), so they survive a restart and, on a database, are
+// one for every instance (a pause reaches every instance within a second).
 //
 // Each prints a table for people, or with -o json the API's JSON for
 // scripts. The service's URL is -addr, else KSANA_ADDR, else

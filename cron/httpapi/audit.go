@@ -20,34 +20,17 @@ const DefaultAuditSize = 1000
 // DefaultAuditLimit is the page size of GET /audit without limit.
 const DefaultAuditLimit = 100
 
-// AuditEntry records one write through the API that succeeded (2xx). It
-// is the API's form of a [cron.AuditEntry], with the role typed.
-type AuditEntry struct {
-	// ID numbers the entries from 1 in the order they were made; it is
-	// the cursor of GET /audit?after=.
-	ID int64 `json:"id"`
-	// Time is when the write was answered.
-	Time time.Time `json:"time"`
-	// Who is the name of the token (see [Identity]); "admin" for
-	// [Config.Token]; "" when authentication is off.
-	Who string `json:"who"`
-	// Role is the role of the token ("" when authentication is off).
-	Role Role `json:"role,omitempty"`
-	// Method and Path are the request's (the path as sent, without the
-	// query).
-	Method string `json:"method"`
-	Path   string `json:"path"`
-	// JobID is the job written.
-	JobID string `json:"job_id"`
-	// Status is the HTTP status answered.
-	Status int `json:"status"`
-	// Before and After are the job as read just before and just after the
-	// write (absent before a create and after a delete). A write of
-	// another request to the same job at the same time may fall between
-	// the reads.
-	Before json.RawMessage `json:"before,omitempty"`
-	After  json.RawMessage `json:"after,omitempty"`
-}
+// AuditEntry records one write through the API that succeeded (2xx):
+// who made it (the token's name, see [Identity]; "admin" for
+// [Config.Token]; "" when authentication is off) and its role, the
+// method and the path (as sent, without the query), the job written (""
+// for POST /pause and /resume), the status answered, when, and the job
+// just before and just after the write (absent before a create and after
+// a delete; the service pause for POST /pause and /resume). A write of
+// another request to the same job at the same time may fall between the
+// reads. Its ID numbers the entries of the log in order: the cursor of
+// GET /audit?after=.
+type AuditEntry = cron.AuditEntry
 
 // AuditSink receives every audit entry, for an embedding service that
 // keeps them (the in-memory log is bounded and lost at a restart).
@@ -84,7 +67,7 @@ func (l *auditLog) add(ctx context.Context, e AuditEntry) {
 		defer l.mu.Unlock()
 	}
 	if l.store != nil {
-		ce, err := l.store.AppendAudit(ctx, e.cron())
+		ce, err := l.store.AppendAudit(ctx, e)
 		if err != nil {
 			// The write itself succeeded and was answered: the entry is
 			// what is lost, and the log says so.
@@ -95,17 +78,6 @@ func (l *auditLog) add(ctx context.Context, e AuditEntry) {
 	if l.sink != nil {
 		l.sink.Audit(ctx, e)
 	}
-}
-
-// cron returns e as a cron.AuditEntry.
-func (e AuditEntry) cron() cron.AuditEntry {
-	return cron.AuditEntry{ID: e.ID, Time: e.Time, Who: e.Who, Role: string(e.Role), Method: e.Method, Path: e.Path,
-		JobID: e.JobID, Status: e.Status, Before: e.Before, After: e.After}
-}
-
-func auditEntryOf(e cron.AuditEntry) AuditEntry {
-	return AuditEntry{ID: e.ID, Time: e.Time, Who: e.Who, Role: Role(e.Role), Method: e.Method, Path: e.Path,
-		JobID: e.JobID, Status: e.Status, Before: e.Before, After: e.After}
 }
 
 // auditParams are the query parameters of GET /audit.
@@ -157,10 +129,7 @@ func (s *Server) audit(w http.ResponseWriter, req *http.Request, _ string) {
 		writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: "reading the audit log: " + err.Error()})
 		return
 	}
-	entries := make([]AuditEntry, len(got))
-	for i := range got {
-		entries[i] = auditEntryOf(got[i])
-	}
+	entries := got
 	if more && len(entries) > 0 {
 		setNext(w, q, strconv.FormatInt(entries[len(entries)-1].ID, 10))
 	}
@@ -202,7 +171,7 @@ func (s *Server) audited(w http.ResponseWriter, req *http.Request, id string, wh
 	s.auditLog.add(req.Context(), AuditEntry{
 		Time:   time.Now().UTC(),
 		Who:    who.Name,
-		Role:   who.Role,
+		Role:   string(who.Role),
 		Method: req.Method,
 		Path:   req.URL.Path,
 		JobID:  jobID,

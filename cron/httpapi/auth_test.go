@@ -217,7 +217,7 @@ func TestAudit(t *testing.T) {
 	}
 	var briefs []brief
 	for _, e := range got {
-		b := brief{ID: e.ID, Who: e.Who, Role: e.Role, Method: e.Method, Path: e.Path, Job: e.JobID, Status: e.Status}
+		b := brief{ID: e.ID, Who: e.Who, Role: Role(e.Role), Method: e.Method, Path: e.Path, Job: e.JobID, Status: e.Status}
 		b.BeforeName, b.BeforePaused = field(e.Before)
 		b.AfterName, b.AfterPaused = field(e.After)
 		if e.Time.IsZero() {

@@ -824,7 +824,8 @@ func (r *Runner) Pause(ctx context.Context, id string) (Job, error) {
 }
 
 // Resume enables job id and schedules its next slot after now (a once job
-// whose run_at has passed is marked missed instead). An unknown id is
+// whose run_at has passed is marked missed instead), and clears its
+// failures in a row and last alert (see [AlertConfig]). An unknown id is
 // [ErrNotFound].
 func (r *Runner) Resume(ctx context.Context, id string) (Job, error) {
 	return r.setEnabled(ctx, id, true)
@@ -857,6 +858,11 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 	r.mu.Unlock()
 	r.reschedulePlan(&c, !on, nowNs)
 	j.Paused, j.NextRunAt, j.LastStatus = !on, fromNano(c.next), statusNames[c.status]
+	if on {
+		// A resumed job starts a new episode of its health: its next
+		// failure alerts failing again.
+		j.Failures, j.LastAlert = 0, ""
+	}
 	ver, err := r.save(ctx, j)
 	if err != nil {
 		return Job{}, err
@@ -865,6 +871,9 @@ func (r *Runner) setEnabled(ctx context.Context, id string, on bool) (Job, error
 	defer r.mu.Unlock()
 	r.vers.set(idx, ver)
 	e.enabled, e.next, e.status = on, c.next, c.status
+	if on {
+		e.setHealth(health{})
+	}
 	if on {
 		r.schedule(idx, e, e.next)
 	} else {

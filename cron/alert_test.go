@@ -120,6 +120,13 @@ func TestAlerts(t *testing.T) {
 		if len(stored) != 1 || !stored[0].Paused || stored[0].Failures != 5 || stored[0].LastAlert != AlertPaused {
 			t.Errorf("stored job: %+v; want paused with failures 5 and last_alert paused", stored)
 		}
+		if j, err := r.Resume(context.Background(), "f"); err != nil || j.Failures != 0 || j.LastAlert != "" {
+			t.Errorf("Resume = failures %d, last_alert %q, %v; want a new episode (0, \"\")", j.Failures, j.LastAlert, err)
+		}
+		stored, _ = st.Load(context.Background())
+		if stored[0].Paused || stored[0].Failures != 0 || stored[0].LastAlert != "" {
+			t.Errorf("stored job after Resume: %+v; want enabled, its health cleared", stored[0])
+		}
 		runs, err := r.Runs(context.Background(), "f", 0)
 		if err != nil {
 			t.Fatal(err)

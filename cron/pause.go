@@ -247,7 +247,8 @@ func (r *Runner) PauseUntil(ctx context.Context, id string, until time.Time) (Jo
 
 // Resume enables job id, clears its paused_until and schedules its next
 // slot after now (a once job whose run_at has passed is marked missed
-// instead). An unknown id is [ErrNotFound].
+// instead), and clears its failures in a row and last alert (see
+// [AlertConfig]). An unknown id is [ErrNotFound].
 func (r *Runner) Resume(ctx context.Context, id string) (Job, error) {
 	j, _, err := r.setPause(ctx, id, false, time.Time{}, 0)
 	return j, err
@@ -276,7 +277,13 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 		if err != nil || (j.Paused == paused && j.PausedUntil.Equal(until)) {
 			return j, false, err
 		}
-		j, _, err = r.updateStored(ctx, id, func(j *Job) error { j.Paused, j.PausedUntil = paused, until; return nil }, true)
+		j, _, err = r.updateStored(ctx, id, func(j *Job) error {
+			if j.Paused && !paused {
+				j.Failures, j.LastAlert = 0, "" // a new episode of its health
+			}
+			j.Paused, j.PausedUntil = paused, until
+			return nil
+		}, true)
 		return j, err == nil, err
 	}
 	was := e.enabled
@@ -292,6 +299,11 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 		r.reschedulePlan(&c, was, nowNs)
 	}
 	j.Paused, j.PausedUntil, j.NextRunAt, j.LastStatus = paused, until, fromNano(c.next), statusNames[c.status]
+	if was != c.enabled && c.enabled {
+		// A resumed job starts a new episode of its health: its next
+		// failure alerts failing again.
+		j.Failures, j.LastAlert = 0, ""
+	}
 	ver, err := r.save(ctx, j)
 	if err != nil {
 		return Job{}, false, err
@@ -302,6 +314,9 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 	e.enabled, e.next, e.status = c.enabled, c.next, c.status
 	e.setPausedUntil(untilNs)
 	if e.enabled {
+		if !was {
+			e.setHealth(health{})
+		}
 		r.schedule(idx, e, e.next)
 		r.endPause(e, nowNs)
 	} else {

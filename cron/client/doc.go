@@ -5,7 +5,7 @@
 // API token ("" when the service has none), and has one method per
 // endpoint: [Client.List] (with its filters and paging), [Client.Get],
 // [Client.Create] and [Client.CreateJSON], [Client.Patch],
-// [Client.Delete], [Client.RunNow], [Client.Pause], [Client.Resume],
+// [Client.Delete], [Client.RunNow], [Client.RunNowWith], [Client.Pause], [Client.Resume],
 // [Client.Runs], [Client.Next], [Client.Preview], [Client.Audit] (the
 // audit log of writes, paged) and [Client.Health].
 // Jobs and runs are the types of package cron ([cron.Job], [cron.Run]).

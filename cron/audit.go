@@ -34,7 +34,8 @@ type AuditEntry struct {
 	// Status is the HTTP status answered.
 	Status int `json:"status"`
 	// Before and After are the JSON of the job just before and just after
-	// the write (absent before a create and after a delete).
+	// the write (absent before a create and after a delete), with its
+	// secrets hidden ([Job.Redacted]).
 	Before json.RawMessage `json:"before,omitempty"`
 	After  json.RawMessage `json:"after,omitempty"`
 }

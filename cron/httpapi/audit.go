@@ -145,7 +145,7 @@ func (s *Server) audited(w http.ResponseWriter, req *http.Request, id string, wh
 		before = s.pauseJSON()
 	} else if id != "" {
 		if j, err := s.r.Get(id); err == nil {
-			before, _ = j.MarshalJSON()
+			before, _ = j.Redacted().MarshalJSON()
 		}
 	}
 	rec := &statusWriter{ResponseWriter: w}
@@ -165,7 +165,7 @@ func (s *Server) audited(w http.ResponseWriter, req *http.Request, id string, wh
 		after = s.pauseJSON()
 	} else if jobID != "" && req.Method != http.MethodDelete {
 		if j, err := s.r.Get(jobID); err == nil {
-			after, _ = j.MarshalJSON()
+			after, _ = j.Redacted().MarshalJSON()
 		}
 	}
 	s.auditLog.add(req.Context(), AuditEntry{

@@ -295,3 +295,48 @@ func TestAuditOff(t *testing.T) {
 		t.Errorf("sink (-want +got):\n%s", diff)
 	}
 }
+
+// TestSecretsHiddenBelowAdmin: a viewer or an operator reads a job with
+// its header values, URL password and alert secret hidden; an admin reads
+// them; the audit log keeps them hidden for everyone; and the stored job
+// keeps the real values.
+func TestSecretsHiddenBelowAdmin(t *testing.T) {
+	set, err := NewTokenSet([]Token{
+		{Secret: "v-secret", Role: RoleViewer, Name: "vera"},
+		{Secret: "o-secret", Role: RoleOperator, Name: "otto"},
+		{Secret: "a-secret", Role: RoleAdmin, Name: "ada"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, Config{Authorizer: set})
+	job := `{"id":"s","name":"s","http":{"method":"POST","url":"http://bob:pw-123@127.0.0.1:9/x","headers":{"Authorization":"Bearer cb-token"}},
+		"schedule":{"kind":"every","every":"1h"},"alert":{"url":"http://127.0.0.1:9/hook","secret":"alert-secret-1"}}`
+	if r := f.do(t, "POST", "/jobs", job, bearer("a-secret")); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	secrets := []string{"pw-123", "cb-token", "alert-secret-1"}
+	for _, c := range []struct{ method, path, tok string }{
+		{"GET", "/jobs/s", "v-secret"}, {"GET", "/jobs", "v-secret"}, {"GET", "/jobs/s", "o-secret"},
+		{"POST", "/jobs/s/pause", "o-secret"}, {"POST", "/jobs/s/resume", "o-secret"}, {"GET", "/audit", "a-secret"},
+	} {
+		r := f.do(t, c.method, c.path, "", bearer(c.tok))
+		if r.status != 200 {
+			t.Fatalf("%s %s: %d %s", c.method, c.path, r.status, r.body)
+		}
+		for _, sec := range secrets {
+			if strings.Contains(r.body, sec) {
+				t.Errorf("%s %s with %s shows the secret %q: %s", c.method, c.path, c.tok, sec, r.body)
+			}
+		}
+		if !strings.Contains(r.body, "(hidden)") {
+			t.Errorf("%s %s with %s: no (hidden) value in %s", c.method, c.path, c.tok, r.body)
+		}
+	}
+	r := f.do(t, "GET", "/jobs/s", "", bearer("a-secret"))
+	for _, sec := range secrets {
+		if !strings.Contains(r.body, sec) {
+			t.Errorf("admin GET /jobs/s lacks %q: %s", sec, r.body)
+		}
+	}
+}

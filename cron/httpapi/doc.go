@@ -161,13 +161,19 @@
 // holds gets 401; a token whose role is too small gets 403 with
 // {"error": "...", "role": "<the role needed>"}.
 //
+// A token below admin, which cannot change a job's secrets, cannot read
+// them either: the jobs it reads (GET /jobs, GET /jobs/{id}, the answers
+// of pause and resume) show the value of every callback header, a
+// password in the callback URL and the alert's secret as "(hidden)"
+// ([cron.Job.Redacted]).
+//
 // # Audit log
 //
 // Each write that succeeds (2xx: create, patch, delete, run-now, pause,
 // resume, and the service pause and resume) adds an [AuditEntry]: who
 // (the token's name), its role, the method and path, the job id, the
-// status, when, and the job as read just before and just after the write
-// (for POST /pause and /resume: the service pause before and after, and
+// status, when, and the job as read just before and just after the write,
+// its secrets hidden as above, for every role (for POST /pause and /resume: the service pause before and after, and
 // no job id). [Config.AuditLog] keeps them where it keeps them (a store's
 // durable log: cmd/ksana gives its store's); without it, the last
 // [Config.AuditSize] entries (default [DefaultAuditSize]) are kept in

@@ -102,7 +102,7 @@ func (s *Server) pause(w http.ResponseWriter, req *http.Request, id string) {
 		s.fail(w, err, id)
 		return
 	}
-	writeJSON(w, http.StatusOK, j)
+	writeJSON(w, http.StatusOK, shown(req, j))
 }
 
 // pauseAll answers POST /pause: the service-wide pause.

@@ -236,6 +236,9 @@ func (s *Server) endpoint(rt route, h handler) http.Handler {
 		if !ok {
 			return
 		}
+		if s.authOn() && !who.Role.Includes(RoleAdmin) {
+			req = req.WithContext(context.WithValue(req.Context(), redactKey{}, true))
+		}
 		if h == nil || !allowed(rt.allow, req.Method) {
 			w.Header().Set("Allow", rt.allow)
 			writeError(w, &RequestError{Status: http.StatusMethodNotAllowed, Msg: fmt.Sprintf("method %s not allowed on %s; allowed: %s", req.Method, rt.path, rt.allow)})
@@ -330,13 +333,27 @@ func (s *Server) metrics(w http.ResponseWriter, req *http.Request, _ string) {
 	s.cfg.Metrics.ServeHTTP(w, req)
 }
 
-func (s *Server) get(w http.ResponseWriter, _ *http.Request, id string) {
+func (s *Server) get(w http.ResponseWriter, req *http.Request, id string) {
 	j, err := s.r.Get(id)
 	if err != nil {
 		s.fail(w, err, id)
 		return
 	}
-	writeJSON(w, http.StatusOK, j)
+	writeJSON(w, http.StatusOK, shown(req, j))
+}
+
+// redactKey marks the context of a request whose token is below the
+// admin role: the jobs it reads have their secrets hidden.
+type redactKey struct{}
+
+// shown returns j as req may read it: with its secrets hidden
+// ([cron.Job.Redacted]) for a token below the admin role, which cannot
+// change them either.
+func shown(req *http.Request, j cron.Job) cron.Job {
+	if req.Context().Value(redactKey{}) != nil {
+		return j.Redacted()
+	}
+	return j
 }
 
 func (s *Server) remove(w http.ResponseWriter, req *http.Request, id string) {
@@ -360,7 +377,7 @@ func (s *Server) setEnabled(w http.ResponseWriter, req *http.Request, id string,
 		s.fail(w, err, id)
 		return
 	}
-	writeJSON(w, http.StatusOK, j)
+	writeJSON(w, http.StatusOK, shown(req, j))
 }
 
 func (s *Server) runs(w http.ResponseWriter, req *http.Request, id string) {
@@ -728,6 +745,9 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, _ string) {
 	}
 	if more && len(jobs) > 0 {
 		setNext(w, q, jobs[len(jobs)-1].ID)
+	}
+	for i := range jobs {
+		jobs[i] = shown(req, jobs[i])
 	}
 	writeJSON(w, http.StatusOK, jobs)
 }

@@ -368,6 +368,12 @@ func (r *Runner) postAlert(ctx context.Context, cfg AlertConfig, body []byte) (r
 	if client == nil {
 		client = http.DefaultClient
 	}
+	if allow := r.cfg.AlertAllowHosts; len(allow) > 0 {
+		if h := req.URL.Hostname(); !allow.Allows(h) {
+			return false, &hostRefusedError{host: h}
+		}
+		client = allowClient(client, allow)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return true, err

@@ -242,3 +242,34 @@ func TestAlertValidation(t *testing.T) {
 		t.Error("New with Config.Alert.URL nope: nil error")
 	}
 }
+
+// TestAlertAllowHosts: with AlertAllowHosts set, an alert to a host
+// outside it is never requested, and one to a host inside it is sent.
+func TestAlertAllowHosts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hook := &webhook{t: t}
+		pn := newPipeNet(t, hook)
+		plan := &outcomes{plan: []bool{false, false}}
+		r := newTestRunner(t, NewMemStore(), nil, Config{
+			Handlers: map[string]Handler{"flaky": plan}, AlertClient: pn.Client, AlertRetries: -1,
+			AlertAllowHosts: HostAllowList{"*.internal"},
+		})
+		out := goJob("out", "flaky", Every(time.Minute))
+		out.Alert = &AlertConfig{URL: "http://metadata.example/alert"}
+		in := goJob("in", "flaky", Every(time.Minute))
+		in.Alert = &AlertConfig{URL: "http://hooks.internal/alert"}
+		mustAdd(t, r, out)
+		mustAdd(t, r, in)
+		stop := start(t, r)
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		hook.mu.Lock()
+		defer hook.mu.Unlock()
+		if hook.tries != 1 || len(hook.got) != 1 || hook.got[0].Job.ID != "in" {
+			t.Errorf("webhook got %d requests (%+v); want one, the alert of job in", hook.tries, hook.got)
+		}
+	})
+}

@@ -153,23 +153,7 @@ func NewHTTPExecutor(cfg HTTPExecutorConfig) *HTTPExecutor {
 	}
 	if len(cfg.AllowHosts) > 0 {
 		x.allow = cfg.AllowHosts
-		// A copy of the client that checks each redirect's host: the
-		// caller's client (or the shared default) is left as it is.
-		c := *x.client
-		next := c.CheckRedirect
-		c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-			if h := req.URL.Hostname(); !x.allow.Allows(h) {
-				return &hostRefusedError{host: h, redirect: true}
-			}
-			if next != nil {
-				return next(req, via)
-			}
-			if len(via) >= 10 {
-				return errors.New("stopped after 10 redirects")
-			}
-			return nil
-		}
-		x.client = &c
+		x.client = allowClient(x.client, x.allow)
 	}
 	if x.maxBody <= 0 {
 		x.maxBody = 64 << 10
@@ -249,6 +233,26 @@ func ExpandBody(body string, info RunInfo) string {
 func looksJSON(body string) bool {
 	s := strings.TrimLeft(body, " \t\r\n")
 	return s != "" && (s[0] == '{' || s[0] == '[')
+}
+
+// allowClient returns a copy of c that follows a redirect only to a host
+// of allow: c itself (or the shared default) is left as it is.
+func allowClient(c *http.Client, allow HostAllowList) *http.Client {
+	cc := *c
+	next := cc.CheckRedirect
+	cc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if h := req.URL.Hostname(); !allow.Allows(h) {
+			return &hostRefusedError{host: h, redirect: true}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &cc
 }
 
 // hostRefusedError is a request to a host outside the allow-list.

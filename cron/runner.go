@@ -109,6 +109,11 @@ type Config struct {
 	// AlertClient posts the alerts. Default nil: an http.Client with no
 	// timeout of its own (each attempt is bounded to 10s).
 	AlertClient *http.Client
+	// AlertAllowHosts, when not empty, lists the hosts alerts may be sent
+	// to, as [HTTPExecutorConfig.AllowHosts] does for callbacks: an alert
+	// to another host fails without a request, and a redirect elsewhere
+	// is not followed. cmd/ksana gives it KSANA_CALLBACK_ALLOW.
+	AlertAllowHosts HostAllowList
 }
 
 // Runner runs timed jobs: one min-heap of jobs keyed by next_run_at (fed

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -60,7 +61,7 @@ var envVars = []envVar{
 	{"LOG_FORMAT", "text", "text or json (log records go to stderr)"},
 	{"KSANA_API_TOKEN", "", "when set, every endpoint but /health requires Authorization: Bearer <token>"},
 	{"KSANA_API_TOKENS_FILE", "", "a file of tokens with roles, one a line: \"role token [name]\" (role viewer, operator or admin; # starts a comment line); reread on SIGHUP"},
-	{"KSANA_CALLBACK_ALLOW", "", "comma-separated host patterns job URLs must match, such as *.internal,api.example.com (empty: any host)"},
+	{"KSANA_CALLBACK_ALLOW", "", "comma-separated host patterns job URLs and alert webhooks must match, such as *.internal,api.example.com (empty: any host)"},
 	{"DATABASE_URL", "", "postgres://... or sqlite:PATH: keep the jobs in that database, shared by every ksana on it (unset: the JSON file of the data directory)"},
 	{"KSANA_INSTANCE", "", "this instance's name among those on one DATABASE_URL; a name a live instance uses is refused at start, exit 2 (unset: host-pid-random)"},
 	{"KSANA_ALERT_URL", "", "the webhook told when a job's health changes (failing, failing_streak, recovered, paused), for the jobs whose alert names no url of their own (unset: only those jobs alert)"},
@@ -190,7 +191,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.CallbackAllow = allow
 	c.Alert = cron.AlertConfig{URL: strings.TrimSpace(getenv("KSANA_ALERT_URL")), Secret: getenv("KSANA_ALERT_SECRET")}
 	if c.Alert.URL == "" && c.Alert.Secret != "" {
-		return c, &ConfigError{Var: "KSANA_ALERT_SECRET", Value: "(hidden)", Want: "is set without KSANA_ALERT_URL"}
+		return c, &ConfigError{Var: "KSANA_ALERT_SECRET", Value: c.Alert.Secret, Secret: true, Want: "is set without KSANA_ALERT_URL"}
 	}
 	if c.Alert.URL != "" {
 		j := cron.Job{Type: "x", Schedule: cron.Every(time.Minute), Alert: &c.Alert}
@@ -201,6 +202,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 				name, value = "KSANA_ALERT_SECRET", "(hidden)"
 			}
 			return c, &ConfigError{Var: name, Value: value, Want: ve.Reason}
+		}
+		if u, err := url.Parse(c.Alert.URL); err == nil && len(allow) > 0 && !httpapi.HostAllowed(allow, u.Hostname()) {
+			return c, &ConfigError{Var: "KSANA_ALERT_URL", Value: c.Alert.URL,
+				Want: fmt.Sprintf("host %q is not in KSANA_CALLBACK_ALLOW (%s): add it there, since alerts are held to that list too", u.Hostname(), strings.Join(allow, ","))}
 		}
 	}
 	c.DatabaseURL = strings.TrimSpace(getenv("DATABASE_URL"))

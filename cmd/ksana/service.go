@@ -66,6 +66,7 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		DefaultRetryBackoff: cfg.RetryBackoff,
 		MinInterval:         cfg.MinInterval,
 		Alert:               cfg.Alert,
+		AlertAllowHosts:     cron.HostAllowList(cfg.CallbackAllow),
 		Observer:            m,
 		Logger:              log,
 	})

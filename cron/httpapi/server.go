@@ -475,12 +475,25 @@ func (s *Server) checkCallback(j *cron.Job) *RequestError {
 	if len(s.allow) == 0 {
 		return nil
 	}
-	u, err := url.Parse(j.HTTP.URL)
+	// An unparsable URL is left to validation, which names the field.
+	if u, err := url.Parse(j.HTTP.URL); err == nil && u.Hostname() != "" && !HostAllowed(s.allow, u.Hostname()) {
+		return badField("http.url", "host %q is not in the callback allow-list (%s)", u.Hostname(), strings.Join(s.allow, ","))
+	}
+	return s.checkAlert(j)
+}
+
+// checkAlert refuses a job whose alert webhook is outside the callback
+// allow-list: the service calls it as it calls a callback.
+func (s *Server) checkAlert(j *cron.Job) *RequestError {
+	if len(s.allow) == 0 || j.Alert == nil || j.Alert.URL == "" {
+		return nil
+	}
+	u, err := url.Parse(j.Alert.URL)
 	if err != nil || u.Hostname() == "" {
 		return nil // validation names the field
 	}
 	if !HostAllowed(s.allow, u.Hostname()) {
-		return badField("http.url", "host %q is not in the callback allow-list (%s)", u.Hostname(), strings.Join(s.allow, ","))
+		return badField("alert.url", "host %q is not in the callback allow-list (%s)", u.Hostname(), strings.Join(s.allow, ","))
 	}
 	return nil
 }

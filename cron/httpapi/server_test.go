@@ -473,6 +473,18 @@ func TestCallbackAllow(t *testing.T) {
 	if r = f.do(t, "PATCH", "/jobs/p", `{"http":{"url":"http://evil.com/"}}`, nil); r.status != 400 {
 		t.Errorf("PATCH to a refused host: %d, want 400", r.status)
 	}
+	// The alert webhook is held to the list as the callback is, on a
+	// create and on a PATCH.
+	r = f.do(t, "POST", "/jobs", `{"http":{"url":"http://svc.internal/"},"schedule":{"kind":"every","every":"1h"},"alert":{"url":"http://169.254.169.254/"}}`, nil)
+	if r.status != 400 || !strings.Contains(r.body, `"field":"alert.url"`) {
+		t.Errorf("create with an alert outside the list: %d %s, want 400 naming alert.url", r.status, r.body)
+	}
+	if r = f.do(t, "PATCH", "/jobs/p", `{"alert":{"url":"http://evil.com/hook"}}`, nil); r.status != 400 || !strings.Contains(r.body, `"field":"alert.url"`) {
+		t.Errorf("PATCH to an alert outside the list: %d %s, want 400 naming alert.url", r.status, r.body)
+	}
+	if r = f.do(t, "PATCH", "/jobs/p", `{"alert":{"url":"http://hooks.internal/x"}}`, nil); r.status != 200 {
+		t.Errorf("PATCH to an alert inside the list: %d %s, want 200", r.status, r.body)
+	}
 }
 
 // TestConcurrentPatches sends PATCHes of different fields of one job at

@@ -65,6 +65,10 @@ func TestLoadConfig(t *testing.T) {
 		{env: map[string]string{"KSANA_LEASE_TTL": "soon"}, wantErr: `KSANA_LEASE_TTL="soon": must be a positive duration`},
 		{env: map[string]string{"LISTEN_ADDR": "127.0.0.1:80"}, wantErr: `LISTEN_ADDR="127.0.0.1:80": must be a host name or an IP address`},
 		{env: map[string]string{"LISTEN_ADDR": "a b"}, wantErr: `LISTEN_ADDR="a b"`},
+		{env: map[string]string{"KSANA_CALLBACK_ALLOW": "*.internal", "KSANA_ALERT_URL": "http://evil.example/hook"},
+			wantErr: `KSANA_ALERT_URL="http://evil.example/hook": host "evil.example" is not in KSANA_CALLBACK_ALLOW`},
+		{env: map[string]string{"KSANA_CALLBACK_ALLOW": "*.internal", "KSANA_ALERT_URL": "http://hooks.internal/hook"},
+			check: func(c config) bool { return c.Alert.URL == "http://hooks.internal/hook" }},
 		{env: map[string]string{"KSANA_API_TOKEN": " "}, wantErr: `KSANA_API_TOKEN (a secret of 1 bytes, not shown): must not be blank`},
 		// The token is a secret: the error gives its length, never the value.
 		{env: map[string]string{"KSANA_API_TOKEN": "s3cret-value\n"}, wantErr: `KSANA_API_TOKEN (a secret of 13 bytes, not shown): must not be blank nor start or end with white space`},

@@ -527,8 +527,8 @@ func TestContainsFold(t *testing.T) {
 		{"Nightly Report", "report", true}, {"Nightly Report", "NIGHT", true}, {"abc", "", true},
 		{"abc", "abcd", false}, {"ÉTÉ été", "été", true}, {"report", "rx", false}, {"a-b", "-B", true},
 	} {
-		if got := containsFold(tt.s, tt.sub); got != tt.want {
-			t.Errorf("containsFold(%q, %q) = %v, want %v", tt.s, tt.sub, got, tt.want)
+		if got := cron.ContainsFold(tt.s, tt.sub); got != tt.want {
+			t.Errorf("ContainsFold(%q, %q) = %v, want %v", tt.s, tt.sub, got, tt.want)
 		}
 	}
 }

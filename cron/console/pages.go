@@ -182,7 +182,7 @@ func (c *Console) stats() *overviewStats {
 	st := &overviewStats{At: time.Now().UTC()}
 	byStatus := map[string]int{}
 	byKind := map[string]int{}
-	err := scan(c.r, nil, func(j *cron.Job) {
+	err := scan(c.r, filter{}, func(j *cron.Job) {
 		if j.Paused {
 			st.Paused++
 		} else {
@@ -231,12 +231,11 @@ func keepSoonest(next []cron.Job, j cron.Job, n int) []cron.Job {
 	return next
 }
 
-// scan calls visit with every job keep passes (nil: every job), a page at
-// a time.
-func scan(r *cron.Runner, keep func(*cron.Job) bool, visit func(*cron.Job)) error {
-	after := ""
+// scan calls visit with every job f selects, a page at a time.
+func scan(r *cron.Runner, f filter, visit func(*cron.Job)) error {
+	after, keep := "", f.keep()
 	for {
-		jobs, more, err := r.Page(after, scanPage, keep)
+		jobs, more, err := r.PageMatching(after, scanPage, f.Q, keep)
 		if err != nil {
 			return fmt.Errorf("reading the jobs after %q: %w", after, err)
 		}
@@ -334,10 +333,14 @@ func (f filter) String() string {
 	return "jobs with " + strings.Join(parts, ", ")
 }
 
-// keep is f as a test of a job; nil when f selects every job. It
-// allocates nothing: the runner calls it with its lock held.
+// keep is f but its text (Q, which the runner tests itself: see
+// [cron.Runner.PageMatching]) as a test of a job; nil when it selects
+// every job. It allocates nothing: the runner calls it with its lock
+// held.
 func (f filter) keep() func(*cron.Job) bool {
-	if f.empty() {
+	rest := f
+	rest.Q = ""
+	if rest.empty() {
 		return nil
 	}
 	status := cron.Status(f.Status)
@@ -367,37 +370,8 @@ func (f filter) keep() func(*cron.Job) bool {
 		if f.Enabled != "" && j.Paused != (f.Enabled == "false") {
 			return false
 		}
-		if f.Q != "" && !containsFold(j.ID, f.Q) && !containsFold(j.Name, f.Q) {
-			return false
-		}
 		return true
 	}
-}
-
-// containsFold reports whether sub is within s, ignoring case: ASCII
-// letters byte by byte, other text by strings.EqualFold.
-func containsFold(s, sub string) bool {
-	n := len(sub)
-	if n == 0 {
-		return true
-	}
-	first := lowerASCII(sub[0])
-	for i := 0; i+n <= len(s); i++ {
-		if c := s[i]; c < 0x80 && lowerASCII(c) != first && sub[0] < 0x80 {
-			continue
-		}
-		if strings.EqualFold(s[i:i+n], sub) {
-			return true
-		}
-	}
-	return false
-}
-
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }
 
 type jobsPage struct {
@@ -425,7 +399,7 @@ func (c *Console) jobs(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	p.After = q.Get("after")
-	jobs, more, err := c.r.Page(p.After, c.cfg.PageSize, f.keep())
+	jobs, more, err := c.r.PageMatching(p.After, c.cfg.PageSize, f.Q, f.keep())
 	status := http.StatusOK
 	switch {
 	case errors.Is(err, cron.ErrNotFound):
@@ -641,7 +615,7 @@ func (c *Console) bulk(w http.ResponseWriter, req *http.Request, u user) {
 		return
 	}
 	var ids []string
-	if err := scan(c.r, f.keep(), func(j *cron.Job) { ids = append(ids, j.ID) }); err != nil {
+	if err := scan(c.r, f, func(j *cron.Job) { ids = append(ids, j.ID) }); err != nil {
 		c.fail(w, req, http.StatusServiceUnavailable, err.Error())
 		return
 	}

@@ -26,10 +26,14 @@ type view struct {
 	User       user
 	CanOperate bool // run, pause, resume
 	CanAdmin   bool // create, edit, delete
-	ReadOnly   bool
-	Flash      string
-	Status     int
-	Page       any
+	// CanPauseAll: the service-wide pause and resume.
+	CanPauseAll bool
+	// Pause is the service-wide pause, shown on every page while set.
+	Pause    cron.PauseState
+	ReadOnly bool
+	Flash    string
+	Status   int
+	Page     any
 }
 
 // render writes page name with data p and status.
@@ -41,17 +45,19 @@ func (c *Console) render(w http.ResponseWriter, req *http.Request, status int, n
 	}
 	u := c.who(req)
 	v := view{
-		Title:      pageTitle(name, p),
-		App:        c.cfg.Title,
-		Base:       mount(req),
-		Here:       req.URL.RequestURI(),
-		CSRF:       c.csrfToken(w, req),
-		User:       u,
-		CanOperate: c.can(u, httpapi.RoleOperator),
-		CanAdmin:   c.can(u, httpapi.RoleAdmin),
-		ReadOnly:   c.cfg.ReadOnly,
-		Status:     status,
-		Page:       p,
+		Title:       pageTitle(name, p),
+		App:         c.cfg.Title,
+		Base:        mount(req),
+		Here:        req.URL.RequestURI(),
+		CSRF:        c.csrfToken(w, req),
+		User:        u,
+		CanOperate:  c.can(u, httpapi.RoleOperator),
+		CanAdmin:    c.can(u, httpapi.RoleAdmin),
+		CanPauseAll: c.can(u, pauseAllNeeds),
+		Pause:       c.r.Paused(),
+		ReadOnly:    c.cfg.ReadOnly,
+		Status:      status,
+		Page:        p,
 	}
 	if req.Method == http.MethodGet {
 		v.Flash = takeFlash(w, req)
@@ -92,8 +98,10 @@ func pageTitle(name string, p any) string {
 		return "Jobs"
 	case "login":
 		return "Sign in"
-	case "confirm":
+	case "confirm", "pauseall":
 		return "Confirm"
+	case "runs":
+		return "Runs"
 	}
 	return "Error"
 }
@@ -258,7 +266,9 @@ type filter struct {
 	Kind    string
 	Type    string
 	Enabled string // "", "true" or "false"
-	// A filter on the end of a timed pause goes here when jobs carry one.
+	// PausedUntil "true" keeps the jobs paused until a time (a timed
+	// pause, that ends by itself); "" any job.
+	PausedUntil string
 }
 
 // statuses are the values of the status filter.
@@ -269,7 +279,10 @@ var statuses = []string{"success", "failed", "timeout", "skipped", "paused", "mi
 func parseFilter(q url.Values) (filter, error) {
 	f := filter{
 		Q: strings.TrimSpace(q.Get("q")), Status: q.Get("status"), Kind: q.Get("kind"),
-		Type: strings.TrimSpace(q.Get("type")), Enabled: q.Get("enabled"),
+		Type: strings.TrimSpace(q.Get("type")), Enabled: q.Get("enabled"), PausedUntil: q.Get("paused_until"),
+	}
+	if f.PausedUntil != "" && f.PausedUntil != "true" {
+		return f, fmt.Errorf("paused_until must be true (jobs with a timed pause) or empty, got %q", f.PausedUntil)
 	}
 	if f.Status != "" && !slices.Contains(statuses, f.Status) {
 		return f, fmt.Errorf("status must be one of %s, got %q", strings.Join(statuses, ", "), f.Status)
@@ -295,7 +308,7 @@ func (f filter) empty() bool { return f == filter{} }
 // values is f as query parameters.
 func (f filter) values() url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"q": f.Q, "status": f.Status, "kind": f.Kind, "type": f.Type, "enabled": f.Enabled} {
+	for k, s := range map[string]string{"q": f.Q, "status": f.Status, "kind": f.Kind, "type": f.Type, "enabled": f.Enabled, "paused_until": f.PausedUntil} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -329,6 +342,9 @@ func (f filter) String() string {
 		parts = append(parts, "enabled")
 	case "false":
 		parts = append(parts, "paused")
+	}
+	if f.PausedUntil == "true" {
+		parts = append(parts, "paused until a time")
 	}
 	return "jobs with " + strings.Join(parts, ", ")
 }
@@ -368,6 +384,9 @@ func (f filter) keep() func(*cron.Job) bool {
 			}
 		}
 		if f.Enabled != "" && j.Paused != (f.Enabled == "false") {
+			return false
+		}
+		if f.PausedUntil == "true" && (!j.Paused || j.PausedUntil.IsZero()) {
 			return false
 		}
 		return true
@@ -433,6 +452,7 @@ type jobPage struct {
 	History   *historyPart
 	Audit     []httpapi.AuditEntry
 	AuditNote string
+	RunKey    string // the Idempotency-Key of the run-now form
 }
 
 // historyPart is the run history of a job, a part of its page that
@@ -463,7 +483,7 @@ func (c *Console) job(w http.ResponseWriter, req *http.Request) {
 		c.readFailed(w, req, err, id)
 		return
 	}
-	p := &jobPage{Job: j, Words: describe(j.Schedule), Written: written(j.Schedule), Zone: zoneName(j.Schedule)}
+	p := &jobPage{Job: j, Words: describe(j.Schedule), Written: written(j.Schedule), Zone: zoneName(j.Schedule), RunKey: newKey()}
 	next, _, err := c.r.Next(id, 10)
 	if err != nil {
 		p.NextError = err.Error()
@@ -505,13 +525,7 @@ func (c *Console) historyOf(req *http.Request, id string) *historyPart {
 	case err != nil:
 		h.Note = err.Error()
 	}
-	for _, r := range runs {
-		row := runRow{Run: r}
-		if !r.TriggeredAt.IsZero() && !r.ScheduledAt.IsZero() {
-			row.Lag = r.TriggeredAt.Sub(r.ScheduledAt)
-		}
-		h.Runs = append(h.Runs, row)
-	}
+	h.Runs = rows(runs)
 	return h
 }
 
@@ -545,13 +559,41 @@ func (c *Console) action(w http.ResponseWriter, req *http.Request, u user) {
 		c.fail(w, req, http.StatusNotFound, "no such action: "+name)
 		return
 	}
-	a := c.call(req.Context(), u, act.method, jobPath(id, act.path), nil)
+	var body []byte
+	var hdr http.Header
+	done := act.done
+	switch name {
+	case "pause":
+		until, err := pauseUntil(req, time.Now())
+		if err != nil {
+			c.fail(w, req, http.StatusBadRequest, err.Error())
+			return
+		}
+		if until != "" {
+			body = mustJSON(map[string]string{"until": until})
+			done = "paused until " + until
+		}
+	case "run":
+		b, field, err := runNowBody(req.PostFormValue)
+		if err != nil {
+			c.fail(w, req, http.StatusBadRequest, field+": "+err.Error())
+			return
+		}
+		body = b
+		if k := req.PostFormValue("key"); k != "" {
+			hdr = http.Header{"Idempotency-Key": {k}}
+		}
+	}
+	a := c.callWith(req.Context(), u, act.method, jobPath(id, act.path), body, hdr)
 	if !a.ok() {
-		msg, _ := a.problem()
+		msg, field := a.problem()
+		if field != "" && !strings.Contains(msg, field) {
+			msg = field + ": " + msg
+		}
 		c.fail(w, req, a.Status, msg)
 		return
 	}
-	setFlash(w, req, fmt.Sprintf("job %s %s", id, act.done))
+	setFlash(w, req, fmt.Sprintf("job %s %s", id, done))
 	back := c.back(req, "/jobs/"+url.PathEscape(id))
 	if name == "delete" {
 		back = "/jobs"

@@ -171,7 +171,7 @@ func TestCSRF(t *testing.T) {
 }
 
 // writeButtons are marks of the controls that write.
-var writeButtons = []string{`id="run-now"`, `id="pause"`, `id="resume"`, `id="delete"`, `id="edit"`, `id="bulk"`, `/new"`}
+var writeButtons = []string{`id="run-now"`, `id="run-with-form"`, `id="pause-form"`, `id="pause-all"`, `id="resume-all"`, `id="pause"`, `id="resume"`, `id="delete"`, `id="edit"`, `id="bulk"`, `/new"`}
 
 func TestRoles(t *testing.T) {
 	f := newFixture(t, fixtureOpts{auth: true})

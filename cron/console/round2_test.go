@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -267,5 +268,73 @@ func TestFormAlertFields(t *testing.T) {
 	}
 	if j, _ := f.runner.Get("al"); j.Alert != nil {
 		t.Errorf("alert after emptying the fields: %+v", j.Alert)
+	}
+}
+
+func TestPausePlainIgnoresTheTime(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.add(t, cron.Job{ID: "j"})
+	b := f.browser(t)
+	b.get("/jobs/j")
+	// The plain Pause button of a form whose time input holds a value.
+	if code, _, _ := b.post("/jobs/j/pause", url.Values{"plain": {"1"}, "until_local": {"2099-01-01T08:00"}}); code != http.StatusSeeOther {
+		t.Fatalf("pause: %d", code)
+	}
+	if j, _ := f.runner.Get("j"); !j.Paused || !j.PausedUntil.IsZero() {
+		t.Errorf("plain pause: paused %v until %s, want paused with no end", j.Paused, j.PausedUntil)
+	}
+	// Without the page's script the datetime-local value is read as UTC.
+	f.add(t, cron.Job{ID: "k"})
+	if code, _, _ := b.post("/jobs/k/pause", url.Values{"until_local": {"2099-01-01T08:00"}}); code != http.StatusSeeOther {
+		t.Fatalf("pause until_local: %d", code)
+	}
+	if j, _ := f.runner.Get("k"); !j.PausedUntil.Equal(time.Date(2099, 1, 1, 8, 0, 0, 0, time.UTC)) {
+		t.Errorf("until_local: paused until %s", j.PausedUntil)
+	}
+}
+
+// TestRunNowInFlightShows409 runs a job whose run blocks: a second run
+// now is the API's 409, shown with its message; force runs it anyway.
+func TestRunNowInFlightShows409(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 10)
+	r, err := cron.New(nil, cron.ExecutorFunc(func(ctx context.Context, j *cron.Job, _ cron.RunInfo) cron.Result {
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return cron.Result{Status: cron.StatusSuccess, Attempts: 1}
+	}), cron.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { close(release); cancel(); <-done }()
+	if _, err := r.Add(ctx, cron.Job{ID: "slow", Schedule: cron.Every(time.Hour), HTTP: cron.HTTPConfig{URL: "https://example.com"}}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(r, Config{}))
+	defer srv.Close()
+	f := &fixture{runner: r, srv: srv, base: srv.URL}
+	b := f.browser(t)
+	b.get("/jobs/slow")
+	if code, _, _ := b.post("/jobs/slow/run", nil); code != http.StatusSeeOther {
+		t.Fatalf("first run: %d", code)
+	}
+	<-started
+	code, body, _ := b.post("/jobs/slow/run", nil)
+	if code != http.StatusConflict || !strings.Contains(body, `id="error"`) || !strings.Contains(body, "has a run in flight") {
+		t.Errorf("run now while a run is in flight: %d, want 409 with the API's message\n%s", code, body)
+	}
+	if code, body, _ := b.post("/jobs/slow/run", url.Values{"force": {"on"}}); code != http.StatusSeeOther {
+		t.Errorf("forced run: %d\n%s", code, body)
+	}
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Error("the forced run did not start")
 	}
 }

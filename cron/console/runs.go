@@ -114,16 +114,14 @@ func linkAfter(link string) string {
 // quickPauses are the durations a pause may be given by one button.
 var quickPauses = map[string]time.Duration{"1h": time.Hour, "1d": 24 * time.Hour}
 
-// pauseUntil reads the end of a pause from a form: until (RFC 3339, set
-// by the page's script from the datetime-local input in the browser's
-// zone), else for (a quick choice: 1h or 1d), else until_local read as
-// UTC (a browser without scripts). It returns "" for a pause with no end.
+// pauseUntil reads the end of a pause from a form: none when the plain
+// pause button sent it (plain), else for (a quick choice: 1h or 1d),
+// else until (RFC 3339, set by the page's script from the datetime-local
+// input in the browser's zone), else until_local read as UTC (a browser
+// without scripts). It returns "" for a pause with no end.
 func pauseUntil(req *http.Request, now time.Time) (string, error) {
-	if s := strings.TrimSpace(req.PostFormValue("until")); s != "" {
-		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
-			return "", fmt.Errorf("until must be an RFC 3339 time such as 2026-12-01T00:00:00Z, got %q", short(s, 60))
-		}
-		return s, nil
+	if req.PostFormValue("plain") != "" {
+		return "", nil
 	}
 	if s := req.PostFormValue("for"); s != "" {
 		d, ok := quickPauses[s]
@@ -131,6 +129,12 @@ func pauseUntil(req *http.Request, now time.Time) (string, error) {
 			return "", fmt.Errorf("for must be 1h or 1d, got %q", short(s, 20))
 		}
 		return now.Add(d).UTC().Format(time.RFC3339), nil
+	}
+	if s := strings.TrimSpace(req.PostFormValue("until")); s != "" {
+		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+			return "", fmt.Errorf("until must be an RFC 3339 time such as 2026-12-01T00:00:00Z, got %q", short(s, 60))
+		}
+		return s, nil
 	}
 	if s := strings.TrimSpace(req.PostFormValue("until_local")); s != "" {
 		for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05"} {

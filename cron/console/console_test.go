@@ -519,20 +519,6 @@ func TestPageWeight(t *testing.T) {
 	}
 }
 
-func TestContainsFold(t *testing.T) {
-	for _, tt := range []struct {
-		s, sub string
-		want   bool
-	}{
-		{"Nightly Report", "report", true}, {"Nightly Report", "NIGHT", true}, {"abc", "", true},
-		{"abc", "abcd", false}, {"ÉTÉ été", "été", true}, {"report", "rx", false}, {"a-b", "-B", true},
-	} {
-		if got := cron.ContainsFold(tt.s, tt.sub); got != tt.want {
-			t.Errorf("ContainsFold(%q, %q) = %v, want %v", tt.s, tt.sub, got, tt.want)
-		}
-	}
-}
-
 func TestCleanLocal(t *testing.T) {
 	for p, want := range map[string]bool{
 		"/": true, "/jobs": true, "/jobs/": true, "/jobs/a%2Fb": true, "/jobs/a.b": true,

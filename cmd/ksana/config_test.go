@@ -73,7 +73,7 @@ func TestLoadConfig(t *testing.T) {
 		{env: map[string]string{"KSANA_CONSOLE": "maybe"}, wantErr: `KSANA_CONSOLE="maybe": must be on or off`},
 		{env: map[string]string{"KSANA_CONSOLE_READONLY": "yes"}, wantErr: `KSANA_CONSOLE_READONLY="yes": must be true or false`},
 		{env: map[string]string{"KSANA_CONSOLE_SECRET": "short-console-secret"}, wantErr: `KSANA_CONSOLE_SECRET (a secret of 20 bytes, not shown): must hold at least 32 bytes`},
-				// The token is a secret: the error gives its length, never the value.
+		// The token is a secret: the error gives its length, never the value.
 		{env: map[string]string{"KSANA_API_TOKEN": "s3cret-value\n"}, wantErr: `KSANA_API_TOKEN (a secret of 13 bytes, not shown): must not be blank nor start or end with white space`},
 	}
 	for _, tt := range tests {

@@ -261,12 +261,16 @@ below, DATABASE_URL included), 1 for any other failure.
 
 Environment:
 `)
+	width := 0
+	for _, v := range envVars {
+		width = max(width, len(v.name))
+	}
 	for _, v := range envVars {
 		def := v.def
 		if def == "" {
 			def = "unset"
 		}
-		fmt.Fprintf(&b, "  %-21s %s (default %s)\n", v.name, v.help, def)
+		fmt.Fprintf(&b, "  %-*s %s (default %s)\n", width, v.name, v.help, def)
 	}
 	b.WriteString("\n" + commandsUsage())
 	return b.String()

@@ -102,6 +102,8 @@ func BenchmarkPages1M(b *testing.B) {
 		{"jobs-filtered-kind", "/jobs?kind=cron&enabled=true", "/jobs?limit=50&kind=cron&enabled=true"},
 		{"jobs-filtered-search", "/jobs?q=TEAM+13&kind=every", ""},
 		{"job", "/jobs/" + f.hot, "/jobs/" + f.hot + "/runs"},
+		{"runs", "/runs", "/runs?limit=50"},
+		{"runs-filtered", "/runs?status=failed&job=" + f.hot, "/runs?limit=50&status=failed&job=" + f.hot},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {

@@ -458,6 +458,7 @@ type jobPage struct {
 // historyPart is the run history of a job, a part of its page that
 // reloads by itself.
 type historyPart struct {
+	Base    string // the mount point, for links
 	JobID   string
 	Runs    []runRow
 	Note    string
@@ -514,7 +515,7 @@ func (c *Console) history(w http.ResponseWriter, req *http.Request) {
 }
 
 func (c *Console) historyOf(req *http.Request, id string) *historyPart {
-	h := &historyPart{JobID: id}
+	h := &historyPart{Base: mount(req), JobID: id}
 	if c.cfg.RefreshInterval > 0 {
 		h.Refresh = int(c.cfg.RefreshInterval / time.Millisecond)
 	}

@@ -50,6 +50,9 @@ func TestRunsPage(t *testing.T) {
 	if code, body, _ := b.get("/runs?since=yesterday"); code != http.StatusBadRequest || !strings.Contains(body, "since: must be an RFC 3339 time") {
 		t.Errorf("GET /runs?since=yesterday: %d\n%s", code, body)
 	}
+	if _, body, _ := b.get("/jobs/a"); !strings.Contains(body, `href="/jobs-ui/runs?job=a"`) {
+		t.Error("the job page does not link to its runs on the runs page")
+	}
 	// Keyset paging: pages of runsPageSize, a next link while more follow.
 	if got := linkAfter(`<?after=123.r1&job=a>; rel="next"`); got != "123.r1" {
 		t.Errorf("linkAfter = %q", got)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -145,7 +146,7 @@ type overviewStats struct {
 
 type count struct {
 	Name  string
-	Query string // the jobs-page query that lists them
+	Query template.URL // the jobs-page query that lists them
 	N     int
 }
 
@@ -214,12 +215,12 @@ func (c *Console) stats() *overviewStats {
 			if s == "" {
 				name, q = "never run", "never"
 			}
-			st.ByStatus = append(st.ByStatus, count{name, "status=" + q, n})
+			st.ByStatus = append(st.ByStatus, count{name, template.URL("status=" + url.QueryEscape(q)), n})
 		}
 	}
 	for _, k := range []string{cron.KindOnce, cron.KindEvery, cron.KindCron} {
 		if n := byKind[k]; n > 0 {
-			st.ByKind = append(st.ByKind, count{k, "kind=" + k, n})
+			st.ByKind = append(st.ByKind, count{k, template.URL("kind=" + url.QueryEscape(k)), n})
 		}
 	}
 	c.ov = st
@@ -318,6 +319,10 @@ func (f filter) values() url.Values {
 
 // Query is f as a query string.
 func (f filter) Query() string { return f.values().Encode() }
+
+// Link is f as the query of a link in a page: encoded once, its = and &
+// kept as they are.
+func (f filter) Link() template.URL { return template.URL(f.Query()) }
 
 // String describes f for a confirmation.
 func (f filter) String() string {

@@ -2,9 +2,12 @@ package console
 
 import (
 	"context"
+	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -339,5 +342,67 @@ func TestRunNowInFlightShows409(t *testing.T) {
 	case <-started:
 	case <-time.After(10 * time.Second):
 		t.Error("the forced run did not start")
+	}
+}
+
+func TestRunsPagePaging(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	// Two jobs, as a store may keep a bounded history per job.
+	f.add(t, cron.Job{ID: "p"})
+	f.add(t, cron.Job{ID: "q"})
+	const n = runsPageSize + 5
+	for i := range n {
+		if _, err := f.runner.RunNowWith(context.Background(), []string{"p", "q"}[i%2], cron.RunOptions{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		waitRun(t, f)
+	}
+	b := f.browser(t)
+	_, body, _ := b.get("/runs?status=success")
+	if got := strings.Count(body, `class="run"`); got != runsPageSize {
+		t.Fatalf("first page: %d runs, want %d", got, runsPageSize)
+	}
+	m := regexp.MustCompile(`href="/jobs-ui(/runs\?[^"]+)" rel="next"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("first page: no next link\n%s", body)
+	}
+	next := html.UnescapeString(m[1])
+	if !strings.Contains(next, "status=success") {
+		t.Errorf("the next link %q forgets the filter", next)
+	}
+	code, body, _ := b.get(next)
+	if code != http.StatusOK || strings.Count(body, `class="run"`) != n-runsPageSize || strings.Contains(body, `rel="next"`) {
+		t.Errorf("second page %s: %d, %d runs, want %d and no next link", next, code, strings.Count(body, `class="run"`), n-runsPageSize)
+	}
+	if code, body, _ := b.get("/runs?after=nonsense"); code != http.StatusBadRequest || !strings.Contains(body, "after:") {
+		t.Errorf("a bad cursor: %d\n%s", code, body)
+	}
+}
+
+// TestLinksKeepTheFilter: the links of the pages (next page, the
+// overview's counts, a confirmation's cancel) carry their query encoded
+// once, so the page they lead to reads the same filter.
+func TestLinksKeepTheFilter(t *testing.T) {
+	f := newFixture(t, fixtureOpts{console: Config{PageSize: 2}})
+	for i := range 5 {
+		f.add(t, cron.Job{ID: fmt.Sprintf("j%d", i), Name: "nightly"})
+	}
+	b := f.browser(t)
+	_, body, _ := b.get("/jobs?q=night&kind=every")
+	m := regexp.MustCompile(`href="/jobs-ui(/jobs\?[^"]+)" rel="next"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no next link\n%s", body)
+	}
+	next, _ := url.Parse(html.UnescapeString(m[1]))
+	if q := next.Query(); q.Get("q") != "night" || q.Get("kind") != "every" || q.Get("after") != "j1" {
+		t.Errorf("next link %q reads as %v", m[1], q)
+	}
+	_, body, _ = b.get("/")
+	if !strings.Contains(body, `href="/jobs-ui/jobs?status=never"`) || !strings.Contains(body, `href="/jobs-ui/jobs?kind=every"`) {
+		t.Errorf("the overview's count links are not plain queries\n%s", body)
+	}
+	_, body, _ = b.post("/bulk", url.Values{"action": {"pause"}, "q": {"night"}, "kind": {"every"}})
+	if !strings.Contains(body, `href="/jobs-ui/jobs?kind=every&amp;q=night"`) {
+		t.Errorf("the confirmation's cancel link loses the filter\n%s", body)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -44,6 +45,10 @@ func (f runsFilter) Query(after string) string {
 	}
 	return v.Encode()
 }
+
+// Link is Query(after) as the query of a link in a page: encoded once,
+// its = and & kept as they are.
+func (f runsFilter) Link(after string) template.URL { return template.URL(f.Query(after)) }
 
 // runs answers the runs page: the history across jobs, read through the
 // API's GET /runs with the same filters and its keyset paging.

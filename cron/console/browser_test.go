@@ -352,7 +352,7 @@ func TestBrowser(t *testing.T) {
 		viewer := newTab(t, exe, f.base, shots)
 		viewer.login(viewerToken)
 		viewer.open("/jobs/nightly")
-		for _, sel := range []string{"#run-now", "#pause", "#resume", "#edit", "#delete", "#bulk"} {
+		for _, sel := range []string{"#run-now", "#pause", "#resume", "#edit", "#delete", "#bulk", "#run-with-form", "#pause-form", "#pause-all", "#resume-all"} {
 			if eval[bool](viewer, fmt.Sprintf(`document.querySelector(%q) !== null`, sel)) {
 				t.Errorf("a viewer sees %s", sel)
 			}

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -925,7 +926,22 @@ func (r *Runner) List() []Job {
 // Page pages through every stored job, from the store; a failed read of
 // the store wraps [ErrUnavailable].
 func (r *Runner) Page(after string, limit int, keep func(*Job) bool) (jobs []Job, more bool, err error) {
+	return r.PageMatching(after, limit, "", keep)
+}
+
+// PageMatching is [Runner.Page] over the jobs whose id or name contains
+// text, ignoring case ("" matches every job). The text is tested on the
+// runner's own copy of the id and the name before a Job is built, with
+// no allocation, so a search over many jobs costs little more than the
+// scan; keep then sees only the jobs that match.
+func (r *Runner) PageMatching(after string, limit int, text string, keep func(*Job) bool) (jobs []Job, more bool, err error) {
 	if r.sh != nil {
+		if text != "" {
+			inner := keep
+			keep = func(j *Job) bool {
+				return (ContainsFold(j.ID, text) || ContainsFold(j.Name, text)) && (inner == nil || inner(j))
+			}
+		}
 		return r.pageStored(after, limit, keep)
 	}
 	r.mu.Lock()
@@ -946,7 +962,11 @@ func (r *Runner) Page(after string, limit int, keep func(*Job) bool) (jobs []Job
 		if limit > 0 && len(jobs) == limit {
 			return jobs, true, nil
 		}
-		j := r.tab.at(idx).job(false)
+		e := r.tab.at(idx)
+		if text != "" && !ContainsFold(e.id, text) && !ContainsFold(e.name, text) {
+			continue
+		}
+		j := e.job(false)
 		if keep != nil && !keep(&j) {
 			continue
 		}
@@ -1140,4 +1160,31 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.state = stateClosed
 	r.mu.Unlock()
 	return err
+}
+
+// ContainsFold reports whether sub is within s, ignoring case: ASCII
+// letters byte by byte, other text as [strings.EqualFold] compares. It
+// allocates nothing.
+func ContainsFold(s, sub string) bool {
+	n := len(sub)
+	if n == 0 {
+		return true
+	}
+	first := lowerASCII(sub[0])
+	for i := 0; i+n <= len(s); i++ {
+		if c := s[i]; c < 0x80 && sub[0] < 0x80 && lowerASCII(c) != first {
+			continue
+		}
+		if strings.EqualFold(s[i:i+n], sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }

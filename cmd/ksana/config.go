@@ -39,6 +39,13 @@ type config struct {
 	// Alert is the default alert webhook (KSANA_ALERT_URL,
 	// KSANA_ALERT_SECRET); an empty URL: none.
 	Alert cron.AlertConfig
+	// ConsoleOff stops serving the web console (KSANA_CONSOLE=off);
+	// ConsoleReadOnly hides its writes (KSANA_CONSOLE_READONLY=true);
+	// ConsoleSecret keys its forms' CSRF tokens (KSANA_CONSOLE_SECRET),
+	// nil: random per process.
+	ConsoleOff      bool
+	ConsoleReadOnly bool
+	ConsoleSecret   []byte
 }
 
 // envVar documents one variable for -h.
@@ -66,6 +73,9 @@ var envVars = []envVar{
 	{"KSANA_INSTANCE", "", "this instance's name among those on one DATABASE_URL; a name a live instance uses is refused at start, exit 2 (unset: host-pid-random)"},
 	{"KSANA_ALERT_URL", "", "the webhook told when a job's health changes (failing, failing_streak, recovered, paused), for the jobs whose alert names no url of their own (unset: only those jobs alert)"},
 	{"KSANA_ALERT_SECRET", "", "keys the HMAC-SHA256 signature of the alerts to KSANA_ALERT_URL (header X-Ksana-Signature); at most 256 bytes"},
+	{"KSANA_CONSOLE", "on", "off: do not serve the web console at /ui/ (GET / is then the API's 404)"},
+	{"KSANA_CONSOLE_READONLY", "false", "true: the web console shows no button that writes and refuses every write"},
+	{"KSANA_CONSOLE_SECRET", "", "keys the web console's form tokens, at least 32 bytes; give the same one to every instance behind one address (unset: random per process)"},
 	{"KSANA_LEASE_TTL", "6s", "with DATABASE_URL: how long an instance's leases last without renewal; a dead instance's jobs fire again elsewhere within it plus a third"},
 }
 
@@ -208,6 +218,26 @@ func loadConfig(getenv func(string) string) (config, error) {
 				Want: fmt.Sprintf("host %q is not in KSANA_CALLBACK_ALLOW (%s): add it there, since alerts are held to that list too", u.Hostname(), strings.Join(allow, ","))}
 		}
 	}
+	switch v := strings.ToLower(strings.TrimSpace(get("KSANA_CONSOLE", "on"))); v {
+	case "on", "true":
+	case "off", "false":
+		c.ConsoleOff = true
+	default:
+		return c, &ConfigError{Var: "KSANA_CONSOLE", Value: getenv("KSANA_CONSOLE"), Want: "must be on or off"}
+	}
+	switch v := strings.ToLower(strings.TrimSpace(get("KSANA_CONSOLE_READONLY", "false"))); v {
+	case "false":
+	case "true":
+		c.ConsoleReadOnly = true
+	default:
+		return c, &ConfigError{Var: "KSANA_CONSOLE_READONLY", Value: getenv("KSANA_CONSOLE_READONLY"), Want: "must be true or false"}
+	}
+	if sec := getenv("KSANA_CONSOLE_SECRET"); sec != "" {
+		if len(sec) < 32 {
+			return c, &ConfigError{Var: "KSANA_CONSOLE_SECRET", Value: sec, Secret: true, Want: "must hold at least 32 bytes"}
+		}
+		c.ConsoleSecret = []byte(sec)
+	}
 	c.DatabaseURL = strings.TrimSpace(getenv("DATABASE_URL"))
 	c.Instance = strings.TrimSpace(getenv("KSANA_INSTANCE"))
 	if strings.ContainsAny(c.Instance, " \t\n") {
@@ -236,12 +266,16 @@ below, DATABASE_URL included), 1 for any other failure.
 
 Environment:
 `)
+	width := 0
+	for _, v := range envVars {
+		width = max(width, len(v.name))
+	}
 	for _, v := range envVars {
 		def := v.def
 		if def == "" {
 			def = "unset"
 		}
-		fmt.Fprintf(&b, "  %-21s %s (default %s)\n", v.name, v.help, def)
+		fmt.Fprintf(&b, "  %-*s %s (default %s)\n", width, v.name, v.help, def)
 	}
 	b.WriteString("\n" + commandsUsage())
 	return b.String()

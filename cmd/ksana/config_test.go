@@ -70,6 +70,13 @@ func TestLoadConfig(t *testing.T) {
 		{env: map[string]string{"KSANA_CALLBACK_ALLOW": "*.internal", "KSANA_ALERT_URL": "http://hooks.internal/hook"},
 			check: func(c config) bool { return c.Alert.URL == "http://hooks.internal/hook" }},
 		{env: map[string]string{"KSANA_API_TOKEN": " "}, wantErr: `KSANA_API_TOKEN (a secret of 1 bytes, not shown): must not be blank`},
+		{env: map[string]string{"KSANA_CONSOLE": "off", "KSANA_CONSOLE_READONLY": "true", "KSANA_CONSOLE_SECRET": strings.Repeat("k", 32)},
+			check: func(c config) bool {
+				return c.ConsoleOff && c.ConsoleReadOnly && string(c.ConsoleSecret) == strings.Repeat("k", 32)
+			}},
+		{env: map[string]string{"KSANA_CONSOLE": "maybe"}, wantErr: `KSANA_CONSOLE="maybe": must be on or off`},
+		{env: map[string]string{"KSANA_CONSOLE_READONLY": "yes"}, wantErr: `KSANA_CONSOLE_READONLY="yes": must be true or false`},
+		{env: map[string]string{"KSANA_CONSOLE_SECRET": "short-console-secret"}, wantErr: `KSANA_CONSOLE_SECRET (a secret of 20 bytes, not shown): must hold at least 32 bytes`},
 		// The token is a secret: the error gives its length, never the value.
 		{env: map[string]string{"KSANA_API_TOKEN": "s3cret-value\n"}, wantErr: `KSANA_API_TOKEN (a secret of 13 bytes, not shown): must not be blank nor start or end with white space`},
 	}
@@ -79,8 +86,10 @@ func TestLoadConfig(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
 				t.Errorf("loadConfig(%v) error = %v, want one starting %q", tt.env, err, tt.wantErr)
 			}
-			if tok := strings.TrimSpace(tt.env["KSANA_API_TOKEN"]); err != nil && tok != "" && strings.Contains(err.Error(), tok) {
-				t.Errorf("loadConfig: the error %q shows the token", err)
+			for _, k := range []string{"KSANA_API_TOKEN", "KSANA_CONSOLE_SECRET"} {
+				if tok := strings.TrimSpace(tt.env[k]); err != nil && tok != "" && strings.Contains(err.Error(), tok) {
+					t.Errorf("loadConfig: the error %q shows %s", err, k)
+				}
 			}
 			continue
 		}
@@ -115,6 +124,7 @@ func TestRunExitCodes(t *testing.T) {
 			[]string{`ksana: bad configuration: DATABASE_URL="postgres://nobody:xxxxx@127.0.0.1:1/ksana?connect_timeout=1": sqlstore: connect postgres`}},
 		{"lease ttl", nil, map[string]string{"KSANA_LEASE_TTL": "100ms"}, 2, nil, []string{`KSANA_LEASE_TTL="100ms": must be at least 300ms`}},
 		{"instance", nil, map[string]string{"KSANA_INSTANCE": "a b"}, 2, nil, []string{`KSANA_INSTANCE="a b": must not contain white space`}},
+		{"console secret", nil, map[string]string{"KSANA_CONSOLE_SECRET": "short"}, 2, nil, []string{`KSANA_CONSOLE_SECRET (a secret of 5 bytes, not shown): must hold at least 32 bytes`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,3 +43,30 @@ func TestConsoleServed(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleSettings: KSANA_CONSOLE=off serves no console (the API
+// answers /ui/ and / with its 404); KSANA_CONSOLE_READONLY=true shows no
+// button that writes and refuses writes.
+func TestConsoleSettings(t *testing.T) {
+	get := func(url string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	off := startService(t, t.TempDir(), map[string]string{"KSANA_CONSOLE": "off"})
+	for _, p := range []string{"/", "/ui/", "/ui/jobs"} {
+		if code, body := get(off.url + p); code != http.StatusNotFound || strings.Contains(body, "<html") {
+			t.Errorf("console off: GET %s: %d, want the API's 404\n%s", p, code, body)
+		}
+	}
+	ro := startService(t, t.TempDir(), map[string]string{"KSANA_CONSOLE_READONLY": "true", "KSANA_CONSOLE_SECRET": strings.Repeat("s", 40)})
+	code, body := get(ro.url + "/ui/jobs")
+	if code != http.StatusOK || !strings.Contains(body, "read-only") || strings.Contains(body, `id="bulk"`) || strings.Contains(body, `/new"`) {
+		t.Errorf("read-only console: GET /ui/jobs: %d, want the read-only badge and no write\n%s", code, body)
+	}
+}

@@ -128,8 +128,12 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		svc.closeStore()
 		return nil, err
 	}
-	ui := console.New(runner, console.Config{API: api, Prefix: consolePath, Notes: notes, Logger: log})
-	svc.runner, svc.handler = runner, withConsole(api, ui)
+	svc.runner, svc.handler = runner, api
+	if !cfg.ConsoleOff {
+		ui := console.New(runner, console.Config{API: api, Prefix: consolePath, Notes: notes, Logger: log,
+			ReadOnly: cfg.ConsoleReadOnly, Secret: cfg.ConsoleSecret})
+		svc.handler = withConsole(api, ui)
+	}
 	return svc, nil
 }
 

@@ -55,6 +55,11 @@ func (r *recorder) Write(b []byte) (int, error) {
 // roles and audit, as to any client. path is the API's ("/jobs/x/pause"),
 // body a JSON document or nil.
 func (c *Console) call(ctx context.Context, u user, method, path string, body []byte) apiAnswer {
+	return c.callWith(ctx, u, method, path, body, nil)
+}
+
+// callWith is call with the request headers hdr added.
+func (c *Console) callWith(ctx context.Context, u user, method, path string, body []byte, hdr http.Header) apiAnswer {
 	req, err := http.NewRequestWithContext(ctx, method, path, bytes.NewReader(body))
 	if err != nil {
 		return apiAnswer{Status: http.StatusBadRequest, Body: mustJSON(map[string]string{"error": err.Error()})}
@@ -62,6 +67,11 @@ func (c *Console) call(ctx context.Context, u user, method, path string, body []
 	req.RequestURI = path
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, vs := range hdr {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	if u.token != "" {
 		req.Header.Set("Authorization", "Bearer "+u.token)

@@ -211,6 +211,85 @@ func TestBrowser(t *testing.T) {
 		admin.screenshot("job")
 	})
 
+	t.Run("pause until a time and see it resume", func(t *testing.T) {
+		admin.t = t
+		admin.open("/jobs/nightly")
+		// now+2s in the browser's zone, as a user types it.
+		eval[bool](admin, `(() => { const d = new Date(Date.now() + 2000), p = n => String(n).padStart(2, "0");
+			document.querySelector("#pause-until").value = d.getFullYear() + "-" + p(d.getMonth() + 1) + "-" + p(d.getDate()) +
+				"T" + p(d.getHours()) + ":" + p(d.getMinutes()) + ":" + p(d.getSeconds()); return true })()`)
+		admin.do("pause until", chromedp.Click(chromedp.CSS("#pause-until-submit")), chromedp.WaitVisible(chromedp.CSS("#resume")))
+		if got := eval[string](admin, `document.querySelector("#state").textContent`); !strings.HasPrefix(got, "paused until") {
+			t.Errorf("state shown: %q, want paused until …", got)
+		}
+		j, _ := f.runner.Get("nightly")
+		if d := time.Until(j.PausedUntil); !j.Paused || d <= 0 || d > 3*time.Second {
+			t.Fatalf("paused %v until %s (in %s), want about 2s from now", j.Paused, j.PausedUntil, d)
+		}
+		admin.screenshot("job-paused-until")
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			admin.open("/jobs/nightly")
+			if eval[string](admin, `document.querySelector("#state").textContent`) == "enabled" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the job did not resume by itself")
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	})
+
+	t.Run("run now with a body override", func(t *testing.T) {
+		admin.t = t
+		admin.open("/jobs/nightly")
+		before := eval[int](admin, `document.querySelectorAll("#history tr.run").length`)
+		admin.do("open the form", chromedp.Click(chromedp.CSS("#run-with summary")), chromedp.WaitVisible(chromedp.CSS("#rw-body")))
+		admin.set("#rw-body", `{"override":true}`)
+		admin.screenshot("run-with-overrides")
+		admin.do("run", chromedp.Click(chromedp.CSS("#run-with-submit")),
+			chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf("#history tr.run:nth-child(%d)", before+1))))
+		if flash := eval[string](admin, `document.querySelector("#flash").textContent`); !strings.Contains(flash, "run queued") {
+			t.Errorf("flash %q", flash)
+		}
+	})
+
+	t.Run("runs page filtered by status", func(t *testing.T) {
+		admin.t = t
+		admin.open("/runs?status=success")
+		n := eval[int](admin, `document.querySelectorAll("#runs tr.run").length`)
+		ok := eval[bool](admin, `[...document.querySelectorAll("#runs tr.run .st")].every(e => e.textContent === "success")`)
+		if n < 2 || !ok {
+			t.Errorf("runs page with status=success: %d rows, all success %v", n, ok)
+		}
+		admin.screenshot("runs")
+		admin.open("/runs?status=failed")
+		if n := eval[int](admin, `document.querySelectorAll("#runs tr.run").length`); n != 0 {
+			t.Errorf("runs page with status=failed: %d rows, want none", n)
+		}
+	})
+
+	t.Run("service pause banner", func(t *testing.T) {
+		admin.t = t
+		admin.open("/")
+		admin.set("#pa-reason", "maintenance window")
+		admin.do("pause all", chromedp.Click(chromedp.CSS("#pause-all-submit")), chromedp.WaitVisible(chromedp.CSS("#confirm-pause-all")))
+		admin.screenshot("pause-all-confirm")
+		admin.do("confirm", chromedp.Click(chromedp.CSS("#confirm-pause-all")), chromedp.WaitVisible(chromedp.CSS("#service-paused")))
+		if !f.runner.Paused().Paused {
+			t.Fatal("the service is not paused")
+		}
+		admin.open("/jobs")
+		if got := eval[string](admin, `document.querySelector("#service-paused").textContent`); !strings.Contains(got, "maintenance window") {
+			t.Errorf("banner %q", got)
+		}
+		admin.screenshot("service-paused")
+		admin.do("resume all", chromedp.Click(chromedp.CSS("#resume-all")), chromedp.WaitNotPresent(chromedp.CSS("#service-paused")))
+		if f.runner.Paused().Paused {
+			t.Error("the service is still paused")
+		}
+	})
+
 	t.Run("bulk pause on a filter", func(t *testing.T) {
 		admin.t = t
 		for i := range 5 {
@@ -273,7 +352,7 @@ func TestBrowser(t *testing.T) {
 		viewer := newTab(t, exe, f.base, shots)
 		viewer.login(viewerToken)
 		viewer.open("/jobs/nightly")
-		for _, sel := range []string{"#run-now", "#pause", "#resume", "#edit", "#delete", "#bulk"} {
+		for _, sel := range []string{"#run-now", "#pause", "#resume", "#edit", "#delete", "#bulk", "#run-with-form", "#pause-form", "#pause-all", "#resume-all"} {
 			if eval[bool](viewer, fmt.Sprintf(`document.querySelector(%q) !== null`, sel)) {
 				t.Errorf("a viewer sees %s", sel)
 			}

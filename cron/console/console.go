@@ -195,8 +195,9 @@ func (c *Console) newMux() *http.ServeMux {
 	mux.HandleFunc("POST /jobs/{id}/edit", c.write(c.edit))
 	mux.HandleFunc("POST /jobs/{id}/{action}", c.write(c.action))
 	mux.HandleFunc("POST /bulk", c.write(c.bulk))
-	// The history across jobs (GET /runs) goes here once the runner
-	// serves runs across jobs.
+	mux.HandleFunc("GET /runs", c.runs)
+	mux.HandleFunc("POST /pause-all", c.write(c.pauseAll))
+	mux.HandleFunc("POST /resume-all", c.write(c.resumeAll))
 	mux.HandleFunc("GET /login", c.loginForm)
 	mux.HandleFunc("POST /login", c.login)
 	mux.HandleFunc("POST /logout", c.logout)

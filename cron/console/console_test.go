@@ -171,7 +171,7 @@ func TestCSRF(t *testing.T) {
 }
 
 // writeButtons are marks of the controls that write.
-var writeButtons = []string{`id="run-now"`, `id="pause"`, `id="resume"`, `id="delete"`, `id="edit"`, `id="bulk"`, `/new"`}
+var writeButtons = []string{`id="run-now"`, `id="run-with-form"`, `id="pause-form"`, `id="pause-all"`, `id="resume-all"`, `id="pause"`, `id="resume"`, `id="delete"`, `id="edit"`, `id="bulk"`, `/new"`}
 
 func TestRoles(t *testing.T) {
 	f := newFixture(t, fixtureOpts{auth: true})
@@ -516,20 +516,6 @@ func TestPageWeight(t *testing.T) {
 			t.Errorf("GET %s: %d bytes, want < 100 KB", p, len(body))
 		}
 		t.Logf("GET %s: %d bytes", p, len(body))
-	}
-}
-
-func TestContainsFold(t *testing.T) {
-	for _, tt := range []struct {
-		s, sub string
-		want   bool
-	}{
-		{"Nightly Report", "report", true}, {"Nightly Report", "NIGHT", true}, {"abc", "", true},
-		{"abc", "abcd", false}, {"ÉTÉ été", "été", true}, {"report", "rx", false}, {"a-b", "-B", true},
-	} {
-		if got := containsFold(tt.s, tt.sub); got != tt.want {
-			t.Errorf("containsFold(%q, %q) = %v, want %v", tt.s, tt.sub, got, tt.want)
-		}
 	}
 }
 

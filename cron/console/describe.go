@@ -258,11 +258,11 @@ var funcs = template.FuncMap{
 		b, _ := json.MarshalIndent(v, "", "  ")
 		return string(b)
 	},
-	"query": func(f filter, after string) string {
+	"query": func(f filter, after string) template.URL {
 		v := f.values()
 		if after != "" {
 			v.Set("after", after)
 		}
-		return v.Encode()
+		return template.URL(v.Encode())
 	},
 }

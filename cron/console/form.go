@@ -62,6 +62,10 @@ func (c *Console) newFields(edit bool) []formField {
 		{Name: "max_retries", Label: "Max retries", Kind: "text", Help: "an integer (empty: the service's default)"},
 		{Name: "retry_backoff", Label: "Retry backoff", Kind: "text", Help: "a duration (empty: the service's default)"},
 		{Name: "misfire_grace", Label: "Misfire grace", Kind: "text", Help: "a duration: how late a missed slot may still run (empty: none)"},
+		{Name: "alert.url", Label: "Alert webhook", Kind: "text", Help: "http:// or https:// URL told when the job starts failing, keeps failing, recovers or is paused (empty: the service's, if any)"},
+		{Name: "alert.secret", Label: "Alert secret", Kind: "text", Help: "signs each alert with HMAC-SHA256 (empty: unsigned)"},
+		{Name: "alert.after", Label: "Alert after", Kind: "text", Help: "failures in a row that send failing_streak (empty: the default)"},
+		{Name: "alert.pause_after", Label: "Pause after", Kind: "text", Help: "failures in a row that pause the job (empty: never)"},
 	}
 	if edit {
 		fs = fs[1:]
@@ -82,6 +86,15 @@ func jobValues(j cron.Job) map[string]string {
 	}
 	if j.IsHTTP() {
 		v["type"] = cron.JobTypeHTTP
+	}
+	if a := j.Alert; a != nil {
+		v["alert.url"], v["alert.secret"] = a.URL, a.Secret
+		if a.After != 0 {
+			v["alert.after"] = strconv.Itoa(a.After)
+		}
+		if a.PauseAfter != 0 {
+			v["alert.pause_after"] = strconv.Itoa(a.PauseAfter)
+		}
 	}
 	if !j.Paused {
 		v["enabled"] = "on"
@@ -286,12 +299,34 @@ func jobBody(val func(string) string, old *cron.Job) (body []byte, field string,
 	for _, k := range []string{"timeout", "retry_backoff", "misfire_grace"} {
 		set(doc, k, strings.TrimSpace(val(k)))
 	}
-	// max_retries goes as a number when it reads as one, else as the
-	// text given, for the API to name what is wrong with it.
-	if mr := strings.TrimSpace(val("max_retries")); integer.MatchString(mr) && len(mr) < 12 {
-		doc["max_retries"] = json.Number(mr)
-	} else {
-		set(doc, "max_retries", mr)
+	// A count goes as a number when it reads as one, else as the text
+	// given, for the API to name what is wrong with it.
+	number := func(m map[string]any, k, v string) {
+		if v = strings.TrimSpace(v); integer.MatchString(v) && len(v) < 12 {
+			m[k] = json.Number(v)
+		} else {
+			set(m, k, v)
+		}
+	}
+	number(doc, "max_retries", val("max_retries"))
+	alert, given := map[string]any{}, false
+	for _, k := range []string{"url", "secret", "after", "pause_after"} {
+		v := val("alert." + k)
+		if k == "url" {
+			v = strings.TrimSpace(v)
+		}
+		given = given || v != ""
+		if k == "after" || k == "pause_after" {
+			number(alert, k, v)
+		} else {
+			set(alert, k, v)
+		}
+	}
+	switch {
+	case given:
+		doc["alert"] = alert
+	case edit:
+		doc["alert"] = nil
 	}
 	b, err := json.Marshal(doc)
 	return b, "", err

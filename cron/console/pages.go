@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -26,10 +27,14 @@ type view struct {
 	User       user
 	CanOperate bool // run, pause, resume
 	CanAdmin   bool // create, edit, delete
-	ReadOnly   bool
-	Flash      string
-	Status     int
-	Page       any
+	// CanPauseAll: the service-wide pause and resume.
+	CanPauseAll bool
+	// Pause is the service-wide pause, shown on every page while set.
+	Pause    cron.PauseState
+	ReadOnly bool
+	Flash    string
+	Status   int
+	Page     any
 }
 
 // render writes page name with data p and status.
@@ -41,17 +46,19 @@ func (c *Console) render(w http.ResponseWriter, req *http.Request, status int, n
 	}
 	u := c.who(req)
 	v := view{
-		Title:      pageTitle(name, p),
-		App:        c.cfg.Title,
-		Base:       mount(req),
-		Here:       req.URL.RequestURI(),
-		CSRF:       c.csrfToken(w, req),
-		User:       u,
-		CanOperate: c.can(u, httpapi.RoleOperator),
-		CanAdmin:   c.can(u, httpapi.RoleAdmin),
-		ReadOnly:   c.cfg.ReadOnly,
-		Status:     status,
-		Page:       p,
+		Title:       pageTitle(name, p),
+		App:         c.cfg.Title,
+		Base:        mount(req),
+		Here:        req.URL.RequestURI(),
+		CSRF:        c.csrfToken(w, req),
+		User:        u,
+		CanOperate:  c.can(u, httpapi.RoleOperator),
+		CanAdmin:    c.can(u, httpapi.RoleAdmin),
+		CanPauseAll: c.can(u, pauseAllNeeds),
+		Pause:       c.r.Paused(),
+		ReadOnly:    c.cfg.ReadOnly,
+		Status:      status,
+		Page:        p,
 	}
 	if req.Method == http.MethodGet {
 		v.Flash = takeFlash(w, req)
@@ -92,8 +99,10 @@ func pageTitle(name string, p any) string {
 		return "Jobs"
 	case "login":
 		return "Sign in"
-	case "confirm":
+	case "confirm", "pauseall":
 		return "Confirm"
+	case "runs":
+		return "Runs"
 	}
 	return "Error"
 }
@@ -137,7 +146,7 @@ type overviewStats struct {
 
 type count struct {
 	Name  string
-	Query string // the jobs-page query that lists them
+	Query template.URL // the jobs-page query that lists them
 	N     int
 }
 
@@ -182,7 +191,7 @@ func (c *Console) stats() *overviewStats {
 	st := &overviewStats{At: time.Now().UTC()}
 	byStatus := map[string]int{}
 	byKind := map[string]int{}
-	err := scan(c.r, nil, func(j *cron.Job) {
+	err := scan(c.r, filter{}, func(j *cron.Job) {
 		if j.Paused {
 			st.Paused++
 		} else {
@@ -206,12 +215,12 @@ func (c *Console) stats() *overviewStats {
 			if s == "" {
 				name, q = "never run", "never"
 			}
-			st.ByStatus = append(st.ByStatus, count{name, "status=" + q, n})
+			st.ByStatus = append(st.ByStatus, count{name, template.URL("status=" + url.QueryEscape(q)), n})
 		}
 	}
 	for _, k := range []string{cron.KindOnce, cron.KindEvery, cron.KindCron} {
 		if n := byKind[k]; n > 0 {
-			st.ByKind = append(st.ByKind, count{k, "kind=" + k, n})
+			st.ByKind = append(st.ByKind, count{k, template.URL("kind=" + url.QueryEscape(k)), n})
 		}
 	}
 	c.ov = st
@@ -231,12 +240,11 @@ func keepSoonest(next []cron.Job, j cron.Job, n int) []cron.Job {
 	return next
 }
 
-// scan calls visit with every job keep passes (nil: every job), a page at
-// a time.
-func scan(r *cron.Runner, keep func(*cron.Job) bool, visit func(*cron.Job)) error {
-	after := ""
+// scan calls visit with every job f selects, a page at a time.
+func scan(r *cron.Runner, f filter, visit func(*cron.Job)) error {
+	after, keep := "", f.keep()
 	for {
-		jobs, more, err := r.Page(after, scanPage, keep)
+		jobs, more, err := r.PageMatching(after, scanPage, f.Q, keep)
 		if err != nil {
 			return fmt.Errorf("reading the jobs after %q: %w", after, err)
 		}
@@ -259,7 +267,9 @@ type filter struct {
 	Kind    string
 	Type    string
 	Enabled string // "", "true" or "false"
-	// A filter on the end of a timed pause goes here when jobs carry one.
+	// PausedUntil "true" keeps the jobs paused until a time (a timed
+	// pause, that ends by itself); "" any job.
+	PausedUntil string
 }
 
 // statuses are the values of the status filter.
@@ -270,7 +280,10 @@ var statuses = []string{"success", "failed", "timeout", "skipped", "paused", "mi
 func parseFilter(q url.Values) (filter, error) {
 	f := filter{
 		Q: strings.TrimSpace(q.Get("q")), Status: q.Get("status"), Kind: q.Get("kind"),
-		Type: strings.TrimSpace(q.Get("type")), Enabled: q.Get("enabled"),
+		Type: strings.TrimSpace(q.Get("type")), Enabled: q.Get("enabled"), PausedUntil: q.Get("paused_until"),
+	}
+	if f.PausedUntil != "" && f.PausedUntil != "true" {
+		return f, fmt.Errorf("paused_until must be true (jobs with a timed pause) or empty, got %q", f.PausedUntil)
 	}
 	if f.Status != "" && !slices.Contains(statuses, f.Status) {
 		return f, fmt.Errorf("status must be one of %s, got %q", strings.Join(statuses, ", "), f.Status)
@@ -296,7 +309,7 @@ func (f filter) empty() bool { return f == filter{} }
 // values is f as query parameters.
 func (f filter) values() url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"q": f.Q, "status": f.Status, "kind": f.Kind, "type": f.Type, "enabled": f.Enabled} {
+	for k, s := range map[string]string{"q": f.Q, "status": f.Status, "kind": f.Kind, "type": f.Type, "enabled": f.Enabled, "paused_until": f.PausedUntil} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -306,6 +319,10 @@ func (f filter) values() url.Values {
 
 // Query is f as a query string.
 func (f filter) Query() string { return f.values().Encode() }
+
+// Link is f as the query of a link in a page: encoded once, its = and &
+// kept as they are.
+func (f filter) Link() template.URL { return template.URL(f.Query()) }
 
 // String describes f for a confirmation.
 func (f filter) String() string {
@@ -331,13 +348,20 @@ func (f filter) String() string {
 	case "false":
 		parts = append(parts, "paused")
 	}
+	if f.PausedUntil == "true" {
+		parts = append(parts, "paused until a time")
+	}
 	return "jobs with " + strings.Join(parts, ", ")
 }
 
-// keep is f as a test of a job; nil when f selects every job. It
-// allocates nothing: the runner calls it with its lock held.
+// keep is f but its text (Q, which the runner tests itself: see
+// [cron.Runner.PageMatching]) as a test of a job; nil when it selects
+// every job. It allocates nothing: the runner calls it with its lock
+// held.
 func (f filter) keep() func(*cron.Job) bool {
-	if f.empty() {
+	rest := f
+	rest.Q = ""
+	if rest.empty() {
 		return nil
 	}
 	status := cron.Status(f.Status)
@@ -367,37 +391,11 @@ func (f filter) keep() func(*cron.Job) bool {
 		if f.Enabled != "" && j.Paused != (f.Enabled == "false") {
 			return false
 		}
-		if f.Q != "" && !containsFold(j.ID, f.Q) && !containsFold(j.Name, f.Q) {
+		if f.PausedUntil == "true" && (!j.Paused || j.PausedUntil.IsZero()) {
 			return false
 		}
 		return true
 	}
-}
-
-// containsFold reports whether sub is within s, ignoring case: ASCII
-// letters byte by byte, other text by strings.EqualFold.
-func containsFold(s, sub string) bool {
-	n := len(sub)
-	if n == 0 {
-		return true
-	}
-	first := lowerASCII(sub[0])
-	for i := 0; i+n <= len(s); i++ {
-		if c := s[i]; c < 0x80 && lowerASCII(c) != first && sub[0] < 0x80 {
-			continue
-		}
-		if strings.EqualFold(s[i:i+n], sub) {
-			return true
-		}
-	}
-	return false
-}
-
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }
 
 type jobsPage struct {
@@ -425,7 +423,7 @@ func (c *Console) jobs(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	p.After = q.Get("after")
-	jobs, more, err := c.r.Page(p.After, c.cfg.PageSize, f.keep())
+	jobs, more, err := c.r.PageMatching(p.After, c.cfg.PageSize, f.Q, f.keep())
 	status := http.StatusOK
 	switch {
 	case errors.Is(err, cron.ErrNotFound):
@@ -459,11 +457,13 @@ type jobPage struct {
 	History   *historyPart
 	Audit     []httpapi.AuditEntry
 	AuditNote string
+	RunKey    string // the Idempotency-Key of the run-now form
 }
 
 // historyPart is the run history of a job, a part of its page that
 // reloads by itself.
 type historyPart struct {
+	Base    string // the mount point, for links
 	JobID   string
 	Runs    []runRow
 	Note    string
@@ -489,7 +489,7 @@ func (c *Console) job(w http.ResponseWriter, req *http.Request) {
 		c.readFailed(w, req, err, id)
 		return
 	}
-	p := &jobPage{Job: j, Words: describe(j.Schedule), Written: written(j.Schedule), Zone: zoneName(j.Schedule)}
+	p := &jobPage{Job: j, Words: describe(j.Schedule), Written: written(j.Schedule), Zone: zoneName(j.Schedule), RunKey: newKey()}
 	next, _, err := c.r.Next(id, 10)
 	if err != nil {
 		p.NextError = err.Error()
@@ -520,7 +520,7 @@ func (c *Console) history(w http.ResponseWriter, req *http.Request) {
 }
 
 func (c *Console) historyOf(req *http.Request, id string) *historyPart {
-	h := &historyPart{JobID: id}
+	h := &historyPart{Base: mount(req), JobID: id}
 	if c.cfg.RefreshInterval > 0 {
 		h.Refresh = int(c.cfg.RefreshInterval / time.Millisecond)
 	}
@@ -531,13 +531,7 @@ func (c *Console) historyOf(req *http.Request, id string) *historyPart {
 	case err != nil:
 		h.Note = err.Error()
 	}
-	for _, r := range runs {
-		row := runRow{Run: r}
-		if !r.TriggeredAt.IsZero() && !r.ScheduledAt.IsZero() {
-			row.Lag = r.TriggeredAt.Sub(r.ScheduledAt)
-		}
-		h.Runs = append(h.Runs, row)
-	}
+	h.Runs = rows(runs)
 	return h
 }
 
@@ -571,13 +565,41 @@ func (c *Console) action(w http.ResponseWriter, req *http.Request, u user) {
 		c.fail(w, req, http.StatusNotFound, "no such action: "+name)
 		return
 	}
-	a := c.call(req.Context(), u, act.method, jobPath(id, act.path), nil)
+	var body []byte
+	var hdr http.Header
+	done := act.done
+	switch name {
+	case "pause":
+		until, err := pauseUntil(req, time.Now())
+		if err != nil {
+			c.fail(w, req, http.StatusBadRequest, err.Error())
+			return
+		}
+		if until != "" {
+			body = mustJSON(map[string]string{"until": until})
+			done = "paused until " + until
+		}
+	case "run":
+		b, field, err := runNowBody(req.PostFormValue)
+		if err != nil {
+			c.fail(w, req, http.StatusBadRequest, field+": "+err.Error())
+			return
+		}
+		body = b
+		if k := req.PostFormValue("key"); k != "" {
+			hdr = http.Header{"Idempotency-Key": {k}}
+		}
+	}
+	a := c.callWith(req.Context(), u, act.method, jobPath(id, act.path), body, hdr)
 	if !a.ok() {
-		msg, _ := a.problem()
+		msg, field := a.problem()
+		if field != "" && !strings.Contains(msg, field) {
+			msg = field + ": " + msg
+		}
 		c.fail(w, req, a.Status, msg)
 		return
 	}
-	setFlash(w, req, fmt.Sprintf("job %s %s", id, act.done))
+	setFlash(w, req, fmt.Sprintf("job %s %s", id, done))
 	back := c.back(req, "/jobs/"+url.PathEscape(id))
 	if name == "delete" {
 		back = "/jobs"
@@ -641,7 +663,7 @@ func (c *Console) bulk(w http.ResponseWriter, req *http.Request, u user) {
 		return
 	}
 	var ids []string
-	if err := scan(c.r, f.keep(), func(j *cron.Job) { ids = append(ids, j.ID) }); err != nil {
+	if err := scan(c.r, f, func(j *cron.Job) { ids = append(ids, j.ID) }); err != nil {
 		c.fail(w, req, http.StatusServiceUnavailable, err.Error())
 		return
 	}

@@ -144,6 +144,13 @@ func TestJobsHeldByPartition(t *testing.T) {
 					after = jobs[len(jobs)-1].ID
 				}
 			}
+			idsOf := func(jobs []cron.Job) []string {
+				var out []string
+				for _, j := range jobs {
+					out = append(out, j.ID)
+				}
+				return out
+			}
 			n3 := func(j *cron.Job) bool { return j.Name == "n3" && !j.Paused }
 			var want3 []string
 			for i, id := range all {
@@ -157,6 +164,13 @@ func TestJobsHeldByPartition(t *testing.T) {
 				}
 				if d := cmp.Diff(want3, page(s.r, 7, n3)); d != "" {
 					t.Errorf("runner %d: filtered pages of 7 (-want +got):\n%s", i, d)
+				}
+				// The text test of PageMatching, over the shared store.
+				enabled := func(j *cron.Job) bool { return !j.Paused }
+				if jobs, _, err := s.r.PageMatching("", 0, "N3", enabled); err != nil {
+					t.Errorf("runner %d: PageMatching: %v", i, err)
+				} else if d := cmp.Diff(want3, idsOf(jobs)); d != "" {
+					t.Errorf("runner %d: PageMatching(\"N3\") (-want +got):\n%s", i, d)
 				}
 				if e, p, err := s.r.Count(ctx); err != nil || e+p != n || p != n/5 {
 					t.Errorf("runner %d: Count = %d enabled, %d paused, %v; want %d, %d", i, e, p, err, n-n/5, n/5)

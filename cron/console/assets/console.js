@@ -30,7 +30,7 @@
         ev.preventDefault();
         var q = form.getAttribute("data-confirm");
         if (q && !window.confirm(q)) return;
-        var body = new URLSearchParams(new FormData(form));
+        var body = new URLSearchParams(new FormData(form, ev.submitter || null));
         fetch(form.action, { method: "POST", body: body, credentials: "same-origin" })
           .then(function (resp) {
             return resp.text().then(function (html) {
@@ -100,7 +100,25 @@
     sync();
   }
 
+  // A form marked data-until sends its datetime-local input (read in the
+  // browser's zone) as an RFC 3339 time in UTC, in its hidden "until".
+  function untilForms(root) {
+    root.querySelectorAll("form[data-until]").forEach(function (form) {
+      form.addEventListener("submit", function () {
+        var local = form.querySelector("[name='until_local']");
+        var until = form.querySelector("input[type='hidden'][name='until']");
+        if (!local || !until) return;
+        until.value = "";
+        if (local.value) {
+          var d = new Date(local.value);
+          if (!isNaN(d)) until.value = d.toISOString();
+        }
+      }, true);
+    });
+  }
+
   function init(root) {
+    untilForms(root);
     localTimes(root);
     fetchForms(root);
     refresh(root);

@@ -261,6 +261,15 @@ func (s *Jobs) Finish(ctx context.Context, jobID string, ev fsm.Event, attempt i
 	if err != nil {
 		return tr, scheduler.BookEntry{}, err
 	}
-	e, err := s.entry(jobID, f[1], f[2], f[3], f[4])
+	if f[4] != "=" {
+		e, err := s.entry(jobID, f[1], f[2], f[3], f[4])
+		return tr, e, err
+	}
+	// This step stored out: it is the job's outcome as it would decode.
+	e, err := s.entry(jobID, f[1], f[2], f[3], "")
+	if len(out.Payload) == 0 {
+		out.Payload = nil
+	}
+	e.Outcome = &out
 	return tr, e, err
 }

@@ -52,7 +52,8 @@ var fsmRefusals = map[string]error{
 //	          "-" node_id (none freed), "=" node_id (node_id freed), "0"
 //	          freed (node_id now empty), or "#" len(node_id) " " node_id
 //	          freed (any other pair); with an outcome: {that line, spec,
-//	          tried, waiters, outcome}.
+//	          tried, waiters, outcome}, where outcome is "=" when this step
+//	          stored the one passed (which need not travel back).
 var fsmApplyLua = GenerateFSMLua()
 
 // fsmBatchLua is the transition script applying one event to several jobs
@@ -176,9 +177,11 @@ func GenerateFSMLua() string {
 	w(`local key = KEYS[1]
 local ev, attempt, node, max, ttl, outcome = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6] or ''
 -- keep stores the outcome of a step that ends the job, unless one is stored.
+local stored = false
 local function keep(s)
   if outcome ~= '' and (s == %[14]q or s == %[9]q) and redis.call('HEXISTS', key, 'outcome') == 0 then
     redis.call('HSET', key, 'outcome', outcome)
+    stored = true
   end
 end
 local function step()
@@ -251,6 +254,10 @@ return %[12]q .. ' ' .. to .. ' ' .. cur .. ' ' .. created .. ' ' .. stamp .. ' 
 end
 local line = step()
 if outcome == '' then return line end
+if stored then
+  local b = redis.call('HMGET', key, 'spec', 'tried', 'waiters')
+  return {line, b[1] or '', b[2] or '', b[3] or '', '='}
+end
 local b = redis.call('HMGET', key, 'spec', 'tried', 'waiters', 'outcome')
 return {line, b[1] or '', b[2] or '', b[3] or '', b[4] or ''}
 `, fsmNotFound, fsmCorrupt, fsmUnknownEv, fsmBadAtt, fsmStale, fsmFuture, fsmDup, fsmInvalid,

@@ -46,6 +46,34 @@ func (s *Jobs) entry(jobID string, spec, tried, waiters, outcome string) (schedu
 	if err := json.Unmarshal([]byte(spec), &e.Spec); err != nil {
 		return e, s.corrupt(jobID, "spec", spec)
 	}
+	return s.rest(e, jobID, tried, waiters, outcome)
+}
+
+// specHead is a job's spec without its payload: decoding it skips the
+// payload's bytes instead of decoding them.
+type specHead struct {
+	RequestID string `json:"request_id"`
+	SessionID string `json:"session_id"`
+	TurnID    string `json:"turn_id"`
+	Pool      string `json:"pool"`
+	Model     string `json:"model"`
+	Reason    string `json:"reason"`
+	Instance  string `json:"instance"`
+}
+
+// endEntry is entry with the spec's payload left out, for Finish.
+func (s *Jobs) endEntry(jobID string, spec, tried, waiters, outcome string) (scheduler.BookEntry, error) {
+	var h specHead
+	if err := json.Unmarshal([]byte(spec), &h); err != nil {
+		return scheduler.BookEntry{}, s.corrupt(jobID, "spec", spec)
+	}
+	e := scheduler.BookEntry{Spec: scheduler.JobSpec{RequestID: h.RequestID, SessionID: h.SessionID, TurnID: h.TurnID,
+		Pool: h.Pool, Model: h.Model, Reason: h.Reason, Instance: h.Instance}}
+	return s.rest(e, jobID, tried, waiters, outcome)
+}
+
+// rest decodes the tried nodes, the waiters and the outcome into e.
+func (s *Jobs) rest(e scheduler.BookEntry, jobID, tried, waiters, outcome string) (scheduler.BookEntry, error) {
 	e.Tried, e.Waiters = splitIDs(tried), splitIDs(waiters)
 	if outcome != "" {
 		var o scheduler.Outcome
@@ -262,11 +290,11 @@ func (s *Jobs) Finish(ctx context.Context, jobID string, ev fsm.Event, attempt i
 		return tr, scheduler.BookEntry{}, err
 	}
 	if f[4] != "=" {
-		e, err := s.entry(jobID, f[1], f[2], f[3], f[4])
+		e, err := s.endEntry(jobID, f[1], f[2], f[3], f[4])
 		return tr, e, err
 	}
 	// This step stored out: it is the job's outcome as it would decode.
-	e, err := s.entry(jobID, f[1], f[2], f[3], "")
+	e, err := s.endEntry(jobID, f[1], f[2], f[3], "")
 	if len(out.Payload) == 0 {
 		out.Payload = nil
 	}

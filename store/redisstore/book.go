@@ -63,13 +63,78 @@ type specHead struct {
 
 // endEntry is entry with the spec's payload left out, for Finish.
 func (s *Jobs) endEntry(jobID string, spec, tried, waiters, outcome string) (scheduler.BookEntry, error) {
-	var h specHead
-	if err := json.Unmarshal([]byte(spec), &h); err != nil {
-		return scheduler.BookEntry{}, s.corrupt(jobID, "spec", spec)
+	h, ok := scanSpecHead(spec)
+	if !ok {
+		if err := json.Unmarshal([]byte(spec), &h); err != nil {
+			return scheduler.BookEntry{}, s.corrupt(jobID, "spec", spec)
+		}
 	}
 	e := scheduler.BookEntry{Spec: scheduler.JobSpec{RequestID: h.RequestID, SessionID: h.SessionID, TurnID: h.TurnID,
 		Pool: h.Pool, Model: h.Model, Reason: h.Reason, Instance: h.Instance}}
 	return s.rest(e, jobID, tried, waiters, outcome)
+}
+
+// scanSpecHead reads a spec as json.Marshal writes it, a flat object of
+// string fields, without reflection: the fields of specHead, skipping the
+// others. It gives up (false) on anything else, such as an escape in a
+// string, for encoding/json to decode.
+func scanSpecHead(spec string) (specHead, bool) {
+	var h specHead
+	str := func(i int) (string, int, bool) { // the string starting at spec[i] == '"'
+		if i >= len(spec) || spec[i] != '"' {
+			return "", 0, false
+		}
+		j := strings.IndexByte(spec[i+1:], '"')
+		if j < 0 {
+			return "", 0, false
+		}
+		v := spec[i+1 : i+1+j]
+		if strings.IndexByte(v, '\\') >= 0 {
+			return "", 0, false
+		}
+		return v, i + 2 + j, true
+	}
+	if len(spec) < 2 || spec[0] != '{' || spec[len(spec)-1] != '}' {
+		return h, false
+	}
+	i := 1
+	if spec[i] == '}' {
+		return h, i == len(spec)-1
+	}
+	for {
+		k, next, ok := str(i)
+		if !ok || next >= len(spec) || spec[next] != ':' {
+			return h, false
+		}
+		v, next, ok := str(next + 1)
+		if !ok || next >= len(spec) {
+			return h, false
+		}
+		switch k {
+		case "request_id":
+			h.RequestID = v
+		case "session_id":
+			h.SessionID = v
+		case "turn_id":
+			h.TurnID = v
+		case "pool":
+			h.Pool = v
+		case "model":
+			h.Model = v
+		case "reason":
+			h.Reason = v
+		case "instance":
+			h.Instance = v
+		}
+		switch spec[next] {
+		case ',':
+			i = next + 1
+		case '}':
+			return h, next == len(spec)-1
+		default:
+			return h, false
+		}
+	}
 }
 
 // rest decodes the tried nodes, the waiters and the outcome into e.

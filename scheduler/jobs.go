@@ -127,8 +127,9 @@ type JobStore interface {
 	// Finish is ApplyJob that also stores out as the job's outcome when
 	// the step (or its duplicate) leaves the job in [fsm.Finished] or
 	// [fsm.Failed] and no outcome is stored yet, in the same atomic step.
-	// It returns the job's book after the step: its spec, its waiters and
-	// its outcome (nil while the job is not over).
+	// It returns the job's book after the step: its spec without its
+	// payload (which the job's end needs no more, and which may be large),
+	// its waiters and its outcome (nil while the job is not over).
 	Finish(ctx context.Context, jobID string, ev fsm.Event, attempt int, nodeID string, out Outcome) (JobTransition, BookEntry, error)
 	// ReleaseJobs applies [fsm.Release] to each job, carrying its attempt,
 	// as ApplyJob would, all in one call (in Redis one pipeline): a job's

@@ -169,7 +169,9 @@ func (s *MemJobs) Finish(ctx context.Context, jobID string, ev fsm.Event, attemp
 		o.Payload = slices.Clone(out.Payload)
 		j.book.Outcome = &o
 	}
-	return tr, cloneEntry(j.book), nil
+	e := cloneEntry(j.book)
+	e.Spec.Payload = nil
+	return tr, e, nil
 }
 
 // Job implements [JobStore].

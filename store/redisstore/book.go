@@ -46,6 +46,99 @@ func (s *Jobs) entry(jobID string, spec, tried, waiters, outcome string) (schedu
 	if err := json.Unmarshal([]byte(spec), &e.Spec); err != nil {
 		return e, s.corrupt(jobID, "spec", spec)
 	}
+	return s.rest(e, jobID, tried, waiters, outcome)
+}
+
+// specHead is a job's spec without its payload: decoding it skips the
+// payload's bytes instead of decoding them.
+type specHead struct {
+	RequestID string `json:"request_id"`
+	SessionID string `json:"session_id"`
+	TurnID    string `json:"turn_id"`
+	Pool      string `json:"pool"`
+	Model     string `json:"model"`
+	Reason    string `json:"reason"`
+	Instance  string `json:"instance"`
+}
+
+// endEntry is entry with the spec's payload left out, for Finish.
+func (s *Jobs) endEntry(jobID string, spec, tried, waiters, outcome string) (scheduler.BookEntry, error) {
+	h, ok := scanSpecHead(spec)
+	if !ok {
+		if err := json.Unmarshal([]byte(spec), &h); err != nil {
+			return scheduler.BookEntry{}, s.corrupt(jobID, "spec", spec)
+		}
+	}
+	e := scheduler.BookEntry{Spec: scheduler.JobSpec{RequestID: h.RequestID, SessionID: h.SessionID, TurnID: h.TurnID,
+		Pool: h.Pool, Model: h.Model, Reason: h.Reason, Instance: h.Instance}}
+	return s.rest(e, jobID, tried, waiters, outcome)
+}
+
+// scanSpecHead reads a spec as json.Marshal writes it, a flat object of
+// string fields, without reflection: the fields of specHead, skipping the
+// others. It gives up (false) on anything else, such as an escape in a
+// string, for encoding/json to decode.
+func scanSpecHead(spec string) (specHead, bool) {
+	var h specHead
+	str := func(i int) (string, int, bool) { // the string starting at spec[i] == '"'
+		if i >= len(spec) || spec[i] != '"' {
+			return "", 0, false
+		}
+		j := strings.IndexByte(spec[i+1:], '"')
+		if j < 0 {
+			return "", 0, false
+		}
+		v := spec[i+1 : i+1+j]
+		if strings.IndexByte(v, '\\') >= 0 {
+			return "", 0, false
+		}
+		return v, i + 2 + j, true
+	}
+	if len(spec) < 2 || spec[0] != '{' || spec[len(spec)-1] != '}' {
+		return h, false
+	}
+	i := 1
+	if spec[i] == '}' {
+		return h, i == len(spec)-1
+	}
+	for {
+		k, next, ok := str(i)
+		if !ok || next >= len(spec) || spec[next] != ':' {
+			return h, false
+		}
+		v, next, ok := str(next + 1)
+		if !ok || next >= len(spec) {
+			return h, false
+		}
+		switch k {
+		case "request_id":
+			h.RequestID = v
+		case "session_id":
+			h.SessionID = v
+		case "turn_id":
+			h.TurnID = v
+		case "pool":
+			h.Pool = v
+		case "model":
+			h.Model = v
+		case "reason":
+			h.Reason = v
+		case "instance":
+			h.Instance = v
+		}
+		switch spec[next] {
+		case ',':
+			i = next + 1
+		case '}':
+			return h, next == len(spec)-1
+		default:
+			return h, false
+		}
+	}
+}
+
+// rest decodes the tried nodes, the waiters and the outcome into e.
+func (s *Jobs) rest(e scheduler.BookEntry, jobID, tried, waiters, outcome string) (scheduler.BookEntry, error) {
 	e.Tried, e.Waiters = splitIDs(tried), splitIDs(waiters)
 	if outcome != "" {
 		var o scheduler.Outcome
@@ -261,6 +354,15 @@ func (s *Jobs) Finish(ctx context.Context, jobID string, ev fsm.Event, attempt i
 	if err != nil {
 		return tr, scheduler.BookEntry{}, err
 	}
-	e, err := s.entry(jobID, f[1], f[2], f[3], f[4])
+	if f[4] != "=" {
+		e, err := s.endEntry(jobID, f[1], f[2], f[3], f[4])
+		return tr, e, err
+	}
+	// This step stored out: it is the job's outcome as it would decode.
+	e, err := s.endEntry(jobID, f[1], f[2], f[3], "")
+	if len(out.Payload) == 0 {
+		out.Payload = nil
+	}
+	e.Outcome = &out
 	return tr, e, err
 }

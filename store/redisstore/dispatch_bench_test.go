@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -144,7 +146,10 @@ return 1`)
 // one, the session on the other, the node answering at once), interleaved
 // with the same server's raw XADD rate at the same concurrency (64
 // callers, 500 jobs or XADDs a round). job/xadd is the ratio; redis-ops/job
-// counts the Redis operations (a pipeline counts once) a job costs:
+// counts the Redis operations (a pipeline counts once) a job costs;
+// go-cpu-µs/job and redis-cpu-µs/job the CPU time of this process and of
+// the server during the rounds of jobs, per job (on a machine shared
+// with other work these vary less than the rates):
 //
 //	go test -run '^$' -bench DispatchEndToEnd -benchtime 10x ./store/redisstore/
 func BenchmarkDispatchEndToEnd(b *testing.B) {
@@ -193,10 +198,21 @@ func BenchmarkDispatchEndToEnd(b *testing.B) {
 		}
 	}
 	ops.Store(0)
-	tBase, tOp := interleave(b, perRound, base, op)
+	// The CPU the jobs cost, this process's and the server's, counted
+	// around the rounds of jobs only.
+	var goCPU, redisCPU time.Duration
+	var tBase, tOp time.Duration
+	for b.Loop() {
+		tBase += runCalls(b, perRound, base)
+		g0, r0 := processCPU(b), serverCPU(b, c)
+		tOp += runCalls(b, perRound, op)
+		goCPU, redisCPU = goCPU+processCPU(b)-g0, redisCPU+serverCPU(b, c)-r0
+	}
 	jobs := float64(b.N * perRound)
 	perJob := float64(ops.Load()) / jobs
 	b.ReportMetric(float64(tBase)/float64(tOp), "job/xadd")
+	b.ReportMetric(float64(goCPU.Microseconds())/jobs, "go-cpu-µs/job")
+	b.ReportMetric(float64(redisCPU.Microseconds())/jobs, "redis-cpu-µs/job")
 	b.ReportMetric(jobs/tOp.Seconds(), "jobs/s")
 	b.ReportMetric(jobs/tBase.Seconds(), "xadd/s")
 	b.ReportMetric(perJob, "redis-ops/job")
@@ -219,6 +235,36 @@ func BenchmarkDispatchEndToEnd(b *testing.B) {
 	}
 	tFloor, _ := interleaveOnce(b, perRound, floor)
 	b.ReportMetric(tFloor.Seconds()/tOp.Seconds(), "job/floor")
+}
+
+// processCPU returns the user and system CPU time this process used so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// serverCPU returns the user and system CPU time the Redis server used so
+// far (INFO cpu).
+func serverCPU(b *testing.B, c rueidis.Client) time.Duration {
+	info, err := c.Do(context.Background(), c.B().Info().Section("cpu").Build()).ToString()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if k == "used_cpu_sys" || k == "used_cpu_user" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu %s: %q", k, v)
+			}
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
 
 // interleaveOnce runs b.N rounds of perRound calls of op.

@@ -38,7 +38,9 @@
 // [Streams] appends to {prefix}:streams:{instance:<instance_id>}:inbox with
 // one script (XLEN, then XADD) that refuses a message to an inbox holding
 // [StoresConfig].InboxMaxLen entries ([scheduler.ErrInboxFull]): entries leave an inbox
-// only when handled or dead-lettered, never by trimming. [Streams.Inbox] gives the consumer side: XGROUP CREATE
+// only when handled or dead-lettered, never by trimming. Messages sent to
+// one inbox while a call for it is under way wait for it and go together
+// in the next call (an XADD each). [Streams.Inbox] gives the consumer side: XGROUP CREATE
 // MKSTREAM, XREADGROUP with BLOCK on rueidis's dedicated blocking
 // connections, XACK + XDEL, XAUTOCLAIM, the XPENDING summary and extended
 // forms, and the move to {prefix}:streams:{instance:<instance_id>}:dlq as

@@ -52,7 +52,8 @@ var fsmRefusals = map[string]error{
 //	          "-" node_id (none freed), "=" node_id (node_id freed), "0"
 //	          freed (node_id now empty), or "#" len(node_id) " " node_id
 //	          freed (any other pair); with an outcome: {that line, spec,
-//	          tried, waiters, outcome}.
+//	          tried, waiters, outcome}, where outcome is "=" when this step
+//	          stored the one passed (which need not travel back).
 var fsmApplyLua = GenerateFSMLua()
 
 // fsmBatchLua is the transition script applying one event to several jobs
@@ -175,10 +176,13 @@ func GenerateFSMLua() string {
 	// three of its six digits of microseconds.
 	w(`local key = KEYS[1]
 local ev, attempt, node, max, ttl, outcome = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6] or ''
--- keep stores the outcome of a step that ends the job, unless one is stored.
+-- keep stores the outcome of a duplicate that leaves the job ended, unless
+-- one is stored (a move stores it with its other fields).
+local stored = false
 local function keep(s)
   if outcome ~= '' and (s == %[14]q or s == %[9]q) and redis.call('HEXISTS', key, 'outcome') == 0 then
     redis.call('HSET', key, 'outcome', outcome)
+    stored = true
   end
 end
 local function step()
@@ -226,7 +230,12 @@ local freenode = ''
 if free then freenode = curnode end
 local t = redis.call('TIME')
 local now = t[1] .. string.sub('00000' .. t[2], -6, -4)
-redis.call('HSET', key, 'state', to, 'attempt', cur, 'node_id', newnode, 'updated_at_ms', now)
+if outcome ~= '' and (to == %[14]q or to == %[9]q) and redis.call('HEXISTS', key, 'outcome') == 0 then
+  redis.call('HSET', key, 'state', to, 'attempt', cur, 'node_id', newnode, 'updated_at_ms', now, 'outcome', outcome)
+  stored = true
+else
+  redis.call('HSET', key, 'state', to, 'attempt', cur, 'node_id', newnode, 'updated_at_ms', now)
+end
 if ev == %[10]q then
   dsp = now
   redis.call('HSET', key, 'dispatched_at_ms', now)
@@ -238,7 +247,6 @@ if ev == %[10]q then
     redis.call('HSET', key, 'tried', tried)
   end
 end
-keep(to)
 redis.call('PEXPIRE', key, ttl)
 local tail
 if freenode == '' then tail = '-' .. newnode
@@ -251,6 +259,10 @@ return %[12]q .. ' ' .. to .. ' ' .. cur .. ' ' .. created .. ' ' .. stamp .. ' 
 end
 local line = step()
 if outcome == '' then return line end
+if stored then
+  local b = redis.call('HMGET', key, 'spec', 'tried', 'waiters')
+  return {line, b[1] or '', b[2] or '', b[3] or '', '='}
+end
 local b = redis.call('HMGET', key, 'spec', 'tried', 'waiters', 'outcome')
 return {line, b[1] or '', b[2] or '', b[3] or '', b[4] or ''}
 `, fsmNotFound, fsmCorrupt, fsmUnknownEv, fsmBadAtt, fsmStale, fsmFuture, fsmDup, fsmInvalid,
@@ -286,16 +298,20 @@ if redis.call('EXISTS', key) == 1 then
   local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms', 'spec', 'tried', 'waiters', 'outcome')
   return {0, h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10]}
 end
+local now
 if KEYS[3] then
-  local r = reserve(KEYS[3], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10]))
+  local r
+  r, now = reserve(KEYS[3], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10]))
   if r <= 0 then return {r} end
+else
+  local t = redis.call('TIME')
+  now = t[1] .. string.sub('00000' .. t[2], -6, -4)
 end
 if KEYS[2] then redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[8]) end
-local t = redis.call('TIME')
-local now = t[1] .. string.sub('00000' .. t[2], -6, -4)
-redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', ARGV[6], 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5])
 if ARGV[6] ~= '' then
-  redis.call('HSET', key, 'tried', ARGV[6], 'dispatched_at_ms', now)
+  redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', ARGV[6], 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5], 'tried', ARGV[6], 'dispatched_at_ms', now)
+else
+  redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', ARGV[6], 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5])
 end
 redis.call('PEXPIRE', key, ARGV[3])
 return {1, now}

@@ -51,9 +51,11 @@ var _ scheduler.ReservationStore = (*Reservations)(nil)
 //
 // reserveFn is the function; the open step of [Jobs.OpenOnSlot] calls it too.
 const reserveLua = reserveFn + `
-return reserve(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
+return (reserve(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])))
 `
 
+// reserve returns the reply of the reserve script and the server's time
+// in milliseconds that it read.
 const reserveFn = `
 local function reserve(key, job, cap, ttl)
 local t = redis.call('TIME')
@@ -62,19 +64,19 @@ local exp = string.format('%d', tonumber(nowms) + ttl)
 redis.call('ZREMRANGEBYSCORE', key, '-inf', nowms)
 if redis.call('ZADD', key, exp, job) == 0 then
   redis.call('PEXPIREAT', key, exp, 'GT')
-  return 1
+  return 1, nowms
 end
 local n = redis.call('ZCARD', key)
 if n > cap then
   redis.call('ZREM', key, job)
-  return 1 - n
+  return 1 - n, nowms
 end
 if n == 1 then
   redis.call('PEXPIREAT', key, exp)
 else
   redis.call('PEXPIREAT', key, exp, 'GT')
 end
-return 1
+return 1, nowms
 end
 `
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ksana-dev/ksana/scheduler"
@@ -45,6 +46,8 @@ type Streams struct {
 	maxLen string
 	dlqMax string
 	hook   OpHook
+	// senders holds the *sender of each inbox this process sent to.
+	senders sync.Map
 }
 
 var _ scheduler.Sender = (*Streams)(nil)
@@ -72,35 +75,132 @@ func NewStreams(c rueidis.Client, cfg StreamsConfig) (*Streams, error) {
 	}, nil
 }
 
-// sendScript appends to the inbox KEYS[1] unless it holds ARGV[1]
-// entries already. ARGV[2:] are the field-value pairs. It returns the new
-// id, or false when the inbox is full.
+// sendScript appends messages to the inbox KEYS[1], each unless the inbox
+// holds ARGV[1] entries by then. ARGV[2:] are the messages, each as its
+// count of field-value arguments followed by them. It returns one reply per
+// message: the new id, or false when the inbox was full.
 var sendScript = rueidis.NewLuaScript(`
-if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[1]) then return false end
-return redis.call('XADD', KEYS[1], '*', unpack(ARGV, 2))`)
+local n, max, out, i = redis.call('XLEN', KEYS[1]), tonumber(ARGV[1]), {}, 2
+while i <= #ARGV do
+  local c = tonumber(ARGV[i])
+  if n >= max then
+    out[#out + 1] = false
+  else
+    out[#out + 1] = redis.call('XADD', KEYS[1], '*', unpack(ARGV, i + 1, i + c))
+    n = n + 1
+  end
+  i = i + 1 + c
+end
+return out`)
+
+// maxSendBatch bounds the messages one call of the send script appends.
+const maxSendBatch = 64
+
+// sender gathers the messages sent to one inbox while a call of the send
+// script for that inbox is under way, and sends them in the next call:
+// messages sent one at a time go at once, concurrent ones together.
+type sender struct {
+	mu    sync.Mutex
+	busy  bool
+	queue []*sendReq
+}
+
+// sendReq is one message waiting for its turn.
+type sendReq struct {
+	args  []string // the field count, then the fields and values
+	id    string
+	err   error
+	batch []*sendReq    // set on the request that sends the next batch
+	done  chan struct{} // closed when id and err are set, or batch is
+}
 
 // Send implements [scheduler.Sender]: XLEN and XADD in one script, so an
 // inbox holding MaxLen entries refuses the message with
 // [scheduler.ErrInboxFull] instead of trimming entries not yet handled.
+// Messages sent to one inbox concurrently share a call of the script.
 func (s *Streams) Send(ctx context.Context, instanceID string, fields map[string]string) (string, error) {
 	if len(fields) == 0 {
 		return "", errors.New("redisstore: send: a message needs at least one field")
 	}
-	args := make([]string, 1, 1+2*len(fields))
-	args[0] = s.maxLen
+	r := &sendReq{args: make([]string, 1, 1+2*len(fields))}
+	r.args[0] = strconv.Itoa(2 * len(fields))
 	for k, v := range fields {
-		args = append(args, k, v)
+		r.args = append(r.args, k, v)
+	}
+	key := s.keys.Inbox(instanceID)
+	v, ok := s.senders.Load(key)
+	if !ok {
+		v, _ = s.senders.LoadOrStore(key, &sender{})
+	}
+	q := v.(*sender)
+	q.mu.Lock()
+	batch := []*sendReq{r}
+	if q.busy {
+		r.done = make(chan struct{})
+		q.queue = append(q.queue, r)
+		q.mu.Unlock()
+		<-r.done
+		if r.batch == nil {
+			return r.id, r.err
+		}
+		batch = r.batch
+		// The batch's own callers may have gone: its messages are sent
+		// regardless, as a single Send would have sent them.
+		ctx = context.WithoutCancel(ctx)
+	} else {
+		q.busy = true
+		q.mu.Unlock()
+	}
+	s.sendBatch(ctx, instanceID, key, batch)
+	// The requests queued meanwhile go next, led by the first of them.
+	q.mu.Lock()
+	if len(q.queue) == 0 {
+		q.busy = false
+	} else {
+		n := min(len(q.queue), maxSendBatch)
+		next := q.queue[:n:n]
+		q.queue = q.queue[n:]
+		next[0].batch = next
+		close(next[0].done)
+	}
+	q.mu.Unlock()
+	for _, o := range batch[1:] {
+		close(o.done)
+	}
+	return r.id, r.err
+}
+
+// sendBatch appends the messages of batch to the inbox key of instanceID
+// in one call of the send script, and sets each one's id or error.
+func (s *Streams) sendBatch(ctx context.Context, instanceID, key string, batch []*sendReq) {
+	n := 1
+	for _, r := range batch {
+		n += len(r.args)
+	}
+	args := make([]string, 1, n)
+	args[0] = s.maxLen
+	for _, r := range batch {
+		args = append(args, r.args...)
 	}
 	start := time.Now()
-	id, err := sendScript.Exec(ctx, s.c, []string{s.keys.Inbox(instanceID)}, args).ToString()
+	ids, err := sendScript.Exec(ctx, s.c, []string{key}, args).ToArray()
+	if err == nil && len(ids) != len(batch) {
+		err = fmt.Errorf("%d replies for %d messages", len(ids), len(batch))
+	}
 	s.hook.observe("xadd", start, err)
-	if isNil(err) {
-		return "", fmt.Errorf("redisstore: send to %s: %w", instanceID, scheduler.ErrInboxFull)
+	for i, r := range batch {
+		if err != nil {
+			r.err = fmt.Errorf("redisstore: send to %s: %w", instanceID, err)
+			continue
+		}
+		r.id, r.err = ids[i].ToString()
+		switch {
+		case isNil(r.err):
+			r.err = fmt.Errorf("redisstore: send to %s: %w", instanceID, scheduler.ErrInboxFull)
+		case r.err != nil:
+			r.err = fmt.Errorf("redisstore: send to %s: %w", instanceID, r.err)
+		}
 	}
-	if err != nil {
-		return "", fmt.Errorf("redisstore: send to %s: %w", instanceID, err)
-	}
-	return id, nil
 }
 
 // Inbox returns the inbox of instanceID as read by group.

@@ -1,8 +1,12 @@
 package redisstore
 
 import (
+	"context"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/ksana-dev/ksana/scheduler"
@@ -61,4 +65,65 @@ func FuzzDecodeDeadLetter(f *testing.F) {
 			t.Fatalf("decodeDeadLetter (-want +got):\n%s", d)
 		}
 	})
+}
+
+// TestSendConcurrent: messages sent to one inbox at once share calls of
+// the send script, and each arrives once with all its fields, on a
+// standalone server and a cluster.
+func TestSendConcurrent(t *testing.T) {
+	ctx := context.Background()
+	for _, srv := range testServers(t) {
+		t.Run(srv.name, func(t *testing.T) {
+			var calls atomic.Int64
+			st, err := NewStreams(srv.client, StreamsConfig{Prefix: testPrefix(t), OpHook: func(op, _ string, _ time.Duration) {
+				if op == "xadd" {
+					calls.Add(1)
+				}
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const senders, each = 32, 20
+			var wg sync.WaitGroup
+			for w := range senders {
+				wg.Go(func() {
+					for i := range each {
+						seq := strconv.Itoa(w*each + i)
+						if _, err := st.Send(ctx, "inst-a", map[string]string{"seq": seq, "w": strconv.Itoa(w), "pad": seq + "-" + seq}); err != nil {
+							t.Errorf("send %s: %v", seq, err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			in := st.Inbox("inst-a", "g")
+			if err := in.EnsureGroup(ctx); err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for {
+				msgs, err := in.Read(ctx, "c", 100, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(msgs) == 0 {
+					break
+				}
+				for _, m := range msgs {
+					seq, _ := strconv.Atoi(m.Fields["seq"])
+					want := map[string]string{"seq": m.Fields["seq"], "w": strconv.Itoa(seq / each), "pad": m.Fields["seq"] + "-" + m.Fields["seq"]}
+					if d := cmp.Diff(want, m.Fields); d != "" || seen[m.Fields["seq"]] {
+						t.Errorf("entry %s (seen before: %v) (-want +got):\n%s", m.ID, seen[m.Fields["seq"]], d)
+					}
+					seen[m.Fields["seq"]] = true
+				}
+			}
+			if len(seen) != senders*each {
+				t.Errorf("%d messages arrived, want %d", len(seen), senders*each)
+			}
+			if n := calls.Load(); n >= senders*each {
+				t.Errorf("%d script calls for %d concurrent messages: none shared", n, senders*each)
+			}
+		})
+	}
 }

@@ -117,8 +117,43 @@
     });
   }
 
+  // Replaces the main part of the page with that of the page at url.
+  function reloadMain(url) {
+    return fetch(url, { credentials: "same-origin" }).then(function (resp) {
+      if (!resp.ok) return false;
+      return resp.text().then(function (html) {
+        var main = new DOMParser().parseFromString(html, "text/html").querySelector("main");
+        var cur = document.querySelector("main");
+        if (!main || !cur) return false;
+        cur.replaceWith(main);
+        init(main);
+        return true;
+      });
+    });
+  }
+
+  // A job paused until a time shows as enabled once that time has come:
+  // the page reloads its main part then, and again a few times until the
+  // runner has resumed the job.
+  function pauseEnd(root) {
+    var t = root.querySelector("#state time[datetime]");
+    if (!t) return;
+    var ms = new Date(t.getAttribute("datetime")) - Date.now();
+    if (isNaN(ms) || ms > 24 * 3600 * 1000) return;
+    var tries = 0;
+    function check() {
+      if (!document.body.contains(t)) return;
+      reloadMain(location.href).then(function (ok) {
+        var still = document.querySelector("#state time[datetime]");
+        if (ok && still && ++tries < 10) setTimeout(check, 1000);
+      }).catch(function () {});
+    }
+    setTimeout(check, Math.max(ms, 0) + 500);
+  }
+
   function init(root) {
     untilForms(root);
+    pauseEnd(root);
     localTimes(root);
     fetchForms(root);
     refresh(root);

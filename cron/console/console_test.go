@@ -553,3 +553,30 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretsHidden: a viewer's or an operator's job page shows no header
+// value, URL password or alert secret of the job; an admin's shows them.
+func TestSecretsHidden(t *testing.T) {
+	f := newFixture(t, fixtureOpts{auth: true})
+	j := cron.Job{ID: "s", HTTP: cron.HTTPConfig{Method: "POST", URL: "https://bob:pw-123@example.com/hook",
+		Headers: map[string]string{"Authorization": "Bearer cb-token"}},
+		Alert: &cron.AlertConfig{URL: "https://hooks.example.com/a", Secret: "alert-secret-1"}}
+	f.add(t, j)
+	secrets := []string{"pw-123", "cb-token", "alert-secret-1"}
+	for tok, shows := range map[string]bool{viewerToken: false, operatorToken: false, adminToken: true} {
+		b := f.browser(t)
+		b.login(tok)
+		code, body, _ := b.get("/jobs/s")
+		if code != http.StatusOK {
+			t.Fatalf("GET /jobs/s with %s: %d", tok, code)
+		}
+		for _, sec := range secrets[:2] {
+			if strings.Contains(body, sec) != shows {
+				t.Errorf("job page with %s: shows %q = %v, want %v", tok, sec, !shows, shows)
+			}
+		}
+		if strings.Contains(body, secrets[2]) && !shows {
+			t.Errorf("job page with %s shows the alert secret", tok)
+		}
+	}
+}

@@ -489,6 +489,10 @@ func (c *Console) job(w http.ResponseWriter, req *http.Request) {
 		c.readFailed(w, req, err, id)
 		return
 	}
+	if !u.ID.Role.Includes(httpapi.RoleAdmin) {
+		// As the API shows it to this role: without its secrets.
+		j = j.Redacted()
+	}
 	p := &jobPage{Job: j, Words: describe(j.Schedule), Written: written(j.Schedule), Zone: zoneName(j.Schedule), RunKey: newKey()}
 	next, _, err := c.r.Next(id, 10)
 	if err != nil {

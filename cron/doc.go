@@ -210,9 +210,9 @@
 // [ReasonNoHolder] for a job taken over from another runner), those
 // skipped while one run was in flight ([ReasonOverlap], recorded when it
 // ends), and those passed while the job was paused ([ReasonPaused],
-// recorded when this runner resumes a job it paused).
-// [Runner.RecordNotCalled] records such a burst for a reason of the
-// caller's, as a pause of the whole service does.
+// recorded when this runner resumes a job it paused), and those held back
+// by a pause of the whole service ([ReasonServicePaused], recorded at the
+// job's first slot called after it).
 //
 // A runner needs no store: New(nil, ...) keeps its jobs in the runner
 // alone, at the runner's own cost in memory (a MemStore would keep a second

@@ -267,28 +267,6 @@ func (r *Runner) QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor, e
 	return runs, next, err
 }
 
-// RecordNotCalled records that the slots of job id after after and up
-// to until were not called, for reason (one of the Reason constants, or
-// another short phrase), as one run record of status [StatusSkipped]:
-// ScheduledAt is the first of those slots and Slots their number (counted
-// up to a bound) when more than one: never one record per slot. It is how
-// a pause of the whole service records the slots it held back. An unknown
-// job, or a span with no slot of the job, records nothing and returns
-// false.
-func (r *Runner) RecordNotCalled(id string, after, until time.Time, reason string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, e, ok := r.lookup(id)
-	if !ok {
-		return false
-	}
-	run, ok := notCalled(e, after, until, StatusSkipped, reason, r.now())
-	if ok {
-		r.finish(run, false)
-	}
-	return ok
-}
-
 // notCalled builds the record, at now, of the job's slots in (after,
 // until] not called for reason: false when none falls there.
 func notCalled(e *entry, after, until time.Time, st Status, reason string, now time.Time) (Run, bool) {

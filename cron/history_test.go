@@ -46,8 +46,7 @@ func TestDowntimeOneRecord(t *testing.T) {
 }
 
 // TestPauseOneRecord: the slots that passed while a job was paused are
-// one skipped record, reason paused, written when it is resumed; a
-// service-wide pause records its span through RecordNotCalled.
+// one skipped record, reason paused, written when it is resumed.
 func TestPauseOneRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
@@ -65,15 +64,7 @@ func TestPauseOneRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if !r.RecordNotCalled("e", t0.Add(20*time.Minute), t0.Add(30*time.Minute), ReasonServicePaused) {
-			t.Error("RecordNotCalled = false, want true")
-		}
-		if r.RecordNotCalled("e", t0.Add(20*time.Minute), t0.Add(20*time.Minute+time.Second), ReasonServicePaused) {
-			t.Error("RecordNotCalled of a span with no slot = true, want false")
-		}
-		synctest.Wait()
 		want := []Run{
-			{JobID: "e", ScheduledAt: t0.Add(21 * time.Minute), Status: StatusSkipped, Reason: ReasonServicePaused, Slots: 10},
 			{JobID: "e", ScheduledAt: t0.Add(2 * time.Minute), Status: StatusSkipped, Reason: ReasonPaused, Slots: 10},
 		}
 		if diff := cmp.Diff(want, notCalledRuns(t, r), ignoreRunTimes); diff != "" {

@@ -271,8 +271,9 @@ func testClusterNoSlotLost(t *testing.T, bin, dbURL string) {
 
 	// Every run row claimed before the end finishes within the bound: the
 	// TTL and two renewal periods (the killed instance's heartbeat runs
-	// out, then the next round of the partition's holder), with slack.
-	bound := ttl + 2*ttl/3 + 2*time.Second
+	// out, then the next round of the partition's holder), with slack for
+	// a loaded machine (the suite runs packages side by side under -race).
+	bound := ttl + 2*ttl/3 + 5*time.Second
 	deadline := end.Add(bound)
 	var open int
 	for {

@@ -477,7 +477,10 @@ func checkAnsweredOnce(t testing.TB, s *TestSession, payloads map[string]string)
 func checkQuiet(t testing.TB, st scheduler.Stores, reqs []string, nodes []string, instances []string) {
 	t.Helper()
 	ctx := context.Background()
-	Eventually(t, "plane at rest", 15*time.Second, func() bool {
+	// The bound is slack for a loaded machine under -race (the sweeps
+	// that release the last jobs run late there); the property is that
+	// the plane comes to rest at all.
+	Eventually(t, "plane at rest", 60*time.Second, func() bool {
 		for _, n := range nodes {
 			if c, err := st.Reservations.Jobs(ctx, n); err != nil || len(c) != 0 {
 				return false

@@ -147,11 +147,23 @@ func testClusterNoSlotLost(t *testing.T, bin, dbURL string) {
 	time.Sleep(3 * time.Second)
 
 	// 3. kill -9 of a.
-	// When it has claimed slots that it has not called yet.
+	// When it has claimed slots that it has not finished: a is stopped
+	// while the rows are counted, so that none finishes between the
+	// count and the kill.
 	waitFor(t, "a run claimed by a and not finished", func() bool {
+		if err := ms[0].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
 		var n int
 		err := db.SQL().QueryRow("SELECT count(*) FROM ksana_run WHERE instance = 'a' AND status = ''").Scan(&n)
-		return err == nil && n > 0
+		if err == nil && n > 0 {
+			return true
+		}
+		if err := ms[0].cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		return false
 	})
 	down("a")
 	if err := ms[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {

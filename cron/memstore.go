@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 var _ RunQuerier = (*MemStore)(nil)
@@ -15,7 +16,8 @@ const DefaultRunLimit = 50
 
 // MemStore is a [Store] in memory: a [RunStore] that keeps the newest
 // RunLimit runs of each job, a [Flusher] with nothing to flush, a
-// [PauseStore] and an [AuditLog] (the newest [DefaultAuditKeep] entries). It loses
+// [PauseStore], an [AuditLog] (the newest [DefaultAuditKeep] entries) and an
+// [IdempotencyStore] (an [IdempotencyMemory]). It loses
 // everything with the process; use it in tests of code that works through
 // a Store. A runner over a MemStore holds each job twice (in the runner
 // and here); for a runner without durable storage pass a nil store to
@@ -229,11 +231,13 @@ type memExtras struct {
 	mu    sync.Mutex
 	pause PauseState
 	audit AuditBuffer
+	idem  IdempotencyMemory
 }
 
 var (
-	_ PauseStore = (*MemStore)(nil)
-	_ AuditLog   = (*MemStore)(nil)
+	_ PauseStore       = (*MemStore)(nil)
+	_ AuditLog         = (*MemStore)(nil)
+	_ IdempotencyStore = (*MemStore)(nil)
 )
 
 // LoadPause returns the service pause saved last.
@@ -260,4 +264,22 @@ func (s *MemStore) AppendAudit(ctx context.Context, e AuditEntry) (AuditEntry, e
 // Audit returns a page of the store's audit log (see [AuditLog]).
 func (s *MemStore) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, bool, error) {
 	return s.extras.audit.Audit(ctx, q)
+}
+
+// ReserveIdempotencyKey reserves a run-now's idempotency key in the
+// store's [IdempotencyMemory] (see [IdempotencyStore]).
+func (s *MemStore) ReserveIdempotencyKey(ctx context.Context, job, key string, e IdempotencyEntry) (IdempotencyEntry, bool, error) {
+	return s.extras.idem.ReserveIdempotencyKey(ctx, job, key, e)
+}
+
+// CompleteIdempotencyKey records the run of a reservation (see
+// [IdempotencyStore]).
+func (s *MemStore) CompleteIdempotencyKey(ctx context.Context, job, key string, at time.Time, runID string) error {
+	return s.extras.idem.CompleteIdempotencyKey(ctx, job, key, at, runID)
+}
+
+// ForgetIdempotencyKey deletes a reservation that has no run (see
+// [IdempotencyStore]).
+func (s *MemStore) ForgetIdempotencyKey(ctx context.Context, job, key string, at time.Time) error {
+	return s.extras.idem.ForgetIdempotencyKey(ctx, job, key, at)
 }

@@ -48,6 +48,10 @@
 //
 // They are created 0600.
 //
+// The idempotency keys of run-now requests ([cron.IdempotencyStore]) are
+// kept in memory only ([cron.IdempotencyMemory]): a restart forgets them,
+// so a request sent again after a restart runs again.
+//
 // # Locking
 //
 // A data directory belongs to one open [Store] at a time. [New] takes an

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/ksana-dev/ksana/cron"
 )
@@ -23,8 +24,9 @@ const (
 )
 
 var (
-	_ cron.PauseStore = (*Store)(nil)
-	_ cron.AuditLog   = (*Store)(nil)
+	_ cron.PauseStore       = (*Store)(nil)
+	_ cron.AuditLog         = (*Store)(nil)
+	_ cron.IdempotencyStore = (*Store)(nil)
 )
 
 // extras are the service pause and the audit log of a Store.
@@ -34,6 +36,7 @@ type extras struct {
 	audit  cron.AuditBuffer
 	af     *os.File // audit.jsonl, open for appending; nil once closed
 	alines int      // lines in audit.jsonl
+	idem   cron.IdempotencyMemory
 }
 
 // loadExtras reads pause.json and audit.jsonl. A pause.json that does not
@@ -224,4 +227,23 @@ func (s *Store) closeExtras() {
 		s.extras.af.Close()
 		s.extras.af = nil
 	}
+}
+
+// ReserveIdempotencyKey reserves a run-now's idempotency key (see
+// [cron.IdempotencyStore]). The keys are kept in memory only: one
+// process holds the file, and a restart forgets them.
+func (s *Store) ReserveIdempotencyKey(ctx context.Context, job, key string, e cron.IdempotencyEntry) (cron.IdempotencyEntry, bool, error) {
+	return s.extras.idem.ReserveIdempotencyKey(ctx, job, key, e)
+}
+
+// CompleteIdempotencyKey records the run of a reservation (see
+// [cron.IdempotencyStore]).
+func (s *Store) CompleteIdempotencyKey(ctx context.Context, job, key string, at time.Time, runID string) error {
+	return s.extras.idem.CompleteIdempotencyKey(ctx, job, key, at, runID)
+}
+
+// ForgetIdempotencyKey deletes a reservation that has no run (see
+// [cron.IdempotencyStore]).
+func (s *Store) ForgetIdempotencyKey(ctx context.Context, job, key string, at time.Time) error {
+	return s.extras.idem.ForgetIdempotencyKey(ctx, job, key, at)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -44,9 +45,10 @@ type JobsConfig struct {
 // nothing to do). See the package documentation, "Cron jobs" and
 // "Sharing cron jobs".
 type Jobs struct {
-	db     *DB
-	cfg    JobsConfig
-	claims claimer
+	db       *DB
+	cfg      JobsConfig
+	claims   claimer
+	reserves atomic.Uint64 // idempotency keys reserved, for the sweep
 }
 
 // Jobs returns cron's job store on db.

@@ -25,7 +25,10 @@ import (
 // included), pages that cover every run once, a cursor of a run gone, and
 // the reason and slots of a run; when it implements [cron.PauseStore],
 // the round trip of the service pause; when it implements
-// [cron.AuditLog], IDs in order, the filters and keyset paging.
+// [cron.AuditLog], IDs in order, the filters and keyset paging; when it
+// implements [cron.IdempotencyStore], that the first reservation of a key
+// wins (of concurrent ones too) and later ones get its entry, keys per
+// job, Complete and Forget of one reservation only, and the window.
 // Persistence across a reopen is the adapter's own test.
 func TestCronStore(t *testing.T, open func(t *testing.T) cron.Store) {
 	t.Helper()
@@ -44,6 +47,7 @@ func TestCronStore(t *testing.T, open func(t *testing.T) cron.Store) {
 		{"QueryRuns", cronCaseQueryRuns},
 		{"Pause", cronCasePause},
 		{"Audit", cronCaseAudit},
+		{"Idempotency", cronCaseIdempotency},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })

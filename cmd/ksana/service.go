@@ -113,8 +113,13 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 	// database reads the same one); a store without one leaves it in
 	// memory.
 	auditLog, _ := cstore.(cron.AuditLog)
+	// Likewise the Idempotency-Key reservations of run-now: on a shared
+	// database every instance reserves in the same table, so a retry that
+	// lands on another instance answers as the first did.
+	idem, _ := cstore.(cron.IdempotencyStore)
 	api, err := httpapi.New(runner, httpapi.Config{
 		AuditLog:          auditLog,
+		Idempotency:       idem,
 		Token:             cfg.Token,
 		Authorizer:        auth,
 		CallbackAllow:     cfg.CallbackAllow,

@@ -2,10 +2,11 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
@@ -24,13 +25,25 @@ const (
 	CodeServicePaused = "service_paused"
 )
 
-// IdempotencyWindow is how long a run-now's Idempotency-Key is
-// remembered; MaxIdempotencyKeys bounds how many are (the oldest go
-// first), and MaxIdempotencyKeyLen how long one may be.
+// IdempotencyWindow is how long a run-now's Idempotency-Key holds
+// ([cron.IdempotencyWindow]); MaxIdempotencyKeys bounds how many are kept
+// in memory when [Config.Idempotency] is nil (the oldest go first), and
+// MaxIdempotencyKeyLen how long one may be.
 const (
-	IdempotencyWindow    = 24 * time.Hour
-	MaxIdempotencyKeys   = 100_000
+	IdempotencyWindow    = cron.IdempotencyWindow
+	MaxIdempotencyKeys   = cron.DefaultIdempotencyKeys
 	MaxIdempotencyKeyLen = 255
+)
+
+// A repeat of a run-now whose first request is still being answered
+// (its key reserved, no run recorded yet) waits up to idempotencyWait for
+// the answer, then answers 409. A reservation that has stayed without a
+// run for idempotencyAbandon was left by a request that never finished
+// (its instance stopped, or its store failed to record the run): the
+// key is taken over.
+const (
+	idempotencyWait    = 10 * time.Second
+	idempotencyAbandon = 5 * time.Minute
 )
 
 // runNowBody is the optional body of POST /jobs/{id}/run-now.
@@ -63,57 +76,132 @@ func (s *Server) runNow(w http.ResponseWriter, req *http.Request, id string) {
 		return
 	}
 	if key != "" {
-		sum := sha256.Sum256(bytes.TrimSpace(body))
-		var e *idemEntry
-		for {
-			var first bool
-			if e, first = s.idem.begin(id, key, sum); first {
-				break
-			}
-			if e.sum != sum {
-				writeError(w, &RequestError{Status: http.StatusUnprocessableEntity, Code: CodeIdempotencyKeyReused, Field: "Idempotency-Key",
-					Msg: "this key was used for another run-now of this job with another body; use a new key"})
-				return
-			}
-			<-e.done
-			if e.runID != "" {
-				w.Header().Set("Idempotent-Replayed", "true")
-				writeJSON(w, http.StatusAccepted, map[string]string{"run_id": e.runID, "job_id": id})
-				return
-			}
-			// The first request failed and was forgotten: try again.
-		}
-		var runID string
-		defer func() { s.idem.end(id, key, e, runID) }()
-		runID = s.queueRun(w, req, id, opts)
+		s.runNowOnce(w, req, id, key, sha256.Sum256(bytes.TrimSpace(body)), opts)
 		return
 	}
-	s.queueRun(w, req, id, opts)
+	runID, err := s.queueRun(req, id, opts)
+	if err != nil {
+		s.fail(w, err, id)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": runID, "job_id": id})
 }
 
-// queueRun queues the run and answers; it returns the run's id, "" when
-// it answered an error.
-func (s *Server) queueRun(w http.ResponseWriter, req *http.Request, id string, opts cron.RunOptions) string {
+// runNowOnce answers a run-now sent with an Idempotency-Key: it reserves
+// the key in s.idem; the request that does queues the run and records
+// it, a repeat (same job, key and body sum) answers the recorded run,
+// waiting for it while the first request is being answered.
+func (s *Server) runNowOnce(w http.ResponseWriter, req *http.Request, id, key string, sum [32]byte, opts cron.RunOptions) {
+	ctx := req.Context()
+	var waitUntil time.Time
+	pause := 5 * time.Millisecond
+	for {
+		now := s.now()
+		e, first, err := s.idem.ReserveIdempotencyKey(ctx, id, key, cron.IdempotencyEntry{Sum: sum, At: now})
+		if err != nil {
+			s.idemFail(w, id, err)
+			return
+		}
+		if first {
+			s.runNowFirst(w, req, id, key, e.At, opts)
+			return
+		}
+		if e.Sum != sum {
+			writeError(w, &RequestError{Status: http.StatusUnprocessableEntity, Code: CodeIdempotencyKeyReused, Field: "Idempotency-Key",
+				Msg: "this key was used for another run-now of this job with another body; use a new key"})
+			return
+		}
+		if e.RunID != "" {
+			w.Header().Set("Idempotent-Replayed", "true")
+			writeJSON(w, http.StatusAccepted, map[string]string{"run_id": e.RunID, "job_id": id})
+			return
+		}
+		// The first request with this key is being answered, here or on
+		// another instance sharing the store.
+		if now.Sub(e.At) >= s.idemAbandon {
+			if err := s.idem.ForgetIdempotencyKey(ctx, id, key, e.At); err != nil {
+				s.idemFail(w, id, err)
+				return
+			}
+			s.log.Warn("httpapi: an Idempotency-Key reserved long ago has no run: the request that reserved it never finished; taken over",
+				"job_id", id, "reserved_at", e.At)
+			continue
+		}
+		if waitUntil.IsZero() {
+			waitUntil = now.Add(s.idemWait)
+		}
+		if !now.Before(waitUntil) {
+			writeError(w, &RequestError{Status: http.StatusConflict, Field: "Idempotency-Key",
+				Msg: fmt.Sprintf("the first request with this key (at %s) has not been answered yet; send it again later", e.At.Format(time.RFC3339))})
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: "request cancelled while it waited for the first request with this Idempotency-Key"})
+			return
+		case <-t.C:
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// runNowFirst queues the run of the request that reserved key (at at),
+// records the run in s.idem and answers; a request that queued nothing
+// (or panicked) gives the key up, so that it may be sent again. The
+// record is written before the answer, and is not cut short by the
+// client going away.
+func (s *Server) runNowFirst(w http.ResponseWriter, req *http.Request, id, key string, at time.Time, opts cron.RunOptions) {
+	var runID string
+	defer func() {
+		if runID != "" {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(req.Context()), 10*time.Second)
+		defer cancel()
+		if err := s.idem.ForgetIdempotencyKey(ctx, id, key, at); err != nil {
+			s.log.Error("httpapi: giving up an Idempotency-Key failed: a repeat answers 409 until the reservation is taken over",
+				"job_id", id, "error", err)
+		}
+	}()
+	runID, err := s.queueRun(req, id, opts)
+	if err != nil {
+		s.fail(w, err, id)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(req.Context()), 10*time.Second)
+	defer cancel()
+	if err := s.idem.CompleteIdempotencyKey(ctx, id, key, at, runID); err != nil {
+		// The run is queued: say so. A repeat answers 409 until the
+		// reservation is taken over.
+		s.log.Error("httpapi: recording the run of an Idempotency-Key failed", "job_id", id, "run_id", runID, "error", err)
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": runID, "job_id": id})
+}
+
+// idemFail answers an error of the idempotency store: 503, like the other
+// outages of a store, and nothing was run.
+func (s *Server) idemFail(w http.ResponseWriter, id string, err error) {
+	s.log.Error("httpapi: idempotency store", "job_id", id, "error", err)
+	w.Header().Set("Retry-After", "2")
+	writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: "the Idempotency-Key could not be checked: " + err.Error()})
+}
+
+// queueRun queues the run and returns its id.
+func (s *Server) queueRun(req *http.Request, id string, opts cron.RunOptions) (string, error) {
 	if len(s.allow) > 0 {
 		// A job stored before the allow-list was set may point
 		// elsewhere: its run would only fail.
 		j, err := s.r.Get(id)
 		if err != nil {
-			s.fail(w, err, id)
-			return ""
+			return "", err
 		}
 		if rerr := s.checkCallback(&j); rerr != nil {
-			writeError(w, rerr)
-			return ""
+			return "", rerr
 		}
 	}
-	runID, err := s.r.RunNowWith(req.Context(), id, opts)
-	if err != nil {
-		s.fail(w, err, id)
-		return ""
-	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": runID, "job_id": id})
-	return runID
+	return s.r.RunNowWith(req.Context(), id, opts)
 }
 
 // decodeRunNow reads the body of a run-now: none, or an object of body,
@@ -151,76 +239,4 @@ func printable(s string) bool {
 		}
 	}
 	return true
-}
-
-// idempotency remembers the run-now requests made with an Idempotency-Key,
-// per job, for IdempotencyWindow, in this process.
-type idempotency struct {
-	now   func() time.Time
-	mu    sync.Mutex
-	m     map[idemKey]*idemEntry
-	order []idemKey // in the order they came, for expiry and the bound
-}
-
-type idemKey struct{ job, key string }
-
-type idemEntry struct {
-	at    time.Time
-	sum   [32]byte      // of the request body
-	done  chan struct{} // closed once the first request is answered
-	runID string        // set before done is closed; "" if it failed
-}
-
-func newIdempotency(now func() time.Time) *idempotency {
-	return &idempotency{now: now, m: make(map[idemKey]*idemEntry)}
-}
-
-// begin returns the entry of (job, key) and whether the caller made it
-// (then it must call end), after dropping the expired ones.
-func (c *idempotency) begin(job, key string, sum [32]byte) (*idemEntry, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	for len(c.order) > 0 {
-		k := c.order[0]
-		e := c.m[k]
-		if e != nil && now.Sub(e.at) < IdempotencyWindow && len(c.m) < MaxIdempotencyKeys {
-			break
-		}
-		if e != nil && isDone(e) {
-			delete(c.m, k)
-		} else if e != nil {
-			break // in flight: kept until answered
-		}
-		c.order = c.order[1:]
-	}
-	k := idemKey{job, key}
-	if e, ok := c.m[k]; ok {
-		return e, false
-	}
-	e := &idemEntry{at: now, sum: sum, done: make(chan struct{})}
-	c.m[k] = e
-	c.order = append(c.order, k)
-	return e, true
-}
-
-// end records the answer of the request that made e: a failed one
-// (runID "") is forgotten, so that the key may be sent again.
-func (c *idempotency) end(job, key string, e *idemEntry, runID string) {
-	c.mu.Lock()
-	e.runID = runID
-	if runID == "" && c.m[idemKey{job, key}] == e {
-		delete(c.m, idemKey{job, key})
-	}
-	c.mu.Unlock()
-	close(e.done)
-}
-
-func isDone(e *idemEntry) bool {
-	select {
-	case <-e.done:
-		return true
-	default:
-		return false
-	}
 }

@@ -66,6 +66,14 @@ type Config struct {
 	// store/sqlstore, which every process sharing the database reads). An
 	// entry it fails to store is logged. Default nil.
 	AuditLog cron.AuditLog
+	// Idempotency, when set, keeps the Idempotency-Key reservations of
+	// run-now (see the package documentation, "Run now") in place of the
+	// memory of this Server: a store's, such as the one of store/sqlstore,
+	// which every process sharing the database reserves in, so that a
+	// repeat that reaches another process answers as the first did. An
+	// error of it answers 503. Default nil: up to [MaxIdempotencyKeys]
+	// in memory, lost with the process and unknown to other processes.
+	Idempotency cron.IdempotencyStore
 	// CallbackAllow, when not empty, lists the host patterns a job's
 	// http.url may point to: "api.example.com" (that host), "*.internal"
 	// (any host under internal), "*" (any). Matching ignores case and the
@@ -112,7 +120,11 @@ type Server struct {
 	allow    []string
 	mux      *http.ServeMux
 	auditLog *auditLog
-	idem     *idempotency
+
+	idem        cron.IdempotencyStore
+	now         func() time.Time
+	idemWait    time.Duration // idempotencyWait; tests shorten it
+	idemAbandon time.Duration // idempotencyAbandon
 }
 
 // New returns the API of r. It checks cfg and names a bad field.
@@ -137,7 +149,11 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 	if cfg.AuditSize == 0 {
 		cfg.AuditSize = DefaultAuditSize
 	}
-	s := &Server{r: r, cfg: cfg, log: cfg.Logger, idem: newIdempotency(time.Now)}
+	s := &Server{r: r, cfg: cfg, log: cfg.Logger, idem: cfg.Idempotency, now: time.Now,
+		idemWait: idempotencyWait, idemAbandon: idempotencyAbandon}
+	if s.idem == nil {
+		s.idem = &cron.IdempotencyMemory{Max: MaxIdempotencyKeys}
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

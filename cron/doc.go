@@ -239,7 +239,11 @@
 // it to every runner within [Config.PauseRefresh].
 //
 // A store may also keep an audit log of the writes made through an API
-// ([AuditLog], [AuditEntry]); cron/httpapi writes and reads it.
+// ([AuditLog], [AuditEntry]); cron/httpapi writes and reads it. It may
+// keep the idempotency keys of run-now requests ([IdempotencyStore]), so
+// that cron/httpapi's Idempotency-Key holds for every process sharing the
+// store and across restarts; [IdempotencyMemory] keeps them in one
+// process.
 //
 // # Sharing a store among runners
 //

@@ -54,13 +54,23 @@
 // (1 to 255 printable ASCII characters) makes the request safe to send
 // again: the same key for the same job within [IdempotencyWindow] answers
 // 202 with the first request's run_id and Idempotent-Replayed: true,
-// without a second run (a repeat sent while the first is answered waits
-// for it); the same key with another body is 422 with code
-// [CodeIdempotencyKeyReused]. The keys are kept in the memory of the
-// process that answered (at most [MaxIdempotencyKeys], the oldest
-// dropped first): with several instances behind a balancer, a repeat
-// that reaches another instance runs again. A request that failed keeps
-// no key.
+// without a second run; the same key with another body is 422 with code
+// [CodeIdempotencyKeyReused]. The keys are reserved in
+// [Config.Idempotency], a store's ([cron.IdempotencyStore]): with
+// store/sqlstore every instance sharing the database reserves in the same
+// table, so a repeat that a balancer sends to another instance, or that
+// comes after a restart, answers as the first request did. Without it
+// (and with store/jsonstore or [cron.MemStore], whose keys live in
+// memory) the keys are those of the process that answered, at most
+// [MaxIdempotencyKeys], the oldest dropped first, forgotten by a restart.
+// A request that failed keeps no key: it may be sent again. A repeat sent
+// while the first request is still being answered, here or on another
+// instance, waits for its answer up to 10 seconds, then answers 409
+// (field Idempotency-Key; send it again later); a key left without a run
+// for 5 minutes (its request never finished: its instance stopped) is
+// taken over by the next request. If the store cannot be asked, the
+// answer is 503 with Retry-After and nothing runs. A key that is too long
+// or not printable is 400 before the store is asked.
 //
 // # Go function jobs
 //
@@ -203,12 +213,14 @@
 //   - 404: an unknown id or path;
 //   - 405: a method the path does not take, with an Allow header;
 //   - 409: a create with an id already in use; a run-now of a job with a
-//     run in flight (code run_in_flight);
+//     run in flight (code run_in_flight); a run-now whose Idempotency-Key
+//     is held by a request not answered within 10 seconds;
 //   - 413: a body over [Config.MaxBodyBytes] (1 MiB);
 //   - 415: a Content-Type that is not JSON;
 //   - 422: an Idempotency-Key sent again with another body (code
 //     idempotency_key_reused);
-//   - 503: the runner is shutting down.
+//   - 503: the runner is shutting down; a shared store's database cannot
+//     answer (with Retry-After).
 //
 // A rejected request changes nothing.
 package httpapi

@@ -118,7 +118,9 @@
 // # Cron jobs
 //
 // [DB.Jobs] is cron's store: a [cron.Store], [cron.RunStore] and
-// [cron.Flusher] passing the same conformance suite as the JSON file.
+// [cron.Flusher] passing the same conformance suite as the JSON file (and
+// a [cron.PauseStore], [cron.AuditLog] and [cron.IdempotencyStore]: see
+// "Pause and audit" and "Idempotency keys").
 // Migration 6 adds its tables:
 //
 //	ksana_job (id TEXT PRIMARY KEY, seq (creation order), config TEXT (the job's JSON
@@ -326,6 +328,29 @@
 // write, paged by id (keyset: each page one index range, by job through
 // ksana_audit_job_idx and by caller through ksana_audit_who_idx); the
 // newest [JobsConfig.AuditKeep] rows are kept (default a million).
+//
+// # Idempotency keys
+//
+// [Jobs] is a [cron.IdempotencyStore]: the Idempotency-Key reservations
+// of run-now requests, in one table that every process on the database
+// reserves in (migration 11), so that a retry that reaches another
+// instance, or the same one after a restart, answers as the first
+// request did:
+//
+//	ksana_idempotency (job_id, key TEXT, body_sum TEXT (SHA-256 of the body, hex),
+//	    run_id TEXT ('' while the first request is being answered), at BIGINT (Unix ns))
+//	    PRIMARY KEY (job_id, key), INDEX (at)
+//
+// A reservation is one INSERT ... ON CONFLICT DO UPDATE that takes the
+// key when it is free or its row is past [cron.IdempotencyWindow] (the
+// update applies only then), RETURNING a row when it took it; otherwise
+// one primary-key SELECT reads the row that holds it. The database's
+// unique key makes exactly one of concurrent reservations the first,
+// whatever the process. Recording the run and giving the key up are one
+// UPDATE or DELETE each, of that reservation (job, key and at) only.
+// Every 100th reservation of a [Jobs] (and its first) deletes up to 1000
+// rows past the window, oldest first. A row outlives its job until then:
+// it only stands for a key already used.
 //
 // # Errors
 //

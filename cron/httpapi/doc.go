@@ -68,9 +68,11 @@
 // instance, waits for its answer up to 10 seconds, then answers 409
 // (field Idempotency-Key; send it again later); a key left without a run
 // for 5 minutes (its request never finished: its instance stopped) is
-// taken over by the next request. If the store cannot be asked, the
-// answer is 503 with Retry-After and nothing runs. A key that is too long
-// or not printable is 400 before the store is asked.
+// taken over by the next request (times are those of the instances'
+// clocks, which are expected to agree within a minute). If the store
+// cannot be asked, the answer is 503 with Retry-After and nothing runs. A
+// key that is too long or not printable is 400 before the store is
+// asked.
 //
 // # Go function jobs
 //

@@ -98,6 +98,10 @@ func (s *Server) runNowOnce(w http.ResponseWriter, req *http.Request, id, key st
 	for {
 		now := s.now()
 		e, first, err := s.idem.ReserveIdempotencyKey(ctx, id, key, cron.IdempotencyEntry{Sum: sum, At: now})
+		if err != nil && ctx.Err() != nil {
+			writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: "request cancelled before the Idempotency-Key was checked"})
+			return
+		}
 		if err != nil {
 			s.idemFail(w, id, err)
 			return

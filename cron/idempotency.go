@@ -106,13 +106,19 @@ func (c *IdempotencyMemory) ReserveIdempotencyKey(_ context.Context, job, key st
 	if limit <= 0 {
 		limit = DefaultIdempotencyKeys
 	}
-	for len(c.order) > 0 {
+	for n := len(c.order); n > 0; n-- {
 		r := c.order[0]
 		old, ok := c.m[r.k]
 		if ok && old.At.Equal(r.at) {
 			young := e.At.Sub(old.At) < IdempotencyWindow
-			if young && (len(c.m) < limit || old.RunID == "") {
-				break // kept; one being answered is kept until it is
+			if young && len(c.m) < limit {
+				break
+			}
+			if young && old.RunID == "" {
+				// Beyond the bound but being answered: kept until it
+				// is, behind the others.
+				c.order = append(c.order[1:], r)
+				continue
 			}
 			delete(c.m, r.k)
 		}

@@ -50,6 +50,10 @@
 // file's directory: audit.jsonl and pause.json; the database: ksana_audit
 // and ksana_settings), so they survive a restart and, on a database, are
 // one for every instance (a pause reaches every instance within a second).
+// The Idempotency-Key of a run-now (ksana jobs run -idempotency-key) is
+// kept in the database too (ksana_idempotency): a retry that reaches
+// another instance, or comes after a restart, answers the first run; with
+// the JSON file the keys live in memory and a restart forgets them.
 //
 // Each prints a table for people, or with -o json the API's JSON for
 // scripts. The service's URL is -addr, else KSANA_ADDR, else

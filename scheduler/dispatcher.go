@@ -128,6 +128,8 @@ const (
 // Limits of the Dispatcher's own bookkeeping.
 const (
 	sweepBatch     = 256              // jobs settled per sweep round trip
+	sweepSettlers  = 16               // jobs of a batch settled at once
+	sweepLease     = 5 * time.Second  // how long a claimed deadline is held off the other sweepers
 	answeredMemory = 10 * time.Minute // how long a session's answered jobs are remembered
 )
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ksana-dev/ksana/fsm"
+	"golang.org/x/sync/errgroup"
 )
 
 // The sweeper: jobs whose deadline passed, leases, overdue requests.
@@ -117,22 +118,33 @@ func (d *Dispatcher) releaseOver(ctx context.Context) {
 }
 
 // sweep releases the jobs that ended here, then claims the jobs whose
-// deadline passed and settles them.
+// deadline passed and settles them, up to sweepSettlers at once. After
+// each batch it releases the jobs that batch ended, so that a backlog
+// longer than the claim's lease to settle still drains: without it the
+// first jobs of the backlog would come due again before their release,
+// and the sweep would go round them for ever.
 func (d *Dispatcher) sweep(ctx context.Context) {
 	d.releaseOver(ctx)
 	for ctx.Err() == nil {
-		ids, err := d.st.Due.Claim(ctx, time.Now(), 5*time.Second, sweepBatch)
+		ids, err := d.st.Due.Claim(ctx, time.Now(), sweepLease, sweepBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn("scheduler: claim due jobs", "err", err)
 			}
 			return
 		}
+		var g errgroup.Group
+		g.SetLimit(sweepSettlers)
 		for _, id := range ids {
-			if err := d.settle(ctx, id); err != nil && ctx.Err() == nil {
-				d.log.Warn("scheduler: settle job", "job_id", id, "err", err)
-			}
+			g.Go(func() error {
+				if err := d.settle(ctx, id); err != nil && ctx.Err() == nil {
+					d.log.Warn("scheduler: settle job", "job_id", id, "err", err)
+				}
+				return nil
+			})
 		}
+		_ = g.Wait()
+		d.releaseOver(ctx)
 		if len(ids) < sweepBatch {
 			return
 		}

@@ -438,6 +438,26 @@ func Eventually(t testing.TB, what string, within time.Duration, cond func() boo
 	}
 }
 
+// eventuallyNone waits until left returns "", what is still not so, and
+// fails the test with its last answer after within.
+func eventuallyNone(t testing.TB, what string, within time.Duration, left func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		l := left()
+		if l == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %s", what, within, l)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// firstOf returns the first n of s, for a message.
+func firstOf(s []string, n int) []string { return s[:min(n, len(s))] }
+
 // waitFleet waits until d sees every node of ids online.
 func waitFleet(t testing.TB, d *scheduler.Dispatcher, ids ...string) {
 	t.Helper()
@@ -480,25 +500,45 @@ func checkQuiet(t testing.TB, st scheduler.Stores, reqs []string, nodes []string
 	// The bound is slack for a loaded machine under -race (the sweeps
 	// that release the last jobs run late there); the property is that
 	// the plane comes to rest at all.
-	Eventually(t, "plane at rest", 60*time.Second, func() bool {
+	eventuallyNone(t, "plane at rest", 60*time.Second, func() string {
+		var left []string
 		for _, n := range nodes {
-			if c, err := st.Reservations.Jobs(ctx, n); err != nil || len(c) != 0 {
-				return false
+			if c, err := st.Reservations.Jobs(ctx, n); err != nil {
+				left = append(left, fmt.Sprintf("reservations of %s: %v", n, err))
+			} else if len(c) != 0 {
+				left = append(left, fmt.Sprintf("node %s reserved by %d job(s) %v", n, len(c), firstOf(c, 3)))
 			}
 		}
 		for _, id := range instances {
-			if p, err := st.Inbox(id).Pending(ctx); err != nil && !errors.Is(err, scheduler.ErrNoGroup) || p != 0 {
-				return false
+			if p, err := st.Inbox(id).Pending(ctx); err != nil && !errors.Is(err, scheduler.ErrNoGroup) {
+				left = append(left, fmt.Sprintf("pending of %s: %v", id, err))
+			} else if p != 0 {
+				left = append(left, fmt.Sprintf("inbox of %s: %d pending", id, p))
 			}
 		}
 		if due, ok := st.Due.(DueProbe); ok {
+			var open []string
 			for _, r := range reqs {
-				if _, ok, err := due.Due(ctx, scheduler.JobIDFor(r)); err != nil || ok {
-					return false
+				if _, ok, err := due.Due(ctx, scheduler.JobIDFor(r)); err != nil {
+					left = append(left, fmt.Sprintf("deadline of %s: %v", r, err))
+					break
+				} else if ok {
+					open = append(open, scheduler.JobIDFor(r))
 				}
 			}
+			if len(open) > 0 {
+				states := map[string]int{}
+				for _, id := range firstOf(open, 50) {
+					if rec, err := st.Jobs.Job(ctx, id); err != nil {
+						states[err.Error()]++
+					} else {
+						states[string(rec.State)]++
+					}
+				}
+				left = append(left, fmt.Sprintf("%d job(s) with a deadline %v, the first 50 in states %v", len(open), firstOf(open, 3), states))
+			}
 		}
-		return true
+		return strings.Join(left, "; ")
 	})
 	for _, r := range reqs {
 		rec, err := st.Jobs.Job(ctx, scheduler.JobIDFor(r))

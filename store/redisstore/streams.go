@@ -100,41 +100,43 @@ const maxSendBatch = 64
 // script for that inbox is under way, and sends them in the next call:
 // messages sent one at a time go at once, concurrent ones together.
 type sender struct {
+	keys  []string // the inbox, as the script's KEYS
 	mu    sync.Mutex
 	busy  bool
 	queue []*sendReq
+	// args is the buffer of the script's arguments, used by the caller
+	// that set busy until it clears it.
+	args []string
 }
 
 // sendReq is one message waiting for its turn.
 type sendReq struct {
-	args  []string // the field count, then the fields and values
-	id    string
-	err   error
-	batch []*sendReq    // set on the request that sends the next batch
-	done  chan struct{} // closed when id and err are set, or batch is
+	fields scheduler.Fields
+	id     string
+	err    error
+	batch  []*sendReq    // set on the request that sends the next batch
+	done   chan struct{} // closed when id and err are set, or batch is
 }
 
 // Send implements [scheduler.Sender]: XLEN and XADD in one script, so an
 // inbox holding MaxLen entries refuses the message with
 // [scheduler.ErrInboxFull] instead of trimming entries not yet handled.
 // Messages sent to one inbox concurrently share a call of the script.
-func (s *Streams) Send(ctx context.Context, instanceID string, fields map[string]string) (string, error) {
+// The fields are written in their order.
+func (s *Streams) Send(ctx context.Context, instanceID string, fields scheduler.Fields) (string, error) {
 	if len(fields) == 0 {
 		return "", errors.New("redisstore: send: a message needs at least one field")
 	}
-	r := &sendReq{args: make([]string, 1, 1+2*len(fields))}
-	r.args[0] = strconv.Itoa(2 * len(fields))
-	for k, v := range fields {
-		r.args = append(r.args, k, v)
-	}
-	key := s.keys.Inbox(instanceID)
-	v, ok := s.senders.Load(key)
+	v, ok := s.senders.Load(instanceID)
 	if !ok {
-		v, _ = s.senders.LoadOrStore(key, &sender{})
+		v, _ = s.senders.LoadOrStore(instanceID, &sender{keys: []string{s.keys.Inbox(instanceID)}})
 	}
 	q := v.(*sender)
+	r := &sendReq{fields: fields}
+	var solo [1]*sendReq
+	solo[0] = r
+	batch := solo[:]
 	q.mu.Lock()
-	batch := []*sendReq{r}
 	if q.busy {
 		r.done = make(chan struct{})
 		q.queue = append(q.queue, r)
@@ -151,7 +153,7 @@ func (s *Streams) Send(ctx context.Context, instanceID string, fields map[string
 		q.busy = true
 		q.mu.Unlock()
 	}
-	s.sendBatch(ctx, instanceID, key, batch)
+	s.sendBatch(ctx, instanceID, q, batch)
 	// The requests queued meanwhile go next, led by the first of them.
 	q.mu.Lock()
 	if len(q.queue) == 0 {
@@ -170,20 +172,26 @@ func (s *Streams) Send(ctx context.Context, instanceID string, fields map[string
 	return r.id, r.err
 }
 
-// sendBatch appends the messages of batch to the inbox key of instanceID
-// in one call of the send script, and sets each one's id or error.
-func (s *Streams) sendBatch(ctx context.Context, instanceID, key string, batch []*sendReq) {
-	n := 1
+// sendBatch appends the messages of batch to the inbox of q (instanceID's)
+// in one call of the send script, and sets each one's id or error. The
+// caller holds q.busy, and with it q.args.
+func (s *Streams) sendBatch(ctx context.Context, instanceID string, q *sender, batch []*sendReq) {
+	args := append(q.args[:0], s.maxLen)
 	for _, r := range batch {
-		n += len(r.args)
-	}
-	args := make([]string, 1, n)
-	args[0] = s.maxLen
-	for _, r := range batch {
-		args = append(args, r.args...)
+		args = append(args, strconv.Itoa(2*len(r.fields)))
+		for _, f := range r.fields {
+			args = append(args, f.Name, f.Value)
+		}
+		r.fields = nil // the caller's, which it may reuse once Send returns
 	}
 	start := time.Now()
-	ids, err := sendScript.Exec(ctx, s.c, []string{key}, args).ToArray()
+	ids, err := sendScript.Exec(ctx, s.c, q.keys, args).ToArray()
+	// The command holds its own copy of the arguments: the buffer is
+	// kept for the next batch, without the strings it points to.
+	clear(args)
+	if cap(args) <= maxSendArgs {
+		q.args = args[:0]
+	}
 	if err == nil && len(ids) != len(batch) {
 		err = fmt.Errorf("%d replies for %d messages", len(ids), len(batch))
 	}
@@ -202,6 +210,10 @@ func (s *Streams) sendBatch(ctx context.Context, instanceID, key string, batch [
 		}
 	}
 }
+
+// maxSendArgs bounds the argument buffer a sender keeps between batches
+// (a batch of large messages uses a new one).
+const maxSendArgs = 4096
 
 // Inbox returns the inbox of instanceID as read by group.
 func (s *Streams) Inbox(instanceID, group string) *Inbox {
@@ -272,13 +284,18 @@ func toMessages(entries []rueidis.XRangeSlice) []scheduler.Message {
 		if e.FieldValues == nil {
 			continue // deleted meanwhile
 		}
-		f := make(map[string]string, len(e.FieldValues))
-		for _, fv := range e.FieldValues {
-			f[fv.Field] = fv.Value
-		}
-		out = append(out, scheduler.Message{ID: e.ID, Fields: f})
+		out = append(out, scheduler.Message{ID: e.ID, Fields: toFields(e.FieldValues)})
 	}
 	return out
+}
+
+// toFields converts an entry's field-value pairs, keeping their order.
+func toFields(fv []rueidis.XRangeFieldValue) scheduler.Fields {
+	f := make(scheduler.Fields, len(fv))
+	for i, p := range fv {
+		f[i] = scheduler.Field{Name: p.Field, Value: p.Value}
+	}
+	return f
 }
 
 // Ack implements [scheduler.Inbox]: XACK and XDEL in one pipeline.
@@ -486,7 +503,7 @@ func (in *Inbox) readDLQ(ctx context.Context, from, to string, count int) ([]sch
 // fields last, so they are taken from the end and every field before them
 // is an original one, even one that happens to share their names.
 func decodeDeadLetter(e rueidis.XRangeSlice) scheduler.DeadLetter {
-	dl := scheduler.DeadLetter{ID: e.ID, Fields: map[string]string{}}
+	dl := scheduler.DeadLetter{ID: e.ID}
 	fv := e.FieldValues
 	n := len(fv)
 	if n >= 3 && fv[n-3].Field == scheduler.DLQFieldSourceID && fv[n-2].Field == scheduler.DLQFieldDeliveries && fv[n-1].Field == scheduler.DLQFieldReason {
@@ -495,9 +512,7 @@ func decodeDeadLetter(e rueidis.XRangeSlice) scheduler.DeadLetter {
 		dl.Reason = fv[n-1].Value
 		fv = fv[:n-3]
 	}
-	for _, f := range fv {
-		dl.Fields[f.Field] = f.Value
-	}
+	dl.Fields = toFields(fv)
 	return dl
 }
 

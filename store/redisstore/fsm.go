@@ -269,8 +269,14 @@ func decodeApply(jobID, key string, ev fsm.Event, attempt int, reply string) (sc
 		return scheduler.JobTransition{}, &CorruptError{Key: key, Field: field, Value: value, Err: scheduler.ErrJobCorrupt}
 	}
 	// state attempt created updated nodes: see fsmApplyLua.
-	f := strings.SplitN(rest, " ", 5)
-	if len(f) != 5 || f[4] == "" {
+	var f [5]string
+	for i := range 4 {
+		var ok bool
+		if f[i], rest, ok = strings.Cut(rest, " "); !ok {
+			return bad()
+		}
+	}
+	if f[4] = rest; f[4] == "" {
 		return bad()
 	}
 	var node, free string

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ksana-dev/ksana/scheduler"
@@ -46,8 +48,12 @@ type Streams struct {
 	maxLen string
 	dlqMax string
 	hook   OpHook
-	// senders holds the *sender of each inbox this process sent to.
-	senders sync.Map
+	// senders maps each instance this process sent to to the sender of
+	// its inbox. The map is copied on write (instances are few), so a
+	// lookup takes no lock and, unlike a sync.Map keyed by string,
+	// allocates nothing.
+	senders   atomic.Pointer[map[string]*sender]
+	sendersMu sync.Mutex
 }
 
 var _ scheduler.Sender = (*Streams)(nil)
@@ -114,9 +120,15 @@ type sendReq struct {
 	fields scheduler.Fields
 	id     string
 	err    error
-	batch  []*sendReq    // set on the request that sends the next batch
-	done   chan struct{} // closed when id and err are set, or batch is
+	batch  []*sendReq // set on the request that sends the next batch
+	// done gets one signal when id and err are set, or batch is: a
+	// request is in exactly one batch, so it is signalled once, and
+	// goes back to sendReqs for another Send.
+	done chan struct{}
 }
+
+// sendReqs recycles the requests (and their channels) of Send.
+var sendReqs = sync.Pool{New: func() any { return &sendReq{done: make(chan struct{}, 1)} }}
 
 // Send implements [scheduler.Sender]: XLEN and XADD in one script, so an
 // inbox holding MaxLen entries refuses the message with
@@ -127,18 +139,18 @@ func (s *Streams) Send(ctx context.Context, instanceID string, fields scheduler.
 	if len(fields) == 0 {
 		return "", errors.New("redisstore: send: a message needs at least one field")
 	}
-	v, ok := s.senders.Load(instanceID)
-	if !ok {
-		v, _ = s.senders.LoadOrStore(instanceID, &sender{keys: []string{s.keys.Inbox(instanceID)}})
-	}
-	q := v.(*sender)
-	r := &sendReq{fields: fields}
+	q := s.sender(instanceID)
+	r := sendReqs.Get().(*sendReq)
+	r.fields = fields
+	defer func() {
+		*r = sendReq{done: r.done}
+		sendReqs.Put(r)
+	}()
 	var solo [1]*sendReq
 	solo[0] = r
 	batch := solo[:]
 	q.mu.Lock()
 	if q.busy {
-		r.done = make(chan struct{})
 		q.queue = append(q.queue, r)
 		q.mu.Unlock()
 		<-r.done
@@ -163,13 +175,38 @@ func (s *Streams) Send(ctx context.Context, instanceID string, fields scheduler.
 		next := q.queue[:n:n]
 		q.queue = q.queue[n:]
 		next[0].batch = next
-		close(next[0].done)
+		next[0].done <- struct{}{}
 	}
 	q.mu.Unlock()
 	for _, o := range batch[1:] {
-		close(o.done)
+		o.done <- struct{}{}
 	}
 	return r.id, r.err
+}
+
+// sender returns the sender of instanceID's inbox, made on first use.
+func (s *Streams) sender(instanceID string) *sender {
+	if m := s.senders.Load(); m != nil {
+		if q := (*m)[instanceID]; q != nil {
+			return q
+		}
+	}
+	s.sendersMu.Lock()
+	defer s.sendersMu.Unlock()
+	old := s.senders.Load()
+	if old != nil {
+		if q := (*old)[instanceID]; q != nil {
+			return q
+		}
+	}
+	m := make(map[string]*sender, 1)
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	q := &sender{keys: []string{s.keys.Inbox(instanceID)}}
+	m[instanceID] = q
+	s.senders.Store(&m)
+	return q
 }
 
 // sendBatch appends the messages of batch to the inbox of q (instanceID's)
@@ -267,7 +304,11 @@ func (in *Inbox) Read(ctx context.Context, consumer string, count int, block tim
 		cmd = b.Streams().Key(in.key).Id(">").Build()
 	}
 	start := time.Now()
-	res, err := in.s.c.Do(ctx, cmd).AsXReadSlices()
+	res, err := in.s.c.Do(ctx, cmd).ToMessage()
+	var msgs []scheduler.Message
+	if err == nil {
+		msgs, err = readReply(res, in.key)
+	}
 	in.s.hook.observe("xreadgroup", start, err)
 	if isNil(err) {
 		return nil, nil
@@ -275,7 +316,78 @@ func (in *Inbox) Read(ctx context.Context, consumer string, count int, block tim
 	if err != nil {
 		return nil, streamErr("read "+in.key, err)
 	}
-	return toMessages(res[in.key]), nil
+	return msgs, nil
+}
+
+// readReply takes the entries of key out of an XREADGROUP reply (a map
+// of stream to entries in RESP3, a list of pairs in RESP2) straight into
+// messages, skipping entries deleted meanwhile.
+func readReply(res rueidis.RedisMessage, key string) ([]scheduler.Message, error) {
+	var entries rueidis.RedisMessage
+	found := false
+	if res.IsMap() {
+		kv, err := res.AsMap()
+		if err != nil {
+			return nil, err
+		}
+		entries, found = kv[key]
+	} else {
+		streams, err := res.ToArray()
+		if err != nil {
+			return nil, err
+		}
+		for _, st := range streams {
+			pair, err := st.ToArray()
+			if err != nil {
+				return nil, err
+			}
+			if len(pair) != 2 {
+				return nil, fmt.Errorf("unexpected XREADGROUP stream of %d elements", len(pair))
+			}
+			if name, err := pair[0].ToString(); err == nil && name == key {
+				entries, found = pair[1], true
+			}
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	arr, err := entries.ToArray()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]scheduler.Message, 0, len(arr))
+	for i := range arr {
+		e, err := arr[i].ToArray()
+		if err != nil {
+			return nil, err
+		}
+		if len(e) != 2 {
+			return nil, fmt.Errorf("unexpected stream entry of %d elements", len(e))
+		}
+		id, err := e[0].ToString()
+		if err != nil {
+			return nil, err
+		}
+		fv, err := e[1].ToArray()
+		if rueidis.IsRedisNil(err) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		f := make(scheduler.Fields, len(fv)/2)
+		for j := range f {
+			if f[j].Name, err = fv[2*j].ToString(); err != nil {
+				return nil, err
+			}
+			if f[j].Value, err = fv[2*j+1].ToString(); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, scheduler.Message{ID: id, Fields: f})
+	}
+	return out, nil
 }
 
 func toMessages(entries []rueidis.XRangeSlice) []scheduler.Message {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ksana-dev/ksana/internal/testenv"
 	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/redis/rueidis"
 )
@@ -122,5 +123,48 @@ func TestSendConcurrent(t *testing.T) {
 				t.Errorf("%d script calls for %d concurrent messages: none shared", n, senders*each)
 			}
 		})
+	}
+}
+
+// TestReadBothProtocols: Read takes the entries out of the XREADGROUP
+// reply as RESP3 gives it (a map of streams) and as RESP2 does (a list of
+// pairs), fields in the order they were sent.
+func TestReadBothProtocols(t *testing.T) {
+	ctx := context.Background()
+	for _, resp2 := range []bool{false, true} {
+		c, err := rueidis.NewClient(rueidis.ClientOption{
+			InitAddress: []string{testenv.Addr(testenv.RedisURL(t))}, ForceSingleClient: true, AlwaysRESP2: resp2, DisableCache: resp2,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		st, err := NewStreams(c, StreamsConfig{Prefix: testPrefix(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := st.Inbox("inst-a", "g")
+		if err := in.EnsureGroup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		want := []scheduler.Message{
+			{Fields: scheduler.Fields{{Name: "z", Value: "1"}, {Name: "a", Value: ""}, {Name: "m", Value: "x y"}}},
+			{Fields: scheduler.Fields{{Name: "only", Value: "2"}}},
+		}
+		for i := range want {
+			if want[i].ID, err = st.Send(ctx, "inst-a", want[i].Fields); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := in.Read(ctx, "c1", 10, 0)
+		if err != nil {
+			t.Fatalf("RESP2 %v: %v", resp2, err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("RESP2 %v: Read (-want +got):\n%s", resp2, d)
+		}
+		if got, err := in.Read(ctx, "c1", 10, 0); err != nil || len(got) != 0 {
+			t.Errorf("RESP2 %v: second Read = %v, %v; want nothing", resp2, got, err)
+		}
 	}
 }

@@ -8,10 +8,43 @@ import (
 	"time"
 )
 
+// Field is one field of an inbox entry: a name and its value.
+type Field struct {
+	Name  string
+	Value string
+}
+
+// Fields are the fields of an inbox entry in the order they are stored,
+// as a Redis stream entry keeps them. A message is written and read as a
+// list, not a map, so that sending and receiving one builds no map.
+type Fields []Field
+
+// Get returns the value of the last field named name (a later field
+// overrides an earlier one of the same name, as in [Fields.Map]), or ""
+// when there is none.
+func (f Fields) Get(name string) string {
+	for i := len(f) - 1; i >= 0; i-- {
+		if f[i].Name == name {
+			return f[i].Value
+		}
+	}
+	return ""
+}
+
+// Map returns the fields as a map; of fields sharing a name, the last
+// one wins.
+func (f Fields) Map() map[string]string {
+	m := make(map[string]string, len(f))
+	for _, fv := range f {
+		m[fv.Name] = fv.Value
+	}
+	return m
+}
+
 // Message is one inbox entry: its stream id and its fields.
 type Message struct {
-	ID     string            // the stream entry id, such as "1700000000000-0"
-	Fields map[string]string // the entry's fields
+	ID     string // the stream entry id, such as "1700000000000-0"
+	Fields Fields // the entry's fields, in their stored order
 	// Redelivered is set on an entry taken over from another consumer
 	// ([Inbox.Reclaim]) or from a dead instance's inbox: it may have
 	// waited long, and what it says may be out of date.
@@ -23,11 +56,11 @@ type Message struct {
 // inbox entry plus where it came from, how often it was delivered and why it
 // was given up on.
 type DeadLetter struct {
-	ID         string            // id in the dead-letter stream
-	SourceID   string            // id it had in the inbox
-	Deliveries int64             // delivery count when it was moved
-	Reason     string            // why it was moved
-	Fields     map[string]string // the original fields
+	ID         string // id in the dead-letter stream
+	SourceID   string // id it had in the inbox
+	Deliveries int64  // delivery count when it was moved
+	Reason     string // why it was moved
+	Fields     Fields // the original fields, in their order
 }
 
 // Field names that a dead-letter entry adds after the original fields.
@@ -73,10 +106,12 @@ var ErrInboxFull = errors.New("inbox full")
 // talk to each other. A message sent is kept until the instance's consumers
 // handle it (or dead-letter it).
 type Sender interface {
-	// Send appends fields (at least one) to instanceID's inbox and returns
-	// the new entry's id. An inbox holding its bound of entries refuses
-	// it with [ErrInboxFull]: nothing sent is ever trimmed unhandled.
-	Send(ctx context.Context, instanceID string, fields map[string]string) (string, error)
+	// Send appends fields (at least one), in their order, to instanceID's
+	// inbox and returns the new entry's id. An inbox holding its bound of
+	// entries refuses it with [ErrInboxFull]: nothing sent is ever trimmed
+	// unhandled. Send keeps no reference to fields once it returns, so the
+	// caller may reuse them.
+	Send(ctx context.Context, instanceID string, fields Fields) (string, error)
 }
 
 // Inbox is the consumer side of one instance's inbox for one consumer

@@ -223,6 +223,44 @@ type progressKey struct {
 type localSession struct {
 	conn     SessionConn
 	answered map[string]time.Time // job id -> when answered
+	// order lists the answered jobs oldest first (from head on), so
+	// that forgetting the old ones costs what is forgotten, not a walk
+	// over every job answered within answeredMemory.
+	order []answeredJob
+	head  int
+}
+
+type answeredJob struct {
+	job string
+	at  time.Time
+}
+
+// markAnswered records job as answered at at. The caller holds d.mu.
+func (s *localSession) markAnswered(job string, at time.Time) {
+	s.answered[job] = at
+	s.order = append(s.order, answeredJob{job, at})
+}
+
+// forget drops the jobs answered before cutoff. Entries are appended in
+// the order of their times (give or take the instants between taking a
+// time and taking the lock), so it stops at the first newer one. The
+// caller holds d.mu.
+func (s *localSession) forget(cutoff time.Time) {
+	for s.head < len(s.order) && s.order[s.head].at.Before(cutoff) {
+		e := s.order[s.head]
+		s.order[s.head] = answeredJob{}
+		s.head++
+		if at, ok := s.answered[e.job]; ok && at.Equal(e.at) {
+			delete(s.answered, e.job)
+		}
+	}
+	if s.head == len(s.order) {
+		s.order, s.head = s.order[:0], 0
+	} else if s.head > 1024 && s.head > len(s.order)/2 {
+		n := copy(s.order, s.order[s.head:])
+		clear(s.order[n:])
+		s.order, s.head = s.order[:n], 0
+	}
 }
 
 type aliveEntry struct {

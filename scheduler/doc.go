@@ -153,7 +153,9 @@
 // # Delivery between instances
 //
 // A message for a node or session owned by another instance goes to that
-// instance's inbox through a [Sender] (a Redis stream). An inbox holding
+// instance's inbox through a [Sender] (a Redis stream), as an [Envelope]'s
+// [Fields]: name-value pairs in order, version first ([Envelope.Fields],
+// [DecodeEnvelope]). An inbox holding
 // its bound of entries refuses new messages with [ErrInboxFull] rather
 // than trimming entries nobody handled. The owner consumes it with a [Deliverer] over its [Inbox]: a consumer
 // group read in blocking batches, a [Handler] per message, one

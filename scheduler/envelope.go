@@ -214,19 +214,23 @@ func (e Envelope) Validate() error {
 }
 
 // Fields encodes e as the fields of an inbox entry, with the format version
-// in "v". Empty fields are left out.
-func (e Envelope) Fields() map[string]string {
-	f := make(map[string]string, 8)
-	f[fieldVersion] = EnvelopeVersion
-	f[fieldType] = string(e.Type)
+// in "v" first. Empty fields are left out.
+func (e Envelope) Fields() Fields {
+	return e.AppendFields(make(Fields, 0, 14))
+}
+
+// AppendFields appends the fields of [Envelope.Fields] to dst and returns
+// the extended slice, so that a caller can reuse one buffer.
+func (e Envelope) AppendFields(dst Fields) Fields {
+	dst = append(dst, Field{fieldVersion, EnvelopeVersion}, Field{fieldType, string(e.Type)})
 	put := func(k, v string) {
 		if v != "" {
-			f[k] = v
+			dst = append(dst, Field{k, v})
 		}
 	}
 	put(fieldJobID, e.JobID)
 	if e.Attempt != 0 {
-		f[fieldAttempt] = strconv.Itoa(e.Attempt)
+		dst = append(dst, Field{fieldAttempt, strconv.Itoa(e.Attempt)})
 	}
 	put(fieldNodeID, e.NodeID)
 	put(fieldSessionID, e.SessionID)
@@ -236,13 +240,13 @@ func (e Envelope) Fields() map[string]string {
 	put(fieldModel, e.Model)
 	put(fieldReason, e.Reason)
 	if len(e.Payload) > 0 {
-		f[fieldPayload] = base64.StdEncoding.EncodeToString(e.Payload)
+		dst = append(dst, Field{fieldPayload, base64.StdEncoding.EncodeToString(e.Payload)})
 	}
 	put(fieldError, e.Error)
 	if e.Hops > 0 {
-		f[fieldHops] = strconv.Itoa(e.Hops)
+		dst = append(dst, Field{fieldHops, strconv.Itoa(e.Hops)})
 	}
-	return f
+	return dst
 }
 
 // DecodeEnvelope decodes the fields of an inbox entry written by
@@ -251,15 +255,16 @@ func (e Envelope) Fields() map[string]string {
 // [Envelope.Validate]) is an error wrapping [ErrMalformed], so that the
 // [Deliverer] moves the entry to the dead-letter queue instead of retrying
 // it.
-func DecodeEnvelope(fields map[string]string) (Envelope, error) {
+func DecodeEnvelope(fields Fields) (Envelope, error) {
 	bad := func(err error) (Envelope, error) {
 		return Envelope{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	if v := fields[fieldVersion]; v != EnvelopeVersion {
+	if v := fields.Get(fieldVersion); v != EnvelopeVersion {
 		return bad(msgErr(fieldVersion, "version %q, want %q", v, EnvelopeVersion))
 	}
 	var e Envelope
-	for k, v := range fields {
+	for _, f := range fields {
+		k, v := f.Name, f.Value
 		switch k {
 		case fieldVersion:
 		case fieldType:

@@ -28,12 +28,12 @@ func Example() {
 	owner, _ := owners.Owner(ctx, scheduler.OwnerNode, "n1")
 	alive, _ := presence.Alive(ctx, owner)
 	fmt.Printf("n1 is owned by %s (alive: %v)\n", owner, alive)
-	_, _ = streams.Send(ctx, owner, map[string]string{"type": "job_assign", "job_id": "j1", "node_id": "n1"})
+	_, _ = streams.Send(ctx, owner, scheduler.Fields{{Name: "type", Value: "job_assign"}, {Name: "job_id", Value: "j1"}, {Name: "node_id", Value: "n1"}})
 
 	// Instance a consumes its inbox.
 	runCtx, stop := context.WithCancel(ctx)
 	d, _ := scheduler.NewDeliverer(streams.Inbox("a", "scheduler"), "a-1", func(ctx context.Context, m scheduler.Message) error {
-		fmt.Printf("a handles %s of job %s for node %s\n", m.Fields["type"], m.Fields["job_id"], m.Fields["node_id"])
+		fmt.Printf("a handles %s of job %s for node %s\n", m.Fields.Get("type"), m.Fields.Get("job_id"), m.Fields.Get("node_id"))
 		stop()
 		return nil
 	}, cfgA)

@@ -249,7 +249,7 @@ func TestDelivererDeadLetters(t *testing.T) {
 	tests := []struct {
 		name       string
 		dlq        bool
-		fields     map[string]string
+		fields     scheduler.Fields
 		handler    func(m scheduler.Message) error
 		wantCalls  int32
 		wantReason string // "" means nothing in the DLQ
@@ -257,37 +257,37 @@ func TestDelivererDeadLetters(t *testing.T) {
 	}{
 		{
 			name: "always failing goes to the DLQ after max deliveries", dlq: true,
-			fields:    map[string]string{"k": "v"},
+			fields:    scheduler.Fields{{Name: "k", Value: "v"}},
 			handler:   func(scheduler.Message) error { return errors.New("boom") },
 			wantCalls: 4, wantReason: scheduler.ReasonMaxDeliveries,
 		},
 		{
 			name: "malformed goes at once", dlq: true,
-			fields:    map[string]string{"k": "v"},
+			fields:    scheduler.Fields{{Name: "k", Value: "v"}},
 			handler:   func(scheduler.Message) error { return fmt.Errorf("%w: no type", scheduler.ErrMalformed) },
 			wantCalls: 1, wantReason: "malformed message: no type",
 		},
 		{
 			name: "panic goes at once", dlq: true,
-			fields:    map[string]string{"k": "v"},
+			fields:    scheduler.Fields{{Name: "k", Value: "v"}},
 			handler:   func(scheduler.Message) error { panic("bug") },
 			wantCalls: 1, wantReason: "panic: bug",
 		},
 		{
 			name: "dlq off: a failing message stays pending and is retried", dlq: false,
-			fields:    map[string]string{"k": "v"},
+			fields:    scheduler.Fields{{Name: "k", Value: "v"}},
 			handler:   func(scheduler.Message) error { return errors.New("boom") },
 			wantCalls: 11, wantLen: 1,
 		},
 		{
 			name: "dlq off: a malformed message is dropped", dlq: false,
-			fields:    map[string]string{"k": "v"},
+			fields:    scheduler.Fields{{Name: "k", Value: "v"}},
 			handler:   func(scheduler.Message) error { return scheduler.ErrMalformed },
 			wantCalls: 1,
 		},
 		{
 			name: "success acks and deletes", dlq: true,
-			fields:    map[string]string{"k": "v"},
+			fields:    scheduler.Fields{{Name: "k", Value: "v"}},
 			handler:   func(scheduler.Message) error { return nil },
 			wantCalls: 1,
 		},
@@ -383,7 +383,7 @@ func TestDelivererRecoversFromStoreErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 5 {
-			if _, err := ms.Send(context.Background(), "a", map[string]string{"i": fmt.Sprint(i)}); err != nil {
+			if _, err := ms.Send(context.Background(), "a", scheduler.Fields{{Name: "i", Value: fmt.Sprint(i)}}); err != nil {
 				t.Fatal(err)
 			}
 		}

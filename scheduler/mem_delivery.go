@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -38,7 +39,7 @@ func NewMemStreams(maxLen, dlqMaxLen int) *MemStreams {
 type memEntry struct {
 	seq    uint64
 	id     string
-	fields map[string]string
+	fields Fields
 }
 
 type memPending struct {
@@ -74,7 +75,7 @@ func (s *MemStreams) stream(instanceID string) *memStream {
 }
 
 // Send implements [Sender].
-func (s *MemStreams) Send(ctx context.Context, instanceID string, fields map[string]string) (string, error) {
+func (s *MemStreams) Send(ctx context.Context, instanceID string, fields Fields) (string, error) {
 	if len(fields) == 0 {
 		return "", errors.New("scheduler: send: a message needs at least one field")
 	}
@@ -98,13 +99,7 @@ func (s *MemStreams) Send(ctx context.Context, instanceID string, fields map[str
 	return e.id, nil
 }
 
-func copyFields(f map[string]string) map[string]string {
-	c := make(map[string]string, len(f))
-	for k, v := range f {
-		c[k] = v
-	}
-	return c
-}
+func copyFields(f Fields) Fields { return slices.Clone(f) }
 
 func (st *memStream) del(seq uint64) { delete(st.entries, seq) }
 

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -46,7 +47,7 @@ func (m *MemSnapshots) Upsert(ctx context.Context, now time.Time, presenceTTL, s
 		s.Pools = append([]string(nil), s.Pools...)
 		s.Models = append([]string(nil), s.Models...)
 		if s.Attrs != nil {
-			s.Attrs = copyFields(s.Attrs)
+			s.Attrs = maps.Clone(s.Attrs)
 		}
 		m.all[s.NodeID] = struct{}{}
 		m.lastSeen[s.NodeID] = s.LastSeenMS

@@ -58,7 +58,7 @@ func TestMemStores(t *testing.T) {
 			}
 			return storetest.DispatcherHarness{
 				Stores: func() scheduler.Stores { return st },
-				Poison: func(id string, f map[string]string) error {
+				Poison: func(id string, f scheduler.Fields) error {
 					_, err := st.Sender.Send(context.Background(), id, f)
 					return err
 				},

@@ -198,7 +198,7 @@ func (d *Dispatcher) deliver(ctx context.Context, sessionID string, m Envelope) 
 		d.mu.Unlock()
 		return true
 	}
-	s.answered[m.JobID] = time.Now()
+	s.markAnswered(m.JobID, time.Now())
 	delete(d.pending, pendingKey{sessionID, m.JobID})
 	conn := s.conn
 	d.mu.Unlock()

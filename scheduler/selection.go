@@ -25,13 +25,18 @@ import (
 //
 // ok is false when no node is eligible.
 func selectNode(fleet []NodeSnapshot, spec JobSpec, skip, tried map[string]bool, turnNode, strategy string, rnd *rand.Rand) (d affinity.Decision, ok bool) {
-	byID := make(map[string]NodeSnapshot, len(fleet))
+	var byID map[string]NodeSnapshot // the loads two choices compare
+	if strategy == SelectTwoChoices {
+		byID = make(map[string]NodeSnapshot, len(fleet))
+	}
 	var cands, fresh []string
 	for _, n := range fleet {
 		if !eligible(n, spec, skip) {
 			continue
 		}
-		byID[n.NodeID] = n
+		if byID != nil {
+			byID[n.NodeID] = n
+		}
 		cands = append(cands, n.NodeID)
 		if !tried[n.NodeID] {
 			fresh = append(fresh, n.NodeID)

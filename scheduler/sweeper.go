@@ -206,18 +206,14 @@ func (d *Dispatcher) expireRequests(ctx context.Context) {
 			delete(d.pending, k)
 			if s := d.sessions[k.session]; s != nil {
 				if _, done := s.answered[k.job]; !done {
-					s.answered[k.job] = now
+					s.markAnswered(k.job, now)
 					lates = append(lates, late{k, p.requestID, s.conn})
 				}
 			}
 		}
 	}
 	for _, s := range d.sessions {
-		for j, at := range s.answered {
-			if now.Sub(at) > answeredMemory {
-				delete(s.answered, j)
-			}
-		}
+		s.forget(now.Add(-answeredMemory))
 	}
 	d.mu.Unlock()
 	for _, l := range lates {

@@ -23,7 +23,11 @@ import (
 func TestBadInput(t *testing.T) {
 	redis := singleRedis(testenv.RedisURL(t), randomPrefix(t))
 	plane := testPlane("bad-a", &redis)
-	plane.Plane.Dispatch.AckTimeout = 2 * time.Minute // the job waits while the test sends garbage
+	// The job waits while the test sends garbage: its deadline, the
+	// shorter of the two timeouts, must outlast that on a loaded machine.
+	plane.Plane.Dispatch.AckTimeout = 2 * time.Minute
+	plane.Plane.Dispatch.RunTimeout = 2 * time.Minute
+	plane.Plane.Dispatch.RequestTimeout = 5 * time.Minute
 	srv := ServerConfig{MaxFrameBytes: 64 << 10}
 	inst := startInstance(t, plane, srv)
 	rc := redisClient(t, redis)

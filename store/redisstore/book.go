@@ -220,7 +220,8 @@ func (s *Jobs) open(ctx context.Context, jobID string, spec scheduler.JobSpec, n
 		}
 		init = out.Job
 	}
-	keys := []string{key, s.keys.Due(DueShard(jobID))}
+	keys := make([]string, 2, 3)
+	keys[0], keys[1] = key, s.keys.Due(DueShard(jobID))
 	dueMS := strconv.FormatInt(due.UnixMilli(), 10)
 	if s.c.Mode() == rueidis.ClientModeCluster {
 		start := time.Now()
@@ -231,7 +232,7 @@ func (s *Jobs) open(ctx context.Context, jobID string, spec scheduler.JobSpec, n
 		}
 		keys = keys[:1]
 	}
-	args := []string{string(init.State), strconv.Itoa(init.Attempt), s.ttlMS, string(data), spec.SessionID, nodeID, dueMS, jobID}
+	args := append(make([]string, 0, 10), string(init.State), strconv.Itoa(init.Attempt), s.ttlMS, string(data), spec.SessionID, nodeID, dueMS, jobID)
 	if sl != nil {
 		keys, args = append(keys, sl.key), append(args, sl.capacity, sl.ttlMS)
 	}

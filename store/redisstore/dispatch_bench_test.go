@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,7 +150,8 @@ return 1`)
 // counts the Redis operations (a pipeline counts once) a job costs;
 // go-cpu-µs/job and redis-cpu-µs/job the CPU time of this process and of
 // the server during the rounds of jobs, per job (on a machine shared
-// with other work these vary less than the rates):
+// with other work these vary less than the rates); allocs/job and B/job
+// the heap allocations of this process in those rounds, per job:
 //
 //	go test -run '^$' -bench DispatchEndToEnd -benchtime 10x ./store/redisstore/
 func BenchmarkDispatchEndToEnd(b *testing.B) {
@@ -200,18 +202,28 @@ func BenchmarkDispatchEndToEnd(b *testing.B) {
 	ops.Store(0)
 	// The CPU the jobs cost, this process's and the server's, counted
 	// around the rounds of jobs only.
+	// So are the heap allocations, of both Dispatchers and the test's
+	// node and session.
 	var goCPU, redisCPU time.Duration
 	var tBase, tOp time.Duration
+	var allocs, allocBytes uint64
+	var ms runtime.MemStats
 	for b.Loop() {
 		tBase += runCalls(b, perRound, base)
+		runtime.ReadMemStats(&ms)
+		m0, a0 := ms.Mallocs, ms.TotalAlloc
 		g0, r0 := processCPU(b), serverCPU(b, c)
 		tOp += runCalls(b, perRound, op)
 		goCPU, redisCPU = goCPU+processCPU(b)-g0, redisCPU+serverCPU(b, c)-r0
+		runtime.ReadMemStats(&ms)
+		allocs, allocBytes = allocs+ms.Mallocs-m0, allocBytes+ms.TotalAlloc-a0
 	}
 	jobs := float64(b.N * perRound)
 	perJob := float64(ops.Load()) / jobs
 	b.ReportMetric(float64(tBase)/float64(tOp), "job/xadd")
 	b.ReportMetric(float64(goCPU.Microseconds())/jobs, "go-cpu-µs/job")
+	b.ReportMetric(float64(allocs)/jobs, "allocs/job")
+	b.ReportMetric(float64(allocBytes)/jobs, "B/job")
 	b.ReportMetric(float64(redisCPU.Microseconds())/jobs, "redis-cpu-µs/job")
 	b.ReportMetric(jobs/tOp.Seconds(), "jobs/s")
 	b.ReportMetric(jobs/tBase.Seconds(), "xadd/s")

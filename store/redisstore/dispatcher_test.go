@@ -110,7 +110,7 @@ func TestReclaimReportsDeletedEntries(t *testing.T) {
 			}
 			var ids []string
 			for i := range 3 {
-				id, err := st.Send(ctx, "inst-a", map[string]string{"seq": strconv.Itoa(i)})
+				id, err := st.Send(ctx, "inst-a", scheduler.Fields{{Name: "seq", Value: strconv.Itoa(i)}})
 				if err != nil {
 					t.Fatal(err)
 				}

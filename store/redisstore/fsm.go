@@ -203,25 +203,29 @@ func (s *Jobs) ApplyJob(ctx context.Context, jobID string, ev fsm.Event, attempt
 // call of the transition script per job, in one pipeline.
 func (s *Jobs) ReleaseJobs(ctx context.Context, jobs []scheduler.JobAttempt) ([]scheduler.JobTransition, []error) {
 	trs, errs := make([]scheduler.JobTransition, len(jobs)), make([]error, len(jobs))
-	var execs []rueidis.LuaExec
-	var at []int
-	var keys []string
-	args := []string{string(fsm.Release), s.max, s.ttlMS}
+	cluster := s.c.Mode() == rueidis.ClientModeCluster
+	var execs []rueidis.LuaExec // on a cluster
+	at := make([]int, 0, len(jobs))
+	keys := make([]string, 0, len(jobs))
+	args := append(make([]string, 0, 3+len(jobs)), string(fsm.Release), s.max, s.ttlMS)
 	for i, j := range jobs {
 		if errs[i] = scheduler.CheckJobEvent(j.ID, fsm.Release, ""); errs[i] != nil {
 			continue
 		}
-		keys, args = append(keys, s.keys.JobFSM(j.ID)), append(args, strconv.Itoa(j.Attempt))
-		execs = append(execs, rueidis.LuaExec{Keys: keys[len(keys)-1:],
-			Args: []string{string(fsm.Release), strconv.Itoa(j.Attempt), "", s.max, s.ttlMS, ""}})
+		attempt := strconv.Itoa(j.Attempt)
+		keys, args = append(keys, s.keys.JobFSM(j.ID)), append(args, attempt)
+		if cluster {
+			execs = append(execs, rueidis.LuaExec{Keys: keys[len(keys)-1:],
+				Args: []string{string(fsm.Release), attempt, "", s.max, s.ttlMS, ""}})
+		}
 		at = append(at, i)
 	}
-	if len(execs) == 0 {
+	if len(at) == 0 {
 		return trs, errs
 	}
 	start := time.Now()
-	replies, rerrs := make([]string, len(execs)), make([]error, len(execs))
-	if s.c.Mode() == rueidis.ClientModeCluster {
+	replies, rerrs := make([]string, len(at)), make([]error, len(at))
+	if cluster {
 		for k, r := range fsmApplyScript.ExecMulti(ctx, s.c, execs...) {
 			replies[k], rerrs[k] = r.ToString()
 		}
@@ -245,7 +249,7 @@ func (s *Jobs) ReleaseJobs(ctx context.Context, jobs []scheduler.JobAttempt) ([]
 			errs[i] = fmt.Errorf("redisstore: apply %s to job %q: %w", fsm.Release, j.ID, err)
 			continue
 		}
-		trs[i], errs[i] = decodeApply(j.ID, s.keys.JobFSM(j.ID), fsm.Release, j.Attempt, reply)
+		trs[i], errs[i] = decodeApply(j.ID, keys[k], fsm.Release, j.Attempt, reply)
 	}
 	s.hook.observe("fsm_release", start, first)
 	return trs, errs
@@ -269,8 +273,14 @@ func decodeApply(jobID, key string, ev fsm.Event, attempt int, reply string) (sc
 		return scheduler.JobTransition{}, &CorruptError{Key: key, Field: field, Value: value, Err: scheduler.ErrJobCorrupt}
 	}
 	// state attempt created updated nodes: see fsmApplyLua.
-	f := strings.SplitN(rest, " ", 5)
-	if len(f) != 5 || f[4] == "" {
+	var f [5]string
+	for i := range 4 {
+		var ok bool
+		if f[i], rest, ok = strings.Cut(rest, " "); !ok {
+			return bad()
+		}
+	}
+	if f[4] = rest; f[4] == "" {
 		return bad()
 	}
 	var node, free string

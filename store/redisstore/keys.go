@@ -45,7 +45,34 @@ func (k Keys) key(parts ...string) string {
 	return b.String()
 }
 
-func tag(kind, id string) string { return "{" + kind + ":" + id + "}" }
+// keyTag is key with the hash tag {kind:id} between head and tail, built
+// in one allocation.
+func (k Keys) keyTag(head []string, kind, id string, tail ...string) string {
+	var b strings.Builder
+	n := len(k.prefix) + len(kind) + len(id) + 4
+	for _, p := range head {
+		n += 1 + len(p)
+	}
+	for _, p := range tail {
+		n += 1 + len(p)
+	}
+	b.Grow(n)
+	b.WriteString(k.prefix)
+	for _, p := range head {
+		b.WriteByte(':')
+		b.WriteString(p)
+	}
+	b.WriteString(":{")
+	b.WriteString(kind)
+	b.WriteByte(':')
+	b.WriteString(id)
+	b.WriteByte('}')
+	for _, p := range tail {
+		b.WriteByte(':')
+		b.WriteString(p)
+	}
+	return b.String()
+}
 
 // SchedulerPresence is {prefix}:schedulers:presence:<instance_id> (string, TTL).
 func (k Keys) SchedulerPresence(instanceID string) string {
@@ -63,21 +90,23 @@ func (k Keys) SchedulerAdopt(instanceID string) string {
 }
 
 // NodeOwner is {prefix}:nodes:owner:{node:<node_id>} (string: owning instance id, TTL).
-func (k Keys) NodeOwner(nodeID string) string { return k.key("nodes", "owner", tag("node", nodeID)) }
+func (k Keys) NodeOwner(nodeID string) string {
+	return k.keyTag([]string{"nodes", "owner"}, "node", nodeID)
+}
 
 // SessionOwner is {prefix}:sessions:owner:{session:<session_id>} (string: owning instance id, TTL).
 func (k Keys) SessionOwner(sessionID string) string {
-	return k.key("sessions", "owner", tag("session", sessionID))
+	return k.keyTag([]string{"sessions", "owner"}, "session", sessionID)
 }
 
 // Inbox is {prefix}:streams:{instance:<instance_id>}:inbox (stream).
 func (k Keys) Inbox(instanceID string) string {
-	return k.key("streams", tag("instance", instanceID), "inbox")
+	return k.keyTag([]string{"streams"}, "instance", instanceID, "inbox")
 }
 
 // DLQ is {prefix}:streams:{instance:<instance_id>}:dlq (stream).
 func (k Keys) DLQ(instanceID string) string {
-	return k.key("streams", tag("instance", instanceID), "dlq")
+	return k.keyTag([]string{"streams"}, "instance", instanceID, "dlq")
 }
 
 // NodesAll is {prefix}:v1:nodes:all (set of node ids).
@@ -103,12 +132,14 @@ func (k Keys) NodeSnapshot(nodeID string) string { return k.key("v1", "nodes", "
 
 // NodeReserved is {prefix}:v1:nodes:{node:<node_id>}:reserved (zset: job id scored by expiry ms).
 func (k Keys) NodeReserved(nodeID string) string {
-	return k.key("v1", "nodes", tag("node", nodeID), "reserved")
+	return k.keyTag([]string{"v1", "nodes"}, "node", nodeID, "reserved")
 }
 
 // JobFSM is {prefix}:v1:jobs:{job:<job_id>}:fsm (hash with a TTL): the job's
 // whole record, its lifecycle and its book (spec, tried, waiters, outcome).
-func (k Keys) JobFSM(jobID string) string { return k.key("v1", "jobs", tag("job", jobID), "fsm") }
+func (k Keys) JobFSM(jobID string) string {
+	return k.keyTag([]string{"v1", "jobs"}, "job", jobID, "fsm")
+}
 
 // DueShards is the number of sorted sets the deadline index is spread over.
 const DueShards = 16
@@ -116,7 +147,7 @@ const DueShards = 16
 // Due is {prefix}:v1:jobs:due:{due:<n>} (zset: job id scored by Unix ms),
 // shard n of [DueShards].
 func (k Keys) Due(shard int) string {
-	return k.key("v1", "jobs", "due", tag("due", strconv.Itoa(shard)))
+	return k.keyTag([]string{"v1", "jobs", "due"}, "due", strconv.Itoa(shard))
 }
 
 // DueShard returns the shard of jobID: FNV-1a of the id modulo [DueShards].
@@ -141,17 +172,17 @@ func (k Keys) Session(sessionID string) string { return k.key("scheduler", "sess
 // with a PX TTL): the debounce window of MODEL_NOT_AVAILABLE reports of one
 // node and model, counting the reports.
 func (k Keys) StormWindow(model, nodeID string) string {
-	return k.key("v1", "storm", tag("model", model), "window", nodeID)
+	return k.keyTag([]string{"v1", "storm"}, "model", model, "window", nodeID)
 }
 
 // StormUnavailable is {prefix}:v1:storm:{model:<model>}:unavailable:<node_id>
 // (string with a PX TTL): the model is unavailable on the node for the cool-down.
 func (k Keys) StormUnavailable(model, nodeID string) string {
-	return k.key("v1", "storm", tag("model", model), "unavailable", nodeID)
+	return k.keyTag([]string{"v1", "storm"}, "model", model, "unavailable", nodeID)
 }
 
 // StormRate is {prefix}:v1:storm:{model:<model>}:rate (counter with a
 // one-second PX TTL): the actions taken for the model in the current second.
 func (k Keys) StormRate(model string) string {
-	return k.key("v1", "storm", tag("model", model), "rate")
+	return k.keyTag([]string{"v1", "storm"}, "model", model, "rate")
 }

@@ -95,10 +95,10 @@ func planeAdapter(c rueidis.Client) storetest.PlaneAdapter {
 					must(t, err)
 					return st
 				},
-				Poison: func(id string, f map[string]string) error {
+				Poison: func(id string, f scheduler.Fields) error {
 					fv := c.B().Xadd().Key(keys.Inbox(id)).Id("*").FieldValue()
-					for k, v := range f {
-						fv = fv.FieldValue(k, v)
+					for _, p := range f {
+						fv = fv.FieldValue(p.Name, p.Value)
 					}
 					return c.Do(context.Background(), fv.Build()).Error()
 				},

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ksana-dev/ksana/scheduler"
@@ -46,8 +48,12 @@ type Streams struct {
 	maxLen string
 	dlqMax string
 	hook   OpHook
-	// senders holds the *sender of each inbox this process sent to.
-	senders sync.Map
+	// senders maps each instance this process sent to to the sender of
+	// its inbox. The map is copied on write (instances are few), so a
+	// lookup takes no lock and, unlike a sync.Map keyed by string,
+	// allocates nothing.
+	senders   atomic.Pointer[map[string]*sender]
+	sendersMu sync.Mutex
 }
 
 var _ scheduler.Sender = (*Streams)(nil)
@@ -100,43 +106,51 @@ const maxSendBatch = 64
 // script for that inbox is under way, and sends them in the next call:
 // messages sent one at a time go at once, concurrent ones together.
 type sender struct {
+	keys  []string // the inbox, as the script's KEYS
 	mu    sync.Mutex
 	busy  bool
 	queue []*sendReq
+	// args is the buffer of the script's arguments, used by the caller
+	// that set busy until it clears it.
+	args []string
 }
 
 // sendReq is one message waiting for its turn.
 type sendReq struct {
-	args  []string // the field count, then the fields and values
-	id    string
-	err   error
-	batch []*sendReq    // set on the request that sends the next batch
-	done  chan struct{} // closed when id and err are set, or batch is
+	fields scheduler.Fields
+	id     string
+	err    error
+	batch  []*sendReq // set on the request that sends the next batch
+	// done gets one signal when id and err are set, or batch is: a
+	// request is in exactly one batch, so it is signalled once, and
+	// goes back to sendReqs for another Send.
+	done chan struct{}
 }
+
+// sendReqs recycles the requests (and their channels) of Send.
+var sendReqs = sync.Pool{New: func() any { return &sendReq{done: make(chan struct{}, 1)} }}
 
 // Send implements [scheduler.Sender]: XLEN and XADD in one script, so an
 // inbox holding MaxLen entries refuses the message with
 // [scheduler.ErrInboxFull] instead of trimming entries not yet handled.
 // Messages sent to one inbox concurrently share a call of the script.
-func (s *Streams) Send(ctx context.Context, instanceID string, fields map[string]string) (string, error) {
+// The fields are written in their order.
+func (s *Streams) Send(ctx context.Context, instanceID string, fields scheduler.Fields) (string, error) {
 	if len(fields) == 0 {
 		return "", errors.New("redisstore: send: a message needs at least one field")
 	}
-	r := &sendReq{args: make([]string, 1, 1+2*len(fields))}
-	r.args[0] = strconv.Itoa(2 * len(fields))
-	for k, v := range fields {
-		r.args = append(r.args, k, v)
-	}
-	key := s.keys.Inbox(instanceID)
-	v, ok := s.senders.Load(key)
-	if !ok {
-		v, _ = s.senders.LoadOrStore(key, &sender{})
-	}
-	q := v.(*sender)
+	q := s.sender(instanceID)
+	r := sendReqs.Get().(*sendReq)
+	r.fields = fields
+	defer func() {
+		*r = sendReq{done: r.done}
+		sendReqs.Put(r)
+	}()
+	var solo [1]*sendReq
+	solo[0] = r
+	batch := solo[:]
 	q.mu.Lock()
-	batch := []*sendReq{r}
 	if q.busy {
-		r.done = make(chan struct{})
 		q.queue = append(q.queue, r)
 		q.mu.Unlock()
 		<-r.done
@@ -151,7 +165,7 @@ func (s *Streams) Send(ctx context.Context, instanceID string, fields map[string
 		q.busy = true
 		q.mu.Unlock()
 	}
-	s.sendBatch(ctx, instanceID, key, batch)
+	s.sendBatch(ctx, instanceID, q, batch)
 	// The requests queued meanwhile go next, led by the first of them.
 	q.mu.Lock()
 	if len(q.queue) == 0 {
@@ -161,29 +175,60 @@ func (s *Streams) Send(ctx context.Context, instanceID string, fields map[string
 		next := q.queue[:n:n]
 		q.queue = q.queue[n:]
 		next[0].batch = next
-		close(next[0].done)
+		next[0].done <- struct{}{}
 	}
 	q.mu.Unlock()
 	for _, o := range batch[1:] {
-		close(o.done)
+		o.done <- struct{}{}
 	}
 	return r.id, r.err
 }
 
-// sendBatch appends the messages of batch to the inbox key of instanceID
-// in one call of the send script, and sets each one's id or error.
-func (s *Streams) sendBatch(ctx context.Context, instanceID, key string, batch []*sendReq) {
-	n := 1
-	for _, r := range batch {
-		n += len(r.args)
+// sender returns the sender of instanceID's inbox, made on first use.
+func (s *Streams) sender(instanceID string) *sender {
+	if m := s.senders.Load(); m != nil {
+		if q := (*m)[instanceID]; q != nil {
+			return q
+		}
 	}
-	args := make([]string, 1, n)
-	args[0] = s.maxLen
+	s.sendersMu.Lock()
+	defer s.sendersMu.Unlock()
+	old := s.senders.Load()
+	if old != nil {
+		if q := (*old)[instanceID]; q != nil {
+			return q
+		}
+	}
+	m := make(map[string]*sender, 1)
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	q := &sender{keys: []string{s.keys.Inbox(instanceID)}}
+	m[instanceID] = q
+	s.senders.Store(&m)
+	return q
+}
+
+// sendBatch appends the messages of batch to the inbox of q (instanceID's)
+// in one call of the send script, and sets each one's id or error. The
+// caller holds q.busy, and with it q.args.
+func (s *Streams) sendBatch(ctx context.Context, instanceID string, q *sender, batch []*sendReq) {
+	args := append(q.args[:0], s.maxLen)
 	for _, r := range batch {
-		args = append(args, r.args...)
+		args = append(args, strconv.Itoa(2*len(r.fields)))
+		for _, f := range r.fields {
+			args = append(args, f.Name, f.Value)
+		}
+		r.fields = nil // the caller's, which it may reuse once Send returns
 	}
 	start := time.Now()
-	ids, err := sendScript.Exec(ctx, s.c, []string{key}, args).ToArray()
+	ids, err := sendScript.Exec(ctx, s.c, q.keys, args).ToArray()
+	// The command holds its own copy of the arguments: the buffer is
+	// kept for the next batch, without the strings it points to.
+	clear(args)
+	if cap(args) <= maxSendArgs {
+		q.args = args[:0]
+	}
 	if err == nil && len(ids) != len(batch) {
 		err = fmt.Errorf("%d replies for %d messages", len(ids), len(batch))
 	}
@@ -202,6 +247,10 @@ func (s *Streams) sendBatch(ctx context.Context, instanceID, key string, batch [
 		}
 	}
 }
+
+// maxSendArgs bounds the argument buffer a sender keeps between batches
+// (a batch of large messages uses a new one).
+const maxSendArgs = 4096
 
 // Inbox returns the inbox of instanceID as read by group.
 func (s *Streams) Inbox(instanceID, group string) *Inbox {
@@ -255,7 +304,11 @@ func (in *Inbox) Read(ctx context.Context, consumer string, count int, block tim
 		cmd = b.Streams().Key(in.key).Id(">").Build()
 	}
 	start := time.Now()
-	res, err := in.s.c.Do(ctx, cmd).AsXReadSlices()
+	res, err := in.s.c.Do(ctx, cmd).ToMessage()
+	var msgs []scheduler.Message
+	if err == nil {
+		msgs, err = readReply(res, in.key)
+	}
 	in.s.hook.observe("xreadgroup", start, err)
 	if isNil(err) {
 		return nil, nil
@@ -263,7 +316,78 @@ func (in *Inbox) Read(ctx context.Context, consumer string, count int, block tim
 	if err != nil {
 		return nil, streamErr("read "+in.key, err)
 	}
-	return toMessages(res[in.key]), nil
+	return msgs, nil
+}
+
+// readReply takes the entries of key out of an XREADGROUP reply (a map
+// of stream to entries in RESP3, a list of pairs in RESP2) straight into
+// messages, skipping entries deleted meanwhile.
+func readReply(res rueidis.RedisMessage, key string) ([]scheduler.Message, error) {
+	var entries rueidis.RedisMessage
+	found := false
+	if res.IsMap() {
+		kv, err := res.AsMap()
+		if err != nil {
+			return nil, err
+		}
+		entries, found = kv[key]
+	} else {
+		streams, err := res.ToArray()
+		if err != nil {
+			return nil, err
+		}
+		for _, st := range streams {
+			pair, err := st.ToArray()
+			if err != nil {
+				return nil, err
+			}
+			if len(pair) != 2 {
+				return nil, fmt.Errorf("unexpected XREADGROUP stream of %d elements", len(pair))
+			}
+			if name, err := pair[0].ToString(); err == nil && name == key {
+				entries, found = pair[1], true
+			}
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	arr, err := entries.ToArray()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]scheduler.Message, 0, len(arr))
+	for i := range arr {
+		e, err := arr[i].ToArray()
+		if err != nil {
+			return nil, err
+		}
+		if len(e) != 2 {
+			return nil, fmt.Errorf("unexpected stream entry of %d elements", len(e))
+		}
+		id, err := e[0].ToString()
+		if err != nil {
+			return nil, err
+		}
+		fv, err := e[1].ToArray()
+		if rueidis.IsRedisNil(err) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		f := make(scheduler.Fields, len(fv)/2)
+		for j := range f {
+			if f[j].Name, err = fv[2*j].ToString(); err != nil {
+				return nil, err
+			}
+			if f[j].Value, err = fv[2*j+1].ToString(); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, scheduler.Message{ID: id, Fields: f})
+	}
+	return out, nil
 }
 
 func toMessages(entries []rueidis.XRangeSlice) []scheduler.Message {
@@ -272,13 +396,18 @@ func toMessages(entries []rueidis.XRangeSlice) []scheduler.Message {
 		if e.FieldValues == nil {
 			continue // deleted meanwhile
 		}
-		f := make(map[string]string, len(e.FieldValues))
-		for _, fv := range e.FieldValues {
-			f[fv.Field] = fv.Value
-		}
-		out = append(out, scheduler.Message{ID: e.ID, Fields: f})
+		out = append(out, scheduler.Message{ID: e.ID, Fields: toFields(e.FieldValues)})
 	}
 	return out
+}
+
+// toFields converts an entry's field-value pairs, keeping their order.
+func toFields(fv []rueidis.XRangeFieldValue) scheduler.Fields {
+	f := make(scheduler.Fields, len(fv))
+	for i, p := range fv {
+		f[i] = scheduler.Field{Name: p.Field, Value: p.Value}
+	}
+	return f
 }
 
 // Ack implements [scheduler.Inbox]: XACK and XDEL in one pipeline.
@@ -486,7 +615,7 @@ func (in *Inbox) readDLQ(ctx context.Context, from, to string, count int) ([]sch
 // fields last, so they are taken from the end and every field before them
 // is an original one, even one that happens to share their names.
 func decodeDeadLetter(e rueidis.XRangeSlice) scheduler.DeadLetter {
-	dl := scheduler.DeadLetter{ID: e.ID, Fields: map[string]string{}}
+	dl := scheduler.DeadLetter{ID: e.ID}
 	fv := e.FieldValues
 	n := len(fv)
 	if n >= 3 && fv[n-3].Field == scheduler.DLQFieldSourceID && fv[n-2].Field == scheduler.DLQFieldDeliveries && fv[n-1].Field == scheduler.DLQFieldReason {
@@ -495,9 +624,7 @@ func decodeDeadLetter(e rueidis.XRangeSlice) scheduler.DeadLetter {
 		dl.Reason = fv[n-1].Value
 		fv = fv[:n-3]
 	}
-	for _, f := range fv {
-		dl.Fields[f.Field] = f.Value
-	}
+	dl.Fields = toFields(fv)
 	return dl
 }
 

@@ -66,7 +66,7 @@ type ackRecorder struct {
 }
 
 func (r *ackRecorder) handler(ctx context.Context, m scheduler.Message) error {
-	ns, err := strconv.ParseInt(m.Fields["ts"], 10, 64)
+	ns, err := strconv.ParseInt(m.Fields.Get("ts"), 10, 64)
 	if err != nil {
 		return scheduler.ErrMalformed
 	}
@@ -143,7 +143,7 @@ func runDelivery(b *testing.B, c rueidis.Client, n int, rate float64) *ackRecord
 					}
 				}
 				ts := strconv.FormatInt(time.Now().UnixNano(), 10)
-				if _, err := st.Send(ctx, "bench", map[string]string{"ts": ts, "seq": strconv.Itoa(i)}); err != nil {
+				if _, err := st.Send(ctx, "bench", scheduler.Fields{{Name: "ts", Value: ts}, {Name: "seq", Value: strconv.Itoa(i)}}); err != nil {
 					b.Error(err)
 					return
 				}

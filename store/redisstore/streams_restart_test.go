@@ -94,7 +94,7 @@ func TestDelivererSurvivesServerRestart(t *testing.T) {
 	handled := map[int]bool{}
 	cfg := scheduler.Config{InstanceID: "inst-a", Inbox: scheduler.InboxConfig{Block: 100 * time.Millisecond, ClaimMinIdle: 500 * time.Millisecond, ScanInterval: 200 * time.Millisecond}}
 	d, err := scheduler.NewDeliverer(in, "c1", func(ctx context.Context, m scheduler.Message) error {
-		n, err := strconv.Atoi(m.Fields["seq"])
+		n, err := strconv.Atoi(m.Fields.Get("seq"))
 		if err != nil {
 			return errors.Join(scheduler.ErrMalformed, err)
 		}
@@ -127,7 +127,7 @@ func TestDelivererSurvivesServerRestart(t *testing.T) {
 			next.Store(int64(i))
 			for {
 				sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
-				_, err := st.Send(sctx, "inst-a", map[string]string{"seq": strconv.Itoa(i)})
+				_, err := st.Send(sctx, "inst-a", scheduler.Fields{{Name: "seq", Value: strconv.Itoa(i)}})
 				scancel()
 				if err == nil {
 					break

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ksana-dev/ksana/internal/testenv"
 	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/redis/rueidis"
 )
@@ -27,11 +28,11 @@ func TestDecodeDeadLetter(t *testing.T) {
 		want scheduler.DeadLetter
 	}{
 		{"plain", fv("type", "job_result", "dlq_source_id", "1-1", "dlq_delivery_count", "11", "dlq_reason", "max_deliveries_exceeded"),
-			scheduler.DeadLetter{ID: "9-9", SourceID: "1-1", Deliveries: 11, Reason: "max_deliveries_exceeded", Fields: map[string]string{"type": "job_result"}}},
+			scheduler.DeadLetter{ID: "9-9", SourceID: "1-1", Deliveries: 11, Reason: "max_deliveries_exceeded", Fields: scheduler.Fields{{Name: "type", Value: "job_result"}}}},
 		{"original field with a reserved name is kept", fv("dlq_reason", "mine", "dlq_source_id", "1-2", "dlq_delivery_count", "1", "dlq_reason", "malformed"),
-			scheduler.DeadLetter{ID: "9-9", SourceID: "1-2", Deliveries: 1, Reason: "malformed", Fields: map[string]string{"dlq_reason": "mine"}}},
+			scheduler.DeadLetter{ID: "9-9", SourceID: "1-2", Deliveries: 1, Reason: "malformed", Fields: scheduler.Fields{{Name: "dlq_reason", Value: "mine"}}}},
 		{"entry not written by the move: all fields are original", fv("a", "b"),
-			scheduler.DeadLetter{ID: "9-9", Fields: map[string]string{"a": "b"}}},
+			scheduler.DeadLetter{ID: "9-9", Fields: scheduler.Fields{{Name: "a", Value: "b"}}}},
 	}
 	for _, tc := range tests {
 		got := decodeDeadLetter(rueidis.XRangeSlice{ID: "9-9", FieldValues: tc.in})
@@ -47,13 +48,10 @@ func FuzzDecodeDeadLetter(f *testing.F) {
 	f.Add("type", "job_assign", "dlq_reason", "x", int64(3), "malformed: bad json")
 	f.Add("", "", "dlq_source_id", "", int64(0), "")
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string, deliveries int64, reason string) {
-		orig := map[string]string{k1: v1, k2: v2}
+		orig := scheduler.Fields{{Name: k1, Value: v1}, {Name: k2, Value: v2}}
 		var in []rueidis.XRangeFieldValue
-		for _, k := range []string{k1, k2} {
-			if k == k2 && k1 == k2 {
-				break
-			}
-			in = append(in, rueidis.XRangeFieldValue{Field: k, Value: orig[k]})
+		for _, f := range orig {
+			in = append(in, rueidis.XRangeFieldValue{Field: f.Name, Value: f.Value})
 		}
 		in = append(in,
 			rueidis.XRangeFieldValue{Field: scheduler.DLQFieldSourceID, Value: "5-5"},
@@ -89,7 +87,7 @@ func TestSendConcurrent(t *testing.T) {
 				wg.Go(func() {
 					for i := range each {
 						seq := strconv.Itoa(w*each + i)
-						if _, err := st.Send(ctx, "inst-a", map[string]string{"seq": seq, "w": strconv.Itoa(w), "pad": seq + "-" + seq}); err != nil {
+						if _, err := st.Send(ctx, "inst-a", scheduler.Fields{{Name: "seq", Value: seq}, {Name: "w", Value: strconv.Itoa(w)}, {Name: "pad", Value: seq + "-" + seq}}); err != nil {
 							t.Errorf("send %s: %v", seq, err)
 						}
 					}
@@ -110,12 +108,12 @@ func TestSendConcurrent(t *testing.T) {
 					break
 				}
 				for _, m := range msgs {
-					seq, _ := strconv.Atoi(m.Fields["seq"])
-					want := map[string]string{"seq": m.Fields["seq"], "w": strconv.Itoa(seq / each), "pad": m.Fields["seq"] + "-" + m.Fields["seq"]}
-					if d := cmp.Diff(want, m.Fields); d != "" || seen[m.Fields["seq"]] {
-						t.Errorf("entry %s (seen before: %v) (-want +got):\n%s", m.ID, seen[m.Fields["seq"]], d)
+					seq, _ := strconv.Atoi(m.Fields.Get("seq"))
+					want := scheduler.Fields{{Name: "seq", Value: m.Fields.Get("seq")}, {Name: "w", Value: strconv.Itoa(seq / each)}, {Name: "pad", Value: m.Fields.Get("seq") + "-" + m.Fields.Get("seq")}}
+					if d := cmp.Diff(want, m.Fields); d != "" || seen[m.Fields.Get("seq")] {
+						t.Errorf("entry %s (seen before: %v) (-want +got):\n%s", m.ID, seen[m.Fields.Get("seq")], d)
 					}
-					seen[m.Fields["seq"]] = true
+					seen[m.Fields.Get("seq")] = true
 				}
 			}
 			if len(seen) != senders*each {
@@ -125,5 +123,48 @@ func TestSendConcurrent(t *testing.T) {
 				t.Errorf("%d script calls for %d concurrent messages: none shared", n, senders*each)
 			}
 		})
+	}
+}
+
+// TestReadBothProtocols: Read takes the entries out of the XREADGROUP
+// reply as RESP3 gives it (a map of streams) and as RESP2 does (a list of
+// pairs), fields in the order they were sent.
+func TestReadBothProtocols(t *testing.T) {
+	ctx := context.Background()
+	for _, resp2 := range []bool{false, true} {
+		c, err := rueidis.NewClient(rueidis.ClientOption{
+			InitAddress: []string{testenv.Addr(testenv.RedisURL(t))}, ForceSingleClient: true, AlwaysRESP2: resp2, DisableCache: resp2,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		st, err := NewStreams(c, StreamsConfig{Prefix: testPrefix(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := st.Inbox("inst-a", "g")
+		if err := in.EnsureGroup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		want := []scheduler.Message{
+			{Fields: scheduler.Fields{{Name: "z", Value: "1"}, {Name: "a", Value: ""}, {Name: "m", Value: "x y"}}},
+			{Fields: scheduler.Fields{{Name: "only", Value: "2"}}},
+		}
+		for i := range want {
+			if want[i].ID, err = st.Send(ctx, "inst-a", want[i].Fields); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := in.Read(ctx, "c1", 10, 0)
+		if err != nil {
+			t.Fatalf("RESP2 %v: %v", resp2, err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("RESP2 %v: Read (-want +got):\n%s", resp2, d)
+		}
+		if got, err := in.Read(ctx, "c1", 10, 0); err != nil || len(got) != 0 {
+			t.Errorf("RESP2 %v: second Read = %v, %v; want nothing", resp2, got, err)
+		}
 	}
 }

@@ -25,7 +25,7 @@ type DispatcherHarness struct {
 	Stores func() scheduler.Stores
 	// Poison appends raw fields to an instance's inbox (optional): the
 	// soak uses it to check that malformed messages reach the DLQ.
-	Poison func(instanceID string, fields map[string]string) error
+	Poison func(instanceID string, fields scheduler.Fields) error
 	// SoakJobs is the size of the soak. Default 10000.
 	SoakJobs int
 }
@@ -1271,7 +1271,7 @@ func testDispatchSoak(t *testing.T, h DispatcherHarness) {
 	poisoned := 0
 	if h.Poison != nil {
 		for i, inst := range []string{"inst-a", "inst-b", "inst-a"} {
-			if err := h.Poison(inst, map[string]string{"v": "1", "type": "job_assign", "job_id": "{bad}" + strconv.Itoa(i)}); err != nil {
+			if err := h.Poison(inst, scheduler.Fields{{Name: "v", Value: "1"}, {Name: "type", Value: "job_assign"}, {Name: "job_id", Value: "{bad}" + strconv.Itoa(i)}}); err != nil {
 				t.Fatal(err)
 			}
 			poisoned++
@@ -1363,7 +1363,7 @@ func testDispatchSoak(t *testing.T, h DispatcherHarness) {
 				t.Fatal(err)
 			}
 			for _, d := range dl {
-				if !strings.HasPrefix(d.Fields["job_id"], "{bad}") {
+				if !strings.HasPrefix(d.Fields.Get("job_id"), "{bad}") {
 					t.Errorf("DLQ of %s holds %v, which the test did not poison", inst, d.Fields)
 				}
 			}

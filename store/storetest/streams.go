@@ -46,7 +46,7 @@ func TestStreams(t *testing.T, newHarness func(t *testing.T, opts StreamsOptions
 		}
 		var ids []string
 		for i := range 3 {
-			id, err := h.Sender.Send(ctx, "inst-a", map[string]string{"n": strconv.Itoa(i), "kind": "job_assign"})
+			id, err := h.Sender.Send(ctx, "inst-a", scheduler.Fields{{Name: "n", Value: strconv.Itoa(i)}, {Name: "kind", Value: "job_assign"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,8 +63,8 @@ func TestStreams(t *testing.T, newHarness func(t *testing.T, opts StreamsOptions
 			t.Fatal(err)
 		}
 		want := []scheduler.Message{
-			{ID: ids[0], Fields: map[string]string{"n": "0", "kind": "job_assign"}},
-			{ID: ids[1], Fields: map[string]string{"n": "1", "kind": "job_assign"}},
+			{ID: ids[0], Fields: scheduler.Fields{{Name: "n", Value: "0"}, {Name: "kind", Value: "job_assign"}}},
+			{ID: ids[1], Fields: scheduler.Fields{{Name: "n", Value: "1"}, {Name: "kind", Value: "job_assign"}}},
 		}
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("Read (-want +got):\n%s", d)
@@ -126,7 +126,7 @@ func TestStreams(t *testing.T, newHarness func(t *testing.T, opts StreamsOptions
 		if err := in.EnsureGroup(ctx); err != nil {
 			t.Fatal(err)
 		}
-		fields := map[string]string{"type": "job_result", "payload": `{"job_id":"j1"}`, "dlq_reason": "a field of the sender"}
+		fields := scheduler.Fields{{Name: "type", Value: "job_result"}, {Name: "payload", Value: `{"job_id":"j1"}`}, {Name: "dlq_reason", Value: "a field of the sender"}}
 		id, err := h.Sender.Send(ctx, "inst-a", fields)
 		if err != nil {
 			t.Fatal(err)
@@ -182,7 +182,7 @@ func TestStreams(t *testing.T, newHarness func(t *testing.T, opts StreamsOptions
 		for w := range 8 {
 			wg.Go(func() {
 				for i := range 100 {
-					_, err := h.Sender.Send(ctx, "inst-a", map[string]string{"seq": strconv.Itoa(w*1000 + i)})
+					_, err := h.Sender.Send(ctx, "inst-a", scheduler.Fields{{Name: "seq", Value: strconv.Itoa(w*1000 + i)}})
 					switch {
 					case err == nil:
 						ok.Add(1)
@@ -203,7 +203,7 @@ func TestStreams(t *testing.T, newHarness func(t *testing.T, opts StreamsOptions
 		if err != nil || len(got) != 50 {
 			t.Fatalf("Read 50 = %d, %v", len(got), err)
 		}
-		if _, err := h.Sender.Send(ctx, "inst-a", map[string]string{"seq": "x"}); !errors.Is(err, scheduler.ErrInboxFull) {
+		if _, err := h.Sender.Send(ctx, "inst-a", scheduler.Fields{{Name: "seq", Value: "x"}}); !errors.Is(err, scheduler.ErrInboxFull) {
 			t.Errorf("Send to a full inbox whose entries are pending: %v, want ErrInboxFull", err)
 		}
 		if n, err := in.Len(ctx); err != nil || n != int64(h.MaxLen) {
@@ -212,7 +212,7 @@ func TestStreams(t *testing.T, newHarness func(t *testing.T, opts StreamsOptions
 		if err := in.Ack(ctx, msgIDs(got)...); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.Sender.Send(ctx, "inst-a", map[string]string{"seq": "y"}); err != nil {
+		if _, err := h.Sender.Send(ctx, "inst-a", scheduler.Fields{{Name: "seq", Value: "y"}}); err != nil {
 			t.Errorf("Send after acking 50: %v, want accepted", err)
 		}
 	})
@@ -242,7 +242,7 @@ func sendN(t *testing.T, s scheduler.Sender, instance string, n int, tag string)
 				if i >= int64(n) {
 					return
 				}
-				if _, err := s.Send(context.Background(), instance, map[string]string{"seq": strconv.FormatInt(i, 10), "tag": tag}); err != nil {
+				if _, err := s.Send(context.Background(), instance, scheduler.Fields{{Name: "seq", Value: strconv.FormatInt(i, 10)}, {Name: "tag", Value: tag}}); err != nil {
 					errs <- err
 					return
 				}
@@ -300,7 +300,7 @@ func testTwoConsumers(t *testing.T, h StreamsHarness) {
 	var deadSeen atomic.Int32
 	live, err := scheduler.NewDeliverer(in, "live", func(ctx context.Context, m scheduler.Message) error {
 		mu.Lock()
-		handled[m.Fields["seq"]]++
+		handled[m.Fields.Get("seq")]++
 		mu.Unlock()
 		return nil
 	}, testCfg())
@@ -313,12 +313,12 @@ func testTwoConsumers(t *testing.T, h StreamsHarness) {
 		if deadSeen.Add(1) > 100 || deadCtx.Err() != nil {
 			killDead()
 			mu.Lock()
-			failedByDead[m.Fields["seq"]] = true
+			failedByDead[m.Fields.Get("seq")] = true
 			mu.Unlock()
 			return errors.New("consumer died")
 		}
 		mu.Lock()
-		handled[m.Fields["seq"]]++
+		handled[m.Fields.Get("seq")]++
 		mu.Unlock()
 		return nil
 	}, testCfg())
@@ -392,7 +392,7 @@ func testPoison(t *testing.T, h StreamsHarness) {
 		}
 		runDeliverer(t, d)
 	}
-	fields := map[string]string{"type": "job_assign", "payload": `{"job_id":"j-poison"}`}
+	fields := scheduler.Fields{{Name: "type", Value: "job_assign"}, {Name: "payload", Value: `{"job_id":"j-poison"}`}}
 	id, err := h.Sender.Send(ctx, "inst-a", fields)
 	if err != nil {
 		t.Fatal(err)
@@ -435,7 +435,7 @@ func testMalformed(t *testing.T, h StreamsHarness) {
 	handler := func(ctx context.Context, m scheduler.Message) error {
 		n, _ := calls.LoadOrStore(m.ID, new(atomic.Int32))
 		n.(*atomic.Int32).Add(1)
-		switch m.Fields["type"] {
+		switch m.Fields.Get("type") {
 		case "":
 			return fmt.Errorf("%w: no type field", scheduler.ErrMalformed)
 		case "explode":
@@ -449,15 +449,15 @@ func testMalformed(t *testing.T, h StreamsHarness) {
 		t.Fatal(err)
 	}
 	runDeliverer(t, d)
-	bad, err := h.Sender.Send(ctx, "inst-a", map[string]string{"payload": "no type"})
+	bad, err := h.Sender.Send(ctx, "inst-a", scheduler.Fields{{Name: "payload", Value: "no type"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	boom, err := h.Sender.Send(ctx, "inst-a", map[string]string{"type": "explode"})
+	boom, err := h.Sender.Send(ctx, "inst-a", scheduler.Fields{{Name: "type", Value: "explode"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Sender.Send(ctx, "inst-a", map[string]string{"type": "ok"}); err != nil {
+	if _, err := h.Sender.Send(ctx, "inst-a", scheduler.Fields{{Name: "type", Value: "ok"}}); err != nil {
 		t.Fatal(err)
 	}
 	var dls []scheduler.DeadLetter

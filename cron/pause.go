@@ -268,6 +268,25 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 		r.mu.Unlock()
 		return Job{}, false, nil
 	}
+	if timed != 0 && r.sh != nil {
+		// Another runner may have resumed the job, or paused it again,
+		// in a write this runner has not seen yet: resume only a job
+		// still stored paused until timed, so that the pause is ended,
+		// and recorded, once.
+		r.mu.Unlock()
+		sj, _, _, err := r.readStored(ctx, id)
+		if errors.Is(err, ErrNotFound) || (err == nil && (!sj.Paused || toNano(sj.PausedUntil) != timed)) {
+			return Job{}, false, nil
+		}
+		if err != nil {
+			return Job{}, false, err
+		}
+		r.mu.Lock()
+		if idx, e, ok = r.lookup(id); !ok || e.enabled || e.pausedUntil() != timed {
+			r.mu.Unlock()
+			return Job{}, false, nil
+		}
+	}
 	if !ok {
 		r.mu.Unlock()
 		j, _, ok, err := r.readStored(ctx, id)
@@ -299,6 +318,13 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 		r.reschedulePlan(&c, was, nowNs)
 	}
 	j.Paused, j.PausedUntil, j.NextRunAt, j.LastStatus = paused, until, fromNano(c.next), statusNames[c.status]
+	pausedAt := toNano(j.PausedAt) // kept by a paused job paused again
+	if !paused {
+		pausedAt = 0
+	} else if was {
+		pausedAt = nowNs
+	}
+	j.PausedAt = fromNano(pausedAt)
 	if was != c.enabled && c.enabled {
 		// A resumed job starts a new episode of its health: its next
 		// failure alerts failing again.
@@ -313,21 +339,33 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 	r.vers.set(idx, ver)
 	e.enabled, e.next, e.status = c.enabled, c.next, c.status
 	e.setPausedUntil(untilNs)
+	from := e.pausedAt()
+	e.setPausedAt(pausedAt)
 	if e.enabled {
 		if !was {
 			e.setHealth(health{})
 		}
 		r.schedule(idx, e, e.next)
-		r.endPause(e, nowNs)
+		r.endPause(e, from, nowNs)
 	} else {
 		r.unschedule(e)
-		if was {
-			e.ext().pausedAt = nowNs
-		}
 	}
 	r.markDirty(e)
 	r.notePause(e)
 	return e.job(true), true, nil
+}
+
+// nextPausedAt returns the paused_at (Unix ns) of the job old becomes as
+// c at now: now for a job that goes from running to paused, old's for a
+// job that stays paused, 0 for a job that runs.
+func nextPausedAt(old, c *entry, now int64) int64 {
+	switch {
+	case c.enabled:
+		return 0
+	case old.enabled:
+		return now
+	}
+	return old.pausedAt()
 }
 
 // notePause hands the pause timer the paused_until of e, when it has

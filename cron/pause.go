@@ -322,7 +322,11 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 	if !paused {
 		pausedAt = 0
 	} else if was {
-		pausedAt = nowNs
+		// A slot taken ahead of its time still runs: the pause starts
+		// after it.
+		r.mu.Lock()
+		pausedAt = r.pauseStart(e, nowNs, nowNs)
+		r.mu.Unlock()
 	}
 	j.PausedAt = fromNano(pausedAt)
 	if was != c.enabled && c.enabled {
@@ -366,6 +370,27 @@ func nextPausedAt(old, c *entry, now int64) int64 {
 		return now
 	}
 	return old.pausedAt()
+}
+
+// pauseStart returns where the pause of e, paused at from (Unix ns) and
+// seen by this runner at now, starts for its record: after the slots of e
+// this runner already took (e.next is the first it has not), up to now
+// and ClaimAhead beyond, for those are called all the same (a slot
+// claimed ahead of its time over a shared store runs when its time
+// comes). It is from when there are none. mu is held.
+func (r *Runner) pauseStart(e *entry, from, now int64) int64 {
+	if from == 0 || e.next == 0 {
+		return from
+	}
+	s := e.schedule()
+	for range 1000 {
+		n := toNano(s.Next(fromNano(from)))
+		if n == 0 || n >= e.next || n > now+r.lead {
+			break
+		}
+		from = n
+	}
+	return from
 }
 
 // notePause hands the pause timer the paused_until of e, when it has

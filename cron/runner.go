@@ -767,7 +767,7 @@ func (r *Runner) Update(ctx context.Context, id string, change func(*Job) error)
 	reschedule := !e.sameSchedule(c) || was != c.enabled
 	c.setBookkeeping(e.bookkeeping())
 	from := e.pausedAt()
-	c.setPausedAt(nextPausedAt(e, c, nowNs))
+	c.setPausedAt(r.pauseStart(e, nextPausedAt(e, c, nowNs), nowNs))
 	r.mu.Unlock()
 
 	if reschedule {

@@ -436,6 +436,12 @@ func (r *Runner) Hold(j Job, version int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	idx, e, ok := r.lookup(j.ID)
+	if ok && e.enabled && !c.enabled && r.mine(j.ID) {
+		// Paused by another runner: the slots this one took since
+		// paused_at are called, and the pause it records (should it
+		// resume the job) starts after them.
+		c.setPausedAt(r.pauseStart(e, c.pausedAt(), nowNs))
+	}
 	if ok {
 		held := r.vers.get(idx)
 		r.vers.set(idx, version)

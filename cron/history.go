@@ -23,8 +23,11 @@ const (
 	// ReasonNoHolder: over a shared store, the slots passed while no runner
 	// held the job; the runner that took it over rolled them on.
 	ReasonNoHolder = "no holder"
-	// ReasonPaused: the slots passed while the job was paused; recorded
-	// when it is resumed.
+	// ReasonPaused: the slots passed while the job was paused (since its
+	// [Job.PausedAt]); recorded when it is resumed, by the runner that
+	// resumes it: the one that paused it or not, after a restart too, and
+	// over a [SharedStore] a runner that does not hold the job (the
+	// record is its own, and the holder does not record it again).
 	ReasonPaused = "paused"
 	// ReasonServicePaused: the slots passed while every firing of the
 	// service was paused.

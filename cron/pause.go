@@ -339,8 +339,16 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 		return Job{}, false, err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.vers.set(idx, ver)
+	again := false
+	if was && paused && r.lead > 0 {
+		// The timer may have taken a slot ahead of its time while the
+		// pause was saved: that slot runs, and the pause starts after
+		// it, in the store too.
+		if p := r.pauseStart(e, pausedAt, toNano(r.now())); p != pausedAt {
+			pausedAt, again = p, true
+		}
+	}
 	e.enabled, e.next, e.status = c.enabled, c.next, c.status
 	e.setPausedUntil(untilNs)
 	from := e.pausedAt()
@@ -356,7 +364,20 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 	}
 	r.markDirty(e)
 	r.notePause(e)
-	return e.job(true), true, nil
+	out := e.job(true)
+	r.mu.Unlock()
+	if again {
+		if ver, err := r.save(ctx, out); err != nil {
+			r.log.Warn("cron: saving the start of a pause after a slot taken ahead failed; a resume by another runner may count that slot again",
+				"job_id", id, "paused_at", out.PausedAt, "error", err)
+		} else {
+			r.mu.Lock()
+			r.vers.set(idx, ver)
+			r.markDirty(e)
+			r.mu.Unlock()
+		}
+	}
+	return out, true, nil
 }
 
 // nextPausedAt returns the paused_at (Unix ns) of the job old becomes as

@@ -188,10 +188,11 @@ func (r *Runner) readStored(ctx context.Context, id string) (j Job, ver int64, o
 // reads the job from the store, applies change, validates the result as
 // Update does, recomputes the bookkeeping and paused_at as Update would
 // and saves the job durably; a job it resumes has its pause recorded
-// here, as a run of this runner. The runner that fires the job takes the change from the
-// store (see [Runner.Hold]). ok is false when the store is not shared.
-// The result is held to MinInterval unless stored (a pause or resume,
-// which changes nothing else). The caller holds the job's lock.
+// here, as a run of this runner. The runner that fires the job takes the
+// change from the store (see [Runner.Hold]). ok is false when the store
+// is not shared. The result is held to MinInterval unless stored (a
+// pause or resume, which changes nothing else). The caller holds the
+// job's lock.
 func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) error, stored bool) (Job, bool, error) {
 	j, _, ok, err := r.readStored(ctx, id)
 	if !ok || err != nil {

@@ -215,9 +215,10 @@ func (r *Runner) loadPause(ctx context.Context) error {
 	return nil
 }
 
-// Pause disables job id: enabled=false, paused_until cleared, last_status
-// paused, next_run_at unset, out of the heap. A run in flight finishes.
-// An unknown id is [ErrNotFound].
+// Pause disables job id: enabled=false, paused_until cleared, paused_at
+// now (see [Job.PausedAt]; kept when the job was paused already),
+// last_status paused, next_run_at unset, out of the heap. A run in flight
+// finishes. An unknown id is [ErrNotFound].
 func (r *Runner) Pause(ctx context.Context, id string) (Job, error) {
 	j, _, err := r.setPause(ctx, id, true, time.Time{}, 0)
 	return j, err
@@ -248,7 +249,10 @@ func (r *Runner) PauseUntil(ctx context.Context, id string, until time.Time) (Jo
 // Resume enables job id, clears its paused_until and schedules its next
 // slot after now (a once job whose run_at has passed is marked missed
 // instead), and clears its failures in a row and last alert (see
-// [AlertConfig]). An unknown id is [ErrNotFound].
+// [AlertConfig]). The slots passed since its paused_at are recorded as
+// one skipped run of reason [ReasonPaused], and paused_at is cleared:
+// whichever runner paused the job, and over a [SharedStore] whether or
+// not this runner holds it. An unknown id is [ErrNotFound].
 func (r *Runner) Resume(ctx context.Context, id string) (Job, error) {
 	j, _, err := r.setPause(ctx, id, false, time.Time{}, 0)
 	return j, err

@@ -727,7 +727,9 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 // as is and nothing changes; so does a *[ValidationError]. change must not
 // change the id; the system fields it sets are ignored. When the schedule
 // or enabled changes, next_run_at is recomputed from now (a job disabled
-// this way is marked paused); otherwise the job keeps its slot. An unknown
+// this way is marked paused and gets its paused_at; one enabled this way
+// has its pause recorded, as [Runner.Resume] does); otherwise the job
+// keeps its slot. An unknown
 // id is [ErrNotFound].
 //
 // Changes to different jobs run side by side, and wait for the store

@@ -229,7 +229,13 @@
 // [Runner.Pause] stops one job; [Runner.PauseUntil] stops it until a time
 // (its [Job.PausedUntil]), when the runner that fires the job resumes it
 // by itself, as [Runner.Resume] would: after a restart too, and over a
-// shared store whichever runner holds the job then. [Runner.PauseAll]
+// shared store whichever runner holds the job then. The job keeps when it
+// was paused ([Job.PausedAt]), so that whoever resumes it records the
+// slots passed meanwhile as one skipped run of reason [ReasonPaused]:
+// after a restart, or over a shared store a runner that does not hold the
+// job, as well as the one that paused it. A slot claimed ahead of its
+// time ([Config.ClaimAhead]) when the pause comes still runs, and the
+// pause counts from after it. [Runner.PauseAll]
 // pauses the whole runner (maintenance), optionally until a time and with
 // a reason, without touching any job's enabled flag: the slots that come
 // meanwhile are never called, and are recorded as one skipped run per job

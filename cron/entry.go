@@ -225,8 +225,8 @@ type entryExt struct {
 	// skip gathers the slots skipped while a run was in flight, recorded
 	// as one run when it ends.
 	skip *Run
-	// pausedAt is when this runner paused the job (Unix ns, 0: not
-	// known): its resume records the slots passed since as one run.
+	// pausedAt is the job's paused_at, when it was paused (Unix ns, 0:
+	// not known): its resume records the slots passed since as one run.
 	pausedAt int64
 }
 
@@ -333,6 +333,22 @@ func (e *entry) setPausedUntil(t int64) {
 		return
 	}
 	e.ext().until = t
+}
+
+// pausedAt returns the entry's paused_at (Unix ns), 0 for none.
+func (e *entry) pausedAt() int64 {
+	if e.x == nil {
+		return 0
+	}
+	return e.x.pausedAt
+}
+
+// setPausedAt sets the entry's paused_at (Unix ns, 0: none).
+func (e *entry) setPausedAt(t int64) {
+	if t == 0 && e.x == nil {
+		return
+	}
+	e.ext().pausedAt = t
 }
 
 func (e *entry) lastErr() string {
@@ -510,6 +526,7 @@ func (e *entry) job(cloneHeaders bool) Job {
 		j.LastError = x.lastErr
 		j.Failures, j.LastAlert = x.health.failures, x.health.last
 		j.PausedUntil = fromNano(x.until)
+		j.PausedAt = fromNano(x.pausedAt)
 	}
 	if c.alert != nil {
 		a := *c.alert

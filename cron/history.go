@@ -23,8 +23,11 @@ const (
 	// ReasonNoHolder: over a shared store, the slots passed while no runner
 	// held the job; the runner that took it over rolled them on.
 	ReasonNoHolder = "no holder"
-	// ReasonPaused: the slots passed while the job was paused; recorded
-	// when it is resumed.
+	// ReasonPaused: the slots passed while the job was paused (since its
+	// [Job.PausedAt]); recorded when it is resumed, by the runner that
+	// resumes it: the one that paused it or not, after a restart too, and
+	// over a [SharedStore] a runner that does not hold the job (the
+	// record is its own, and the holder does not record it again).
 	ReasonPaused = "paused"
 	// ReasonServicePaused: the slots passed while every firing of the
 	// service was paused.
@@ -284,16 +287,21 @@ func notCalled(e *entry, after, until time.Time, st Status, reason string, now t
 }
 
 // endPause records, when e is resumed at now, the slots that passed since
-// this runner paused it as one skipped run of reason [ReasonPaused]. A
-// pause this runner did not see (made before a restart, or by another
-// runner of a shared store) records nothing. mu is held.
-func (r *Runner) endPause(e *entry, now int64) {
-	if e.x == nil || e.x.pausedAt == 0 {
-		return
-	}
-	from := e.x.pausedAt
-	e.x.pausedAt = 0
-	if run, ok := notCalled(e, fromNano(from), fromNano(now), StatusSkipped, ReasonPaused, fromNano(now)); ok {
+// it was paused at from (its paused_at, Unix ns) as one skipped run of
+// reason [ReasonPaused]. A pause whose start is not known (from 0: the
+// job was paused before paused_at was kept) records nothing. mu is held.
+func (r *Runner) endPause(e *entry, from, now int64) {
+	if run, ok := pausedRun(e, from, now); ok {
 		r.finish(run, false)
 	}
+}
+
+// pausedRun builds the record of the slots of e that passed while it was
+// paused, from from (Unix ns) to its resume at now: false when none did,
+// or when from is 0.
+func pausedRun(e *entry, from, now int64) (Run, bool) {
+	if from == 0 || from >= now {
+		return Run{}, false
+	}
+	return notCalled(e, fromNano(from), fromNano(now), StatusSkipped, ReasonPaused, fromNano(now))
 }

@@ -137,3 +137,155 @@ func TestQueryRunsPaging(t *testing.T) {
 		}
 	}
 }
+
+// TestPauseRecordedAcrossRestart: the job keeps when it was paused
+// (paused_at, in the store), so that a resume by a runner started again
+// over the same store records the slots passed while it was paused: by
+// hand, and by the pause timer at paused_until.
+func TestPauseRecordedAcrossRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		t0 := time.Now()
+		st := NewMemStore()
+		r1 := newTestRunner(t, st, &fakeExec{}, Config{})
+		mustAdd(t, r1, httpJob("e", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: t0.Add(time.Minute)}))
+		stop := start(t, r1)
+		time.Sleep(90 * time.Second)
+		p, err := r1.Pause(ctx, "e")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.PausedAt.Equal(t0.Add(90 * time.Second)) {
+			t.Errorf("paused job: paused_at %v, want %v", p.PausedAt, t0.Add(90*time.Second))
+		}
+		if stored, _ := st.Load(ctx); !stored[0].PausedAt.Equal(t0.Add(90 * time.Second)) {
+			t.Errorf("stored paused_at %v, want %v", stored[0].PausedAt, t0.Add(90*time.Second))
+		}
+		_ = stop()
+		time.Sleep(10 * time.Minute) // slots 2m..11m pass while paused
+		r2 := newTestRunner(t, st, &fakeExec{}, Config{})
+		stop = start(t, r2)
+		synctest.Wait()
+		j, err := r2.Resume(ctx, "e")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !j.PausedAt.IsZero() {
+			t.Errorf("resumed job: paused_at %v, want none", j.PausedAt)
+		}
+		if stored, _ := st.Load(ctx); !stored[0].PausedAt.IsZero() {
+			t.Errorf("stored paused_at after the resume: %v, want none", stored[0].PausedAt)
+		}
+		synctest.Wait()
+
+		// A timed pause set before a restart, ended by the pause timer of
+		// the next runner.
+		time.Sleep(time.Minute) // t0+12m30s: the slot of 12m runs
+		if _, err := r2.PauseUntil(ctx, "e", time.Now().Add(5*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		_ = stop()
+		r3 := newTestRunner(t, st, &fakeExec{}, Config{})
+		stop = start(t, r3)
+		time.Sleep(6 * time.Minute) // resumed at t0+17m30s: slots 13m..17m passed
+		synctest.Wait()
+		if j := mustGet(t, r3, "e"); j.Paused || !j.PausedAt.IsZero() {
+			t.Errorf("after paused_until: paused %v paused_at %v, want resumed", j.Paused, j.PausedAt)
+		}
+		_ = stop()
+		want := []Run{
+			{JobID: "e", ScheduledAt: t0.Add(13 * time.Minute), Status: StatusSkipped, Reason: ReasonPaused, Slots: 5},
+			{JobID: "e", ScheduledAt: t0.Add(2 * time.Minute), Status: StatusSkipped, Reason: ReasonPaused, Slots: 10},
+		}
+		if diff := cmp.Diff(want, notCalledRuns(t, r3), ignoreRunTimes); diff != "" {
+			t.Errorf("not-called runs (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestPausedAtSystemField: paused_at is the runner's: a pause again with
+// a new paused_until keeps the first one, an update of a paused job keeps
+// it whatever the change sets, an update that disables the job sets it
+// and one that enables it records the pause and clears it; Add stores
+// none, and Prepare clears it on a job that runs.
+func TestPausedAtSystemField(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		t0 := time.Now()
+		st := NewMemStore()
+		r := newTestRunner(t, st, &fakeExec{}, Config{})
+		add := httpJob("e", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: t0.Add(time.Minute)})
+		add.PausedAt = t0.Add(-time.Hour)
+		if j := mustAdd(t, r, add); !j.PausedAt.IsZero() {
+			t.Errorf("Add kept paused_at %v of a running job", j.PausedAt)
+		}
+		add2 := httpJob("p", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: t0.Add(time.Minute)})
+		add2.Paused, add2.PausedAt = true, t0.Add(-time.Hour)
+		if j := mustAdd(t, r, add2); !j.PausedAt.IsZero() {
+			t.Errorf("Add kept paused_at %v of a paused job", j.PausedAt)
+		}
+		stop := start(t, r)
+		defer stop()
+		time.Sleep(90 * time.Second)
+		if _, err := r.PauseUntil(ctx, "e", time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		j, err := r.PauseUntil(ctx, "e", time.Now().Add(2*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !j.PausedAt.Equal(t0.Add(90 * time.Second)) {
+			t.Errorf("paused again: paused_at %v, want the first %v", j.PausedAt, t0.Add(90*time.Second))
+		}
+		j, err = r.Update(ctx, "e", func(j *Job) error {
+			j.Name, j.PausedAt = "renamed", time.Now().Add(time.Minute)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !j.PausedAt.Equal(t0.Add(90 * time.Second)) {
+			t.Errorf("updated while paused: paused_at %v, want %v", j.PausedAt, t0.Add(90*time.Second))
+		}
+		time.Sleep(2 * time.Minute) // t0+4m30s: slots 2m..4m passed
+		j, err = r.Update(ctx, "e", func(j *Job) error { j.Paused = false; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Paused || !j.PausedAt.IsZero() {
+			t.Errorf("enabled by an update: paused %v paused_at %v", j.Paused, j.PausedAt)
+		}
+		time.Sleep(time.Minute) // the slot of 5m runs
+		j, err = r.Update(ctx, "e", func(j *Job) error { j.Paused = true; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !j.PausedAt.Equal(t0.Add(330 * time.Second)) {
+			t.Errorf("disabled by an update: paused_at %v, want %v", j.PausedAt, t0.Add(330*time.Second))
+		}
+		time.Sleep(time.Minute) // the slot of 6m passes
+		if _, err := r.Resume(ctx, "e"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		want := []Run{
+			{JobID: "e", ScheduledAt: t0.Add(6 * time.Minute), Status: StatusSkipped, Reason: ReasonPaused},
+			{JobID: "e", ScheduledAt: t0.Add(2 * time.Minute), Status: StatusSkipped, Reason: ReasonPaused, Slots: 3},
+		}
+		if diff := cmp.Diff(want, notCalledRuns(t, r), ignoreRunTimes); diff != "" {
+			t.Errorf("not-called runs (-want +got):\n%s", diff)
+		}
+
+		run := Job{ID: "x", HTTP: HTTPConfig{URL: "http://callback.test/hook"}, Schedule: ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute)},
+			PausedAt: t0}
+		if _, err := Prepare(&run, t0, Rules{}); err != nil || !run.PausedAt.IsZero() {
+			t.Errorf("Prepare of a running job: paused_at %v, err %v; want none", run.PausedAt, err)
+		}
+		paused := run
+		paused.Paused, paused.PausedAt = true, t0.In(time.FixedZone("x", 3600))
+		if _, err := Prepare(&paused, t0, Rules{}); err != nil || !paused.PausedAt.Equal(t0) || paused.PausedAt.Location() != time.UTC {
+			t.Errorf("Prepare of a paused job: paused_at %v, err %v; want %v in UTC", paused.PausedAt, err, t0)
+		}
+	})
+}

@@ -195,7 +195,8 @@ func (s *ScheduleSpec) UnmarshalJSON(b []byte) error {
 // set.
 //
 // LastRunAt, NextRunAt, LastStatus and LastError are system fields: the
-// runner maintains them; PausedUntil is set by [Runner.PauseUntil].
+// runner maintains them; PausedUntil is set by [Runner.PauseUntil] and
+// PausedAt by the pause of the job.
 type Job struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
@@ -208,6 +209,19 @@ type Job struct {
 	// paused, and [Runner.Pause] and [Runner.Resume] clear it. Its JSON
 	// form is "paused_until", left out when zero.
 	PausedUntil time.Time `json:"-"`
+	// PausedAt, on a paused job, is when it was paused: set when the job
+	// goes from running to paused ([Runner.Pause], [Runner.PauseUntil],
+	// an update that disables it), kept while it stays paused (a new
+	// paused_until leaves it as it is), cleared when it is resumed. Whoever
+	// resumes the job, the runner that paused it or not, after a restart
+	// or on another runner of a [SharedStore], records the slots passed
+	// since as one skipped run of reason [ReasonPaused]; zero (a job
+	// paused before it was kept) records none. It is a system field:
+	// [Prepare] clears it on a job that is not paused, and the runner
+	// keeps it whatever [Runner.Add] (which stores none) or the change of
+	// [Runner.Update] gives. Its JSON form is "paused_at", left out when
+	// zero.
+	PausedAt time.Time `json:"-"`
 	// Type is "http" (the default when empty) or the name of a Go function
 	// registered with [Runner.Handle] or [Config.Handlers].
 	Type string `json:"type"`
@@ -251,6 +265,7 @@ type jobWire struct {
 	Name         string          `json:"name"`
 	Enabled      bool            `json:"enabled"`
 	PausedUntil  string          `json:"paused_until,omitempty"`
+	PausedAt     string          `json:"paused_at,omitempty"`
 	Type         string          `json:"type"`
 	HTTP         *HTTPConfig     `json:"http,omitempty"`
 	Args         json.RawMessage `json:"args,omitempty"`
@@ -277,7 +292,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		h = &j.HTTP
 	}
 	return json.Marshal(jobWire{
-		ID: j.ID, Name: j.Name, Enabled: !j.Paused, PausedUntil: formatTime(j.PausedUntil), Type: j.Type, HTTP: h, Args: j.Args, Schedule: j.Schedule,
+		ID: j.ID, Name: j.Name, Enabled: !j.Paused, PausedUntil: formatTime(j.PausedUntil), PausedAt: formatTime(j.PausedAt), Type: j.Type, HTTP: h, Args: j.Args, Schedule: j.Schedule,
 		Timeout: j.Timeout, MaxRetries: j.MaxRetries, RetryBackoff: j.RetryBackoff, MisfireGrace: j.MisfireGrace, Alert: j.Alert,
 		LastRunAt: formatTime(j.LastRunAt), NextRunAt: formatTime(j.NextRunAt), LastStatus: j.LastStatus, LastError: j.LastError,
 		Failures: j.Failures, LastAlert: j.LastAlert,
@@ -302,6 +317,10 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
+	pausedAt, err := parseTime("paused_at", w.PausedAt)
+	if err != nil {
+		return err
+	}
 	var h HTTPConfig
 	if w.HTTP != nil {
 		h = *w.HTTP
@@ -310,7 +329,7 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 		w.Args = nil
 	}
 	*j = Job{
-		ID: w.ID, Name: w.Name, Paused: !w.Enabled, PausedUntil: until, Type: w.Type, HTTP: h, Args: w.Args, Schedule: w.Schedule,
+		ID: w.ID, Name: w.Name, Paused: !w.Enabled, PausedUntil: until, PausedAt: pausedAt, Type: w.Type, HTTP: h, Args: w.Args, Schedule: w.Schedule,
 		Timeout: w.Timeout, MaxRetries: w.MaxRetries, RetryBackoff: w.RetryBackoff, MisfireGrace: w.MisfireGrace, Alert: w.Alert,
 		LastRunAt: last, NextRunAt: next, LastStatus: w.LastStatus, LastError: w.LastError,
 		Failures: w.Failures, LastAlert: w.LastAlert,
@@ -377,8 +396,9 @@ func (d Rules) minInterval() time.Duration {
 // empty: the runner's), secret (at most [MaxAlertSecretLen] bytes), after
 // and pause_after (>= 0). On success it returns the job's schedule, built
 // once: a cron expression is parsed here and nowhere else. The system
-// fields are not looked at, but for paused_until, which is cleared on a
-// job that is not paused and must lie between the years 1679 and 2261.
+// fields are not looked at, but for paused_until and paused_at, which are
+// cleared on a job that is not paused and must lie between the years 1679
+// and 2261.
 // MaxRetries has no default here: 0 means no retry.
 //
 // A header name must be a token (letters, digits and !#$%&'*+-.^_`|~), a
@@ -437,6 +457,12 @@ func prepare(j *Job, now time.Time, d Rules, known *jobConfig, parsed *CronSched
 		j.PausedUntil = time.Time{}
 	} else if !j.PausedUntil.IsZero() && !inNanoRange(j.PausedUntil) {
 		return nil, invalid("paused_until", "must be between the years 1679 and 2261, got %s", j.PausedUntil.Format(time.RFC3339))
+	}
+	j.PausedAt = utc(j.PausedAt)
+	if !j.Paused {
+		j.PausedAt = time.Time{}
+	} else if !j.PausedAt.IsZero() && !inNanoRange(j.PausedAt) {
+		return nil, invalid("paused_at", "must be between the years 1679 and 2261, got %s", j.PausedAt.Format(time.RFC3339))
 	}
 
 	if isHTTP {

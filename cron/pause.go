@@ -215,9 +215,10 @@ func (r *Runner) loadPause(ctx context.Context) error {
 	return nil
 }
 
-// Pause disables job id: enabled=false, paused_until cleared, last_status
-// paused, next_run_at unset, out of the heap. A run in flight finishes.
-// An unknown id is [ErrNotFound].
+// Pause disables job id: enabled=false, paused_until cleared, paused_at
+// now (see [Job.PausedAt]; kept when the job was paused already),
+// last_status paused, next_run_at unset, out of the heap. A run in flight
+// finishes. An unknown id is [ErrNotFound].
 func (r *Runner) Pause(ctx context.Context, id string) (Job, error) {
 	j, _, err := r.setPause(ctx, id, true, time.Time{}, 0)
 	return j, err
@@ -248,7 +249,10 @@ func (r *Runner) PauseUntil(ctx context.Context, id string, until time.Time) (Jo
 // Resume enables job id, clears its paused_until and schedules its next
 // slot after now (a once job whose run_at has passed is marked missed
 // instead), and clears its failures in a row and last alert (see
-// [AlertConfig]). An unknown id is [ErrNotFound].
+// [AlertConfig]). The slots passed since its paused_at are recorded as
+// one skipped run of reason [ReasonPaused], and paused_at is cleared:
+// whichever runner paused the job, and over a [SharedStore] whether or
+// not this runner holds it. An unknown id is [ErrNotFound].
 func (r *Runner) Resume(ctx context.Context, id string) (Job, error) {
 	j, _, err := r.setPause(ctx, id, false, time.Time{}, 0)
 	return j, err
@@ -267,6 +271,25 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 	if timed != 0 && (!ok || e.enabled || e.pausedUntil() != timed || !r.mine(id)) {
 		r.mu.Unlock()
 		return Job{}, false, nil
+	}
+	if timed != 0 && r.sh != nil {
+		// Another runner may have resumed the job, or paused it again,
+		// in a write this runner has not seen yet: resume only a job
+		// still stored paused until timed, so that the pause is ended,
+		// and recorded, once.
+		r.mu.Unlock()
+		sj, _, _, err := r.readStored(ctx, id)
+		if errors.Is(err, ErrNotFound) || (err == nil && (!sj.Paused || toNano(sj.PausedUntil) != timed)) {
+			return Job{}, false, nil
+		}
+		if err != nil {
+			return Job{}, false, err
+		}
+		r.mu.Lock()
+		if idx, e, ok = r.lookup(id); !ok || e.enabled || e.pausedUntil() != timed {
+			r.mu.Unlock()
+			return Job{}, false, nil
+		}
 	}
 	if !ok {
 		r.mu.Unlock()
@@ -299,6 +322,17 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 		r.reschedulePlan(&c, was, nowNs)
 	}
 	j.Paused, j.PausedUntil, j.NextRunAt, j.LastStatus = paused, until, fromNano(c.next), statusNames[c.status]
+	pausedAt := toNano(j.PausedAt) // kept by a paused job paused again
+	if !paused {
+		pausedAt = 0
+	} else if was {
+		// A slot taken ahead of its time still runs: the pause starts
+		// after it.
+		r.mu.Lock()
+		pausedAt = r.pauseStart(e, nowNs, nowNs)
+		r.mu.Unlock()
+	}
+	j.PausedAt = fromNano(pausedAt)
 	if was != c.enabled && c.enabled {
 		// A resumed job starts a new episode of its health: its next
 		// failure alerts failing again.
@@ -309,25 +343,79 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 		return Job{}, false, err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.vers.set(idx, ver)
+	again := false
+	if was && paused && r.lead > 0 {
+		// The timer may have taken a slot ahead of its time while the
+		// pause was saved: that slot runs, and the pause starts after
+		// it, in the store too.
+		if p := r.pauseStart(e, pausedAt, toNano(r.now())); p != pausedAt {
+			pausedAt, again = p, true
+		}
+	}
 	e.enabled, e.next, e.status = c.enabled, c.next, c.status
 	e.setPausedUntil(untilNs)
+	from := e.pausedAt()
+	e.setPausedAt(pausedAt)
 	if e.enabled {
 		if !was {
 			e.setHealth(health{})
 		}
 		r.schedule(idx, e, e.next)
-		r.endPause(e, nowNs)
+		r.endPause(e, from, nowNs)
 	} else {
 		r.unschedule(e)
-		if was {
-			e.ext().pausedAt = nowNs
-		}
 	}
 	r.markDirty(e)
 	r.notePause(e)
-	return e.job(true), true, nil
+	out := e.job(true)
+	r.mu.Unlock()
+	if again {
+		if ver, err := r.save(ctx, out); err != nil {
+			r.log.Warn("cron: saving the start of a pause after a slot taken ahead failed; a resume by another runner may count that slot again",
+				"job_id", id, "paused_at", out.PausedAt, "error", err)
+		} else {
+			r.mu.Lock()
+			r.vers.set(idx, ver)
+			r.markDirty(e)
+			r.mu.Unlock()
+		}
+	}
+	return out, true, nil
+}
+
+// nextPausedAt returns the paused_at (Unix ns) of the job old becomes as
+// c at now: now for a job that goes from running to paused, old's for a
+// job that stays paused, 0 for a job that runs.
+func nextPausedAt(old, c *entry, now int64) int64 {
+	switch {
+	case c.enabled:
+		return 0
+	case old.enabled:
+		return now
+	}
+	return old.pausedAt()
+}
+
+// pauseStart returns where the pause of e, paused at from (Unix ns) and
+// seen by this runner at now, starts for its record: after the slots of e
+// this runner already took (e.next is the first it has not), up to now
+// and ClaimAhead beyond, for those are called all the same (a slot
+// claimed ahead of its time over a shared store runs when its time
+// comes). It is from when there are none. mu is held.
+func (r *Runner) pauseStart(e *entry, from, now int64) int64 {
+	if from == 0 || e.next == 0 {
+		return from
+	}
+	s := e.schedule()
+	for range 1000 {
+		n := toNano(s.Next(fromNano(from)))
+		if n == 0 || n >= e.next || n > now+r.lead {
+			break
+		}
+		from = n
+	}
+	return from
 }
 
 // notePause hands the pause timer the paused_until of e, when it has

@@ -419,6 +419,9 @@ func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	if !j.PausedUntil.IsZero() {
 		e.ext().until = toNano(j.PausedUntil)
 	}
+	if !j.PausedAt.IsZero() {
+		e.ext().pausedAt = toNano(j.PausedAt)
+	}
 	return nil
 }
 
@@ -640,6 +643,9 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	if err := r.compile(&j, now, e, false); err != nil {
 		return Job{}, err
 	}
+	if e.x != nil {
+		e.x.pausedAt = 0 // a system field: a new job was never paused
+	}
 	generated := e.id == ""
 	if generated {
 		e.id = newID() // 128 random bits: no check for a clash
@@ -721,7 +727,9 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 // as is and nothing changes; so does a *[ValidationError]. change must not
 // change the id; the system fields it sets are ignored. When the schedule
 // or enabled changes, next_run_at is recomputed from now (a job disabled
-// this way is marked paused); otherwise the job keeps its slot. An unknown
+// this way is marked paused and gets its paused_at; one enabled this way
+// has its pause recorded, as [Runner.Resume] does); otherwise the job
+// keeps its slot. An unknown
 // id is [ErrNotFound].
 //
 // Changes to different jobs run side by side, and wait for the store
@@ -760,6 +768,8 @@ func (r *Runner) Update(ctx context.Context, id string, change func(*Job) error)
 	was := e.enabled
 	reschedule := !e.sameSchedule(c) || was != c.enabled
 	c.setBookkeeping(e.bookkeeping())
+	from := e.pausedAt()
+	c.setPausedAt(r.pauseStart(e, nextPausedAt(e, c, nowNs), nowNs))
 	r.mu.Unlock()
 
 	if reschedule {
@@ -784,6 +794,9 @@ func (r *Runner) Update(ctx context.Context, id string, change func(*Job) error)
 		} else {
 			r.unschedule(e)
 		}
+	}
+	if !was && e.enabled {
+		r.endPause(e, from, nowNs)
 	}
 	r.markDirty(e)
 	return e.job(true), nil

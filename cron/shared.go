@@ -186,11 +186,13 @@ func (r *Runner) readStored(ctx context.Context, id string) (j Job, ver int64, o
 
 // updateStored is [Runner.Update] of a job the runner does not hold: it
 // reads the job from the store, applies change, validates the result as
-// Update does, recomputes the bookkeeping as Update would and saves the
-// job durably. The runner that fires the job takes the change from the
-// store (see [Runner.Hold]). ok is false when the store is not shared.
-// The result is held to MinInterval unless stored (a pause or resume,
-// which changes nothing else). The caller holds the job's lock.
+// Update does, recomputes the bookkeeping and paused_at as Update would
+// and saves the job durably; a job it resumes has its pause recorded
+// here, as a run of this runner. The runner that fires the job takes the
+// change from the store (see [Runner.Hold]). ok is false when the store
+// is not shared. The result is held to MinInterval unless stored (a
+// pause or resume, which changes nothing else). The caller holds the
+// job's lock.
 func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) error, stored bool) (Job, bool, error) {
 	j, _, ok, err := r.readStored(ctx, id)
 	if !ok || err != nil {
@@ -213,11 +215,22 @@ func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) 
 		return Job{}, true, err
 	}
 	c.setBookkeeping(old.bookkeeping())
+	nowNs := toNano(now)
+	c.setPausedAt(nextPausedAt(&old, c, nowNs))
 	if !old.sameSchedule(c) || old.enabled != c.enabled {
-		r.reschedulePlan(c, old.enabled, toNano(now))
+		r.reschedulePlan(c, old.enabled, nowNs)
 	}
 	if _, err := r.save(ctx, c.job(false)); err != nil {
 		return Job{}, true, err
+	}
+	if !old.enabled && c.enabled {
+		// This runner resumed the job: the runner that holds it sees a
+		// job with no paused_at, and records nothing.
+		if run, ok := pausedRun(c, old.pausedAt(), nowNs); ok {
+			r.mu.Lock()
+			r.finish(run, false)
+			r.mu.Unlock()
+		}
 	}
 	return c.job(true), true, nil
 }
@@ -424,6 +437,12 @@ func (r *Runner) Hold(j Job, version int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	idx, e, ok := r.lookup(j.ID)
+	if ok && e.enabled && !c.enabled && r.mine(j.ID) {
+		// Paused by another runner: the slots this one took since
+		// paused_at are called, and the pause it records (should it
+		// resume the job) starts after them.
+		c.setPausedAt(r.pauseStart(e, c.pausedAt(), nowNs))
+	}
 	if ok {
 		held := r.vers.get(idx)
 		r.vers.set(idx, version)

@@ -364,6 +364,9 @@ func (e *cmdEnv) printJob(j cron.Job) error {
 	if !j.PausedUntil.IsZero() {
 		row("paused_until", timeText(j.PausedUntil))
 	}
+	if !j.PausedAt.IsZero() {
+		row("paused_at", timeText(j.PausedAt))
+	}
 	row("type", j.Type)
 	if j.IsHTTP() {
 		row("http", j.HTTP.Method+" "+j.HTTP.URL)

@@ -52,8 +52,11 @@ func TestPauseJSONFile(t *testing.T) {
 	// A timed pause.
 	var j cron.Job
 	jsonOut(t, bin, env, &j, "jobs", "pause", "tick", "-for", "2s", "-o", "json")
-	if !j.Paused || j.PausedUntil.IsZero() || time.Until(j.PausedUntil) > 2*time.Second {
+	if !j.Paused || j.PausedUntil.IsZero() || time.Until(j.PausedUntil) > 2*time.Second || j.PausedAt.IsZero() {
 		t.Fatalf("jobs pause -for 2s: %+v", j)
+	}
+	if code, out, _ := cli(t, bin, env, "", "jobs", "get", "tick"); code != 0 || !strings.Contains(out, "paused_at") || !strings.Contains(out, "paused_until") {
+		t.Errorf("jobs get of a paused job: exit %d\n%s\nwant paused_until and paused_at", code, out)
 	}
 	n := settled(hook, 300*time.Millisecond)
 	if time.Now().Before(j.PausedUntil) {
@@ -62,7 +65,7 @@ func TestPauseJSONFile(t *testing.T) {
 	waitFor(t, "the job resumed by itself", func() bool {
 		var got cron.Job
 		jsonOut(t, bin, env, &got, "jobs", "get", "tick", "-o", "json")
-		return !got.Paused && got.PausedUntil.IsZero()
+		return !got.Paused && got.PausedUntil.IsZero() && got.PausedAt.IsZero()
 	})
 	waitFor(t, "calls after the timed pause", func() bool { return hook.count() > n })
 	if code, _, errOut := cli(t, bin, env, "", "jobs", "pause", "tick", "-until", "2000-01-01T00:00:00Z"); code != 1 || !strings.Contains(errOut, "field until") {

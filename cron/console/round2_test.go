@@ -108,6 +108,9 @@ func TestPauseUntil(t *testing.T) {
 	if !strings.Contains(body, "paused until <time datetime=\""+until.Format(time.RFC3339)) {
 		t.Errorf("the job page does not say paused until %s", until)
 	}
+	if !strings.Contains(body, `<span class="small" id="paused-since">since <time datetime="`+j.PausedAt.Format(time.RFC3339)) || j.PausedAt.IsZero() {
+		t.Errorf("the job page does not say since when the job is paused (%s)", j.PausedAt)
+	}
 	// Quick choice: 1d.
 	if code, _, _ := b.post("/jobs/k/pause", url.Values{"for": {"1d"}}); code != http.StatusSeeOther {
 		t.Fatalf("pause for 1d: %d", code)

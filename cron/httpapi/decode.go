@@ -39,8 +39,9 @@ func badField(field, format string, a ...any) *RequestError {
 }
 
 // systemFields are maintained by the runner and refused on input:
-// paused_until is set by POST /jobs/{id}/pause?until= alone.
-var systemFields = map[string]bool{"paused_until": true, "last_run_at": true, "next_run_at": true, "last_status": true, "last_error": true,
+// paused_until is set by POST /jobs/{id}/pause?until= alone, paused_at
+// by the pause of the job.
+var systemFields = map[string]bool{"paused_until": true, "paused_at": true, "last_run_at": true, "next_run_at": true, "last_status": true, "last_error": true,
 	"failures": true, "last_alert": true}
 
 // patch is a decoded job body: the fields present, each already parsed.
@@ -134,7 +135,7 @@ func decodeJobBody(body []byte) (*patch, *RequestError) {
 	return p, nil
 }
 
-var jobFieldOrder = []string{"id", "name", "enabled", "paused_until", "type", "http", "args", "schedule", "timeout", "max_retries",
+var jobFieldOrder = []string{"id", "name", "enabled", "paused_until", "paused_at", "type", "http", "args", "schedule", "timeout", "max_retries",
 	"retry_backoff", "misfire_grace", "alert", "last_run_at", "next_run_at", "last_status", "last_error", "failures", "last_alert"}
 
 func fieldOrder(raw map[string]json.RawMessage) []string {

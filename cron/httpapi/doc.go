@@ -145,7 +145,10 @@
 // ([cron.Runner.PauseUntil]); an until not in the future is 400 naming
 // until. paused_until is a system field: a create or PATCH that sends it
 // is 400, a PATCH keeps it while the job stays paused, and a resume or a
-// plain pause clears it.
+// plain pause clears it. A paused job's paused_at ([cron.Job.PausedAt])
+// says when it was paused: a system field as well, kept while the job
+// stays paused and cleared by the resume, whose instance records the
+// slots passed since as one skipped run of reason "paused".
 //
 // POST /pause pauses the whole service ([cron.Runner.PauseAll]) with an
 // optional until and reason (query or body {"until", "reason"}): no slot

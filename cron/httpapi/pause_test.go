@@ -30,9 +30,20 @@ func TestPauseEndpoints(t *testing.T) {
 			t.Errorf("POST %s %s: %d %s; want paused until %v", req.path, req.body, r.status, r.body, until)
 		}
 	}
+	// paused_at is when the job was paused, shown by GET, kept by a pause
+	// again and by a PATCH while the job stays paused.
+	var pausedAt time.Time
+	if r := f.do(t, "GET", "/jobs/j", "", nil); r.status == 200 {
+		var j cron.Job
+		if err := json.Unmarshal([]byte(r.body), &j); err != nil || j.PausedAt.IsZero() || time.Since(j.PausedAt) > time.Minute || !strings.Contains(r.body, `"paused_at":"`) {
+			t.Errorf("GET of a paused job: %s; want its paused_at", r.body)
+		}
+		pausedAt = j.PausedAt
+	}
 	// A PATCH keeps paused_until while the job stays paused.
-	if r := f.do(t, "PATCH", "/jobs/j", `{"name":"renamed"}`, nil); r.status != 200 || !strings.Contains(r.body, `"paused_until":"`+until.Format(time.RFC3339)+`"`) {
-		t.Errorf("PATCH of a job paused until: %d %s; want paused_until kept", r.status, r.body)
+	if r := f.do(t, "PATCH", "/jobs/j", `{"name":"renamed"}`, nil); r.status != 200 || !strings.Contains(r.body, `"paused_until":"`+until.Format(time.RFC3339)+`"`) ||
+		!strings.Contains(r.body, `"paused_at":"`+pausedAt.Format(time.RFC3339Nano)+`"`) {
+		t.Errorf("PATCH of a job paused until: %d %s; want paused_until and paused_at (%v) kept", r.status, r.body, pausedAt)
 	}
 	r := f.do(t, "POST", "/jobs/j/pause?until=2000-01-01T00:00:00Z", "", nil)
 	if e := decodeErr(t, r.body); r.status != 400 || e.Field != "until" || !strings.Contains(e.Error, "must be in the future") {
@@ -41,8 +52,11 @@ func TestPauseEndpoints(t *testing.T) {
 	if r := f.do(t, "POST", "/jobs/j/pause", "", nil); r.status != 200 || strings.Contains(r.body, "paused_until") {
 		t.Errorf("plain pause: %d %s; want no paused_until", r.status, r.body)
 	}
-	if r := f.do(t, "POST", "/jobs/j/resume", "", nil); r.status != 200 || strings.Contains(r.body, "paused_until") || !strings.Contains(r.body, `"enabled":true`) {
-		t.Errorf("resume: %d %s", r.status, r.body)
+	if r := f.do(t, "POST", "/jobs/j/resume", "", nil); r.status != 200 || strings.Contains(r.body, "paused_until") || strings.Contains(r.body, "paused_at") || !strings.Contains(r.body, `"enabled":true`) {
+		t.Errorf("resume: %d %s; want no paused_until nor paused_at", r.status, r.body)
+	}
+	if r := f.do(t, "GET", "/jobs/j", "", nil); r.status != 200 || strings.Contains(r.body, "paused_at") {
+		t.Errorf("GET of a resumed job: %d %s; want no paused_at", r.status, r.body)
 	}
 
 	// The service pause.

@@ -585,9 +585,9 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, id string) {
 				return rerr
 			}
 		}
-		// paused_until is no field of a PATCH: a job that stays paused
-		// keeps it.
-		nj.PausedUntil = j.PausedUntil
+		// paused_until and paused_at are no fields of a PATCH: a job
+		// that stays paused keeps them.
+		nj.PausedUntil, nj.PausedAt = j.PausedUntil, j.PausedAt
 		*j = nj
 		return nil
 	})

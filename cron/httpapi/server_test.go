@@ -201,6 +201,8 @@ func TestRejected(t *testing.T) {
 		{"pause until not a time", "POST", "/jobs/fixed/pause", `{"until":"tomorrow"}`, nil, 400, errBody(`must be an RFC3339 time such as 2026-12-01T00:00:00Z, got "tomorrow"`, "until"), ""},
 		{"pause until twice", "POST", "/jobs/fixed/pause?until=2100-01-01T00:00:00Z", `{"until":"2100-01-02T00:00:00Z"}`, nil, 400, errBody(`is given in the query ("2100-01-01T00:00:00Z") and in the body ("2100-01-02T00:00:00Z"); give it once`, "until"), ""},
 		{"paused_until on a patch", "PATCH", "/jobs/fixed", `{"paused_until":"2100-01-01T00:00:00Z"}`, nil, 400, errBody("is a system field, maintained by the service; it cannot be set", "paused_until"), ""},
+		{"paused_at on a patch", "PATCH", "/jobs/fixed", `{"paused_at":"2000-01-01T00:00:00Z"}`, nil, 400, errBody("is a system field, maintained by the service; it cannot be set", "paused_at"), ""},
+		{"paused_at on a create", "POST", "/jobs", `{"id":"pa","http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"every","every":"1h"},"enabled":false,"paused_at":"2000-01-01T00:00:00Z"}`, nil, 400, errBody("is a system field, maintained by the service; it cannot be set", "paused_at"), ""},
 		{"405 jobs", "PUT", "/jobs", "", nil, 405, errBody("method PUT not allowed on /jobs; allowed: GET, POST", ""), "GET, POST"},
 		{"405 job", "POST", "/jobs/fixed", "", nil, 405, errBody("method POST not allowed on /jobs/{id}; allowed: GET, PATCH, DELETE", ""), "GET, PATCH, DELETE"},
 		{"405 action", "GET", "/jobs/fixed/run-now", "", nil, 405, errBody("method GET not allowed on /jobs/{id}/run-now; allowed: POST", ""), "POST"},

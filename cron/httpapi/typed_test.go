@@ -116,7 +116,7 @@ func FuzzDecodeMatchesJob(f *testing.F) {
 	f.Add(all)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		j := jobfuzz.Fill(data)
-		j.LastRunAt, j.NextRunAt, j.LastStatus, j.LastError, j.PausedUntil = time.Time{}, time.Time{}, "", "", time.Time{}
+		j.LastRunAt, j.NextRunAt, j.LastStatus, j.LastError, j.PausedUntil, j.PausedAt = time.Time{}, time.Time{}, "", "", time.Time{}, time.Time{}
 		j.Failures, j.LastAlert = 0, ""
 		want, err := jobfuzz.Reference(j)
 		if err != nil {

@@ -26,6 +26,10 @@ func appendJob(b []byte, j *cron.Job) []byte {
 		b = append(b, `,"paused_until":`...)
 		b = appendTime(b, j.PausedUntil)
 	}
+	if !j.PausedAt.IsZero() {
+		b = append(b, `,"paused_at":`...)
+		b = appendTime(b, j.PausedAt)
+	}
 	b = append(b, `,"type":`...)
 	b = appendString(b, j.Type)
 	if j.WritesHTTP() {

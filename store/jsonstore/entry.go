@@ -36,6 +36,7 @@ type entry struct {
 type entryExt struct {
 	runAt        time.Time
 	pausedUntil  time.Time
+	pausedAt     time.Time
 	jitter       cron.Duration
 	misfireGrace cron.Duration
 	cron, tz     string
@@ -58,10 +59,10 @@ func (e *entry) set(j *cron.Job) {
 	e.status, e.enabled = j.LastStatus, !j.Paused
 	e.retries = int32(j.MaxRetries)
 	e.x = nil
-	if !j.Schedule.RunAt.IsZero() || !j.PausedUntil.IsZero() || j.Schedule.Jitter != 0 || j.MisfireGrace != 0 || j.Schedule.Cron != "" ||
+	if !j.Schedule.RunAt.IsZero() || !j.PausedUntil.IsZero() || !j.PausedAt.IsZero() || j.Schedule.Jitter != 0 || j.MisfireGrace != 0 || j.Schedule.Cron != "" ||
 		j.Schedule.TZ != "" || j.LastError != "" || int(e.retries) != j.MaxRetries || len(j.Args) > 0 ||
 		j.Alert != nil || j.Failures != 0 || j.LastAlert != "" {
-		x := &entryExt{runAt: j.Schedule.RunAt, pausedUntil: j.PausedUntil, jitter: j.Schedule.Jitter, misfireGrace: j.MisfireGrace,
+		x := &entryExt{runAt: j.Schedule.RunAt, pausedUntil: j.PausedUntil, pausedAt: j.PausedAt, jitter: j.Schedule.Jitter, misfireGrace: j.MisfireGrace,
 			cron: j.Schedule.Cron, tz: j.Schedule.TZ, lastError: j.LastError, args: string(j.Args),
 			failures: j.Failures, lastAlert: j.LastAlert}
 		if j.Alert != nil {
@@ -87,7 +88,7 @@ func (e *entry) job() cron.Job {
 	}
 	if x := e.x; x != nil {
 		j.Schedule.RunAt, j.Schedule.Jitter, j.MisfireGrace = x.runAt, x.jitter, x.misfireGrace
-		j.PausedUntil = x.pausedUntil
+		j.PausedUntil, j.PausedAt = x.pausedUntil, x.pausedAt
 		j.Schedule.Cron, j.Schedule.TZ, j.LastError = x.cron, x.tz, x.lastError
 		if x.args != "" {
 			j.Args = []byte(x.args)

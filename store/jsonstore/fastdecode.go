@@ -481,6 +481,8 @@ func (s *scanner) job(j *fileJob) bool {
 			return ok
 		case "paused_until":
 			return s.view(&j.PausedUntil)
+		case "paused_at":
+			return s.view(&j.PausedAt)
 		case "type":
 			return s.shared(&j.Type)
 		case "http":

@@ -35,6 +35,7 @@ type fileJob struct {
 	Name         string            `json:"name"`
 	Enabled      bool              `json:"enabled"`
 	PausedUntil  string            `json:"paused_until"`
+	PausedAt     string            `json:"paused_at"`
 	Type         string            `json:"type"`
 	HTTP         fileHTTP          `json:"http"`
 	Args         json.RawMessage   `json:"args"`
@@ -355,6 +356,8 @@ func (f *fileJob) job() (j cron.Job, field string, err error) {
 		field = "next_run_at"
 	} else if j.PausedUntil, ok = parseTimeField(f.PausedUntil); !ok {
 		field = "paused_until"
+	} else if j.PausedAt, ok = parseTimeField(f.PausedAt); !ok {
+		field = "paused_at"
 	}
 	if field != "" {
 		return cron.Job{}, field, fmt.Errorf("must be an RFC3339 time, got %q", timeFieldValue(f, field))
@@ -407,6 +410,8 @@ func timeFieldValue(f *fileJob, field string) string {
 		return f.LastRunAt
 	case "paused_until":
 		return f.PausedUntil
+	case "paused_at":
+		return f.PausedAt
 	}
 	return f.NextRunAt
 }

@@ -98,7 +98,11 @@ func TestEncodeMatchesMarshalJSON(t *testing.T) {
 	empty := testJob("empty")
 	empty.Schedule.StartAt = time.Time{}
 	empty.NextRunAt = time.Time{}
-	for _, j := range []cron.Job{testJob("every"), once, cr, odd, empty} {
+	paused := testJob("paused")
+	paused.Paused, paused.LastStatus, paused.NextRunAt = true, cron.StatusPaused, time.Time{}
+	paused.PausedUntil = t0.Add(2 * time.Hour)
+	paused.PausedAt = time.Date(2026, 5, 1, 11, 59, 58, 5, time.UTC)
+	for _, j := range []cron.Job{testJob("every"), once, cr, odd, empty, paused} {
 		t.Run(j.ID, func(t *testing.T) {
 			want, err := json.Marshal(j)
 			if err != nil {
@@ -769,4 +773,64 @@ func FuzzFastDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPausedAtRoundTrip: a paused job's paused_at (and paused_until) come
+// back from jobs.json through the fast decoder, the general decoder and a
+// reopen of the store, and a paused_at that is no time is refused naming
+// the field.
+func TestPausedAtRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	j := testJob("p")
+	j.Paused, j.LastStatus, j.NextRunAt = true, cron.StatusPaused, time.Time{}
+	j.PausedUntil = t0.Add(3 * time.Hour)
+	j.PausedAt = t0.Add(-90*time.Minute + 7)
+	raw := appendJob(nil, &j)
+	if !bytes.Contains(raw, []byte(`"paused_at":"`+j.PausedAt.Format(time.RFC3339Nano)+`"`)) {
+		t.Fatalf("appendJob wrote no paused_at: %s", raw)
+	}
+	doc := appendDocument(nil, t0, [][]byte{raw})
+	_, fjs, ok := fastDecode(doc)
+	if !ok {
+		t.Fatalf("the fast decoder refused %s", doc)
+	}
+	fast, field, err := fjs[0].job()
+	if err != nil {
+		t.Fatalf("fast decoder: field %s: %v", field, err)
+	}
+	fj, err := strictFileJob(raw)
+	if err != nil {
+		t.Fatalf("general decoder: %v", err)
+	}
+	slow, field, err := fj.job()
+	if err != nil {
+		t.Fatalf("general decoder: field %s: %v", field, err)
+	}
+	for name, got := range map[string]cron.Job{"fast decoder": fast, "general decoder": slow} {
+		if !got.PausedAt.Equal(j.PausedAt) || !got.PausedUntil.Equal(j.PausedUntil) {
+			t.Errorf("%s: paused_at %v paused_until %v, want %v %v", name, got.PausedAt, got.PausedUntil, j.PausedAt, j.PausedUntil)
+		}
+	}
+
+	dir := t.TempDir()
+	s := open(t, dir, Config{})
+	if err := s.Save(ctx, j); err != nil {
+		t.Fatalf("Save: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	got := load(t, open(t, dir, Config{}))
+	if len(got) != 1 || !got[0].PausedAt.Equal(j.PausedAt) {
+		t.Fatalf("after reopen: %+v, want paused_at %v", got, j.PausedAt)
+	}
+
+	bad := bytes.Replace(doc, []byte(j.PausedAt.Format(time.RFC3339Nano)), []byte("yesterday"), 1)
+	jobs, errs, err := decodeFile(bad)
+	if err != nil {
+		t.Fatalf("decodeFile: %v", err)
+	}
+	if len(jobs) != 0 || len(errs) != 1 || !strings.Contains(errs[0].Error(), "paused_at") {
+		t.Errorf("a bad paused_at: jobs %d, errors %v; want the job refused naming paused_at", len(jobs), errs)
+	}
 }

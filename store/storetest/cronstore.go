@@ -74,7 +74,8 @@ func cronJobs() []cron.Job {
 			Failures: 2, LastAlert: cron.AlertFailingStreak,
 		},
 		{
-			ID: "job-once", Name: "notify", Paused: true, PausedUntil: cronTime.Add(2 * time.Hour), Type: cron.JobTypeHTTP,
+			ID: "job-once", Name: "notify", Paused: true, PausedUntil: cronTime.Add(2 * time.Hour), PausedAt: cronTime.Add(-30 * time.Minute),
+			Type:     cron.JobTypeHTTP,
 			HTTP:     cron.HTTPConfig{Method: "GET", URL: "http://localhost:8080/x"},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindOnce, RunAt: cronTime.Add(24 * time.Hour)},
 			Timeout:  cron.Duration(time.Second), RetryBackoff: cron.Duration(time.Second),

@@ -85,10 +85,10 @@ func testIdempotencyShared(t *testing.T, dbURL string) {
 	// shared history, one call, and no other call after a second.
 	onlyOne := func(id, runID string) {
 		t.Helper()
-		rs := a.waitRuns(t, id, 1)
+		a.waitRuns(t, id, 1)
 		waitFor(t, "the call of "+id, func() bool { return hooks[id].count() >= 1 })
 		time.Sleep(time.Second)
-		rs = b.runs(t, id)
+		rs := b.runs(t, id)
 		if len(rs) != 1 || rs[0].ID != runID || hooks[id].count() != 1 {
 			t.Errorf("job %s: %d runs %v, %d calls; want one run, %s, and one call", id, len(rs), rs, hooks[id].count(), runID)
 		}

@@ -126,6 +126,7 @@ type Runner struct {
 	store Store       // nil: the jobs live in the runner alone
 	runs  RunStore    // nil when the store keeps no history
 	sh    SharedStore // nil unless the store is shared (shared.go)
+	fly   RunCounter  // the store's count of runs in flight; nil when it has none
 	exec  Executor    // runs the HTTP jobs
 	cfg   Config
 	log   *slog.Logger
@@ -305,6 +306,9 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	}
 	r.runs, _ = store.(RunStore)
 	r.sh, _ = store.(SharedStore)
+	if r.sh != nil {
+		r.fly, _ = store.(RunCounter)
+	}
 	r.loose = make(map[*entry]loose)
 	if r.sh != nil && cfg.ClaimAhead > 0 {
 		r.lead = int64(cfg.ClaimAhead)

@@ -10,7 +10,8 @@ import (
 )
 
 // ErrInFlight is returned by [Runner.RunNowWith] for a job that has a run
-// queued or running on this runner, unless [RunOptions.Force] is set.
+// queued or running on this runner, or over a shared store that counts
+// them ([RunCounter]) on another runner, unless [RunOptions.Force] is set.
 var ErrInFlight = errors.New("cron: a run of the job is already in flight")
 
 // RunOptions change one run started by [Runner.RunNowWith]. The zero value
@@ -64,6 +65,12 @@ func (o *RunOptions) check(isHTTP bool) error {
 		o.Args = b.Bytes()
 	}
 	return nil
+}
+
+// inFlightElsewhere is the [ErrInFlight] of a job with n runs claimed and
+// not finished in a shared store.
+func inFlightElsewhere(id string, n int) error {
+	return fmt.Errorf("%w: job %q has %d run(s) running on the instances that share the store", ErrInFlight, id, n)
 }
 
 func rename(err error, field string) error {
@@ -120,8 +127,10 @@ func (r *Runner) RunNow(ctx context.Context, id string) (string, error) {
 // ([Runner.PauseAll]) it returns [ErrServicePaused].
 //
 // A job with a run queued or running on this runner is [ErrInFlight]
-// unless opts.Force is set. Over a [SharedStore], a run in flight on
-// another runner is not seen: the check is per runner. Overrides that do
+// unless opts.Force is set; over a [SharedStore] that is a [RunCounter],
+// so is a job with a run claimed and not finished on any runner of the
+// store (a run queued on another runner is seen once a worker claims it,
+// and two run-nows at the same moment on two runners may both run). Overrides that do
 // not fit the job (a body for a Go function job, args for an HTTP job, a
 // bad header or placeholder) are a *[ValidationError] naming body,
 // headers or args. An unknown id is [ErrNotFound]; after Run has
@@ -140,6 +149,16 @@ func (r *Runner) RunNowWith(ctx context.Context, id string, opts RunOptions) (st
 	}
 	runID := newID()
 	now := toNano(r.now())
+	elsewhere := 0 // runs in flight on every runner of a shared store
+	if r.fly != nil && !opts.Force {
+		ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		n, err := r.fly.RunsInFlight(ctx, id, fromNano(now))
+		cancel()
+		if err != nil {
+			return "", unavailable("runs in flight", err)
+		}
+		elsewhere = n
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.state >= stateStopping {
@@ -150,7 +169,7 @@ func (r *Runner) RunNowWith(ctx context.Context, id string, opts RunOptions) (st
 	}
 	_, e, ok := r.lookup(id)
 	if !ok {
-		if ok, err := r.runStored(id, runID, now, over, opts.Force); ok {
+		if ok, err := r.runStored(id, runID, now, over, opts.Force, elsewhere); ok {
 			if err != nil {
 				return "", err
 			}
@@ -165,6 +184,9 @@ func (r *Runner) RunNowWith(ctx context.Context, id string, opts RunOptions) (st
 	}
 	if e.inflight > 0 && !opts.Force {
 		return "", fmt.Errorf("%w: job %q has %d run(s) queued or running", ErrInFlight, id, e.inflight)
+	}
+	if elsewhere > 0 && !opts.Force {
+		return "", inFlightElsewhere(id, elsewhere)
 	}
 	if e.inflight >= maxInflight {
 		return "", fmt.Errorf("cron: run-now %q: %d runs already queued or running", id, e.inflight)

@@ -79,6 +79,18 @@ type SharedStore interface {
 	AppendRuns(ctx context.Context, runs []Run) error
 }
 
+// RunCounter is an optional capability of a [SharedStore]: the runs in
+// flight of a job on every runner of the store, so that the overlap rule
+// of [Runner.RunNowWith] holds across them. store/sqlstore has it.
+type RunCounter interface {
+	// RunsInFlight counts the runs of job id that a live runner of the
+	// store has claimed ([SharedStore.ClaimRun]) and not yet finished,
+	// and whose time is not after now: slots claimed ahead of their time
+	// do not count, nor the unfinished runs of a runner whose lease ran
+	// out.
+	RunsInFlight(ctx context.Context, id string, now time.Time) (int, error)
+}
+
 // ErrUnavailable is wrapped by the errors of the reads a runner over a
 // [SharedStore] makes for the API ([Runner.Page], [Runner.Count],
 // [Runner.Get] of a job not held, [Runner.Runs]) when the store cannot
@@ -238,9 +250,11 @@ func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) 
 // runStored is [Runner.RunNow] of a job the runner does not hold: the run
 // is called by this runner, from a copy of the job as stored that the
 // runner does not hold (claimed by its run id, like every run-now), and
-// the runner writes the run's last-run fields. mu is held on entry and
-// exit.
-func (r *Runner) runStored(id, runID string, now int64, over *RunOptions, force bool) (bool, error) {
+// the runner writes the run's last-run fields. elsewhere is the count of
+// the job's runs in flight on the runners of the store ([RunCounter]),
+// refused as the runs in flight here are unless force. mu is held on
+// entry and exit.
+func (r *Runner) runStored(id, runID string, now int64, over *RunOptions, force bool, elsewhere int) (bool, error) {
 	if r.sh == nil {
 		return false, nil
 	}
@@ -272,6 +286,9 @@ func (r *Runner) runStored(id, runID string, now int64, over *RunOptions, force 
 			if l.id == id && l.inflight > 0 {
 				return true, fmt.Errorf("%w: job %q has %d run(s) queued or running", ErrInFlight, id, l.inflight)
 			}
+		}
+		if elsewhere > 0 {
+			return true, inFlightElsewhere(id, elsewhere)
 		}
 	}
 	e := new(entry)

@@ -364,7 +364,8 @@ func (c *Client) Delete(ctx context.Context, id string) error {
 }
 
 // RunNow queues a run of job id at once and returns its run id. A job
-// with a run in flight on the instance that answers is an error matching
+// with a run in flight on the instance that answers (or, on a shared
+// database, running on another instance) is an error matching
 // [cron.ErrInFlight]: see [Client.RunNowWith] to force it.
 func (c *Client) RunNow(ctx context.Context, id string) (runID string, err error) {
 	return c.RunNowWith(ctx, id, RunNowOptions{})

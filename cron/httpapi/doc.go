@@ -49,8 +49,10 @@
 // run only: {"body": "...", "headers": {...}} for an HTTP job (the body
 // replaces http.body, the headers are set over http.headers), {"args":
 // ...} for a Go function job, and "force". A job with a run queued or
-// running on the instance that answers is 409 with code
-// [CodeRunInFlight] unless "force" is true. An Idempotency-Key header
+// running on the instance that answers, or over a shared store that
+// counts them ([cron.RunCounter], as store/sqlstore does) running on
+// another instance, is 409 with code [CodeRunInFlight] unless "force" is
+// true. An Idempotency-Key header
 // (1 to 255 printable ASCII characters) makes the request safe to send
 // again: the same key for the same job within [IdempotencyWindow] answers
 // 202 with the first request's run_id and Idempotent-Replayed: true,

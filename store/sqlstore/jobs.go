@@ -369,6 +369,30 @@ func isForeignKeyViolation(err error) bool {
 	return strings.Contains(msg, "SQLSTATE 23503") || strings.Contains(msg, "FOREIGN KEY constraint failed")
 }
 
+// RunsInFlight implements [cron.RunCounter]: the runs of job id that
+// another process has claimed and not finished, whose time is not after
+// now, while that process is alive (its heartbeat in ksana_member is
+// within the lease TTL; without [JobsConfig.Leases], any process). The
+// runs of this process are left out: its runner counts its own. One
+// query through the index of the unfinished runs. A finished run counts
+// until its process has written its record, which it does in batches a
+// few milliseconds apart.
+func (s *Jobs) RunsInFlight(ctx context.Context, id string, now time.Time) (int, error) {
+	q, args := `SELECT COUNT(*) FROM ksana_run WHERE status = '' AND scheduled_at <= ? AND job_id = ? AND instance <> ''
+		AND instance <> ?`, []any{now.UnixNano(), id, s.cfg.Instance}
+	if s.cfg.Leases != nil {
+		q += ` AND instance IN (SELECT instance FROM ksana_member WHERE last_seen >= {since})`
+		args = append(args, s.db.d.sinceArg(s.cfg.Leases.TTL()))
+	}
+	var n int
+	if err := s.db.x.GetContext(ctx, &n, s.db.d.sql(q), args...); err != nil {
+		return 0, fmt.Errorf("sqlstore: runs in flight of job %q: %w", id, err)
+	}
+	return n, nil
+}
+
+var _ cron.RunCounter = (*Jobs)(nil)
+
 // ClaimRun inserts the run row of r before its callback is called. With
 // slot true the row is unique on (job id, scheduled_at): when another
 // process inserted it first, ClaimRun returns false and the run must not

@@ -271,7 +271,10 @@
 // take up), [Runner.Page] in the one creation order, and [Runner.Count];
 // when it cannot, their errors wrap [ErrUnavailable]. A run-now of a job
 // not held is called by the runner that received it, from the stored job.
-// [Runner.Len], [Runner.List] and [Runner.IDs] are of the jobs held.
+// A shared store that is a [RunCounter] counts the runs in flight on the
+// other runners, so that [Runner.RunNowWith] refuses a job running
+// anywhere ([ErrInFlight]) unless forced. [Runner.Len], [Runner.List] and
+// [Runner.IDs] are of the jobs held.
 //
 // Each run is claimed in the store before it is called, and a second
 // claim of a slot loses, so that a slot is called at most once across the

@@ -83,11 +83,12 @@ type SharedStore interface {
 // flight of a job on every runner of the store, so that the overlap rule
 // of [Runner.RunNowWith] holds across them. store/sqlstore has it.
 type RunCounter interface {
-	// RunsInFlight counts the runs of job id that a live runner of the
-	// store has claimed ([SharedStore.ClaimRun]) and not yet finished,
-	// and whose time is not after now: slots claimed ahead of their time
-	// do not count, nor the unfinished runs of a runner whose lease ran
-	// out.
+	// RunsInFlight counts the runs of job id that another live runner of
+	// the store has claimed ([SharedStore.ClaimRun]) and not yet
+	// finished, and whose time is not after now: slots claimed ahead of
+	// their time do not count, nor the unfinished runs of a runner whose
+	// lease ran out. The runs of this store's own runner need not count:
+	// the runner counts those itself.
 	RunsInFlight(ctx context.Context, id string, now time.Time) (int, error)
 }
 

@@ -12,30 +12,41 @@ import (
 // its Keep is 0 (and so [MemStore] and store/jsonstore).
 const DefaultAuditKeep = 10000
 
-// AuditEntry records one write made through a management API (as
-// cron/httpapi's): who made it, what it was, when, and the job before and
-// after.
+// AuditEntry records one change made through a [Runner]: who asked
+// (the [Actor] of the change's context), what it was, when, the job (or
+// the service pause) before and after, with its secrets hidden
+// ([Job.Redacted]). The runner writes exactly one entry per change,
+// whoever asks: the REST API, the console, a Go caller or the runner
+// itself ([ActorRunner]).
 type AuditEntry struct {
 	// ID numbers the entries of a log from 1, in the order they were
 	// appended; it is the cursor of [AuditQuery.After]. The log gives it.
 	ID int64 `json:"id"`
-	// Time is when the write was answered.
+	// Time is when the change was made.
 	Time time.Time `json:"time"`
-	// Who names the caller (a token's name), "" when unknown.
+	// Who names the actor ([Actor.Name]).
 	Who string `json:"who"`
-	// Role is the caller's role, "" when unknown.
+	// Role is the actor's role, "" when unknown.
 	Role string `json:"role,omitempty"`
-	// Method and Path are the request's (the path without the query).
-	Method string `json:"method"`
-	Path   string `json:"path"`
-	// JobID is the job written, "" for a write of no job (a pause of the
-	// whole service).
+	// Action is what was done: create, update, delete, pause, resume,
+	// run-now, pause-all or resume-all (see [Action]).
+	Action Action `json:"action"`
+	// JobID is the job changed, "" for a change of the service (a
+	// service-wide pause).
 	JobID string `json:"job_id"`
-	// Status is the HTTP status answered.
-	Status int `json:"status"`
+	// RunID is the run a run-now queued.
+	RunID string `json:"run_id,omitempty"`
+	// Replay marks a run-now sent again with the Idempotency-Key of an
+	// earlier one: it queued no run, RunID is the earlier one's.
+	Replay bool `json:"replay,omitempty"`
+	// Overrides are the options of a run-now (see [RunOptions]): the
+	// names of the headers it replaced, whether it replaced the body or
+	// the args (their values hidden), force and the idempotency key.
+	Overrides json.RawMessage `json:"overrides,omitempty"`
 	// Before and After are the JSON of the job just before and just after
-	// the write (absent before a create and after a delete), with its
-	// secrets hidden ([Job.Redacted]).
+	// the change (absent before a create and after a delete), with its
+	// secrets hidden, or of the service pause for pause-all and
+	// resume-all.
 	Before json.RawMessage `json:"before,omitempty"`
 	After  json.RawMessage `json:"after,omitempty"`
 }
@@ -71,12 +82,12 @@ func (q *AuditQuery) limit() int {
 	return q.Limit
 }
 
-// AuditLog is an optional capability of a [Store]: an audit log of the
-// writes made through a management API, kept with the jobs (durably in
-// store/jsonstore and store/sqlstore; on a database shared by several
-// processes, one log that every process appends to and reads). cmd/ksana
-// hands it to cron/httpapi when the store has it. Every adapter passes
-// store/storetest.TestAuditLog.
+// AuditLog keeps the audit records of a [Runner]. It is an optional
+// capability of a [Store], kept with the jobs (durably in store/jsonstore
+// and store/sqlstore; on a database shared by several processes, one log
+// that every process appends to and reads): the runner writes to its
+// store's log when it has one, to [Config.AuditLog] when set, and to an
+// [AuditBuffer] otherwise. Every adapter passes store/storetest.TestAuditLog.
 type AuditLog interface {
 	// AppendAudit stores e with the next ID (e.ID is ignored), durably,
 	// and returns it with its ID and Time in UTC. A store may drop its

@@ -206,7 +206,7 @@ func (x *HTTPExecutor) Execute(ctx context.Context, j *Job, info RunInfo) Result
 			wait = min(a.retryAfter, x.maxRetryAfter)
 		}
 		x.log.Warn("cron: attempt failed, retrying", "job_id", j.ID, "run_id", info.RunID, "attempt", n,
-			"status", string(a.status), "error", a.err, "wait", wait)
+			"status", string(a.status), "error", RedactError(a.err, RoleViewer), "wait", wait)
 		if err := sleep(ctx, wait); err != nil {
 			return res
 		}
@@ -335,7 +335,7 @@ func (x *HTTPExecutor) try(ctx context.Context, j *Job, info RunInfo, body strin
 	a.status = StatusFailed
 	a.err = "http " + strconv.Itoa(code)
 	if snippet != "" {
-		a.err += ": " + snippet
+		a.err += replyMark + snippet
 	}
 	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
 		a.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())

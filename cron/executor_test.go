@@ -98,7 +98,7 @@ func TestHTTPExecutorRetryClasses(t *testing.T) {
 		{"500 then 200", []reply{{code: 500, body: "boom"}, {code: 500}, {code: 200}}, 3, 0,
 			Result{Status: StatusSuccess, Attempts: 3, HTTPStatus: 200}, []time.Duration{backoff, backoff}},
 		{"500 exhausted", []reply{{code: 500, body: "  boom\n again "}}, 2, 0,
-			Result{Status: StatusFailed, Attempts: 3, HTTPStatus: 500, Error: "http 500: boom again"}, []time.Duration{backoff, backoff}},
+			Result{Status: StatusFailed, Attempts: 3, HTTPStatus: 500, Error: "http 500; reply: boom again"}, []time.Duration{backoff, backoff}},
 		{"408 retried", []reply{{code: 408}, {code: 201}}, 3, 0,
 			Result{Status: StatusSuccess, Attempts: 2, HTTPStatus: 201}, []time.Duration{backoff}},
 		{"429 Retry-After longer", []reply{{code: 429, retryAfter: "30"}, {code: 200}}, 3, 0,
@@ -112,7 +112,7 @@ func TestHTTPExecutorRetryClasses(t *testing.T) {
 		{"500 Retry-After ignored", []reply{{code: 500, retryAfter: "30"}, {code: 200}}, 3, 0,
 			Result{Status: StatusSuccess, Attempts: 2, HTTPStatus: 200}, []time.Duration{backoff}},
 		{"404 no retry", []reply{{code: 404, body: "no such hook"}}, 3, 0,
-			Result{Status: StatusFailed, Attempts: 1, HTTPStatus: 404, Error: "http 404: no such hook"}, nil},
+			Result{Status: StatusFailed, Attempts: 1, HTTPStatus: 404, Error: "http 404; reply: no such hook"}, nil},
 		{"400 no retry", []reply{{code: 400}}, 3, 0,
 			Result{Status: StatusFailed, Attempts: 1, HTTPStatus: 400, Error: "http 400"}, nil},
 		{"timeout", []reply{{hang: true}}, 1, 50 * time.Millisecond,
@@ -270,7 +270,7 @@ func TestHTTPExecutorBodyCap(t *testing.T) {
 	j := execJob(ts.URL)
 	j.MaxRetries = 0
 	got := x.Execute(context.Background(), j, RunInfo{RunID: "r", JobID: j.ID})
-	want := "http 500: " + strings.Repeat("é", errorSnippet/2)
+	want := "http 500; reply: " + strings.Repeat("é", errorSnippet/2)
 	if got.Status != StatusFailed || got.Error != want {
 		t.Errorf("result = %+v, want failed with error %q", got, want)
 	}

@@ -2,6 +2,9 @@ package cron
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -176,4 +179,131 @@ func (c *IdempotencyMemory) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)
+}
+
+// A repeat of a run-now whose first request is still being answered (its
+// key reserved, no run recorded yet) waits up to idempotencyWait for the
+// answer, then is [ErrIdempotencyPending]. A reservation that has stayed
+// without a run for idempotencyAbandon was left by a run-now that never
+// finished (its runner stopped, or its store failed to record the run):
+// the key is taken over.
+const (
+	idempotencyWait    = 10 * time.Second
+	idempotencyAbandon = 5 * time.Minute
+)
+
+// idemSum is the sum that tells a repeat of a run-now from another use of
+// its key: the SHA-256 of its options, the key aside.
+func idemSum(o RunOptions) [32]byte {
+	o.IdempotencyKey = ""
+	type wire struct {
+		Body    *string           `json:"body,omitempty"`
+		Headers map[string]string `json:"headers,omitempty"`
+		Args    json.RawMessage   `json:"args,omitempty"`
+		Force   bool              `json:"force,omitempty"`
+	}
+	b, _ := json.Marshal(wire{Body: o.Body, Headers: o.Headers, Args: o.Args, Force: o.Force})
+	return sha256.Sum256(b)
+}
+
+// runNowOnce answers a run-now with an idempotency key: the call that
+// reserves the key queues the run and records it; a repeat (same job,
+// key and options) answers the recorded run, waiting for it while the
+// first call is being answered.
+func (r *Runner) runNowOnce(ctx context.Context, id string, opts RunOptions) (RunTicket, error) {
+	key, sum := opts.IdempotencyKey, idemSum(opts)
+	var waitUntil time.Time
+	pause := 5 * time.Millisecond
+	for {
+		now := r.now()
+		e, first, err := r.idem.ReserveIdempotencyKey(ctx, id, key, IdempotencyEntry{Sum: sum, At: now})
+		if err != nil {
+			if ctx.Err() != nil {
+				return RunTicket{}, ctx.Err()
+			}
+			return RunTicket{}, unavailable("idempotency key", err)
+		}
+		if first {
+			runID, err := r.runNowFirst(ctx, id, key, e.At, opts)
+			return RunTicket{RunID: runID}, err
+		}
+		if e.Sum != sum {
+			return RunTicket{}, ErrIdempotencyKeyReused
+		}
+		if e.RunID != "" {
+			return RunTicket{RunID: e.RunID, Replayed: true}, nil
+		}
+		// The first run-now with this key is being answered, here or on
+		// another runner sharing the store.
+		if now.Sub(e.At) >= r.idemAbandon() {
+			if err := r.idem.ForgetIdempotencyKey(ctx, id, key, e.At); err != nil {
+				return RunTicket{}, unavailable("idempotency key", err)
+			}
+			r.log.Warn("cron: an idempotency key reserved long ago has no run: the run-now that reserved it never finished; taken over",
+				"job_id", id, "reserved_at", e.At)
+			continue
+		}
+		if waitUntil.IsZero() {
+			waitUntil = now.Add(r.idemWait())
+		}
+		if !now.Before(waitUntil) {
+			return RunTicket{}, fmt.Errorf("%w (reserved at %s); send it again later", ErrIdempotencyPending, e.At.UTC().Format(time.RFC3339))
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return RunTicket{}, ctx.Err()
+		case <-t.C:
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// runNowFirst queues the run of the run-now that reserved key (at at)
+// and records it; one that queued nothing (or panicked) gives the key
+// up, so that it may be sent again. The record is written before it
+// returns, and is not cut short by ctx ending.
+func (r *Runner) runNowFirst(ctx context.Context, id, key string, at time.Time, opts RunOptions) (string, error) {
+	var runID string
+	defer func() {
+		if runID != "" {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		defer cancel()
+		if err := r.idem.ForgetIdempotencyKey(ctx, id, key, at); err != nil {
+			r.log.Error("cron: giving up an idempotency key failed: a repeat waits until the reservation is taken over",
+				"job_id", id, "error", err)
+		}
+	}()
+	runID, err := r.runNow(ctx, id, opts)
+	if err != nil {
+		return "", err
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := r.idem.CompleteIdempotencyKey(cctx, id, key, at, runID); err != nil {
+		// The run is queued: say so. A repeat waits until the
+		// reservation is taken over.
+		r.log.Error("cron: recording the run of an idempotency key failed", "job_id", id, "run_id", runID, "error", err)
+	}
+	return runID, nil
+}
+
+// idemTimes are the idempotency waits of a runner; tests shorten them.
+type idemTimes struct{ wait, abandon time.Duration }
+
+func (r *Runner) idemWait() time.Duration {
+	if r.idemT.wait > 0 {
+		return r.idemT.wait
+	}
+	return idempotencyWait
+}
+
+func (r *Runner) idemAbandon() time.Duration {
+	if r.idemT.abandon > 0 {
+		return r.idemT.abandon
+	}
+	return idempotencyAbandon
 }

@@ -898,33 +898,3 @@ func utc(t time.Time) time.Time {
 	}
 	return t.UTC()
 }
-
-// Hidden is what [Job.Redacted] shows in place of a secret.
-const Hidden = "(hidden)"
-
-// Redacted returns a copy of j with its secrets hidden: the value of every
-// callback header (they often carry credentials), a password in the
-// callback URL and the alert's secret read [Hidden]; everything else is
-// j's. cron/httpapi shows jobs so to tokens below the admin role, and its
-// audit log keeps them so.
-func (j Job) Redacted() Job {
-	if len(j.HTTP.Headers) > 0 {
-		h := make(map[string]string, len(j.HTTP.Headers))
-		for k := range j.HTTP.Headers {
-			h[k] = Hidden
-		}
-		j.HTTP.Headers = h
-	}
-	if u, err := url.Parse(j.HTTP.URL); err == nil && u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), Hidden)
-			j.HTTP.URL = u.String()
-		}
-	}
-	if j.Alert != nil && j.Alert.Secret != "" {
-		a := *j.Alert
-		a.Secret = Hidden
-		j.Alert = &a
-	}
-	return j
-}

@@ -114,7 +114,13 @@ func (r *Runner) pauseStore() PauseStore {
 // store when it is a [PauseStore] before PauseAll returns: it survives a
 // restart, and reaches every runner sharing the store within
 // [Config.PauseRefresh]. Pausing again replaces the pause.
+//
+// The change is authorized and audited ([ActionPauseAll]) as [Runner.Add]'s.
 func (r *Runner) PauseAll(ctx context.Context, until time.Time, reason string) (PauseState, error) {
+	a, err := r.authorize(ctx, ActionPauseAll, "")
+	if err != nil {
+		return PauseState{}, err
+	}
 	now := r.now()
 	if !until.IsZero() {
 		if !until.After(now) {
@@ -134,15 +140,32 @@ func (r *Runner) PauseAll(ctx context.Context, until time.Time, reason string) (
 	if until.IsZero() {
 		p.Until = time.Time{}
 	}
-	return p, r.setService(ctx, p)
+	return p, r.changeService(ctx, a, ActionPauseAll, p)
+}
+
+// changeService saves p as the service pause for actor a, and audits it
+// as act.
+func (r *Runner) changeService(ctx context.Context, a Actor, act Action, p PauseState) error {
+	before := r.Paused()
+	if err := r.setService(ctx, p); err != nil {
+		return err
+	}
+	r.audit(ctx, change{actor: a, action: act, before: before, after: p})
+	return nil
 }
 
 // ResumeAll ends the service-wide pause of [Runner.PauseAll] (saved in
 // the store as PauseAll's is): the slots that come from then on are
 // called. The slots skipped meanwhile are not called. Resuming a runner
 // that is not paused is no error.
+//
+// The change is authorized and audited ([ActionResumeAll]) as [Runner.Add]'s.
 func (r *Runner) ResumeAll(ctx context.Context) (PauseState, error) {
-	return PauseState{}, r.setService(ctx, PauseState{})
+	a, err := r.authorize(ctx, ActionResumeAll, "")
+	if err != nil {
+		return PauseState{}, err
+	}
+	return PauseState{}, r.changeService(ctx, a, ActionResumeAll, PauseState{})
 }
 
 // setService saves p and makes it the runner's pause.
@@ -219,9 +242,30 @@ func (r *Runner) loadPause(ctx context.Context) error {
 // now (see [Job.PausedAt]; kept when the job was paused already),
 // last_status paused, next_run_at unset, out of the heap. A run in flight
 // finishes. An unknown id is [ErrNotFound].
+//
+// The change is authorized and audited ([ActionPause]) as [Runner.Add]'s.
 func (r *Runner) Pause(ctx context.Context, id string) (Job, error) {
-	j, _, err := r.setPause(ctx, id, true, time.Time{}, 0)
-	return j, err
+	return r.pauseJob(ctx, ActionPause, id, true, time.Time{})
+}
+
+// pauseJob makes the pause (paused, until zero for no end) or the resume
+// of job id for the actor of ctx, and audits it as act.
+func (r *Runner) pauseJob(ctx context.Context, act Action, id string, paused bool, until time.Time) (Job, error) {
+	a, err := r.authorize(ctx, act, id)
+	if err != nil {
+		return Job{}, err
+	}
+	before, berr := r.Get(id)
+	j, _, err := r.setPause(ctx, id, paused, until, 0)
+	if err != nil {
+		return Job{}, err
+	}
+	c := changeOf(a, act, id, before, j)
+	if berr != nil {
+		c.before = nil
+	}
+	r.audit(ctx, c)
+	return j, nil
 }
 
 // PauseUntil pauses job id as [Runner.Pause] does, until the time until
@@ -236,14 +280,16 @@ func (r *Runner) PauseUntil(ctx context.Context, id string, until time.Time) (Jo
 	if until.IsZero() {
 		return r.Pause(ctx, id)
 	}
+	if _, err := r.authorize(ctx, ActionPause, id); err != nil {
+		return Job{}, err
+	}
 	if now := r.now(); !until.After(now) {
 		return Job{}, invalid("until", "must be in the future, got %s (now %s)", until.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
 	if !inNanoRange(until) {
 		return Job{}, invalid("until", "must be before the year 2262, got %s", until.UTC().Format(time.RFC3339))
 	}
-	j, _, err := r.setPause(ctx, id, true, until.UTC(), 0)
-	return j, err
+	return r.pauseJob(ctx, ActionPause, id, true, until.UTC())
 }
 
 // Resume enables job id, clears its paused_until and schedules its next
@@ -253,9 +299,10 @@ func (r *Runner) PauseUntil(ctx context.Context, id string, until time.Time) (Jo
 // one skipped run of reason [ReasonPaused], and paused_at is cleared:
 // whichever runner paused the job, and over a [SharedStore] whether or
 // not this runner holds it. An unknown id is [ErrNotFound].
+//
+// The change is authorized and audited ([ActionResume]) as [Runner.Add]'s.
 func (r *Runner) Resume(ctx context.Context, id string) (Job, error) {
-	j, _, err := r.setPause(ctx, id, false, time.Time{}, 0)
-	return j, err
+	return r.pauseJob(ctx, ActionResume, id, false, time.Time{})
 }
 
 // setPause pauses (until, zero for no end) or resumes job id. timed, when
@@ -481,7 +528,7 @@ func (r *Runner) pauseLoop(ctx context.Context) {
 		}
 		r.mu.Unlock()
 		for i, id := range due {
-			_, done, err := r.setPause(ctx, id, false, time.Time{}, dueAt[i])
+			resumed, done, err := r.setPause(ctx, id, false, time.Time{}, dueAt[i])
 			switch {
 			case err != nil && ctx.Err() == nil:
 				r.log.Warn("cron: resuming a job whose pause ended failed; trying again", "job_id", id, "paused_until", fromNano(dueAt[i]), "error", err)
@@ -494,11 +541,13 @@ func (r *Runner) pauseLoop(ctx context.Context) {
 				wait = min(wait, pauseRetry)
 			case done:
 				delete(retry, id)
+				r.audit(ctx, change{actor: ActorRunner, action: ActionResume, jobID: id, after: resumed})
 				r.log.Info("cron: job resumed: its pause ended", "job_id", id, "paused_until", fromNano(dueAt[i]))
 			default:
 				delete(retry, id)
 			}
 		}
+		wait = min(wait, r.endServicePause(ctx))
 		if refresh > 0 {
 			wait = min(wait, max(nextRefresh.Sub(r.now()), 0))
 		}
@@ -516,6 +565,43 @@ func (r *Runner) pauseLoop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// endServicePause ends the service pause whose until has passed: it
+// clears the pause in the store and audits the resume as the runner's
+// own ([ActorRunner], [ActionResumeAll]). Over a [SharedStore] the runner
+// that holds the partition of the empty id does it, once, after reading
+// the store again. It returns how long the pause timer may sleep.
+func (r *Runner) endServicePause(ctx context.Context) time.Duration {
+	p := r.svc.Load()
+	if p == nil || !p.Paused || p.Until.IsZero() {
+		return maxPauseWait
+	}
+	if wait := p.Until.Sub(r.now()); wait > 0 {
+		return wait
+	}
+	if r.sh != nil {
+		if !r.mine("") {
+			return maxPauseWait // its holder records the end; the refresh reads it
+		}
+		rctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		err := r.loadPause(rctx)
+		cancel()
+		if err != nil {
+			return pauseRetry
+		}
+		if q := r.svc.Load(); !q.Paused || !q.Until.Equal(p.Until) || !q.Since.Equal(p.Since) {
+			return 0 // changed meanwhile: look again
+		}
+	}
+	if err := r.changeService(ctx, ActorRunner, ActionResumeAll, PauseState{}); err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("cron: ending the service pause whose time came failed; trying again", "error", err)
+		}
+		return pauseRetry
+	}
+	r.log.Info("cron: the service is resumed: its pause ended", "paused_until", p.Until)
+	return maxPauseWait
 }
 
 // maxPauseWait bounds the sleep of the pause timer.

@@ -110,6 +110,25 @@ type Config struct {
 	// AlertClient posts the alerts. Default nil: an http.Client with no
 	// timeout of its own (each attempt is bounded to 10s).
 	AlertClient *http.Client
+	// Authorizer decides who may make which change (see [Actor] and
+	// [Action]): every change of a job or of the service asks it first,
+	// for the actor of the call's context ([WithActor]). Default nil:
+	// [RoleRules], by role.
+	Authorizer Authorizer
+	// AuditLog keeps the audit record of every change ([AuditEntry]).
+	// Default nil: the store's log when the store is an [AuditLog]
+	// (store/jsonstore, store/sqlstore), else the newest
+	// [DefaultAuditKeep] records in memory.
+	AuditLog AuditLog
+	// AuditSink, when set, also receives every audit record once it is
+	// stored. Default nil.
+	AuditSink AuditSink
+	// Idempotency keeps the idempotency keys of run-now
+	// ([RunOptions.IdempotencyKey]). Default nil: the store's when the
+	// store is an [IdempotencyStore] (store/sqlstore, shared by every
+	// process on the database), else up to [DefaultIdempotencyKeys] in
+	// the memory of this runner.
+	Idempotency IdempotencyStore
 	// AlertAllowHosts, when not empty, lists the hosts alerts may be sent
 	// to, as [HTTPExecutorConfig.AllowHosts] does for callbacks: an alert
 	// to another host fails without a request, and a redirect elsewhere
@@ -123,13 +142,17 @@ type Config struct {
 // that execute the runs. All methods are safe for concurrent use. See the
 // package documentation, section "The runner".
 type Runner struct {
-	store Store       // nil: the jobs live in the runner alone
-	runs  RunStore    // nil when the store keeps no history
-	sh    SharedStore // nil unless the store is shared (shared.go)
-	fly   RunCounter  // the store's count of runs in flight; nil when it has none
-	exec  Executor    // runs the HTTP jobs
-	cfg   Config
-	log   *slog.Logger
+	store   Store       // nil: the jobs live in the runner alone
+	runs    RunStore    // nil when the store keeps no history
+	sh      SharedStore // nil unless the store is shared (shared.go)
+	fly     RunCounter  // the store's count of runs in flight; nil when it has none
+	authz   Authorizer  // who may make which change (manage.go)
+	idem    IdempotencyStore
+	idemT   idemTimes // tests shorten the waits of idempotent run-nows
+	auditor auditor
+	exec    Executor // runs the HTTP jobs
+	cfg     Config
+	log     *slog.Logger
 
 	hmu      sync.RWMutex
 	handlers map[string]Handler // the Go function jobs' handlers, by type
@@ -306,6 +329,25 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	}
 	r.runs, _ = store.(RunStore)
 	r.sh, _ = store.(SharedStore)
+	r.authz = cfg.Authorizer
+	if r.authz == nil {
+		r.authz = RoleRules{}
+	}
+	r.auditor.sink = cfg.AuditSink
+	r.auditor.log = cfg.AuditLog
+	if r.auditor.log == nil {
+		r.auditor.log, _ = store.(AuditLog)
+	}
+	if r.auditor.log == nil {
+		r.auditor.log = &AuditBuffer{}
+	}
+	r.idem = cfg.Idempotency
+	if r.idem == nil {
+		r.idem, _ = store.(IdempotencyStore)
+	}
+	if r.idem == nil {
+		r.idem = &IdempotencyMemory{}
+	}
 	if r.sh != nil {
 		r.fly, _ = store.(RunCounter)
 	}
@@ -640,7 +682,23 @@ func (r *Runner) unindex(idx int32, e *entry) {
 // body, timeouts and retries; the same interval or cron expression) share
 // those values in memory, and a URL, body or cron expression that passed
 // is not parsed again, so adding many such jobs is cheap.
+//
+// The change is authorized for the actor of ctx ([WithActor]; without
+// one the embedding program, [ActorLocal]) and audited ([ActionCreate]).
 func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
+	a, err := r.authorize(ctx, ActionCreate, j.ID)
+	if err != nil {
+		return Job{}, err
+	}
+	out, err := r.add(ctx, j)
+	if err != nil {
+		return Job{}, err
+	}
+	r.audit(ctx, change{actor: a, action: ActionCreate, jobID: out.ID, after: out})
+	return out, nil
+}
+
+func (r *Runner) add(ctx context.Context, j Job) (Job, error) {
 	now := r.now()
 	var c entry
 	e := &c
@@ -740,7 +798,26 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 // together. A job of a [SharedStore] that the runner does not hold is
 // read from the store, changed and validated the same way, and saved;
 // the runner that fires it takes the change from there.
+//
+// The change is authorized and audited ([ActionUpdate]) as [Runner.Add]'s.
 func (r *Runner) Update(ctx context.Context, id string, change func(*Job) error) (Job, error) {
+	a, err := r.authorize(ctx, ActionUpdate, id)
+	if err != nil {
+		return Job{}, err
+	}
+	var before Job
+	out, err := r.update(ctx, id, func(j *Job) error {
+		before = *j
+		return change(j)
+	})
+	if err != nil {
+		return Job{}, err
+	}
+	r.audit(ctx, changeOf(a, ActionUpdate, id, before, out))
+	return out, nil
+}
+
+func (r *Runner) update(ctx context.Context, id string, change func(*Job) error) (Job, error) {
 	defer r.lockJob(id)()
 	r.mu.Lock()
 	_, cur, ok := r.lookup(id)
@@ -842,7 +919,25 @@ func (r *Runner) save(ctx context.Context, j Job) (int64, error) {
 
 // Remove deletes job id from the runner and the store. A run in flight
 // finishes, but its bookkeeping is dropped. An unknown id is [ErrNotFound].
+// The change is authorized and audited ([ActionDelete]) as [Runner.Add]'s.
 func (r *Runner) Remove(ctx context.Context, id string) error {
+	a, err := r.authorize(ctx, ActionDelete, id)
+	if err != nil {
+		return err
+	}
+	before, berr := r.Get(id)
+	if err := r.remove(ctx, id); err != nil {
+		return err
+	}
+	c := change{actor: a, action: ActionDelete, jobID: id}
+	if berr == nil {
+		c.before = before
+	}
+	r.audit(ctx, c)
+	return nil
+}
+
+func (r *Runner) remove(ctx context.Context, id string) error {
 	defer r.lockJob(id)()
 	r.mu.Lock()
 	idx, e, ok := r.lookup(id)

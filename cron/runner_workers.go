@@ -97,6 +97,8 @@ func (r *Runner) execute(ctx context.Context, t task, j *Job) {
 	if res.Status == "" {
 		res.Status = StatusFailed
 	}
+	// A reply that echoes the request must not keep the job's secrets.
+	res.Error = j.ScrubText(res.Error)
 	run := Run{
 		ID: t.runID, JobID: j.ID, ScheduledAt: info.ScheduledAt, TriggeredAt: info.TriggeredAt, FinishedAt: finished.UTC(),
 		Status: res.Status, Attempts: res.Attempts, HTTPStatus: res.HTTPStatus, Error: res.Error,
@@ -130,7 +132,7 @@ func (r *Runner) execute(ctx context.Context, t task, j *Job) {
 	}
 	r.log.Log(ctx, level, "cron: run finished", "job_id", j.ID, "name", j.Name, "run_id", run.ID,
 		"status", string(res.Status), "attempts", res.Attempts, "latency_ms", run.Latency.D().Milliseconds(),
-		"lag_ms", run.Lag().Milliseconds(), "error", res.Error)
+		"lag_ms", run.Lag().Milliseconds(), "error", RedactError(res.Error, RoleViewer))
 }
 
 // call runs the job: an HTTP job through the executor, another through its

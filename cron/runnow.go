@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 )
 
 // ErrInFlight is returned by [Runner.RunNowWith] for a job that has a run
@@ -31,7 +32,47 @@ type RunOptions struct {
 	// this runner. Without it such a run-now is [ErrInFlight]: the same
 	// rule that makes a slot that comes during a run skipped.
 	Force bool
+	// IdempotencyKey, when set, makes the run-now idempotent: a run-now of
+	// the same job with the same key and the same options within
+	// [IdempotencyWindow] queues no second run and answers the first
+	// one's run id, with [RunTicket.Replayed] set (a repeat that comes
+	// while the first is still being answered waits for it, up to 10s,
+	// then is [ErrIdempotencyPending]); the same key with other options
+	// is [ErrIdempotencyKeyReused]. Keys are per job, kept by
+	// [Config.Idempotency]: in the database shared by every runner of
+	// store/sqlstore (and so across its processes and restarts), in the
+	// memory of this runner otherwise. At most [MaxIdempotencyKeyLen]
+	// printable ASCII characters.
+	IdempotencyKey string
 }
+
+// MaxIdempotencyKeyLen is the longest [RunOptions.IdempotencyKey].
+const MaxIdempotencyKeyLen = 255
+
+// RunTicket is the answer of [Runner.RunNowWith].
+type RunTicket struct {
+	// RunID is the run queued, or the one a replay answers.
+	RunID string
+	// Replayed reports a run-now answered by the run of an earlier one
+	// with the same [RunOptions.IdempotencyKey]: nothing was queued.
+	Replayed bool
+}
+
+// Errors of an idempotent run-now ([RunOptions.IdempotencyKey]).
+var (
+	// ErrIdempotencyKeyReused: the key was used for a run-now of the job
+	// with other options.
+	ErrIdempotencyKeyReused = errors.New("cron: this idempotency key was used for another run-now of the job with other options")
+	// ErrIdempotencyPending: the first run-now with the key has not been
+	// answered yet (it is still being answered, here or on another
+	// runner of the store); send it again later.
+	ErrIdempotencyPending = errors.New("cron: the first run-now with this idempotency key has not been answered yet")
+)
+
+// hopHeaders are the headers a run-now may not set: they belong to the
+// connection or the target, not to the request a job makes.
+var hopHeaders = []string{"Host", "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length"}
 
 // check validates o for a job that is an HTTP job or not (isHTTP), and
 // returns a *ValidationError naming the bad field: body, headers or args.
@@ -47,6 +88,13 @@ func (o *RunOptions) check(isHTTP bool) error {
 		}
 		if err := validateHeaders(o.Headers); err != nil {
 			return rename(err, "headers")
+		}
+		for k := range o.Headers {
+			for _, h := range hopHeaders {
+				if strings.EqualFold(k, h) {
+					return invalid("headers", "%s cannot be set by a run-now: it belongs to the connection or the target host, not to the job's request", h)
+				}
+			}
 		}
 		return nil
 	}
@@ -117,7 +165,8 @@ func hasFold(m map[string]string, key string) bool {
 // schedule, its enabled flag or the runs of it in flight, and returns the
 // run's id: [Runner.RunNowWith] with Force set and no overrides.
 func (r *Runner) RunNow(ctx context.Context, id string) (string, error) {
-	return r.RunNowWith(ctx, id, RunOptions{Force: true})
+	t, err := r.RunNowWith(ctx, id, RunOptions{Force: true})
+	return t.RunID, err
 }
 
 // RunNowWith queues a run of job id for the worker pool at once, whatever
@@ -138,7 +187,68 @@ func (r *Runner) RunNow(ctx context.Context, id string) (string, error) {
 // hold is read from the store and run by this runner all the same,
 // claimed by its run id (see [SharedStore.ClaimRun]); the runner writes
 // that run's last-run fields.
-func (r *Runner) RunNowWith(ctx context.Context, id string, opts RunOptions) (string, error) {
+//
+// The run-now is authorized for the actor of ctx ([WithActor]) and
+// audited ([ActionRunNow], with its options, their values hidden, and a
+// replay marked as such); headers that replace one the job sets also need
+// [ActionReplaceHeader] (the admin role under [RoleRules]), and Host and
+// the hop-by-hop headers (Connection, Transfer-Encoding, ...) are a
+// *ValidationError naming headers.
+func (r *Runner) RunNowWith(ctx context.Context, id string, opts RunOptions) (RunTicket, error) {
+	a, err := r.authorize(ctx, ActionRunNow, id)
+	if err != nil {
+		return RunTicket{}, err
+	}
+	if len(opts.Headers) > 0 {
+		if err := r.checkReplace(ctx, a, id, opts.Headers); err != nil {
+			return RunTicket{}, err
+		}
+	}
+	if k := opts.IdempotencyKey; len(k) > MaxIdempotencyKeyLen || !printable(k) {
+		return RunTicket{}, invalid("idempotency_key", "must be 1 to %d printable ASCII characters", MaxIdempotencyKeyLen)
+	}
+	var t RunTicket
+	if opts.IdempotencyKey != "" {
+		t, err = r.runNowOnce(ctx, id, opts)
+	} else {
+		t.RunID, err = r.runNow(ctx, id, opts)
+	}
+	if err != nil {
+		return RunTicket{}, err
+	}
+	r.audit(ctx, change{actor: a, action: ActionRunNow, jobID: id, runID: t.RunID, replay: t.Replayed, overrides: overridesJSON(&opts)})
+	return t, nil
+}
+
+// checkReplace asks for [ActionReplaceHeader] when headers replace one
+// that job id sets.
+func (r *Runner) checkReplace(ctx context.Context, a Actor, id string, headers map[string]string) error {
+	j, err := r.Get(id)
+	if err != nil {
+		return nil // the run-now itself says what is wrong
+	}
+	for k := range headers {
+		if hasFold(j.HTTP.Headers, k) {
+			if err := r.authz.Authorize(ctx, a, ActionReplaceHeader, id); err != nil {
+				return fmt.Errorf("header %s replaces one the job sets: %w", k, err)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// runNow queues the run of a run-now.
+func (r *Runner) runNow(ctx context.Context, id string, opts RunOptions) (string, error) {
 	var over *RunOptions
 	if opts.overrides() {
 		o := opts

@@ -57,13 +57,18 @@ func cmdAudit(ctx context.Context, e *cmdEnv, _ []string) error {
 		return e.json(p.Entries)
 	}
 	w := e.table()
-	fmt.Fprintln(w, "ID\tTIME\tWHO\tROLE\tMETHOD\tPATH\tSTATUS\tCHANGED")
+	fmt.Fprintln(w, "ID\tTIME\tWHO\tROLE\tACTION\tJOB\tCHANGED")
 	for _, a := range p.Entries {
 		what := changed(a.Before, a.After)
-		if a.PauseAfter != nil {
+		switch {
+		case a.PauseAfter != nil:
 			what = pauseText(*a.PauseAfter)
+		case a.Action == cron.ActionRunNow && a.Replay:
+			what = "replay of run " + a.RunID
+		case a.Action == cron.ActionRunNow:
+			what = "run " + a.RunID
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, timeText(a.Time), dash(a.Who), dash(a.Role), a.Method, a.Path, a.Status, what)
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, timeText(a.Time), dash(a.Who), dash(a.Role), a.Action, dash(a.JobID), what)
 	}
 	return w.Flush()
 }

@@ -16,7 +16,8 @@ import (
 
 // config is the service's configuration, read from the environment.
 type config struct {
-	Listen         string // host (or IP) to listen on; "" for every interface
+	Listen         string   // host (or IP) to listen on; "" for every interface
+	AllowedHosts   []string // KSANA_ALLOWED_HOSTS: more Host names answered without a token
 	Port           int
 	DataDir        string
 	Workers        int
@@ -56,6 +57,7 @@ type envVar struct {
 var envVars = []envVar{
 	{"LISTEN_ADDR", "", "host or IP address the REST API listens on, such as 127.0.0.1 (empty: every interface)"},
 	{"PORT", "7100", "TCP port of the REST API (0: any free port, logged at start)"},
+	{"KSANA_ALLOWED_HOSTS", "", "without a token, the Host names the API and the console answer besides this machine's own (localhost, its host name, its addresses), comma-separated, such as ksana.internal:7100; a request naming another host gets 421 (it keeps pages of other sites out through DNS rebinding)"},
 	{"KSANA_DATA", "", "data directory holding jobs.json and runs.jsonl; wins over DATA_DIR"},
 	{"DATA_DIR", "./data", "data directory, when KSANA_DATA is not set"},
 	{"WORKERS", "4", "callbacks executed at the same time"},
@@ -144,6 +146,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 		*dst = d
 	}
 	intVar("PORT", "7100", 0, 65535, &c.Port)
+	for _, h := range strings.Split(getenv("KSANA_ALLOWED_HOSTS"), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			c.AllowedHosts = append(c.AllowedHosts, h)
+		}
+	}
 	if v := strings.TrimSpace(getenv("LISTEN_ADDR")); v != "" {
 		host := strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
 		if strings.ContainsAny(host, "/ ") || (strings.Contains(host, ":") && net.ParseIP(host) == nil) {
@@ -207,14 +214,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 		j := cron.Job{Type: "x", Schedule: cron.Every(time.Minute), Alert: &c.Alert}
 		var ve *cron.ValidationError
 		if err := j.Validate(); errors.As(err, &ve) {
-			name, value := "KSANA_ALERT_URL", c.Alert.URL
+			name, value := "KSANA_ALERT_URL", cron.RedactURL(c.Alert.URL)
 			if ve.Field == "alert.secret" {
 				name, value = "KSANA_ALERT_SECRET", "(hidden)"
 			}
 			return c, &ConfigError{Var: name, Value: value, Want: ve.Reason}
 		}
 		if u, err := url.Parse(c.Alert.URL); err == nil && len(allow) > 0 && !httpapi.HostAllowed(allow, u.Hostname()) {
-			return c, &ConfigError{Var: "KSANA_ALERT_URL", Value: c.Alert.URL,
+			return c, &ConfigError{Var: "KSANA_ALERT_URL", Value: cron.RedactURL(c.Alert.URL),
 				Want: fmt.Sprintf("host %q is not in KSANA_CALLBACK_ALLOW (%s): add it there, since alerts are held to that list too", u.Hostname(), strings.Join(allow, ","))}
 		}
 	}

@@ -113,9 +113,9 @@ func TestPauseJSONFile(t *testing.T) {
 	jsonOut(t, bin, env, &entries, "audit", "-o", "json", "-limit", "1000")
 	var paths []string
 	for _, e := range entries {
-		paths = append(paths, e.Method+" "+e.Path)
+		paths = append(paths, string(e.Action)+" "+e.JobID)
 	}
-	for _, want := range []string{"POST /jobs", "POST /jobs/tick/pause", "POST /pause", "POST /resume"} {
+	for _, want := range []string{"create tick", "pause tick", "pause-all ", "resume-all "} {
 		if !strings.Contains(strings.Join(paths, ","), want) {
 			t.Errorf("audit after a restart: %v, want %s", paths, want)
 		}
@@ -214,11 +214,11 @@ func TestPauseShared(t *testing.T) {
 	var pauses, creates int
 	for _, e := range entries {
 		switch {
-		case e.Method == "POST" && e.Path == "/jobs":
+		case e.Action == cron.ActionCreate:
 			creates++
-		case e.Path == "/pause" && e.PauseAfter == nil:
-			t.Errorf("audit entry of POST /pause without the pause after: %+v", e)
-		case e.Path == "/pause":
+		case e.Action == cron.ActionPauseAll && e.PauseAfter == nil:
+			t.Errorf("audit entry of pause-all without the pause after: %+v", e)
+		case e.Action == cron.ActionPauseAll:
 			pauses++
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -101,7 +102,7 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 	if maxRetries == 0 {
 		maxRetries = -1 // httpapi: negative means no retries
 	}
-	var auth httpapi.Authorizer
+	var auth httpapi.Authenticator
 	if cfg.TokensFile != "" {
 		if svc.tokens, err = httpapi.NewTokenSet(cfg.Tokens); err != nil {
 			svc.closeStore()
@@ -109,19 +110,17 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		}
 		auth = svc.tokens
 	}
-	// The store keeps the audit log (and every instance on a shared
-	// database reads the same one); a store without one leaves it in
-	// memory.
-	auditLog, _ := cstore.(cron.AuditLog)
-	// Likewise the Idempotency-Key reservations of run-now: on a shared
-	// database every instance reserves in the same table, so a retry that
-	// lands on another instance answers as the first did.
-	idem, _ := cstore.(cron.IdempotencyStore)
+	// The runner keeps the audit log and the Idempotency-Keys of run-now
+	// in the store: on a shared database every instance appends to the
+	// same log and reserves in the same table.
+	var hosts []string
+	if cfg.Token == "" && cfg.TokensFile == "" {
+		hosts = allowedHosts(cfg.AllowedHosts)
+	}
 	api, err := httpapi.New(runner, httpapi.Config{
-		AuditLog:          auditLog,
-		Idempotency:       idem,
 		Token:             cfg.Token,
-		Authorizer:        auth,
+		Authenticator:     auth,
+		AllowedHosts:      hosts,
 		CallbackAllow:     cfg.CallbackAllow,
 		DefaultMaxRetries: maxRetries,
 		Metrics:           promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
@@ -270,7 +269,7 @@ func (s *service) reportDisallowed() {
 	}
 	for _, j := range jobs {
 		s.log.Warn("ksana: job calls a host outside KSANA_CALLBACK_ALLOW; its runs will fail until its URL or the list changes",
-			"job_id", j.ID, "name", j.Name, "url", j.HTTP.URL)
+			"job_id", j.ID, "name", j.Name, "url", cron.RedactURL(j.HTTP.URL))
 	}
 }
 
@@ -373,6 +372,26 @@ func listen(host string, port int) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s (LISTEN_ADDR, PORT): %w", addr, err)
 	}
 	return ln, nil
+}
+
+// allowedHosts are the Host headers the API answers without a token:
+// the names of this machine (localhost, its host name, the addresses of
+// its interfaces) and extra (KSANA_ALLOWED_HOSTS). A page of another
+// site that a browser resolves to this machine (DNS rebinding) sends its
+// own name, and is refused.
+func allowedHosts(extra []string) []string {
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		hosts = append(hosts, h)
+	}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				hosts = append(hosts, n.IP.String())
+			}
+		}
+	}
+	return append(hosts, extra...)
 }
 
 // reportExposure logs whether the API asks for a token and holds callbacks

@@ -148,7 +148,8 @@ func (c *Client) doWith(ctx context.Context, method, path string, q url.Values, 
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	if body != nil {
+	if method != http.MethodGet && method != http.MethodHead {
+		// The API takes writes as JSON only, with or without a body.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
@@ -537,27 +538,38 @@ func (c *Client) Health(ctx context.Context) (map[string]any, error) {
 	return out, err
 }
 
-// AuditEntry is one write recorded in the service's audit log.
+// AuditEntry is one change recorded in the service's audit log: every
+// change made through the service, by the API, the console, the service
+// itself (who "runner": a pause after failures, the end of a timed
+// pause) or Go code of an embedding service (who "local").
 type AuditEntry struct {
 	// ID numbers the entries in order: the After of the next page.
 	ID int64 `json:"id"`
-	// Time is when the write was answered.
+	// Time is when the change was made.
 	Time time.Time `json:"time"`
-	// Who names the token that wrote ("admin" for the single token of
-	// KSANA_API_TOKEN, "" without authentication); Role is its role.
+	// Who names the actor ("admin" for the single token of
+	// KSANA_API_TOKEN, "anonymous" without authentication); Role is its
+	// role.
 	Who  string `json:"who"`
 	Role string `json:"role"`
-	// Method, Path and JobID say what was written; Status is the answer.
-	Method string `json:"method"`
-	Path   string `json:"path"`
-	JobID  string `json:"job_id"`
-	Status int    `json:"status"`
-	// Before and After are the job before and after the write (nil
-	// before a create and after a delete, and for the service pause).
+	// Action is what was done: create, update, delete, pause, resume,
+	// run-now, pause-all or resume-all; JobID the job ("" for the
+	// service).
+	Action cron.Action `json:"action"`
+	JobID  string      `json:"job_id"`
+	// RunID is the run a run-now queued; Replay marks a run-now sent
+	// again with an earlier one's Idempotency-Key (no run queued).
+	RunID  string `json:"run_id,omitempty"`
+	Replay bool   `json:"replay,omitempty"`
+	// Overrides are a run-now's options, their values hidden.
+	Overrides json.RawMessage `json:"overrides,omitempty"`
+	// Before and After are the job before and after the change, its
+	// secrets hidden (nil before a create and after a delete, and for
+	// the service pause).
 	Before *cron.Job `json:"before"`
 	After  *cron.Job `json:"after"`
 	// PauseBefore and PauseAfter are the service pause before and after
-	// a POST /pause or /resume (nil for the other writes).
+	// a pause-all or resume-all (nil for the other changes).
 	PauseBefore *cron.PauseState `json:"pause_before,omitempty"`
 	PauseAfter  *cron.PauseState `json:"pause_after,omitempty"`
 }
@@ -577,7 +589,7 @@ func (e *AuditEntry) UnmarshalJSON(b []byte) error {
 	}
 	*e = AuditEntry(w.fields)
 	e.Before, e.After = nil, nil
-	svc := e.JobID == "" && (strings.HasSuffix(e.Path, "/pause") || strings.HasSuffix(e.Path, "/resume"))
+	svc := e.Action == cron.ActionPauseAll || e.Action == cron.ActionResumeAll
 	for _, f := range []struct {
 		raw json.RawMessage
 		job **cron.Job

@@ -530,7 +530,7 @@ func TestClientAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newServiceConfig(t, httpapi.Config{Token: "root", Authorizer: set})
+	s := newServiceConfig(t, httpapi.Config{Token: "root", Authenticator: set})
 	ctx := context.Background()
 	admin, op, viewer := s.client(t, "root"), s.client(t, "o"), s.client(t, "v")
 	every := cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour)}
@@ -558,7 +558,7 @@ func TestClientAudit(t *testing.T) {
 	var got []string
 	for {
 		for _, e := range p.Entries {
-			got = append(got, fmt.Sprintf("%d %s %s %s %s before=%v after=%v", e.ID, e.Who, e.Role, e.Method, e.JobID, e.Before != nil, e.After != nil))
+			got = append(got, fmt.Sprintf("%d %s %s %s %s before=%v after=%v", e.ID, e.Who, e.Role, e.Action, e.JobID, e.Before != nil, e.After != nil))
 		}
 		if p.Next == 0 {
 			break
@@ -568,10 +568,10 @@ func TestClientAudit(t *testing.T) {
 		}
 	}
 	want := []string{
-		"1 admin admin POST a before=false after=true",
-		"2 admin admin POST b before=false after=true",
-		"3 otto operator POST a before=true after=true",
-		"4 admin admin DELETE b before=true after=false",
+		"1 admin admin create a before=false after=true",
+		"2 admin admin create b before=false after=true",
+		"3 otto operator pause a before=true after=true",
+		"4 admin admin delete b before=true after=false",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("audit pages (-want +got):\n%s", diff)

@@ -16,7 +16,7 @@ func TestClientPauses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newServiceConfig(t, httpapi.Config{Token: "root", Authorizer: set})
+	s := newServiceConfig(t, httpapi.Config{Token: "root", Authenticator: set})
 	ctx := context.Background()
 	admin, op := s.client(t, "root"), s.client(t, "o")
 	if _, err := admin.Create(ctx, s.job("a", cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour)})); err != nil {
@@ -65,10 +65,10 @@ func TestClientPauses(t *testing.T) {
 		if e.Who != "admin" {
 			t.Errorf("audit who=admin has an entry of %q", e.Who)
 		}
-		if e.Path == "/pause" {
+		if e.Action == cron.ActionPauseAll {
 			pauses++
 			if e.PauseBefore == nil || e.PauseBefore.Paused || e.PauseAfter == nil || e.PauseAfter.Reason != "maintenance" || e.Before != nil {
-				t.Errorf("audit entry of POST /pause: %+v", e)
+				t.Errorf("audit entry of pause-all: %+v", e)
 			}
 		}
 	}

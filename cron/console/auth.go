@@ -1,10 +1,18 @@
 package console
 
 import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"github.com/ksana-dev/ksana/cron"
 	"net/http"
 	"strings"
 
@@ -14,8 +22,10 @@ import (
 // The cookies of the console. Each is HttpOnly, SameSite=Strict, Secure
 // when the request came over TLS, and scoped to the mount point.
 const (
-	// tokenCookie holds the API token the user signed in with.
-	tokenCookie = "ksana_token"
+	// sessionCookie holds the id of the user's session: 32 random bytes
+	// that name a session kept by the console (see sessions), never the
+	// token itself.
+	sessionCookie = "ksana_session"
 	// csrfCookie holds a random value per browser; a form's CSRF token
 	// is its HMAC under Config.Secret.
 	csrfCookie = "ksana_csrf"
@@ -23,11 +33,82 @@ const (
 	flashCookie = "ksana_flash"
 )
 
+// DefaultSessionTTL is how long a console session lasts from its
+// sign-in when Config.SessionTTL is 0.
+const DefaultSessionTTL = 12 * time.Hour
+
+// maxSessions bounds the sessions kept; the oldest go first.
+const maxSessions = 10000
+
+// sessions are the signed-in users of a console: an opaque id (the
+// cookie) names the token kept here, with an expiry. A session ends at
+// sign-out, at its expiry, and as soon as its token no longer
+// authenticates (removed from the tokens file): every request checks the
+// token again. A restart ends every session.
+type sessions struct {
+	mu sync.Mutex
+	m  map[string]session
+}
+
+type session struct {
+	token   string
+	expires time.Time
+}
+
+func (s *sessions) start(token string, ttl time.Duration) string {
+	id := newNonce()
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]session{}
+	}
+	if len(s.m) >= maxSessions {
+		var oldest string
+		var at time.Time
+		for k, v := range s.m {
+			if v.expires.Before(now) {
+				delete(s.m, k)
+				continue
+			}
+			if oldest == "" || v.expires.Before(at) {
+				oldest, at = k, v.expires
+			}
+		}
+		if len(s.m) >= maxSessions {
+			delete(s.m, oldest)
+		}
+	}
+	s.m[id] = session{token: token, expires: now.Add(ttl)}
+	return id
+}
+
+// token returns the token of session id, or false when there is no such
+// session or it has expired.
+func (s *sessions) token(id string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[id]
+	if !ok {
+		return "", false
+	}
+	if time.Now().After(v.expires) {
+		delete(s.m, id)
+		return "", false
+	}
+	return v.token, true
+}
+
+func (s *sessions) end(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, id)
+}
+
 // user is who a request comes from, and what the console lets them do.
 type user struct {
 	ID       httpapi.Identity
-	token    string // "" when authentication is off
-	SignedIn bool   // a token was given and is known
+	SignedIn bool // a session was found and its token is known
 	AuthOn   bool
 }
 
@@ -36,21 +117,33 @@ func (c *Console) can(u user, role httpapi.Role) bool {
 	return !c.cfg.ReadOnly && u.ID.Role.Includes(role)
 }
 
+// ctx is the context of req for the runner's changes made by u: they
+// are authorized for u and audited under u's name.
+func (u user) ctx(req *http.Request) context.Context {
+	return cron.WithActor(req.Context(), u.ID)
+}
+
 // who returns the user of req. With authentication off every visitor is
-// an admin; with it on, the one whose token cookie the API knows.
+// an admin; with it on, the one whose session holds a token the API
+// knows. A session whose token is no longer known ends here.
 func (c *Console) who(req *http.Request) user {
 	if !c.api.AuthRequired() {
-		return user{ID: httpapi.Identity{Role: httpapi.RoleAdmin}, SignedIn: true}
+		return user{ID: httpapi.Identity{Name: "anonymous", Role: httpapi.RoleAdmin}, SignedIn: true}
 	}
-	ck, err := req.Cookie(tokenCookie)
+	ck, err := req.Cookie(sessionCookie)
 	if err != nil || ck.Value == "" {
 		return user{AuthOn: true}
 	}
-	id, ok := c.api.Identify(ck.Value)
+	tok, ok := c.sessions.token(ck.Value)
 	if !ok {
 		return user{AuthOn: true}
 	}
-	return user{ID: id, token: ck.Value, SignedIn: true, AuthOn: true}
+	id, ok := c.api.Identify(tok)
+	if !ok {
+		c.sessions.end(ck.Value)
+		return user{AuthOn: true}
+	}
+	return user{ID: id, SignedIn: true, AuthOn: true}
 }
 
 // mount is the mount point of req ("" or "/ui").
@@ -169,11 +262,20 @@ func (c *Console) login(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	tok := strings.TrimSpace(req.PostFormValue("token"))
-	if _, ok := c.api.Identify(tok); !ok {
+	if _, err := c.api.Authenticate(req, tok); err != nil {
+		var te *httpapi.ThrottledError
+		if errors.As(err, &te) {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(te.Wait.Seconds()))))
+			c.render(w, req, http.StatusTooManyRequests, "login", &loginPage{Error: te.Error()})
+			return
+		}
 		c.render(w, req, http.StatusUnauthorized, "login", &loginPage{Error: "unknown token"})
 		return
 	}
-	setCookie(w, req, tokenCookie, tok, 0)
+	if ck, err := req.Cookie(sessionCookie); err == nil {
+		c.sessions.end(ck.Value)
+	}
+	setCookie(w, req, sessionCookie, c.sessions.start(tok, c.cfg.SessionTTL), 0)
 	// A new browser secret with the new identity.
 	setCookie(w, req, csrfCookie, newNonce(), 0)
 	http.Redirect(w, req, mount(req)+"/", http.StatusSeeOther)
@@ -185,7 +287,10 @@ func (c *Console) logout(w http.ResponseWriter, req *http.Request) {
 		c.fail(w, req, http.StatusForbidden, msg)
 		return
 	}
-	setCookie(w, req, tokenCookie, "", -1)
+	if ck, err := req.Cookie(sessionCookie); err == nil {
+		c.sessions.end(ck.Value)
+	}
+	setCookie(w, req, sessionCookie, "", -1)
 	setCookie(w, req, csrfCookie, "", -1)
 	http.Redirect(w, req, mount(req)+"/login", http.StatusSeeOther)
 }

@@ -30,14 +30,22 @@ const (
 
 // Config tunes a [Console]. The zero value is ready to use.
 type Config struct {
-	// API is the REST API that every write of the console goes through,
-	// as a request from the signed-in user: its decoder, validation,
-	// callback allow-list, roles and audit log are the console's. Give the
-	// one the service serves, so that both share one audit log and one
-	// set of tokens. Default nil: an API of the runner with no
+	// API is the REST API whose tokens sign users in (with its throttling
+	// of wrong tokens) and whose decoding, defaults and callback
+	// allow-list the console's forms go through. The changes themselves
+	// are the runner's, made in process for the signed-in user: the
+	// runner authorizes them by its [cron.Authorizer] and audits them,
+	// as for every caller. Give the one the service serves, so that both
+	// share one set of tokens. Default nil: an API of the runner with no
 	// authentication (every visitor may do everything), for a console
 	// reachable only from trusted hosts.
 	API *httpapi.Server
+	// SessionTTL is how long a sign-in lasts. The browser keeps an opaque
+	// session id; the console keeps the session in memory, ends it at
+	// sign-out, at its expiry, and as soon as its token no longer signs
+	// in, and forgets every session at a restart. Default
+	// [DefaultSessionTTL].
+	SessionTTL time.Duration
 	// Prefix is the path the console is mounted under ("/ui"). It is
 	// needed only when the console cannot find it by itself: it does when
 	// mounted with http.ServeMux.Handle("/ui/", c) (from the pattern) or
@@ -86,6 +94,8 @@ type Console struct {
 	mux    *http.ServeMux
 	csrf   *http.CrossOriginProtection
 
+	sessions sessions
+
 	ovMu sync.Mutex
 	ov   *overviewStats
 }
@@ -133,6 +143,9 @@ func newConsole(r *cron.Runner, cfg Config) (*Console, error) {
 	}
 	if cfg.RefreshInterval == 0 {
 		cfg.RefreshInterval = DefaultRefreshInterval
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
 	}
 	if cfg.OverviewMaxAge <= 0 {
 		cfg.OverviewMaxAge = DefaultOverviewMaxAge

@@ -12,8 +12,6 @@ import (
 	"github.com/ksana-dev/ksana/cron"
 )
 
-var jsonUnmarshal = json.Unmarshal
-
 // describe puts a schedule in words.
 func describe(s cron.ScheduleSpec) string {
 	switch s.Kind {

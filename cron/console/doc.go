@@ -3,7 +3,7 @@
 // manage its jobs, mountable under any path of any Go service. cmd/ksana
 // serves it at /ui/.
 //
-//	api, _ := httpapi.New(runner, httpapi.Config{Authorizer: tokens})
+//	api, _ := httpapi.New(runner, httpapi.Config{Authenticator: tokens})
 //	mux.Handle("/jobs-ui/", console.New(runner, console.Config{API: api}))
 //
 // # Pages

@@ -175,14 +175,12 @@ func (c *Console) create(w http.ResponseWriter, req *http.Request, u user) {
 		c.refuse(w, req, p, http.StatusBadRequest, field, err.Error())
 		return
 	}
-	a := c.call(req.Context(), u, http.MethodPost, "/jobs", body)
-	if !a.ok() {
-		msg, field := a.problem()
-		c.refuse(w, req, p, a.Status, field, msg)
+	j, err := c.api.CreateJob(u.ctx(req), body)
+	if err != nil {
+		pr := httpapi.Problem(err, "")
+		c.refuse(w, req, p, pr.Status, pr.Field, pr.Msg)
 		return
 	}
-	var j cron.Job
-	_ = json.Unmarshal(a.Body, &j)
 	setFlash(w, req, "job "+j.ID+" created")
 	http.Redirect(w, req, mount(req)+"/jobs/"+url.PathEscape(j.ID), http.StatusSeeOther)
 }
@@ -201,10 +199,9 @@ func (c *Console) edit(w http.ResponseWriter, req *http.Request, u user) {
 		c.refuse(w, req, p, http.StatusBadRequest, field, err.Error())
 		return
 	}
-	a := c.call(req.Context(), u, http.MethodPatch, jobPath(id, ""), body)
-	if !a.ok() {
-		msg, field := a.problem()
-		c.refuse(w, req, p, a.Status, field, msg)
+	if _, err := c.api.PatchJob(u.ctx(req), id, body); err != nil {
+		pr := httpapi.Problem(err, id)
+		c.refuse(w, req, p, pr.Status, pr.Field, pr.Msg)
 		return
 	}
 	setFlash(w, req, "job "+id+" saved")

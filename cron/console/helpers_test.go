@@ -70,7 +70,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		acfg.Authorizer = ts
+		acfg.Authenticator = ts
 	}
 	api, err := httpapi.New(r, acfg)
 	if err != nil {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
@@ -166,10 +167,15 @@ type overviewPage struct {
 type note struct{ Name, Value string }
 
 func (c *Console) overview(w http.ResponseWriter, req *http.Request) {
-	if _, ok := c.reader(w, req); !ok {
+	u, ok := c.reader(w, req)
+	if !ok {
 		return
 	}
-	p := &overviewPage{Stats: c.stats()}
+	// The counts are shared by every user; the jobs they name are shown
+	// as this user's role may read them.
+	st := *c.stats()
+	st.Failing, st.Next = shownJobs(st.Failing, u.ID.Role), shownJobs(st.Next, u.ID.Role)
+	p := &overviewPage{Stats: &st}
 	if c.cfg.Notes != nil {
 		for k, v := range c.cfg.Notes() {
 			p.Notes = append(p.Notes, note{k, fmt.Sprint(v)})
@@ -410,7 +416,8 @@ type jobsPage struct {
 }
 
 func (c *Console) jobs(w http.ResponseWriter, req *http.Request) {
-	if _, ok := c.reader(w, req); !ok {
+	u, ok := c.reader(w, req)
+	if !ok {
 		return
 	}
 	q := req.URL.Query()
@@ -433,7 +440,7 @@ func (c *Console) jobs(w http.ResponseWriter, req *http.Request) {
 		p.Error = err.Error()
 		status = http.StatusServiceUnavailable
 	}
-	p.Jobs = jobs
+	p.Jobs = shownJobs(jobs, u.ID.Role)
 	if more && len(jobs) > 0 {
 		p.Next = jobs[len(jobs)-1].ID
 	}
@@ -489,30 +496,28 @@ func (c *Console) job(w http.ResponseWriter, req *http.Request) {
 		c.readFailed(w, req, err, id)
 		return
 	}
-	if !u.ID.Role.Includes(httpapi.RoleAdmin) {
-		// As the API shows it to this role: without its secrets.
-		j = j.Redacted()
-	}
+	// As the API shows it to this role (the secrets rule).
+	j = j.RedactedFor(u.ID.Role)
 	p := &jobPage{Job: j, Words: describe(j.Schedule), Written: written(j.Schedule), Zone: zoneName(j.Schedule), RunKey: newKey()}
 	next, _, err := c.r.Next(id, 10)
 	if err != nil {
 		p.NextError = err.Error()
 	}
 	p.Next = next
-	p.History = c.historyOf(req, id)
-	a := c.call(req.Context(), u, http.MethodGet, "/audit?job_id="+url.QueryEscape(id)+"&limit=50", nil)
-	if a.ok() {
-		_ = jsonUnmarshal(a.Body, &p.Audit)
+	p.History = c.historyOf(req, u, id)
+	if audit, _, err := c.r.Audit(req.Context(), cron.AuditQuery{JobID: id, Limit: 50}); err == nil {
+		p.Audit = audit
 		slices.Reverse(p.Audit)
 	} else {
-		p.AuditNote, _ = a.problem()
+		p.AuditNote = "reading the audit log: " + err.Error()
 	}
 	c.render(w, req, http.StatusOK, "job", p)
 }
 
 // history answers the history part of a job's page alone.
 func (c *Console) history(w http.ResponseWriter, req *http.Request) {
-	if _, ok := c.reader(w, req); !ok {
+	u, ok := c.reader(w, req)
+	if !ok {
 		return
 	}
 	id := req.PathValue("id")
@@ -520,10 +525,10 @@ func (c *Console) history(w http.ResponseWriter, req *http.Request) {
 		c.readFailed(w, req, err, id)
 		return
 	}
-	c.render(w, req, http.StatusOK, "history", c.historyOf(req, id))
+	c.render(w, req, http.StatusOK, "history", c.historyOf(req, u, id))
 }
 
-func (c *Console) historyOf(req *http.Request, id string) *historyPart {
+func (c *Console) historyOf(req *http.Request, u user, id string) *historyPart {
 	h := &historyPart{Base: mount(req), JobID: id}
 	if c.cfg.RefreshInterval > 0 {
 		h.Refresh = int(c.cfg.RefreshInterval / time.Millisecond)
@@ -535,7 +540,7 @@ func (c *Console) historyOf(req *http.Request, id string) *historyPart {
 	case err != nil:
 		h.Note = err.Error()
 	}
-	h.Runs = rows(runs)
+	h.Runs = rows(runs, u.ID.Role)
 	return h
 }
 
@@ -553,13 +558,33 @@ func (c *Console) readFailed(w http.ResponseWriter, req *http.Request, err error
 
 // --- actions ---
 
-// actions are the one-job writes of POST /jobs/{id}/{action}: the API's
-// method and path.
-var actions = map[string]struct{ method, path, done string }{
-	"run":    {http.MethodPost, "run-now", "run queued"},
-	"pause":  {http.MethodPost, "pause", "paused"},
-	"resume": {http.MethodPost, "resume", "resumed"},
-	"delete": {http.MethodDelete, "", "deleted"},
+// actions are the one-job writes of POST /jobs/{id}/{action}: the
+// runner's action, and what the flash says once done.
+var actions = map[string]struct {
+	act  cron.Action
+	done string
+}{
+	"run":    {cron.ActionRunNow, "run queued"},
+	"pause":  {cron.ActionPause, "paused"},
+	"resume": {cron.ActionResume, "resumed"},
+	"delete": {cron.ActionDelete, "deleted"},
+}
+
+// do makes the one-job write name (run, pause, resume, delete) of job id,
+// with no argument, as the actor of ctx.
+func (c *Console) do(ctx context.Context, name, id string) error {
+	var err error
+	switch name {
+	case "run":
+		_, err = c.r.RunNowWith(ctx, id, cron.RunOptions{})
+	case "pause":
+		_, err = c.r.Pause(ctx, id)
+	case "resume":
+		_, err = c.r.Resume(ctx, id)
+	case "delete":
+		err = c.r.Remove(ctx, id)
+	}
+	return err
 }
 
 func (c *Console) action(w http.ResponseWriter, req *http.Request, u user) {
@@ -569,38 +594,39 @@ func (c *Console) action(w http.ResponseWriter, req *http.Request, u user) {
 		c.fail(w, req, http.StatusNotFound, "no such action: "+name)
 		return
 	}
-	var body []byte
-	var hdr http.Header
 	done := act.done
+	ctx := u.ctx(req)
+	var err error
 	switch name {
 	case "pause":
-		until, err := pauseUntil(req, time.Now())
-		if err != nil {
-			c.fail(w, req, http.StatusBadRequest, err.Error())
+		until, perr := pauseUntil(req, time.Now())
+		if perr != nil {
+			c.fail(w, req, http.StatusBadRequest, perr.Error())
 			return
 		}
+		var t time.Time
 		if until != "" {
-			body = mustJSON(map[string]string{"until": until})
+			t, _ = time.Parse(time.RFC3339, until)
 			done = "paused until " + until
 		}
+		_, err = c.r.PauseUntil(ctx, id, t)
 	case "run":
-		b, field, err := runNowBody(req.PostFormValue)
-		if err != nil {
-			c.fail(w, req, http.StatusBadRequest, field+": "+err.Error())
+		b, field, berr := runNowBody(req.PostFormValue)
+		if berr != nil {
+			c.fail(w, req, http.StatusBadRequest, field+": "+berr.Error())
 			return
 		}
-		body = b
-		if k := req.PostFormValue("key"); k != "" {
-			hdr = http.Header{"Idempotency-Key": {k}}
-		}
+		_, err = c.api.RunNow(ctx, id, b, req.PostFormValue("key"))
+	default:
+		err = c.do(ctx, name, id)
 	}
-	a := c.callWith(req.Context(), u, act.method, jobPath(id, act.path), body, hdr)
-	if !a.ok() {
-		msg, field := a.problem()
-		if field != "" && !strings.Contains(msg, field) {
-			msg = field + ": " + msg
+	if err != nil {
+		pr := httpapi.Problem(err, id)
+		msg := pr.Msg
+		if pr.Field != "" && !strings.Contains(msg, pr.Field) {
+			msg = pr.Field + ": " + msg
 		}
-		c.fail(w, req, a.Status, msg)
+		c.fail(w, req, pr.Status, msg)
 		return
 	}
 	setFlash(w, req, fmt.Sprintf("job %s %s", id, done))
@@ -641,10 +667,10 @@ type confirmPage struct {
 // bulkActions are the actions a bulk write may take, and the role each
 // needs.
 var bulkActions = map[string]httpapi.Role{
-	"pause":  httpapi.NeedRole(http.MethodPost, "/jobs/{id}/pause"),
-	"resume": httpapi.NeedRole(http.MethodPost, "/jobs/{id}/resume"),
-	"run":    httpapi.NeedRole(http.MethodPost, "/jobs/{id}/run-now"),
-	"delete": httpapi.NeedRole(http.MethodDelete, "/jobs/{id}"),
+	"pause":  cron.NeedRole(cron.ActionPause),
+	"resume": cron.NeedRole(cron.ActionResume),
+	"run":    cron.NeedRole(cron.ActionRunNow),
+	"delete": cron.NeedRole(cron.ActionDelete),
 }
 
 // bulk applies one action to every job matching a filter: a first POST
@@ -652,13 +678,12 @@ var bulkActions = map[string]httpapi.Role{
 // confirm=yes applies it, through the API, job by job.
 func (c *Console) bulk(w http.ResponseWriter, req *http.Request, u user) {
 	name := req.PostFormValue("action")
-	need, ok := bulkActions[name]
-	if !ok {
+	if _, ok := bulkActions[name]; !ok {
 		c.fail(w, req, http.StatusBadRequest, fmt.Sprintf("action must be pause, resume, run or delete, got %q", name))
 		return
 	}
-	if !u.ID.Role.Includes(need) {
-		c.fail(w, req, http.StatusForbidden, fmt.Sprintf("%s needs the %s role; you have %s", name, need, u.ID.Role))
+	if err := c.r.Authorize(u.ctx(req), actions[name].act, ""); err != nil {
+		c.fail(w, req, http.StatusForbidden, httpapi.Problem(err, "").Msg)
 		return
 	}
 	f, err := parseFilter(req.PostForm)
@@ -678,19 +703,19 @@ func (c *Console) bulk(w http.ResponseWriter, req *http.Request, u user) {
 	act := actions[name]
 	done, failed := 0, 0
 	var firstErr string
+	ctx := u.ctx(req)
 	for _, id := range ids {
-		a := c.call(req.Context(), u, act.method, jobPath(id, act.path), nil)
-		if a.ok() {
+		err := c.do(ctx, name, id)
+		if err == nil {
 			done++
 			continue
 		}
-		if a.Status == http.StatusNotFound && name == "delete" {
+		if errors.Is(err, cron.ErrNotFound) && name == "delete" {
 			continue // removed meanwhile
 		}
 		failed++
 		if firstErr == "" {
-			msg, _ := a.problem()
-			firstErr = fmt.Sprintf("job %s: %s", id, msg)
+			firstErr = fmt.Sprintf("job %s: %s", id, httpapi.Problem(err, id).Msg)
 		}
 		if req.Context().Err() != nil {
 			break
@@ -702,4 +727,14 @@ func (c *Console) bulk(w http.ResponseWriter, req *http.Request, u user) {
 	}
 	setFlash(w, req, msg)
 	http.Redirect(w, req, mount(req)+"/jobs?"+f.Query(), http.StatusSeeOther)
+}
+
+// shownJobs returns copies of jobs as a holder of role may read them (the
+// secrets rule of [cron.Job.RedactedFor]).
+func shownJobs(jobs []cron.Job, role cron.Role) []cron.Job {
+	out := make([]cron.Job, len(jobs))
+	for i := range jobs {
+		out[i] = jobs[i].RedactedFor(role)
+	}
+	return out
 }

@@ -62,56 +62,44 @@ func (c *Console) runs(w http.ResponseWriter, req *http.Request) {
 	p.F = runsFilter{Job: strings.TrimSpace(q.Get("job")), Status: q.Get("status"), Since: strings.TrimSpace(q.Get("since")),
 		Until: strings.TrimSpace(q.Get("until")), Instance: strings.TrimSpace(q.Get("instance"))}
 	p.After = q.Get("after")
-	a := c.call(req.Context(), u, http.MethodGet, "/runs?"+p.F.Query(p.After)+"&limit="+fmt.Sprint(runsPageSize), nil)
-	if !a.ok() {
-		msg, field := a.problem()
-		if field != "" {
-			msg = field + ": " + msg
+	fail := func(err error) {
+		pr := httpapi.Problem(err, "")
+		p.Error = pr.Msg
+		if pr.Field != "" {
+			p.Error = pr.Field + ": " + pr.Msg
 		}
-		p.Error = msg
-		c.render(w, req, a.Status, "runs", p)
+		c.render(w, req, pr.Status, "runs", p)
+	}
+	vals, _ := url.ParseQuery(p.F.Query(p.After))
+	rq, err := httpapi.ParseRunQuery(vals)
+	if err != nil {
+		fail(err)
 		return
 	}
-	var runs []cron.Run
-	if err := json.Unmarshal(a.Body, &runs); err != nil {
-		p.Error = "reading the runs: " + err.Error()
-		c.render(w, req, http.StatusInternalServerError, "runs", p)
+	rq.Limit = runsPageSize
+	runs, next, err := c.r.QueryRuns(req.Context(), rq)
+	if err != nil {
+		fail(err)
 		return
 	}
-	p.Runs = rows(runs)
-	p.Next = linkAfter(a.Header.Get("Link"))
+	p.Runs = rows(runs, u.ID.Role)
+	if !next.IsZero() {
+		p.Next = next.String()
+	}
 	c.render(w, req, http.StatusOK, "runs", p)
 }
 
 // rows are the table rows of runs, with their lag.
-func rows(runs []cron.Run) []runRow {
+func rows(runs []cron.Run, role cron.Role) []runRow {
 	out := make([]runRow, 0, len(runs))
 	for _, r := range runs {
-		row := runRow{Run: r}
+		row := runRow{Run: r.RedactedFor(role)}
 		if !r.TriggeredAt.IsZero() && !r.ScheduledAt.IsZero() {
 			row.Lag = r.TriggeredAt.Sub(r.ScheduledAt)
 		}
 		out = append(out, row)
 	}
 	return out
-}
-
-// linkAfter is the cursor of the next page in the API's Link header
-// (<?...&after=C>; rel="next"), "" when none.
-func linkAfter(link string) string {
-	s, ok := strings.CutPrefix(link, "<?")
-	if !ok {
-		return ""
-	}
-	s, _, ok = strings.Cut(s, ">")
-	if !ok {
-		return ""
-	}
-	v, err := url.ParseQuery(s)
-	if err != nil {
-		return ""
-	}
-	return v.Get("after")
 }
 
 // --- one job's writes with arguments ---
@@ -194,7 +182,7 @@ func newKey() string {
 // --- the service-wide pause ---
 
 // pauseAllNeeds is the role of the service-wide pause and resume.
-var pauseAllNeeds = httpapi.NeedRole(http.MethodPost, "/pause")
+var pauseAllNeeds = cron.NeedRole(cron.ActionPauseAll)
 
 type pauseConfirmPage struct {
 	Until  string // RFC 3339, "" for no end
@@ -218,14 +206,13 @@ func (c *Console) pauseAll(w http.ResponseWriter, req *http.Request, u user) {
 		c.render(w, req, http.StatusOK, "pauseall", &pauseConfirmPage{Until: until, Reason: reason})
 		return
 	}
-	body := map[string]string{"reason": reason}
+	var t time.Time
 	if until != "" {
-		body["until"] = until
+		t, _ = time.Parse(time.RFC3339, until)
 	}
-	a := c.call(req.Context(), u, http.MethodPost, "/pause", mustJSON(body))
-	if !a.ok() {
-		msg, _ := a.problem()
-		c.fail(w, req, a.Status, msg)
+	if _, err := c.r.PauseAll(u.ctx(req), t, reason); err != nil {
+		pr := httpapi.Problem(err, "")
+		c.fail(w, req, pr.Status, pr.Msg)
 		return
 	}
 	setFlash(w, req, "the service is paused: no job runs until it is resumed")
@@ -238,10 +225,9 @@ func (c *Console) resumeAll(w http.ResponseWriter, req *http.Request, u user) {
 		c.fail(w, req, http.StatusForbidden, fmt.Sprintf("resuming the service needs the %s role; you have %s", pauseAllNeeds, u.ID.Role))
 		return
 	}
-	a := c.call(req.Context(), u, http.MethodPost, "/resume", nil)
-	if !a.ok() {
-		msg, _ := a.problem()
-		c.fail(w, req, a.Status, msg)
+	if _, err := c.r.ResumeAll(u.ctx(req)); err != nil {
+		pr := httpapi.Problem(err, "")
+		c.fail(w, req, pr.Status, pr.Msg)
 		return
 	}
 	setFlash(w, req, "the service is resumed")

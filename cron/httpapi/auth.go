@@ -4,64 +4,37 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
-	"net/http"
+	"github.com/ksana-dev/ksana/cron"
 	"strings"
 	"sync/atomic"
 )
 
-// Role is what a token may do. Each role may do what the roles below it may.
-type Role string
+// Role is what a token may do: [cron.Role]. Each role may do what the
+// roles below it may; what each needs is the runner's rule
+// ([cron.NeedRole] under the default [cron.RoleRules]).
+type Role = cron.Role
 
 // The roles, from least to most.
 const (
 	// RoleViewer reads: every GET (and HEAD), and POST /schedules/preview,
-	// which changes nothing.
-	RoleViewer Role = "viewer"
+	// which changes nothing. It sees no secret.
+	RoleViewer = cron.RoleViewer
 	// RoleOperator also runs, pauses and resumes jobs.
-	RoleOperator Role = "operator"
+	RoleOperator = cron.RoleOperator
 	// RoleAdmin may do everything: create, patch and delete jobs too.
-	RoleAdmin Role = "admin"
+	RoleAdmin = cron.RoleAdmin
 )
 
-// rank orders the roles; 0 is no valid role.
-func (r Role) rank() int {
-	switch r {
-	case RoleViewer:
-		return 1
-	case RoleOperator:
-		return 2
-	case RoleAdmin:
-		return 3
-	}
-	return 0
-}
-
-// Includes reports whether a holder of role r may do what a holder of
-// role o may: viewer < operator < admin. An unknown role includes none,
-// and none includes an unknown role.
-func (r Role) Includes(o Role) bool {
-	return r.rank() > 0 && o.rank() > 0 && r.rank() >= o.rank()
-}
-
 // ParseRole returns the role named s ("viewer", "operator" or "admin").
-func ParseRole(s string) (Role, error) {
-	if r := Role(s); r.rank() > 0 {
-		return r, nil
-	}
-	return "", fmt.Errorf("unknown role %q: want viewer, operator or admin", s)
-}
+func ParseRole(s string) (Role, error) { return cron.ParseRole(s) }
 
-// Identity is who a request comes from.
-type Identity struct {
-	// Name names the caller in the audit log; it is never the token.
-	Name string
-	// Role is what the caller may do.
-	Role Role
-}
+// Identity is who a request comes from: the [cron.Actor] the API makes
+// its changes for.
+type Identity = cron.Actor
 
-// Authorizer tells who holds a bearer token. An embedding service may
+// Authenticator tells who holds a bearer token. An embedding service may
 // implement it over its own users; [TokenSet] is the one of a fixed list.
-type Authorizer interface {
+type Authenticator interface {
 	// Authenticate returns the identity of token, or false when no one
 	// holds it. It must be safe for concurrent use and should take the
 	// same time whatever the token.
@@ -78,7 +51,7 @@ type Token struct {
 	Name string
 }
 
-// TokenSet is an [Authorizer] over a list of tokens that can be replaced
+// TokenSet is an [Authenticator] over a list of tokens that can be replaced
 // at any time (for a reload) while requests are served. Its zero value
 // holds no token.
 type TokenSet struct {
@@ -114,7 +87,7 @@ func (s *TokenSet) Store(tokens []Token) error {
 		if t.Secret == "" || strings.ContainsAny(t.Secret, " \t\r\n") {
 			return fmt.Errorf("httpapi: token %d (%s): the secret must not be empty nor hold white space", i+1, name)
 		}
-		if t.Role.rank() == 0 {
+		if !t.Role.Includes(RoleViewer) {
 			return fmt.Errorf("httpapi: token %d (%s): unknown role %q: want viewer, operator or admin", i+1, name, t.Role)
 		}
 		sum := sha256.Sum256([]byte(t.Secret))
@@ -157,95 +130,4 @@ func (s *TokenSet) Authenticate(token string) (Identity, bool) {
 	return found, ok == 1
 }
 
-var _ Authorizer = (*TokenSet)(nil)
-
-// NeedRole is the role a request needs, given its method and the path
-// pattern of its endpoint ("/jobs/{id}/pause"): viewer for reads and the
-// preview, operator for run-now, pause and resume, admin for every other
-// write (create, patch, delete).
-func NeedRole(method, pattern string) Role {
-	switch {
-	case method == http.MethodGet || method == http.MethodHead:
-		return RoleViewer
-	case pattern == "/schedules/preview":
-		return RoleViewer
-	case pattern == "/jobs/{id}/run-now", pattern == "/jobs/{id}/pause", pattern == "/jobs/{id}/resume":
-		return RoleOperator
-	}
-	return RoleAdmin
-}
-
-// authOn reports whether requests need a token.
-func (s *Server) authOn() bool {
-	return s.cfg.Token != "" || s.cfg.Authorizer != nil
-}
-
-// AuthRequired reports whether the API asks for a bearer token (Config.Token
-// or Config.Authorizer is set); when it does not, every request is served
-// with every role.
-func (s *Server) AuthRequired() bool { return s.authOn() }
-
-// identify returns who sent req: the holder of Config.Token ("admin",
-// role admin) or of a token Config.Authorizer knows.
-func (s *Server) identify(req *http.Request) (Identity, bool) {
-	tok, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return Identity{}, false
-	}
-	return s.Identify(strings.TrimSpace(tok))
-}
-
-// Identify returns who holds token, as the API sees a request carrying
-// "Authorization: Bearer <token>": the holder of Config.Token (named
-// "admin", role admin) or of a token Config.Authorizer knows; false for
-// any other token (whether or not authentication is on).
-func (s *Server) Identify(tok string) (Identity, bool) {
-	if tok == "" {
-		return Identity{}, false
-	}
-	if s.cfg.Token != "" {
-		sum := sha256.Sum256([]byte(tok))
-		if subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1 {
-			return Identity{Name: "admin", Role: RoleAdmin}, true
-		}
-	}
-	if s.cfg.Authorizer != nil {
-		if id, ok := s.cfg.Authorizer.Authenticate(tok); ok && id.Role.rank() > 0 {
-			return id, true
-		}
-	}
-	return Identity{}, false
-}
-
-// forbiddenBody is the answer of a 403.
-type forbiddenBody struct {
-	Error string `json:"error"`
-	Role  Role   `json:"role"` // the role the request needs
-}
-
-// checkAccess answers 401 or 403 and returns false when req may not reach
-// route rt; it returns the caller's identity otherwise (the zero Identity
-// when authentication is off).
-func (s *Server) checkAccess(w http.ResponseWriter, req *http.Request, rt route) (Identity, bool) {
-	if rt.open || !s.authOn() {
-		return Identity{}, true
-	}
-	id, ok := s.identify(req)
-	if !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="ksana"`)
-		writeError(w, &RequestError{Status: http.StatusUnauthorized, Msg: "missing or wrong bearer token (Authorization: Bearer <token>)"})
-		return id, false
-	}
-	if !allowed(rt.allow, req.Method) {
-		return id, true // the 405 follows
-	}
-	need := NeedRole(req.Method, rt.path)
-	if id.Role.rank() < need.rank() {
-		writeJSON(w, http.StatusForbidden, forbiddenBody{
-			Error: fmt.Sprintf("%s %s needs the %s role; this token has %s", req.Method, rt.path, need, id.Role),
-			Role:  need,
-		})
-		return id, false
-	}
-	return id, true
-}
+var _ Authenticator = (*TokenSet)(nil)

@@ -15,9 +15,11 @@ import (
 // Serve the API to tokens of several roles, replace them while serving,
 // and keep the audit log of writes in a sink.
 func ExampleTokenSet() {
+	// The runner audits every change, whoever makes it; a sink sees each
+	// record.
 	runner, err := cron.New(nil, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result {
 		return cron.Result{Status: cron.StatusSuccess, Attempts: 1}
-	}), cron.Config{})
+	}), cron.Config{AuditSink: auditPrinter{}})
 	if err != nil {
 		panic(err)
 	}
@@ -27,15 +29,14 @@ func ExampleTokenSet() {
 	defer func() { stop(); <-done }()
 
 	tokens, err := httpapi.NewTokenSet([]httpapi.Token{
-		{Secret: "view-me", Role: httpapi.RoleViewer, Name: "grafana"},
-		{Secret: "ops-me", Role: httpapi.RoleOperator, Name: "oncall"},
-		{Secret: "root-me", Role: httpapi.RoleAdmin, Name: "deploy"},
+		{Secret: "view-me-0123456789", Role: httpapi.RoleViewer, Name: "grafana"},
+		{Secret: "ops-me-0123456789", Role: httpapi.RoleOperator, Name: "oncall"},
+		{Secret: "root-me-0123456789", Role: httpapi.RoleAdmin, Name: "deploy"},
 	})
 	if err != nil {
 		panic(err)
 	}
-	sink := auditPrinter{}
-	api, err := httpapi.New(runner, httpapi.Config{Authorizer: tokens, AuditSink: sink})
+	api, err := httpapi.New(runner, httpapi.Config{Authenticator: tokens})
 	if err != nil {
 		panic(err)
 	}
@@ -45,6 +46,7 @@ func ExampleTokenSet() {
 	call := func(token, method, path, body string) {
 		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			panic(err)
@@ -57,28 +59,28 @@ func ExampleTokenSet() {
 		}
 		fmt.Printf("%s %s: %d\n", method, path, resp.StatusCode)
 	}
-	call("root-me", "POST", "/jobs", `{"id":"ping","http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"every","every":"5m"}}`)
-	call("view-me", "POST", "/jobs/ping/pause", "")
-	call("ops-me", "POST", "/jobs/ping/pause", "")
-	call("ops-me", "DELETE", "/jobs/ping", "")
+	call("root-me-0123456789", "POST", "/jobs", `{"id":"ping","http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"every","every":"5m"}}`)
+	call("view-me-0123456789", "POST", "/jobs/ping/pause", "")
+	call("ops-me-0123456789", "POST", "/jobs/ping/pause", "")
+	call("ops-me-0123456789", "DELETE", "/jobs/ping", "")
 	// A reload: the operator's token is gone.
-	if err := tokens.Store([]httpapi.Token{{Secret: "root-me", Role: httpapi.RoleAdmin, Name: "deploy"}}); err != nil {
+	if err := tokens.Store([]httpapi.Token{{Secret: "root-me-0123456789", Role: httpapi.RoleAdmin, Name: "deploy"}}); err != nil {
 		panic(err)
 	}
-	call("ops-me", "GET", "/jobs", "")
+	call("ops-me-0123456789", "GET", "/jobs", "")
 	// Output:
-	// audit 1: deploy (admin) POST /jobs job=ping
+	// audit 1: deploy (admin) create job=ping
 	// POST /jobs: 201
-	// POST /jobs/ping/pause: 403 {"error":"POST /jobs/{id}/pause needs the operator role; this token has viewer","role":"operator"}
-	// audit 2: oncall (operator) POST /jobs/ping/pause job=ping
+	// POST /jobs/ping/pause: 403 {"error":"pause needs the operator role; this token has viewer","role":"operator"}
+	// audit 2: oncall (operator) pause job=ping
 	// POST /jobs/ping/pause: 200
-	// DELETE /jobs/ping: 403 {"error":"DELETE /jobs/{id} needs the admin role; this token has operator","role":"admin"}
+	// DELETE /jobs/ping: 403 {"error":"delete needs the admin role; this token has operator","role":"admin"}
 	// GET /jobs: 401 {"error":"missing or wrong bearer token (Authorization: Bearer <token>)"}
 }
 
-// auditPrinter is an [httpapi.AuditSink] that prints each entry.
+// auditPrinter is a [cron.AuditSink] that prints each record.
 type auditPrinter struct{}
 
-func (auditPrinter) Audit(_ context.Context, e httpapi.AuditEntry) {
-	fmt.Printf("audit %d: %s (%s) %s %s job=%s\n", e.ID, e.Who, e.Role, e.Method, e.Path, e.JobID)
+func (auditPrinter) Audit(_ context.Context, e cron.AuditEntry) {
+	fmt.Printf("audit %d: %s (%s) %s job=%s\n", e.ID, e.Who, e.Role, e.Action, e.JobID)
 }

@@ -133,13 +133,6 @@ func (s *Server) resumeAll(w http.ResponseWriter, req *http.Request, _ string) {
 	writeJSON(w, http.StatusOK, p)
 }
 
-// pauseJSON is the service pause in force as the API shows it (GET
-// /health, the audit of POST /pause and /resume).
-func (s *Server) pauseJSON() json.RawMessage {
-	b, _ := s.r.Paused().MarshalJSON()
-	return b
-}
-
 // addPause adds the service pause in force to the answer of GET /health:
 // "paused": true and its fields while the service is paused, nothing
 // otherwise.
@@ -156,10 +149,4 @@ func (s *Server) addPause(body map[string]any) {
 		body["pause_reason"] = p.Reason
 	}
 	body["paused_at"] = p.Since.UTC().Format(time.RFC3339Nano)
-}
-
-// isServicePause reports whether the ServeMux pattern of a request is
-// POST /pause or POST /resume.
-func isServicePause(pattern string) bool {
-	return pattern == "POST /pause" || pattern == "POST /resume"
 }

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -81,6 +80,7 @@ type answer struct {
 func post(t *testing.T, srv *httptest.Server, path, body string, header map[string]string) answer {
 	t.Helper()
 	req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
@@ -223,6 +223,7 @@ func TestAlertField(t *testing.T) {
 		}
 	}
 	req, _ := http.NewRequest("PATCH", srv.URL+"/jobs/al", strings.NewReader(`{"alert": null}`))
+	req.Header.Set("Content-Type", "application/json")
 	res, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -232,88 +233,5 @@ func TestAlertField(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 200 || j.Alert != nil {
 		t.Errorf("PATCH alert null: %d, alert %+v; want 200 and none", res.StatusCode, j.Alert)
-	}
-}
-
-// TestRunNowIdempotencyStore: with Config.Idempotency, the keys are
-// reserved in that store: a 202 records its run there, a request that
-// queued nothing (404) gives its key up; a repeat of a request still
-// being answered (a reservation without a run, as another instance
-// leaves it) waits for its run and answers it, or answers 409 once it
-// has waited its bound; a reservation left without a run for
-// idempotencyAbandon is taken over.
-func TestRunNowIdempotencyStore(t *testing.T) {
-	g := &gate{release: make(chan struct{})}
-	close(g.release)
-	store := cron.NewMemStore()
-	r, err := cron.New(store, g, cron.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	api, err := New(r, Config{Idempotency: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	if _, err := r.Add(ctx, cron.Job{ID: "h", HTTP: cron.HTTPConfig{URL: "http://cb.test/x"}, Schedule: cron.Every(time.Hour)}); err != nil {
-		t.Fatal(err)
-	}
-	const body = `{"force": true}`
-	sum := sha256.Sum256([]byte(body))
-	reserve := func(key string, at time.Time) (cron.IdempotencyEntry, bool) {
-		t.Helper()
-		e, first, err := store.ReserveIdempotencyKey(ctx, "h", key, cron.IdempotencyEntry{Sum: sum, At: at})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e, first
-	}
-	key := func(k string) map[string]string { return map[string]string{"Idempotency-Key": k} }
-
-	a := post(t, srv, "/jobs/h/run-now", body, key("k1"))
-	if a.status != 202 {
-		t.Fatalf("run-now: %d %v", a.status, a.body)
-	}
-	if e, first := reserve("k1", time.Now()); first || e.RunID != a.body["run_id"] {
-		t.Errorf("the store after a run-now: first %v, run %q; want the key held with run %s", first, e.RunID, a.body["run_id"])
-	}
-	if a := post(t, srv, "/jobs/nope/run-now", body, key("k1")); a.status != 404 {
-		t.Errorf("run-now of an unknown job: %d %v, want 404", a.status, a.body)
-	}
-	if _, first, _ := store.ReserveIdempotencyKey(ctx, "nope", "k1", cron.IdempotencyEntry{Sum: sum, At: time.Now()}); !first {
-		t.Errorf("the key of a run-now that answered 404 is still held")
-	}
-
-	// Reserved elsewhere, answered while this request waits.
-	e, _ := reserve("k2", time.Now())
-	answered := make(chan answer, 1)
-	go func() { answered <- post(t, srv, "/jobs/h/run-now", body, key("k2")) }()
-	if err := store.CompleteIdempotencyKey(ctx, "h", "k2", e.At, "run-elsewhere"); err != nil {
-		t.Fatal(err)
-	}
-	if a := <-answered; a.status != 202 || a.body["run_id"] != "run-elsewhere" || a.header.Get("Idempotent-Replayed") != "true" {
-		t.Errorf("repeat of a request answered elsewhere: %d %v replayed %q, want 202 run-elsewhere, replayed", a.status, a.body, a.header.Get("Idempotent-Replayed"))
-	}
-
-	// Reserved elsewhere and never answered: 409 after the wait.
-	api.idemWait = 200 * time.Millisecond
-	reserve("k3", time.Now())
-	if a := post(t, srv, "/jobs/h/run-now", body, key("k3")); a.status != 409 || a.body["field"] != "Idempotency-Key" || a.body["code"] != "" {
-		t.Errorf("repeat of a request never answered: %d %v, want 409 on Idempotency-Key", a.status, a.body)
-	}
-
-	// Reserved long ago and never answered: taken over.
-	reserve("k4", time.Now().Add(-idempotencyAbandon-time.Second))
-	a = post(t, srv, "/jobs/h/run-now", body, key("k4"))
-	if a.status != 202 || a.body["run_id"] == "" || a.header.Get("Idempotent-Replayed") != "" {
-		t.Errorf("a key reserved long ago without a run: %d %v replayed %q, want 202 and a run of its own", a.status, a.body, a.header.Get("Idempotent-Replayed"))
-	}
-	if e, _ := reserve("k4", time.Now()); e.RunID != a.body["run_id"] {
-		t.Errorf("the key taken over has run %q, want %s", e.RunID, a.body["run_id"])
 	}
 }

@@ -94,5 +94,5 @@ func (s *Server) history(w http.ResponseWriter, req *http.Request, _ string) {
 	if !next.IsZero() {
 		setNext(w, q, next.String())
 	}
-	writeJSON(w, http.StatusOK, runs)
+	writeJSON(w, http.StatusOK, shownRuns(req, runs))
 }

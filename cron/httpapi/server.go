@@ -45,35 +45,21 @@ type Config struct {
 	// request without it gets 401. Default "": no authentication
 	// (KSANA_API_TOKEN in cmd/ksana).
 	Token string
-	// Authorizer, when set, tells who holds the other tokens and their
+	// Authenticator, when set, tells who holds the other tokens and their
 	// [Role]: viewer (reads), operator (also run-now, pause, resume) or
 	// admin (everything). A token it does not know (and that is not
-	// Token) gets 401; one whose role is too small for the request, 403
-	// with the role needed. Use a [TokenSet] for a list of tokens.
-	// Default nil: Token alone (KSANA_API_TOKENS_FILE in cmd/ksana).
-	Authorizer Authorizer
-	// AuditSize is how many entries of the audit log of writes are kept
-	// in memory, served by GET /audit. Default [DefaultAuditSize]; a
-	// negative value keeps none (AuditSink still gets them; with neither,
-	// writes are not audited and cost no extra read of the job).
-	AuditSize int
-	// AuditSink, when set, receives every audit entry as it is made.
-	// Default nil.
-	AuditSink AuditSink
-	// AuditLog, when set, keeps the audit log in place of the AuditSize
-	// entries in memory: GET /audit reads it, and every write appends to
-	// it (a store's durable log, such as the one of store/jsonstore or
-	// store/sqlstore, which every process sharing the database reads). An
-	// entry it fails to store is logged. Default nil.
-	AuditLog cron.AuditLog
-	// Idempotency, when set, keeps the Idempotency-Key reservations of
-	// run-now (see the package documentation, "Run now") in place of the
-	// memory of this Server: a store's, such as the one of store/sqlstore,
-	// which every process sharing the database reserves in, so that a
-	// repeat that reaches another process answers as the first did. An
-	// error of it answers 503. Default nil: up to [MaxIdempotencyKeys]
-	// in memory, lost with the process and unknown to other processes.
-	Idempotency cron.IdempotencyStore
+	// Token) gets 401; a change the runner's [cron.Authorizer] refuses to
+	// the token's identity, 403 with the role needed. Use a [TokenSet]
+	// for a list of tokens. Default nil: Token alone
+	// (KSANA_API_TOKENS_FILE in cmd/ksana).
+	Authenticator Authenticator
+	// AllowedHosts, when set and no token is required, lists the Host
+	// headers the API answers ("localhost:7100", or "localhost" for any
+	// port); a request to another gets 421. It keeps a page of another
+	// site that a browser resolves to this address (DNS rebinding) from
+	// reading or writing. Default nil: any Host. cmd/ksana sets it to
+	// the loopback names when it listens on loopback without a token.
+	AllowedHosts []string
 	// CallbackAllow, when not empty, lists the host patterns a job's
 	// http.url may point to: "api.example.com" (that host), "*.internal"
 	// (any host under internal), "*" (any). Matching ignores case and the
@@ -119,12 +105,8 @@ type Server struct {
 	tokenSum [32]byte
 	allow    []string
 	mux      *http.ServeMux
-	auditLog *auditLog
-
-	idem        cron.IdempotencyStore
-	now         func() time.Time
-	idemWait    time.Duration // idempotencyWait; tests shorten it
-	idemAbandon time.Duration // idempotencyAbandon
+	guard    *Guard
+	xorigin  *http.CrossOriginProtection
 }
 
 // New returns the API of r. It checks cfg and names a bad field.
@@ -146,18 +128,11 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 	} else if cfg.DefaultMaxRetries < 0 {
 		cfg.DefaultMaxRetries = 0
 	}
-	if cfg.AuditSize == 0 {
-		cfg.AuditSize = DefaultAuditSize
-	}
-	s := &Server{r: r, cfg: cfg, log: cfg.Logger, idem: cfg.Idempotency, now: time.Now,
-		idemWait: idempotencyWait, idemAbandon: idempotencyAbandon}
-	if s.idem == nil {
-		s.idem = &cron.IdempotencyMemory{Max: MaxIdempotencyKeys}
-	}
+	s := &Server{r: r, cfg: cfg, log: cfg.Logger, xorigin: http.NewCrossOriginProtection()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.auditLog = newAuditLog(cfg, s.log)
+	s.guard = newGuard(s.log)
 	if cfg.Token != "" {
 		s.tokenSum = sha256.Sum256([]byte(cfg.Token))
 	}
@@ -248,23 +223,33 @@ func (s *Server) endpoint(rt route, h handler) http.Handler {
 		if sw, ok := w.(*statusWriter); ok {
 			sw.route = rt.path
 		}
+		if !s.checkHost(w, req) {
+			return
+		}
 		who, ok := s.checkAccess(w, req, rt)
 		if !ok {
 			return
-		}
-		if s.authOn() && !who.Role.Includes(RoleAdmin) {
-			req = req.WithContext(context.WithValue(req.Context(), redactKey{}, true))
 		}
 		if h == nil || !allowed(rt.allow, req.Method) {
 			w.Header().Set("Allow", rt.allow)
 			writeError(w, &RequestError{Status: http.StatusMethodNotAllowed, Msg: fmt.Sprintf("method %s not allowed on %s; allowed: %s", req.Method, rt.path, rt.allow)})
 			return
 		}
-		if req.Method == http.MethodGet || req.Method == http.MethodHead || rt.path == "/schedules/preview" || !s.auditLog.on() {
-			h(w, req, req.PathValue("id"))
+		if !s.checkDriveBy(w, req) {
 			return
 		}
-		s.audited(w, req, req.PathValue("id"), who, h)
+		// The runner authorizes and audits every change for this actor;
+		// asking first refuses a request before its body is read.
+		ctx := cron.WithActor(req.Context(), who)
+		req = req.WithContext(ctx)
+		id := req.PathValue("id")
+		if act := actionOf(req.Method, rt.path); act != "" {
+			if err := s.r.Authorize(ctx, act, id); err != nil {
+				s.fail(w, err, id)
+				return
+			}
+		}
+		h(w, req, id)
 	})
 }
 
@@ -358,18 +343,20 @@ func (s *Server) get(w http.ResponseWriter, req *http.Request, id string) {
 	writeJSON(w, http.StatusOK, shown(req, j))
 }
 
-// redactKey marks the context of a request whose token is below the
-// admin role: the jobs it reads have their secrets hidden.
-type redactKey struct{}
+// roleOf is the role of the caller of req.
+func roleOf(req *http.Request) Role { return cron.ActorFrom(req.Context()).Role }
 
-// shown returns j as req may read it: with its secrets hidden
-// ([cron.Job.Redacted]) for a token below the admin role, which cannot
-// change them either.
-func shown(req *http.Request, j cron.Job) cron.Job {
-	if req.Context().Value(redactKey{}) != nil {
-		return j.Redacted()
+// shown returns j as req may read it, by the secrets rule of
+// [cron.Job.RedactedFor] for the caller's role.
+func shown(req *http.Request, j cron.Job) cron.Job { return j.RedactedFor(roleOf(req)) }
+
+// shownRuns returns runs as req may read them ([cron.Run.RedactedFor]).
+func shownRuns(req *http.Request, runs []cron.Run) []cron.Run {
+	role := roleOf(req)
+	for i := range runs {
+		runs[i] = runs[i].RedactedFor(role)
 	}
-	return j
+	return runs
 }
 
 func (s *Server) remove(w http.ResponseWriter, req *http.Request, id string) {
@@ -407,7 +394,7 @@ func (s *Server) runs(w http.ResponseWriter, req *http.Request, id string) {
 		s.fail(w, err, id)
 		return
 	}
-	writeJSON(w, http.StatusOK, q.filter(runs))
+	writeJSON(w, http.StatusOK, shownRuns(req, q.filter(runs)))
 }
 
 func allowed(list, method string) bool {
@@ -515,56 +502,75 @@ func (s *Server) checkAlert(j *cron.Job) *RequestError {
 }
 
 func (s *Server) create(w http.ResponseWriter, req *http.Request, _ string) {
-	ctx := req.Context()
 	body, rerr := s.readBody(w, req)
 	if rerr != nil {
 		writeError(w, rerr)
 		return
 	}
-	p, rerr := decodeJobBody(body)
-	if rerr != nil {
-		writeError(w, rerr)
-		return
-	}
-	// Only the JSON shape can tell a field left out from a 0, so the
-	// default of max_retries is given here (a job left without enabled
-	// runs: Paused's zero value); every
-	// other default and every rule are cron.Prepare's, which the runner
-	// applies.
-	j := cron.Job{ID: p.id, MaxRetries: s.cfg.DefaultMaxRetries}
-	p.apply(&j)
-	if rerr := s.checkCallback(&j); rerr != nil {
-		writeError(w, rerr)
-		return
-	}
-	if rerr := checkRunAt(&j, time.Now()); rerr != nil {
-		writeError(w, rerr)
-		return
-	}
-	created, err := s.r.Add(ctx, j)
+	created, err := s.CreateJob(req.Context(), body)
 	if err != nil {
-		s.fail(w, err, j.ID)
+		var named struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(body, &named) // only to name the job in the error
+		s.fail(w, err, named.ID)
 		return
 	}
 	w.Header().Set("Location", "/jobs/"+url.PathEscape(created.ID))
-	writeJSON(w, http.StatusCreated, created)
+	writeJSON(w, http.StatusCreated, shown(req, created))
+}
+
+// CreateJob creates the job that body (the JSON of POST /jobs) describes,
+// for the actor of ctx ([cron.WithActor]), as POST /jobs does: the same
+// decoding, defaults, allow-list and checks, then [cron.Runner.Add],
+// which authorizes and audits it. The console creates its jobs through
+// it. An error is a *[RequestError] or the runner's; [Problem] turns
+// either into the API's answer.
+func (s *Server) CreateJob(ctx context.Context, body []byte) (cron.Job, error) {
+	p, rerr := decodeJobBody(body)
+	if rerr != nil {
+		return cron.Job{}, rerr
+	}
+	// Only the JSON shape can tell a field left out from a 0, so the
+	// default of max_retries is given here (a job left without enabled
+	// runs: Paused's zero value); every other default and every rule are
+	// cron.Prepare's, which the runner applies.
+	j := cron.Job{ID: p.id, MaxRetries: s.cfg.DefaultMaxRetries}
+	p.apply(&j)
+	if rerr := s.checkCallback(&j); rerr != nil {
+		return cron.Job{}, rerr
+	}
+	if rerr := checkRunAt(&j, time.Now()); rerr != nil {
+		return cron.Job{}, rerr
+	}
+	return s.r.Add(ctx, j)
 }
 
 func (s *Server) patch(w http.ResponseWriter, req *http.Request, id string) {
-	ctx := req.Context()
 	body, rerr := s.readBody(w, req)
 	if rerr != nil {
 		writeError(w, rerr)
 		return
 	}
+	updated, err := s.PatchJob(req.Context(), id, body)
+	if err != nil {
+		s.fail(w, err, id)
+		return
+	}
+	writeJSON(w, http.StatusOK, shown(req, updated))
+}
+
+// PatchJob applies body (a JSON merge patch, as PATCH /jobs/{id} takes)
+// to job id for the actor of ctx, as PATCH /jobs/{id} does, through
+// [cron.Runner.Update]. Errors as [Server.CreateJob]'s.
+func (s *Server) PatchJob(ctx context.Context, id string, body []byte) (cron.Job, error) {
 	patch, rerr := decodeMergePatch(body, id)
 	if rerr != nil {
-		writeError(w, rerr)
-		return
+		return cron.Job{}, rerr
 	}
 	// The runner applies the change under the job's lock: concurrent
 	// PATCHes of one job each see the other's result.
-	updated, err := s.r.Update(ctx, id, func(j *cron.Job) error {
+	return s.r.Update(ctx, id, func(j *cron.Job) error {
 		merged, rerr := mergeJob(j, patch)
 		if rerr != nil {
 			return rerr
@@ -591,11 +597,41 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, id string) {
 		*j = nj
 		return nil
 	})
-	if err != nil {
-		s.fail(w, err, id)
-		return
+}
+
+// RunNow queues a run of job id for the actor of ctx with the options
+// body (the JSON of POST /jobs/{id}/run-now: body, headers, args, force;
+// empty for none) and an idempotency key ("" for none), as that endpoint
+// does. Errors as [Server.CreateJob]'s.
+func (s *Server) RunNow(ctx context.Context, id string, body []byte, key string) (cron.RunTicket, error) {
+	opts, rerr := decodeRunNow(body)
+	if rerr != nil {
+		return cron.RunTicket{}, rerr
 	}
-	writeJSON(w, http.StatusOK, updated)
+	opts.IdempotencyKey = key
+	if len(s.allow) > 0 {
+		// A job stored before the allow-list was set may point
+		// elsewhere: its run would only fail.
+		j, err := s.r.Get(id)
+		if err != nil {
+			return cron.RunTicket{}, err
+		}
+		if rerr := s.checkCallback(&j); rerr != nil {
+			return cron.RunTicket{}, rerr
+		}
+	}
+	return s.r.RunNowWith(ctx, id, opts)
+}
+
+// ParseRunQuery reads the query of GET /runs (job, status, since, until,
+// instance, limit, after) into a [cron.RunQuery]; a bad parameter is a
+// *[RequestError] naming it.
+func ParseRunQuery(q url.Values) (cron.RunQuery, error) {
+	rq, rerr := parseHistoryQuery(q)
+	if rerr != nil {
+		return rq, rerr
+	}
+	return rq, nil
 }
 
 // openAPI is the OpenAPI 3 document of the API, served at /openapi.json.
@@ -783,36 +819,66 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, _ string) {
 
 // fail answers with the error of a runner call.
 func (s *Server) fail(w http.ResponseWriter, err error, id string) {
-	var ve *cron.ValidationError
-	var re *RequestError
 	switch {
-	case errors.As(err, &re):
-		writeError(w, re)
-	case errors.As(err, &ve):
-		writeError(w, badField(ve.Field, "%s", ve.Reason))
-	case errors.Is(err, cron.ErrNotFound):
-		writeError(w, &RequestError{Status: http.StatusNotFound, Msg: fmt.Sprintf("job %q not found", id)})
-	case errors.Is(err, cron.ErrExists):
-		writeError(w, &RequestError{Status: http.StatusConflict, Field: "id", Msg: fmt.Sprintf("a job with id %q already exists", id)})
-	case errors.Is(err, cron.ErrInFlight):
-		writeError(w, &RequestError{Status: http.StatusConflict, Code: CodeRunInFlight,
-			Msg: fmt.Sprintf("job %q has a run in flight; send \"force\": true to run it again all the same", id)})
-	case errors.Is(err, cron.ErrServicePaused):
-		writeError(w, &RequestError{Status: http.StatusConflict, Code: CodeServicePaused, Msg: "the service is paused (POST /resume ends the pause)"})
-	case errors.Is(err, cron.ErrClosed):
-		writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: "the service is shutting down"})
-	case errors.Is(err, cron.ErrUnsupported):
-		writeError(w, &RequestError{Status: http.StatusNotImplemented, Msg: "the store keeps no run history"})
+	case errors.Is(err, cron.ErrForbidden):
+		forbidden(w, err)
+		return
 	case errors.Is(err, cron.ErrUnavailable):
 		// A shared store's database is down: the caller may try again.
 		w.Header().Set("Retry-After", "2")
-		writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: err.Error()})
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		writeError(w, &RequestError{Status: http.StatusServiceUnavailable, Msg: "request cancelled before the change was confirmed on disk"})
-	default:
-		s.log.Error("httpapi: request failed", "job_id", id, "error", err)
-		writeError(w, &RequestError{Status: http.StatusInternalServerError, Msg: err.Error()})
 	}
+	re := Problem(err, id)
+	if re.Status == http.StatusInternalServerError {
+		s.log.Error("httpapi: request failed", "job_id", id, "error", err)
+	}
+	writeError(w, re)
+}
+
+// Problem is the answer of the API to err, the error of a runner call on
+// job id ("" for none): its status, message, field and code. The console
+// shows its errors through it, so that both say the same.
+func Problem(err error, id string) *RequestError {
+	var ve *cron.ValidationError
+	var re *RequestError
+	var fe *cron.ForbiddenError
+	switch {
+	case errors.As(err, &re):
+		return re
+	case errors.As(err, &fe):
+		if fe.Need == "" {
+			return &RequestError{Status: http.StatusForbidden, Msg: fmt.Sprintf("%s is not allowed for you", fe.Action)}
+		}
+		return &RequestError{Status: http.StatusForbidden, Msg: fmt.Sprintf("%s needs the %s role; you have %s", fe.Action, fe.Need, fe.Actor.Role)}
+	case errors.Is(err, cron.ErrForbidden):
+		return &RequestError{Status: http.StatusForbidden, Msg: err.Error()}
+	case errors.Is(err, cron.ErrIdempotencyKeyReused):
+		return &RequestError{Status: http.StatusUnprocessableEntity, Code: CodeIdempotencyKeyReused, Field: "Idempotency-Key",
+			Msg: "this key was used for another run-now of this job with another body; use a new key"}
+	case errors.Is(err, cron.ErrIdempotencyPending):
+		return &RequestError{Status: http.StatusConflict, Field: "Idempotency-Key", Msg: strings.TrimPrefix(err.Error(), "cron: ")}
+	case errors.As(err, &ve) && ve.Field == "idempotency_key":
+		return badField("Idempotency-Key", "%s", ve.Reason)
+	case errors.As(err, &ve):
+		return badField(ve.Field, "%s", ve.Reason)
+	case errors.Is(err, cron.ErrNotFound):
+		return &RequestError{Status: http.StatusNotFound, Msg: fmt.Sprintf("job %q not found", id)}
+	case errors.Is(err, cron.ErrExists):
+		return &RequestError{Status: http.StatusConflict, Field: "id", Msg: fmt.Sprintf("a job with id %q already exists", id)}
+	case errors.Is(err, cron.ErrInFlight):
+		return &RequestError{Status: http.StatusConflict, Code: CodeRunInFlight,
+			Msg: fmt.Sprintf("job %q has a run in flight; send \"force\": true to run it again all the same", id)}
+	case errors.Is(err, cron.ErrServicePaused):
+		return &RequestError{Status: http.StatusConflict, Code: CodeServicePaused, Msg: "the service is paused (POST /resume ends the pause)"}
+	case errors.Is(err, cron.ErrClosed):
+		return &RequestError{Status: http.StatusServiceUnavailable, Msg: "the service is shutting down"}
+	case errors.Is(err, cron.ErrUnsupported):
+		return &RequestError{Status: http.StatusNotImplemented, Msg: "the store keeps no run history"}
+	case errors.Is(err, cron.ErrUnavailable):
+		return &RequestError{Status: http.StatusServiceUnavailable, Msg: err.Error()}
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return &RequestError{Status: http.StatusServiceUnavailable, Msg: "request cancelled before the change was confirmed on disk"}
+	}
+	return &RequestError{Status: http.StatusInternalServerError, Msg: err.Error()}
 }
 
 type errorBody struct {

@@ -30,12 +30,18 @@ type fixture struct {
 // executor answers success at once.
 func newFixture(t testing.TB, cfg Config) *fixture {
 	t.Helper()
+	return newFixtureWith(t, cfg, cron.Config{})
+}
+
+// newFixtureWith is newFixture with the runner's configuration ccfg.
+func newFixtureWith(t testing.TB, cfg Config, ccfg cron.Config) *fixture {
+	t.Helper()
 	f := &fixture{}
 	exec := cron.ExecutorFunc(func(ctx context.Context, j *cron.Job, info cron.RunInfo) cron.Result {
 		f.calls.Add(1)
 		return cron.Result{Status: cron.StatusSuccess, Attempts: 1, HTTPStatus: 200}
 	})
-	r, err := cron.New(cron.NewMemStore(), exec, cron.Config{})
+	r, err := cron.New(cron.NewMemStore(), exec, ccfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +80,7 @@ func (f *fixture) do(t *testing.T, method, path, body string, header map[string]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != "" {
+	if method != "GET" && method != "HEAD" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range header {

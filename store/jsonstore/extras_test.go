@@ -31,7 +31,7 @@ func TestExtrasSurviveReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 10 {
-		if _, err := s.AppendAudit(ctx, cron.AuditEntry{Time: time.Unix(int64(i), 0), Who: "ann", Method: "POST", Path: "/pause", Status: 200}); err != nil {
+		if _, err := s.AppendAudit(ctx, cron.AuditEntry{Time: time.Unix(int64(i), 0), Who: "ann", Action: cron.ActionPauseAll}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -55,20 +55,31 @@ func (s *Jobs) SavePause(ctx context.Context, p cron.PauseState) error {
 }
 
 type auditRow struct {
-	ID     int64  `db:"id"`
-	At     int64  `db:"at"`
-	Who    string `db:"who"`
-	Role   string `db:"role"`
-	Method string `db:"method"`
-	Path   string `db:"path"`
-	JobID  string `db:"job_id"`
-	Status int    `db:"status"`
-	Before string `db:"before_json"`
-	After  string `db:"after_json"`
+	ID        int64  `db:"id"`
+	At        int64  `db:"at"`
+	Who       string `db:"who"`
+	Role      string `db:"role"`
+	Action    string `db:"action"`
+	Method    string `db:"method"`
+	Path      string `db:"path"`
+	JobID     string `db:"job_id"`
+	RunID     string `db:"run_id"`
+	Replay    int    `db:"replay"`
+	Overrides string `db:"overrides_json"`
+	Before    string `db:"before_json"`
+	After     string `db:"after_json"`
 }
 
 func (r *auditRow) entry() cron.AuditEntry {
-	e := cron.AuditEntry{ID: r.ID, Time: fromNanos(r.At), Who: r.Who, Role: r.Role, Method: r.Method, Path: r.Path, JobID: r.JobID, Status: r.Status}
+	e := cron.AuditEntry{ID: r.ID, Time: fromNanos(r.At), Who: r.Who, Role: r.Role, Action: cron.Action(r.Action),
+		JobID: r.JobID, RunID: r.RunID, Replay: r.Replay != 0}
+	if e.Action == "" && r.Method != "" {
+		// A row written before actions were recorded: its request.
+		e.Action = cron.Action(r.Method + " " + r.Path)
+	}
+	if r.Overrides != "" {
+		e.Overrides = json.RawMessage(r.Overrides)
+	}
 	if r.Before != "" {
 		e.Before = json.RawMessage(r.Before)
 	}
@@ -86,9 +97,13 @@ func (r *auditRow) entry() cron.AuditEntry {
 func (s *Jobs) AppendAudit(ctx context.Context, e cron.AuditEntry) (cron.AuditEntry, error) {
 	e.Time = e.Time.UTC()
 	var id int64
-	if err := s.db.x.GetContext(ctx, &id, s.db.d.sql(`INSERT INTO ksana_audit (at, who, role, method, path, job_id, status, before_json, after_json)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`), nanos(e.Time), e.Who, e.Role, e.Method, e.Path, e.JobID, e.Status,
-		string(e.Before), string(e.After)); err != nil {
+	replay := 0
+	if e.Replay {
+		replay = 1
+	}
+	if err := s.db.x.GetContext(ctx, &id, s.db.d.sql(`INSERT INTO ksana_audit (at, who, role, action, job_id, run_id, replay, overrides_json, before_json, after_json)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`), nanos(e.Time), e.Who, e.Role, string(e.Action), e.JobID, e.RunID, replay,
+		string(e.Overrides), string(e.Before), string(e.After)); err != nil {
 		return cron.AuditEntry{}, fmt.Errorf("sqlstore: append to the audit log: %w", err)
 	}
 	e.ID = id
@@ -128,7 +143,7 @@ func (s *Jobs) Audit(ctx context.Context, q cron.AuditQuery) ([]cron.AuditEntry,
 	}
 	args = append(args, limit+1)
 	var rows []auditRow
-	if err := s.db.x.SelectContext(ctx, &rows, s.db.d.sql(`SELECT id, at, who, role, method, path, job_id, status, before_json, after_json
+	if err := s.db.x.SelectContext(ctx, &rows, s.db.d.sql(`SELECT id, at, who, role, action, method, path, job_id, run_id, replay, overrides_json, before_json, after_json
 		FROM ksana_audit WHERE `+strings.Join(where, " AND ")+" ORDER BY id LIMIT ?"), args...); err != nil {
 		return nil, false, fmt.Errorf("sqlstore: read the audit log: %w", err)
 	}

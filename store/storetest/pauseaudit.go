@@ -52,11 +52,15 @@ func cronCaseAudit(t *testing.T, s cron.Store) {
 	for i := range 6 {
 		e := cron.AuditEntry{
 			Time: cronTime.Add(time.Duration(i) * time.Minute), Who: []string{"ann", "bob"}[i%2], Role: "admin",
-			Method: "PATCH", Path: fmt.Sprintf("/jobs/j%d", i%3), JobID: fmt.Sprintf("j%d", i%3), Status: 200,
+			Action: cron.ActionUpdate, JobID: fmt.Sprintf("j%d", i%3),
 			Before: []byte(`{"name":"a"}`), After: []byte(`{"name":"b"}`),
 		}
-		if i == 5 {
-			e.Before, e.After, e.JobID, e.Method, e.Path = nil, nil, "", "POST", "/pause"
+		switch i {
+		case 4:
+			e.Action, e.Before, e.After, e.RunID, e.Replay = cron.ActionRunNow, nil, nil, "r1", true
+			e.Overrides = []byte(`{"headers":{"X-A":"(hidden)"},"force":true}`)
+		case 5:
+			e.Before, e.After, e.JobID, e.Action = nil, []byte(`{"paused":true}`), "", cron.ActionPauseAll
 		}
 		got, err := al.AppendAudit(ctx, e)
 		if err != nil {
@@ -127,7 +131,7 @@ func cronCaseAudit(t *testing.T, s cron.Store) {
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			if _, err := al.AppendAudit(ctx, cron.AuditEntry{Time: cronTime, Who: fmt.Sprint("w", i), Method: "POST", Path: "/jobs", Status: 201}); err != nil {
+			if _, err := al.AppendAudit(ctx, cron.AuditEntry{Time: cronTime, Who: fmt.Sprint("w", i), Action: cron.ActionCreate, JobID: "c"}); err != nil {
 				t.Errorf("concurrent AppendAudit: %v", err)
 			}
 		})

@@ -2,6 +2,7 @@ package cron
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"net/url"
 	"strings"
 )
@@ -187,6 +188,7 @@ func (j *Job) ScrubText(s string) string {
 		}
 	}
 	add(j.HTTP.Body)
+	bodyValues(j.HTTP.Body, add)
 	if j.Alert != nil {
 		add(j.Alert.Secret)
 	}
@@ -194,6 +196,38 @@ func (j *Job) ScrubText(s string) string {
 		s = strings.ReplaceAll(s, v, Hidden)
 	}
 	return s
+}
+
+// bodyValues calls add with each string value of a JSON body, or each
+// value of a form-encoded one: a reply may echo one of them alone.
+func bodyValues(body string, add func(string)) {
+	var v any
+	if json.Unmarshal([]byte(body), &v) == nil {
+		var walk func(any)
+		walk = func(v any) {
+			switch x := v.(type) {
+			case string:
+				add(x)
+			case []any:
+				for _, e := range x {
+					walk(e)
+				}
+			case map[string]any:
+				for _, e := range x {
+					walk(e)
+				}
+			}
+		}
+		walk(v)
+		return
+	}
+	if q, err := url.ParseQuery(body); err == nil {
+		for _, vs := range q {
+			for _, s := range vs {
+				add(s)
+			}
+		}
+	}
 }
 
 func alertURL(j *Job) string {

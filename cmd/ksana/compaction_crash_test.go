@@ -80,6 +80,7 @@ func TestKillDuringCompaction(t *testing.T) {
 			name := fmt.Sprintf("r%d-%d", round, k)
 			req, _ := http.NewRequest("PATCH", c.url+"/jobs/"+id, strings.NewReader(fmt.Sprintf(`{"name":%q}`, name)))
 			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Content-Type", "application/json")
 			resp, err := client.Do(req)
 			if err != nil {
 				t.Fatal(err)

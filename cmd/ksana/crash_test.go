@@ -187,6 +187,7 @@ func TestCrashSafety(t *testing.T) {
 					mu.Unlock()
 					req, _ := http.NewRequest(method, c.url+path, strings.NewReader(body))
 					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Content-Type", "application/json")
 					resp, err := client.Do(req)
 					if err != nil {
 						return // killed: id stays uncertain

@@ -268,6 +268,9 @@ func callBody(t *testing.T, method, url string, out any) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if method != http.MethodGet && method != http.MethodHead {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)

@@ -233,7 +233,7 @@ func newRequest(method, url, body string) (*http.Request, error) {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, url, rd)
-	if err == nil && body != "" {
+	if err == nil && method != http.MethodGet && method != http.MethodHead {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	return req, err

@@ -233,6 +233,12 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
+	if !c.api.AllowsHost(req) {
+		// A page of another site that a browser resolved to this
+		// address (DNS rebinding).
+		c.fail(w, withMount(req, mount), http.StatusMisdirectedRequest, "this service does not answer to the host "+req.Host)
+		return
+	}
 	if local == "" {
 		http.Redirect(w, req, mount+"/", http.StatusFound)
 		return

@@ -317,12 +317,19 @@ func (s *Server) checkDriveBy(w http.ResponseWriter, req *http.Request) bool {
 // outside Config.AllowedHosts (DNS rebinding: reads too). It answers 421
 // and returns false when it refuses.
 func (s *Server) checkHost(w http.ResponseWriter, req *http.Request) bool {
-	if len(s.cfg.AllowedHosts) == 0 || s.authOn() || hostAllowed(s.cfg.AllowedHosts, req.Host) {
+	if s.AllowsHost(req) {
 		return true
 	}
 	writeError(w, &RequestError{Status: http.StatusMisdirectedRequest,
 		Msg: fmt.Sprintf("Host %q is not one this service answers to; set KSANA_ALLOWED_HOSTS (Config.AllowedHosts) to add it", req.Host)})
 	return false
+}
+
+// AllowsHost reports whether the API answers req's Host: always when a
+// token is required or Config.AllowedHosts is empty, else when the Host
+// is one of those. The console asks it too.
+func (s *Server) AllowsHost(req *http.Request) bool {
+	return len(s.cfg.AllowedHosts) == 0 || s.authOn() || hostAllowed(s.cfg.AllowedHosts, req.Host)
 }
 
 // hostAllowed reports whether the Host header host names one of hosts

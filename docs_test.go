@@ -309,7 +309,8 @@ func (s *session) call(method, url, body string) string {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	if body != "" {
+	if method != http.MethodGet {
+		// As the documented curl commands send it: every write is JSON.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -317,6 +317,43 @@
 // run (it claimed it) sends its alert. A delivery that fails for good is
 // logged, and told to a [Config.Observer] that is an [AlertObserver].
 //
+// # Who may do what: actors, the audit log and secrets
+//
+// Every change of a job or of the service goes through the [Runner]
+// methods that make it ([Runner.Add], [Runner.Update], [Runner.Remove],
+// [Runner.Pause], [Runner.PauseUntil], [Runner.Resume],
+// [Runner.RunNowWith], [Runner.PauseAll], [Runner.ResumeAll]), whoever
+// asks: the REST API (cron/httpapi), the console (cron/console), Go code
+// of the embedding program, or the runner itself. Each one, in one
+// place:
+//
+//   - is made for the [Actor] of its context ([WithActor]): the API and
+//     the console put there the caller they authenticated; a context
+//     without one is the embedding program ([ActorLocal]); the runner's
+//     own changes (the pause of a job after failures, the end of a timed
+//     pause of a job or of the service) are [ActorRunner]'s;
+//   - is authorized first by [Config.Authorizer] ([RoleRules] by
+//     default: [NeedRole] names the role each [Action] needs), and a
+//     refusal is a *[ForbiddenError] that changes nothing; front ends ask
+//     [Runner.Authorize] beforehand to refuse early or to offer only what
+//     a user may do;
+//   - writes exactly one [AuditEntry]: the actor and its role, the
+//     action, the job before and after with its secrets hidden, the run a
+//     run-now queued and its options (values hidden), a replay marked as
+//     such. [Runner.Audit] reads the log ([Config.AuditLog], the store's
+//     when it keeps one);
+//   - keeps run-now idempotent under [RunOptions.IdempotencyKey].
+//
+// One secrets rule, [Job.RedactedFor], decides what each role sees of a
+// job: an admin everything; every other role, the audit log, the logs
+// and the alert payloads no header value, no user name, password or query
+// value of the callback and alert URLs, no body, no args and no alert
+// secret; a viewer also no excerpt of a callback's reply
+// ([RedactError]). The runner stores the errors of runs with the job's
+// secrets taken out ([Job.ScrubText]), so that a target that echoes the
+// request does not put a credential in the history. [RedactURL] hides
+// the secrets of a URL in a log record.
+//
 // # Observing runs
 //
 // [Config.Observer] sees every finished run as a [Run]: scheduled,

@@ -123,7 +123,7 @@ func commands() []command {
 			fs.IntVar(&o.n, "n", 0, "how many times, 1 to 1000 (default the API's, 10)")
 		}, cmdNext},
 		{"runs", "", "show the run history of every job, newest first, with filters: called runs, and the slots not called with their reason", historyFlags, cmdHistory},
-		{"audit", "", "show the audit log of writes (who, what, when, the fields changed), oldest first", auditFlags, cmdAudit},
+		{"audit", "", "show the audit log of changes (who, what, when, the fields changed), oldest first", auditFlags, cmdAudit},
 		{"pause", "", "pause the whole service (maintenance): no job fires until resume or -until/-for; admin role", func(fs *flag.FlagSet, o *cmdOpts) {
 			untilFlags(fs, o)
 			fs.StringVar(&o.reason, "reason", "", "the `text` GET /health shows while paused")

@@ -42,30 +42,38 @@
 // [cron.Runner.PageMatching], before any other filter). The overview reads every job, a page at a time, and keeps the
 // counts for Config.OverviewMaxAge.
 //
-// # Writes go through the API
+// # Writes go through the runner
 //
-// Every write is a request to the REST API ([httpapi.Server], given as
-// Config.API) made as the signed-in user: the console has no rule of its
-// own. A form's inputs are named after the job's JSON fields
-// ("schedule.every"), so the API's error on a field shows beside its
-// input; its roles decide who may write (403 otherwise) and its audit log
-// records each change, shown on the job's page. The API's refusals (a
-// 409 for a run in flight, a 422 for a reused Idempotency-Key, a 400
-// naming a field) show in the page.
+// Every write is a call of the runner, in process, made for the
+// signed-in user ([cron.WithActor]): the runner authorizes it (403
+// otherwise) and records it in its audit log, shown on the job's page,
+// as for every other caller; the console has no rule of its own. A
+// form's inputs are named after the job's JSON fields ("schedule.every")
+// and go through the API's decoding, defaults and callback allow-list
+// ([httpapi.Server.CreateJob], [httpapi.Server.PatchJob],
+// [httpapi.Server.RunNow]), so that an error on a field shows beside its
+// input with the API's words ([httpapi.Problem]).
 //
 // # Security
 //
-// Pages are html/template, so every job field is text. With
-// authentication on in the API, the sign-in form takes an API token and
-// keeps it in an HttpOnly, SameSite=Strict cookie (Secure over TLS) on
-// the console's path; the user's role hides the buttons they may not use
-// (a viewer sees none) and the API refuses what they try anyway. Every
-// write carries a CSRF token (an HMAC under Config.Secret of a random
-// cookie of the browser) and is refused with 403 without it, or when the
-// browser says it comes from another site. Config.ReadOnly refuses every
-// write. Every answer sets Content-Security-Policy (default-src 'self',
-// frame-ancestors 'none'), X-Frame-Options DENY and nosniff; nothing is
-// loaded from elsewhere.
+// Pages are html/template, so every job field is text, and jobs and runs
+// are shown by the runner's secrets rule for the user's role
+// ([cron.Job.RedactedFor]). With authentication on in the API, the
+// sign-in form takes an API token, checked by the API with its throttling
+// of wrong tokens ([httpapi.Server.Authenticate]); the browser then keeps
+// only an opaque session id, in an HttpOnly, SameSite=Strict cookie
+// (Secure over TLS) on the console's path. The console keeps the session
+// in memory with an expiry (Config.SessionTTL), ends it at sign-out, and
+// as soon as its token no longer signs in (removed from the tokens file);
+// a restart ends every session. The user's role hides the buttons they
+// may not use (a viewer sees none) and the runner refuses what they try
+// anyway. Every write carries a CSRF token (an HMAC under Config.Secret
+// of a random cookie of the browser) and is refused with 403 without it,
+// or when the browser says it comes from another site. A Host the API
+// does not answer (see [httpapi.Config.AllowedHosts]) gets 421.
+// Config.ReadOnly refuses every write. Every answer sets
+// Content-Security-Policy (default-src 'self', frame-ancestors 'none'),
+// X-Frame-Options DENY and nosniff; nothing is loaded from elsewhere.
 //
 // # Times
 //

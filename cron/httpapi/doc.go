@@ -161,46 +161,69 @@
 //
 // # Tokens and roles
 //
-// With [Config.Token] or [Config.Authorizer] set, every endpoint but
+// With [Config.Token] or [Config.Authenticator] set, every endpoint but
 // /health needs "Authorization: Bearer <token>". Each token has a [Role]:
 //
 //   - viewer: every GET and HEAD, and POST /schedules/preview (it changes
 //     nothing);
 //   - operator: also POST /jobs/{id}/run-now, /pause and /resume;
-//   - admin: everything, POST /jobs, PATCH and DELETE /jobs/{id} too, and
-//     the service pause (POST /pause and /resume), which stops every job.
+//   - admin: everything, POST /jobs, PATCH and DELETE /jobs/{id} too, the
+//     service pause (POST /pause and /resume), which stops every job, and
+//     a run-now header that replaces one the job sets.
 //
-// [Config.Token] is one admin token, named "admin" in the audit log. A
-// [TokenSet] holds a list of tokens and can be replaced while requests
-// are served (cmd/ksana reads it from a file and reloads it on SIGHUP);
-// an embedding service may give its own [Authorizer]. Tokens are compared
-// by their SHA-256 in constant time, and never logged. A token no one
-// holds gets 401; a token whose role is too small gets 403 with
-// {"error": "...", "role": "<the role needed>"}.
+// The API authenticates; the runner authorizes: every change is made for
+// the token's identity ([cron.WithActor]) and the runner's
+// [cron.Authorizer] decides ([cron.RoleRules] by default), so that the
+// console and Go code are held to the same rules. [Config.Token] is one
+// admin token, named "admin" in the audit log. A [TokenSet] holds a list
+// of tokens and can be replaced while requests are served (cmd/ksana
+// reads it from a file and reloads it on SIGHUP); an embedding service
+// may give its own [Authenticator]. Tokens are compared by their SHA-256
+// in constant time, and never logged. A token no one holds gets 401; a
+// token whose role is too small gets 403 with {"error": "...", "role":
+// "<the role needed>"}.
 //
-// A token below admin, which cannot change a job's secrets, cannot read
-// them either: the jobs it reads (GET /jobs, GET /jobs/{id}, the answers
-// of pause and resume) show the value of every callback header, a
-// password in the callback URL and the alert's secret as "(hidden)"
-// ([cron.Job.Redacted]).
+// Wrong tokens are throttled per client address ([Guard]): after
+// [GuessBurst] failures an address may try again [GuessRate] times a
+// second; until then it gets 429 with Retry-After, whatever token it
+// sends, while other addresses are not slowed down. Failures are logged
+// at most once a minute per address, with their count, never with the
+// token. The console's sign-in counts against the same addresses
+// ([Server.Authenticate]).
+//
+// What a token reads follows the runner's secrets rule
+// ([cron.Job.RedactedFor]): an admin reads jobs whole; any other role
+// reads them with every header value, the user name, password and query
+// values of the callback and alert URLs, the body, the args and the
+// alert's secret as "(hidden)", and a viewer reads no excerpt of a
+// callback's reply in last_error and in the runs.
+//
+// # Writes from browsers
+//
+// Every write (POST, PATCH, DELETE) must say Content-Type:
+// application/json, with or without a body: a web page of another site
+// can send a form or a no-cors fetch without asking the browser first,
+// but not that. A write whose Sec-Fetch-Site or Origin says it comes from
+// another site gets 403. Without a token, [Config.AllowedHosts] (when
+// set) lists the Host headers the API answers; another gets 421, reads
+// too, so that a page of another site that resolves its own name to this
+// address (DNS rebinding) reads nothing. No-token mode is for a service
+// reachable from trusted hosts only, such as a trial on one machine.
 //
 // # Audit log
 //
-// Each write that succeeds (2xx: create, patch, delete, run-now, pause,
-// resume, and the service pause and resume) adds an [AuditEntry]: who
-// (the token's name), its role, the method and path, the job id, the
-// status, when, and the job as read just before and just after the write,
-// its secrets hidden as above, for every role (for POST /pause and /resume: the service pause before and after, and
-// no job id). [Config.AuditLog] keeps them where it keeps them (a store's
-// durable log: cmd/ksana gives its store's); without it, the last
-// [Config.AuditSize] entries (default [DefaultAuditSize]) are kept in
-// memory and lost at a restart. A [Config.AuditSink] receives every entry
-// as well. GET /audit lists them oldest first, to any role (a viewer may
-// read the jobs anyway): job_id=<id> keeps one job's, who=<token name>
-// one caller's, since=<RFC3339 time> those made from then on, after=<entry
-// id> those that follow, limit=N (default [DefaultAuditLimit], at most
-// [MaxListLimit]) bounds the page, with a Link: <?after=ID&...>;
-// rel="next" header when more follow.
+// The runner records every change, whoever made it ([cron.AuditEntry]:
+// who, its role, the action, the job, the job before and after with its
+// secrets hidden, for a run-now its run, its options with their values
+// hidden and whether it replayed an earlier one; for pause-all and
+// resume-all the service pause before and after). GET /audit lists them
+// oldest first, to any role (a viewer may read the jobs anyway):
+// job_id=<id> keeps one job's, who=<name> one actor's, since=<RFC3339
+// time> those made from then on, after=<entry id> those that follow,
+// limit=N (default [DefaultAuditLimit], at most [MaxListLimit]) bounds
+// the page, with a Link: <?after=ID&...>; rel="next" header when more
+// follow. The runner keeps the log in its store when the store has one
+// ([cron.Config.AuditLog]).
 //
 // # Errors
 //
@@ -217,15 +240,18 @@
 //   - 401: authentication is on and the request lacks
 //     "Authorization: Bearer <token>" with a token known;
 //   - 403: the token's role is too small ({"error", "role"}, see above);
+//     a write from another site;
 //   - 404: an unknown id or path;
 //   - 405: a method the path does not take, with an Allow header;
 //   - 409: a create with an id already in use; a run-now of a job with a
 //     run in flight (code run_in_flight); a run-now whose Idempotency-Key
 //     is held by a request not answered within 10 seconds;
 //   - 413: a body over [Config.MaxBodyBytes] (1 MiB);
-//   - 415: a Content-Type that is not JSON;
+//   - 415: a write without Content-Type: application/json;
+//   - 421: a Host outside [Config.AllowedHosts] (no token);
 //   - 422: an Idempotency-Key sent again with another body (code
 //     idempotency_key_reused);
+//   - 429: too many wrong tokens from this address (with Retry-After);
 //   - 503: the runner is shutting down; a shared store's database cannot
 //     answer (with Retry-After).
 //

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 )
 
 // HostAllowList is a list of patterns that say where callbacks (and
@@ -69,9 +70,10 @@ func ParseHostAllowList(s string) (HostAllowList, error) {
 }
 
 // CheckHostPattern checks one pattern of a [HostAllowList]: "*", a host
-// name, alone or after "*.", with no empty label (one trailing dot is
-// allowed, and ignored when matching), an IP address, or a CIDR block
-// such as 10.0.0.0/8. An address with an IPv6 zone is refused.
+// name, alone or after "*.", with no empty label, space or control
+// character (one trailing dot is allowed, and ignored when matching), an
+// IP address, or a CIDR block such as 10.0.0.0/8. An address with an
+// IPv6 zone is refused.
 func CheckHostPattern(p string) error {
 	if p == "*" {
 		return nil
@@ -87,7 +89,7 @@ func CheckHostPattern(p string) error {
 		rest = p[2:]
 	}
 	name := strings.TrimSuffix(rest, ".")
-	if name == "" || strings.ContainsAny(rest, "*/:@ ?#%[]") ||
+	if name == "" || strings.ContainsAny(rest, "*/:@ ?#%[]") || strings.ContainsFunc(rest, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) ||
 		strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") || strings.Contains(name, "..") {
 		return fmt.Errorf("host pattern %q: want a host name such as api.example.com or *.internal, an IP address or a CIDR block such as 10.0.0.0/8 (no scheme, port, path or IPv6 zone)", p)
 	}

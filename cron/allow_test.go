@@ -36,6 +36,7 @@ func TestParseHostAllowList(t *testing.T) {
 		{"[::1]", nil, true},
 		{"10.0.0.1:80", nil, true},
 		{"http://x", nil, true},
+		{"a\f.", nil, true},
 	}
 	for _, tt := range tests {
 		got, err := ParseHostAllowList(tt.in)

@@ -2,6 +2,7 @@ package cron
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -267,7 +268,7 @@ func guardedClient(c *http.Client, allow HostAllowList, loopback bool, keepAlive
 			return next(req, via)
 		}
 		if len(via) >= 10 {
-			return fmt.Errorf("stopped after 10 redirects")
+			return errors.New("stopped after 10 redirects")
 		}
 		return nil
 	}
@@ -281,7 +282,7 @@ func guardedClient(c *http.Client, allow HostAllowList, loopback bool, keepAlive
 	tr := base.Clone()
 	tr.Proxy = nil
 	tr.DisableKeepAlives = tr.DisableKeepAlives || !keepAlive
-	if base.DialContext == nil || c == DefaultHTTPClient() || (cc.Transport == nil && base == http.DefaultTransport) {
+	if base.DialContext == nil || c == DefaultHTTPClient() || base == http.DefaultTransport {
 		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: dialControl(allow, loopback)}
 		tr.DialContext = d.DialContext
 	} else {

@@ -104,10 +104,13 @@ type HTTPExecutorConfig struct {
 	// not pass fails at once (no retry), a redirect to such a host is not
 	// followed (the run fails), and so does a connection to an address it
 	// refuses after DNS, such as a loopback, link-local or unspecified
-	// address that no address or CIDR pattern names. With a list, the
-	// executor dials directly, without the proxies of the environment,
-	// so that it sees the address it connects to. Default nil: any host
-	// and any address, nothing checked.
+	// address that no address or CIDR pattern names. The address is
+	// checked when Client's Transport is an *http.Transport (the
+	// default's is), before connecting, or just after when it has a
+	// DialContext of its own; another RoundTripper gets the host checks
+	// only. With a list, the executor dials directly, without the proxies
+	// of the environment, so that it sees the address it connects to.
+	// Default nil: any host and any address, nothing checked.
 	AllowHosts HostAllowList
 	// AllowLoopback lets a host that AllowHosts passes reach a loopback
 	// address (127.0.0.0/8, ::1), as a callback served on the same

@@ -372,10 +372,17 @@ func (r *Runner) postAlert(ctx context.Context, cfg AlertConfig, body []byte) (r
 		if h := req.URL.Hostname(); !allow.Allows(h) {
 			return false, &hostRefusedError{host: h}
 		}
-		client = allowClient(client, allow)
+		// A client of its own per alert, without idle connections left
+		// behind: alerts are few.
+		client = guardedClient(client, allow, false, false)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		var he *hostRefusedError
+		var ae *addrRefusedError
+		if errors.As(err, &he) || errors.As(err, &ae) {
+			return false, err
+		}
 		return true, err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

@@ -189,6 +189,26 @@
 // [HTTPExecutorConfig.MaxBodyBytes] (default 64 KiB) and drained so that
 // connections are reused.
 //
+// [HTTPExecutorConfig.AllowHosts], a [HostAllowList], says where callbacks
+// may go; [Config.AlertAllowHosts] does the same for alerts. Its patterns
+// are host names ("api.example.com", "*.internal", "*"), IP addresses
+// ("10.1.2.3", "fd00::1") and CIDR blocks ("10.0.0.0/8"). A URL whose
+// host is a name must match a name pattern; one whose host is an IP
+// literal must be named by an address or CIDR pattern (an IPv4-mapped
+// IPv6 address is judged as IPv4), and one with an IPv6 zone never
+// passes. The host is checked before the first request and before each
+// redirect is followed, and the address actually dialed, after DNS, is
+// checked on every connection: a loopback (127.0.0.0/8, ::1), link-local
+// (169.254.0.0/16, fe80::/10) or unspecified (0.0.0.0, ::) address is
+// refused unless an address or CIDR pattern names it, so that neither a
+// name that resolves there nor a redirect reaches it.
+// [HTTPExecutorConfig.AllowLoopback] lets callbacks to an allowed name
+// reach loopback. A refused request or connection fails the run at once,
+// without a retry, with an error that names the host or address ("address
+// 127.0.0.1:8000 refused: a loopback address the callback allow-list does
+// not name"). With a list, the executor dials directly (no proxy from the
+// environment). An empty list, the default, checks nothing.
+//
 // # Stores
 //
 // The runner reads and writes jobs through [Store], declared here and

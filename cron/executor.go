@@ -99,11 +99,26 @@ type HTTPExecutorConfig struct {
 	// UserAgent is sent when the job sets no User-Agent header.
 	// Default "ksana-cron".
 	UserAgent string
-	// AllowHosts, when not empty, lists the hosts the executor may call:
-	// a job whose URL points elsewhere fails at once (no retry), and a
-	// redirect to a host outside the list is not followed (the run fails).
-	// Default nil: any host.
+	// AllowHosts, when not empty, says where the executor may call (see
+	// [HostAllowList] for the patterns): a job whose URL's host it does
+	// not pass fails at once (no retry), a redirect to such a host is not
+	// followed (the run fails), and so does a connection to an address it
+	// refuses after DNS, such as a loopback, link-local or unspecified
+	// address that no address or CIDR pattern names. The address is
+	// checked when Client's Transport is an *http.Transport (the
+	// default's is), before connecting, or just after when it has a
+	// DialContext of its own; another RoundTripper gets the host checks
+	// only. With a list, the executor dials directly, without the proxies
+	// of the environment, so that it sees the address it connects to.
+	// Default nil: any host and any address, nothing checked.
 	AllowHosts HostAllowList
+	// AllowLoopback lets a host that AllowHosts passes reach a loopback
+	// address (127.0.0.0/8, ::1), as a callback served on the same
+	// machine is. Link-local and unspecified addresses stay refused
+	// unless a pattern names them. Without AllowHosts it changes nothing.
+	// Default false: loopback only where an address or CIDR pattern of
+	// AllowHosts names it (127.0.0.1, ::1, 127.0.0.0/8).
+	AllowLoopback bool
 	// Logger receives a record per failed attempt. Default nil: discard.
 	Logger *slog.Logger
 }
@@ -153,7 +168,7 @@ func NewHTTPExecutor(cfg HTTPExecutorConfig) *HTTPExecutor {
 	}
 	if len(cfg.AllowHosts) > 0 {
 		x.allow = cfg.AllowHosts
-		x.client = allowClient(x.client, x.allow)
+		x.client = guardedClient(x.client, x.allow, cfg.AllowLoopback, true)
 	}
 	if x.maxBody <= 0 {
 		x.maxBody = 64 << 10
@@ -235,39 +250,6 @@ func looksJSON(body string) bool {
 	return s != "" && (s[0] == '{' || s[0] == '[')
 }
 
-// allowClient returns a copy of c that follows a redirect only to a host
-// of allow: c itself (or the shared default) is left as it is.
-func allowClient(c *http.Client, allow HostAllowList) *http.Client {
-	cc := *c
-	next := cc.CheckRedirect
-	cc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if h := req.URL.Hostname(); !allow.Allows(h) {
-			return &hostRefusedError{host: h, redirect: true}
-		}
-		if next != nil {
-			return next(req, via)
-		}
-		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
-		}
-		return nil
-	}
-	return &cc
-}
-
-// hostRefusedError is a request to a host outside the allow-list.
-type hostRefusedError struct {
-	host     string
-	redirect bool
-}
-
-func (e *hostRefusedError) Error() string {
-	if e.redirect {
-		return fmt.Sprintf("redirect to host %q refused: not in the callback allow-list", e.host)
-	}
-	return fmt.Sprintf("host %q refused: not in the callback allow-list", e.host)
-}
-
 func (x *HTTPExecutor) try(ctx context.Context, j *Job, info RunInfo, body string, timeout time.Duration) attempt {
 	if len(x.allow) > 0 {
 		u, err := url.Parse(j.HTTP.URL)
@@ -310,6 +292,9 @@ func (x *HTTPExecutor) try(ctx context.Context, j *Job, info RunInfo, body strin
 	resp, err := x.client.Do(req)
 	if err != nil {
 		if re := (*hostRefusedError)(nil); errors.As(err, &re) {
+			return attempt{status: StatusFailed, err: re.Error()}
+		}
+		if re := (*addrRefusedError)(nil); errors.As(err, &re) {
 			return attempt{status: StatusFailed, err: re.Error()}
 		}
 		switch {

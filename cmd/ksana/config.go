@@ -70,7 +70,7 @@ var envVars = []envVar{
 	{"LOG_FORMAT", "text", "text or json (log records go to stderr)"},
 	{"KSANA_API_TOKEN", "", "when set, every endpoint but /health requires Authorization: Bearer <token>"},
 	{"KSANA_API_TOKENS_FILE", "", "a file of tokens with roles, one a line: \"role token [name]\" (role viewer, operator or admin; # starts a comment line); reread on SIGHUP"},
-	{"KSANA_CALLBACK_ALLOW", "", "comma-separated host patterns job URLs and alert webhooks must match, such as *.internal,api.example.com (empty: any host)"},
+	{"KSANA_CALLBACK_ALLOW", "", "comma-separated patterns job URLs and alert webhooks must match: host names such as *.internal,api.example.com, IP addresses and CIDR blocks such as 127.0.0.1,10.0.0.0/8; an IP literal passes only where such a pattern names it, and loopback, link-local and unspecified addresses are refused after DNS unless one names them (empty: any host and address, loopback included)"},
 	{"DATABASE_URL", "", "postgres://... or sqlite:PATH: keep the jobs in that database, shared by every ksana on it (unset: the JSON file of the data directory)"},
 	{"KSANA_INSTANCE", "", "this instance's name among those on one DATABASE_URL; a name a live instance uses is refused at start, exit 2 (unset: host-pid-random)"},
 	{"KSANA_ALERT_URL", "", "the webhook told when a job's health changes (failing, failing_streak, recovered, paused), for the jobs whose alert names no url of their own (unset: only those jobs alert)"},

@@ -107,6 +107,20 @@
 // KSANA_API_TOKEN guards every endpoint but GET /health, /openapi.json
 // included.
 //
+// KSANA_CALLBACK_ALLOW, a comma-separated list of patterns (host names
+// such as api.example.com or *.internal, IP addresses such as 10.1.2.3,
+// CIDR blocks such as 10.0.0.0/8), holds job URLs and alert webhooks to
+// it: a job outside it is refused (400), and the service checks the host
+// of every request it makes, each redirect included, and the address it
+// dials after DNS. An IP literal passes only where an address or CIDR
+// pattern names it, one with an IPv6 zone never; a loopback, link-local
+// or unspecified address is refused unless an address or CIDR pattern
+// names it: to call a callback on this machine with the list set, add
+// 127.0.0.1 (or ::1, 127.0.0.0/8). A refused run fails at once, naming
+// the address. Unset (the default), nothing is checked and callbacks on
+// 127.0.0.1 are called, as in the README's tour; set it on any service
+// that untrusted users can give jobs to.
+//
 // # Durability
 //
 // Every write the API acknowledges is on disk: the store runs with its

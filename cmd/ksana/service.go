@@ -59,7 +59,11 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		cstore = store
 	}
 	svc := &service{cfg: cfg, log: log, store: store, db: db, metrics: m}
-	exec := cron.NewHTTPExecutor(cron.HTTPExecutorConfig{Logger: log, AllowHosts: cfg.CallbackAllow})
+	// With KSANA_CALLBACK_ALLOW set, a callback reaches a loopback address
+	// only where the list names it (127.0.0.1, ::1, 127.0.0.0/8), as an
+	// alert does; unset, nothing is checked (the README's tour calls
+	// 127.0.0.1).
+	exec := cron.NewHTTPExecutor(cron.HTTPExecutorConfig{Logger: log, AllowHosts: cfg.CallbackAllow, AllowLoopback: false})
 	runner, err := cron.New(cstore, exec, cron.Config{
 		Workers:             cfg.Workers,
 		DrainTimeout:        cfg.DrainTimeout,

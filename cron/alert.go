@@ -374,7 +374,7 @@ func (r *Runner) postAlert(ctx context.Context, cfg AlertConfig, body []byte) (r
 		}
 		// A client of its own per alert, without idle connections left
 		// behind: alerts are few.
-		client = guardedClient(client, allow, false, false)
+		client = guardedClient(client, allow, r.cfg.AlertAllowLoopback, false)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

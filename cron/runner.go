@@ -129,11 +129,18 @@ type Config struct {
 	// process on the database), else up to [DefaultIdempotencyKeys] in
 	// the memory of this runner.
 	Idempotency IdempotencyStore
-	// AlertAllowHosts, when not empty, lists the hosts alerts may be sent
-	// to, as [HTTPExecutorConfig.AllowHosts] does for callbacks: an alert
-	// to another host fails without a request, and a redirect elsewhere
-	// is not followed. cmd/ksana gives it KSANA_CALLBACK_ALLOW.
+	// AlertAllowHosts, when not empty, lists the hosts and addresses
+	// alerts may be sent to, as [HTTPExecutorConfig.AllowHosts] does for
+	// callbacks: an alert to another host fails without a request, a
+	// redirect elsewhere is not followed, and the address dialed is
+	// checked after DNS (see [HostAllowList.AllowsAddr]). cmd/ksana gives
+	// it KSANA_CALLBACK_ALLOW. Default nil: any host and address.
 	AlertAllowHosts HostAllowList
+	// AlertAllowLoopback lets an alert to an allowed host name reach a
+	// loopback address, as [HTTPExecutorConfig.AllowLoopback] does for
+	// callbacks; without it, with AlertAllowHosts set, loopback is
+	// reached only where a pattern names it. Default false.
+	AlertAllowLoopback bool
 }
 
 // Runner runs timed jobs: one min-heap of jobs keyed by next_run_at (fed

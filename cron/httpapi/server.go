@@ -60,10 +60,14 @@ type Config struct {
 	// reading or writing. Default nil: any Host. cmd/ksana sets it to
 	// the loopback names when it listens on loopback without a token.
 	AllowedHosts []string
-	// CallbackAllow, when not empty, lists the host patterns a job's
-	// http.url may point to: "api.example.com" (that host), "*.internal"
-	// (any host under internal), "*" (any). Matching ignores case and the
-	// port. A job whose host matches none is refused with 400. Default
+	// CallbackAllow, when not empty, lists the patterns a job's http.url
+	// and alert.url may point to ([cron.HostAllowList]): host names
+	// ("api.example.com", "*.internal", "*" for any name), IP addresses
+	// ("10.1.2.3") and CIDR blocks ("10.0.0.0/8"). Name patterns match
+	// names only: an IP literal passes only where an address or CIDR
+	// pattern names it, and an IPv6 zone never does. Matching ignores
+	// case and the port. A job whose host matches none is refused with
+	// 400. Default
 	// nil: any host (KSANA_CALLBACK_ALLOW in cmd/ksana). run-now of a job
 	// stored earlier with a host outside the list is refused too; give the
 	// same list to the executor ([cron.HTTPExecutorConfig.AllowHosts]) so

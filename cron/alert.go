@@ -41,13 +41,6 @@ const (
 	AlertSignatureHeader = "X-Ksana-Signature"
 )
 
-// DefaultAlertAfter is the failures in a row that raise a failing_streak
-// alert when [AlertConfig.After] is 0.
-const DefaultAlertAfter = 3
-
-// MaxAlertSecretLen is the longest alert secret accepted.
-const MaxAlertSecretLen = 256
-
 // AlertConfig names the webhook that is told when a job's health changes,
 // and when: a POST of an [Alert] as JSON on the first failure (failing),
 // on After failures in a row (failing_streak), on the first success after
@@ -144,10 +137,6 @@ func SignAlert(secret, timestamp string, body []byte) string {
 	m.Write(body)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
-
-// ErrAlertSignature is returned by [VerifyAlert] for an alert whose
-// signature or timestamp does not hold.
-var ErrAlertSignature = errors.New("cron: alert signature does not verify")
 
 // VerifyAlert checks the signature of an alert request as its receiver
 // got it: the headers h and the raw body. It returns an error wrapping

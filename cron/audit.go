@@ -8,10 +8,6 @@ import (
 	"time"
 )
 
-// DefaultAuditKeep is how many audit entries an [AuditBuffer] keeps when
-// its Keep is 0 (and so [MemStore] and store/jsonstore).
-const DefaultAuditKeep = 10000
-
 // AuditEntry records one change made through a [Runner]: who asked
 // (the [Actor] of the change's context), what it was, when, the job (or
 // the service pause) before and after, with its secrets hidden

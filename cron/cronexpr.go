@@ -1,7 +1,6 @@
 package cron
 
 import (
-	"errors"
 	"fmt"
 	"math/bits"
 	"strconv"
@@ -126,9 +125,6 @@ type cronOptions struct{ loc *time.Location }
 // unless the expression carries its own CRON_TZ= or TZ= prefix. A nil
 // location means UTC.
 func WithLocation(loc *time.Location) CronOption { return func(o *cronOptions) { o.loc = loc } }
-
-// ErrInvalidCron matches every *[ParseError] with errors.Is.
-var ErrInvalidCron = errors.New("cron: invalid expression")
 
 // ParseError is the error of [ParseCron]. It names the field and the token
 // that are wrong, for example

@@ -3,7 +3,6 @@ package cron
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -99,9 +98,6 @@ func (c RunCursor) String() string {
 	}
 	return strconv.FormatInt(c.ScheduledAt.UnixNano(), 10) + "." + c.RunID
 }
-
-// ErrBadCursor is returned (wrapped) for a cursor that no page gave.
-var ErrBadCursor = errors.New("cron: bad run cursor")
 
 // ParseRunCursor reads a cursor written by [RunCursor.String]; "" is the
 // zero cursor. Anything else is an error wrapping [ErrBadCursor].

@@ -9,15 +9,6 @@ import (
 	"time"
 )
 
-// IdempotencyWindow is how long an idempotency key of a run-now holds: an
-// entry reserved this long or longer before a new reservation of its key
-// does not count, and a store deletes such entries now and then.
-const IdempotencyWindow = 24 * time.Hour
-
-// DefaultIdempotencyKeys is how many keys an [IdempotencyMemory] keeps
-// when its Max is 0.
-const DefaultIdempotencyKeys = 100_000
-
 // IdempotencyEntry is what an [IdempotencyStore] keeps for one key of one
 // job: the request that reserved it and, once it was answered, its run.
 type IdempotencyEntry struct {

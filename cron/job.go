@@ -35,25 +35,12 @@ const (
 	KindCron  = "cron"
 )
 
-// JobTypeHTTP is the type of a job that makes an HTTP callback, the
-// default. Every other type names a Go function registered on the runner
-// (see [Runner.Handle]).
-const JobTypeHTTP = "http"
-
-// MaxTypeLen is the longest job type name.
-const MaxTypeLen = 64
-
 // The defaults [Prepare] gives when a field is zero and [Rules] has none.
 const (
 	DefaultTimeout      = 10 * time.Second
 	DefaultMaxRetries   = 3
 	DefaultRetryBackoff = 5 * time.Second
 )
-
-// DefaultMinInterval is the shortest interval of an every schedule (and of
-// a cron expression's @every) that [Prepare] accepts when
-// [Rules.MinInterval] is 0.
-const DefaultMinInterval = time.Second
 
 // Duration is a time.Duration that reads and writes JSON as a Go duration
 // string such as "5s" or "1m30s". An empty string reads as zero.
@@ -577,9 +564,6 @@ func (e *ValidationError) Error() string { return "cron: invalid job: " + e.Fiel
 // Is reports whether target is ErrInvalidJob.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalidJob }
 
-// ErrInvalidJob matches every *ValidationError with errors.Is.
-var ErrInvalidJob = errors.New("cron: invalid job")
-
 func invalid(field, format string, a ...any) error {
 	return &ValidationError{Field: field, Reason: fmt.Sprintf(format, a...)}
 }
@@ -600,9 +584,6 @@ func (j *Job) Validate() error {
 // validateNow stands for the current time in Validate: it is only the
 // start_at an every schedule would get.
 var validateNow = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// MaxIDLen is the longest job id [Runner.Add] accepts.
-const MaxIDLen = 128
 
 // ValidID checks a job id chosen by a caller of [Runner.Add]: 1 to
 // [MaxIDLen] characters among ASCII letters, digits, '-', '_', '.' and ':',

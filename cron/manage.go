@@ -3,7 +3,6 @@ package cron
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 )
@@ -115,10 +114,6 @@ const (
 	// author (an admin) may have put a credential there.
 	ActionReplaceHeader Action = "replace-header"
 )
-
-// ErrForbidden is matched by the error of a change its actor may not
-// make ([ForbiddenError]).
-var ErrForbidden = errors.New("cron: forbidden")
 
 // ForbiddenError is the error of a change refused by the [Authorizer]:
 // who asked, what for, and the role it needs.

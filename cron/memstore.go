@@ -10,10 +10,6 @@ import (
 
 var _ RunQuerier = (*MemStore)(nil)
 
-// DefaultRunLimit is how many runs per job a [MemStore] keeps when its
-// RunLimit is 0.
-const DefaultRunLimit = 50
-
 // MemStore is a [Store] in memory: a [RunStore] that keeps the newest
 // RunLimit runs of each job, a [Flusher] with nothing to flush, a
 // [PauseStore], an [AuditLog] (the newest [DefaultAuditKeep] entries) and an

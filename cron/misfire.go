@@ -38,9 +38,6 @@ func Misfire(s Schedule, due, now time.Time, grace time.Duration) MisfireDecisio
 	return MisfireDecision{Next: next}
 }
 
-// DefaultCountLimit is the limit [CountSlots] applies when given max <= 0.
-const DefaultCountLimit = 1000
-
 // CountSlots returns how many run times of s fall in (after, until], counting
 // at most max (max <= 0: [DefaultCountLimit]). The cost is constant for
 // [Once], [EverySchedule] and an @every [CronSchedule]; other schedules are stepped

@@ -9,21 +9,6 @@ import (
 	"unicode/utf8"
 )
 
-// ErrServicePaused is returned by [Runner.RunNow] while the service is
-// paused (see [Runner.PauseAll]).
-var ErrServicePaused = errors.New("cron: the service is paused")
-
-// ServicePausedError is the Error of the skipped run that stands for a
-// slot passed while the service was paused.
-const ServicePausedError = "service paused"
-
-// MaxPauseReason is the longest reason, in bytes, that [Runner.PauseAll]
-// accepts.
-const MaxPauseReason = 1024
-
-// DefaultPauseRefresh is the default of [Config.PauseRefresh].
-const DefaultPauseRefresh = time.Second
-
 // PauseState is the service-wide pause of a runner (maintenance): while
 // it is in effect, no slot of any job is called (each is recorded as a
 // skipped run whose error is [ServicePausedError]) and run-now is refused,

@@ -5,10 +5,6 @@ import (
 	"time"
 )
 
-// MaxPreview is the most run times [ScheduleSpec.Next], [Runner.Next] and
-// [Runner.Preview] list at once.
-const MaxPreview = 1000
-
 // Times returns the first n run times of s strictly after after, in UTC:
 // fewer when the schedule ends first (a once schedule has at most one),
 // none when n <= 0.

@@ -16,15 +16,6 @@ import (
 	"time"
 )
 
-// ErrUnsupported is returned (wrapped) by [Runner.Runs] when the store keeps
-// no run history (does not implement [RunStore]). It matches
-// errors.ErrUnsupported too.
-var ErrUnsupported = fmt.Errorf("cron: the store keeps no run history: %w", errors.ErrUnsupported)
-
-// ErrClosed is returned by [Runner.RunNow] once [Runner.Run] has returned,
-// and by a second call of Run.
-var ErrClosed = errors.New("cron: runner is closed")
-
 // Config tunes a [Runner]. The zero value is ready to use: every field has a
 // documented default.
 type Config struct {

@@ -7,9 +7,6 @@ import (
 	"time"
 )
 
-// DefaultClaimAhead is the default of [Config.ClaimAhead].
-const DefaultClaimAhead = 250 * time.Millisecond
-
 // takeAhead hands the slot due of e, seen at now, to the claiming
 // goroutine: the timer goroutine takes it r.lead before its time, and a
 // slot due within half of that is urgent. mu is held.

@@ -10,11 +10,6 @@ import (
 	"strings"
 )
 
-// ErrInFlight is returned by [Runner.RunNowWith] for a job that has a run
-// queued or running on this runner, or over a shared store that counts
-// them ([RunCounter]) on another runner, unless [RunOptions.Force] is set.
-var ErrInFlight = errors.New("cron: a run of the job is already in flight")
-
 // RunOptions change one run started by [Runner.RunNowWith]. The zero value
 // runs the job as it is stored, unless a run of it is in flight.
 type RunOptions struct {
@@ -45,9 +40,6 @@ type RunOptions struct {
 	// printable ASCII characters.
 	IdempotencyKey string
 }
-
-// MaxIdempotencyKeyLen is the longest [RunOptions.IdempotencyKey].
-const MaxIdempotencyKeyLen = 255
 
 // RunTicket is the answer of [Runner.RunNowWith].
 type RunTicket struct {

@@ -7,9 +7,6 @@ import (
 	"strings"
 )
 
-// Hidden is what the secrets rule shows in place of a secret.
-const Hidden = "(hidden)"
-
 // replyMark starts the excerpt of a callback's reply in the error of a
 // failed run ("http 500; reply: ..."): what follows it may echo the
 // request, so the secrets rule hides it from viewers.

@@ -92,12 +92,6 @@ type RunCounter interface {
 	RunsInFlight(ctx context.Context, id string, now time.Time) (int, error)
 }
 
-// ErrUnavailable is wrapped by the errors of the reads a runner over a
-// [SharedStore] makes for the API ([Runner.Page], [Runner.Count],
-// [Runner.Get] of a job not held, [Runner.Runs]) when the store cannot
-// answer, as while its database is down: a caller may try again.
-var ErrUnavailable = errors.New("cron: the store is unavailable")
-
 // unavailable wraps err, a failed read of the shared store while doing
 // what, in [ErrUnavailable].
 func unavailable(what string, err error) error {

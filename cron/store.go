@@ -2,15 +2,8 @@ package cron
 
 import (
 	"context"
-	"errors"
 	"time"
 )
-
-// ErrNotFound is returned for an id that no job has.
-var ErrNotFound = errors.New("cron: job not found")
-
-// ErrExists is returned when a job is added with an id already in use.
-var ErrExists = errors.New("cron: job id already exists")
 
 // Store keeps jobs across restarts. The runner calls it; adapters implement
 // it (store/jsonstore; [MemStore] in memory). Every implementation passes the
@@ -120,7 +113,3 @@ type Recorded struct {
 	// and LastError are written, NextRunAt is the firing runner's.
 	LastOnly bool
 }
-
-// BatchEvery is the least time between the starts of two passes of the
-// recorder of a runner over a [SharedStore].
-const BatchEvery = 100 * time.Millisecond

@@ -63,6 +63,18 @@ var (
 // configurations of the package) stands for, and the fixed times of the
 // runner.
 const (
+	// DefaultWorkers is the runs a runner executes at the same time
+	// ([Config.Workers]).
+	DefaultWorkers = 4
+
+	// DefaultDrainTimeout is how long the runs in flight may go on once
+	// Run's context ends ([Config.DrainTimeout]).
+	DefaultDrainTimeout = 30 * time.Second
+
+	// DefaultMisfireTolerance is how late a run may start and still be on
+	// time ([Config.MisfireTolerance]).
+	DefaultMisfireTolerance = time.Second
+
 	// DefaultClaimAhead is the default of [Config.ClaimAhead].
 	DefaultClaimAhead = 250 * time.Millisecond
 

@@ -20,10 +20,11 @@ import (
 // documented default.
 type Config struct {
 	// Workers is the number of runs executed at the same time.
-	// Default 4.
+	// Default 4 ([DefaultWorkers]); at most 65536.
 	Workers int
 	// DrainTimeout is how long in-flight runs may go on after the context
-	// of Run ends; then their contexts are cancelled. Default 30s.
+	// of Run ends; then their contexts are cancelled. Default 30s
+	// ([DefaultDrainTimeout]).
 	DrainTimeout time.Duration
 	// DefaultTimeout is the per-attempt timeout given to jobs whose timeout
 	// is 0. Default 10s.
@@ -36,7 +37,7 @@ type Config struct {
 	// restart) goes through the misfire rules instead (see [Misfire]): a
 	// once job is missed, an every or cron job rolls on to its next slot,
 	// and a job's misfire_grace may still let the slot run once.
-	// Default 1s.
+	// Default 1s ([DefaultMisfireTolerance]).
 	MisfireTolerance time.Duration
 	// MinInterval is the shortest every interval (and @every of a cron
 	// expression) that Add and Update accept. Default (0) 1s
@@ -245,68 +246,10 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{
-		{"Workers", int64(cfg.Workers)},
-		{"DrainTimeout", int64(cfg.DrainTimeout)},
-		{"DefaultTimeout", int64(cfg.DefaultTimeout)},
-		{"DefaultRetryBackoff", int64(cfg.DefaultRetryBackoff)},
-		{"MisfireTolerance", int64(cfg.MisfireTolerance)},
-		{"RunLimit", int64(cfg.RunLimit)},
-		{"PauseRefresh", int64(cfg.PauseRefresh)},
-	} {
-		if f.v < 0 {
-			return nil, fmt.Errorf("cron: New: Config.%s must not be negative, got %d", f.name, f.v)
-		}
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
-	if cfg.AlertBackoff < 0 {
-		return nil, fmt.Errorf("cron: New: Config.AlertBackoff must not be negative, got %s", cfg.AlertBackoff)
-	}
-	if cfg.Alert != (AlertConfig{}) {
-		if err := cfg.Alert.validate("alert", false); err != nil {
-			var ve *ValidationError
-			errors.As(err, &ve)
-			return nil, fmt.Errorf("cron: New: Config.Alert: %s: %s", ve.Field, ve.Reason)
-		}
-	}
-	switch {
-	case cfg.AlertRetries == 0:
-		cfg.AlertRetries = DefaultAlertRetries
-	case cfg.AlertRetries < 0:
-		cfg.AlertRetries = 0
-	}
-	if cfg.AlertBackoff == 0 {
-		cfg.AlertBackoff = DefaultAlertBackoff
-	}
-	if cfg.Workers > 1<<16 {
-		return nil, fmt.Errorf("cron: New: Config.Workers must be at most 65536, got %d", cfg.Workers)
-	}
-	if cfg.Workers == 0 {
-		cfg.Workers = 4
-	}
-	if cfg.ClaimAhead == 0 {
-		cfg.ClaimAhead = DefaultClaimAhead
-	}
-	if cfg.DrainTimeout == 0 {
-		cfg.DrainTimeout = 30 * time.Second
-	}
-	if cfg.DefaultTimeout == 0 {
-		cfg.DefaultTimeout = DefaultTimeout
-	}
-	if cfg.DefaultRetryBackoff == 0 {
-		cfg.DefaultRetryBackoff = DefaultRetryBackoff
-	}
-	if cfg.MisfireTolerance == 0 {
-		cfg.MisfireTolerance = time.Second
-	}
-	if cfg.RunLimit == 0 {
-		cfg.RunLimit = DefaultRunLimit
-	}
-	if cfg.PauseRefresh == 0 {
-		cfg.PauseRefresh = DefaultPauseRefresh
-	}
+	cfg = cfg.withDefaults()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -359,6 +302,70 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	r.heap.tab = &r.tab
 	r.heap.cur = toNano(r.now()) >> tickShift
 	return r, nil
+}
+
+// validate checks cfg and names the bad field.
+func (cfg *Config) validate() error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"Workers", int64(cfg.Workers)},
+		{"DrainTimeout", int64(cfg.DrainTimeout)},
+		{"DefaultTimeout", int64(cfg.DefaultTimeout)},
+		{"DefaultRetryBackoff", int64(cfg.DefaultRetryBackoff)},
+		{"MisfireTolerance", int64(cfg.MisfireTolerance)},
+		{"RunLimit", int64(cfg.RunLimit)},
+		{"PauseRefresh", int64(cfg.PauseRefresh)},
+		{"AlertBackoff", int64(cfg.AlertBackoff)},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("cron: New: Config.%s must not be negative, got %d", f.name, f.v)
+		}
+	}
+	if cfg.Workers > maxWorkers {
+		return fmt.Errorf("cron: New: Config.Workers must be at most %d, got %d", maxWorkers, cfg.Workers)
+	}
+	if cfg.Alert != (AlertConfig{}) {
+		if err := cfg.Alert.validate("alert", false); err != nil {
+			var ve *ValidationError
+			errors.As(err, &ve)
+			return fmt.Errorf("cron: New: Config.Alert: %s: %s", ve.Field, ve.Reason)
+		}
+	}
+	return nil
+}
+
+// maxWorkers bounds Config.Workers.
+const maxWorkers = 1 << 16
+
+// withDefaults returns cfg with every zero field set to its default.
+func (cfg Config) withDefaults() Config {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	switch {
+	case cfg.AlertRetries == 0:
+		cfg.AlertRetries = DefaultAlertRetries
+	case cfg.AlertRetries < 0:
+		cfg.AlertRetries = 0
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.RunLimit == 0 {
+		cfg.RunLimit = DefaultRunLimit
+	}
+	def(&cfg.AlertBackoff, DefaultAlertBackoff)
+	def(&cfg.ClaimAhead, DefaultClaimAhead)
+	def(&cfg.DrainTimeout, DefaultDrainTimeout)
+	def(&cfg.DefaultTimeout, DefaultTimeout)
+	def(&cfg.DefaultRetryBackoff, DefaultRetryBackoff)
+	def(&cfg.MisfireTolerance, DefaultMisfireTolerance)
+	def(&cfg.PauseRefresh, DefaultPauseRefresh)
+	return cfg
 }
 
 // newID returns 128 random bits from crypto/rand as 32 hex characters.

@@ -1187,92 +1187,9 @@ func (r *Runner) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	bg := context.WithoutCancel(ctx)
-	runCtx, cancelRuns := context.WithCancel(bg)
-	defer cancelRuns()
-	var workers sync.WaitGroup
-	for range r.cfg.Workers {
-		workers.Go(func() { r.worker(runCtx) })
-	}
-	recStop := make(chan struct{})
-	var rec sync.WaitGroup
-	rec.Go(func() { r.recorder(bg, recStop) })
-	alertCtx, cancelAlerts := context.WithCancel(bg)
-	defer cancelAlerts()
-	alertStop := make(chan struct{})
-	var senders sync.WaitGroup
-	for range alertSenders {
-		senders.Go(func() { r.alertSender(alertCtx, alertStop) })
-	}
-	var claims sync.WaitGroup
-	if r.lead > 0 {
-		claims.Go(func() { r.claimLoop(ctx) })
-	}
-	claims.Go(func() { r.pauseLoop(ctx) })
-
+	svc := r.startServices(ctx)
 	r.loop(ctx)
-	claims.Wait()
-	r.finishClaimed()
-
-	// Shut down: stop dispatching, drop what no worker has started but the
-	// slots claimed, which the workers still call.
-	r.mu.Lock()
-	r.state = stateStopping
-	var claimed []task
-	for {
-		t, ok := r.dequeue()
-		if !ok {
-			break
-		}
-		if t.claimed && t.e.gen == t.gen {
-			claimed = append(claimed, t)
-			continue
-		}
-		r.dropTask(t)
-	}
-	r.queue = append(r.queue, claimed...)
-	r.work.Broadcast()
-	r.mu.Unlock()
-
-	drained := make(chan struct{})
-	go func() {
-		workers.Wait()
-		close(drained)
-	}()
-	drain := time.NewTimer(r.cfg.DrainTimeout)
-	select {
-	case <-drained:
-		drain.Stop()
-	case <-drain.C:
-		r.log.Warn("cron: drain timeout: cancelling runs in flight")
-		cancelRuns()
-		<-drained
-	}
-	close(recStop)
-	rec.Wait()
-	// The alerts of the last runs are delivered, within DrainTimeout.
-	close(alertStop)
-	sent := make(chan struct{})
-	go func() {
-		senders.Wait()
-		close(sent)
-	}()
-	drain = time.NewTimer(r.cfg.DrainTimeout)
-	select {
-	case <-sent:
-		drain.Stop()
-	case <-drain.C:
-		r.log.Warn("cron: drain timeout: alerts not delivered are dropped")
-		cancelAlerts()
-		<-sent
-	}
-
-	var err error
-	if f, ok := r.store.(Flusher); ok {
-		if ferr := f.Flush(bg); ferr != nil {
-			err = fmt.Errorf("cron: flush store: %w", ferr)
-		}
-	}
+	err := svc.stop()
 	r.mu.Lock()
 	r.state = stateClosed
 	r.mu.Unlock()

@@ -12,8 +12,8 @@ import (
 // tokens, beside the single Config.Token compare (the baseline).
 func BenchmarkAuthenticate(b *testing.B) {
 	b.Run("single-token", func(b *testing.B) {
-		f := &Server{cfg: Config{Token: "tok-0"}}
-		f.tokenSum = sha256.Sum256([]byte("tok-0"))
+		f := &Server{cfg: Config{Token: "tok-000000000000"}}
+		f.tokenSum = sha256.Sum256([]byte("tok-000000000000"))
 		req := httptest.NewRequest("GET", "/jobs", nil)
 		req.Header.Set("Authorization", "Bearer tok-0")
 		b.ReportAllocs()
@@ -27,7 +27,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 		b.Run(fmt.Sprintf("tokenset-%d", n), func(b *testing.B) {
 			var toks []Token
 			for i := range n {
-				toks = append(toks, Token{Secret: fmt.Sprintf("tok-%d", i), Role: RoleViewer})
+				toks = append(toks, Token{Secret: fmt.Sprintf("tok-%012d", i), Role: RoleViewer})
 			}
 			set, err := NewTokenSet(toks)
 			if err != nil {
@@ -35,7 +35,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 			}
 			f := &Server{cfg: Config{Authorizer: set}}
 			req := httptest.NewRequest("GET", "/jobs", nil)
-			req.Header.Set("Authorization", fmt.Sprintf("Bearer tok-%d", n-1))
+			req.Header.Set("Authorization", fmt.Sprintf("Bearer tok-%012d", n-1))
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, ok := f.identify(req); !ok {

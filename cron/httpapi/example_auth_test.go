@@ -27,9 +27,9 @@ func ExampleTokenSet() {
 	defer func() { stop(); <-done }()
 
 	tokens, err := httpapi.NewTokenSet([]httpapi.Token{
-		{Secret: "view-me", Role: httpapi.RoleViewer, Name: "grafana"},
-		{Secret: "ops-me", Role: httpapi.RoleOperator, Name: "oncall"},
-		{Secret: "root-me", Role: httpapi.RoleAdmin, Name: "deploy"},
+		{Secret: "view-me-secret-001", Role: httpapi.RoleViewer, Name: "grafana"},
+		{Secret: "ops-me-secret-0001", Role: httpapi.RoleOperator, Name: "oncall"},
+		{Secret: "root-me-secret-001", Role: httpapi.RoleAdmin, Name: "deploy"},
 	})
 	if err != nil {
 		panic(err)
@@ -57,15 +57,15 @@ func ExampleTokenSet() {
 		}
 		fmt.Printf("%s %s: %d\n", method, path, resp.StatusCode)
 	}
-	call("root-me", "POST", "/jobs", `{"id":"ping","http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"every","every":"5m"}}`)
-	call("view-me", "POST", "/jobs/ping/pause", "")
-	call("ops-me", "POST", "/jobs/ping/pause", "")
-	call("ops-me", "DELETE", "/jobs/ping", "")
+	call("root-me-secret-001", "POST", "/jobs", `{"id":"ping","http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"every","every":"5m"}}`)
+	call("view-me-secret-001", "POST", "/jobs/ping/pause", "")
+	call("ops-me-secret-0001", "POST", "/jobs/ping/pause", "")
+	call("ops-me-secret-0001", "DELETE", "/jobs/ping", "")
 	// A reload: the operator's token is gone.
-	if err := tokens.Store([]httpapi.Token{{Secret: "root-me", Role: httpapi.RoleAdmin, Name: "deploy"}}); err != nil {
+	if err := tokens.Store([]httpapi.Token{{Secret: "root-me-secret-001", Role: httpapi.RoleAdmin, Name: "deploy"}}); err != nil {
 		panic(err)
 	}
-	call("ops-me", "GET", "/jobs", "")
+	call("ops-me-secret-0001", "GET", "/jobs", "")
 	// Output:
 	// audit 1: deploy (admin) POST /jobs job=ping
 	// POST /jobs: 201

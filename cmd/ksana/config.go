@@ -66,8 +66,8 @@ var envVars = []envVar{
 	{"MIN_INTERVAL", "1s", "the shortest interval an every job (or a cron @every) may have"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"LOG_FORMAT", "text", "text or json (log records go to stderr)"},
-	{"KSANA_API_TOKEN", "", "when set, every endpoint but /health requires Authorization: Bearer <token>"},
-	{"KSANA_API_TOKENS_FILE", "", "a file of tokens with roles, one a line: \"role token [name]\" (role viewer, operator or admin; # starts a comment line); reread on SIGHUP"},
+	{"KSANA_API_TOKEN", "", "when set, every endpoint but /health requires Authorization: Bearer <token>; at least 16 bytes"},
+	{"KSANA_API_TOKENS_FILE", "", "a file of tokens with roles, one a line: \"role token [name]\" (role viewer, operator or admin; tokens of at least 16 bytes; # starts a comment line); reread on SIGHUP: a bad line is refused, the others apply; an empty or unreadable file leaves none valid"},
 	{"KSANA_CALLBACK_ALLOW", "", "comma-separated host patterns job URLs and alert webhooks must match, such as *.internal,api.example.com (empty: any host)"},
 	{"DATABASE_URL", "", "postgres://... or sqlite:PATH: keep the jobs in that database, shared by every ksana on it (unset: the JSON file of the data directory)"},
 	{"KSANA_INSTANCE", "", "this instance's name among those on one DATABASE_URL; a name a live instance uses is refused at start, exit 2 (unset: host-pid-random)"},
@@ -186,6 +186,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.Token != "" && (strings.TrimSpace(c.Token) == "" || strings.TrimSpace(c.Token) != c.Token) {
 		return c, &ConfigError{Var: "KSANA_API_TOKEN", Value: c.Token, Secret: true,
 			Want: "must not be blank nor start or end with white space (no client could send it); unset it to turn authentication off"}
+	}
+	if c.Token != "" && len(c.Token) < httpapi.MinTokenLen {
+		return c, &ConfigError{Var: "KSANA_API_TOKEN", Value: c.Token, Secret: true,
+			Want: fmt.Sprintf("must be at least %d bytes (openssl rand -hex 16 makes one of 32)", httpapi.MinTokenLen)}
 	}
 	if p := strings.TrimSpace(getenv("KSANA_API_TOKENS_FILE")); p != "" {
 		tokens, terr := readTokens(p)

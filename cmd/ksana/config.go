@@ -260,7 +260,7 @@ GET /health, GET /metrics, and its OpenAPI 3 document at
 GET /openapi.json) and keeps its jobs in one JSON file,
 <data dir>/jobs.json, or with DATABASE_URL in PostgreSQL or SQLite,
 where several instances share the jobs. SIGINT or SIGTERM stops it
-cleanly; SIGHUP rereads KSANA_API_TOKENS_FILE.
+cleanly; SIGHUP rereads KSANA_API_TOKENS_FILE, and never stops it.
 
 Usage: ksana [-h]            start the service
        ksana COMMAND [flags]  call a running service (below)

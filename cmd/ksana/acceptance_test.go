@@ -413,7 +413,7 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestTokenAndAllowList(t *testing.T) {
-	ts := startService(t, t.TempDir(), map[string]string{"KSANA_API_TOKEN": "tok", "KSANA_CALLBACK_ALLOW": "*.internal"})
+	ts := startService(t, t.TempDir(), map[string]string{"KSANA_API_TOKEN": "tok-secret-000001", "KSANA_CALLBACK_ALLOW": "*.internal"})
 	if code := call(t, "GET", ts.url+"/jobs", "", nil); code != 401 {
 		t.Errorf("GET /jobs without token: %d, want 401", code)
 	}

@@ -170,6 +170,11 @@ func commandsUsage() string {
 // runCommand runs the command of args (args[0] is "jobs" or "health")
 // and returns the exit status.
 func runCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Everything the command prints goes through out and errOut.
+	out, errOut := &termWriter{w: stdout}, &termWriter{w: stderr}
+	defer out.Flush()
+	defer errOut.Flush()
+	stdout, stderr = out, errOut
 	name := args[0]
 	rest := args[1:]
 	if name == "jobs" {
@@ -230,6 +235,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		fmt.Fprintf(stderr, "ksana %s: -o must be table or json, got %q\n", name, o.output)
 		return exitUsage
 	}
+	out.json = o.output == "json"
 	addr := cmpOr(o.addr, strings.TrimSpace(getenv("KSANA_ADDR")), DefaultAddr)
 	token := cmpOr(o.token, strings.TrimSpace(getenv("KSANA_API_TOKEN")))
 	c, err := client.New(addr, &http.Client{Timeout: 30 * time.Second}, token)
@@ -275,8 +281,9 @@ func (e *cmdEnv) json(v any) error {
 	return enc.Encode(v)
 }
 
-func (e *cmdEnv) table() *tabwriter.Writer {
-	return tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+func (e *cmdEnv) table() *table {
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	return &table{tw: tw, esc: &termWriter{w: tw}}
 }
 
 func cmdList(ctx context.Context, e *cmdEnv, _ []string) error {

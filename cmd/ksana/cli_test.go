@@ -49,9 +49,9 @@ func TestCLI(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildKsana(t)
-	m := startMember(t, bin, "cli", "KSANA_DATA="+t.TempDir(), "KSANA_API_TOKEN=tok")
+	m := startMember(t, bin, "cli", "KSANA_DATA="+t.TempDir(), "KSANA_API_TOKEN=tok-secret-000001")
 	hook := newCallback(t, 200, 0)
-	env := []string{"KSANA_ADDR=" + m.url, "KSANA_API_TOKEN=tok"}
+	env := []string{"KSANA_ADDR=" + m.url, "KSANA_API_TOKEN=tok-secret-000001"}
 	dir := t.TempDir()
 	jobFile := filepath.Join(dir, "job.json")
 	if err := os.WriteFile(jobFile, []byte(`{"id":"daily","name":"report","http":{"url":"`+hook.URL+`/daily"},"schedule":{"kind":"cron","cron":"0 9 * * *","tz":"Europe/Paris"}}`), 0o600); err != nil {
@@ -100,8 +100,8 @@ func TestCLI(t *testing.T) {
 		{"health", nil, "", []string{"health"}, 0, []string{"status", "ok"}, nil, false},
 		{"health json", nil, "", []string{"health", "-o", "json"}, 0, []string{`"status": "ok"`}, nil, false},
 		{"a wrong token", []string{"KSANA_ADDR=" + m.url, "KSANA_API_TOKEN=wrong"}, "", []string{"jobs", "ls"}, 1, nil, []string{"HTTP 401"}, true},
-		{"-token wins over the environment", []string{"KSANA_ADDR=" + m.url, "KSANA_API_TOKEN=wrong"}, "", []string{"jobs", "ls", "-token", "tok"}, 0, []string{"daily"}, nil, false},
-		{"-addr", []string{"KSANA_ADDR=http://127.0.0.1:1", "KSANA_API_TOKEN=tok"}, "", []string{"jobs", "get", "daily", "-addr", m.url}, 0, []string{"renamed"}, nil, false},
+		{"-token wins over the environment", []string{"KSANA_ADDR=" + m.url, "KSANA_API_TOKEN=wrong"}, "", []string{"jobs", "ls", "-token", "tok-secret-000001"}, 0, []string{"daily"}, nil, false},
+		{"-addr", []string{"KSANA_ADDR=http://127.0.0.1:1", "KSANA_API_TOKEN=tok-secret-000001"}, "", []string{"jobs", "get", "daily", "-addr", m.url}, 0, []string{"renamed"}, nil, false},
 		{"no service", []string{"KSANA_ADDR=http://127.0.0.1:1"}, "", []string{"health"}, 1, nil, []string{"connection refused"}, true},
 		{"a bad address", []string{"KSANA_ADDR=127.0.0.1:7100"}, "", []string{"health"}, 2, nil, []string{"KSANA_ADDR"}, true},
 		{"bad -o", nil, "", []string{"health", "-o", "yaml"}, 2, nil, []string{"table or json"}, true},
@@ -139,7 +139,7 @@ func TestCLI(t *testing.T) {
 
 	// JSON output is the API's: it decodes into the cron types, and says
 	// what the service holds.
-	c, err := client.New(m.url, nil, "tok")
+	c, err := client.New(m.url, nil, "tok-secret-000001")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,8 +68,8 @@ var envVars = []envVar{
 	{"MIN_INTERVAL", "1s", "the shortest interval an every job (or a cron @every) may have"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"LOG_FORMAT", "text", "text or json (log records go to stderr)"},
-	{"KSANA_API_TOKEN", "", "when set, every endpoint but /health requires Authorization: Bearer <token>"},
-	{"KSANA_API_TOKENS_FILE", "", "a file of tokens with roles, one a line: \"role token [name]\" (role viewer, operator or admin; # starts a comment line); reread on SIGHUP"},
+	{"KSANA_API_TOKEN", "", "when set, every endpoint but /health requires Authorization: Bearer <token>; at least 16 bytes"},
+	{"KSANA_API_TOKENS_FILE", "", "a file of tokens with roles, one a line: \"role token [name]\" (role viewer, operator or admin; tokens of at least 16 bytes; # starts a comment line); reread on SIGHUP: a bad line is refused, the others apply; an empty or unreadable file leaves none valid"},
 	{"KSANA_CALLBACK_ALLOW", "", "comma-separated patterns job URLs and alert webhooks must match: host names such as *.internal,api.example.com, IP addresses and CIDR blocks such as 127.0.0.1,10.0.0.0/8; an IP literal passes only where such a pattern names it, and loopback, link-local and unspecified addresses are refused after DNS unless one names them (empty: any host and address, loopback included)"},
 	{"DATABASE_URL", "", "postgres://... or sqlite:PATH: keep the jobs in that database, shared by every ksana on it (unset: the JSON file of the data directory)"},
 	{"KSANA_INSTANCE", "", "this instance's name among those on one DATABASE_URL; a name a live instance uses is refused at start, exit 2 (unset: host-pid-random)"},
@@ -194,6 +194,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, &ConfigError{Var: "KSANA_API_TOKEN", Value: c.Token, Secret: true,
 			Want: "must not be blank nor start or end with white space (no client could send it); unset it to turn authentication off"}
 	}
+	if c.Token != "" && len(c.Token) < httpapi.MinTokenLen {
+		return c, &ConfigError{Var: "KSANA_API_TOKEN", Value: c.Token, Secret: true,
+			Want: fmt.Sprintf("must be at least %d bytes (openssl rand -hex 16 makes one of 32)", httpapi.MinTokenLen)}
+	}
 	if p := strings.TrimSpace(getenv("KSANA_API_TOKENS_FILE")); p != "" {
 		tokens, terr := readTokens(p)
 		if terr != nil {
@@ -263,7 +267,7 @@ GET /health, GET /metrics, and its OpenAPI 3 document at
 GET /openapi.json) and keeps its jobs in one JSON file,
 <data dir>/jobs.json, or with DATABASE_URL in PostgreSQL or SQLite,
 where several instances share the jobs. SIGINT or SIGTERM stops it
-cleanly; SIGHUP rereads KSANA_API_TOKENS_FILE.
+cleanly; SIGHUP rereads KSANA_API_TOKENS_FILE, and never stops it.
 
 Usage: ksana [-h]            start the service
        ksana COMMAND [flags]  call a running service (below)

@@ -16,7 +16,7 @@ import (
 func FuzzLoadConfig(f *testing.F) {
 	for _, s := range [][8]string{
 		{},
-		{"8080", "127.0.0.1", "4", "10s", "debug", "json", "tok", "*.internal,api.example.com"},
+		{"8080", "127.0.0.1", "4", "10s", "debug", "json", "tok-secret-000001", "*.internal,api.example.com"},
 		{"-1", "::1", "0", "0s", "loud", "xml", " tok", "http://x"},
 		{"65536", "[::1]", "65537", "-5s", "WARN", "TEXT", "\t", "*,"},
 		{"7100", "a b", "1", "1h", "warning", "text", "", "*."},
@@ -66,6 +66,9 @@ func FuzzLoadConfig(f *testing.F) {
 		}
 		if c.Token != "" && strings.TrimSpace(c.Token) != c.Token {
 			t.Errorf("Token %q with white space accepted", c.Token)
+		}
+		if c.Token != "" && len(c.Token) < httpapi.MinTokenLen {
+			t.Errorf("Token %q shorter than %d bytes accepted", c.Token, httpapi.MinTokenLen)
 		}
 		for _, p := range c.CallbackAllow {
 			if p == "" || p != strings.ToLower(p) || cron.CheckHostPattern(p) != nil {

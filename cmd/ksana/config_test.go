@@ -39,9 +39,9 @@ func TestLoadConfig(t *testing.T) {
 			}},
 		{env: map[string]string{"DATA_DIR": "/d"}, check: func(c config) bool { return c.DataDir == "/d" }},
 		{env: map[string]string{"DATA_DIR": "/d", "KSANA_DATA": "/k"}, check: func(c config) bool { return c.DataDir == "/k" }},
-		{env: map[string]string{"KSANA_API_TOKEN": "t", "KSANA_CALLBACK_ALLOW": "*.internal, a.com"},
+		{env: map[string]string{"KSANA_API_TOKEN": "t-secret-0000001", "KSANA_CALLBACK_ALLOW": "*.internal, a.com"},
 			check: func(c config) bool {
-				return c.Token == "t" && cmp.Equal(c.CallbackAllow, []string{"*.internal", "a.com"})
+				return c.Token == "t-secret-0000001" && cmp.Equal(c.CallbackAllow, []string{"*.internal", "a.com"})
 			}},
 		{env: map[string]string{"PORT": "http"}, wantErr: `PORT="http": must be an integer from 0 to 65535`},
 		{env: map[string]string{"PORT": "70000"}, wantErr: `PORT="70000"`},
@@ -79,6 +79,7 @@ func TestLoadConfig(t *testing.T) {
 		{env: map[string]string{"KSANA_CONSOLE_SECRET": "short-console-secret"}, wantErr: `KSANA_CONSOLE_SECRET (a secret of 20 bytes, not shown): must hold at least 32 bytes`},
 		// The token is a secret: the error gives its length, never the value.
 		{env: map[string]string{"KSANA_API_TOKEN": "s3cret-value\n"}, wantErr: `KSANA_API_TOKEN (a secret of 13 bytes, not shown): must not be blank nor start or end with white space`},
+		{env: map[string]string{"KSANA_API_TOKEN": "s3cret-value-01"}, wantErr: `KSANA_API_TOKEN (a secret of 15 bytes, not shown): must be at least 16 bytes`},
 	}
 	for _, tt := range tests {
 		c, err := loadConfig(func(k string) string { return tt.env[k] })
@@ -252,7 +253,7 @@ func TestExposureReport(t *testing.T) {
 	}{
 		{"every interface, no token", nil, true, `"token":"off","callback_allow":"any host"`},
 		{"loopback, no token", map[string]string{"LISTEN_ADDR": "127.0.0.1"}, false, `"token":"off","callback_allow":"any host"`},
-		{"every interface, token", map[string]string{"KSANA_API_TOKEN": "s3cret", "KSANA_CALLBACK_ALLOW": "*.internal"}, false,
+		{"every interface, token", map[string]string{"KSANA_API_TOKEN": "s3cret-token-0001", "KSANA_CALLBACK_ALLOW": "*.internal"}, false,
 			`"token":"required","callback_allow":"*.internal"`},
 	}
 	for _, tt := range tests {

@@ -10,7 +10,7 @@ import (
 // TestConsoleServed: / redirects to the console at /ui/, which lists the
 // jobs, and the API keeps every other path.
 func TestConsoleServed(t *testing.T) {
-	ts := startService(t, t.TempDir(), map[string]string{"KSANA_API_TOKEN": "s3cret"})
+	ts := startService(t, t.TempDir(), map[string]string{"KSANA_API_TOKEN": "s3cret-token-0001"})
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := noFollow.Get(ts.url + "/")
 	if err != nil {

@@ -62,7 +62,12 @@
 // when the API refuses (the API's message, the field at fault and the
 // HTTP status are printed on stderr) or cannot be reached, and 2 for a
 // bad command line; ksana -h lists the commands and each takes -h.
-// ksana with no command starts the service.
+// ksana with no command starts the service. What a terminal would act on
+// rather than show (control characters but newline and tab, DEL, C1
+// controls, Unicode bidirectional controls, bytes that are not UTF-8),
+// which a job name or a callback's reply may hold, is printed escaped:
+// \x1b, \u009b, \u202e; -o json escapes the same characters as JSON does,
+// so it decodes to the exact values.
 //
 // # Several instances on one database
 //
@@ -105,7 +110,21 @@
 // start with a message naming the variable, and exit status 2; so does a
 // DATABASE_URL that cannot be opened. Any other failure to start exits 1.
 // KSANA_API_TOKEN guards every endpoint but GET /health, /openapi.json
-// included.
+// included. Every token, KSANA_API_TOKEN and those of
+// KSANA_API_TOKENS_FILE, holds at least 16 bytes.
+//
+// # Reloading the tokens
+//
+// SIGHUP rereads KSANA_API_TOKENS_FILE, and a reload never keeps a token
+// the file no longer holds: a bad line is refused and logged as an ERROR
+// naming its number (never its words), while the other lines apply; a
+// file that is empty, holds no good line or cannot be read leaves no
+// token of the file valid, and authentication stays on. GET /health
+// reports the last reload: tokens_reload (ok, bad lines or failed),
+// tokens_reload_at and tokens_reload_errors. KSANA_API_TOKEN is not in
+// the file and stays valid. SIGHUP never stops the service: it is caught
+// from the start of the process, and without KSANA_API_TOKENS_FILE it is
+// logged and ignored. A bad file at start is exit 2, naming the lines.
 //
 // KSANA_CALLBACK_ALLOW, a comma-separated list of patterns (host names
 // such as api.example.com or *.internal, IP addresses such as 10.1.2.3,

@@ -10,9 +10,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/ksana-dev/ksana/cmd/ksana/internal/sighup"
 	"github.com/ksana-dev/ksana/store/jsonstore"
 	"github.com/ksana-dev/ksana/store/sqlstore"
 )
+
+// SIGHUP is caught from the start of the process, before main: package
+// sighup asks for it in its init. The service reloads its tokens on it, or
+// logs and ignores it; it never ends the process.
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -24,6 +29,8 @@ func main() {
 // run is main without the process: it returns the exit status.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && isCommand(args[0]) {
+		// A client, not the service: a hangup ends it.
+		signal.Reset(syscall.SIGHUP)
 		return runCommand(ctx, args, getenv, os.Stdin, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("ksana", flag.ContinueOnError)
@@ -67,6 +74,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		log.Error("ksana: start", "error", err)
 		return 1
 	}
+	svc.hup = sighup.C
 	ln, err := listen(cfg.Listen, cfg.Port)
 	if err != nil {
 		log.Error("ksana: start", "error", err)

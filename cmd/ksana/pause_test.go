@@ -40,8 +40,8 @@ func TestPauseJSONFile(t *testing.T) {
 	}
 	bin := buildKsana(t)
 	dir := t.TempDir()
-	m := startMember(t, bin, "p", "KSANA_DATA="+dir, "KSANA_API_TOKEN=tok")
-	env := []string{"KSANA_ADDR=" + m.url, "KSANA_API_TOKEN=tok"}
+	m := startMember(t, bin, "p", "KSANA_DATA="+dir, "KSANA_API_TOKEN=tok-secret-000001")
+	env := []string{"KSANA_ADDR=" + m.url, "KSANA_API_TOKEN=tok-secret-000001"}
 	hook := newCallback(t, 200, 0)
 	body := `{"id":"tick","http":{"url":"` + hook.URL + `"},"schedule":{"kind":"every","every":"200ms"}}`
 	if code, _, errOut := cli(t, bin, env, body, "jobs", "add", "-f", "-"); code != 0 {
@@ -94,8 +94,8 @@ func TestPauseJSONFile(t *testing.T) {
 		t.Errorf("the service pause disabled the job")
 	}
 	stopMember(m)
-	m = startMember(t, bin, "p", "KSANA_DATA="+dir, "KSANA_API_TOKEN=tok")
-	env = []string{"KSANA_ADDR=" + m.url, "KSANA_API_TOKEN=tok"}
+	m = startMember(t, bin, "p", "KSANA_DATA="+dir, "KSANA_API_TOKEN=tok-secret-000001")
+	env = []string{"KSANA_ADDR=" + m.url, "KSANA_API_TOKEN=tok-secret-000001"}
 	if h := m.health(t); h["paused"] != true || h["pause_reason"] != "disk swap" {
 		t.Errorf("/health after a restart: %v; want still paused", h)
 	}

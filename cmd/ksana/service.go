@@ -35,6 +35,10 @@ type service struct {
 	handler http.Handler
 	metrics *metrics.Cron
 	tokens  *httpapi.TokenSet // nil without KSANA_API_TOKENS_FILE
+	reload  tokenReload       // the last reload of the tokens file, for /health
+	// hup receives SIGHUP from the start of the process (main sets it);
+	// nil: the service catches SIGHUP itself while it runs.
+	hup <-chan os.Signal
 }
 
 func newService(cfg config, log *slog.Logger) (*service, error) {
@@ -91,6 +95,12 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 				n = map[string]any{}
 			}
 			n["unhandled_types"] = u
+		}
+		if r := svc.reload.notes(); r != nil {
+			if n == nil {
+				n = map[string]any{}
+			}
+			maps.Copy(n, r)
 		}
 		return n
 	}
@@ -313,8 +323,8 @@ func (s *service) run(ctx context.Context, ln net.Listener) error {
 	runDone := make(chan error, 1)
 	go func() { runDone <- s.runner.Run(runCtx) }()
 
-	stopReload := s.reloadTokens(ctx)
-	defer stopReload()
+	stopHup := s.watchSighup(ctx)
+	defer stopHup()
 	// A client has 10 s to send its headers and 30 s for the whole
 	// request (bodies are at most 1 MiB), so that slow senders cannot hold
 	// connections open; an idle keep-alive connection closes after 2 min.

@@ -16,78 +16,96 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/ksana-dev/ksana/cron/httpapi"
 )
 
 func TestParseTokens(t *testing.T) {
+	const (
+		v1 = "viewer-secret-0001"
+		o1 = "operator-secret-01"
+		a1 = "admin-secret-00001"
+	)
 	for _, tc := range []struct {
 		name, file string
 		want       []httpapi.Token
-		err        string
+		errs       []string
 	}{
-		{"roles and names", "# ops team\nviewer v-1 vera\n\n  operator\to-1 otto  \r\nadmin a-1\n",
-			[]httpapi.Token{{Role: "viewer", Secret: "v-1", Name: "vera"}, {Role: "operator", Secret: "o-1", Name: "otto"}, {Role: "admin", Secret: "a-1"}}, ""},
-		{"no final newline", "admin a-1 root", []httpapi.Token{{Role: "admin", Secret: "a-1", Name: "root"}}, ""},
-		{"empty", "", nil, "holds no token"},
-		{"comments only", "# nothing\n   # here\n", nil, "holds no token"},
-		{"one word", "admin a-1\nviewer\n", nil, "line 2: want \"role token [name]\""},
-		{"four words", "admin s3cr3t-token my name\n", nil, "line 1: want \"role token [name]\""},
-		{"unknown role", "\nroot s3cr3t-token\n", nil, `line 2: unknown role "root": want viewer, operator or admin`},
-		{"role case", "Admin s3cr3t-token\n", nil, `line 1: unknown role "Admin"`},
-		{"twice", "admin s3cr3t-token a\nviewer s3cr3t-token b\n", nil, "line 2: the same token as line 1"},
-		{"not ascii", "admin s3cr3t-tökén\n", nil, "line 1: the token and the name must be printable ASCII"},
-		{"control", "admin s3cr3t\x00token\n", nil, "line 1: the token and the name must be printable ASCII"},
+		{"roles and names", "# ops team\nviewer " + v1 + " vera\n\n  operator\t" + o1 + " otto  \r\nadmin " + a1 + "\n",
+			[]httpapi.Token{{Role: "viewer", Secret: v1, Name: "vera"}, {Role: "operator", Secret: o1, Name: "otto"}, {Role: "admin", Secret: a1}}, nil},
+		{"no final newline", "admin " + a1 + " root", []httpapi.Token{{Role: "admin", Secret: a1, Name: "root"}}, nil},
+		{"empty", "", nil, []string{"holds no token"}},
+		{"comments only", "# nothing\n   # here\n", nil, []string{"holds no token"}},
+		{"one word", "admin " + a1 + "\nviewer\n", []httpapi.Token{{Role: "admin", Secret: a1}}, []string{"line 2: want \"role token [name]\" (3 words at most, the name one word), got 1 words"}},
+		{"four words", "admin s3cr3t-token-0001 my name\n", nil, []string{"line 1: want \"role token [name]\" (3 words at most, the name one word), got 4 words"}},
+		{"unknown role", "\nroot s3cr3t-token-0001\n", nil, []string{"line 2: unknown role: want viewer, operator or admin (in lower case) as the first word"}},
+		{"role case", "Admin s3cr3t-token-0001\n", nil, []string{"line 1: unknown role"}},
+		{"secret first", "s3cr3t-token-0001 admin\n", nil, []string{"line 1: unknown role"}},
+		{"twice", "admin s3cr3t-token-0001 a\nviewer s3cr3t-token-0001 b\n",
+			[]httpapi.Token{{Role: "admin", Secret: "s3cr3t-token-0001", Name: "a"}}, []string{"line 2: the same token as line 1"}},
+		{"not ascii", "admin s3cr3t-tökén-0001\n", nil, []string{"line 1: the token and the name must be printable ASCII"}},
+		{"control", "admin s3cr3t\x00token-0001\n", nil, []string{"line 1: the token and the name must be printable ASCII"}},
+		{"16 bytes", "admin s3cr3t-token-001\n", []httpapi.Token{{Role: "admin", Secret: "s3cr3t-token-001"}}, nil},
+		{"too short", "admin s3cr3t-token-01\nviewer " + v1 + "\n",
+			[]httpapi.Token{{Role: "viewer", Secret: v1}}, []string{"line 1: the token is shorter than 16 bytes"}},
+		{"several bad lines", "viewer " + v1 + "\nroot s3cr3t-token-0001\nadmin s3cr3t\nadmin " + a1 + "\n",
+			[]httpapi.Token{{Role: "viewer", Secret: v1}, {Role: "admin", Secret: a1}},
+			[]string{"line 2: unknown role", "line 3: the token is shorter than 16 bytes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseTokens([]byte(tc.file))
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one holding %q", err, tc.err)
+			got, errs := parseTokens([]byte(tc.file))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("tokens (-want +got):\n%s", diff)
+			}
+			if len(errs) != len(tc.errs) {
+				t.Fatalf("errors %v, want %d: %q", errs, len(tc.errs), tc.errs)
+			}
+			for i, err := range errs {
+				if !strings.HasPrefix(err.Error(), tc.errs[i]) {
+					t.Errorf("error %d: %q, want one starting %q", i, err, tc.errs[i])
 				}
 				if strings.Contains(err.Error(), "s3cr3t") {
 					t.Errorf("error shows the token: %v", err)
 				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("tokens (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// FuzzParseTokens: any file yields tokens that a TokenSet takes, or an
-// error naming a line (or the lack of tokens) that never shows a token.
+// FuzzParseTokens: any file yields tokens that a TokenSet takes, and an
+// error per bad line naming it (or the lack of tokens) that never shows a
+// word of the file.
 func FuzzParseTokens(f *testing.F) {
 	for _, s := range []string{
 		"admin a\n", "viewer v vera\n# c\noperator o\n", "", "#\n", "root x\n", "admin a\nadmin a\n",
-		"admin a b c\n", "admin\n", "admin \xff\n", "\r\n\r\nviewer abcdefghijkl\r\n", "operator op\x7f\n",
+		"admin a b c\n", "admin\n", "admin \xff\n", "\r\n\r\nviewer abcdefghijklmnopq\r\n", "operator op\x7f\n",
+		"abcdefghijklmnopq admin\n", "viewer abcdefghijklmnopq\nviewer abcdefghijklmnopq\n",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, file string) {
-		tokens, err := parseTokens([]byte(file))
-		if err != nil {
+		tokens, errs := parseTokens([]byte(file))
+		for _, err := range errs {
 			msg := err.Error()
 			if !strings.HasPrefix(msg, "line ") && !strings.HasPrefix(msg, "holds no token") {
 				t.Fatalf("error %q names no line", msg)
 			}
 			for _, line := range strings.Split(file, "\n") {
-				fs := strings.Fields(line)
-				if len(fs) < 2 || len(fs[1]) < 10 || strings.Trim(fs[1], "0123456789") == "" {
-					continue
-				}
-				if strings.Contains(strings.ReplaceAll(msg, fs[0], ""), fs[1]) {
-					t.Fatalf("error %q shows the token %q", msg, fs[1])
+				for _, w := range strings.Fields(line) {
+					if len(w) < 10 || strings.Trim(w, "0123456789") == "" {
+						continue
+					}
+					if strings.Contains(msg, w) {
+						t.Fatalf("error %q shows the word %q", msg, w)
+					}
 				}
 			}
-			return
+		}
+		if len(tokens) == 0 && len(errs) == 0 {
+			t.Fatal("no error and no token")
 		}
 		if len(tokens) == 0 {
-			t.Fatal("no error and no token")
+			return
 		}
 		if _, err := httpapi.NewTokenSet(tokens); err != nil {
 			t.Fatalf("parsed tokens refused by TokenSet: %v", err)
@@ -96,9 +114,12 @@ func FuzzParseTokens(f *testing.F) {
 }
 
 // TestTokensFileProcess runs the built binary with a tokens file and
-// KSANA_API_TOKEN: each role gets what it may, SIGHUP swaps the tokens, a
-// bad file on reload keeps the old ones and is logged, a bad file at
-// start is exit 2 naming the line, and no token ever reaches the logs.
+// KSANA_API_TOKEN: each role gets what it may; SIGHUP swaps the tokens,
+// and a removed token goes whatever else the file holds: a bad line on
+// reload is refused, logged and shown in /health while the other lines
+// apply, an emptied or unreadable file leaves none of its tokens valid; a
+// bad file or a short token at start is exit 2 naming the line; and no
+// token ever reaches the logs or /health.
 func TestTokensFileProcess(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("SIGHUP")
@@ -116,20 +137,27 @@ func TestTokensFileProcess(t *testing.T) {
 	}
 	secrets := []string{"single-secret-0001", "viewer-secret-0001", "operator-secret-01", "admin-secret-00001", "viewer-secret-0002", "bad-secret-000001"}
 
-	// A bad file at start: exit 2, the line named, no token shown.
-	write("viewer viewer-secret-0001 vera\nroot bad-secret-000001\n")
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "KSANA_DATA="+t.TempDir(), "PORT=0", "KSANA_API_TOKENS_FILE="+file)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), `line 2: unknown role "root"`) {
-		t.Fatalf("bad tokens file at start: %v, stderr:\n%s\nwant exit 2 naming line 2", err, stderr.String())
-	}
-	for _, s := range secrets {
-		if strings.Contains(stderr.String(), s) {
-			t.Errorf("stderr shows a token: %s", stderr.String())
+	// A bad file at start, or a short KSANA_API_TOKEN: exit 2, the line
+	// named, no token shown.
+	for _, tc := range []struct{ file, token, want string }{
+		{"viewer viewer-secret-0001 vera\nroot bad-secret-000001\n", "", "line 2: unknown role"},
+		{"viewer viewer-secret-0001 vera\nadmin short-secret\n", "", "line 2: the token is shorter than 16 bytes"},
+		{"viewer viewer-secret-0001 vera\n", "short-secret", "KSANA_API_TOKEN (a secret of 12 bytes, not shown): must be at least 16 bytes"},
+	} {
+		write(tc.file)
+		cmd := exec.Command(bin)
+		cmd.Env = append(os.Environ(), "KSANA_DATA="+t.TempDir(), "PORT=0", "KSANA_API_TOKENS_FILE="+file, "KSANA_API_TOKEN="+tc.token)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Fatalf("bad tokens at start: %v, stderr:\n%s\nwant exit 2 and %q", err, stderr.String(), tc.want)
+		}
+		for _, s := range append(secrets, "short-secret") {
+			if strings.Contains(stderr.String(), s) {
+				t.Errorf("stderr shows a token: %s", stderr.String())
+			}
 		}
 	}
 
@@ -203,25 +231,100 @@ func TestTokensFileProcess(t *testing.T) {
 		t.Errorf("removed operator token after SIGHUP: %d, want 401", got)
 	}
 
-	// A bad file on reload keeps the old tokens.
-	write("viewer viewer-secret-0001\nviewer bad-secret-000001 x y\n")
-	if err := c.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the reload error in the log", func() bool { return strings.Contains(c.logs.String(), "not reloaded") })
-	if !strings.Contains(c.logs.String(), "line 2") {
-		t.Errorf("reload error names no line:\n%s", c.logs.String())
-	}
-	for tok, want := range map[string]int{"viewer-secret-0002": 200, "admin-secret-00001": 200, "viewer-secret-0001": 401, "single-secret-0001": 200} {
-		if got := as("GET", "/jobs", "", tok); got != want {
-			t.Errorf("after a bad reload, GET /jobs as %s: %d, want %d", tok, got, want)
+	// A bad line is refused and reported; the other lines apply, and a
+	// token removed from the file goes even so.
+	write("viewer viewer-secret-0002 vic\nroot bad-secret-000001\nadmin short-secret\noperator operator-secret-01 otto\n")
+	hup := func(status string, errs ...string) {
+		t.Helper()
+		if err := c.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		var h map[string]any
+		waitFor(t, "the reload in /health", func() bool {
+			h = nil
+			if _, err := getJSON(c.url+"/health", &h); err != nil {
+				return false
+			}
+			var got []string
+			for _, e := range anySlice(h["tokens_reload_errors"]) {
+				got = append(got, e.(string))
+			}
+			return h["tokens_reload"] == status && cmp.Equal(got, errs, cmpopts.EquateEmpty())
+		})
+		if _, err := time.Parse(time.RFC3339, h["tokens_reload_at"].(string)); err != nil {
+			t.Errorf("/health tokens_reload_at: %v", err)
 		}
 	}
-	for _, s := range secrets {
+	hup("bad lines", "line 2: unknown role: want viewer, operator or admin (in lower case) as the first word",
+		"line 3: the token is shorter than 16 bytes")
+	if logs := c.logs.String(); !strings.Contains(logs, `"level":"ERROR","msg":"ksana: SIGHUP: KSANA_API_TOKENS_FILE has bad lines`) ||
+		!strings.Contains(logs, "line 2: unknown role") {
+		t.Errorf("the bad lines are not logged as an ERROR naming them:\n%s", logs)
+	}
+	for tok, want := range map[string]int{"viewer-secret-0002": 200, "operator-secret-01": 200, "admin-secret-00001": 401,
+		"bad-secret-000001": 401, "short-secret": 401, "single-secret-0001": 200} {
+		if got := as("GET", "/jobs", "", tok); got != want {
+			t.Errorf("after a reload with bad lines, GET /jobs as %s: %d, want %d", tok, got, want)
+		}
+	}
+
+	// An emptied file leaves no token of it valid: authentication stays
+	// on (KSANA_API_TOKEN is not in the file and stays).
+	write("")
+	hup("failed", "holds no token (want lines \"role token [name]\", role viewer, operator or admin)")
+	for tok, want := range map[string]int{"viewer-secret-0002": 401, "operator-secret-01": 401, "": 401, "single-secret-0001": 200} {
+		if got := as("GET", "/jobs", "", tok); got != want {
+			t.Errorf("after emptying the file, GET /jobs as %q: %d, want %d", tok, got, want)
+		}
+	}
+	// So does a file of bad lines only, and one that cannot be read.
+	write("viewer viewer-secret-0002 vic\n")
+	hup("ok")
+	write("viewer viewer-secret-0002 vic extra\n")
+	hup("failed", "line 1: want \"role token [name]\" (3 words at most, the name one word), got 4 words")
+	if got := as("GET", "/jobs", "", "viewer-secret-0002"); got != 401 {
+		t.Errorf("after a file of bad lines only: %d, want 401", got)
+	}
+	write("viewer viewer-secret-0002 vic\n")
+	hup("ok")
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	hup("failed", "the file cannot be read: no such file or directory")
+	if got := as("GET", "/jobs", "", "viewer-secret-0002"); got != 401 {
+		t.Errorf("after removing the file: %d, want 401", got)
+	}
+	if !strings.Contains(c.logs.String(), "KSANA_API_TOKENS_FILE cannot be read: NO token of it is valid") {
+		t.Errorf("an unreadable file is not logged:\n%s", c.logs.String())
+	}
+	write("viewer viewer-secret-0002 vic\n")
+	hup("ok")
+	if got := as("GET", "/jobs", "", "viewer-secret-0002"); got != 200 {
+		t.Errorf("after the file is back: %d, want 200", got)
+	}
+	if health, _ := httpGet(c.url + "/health"); strings.Contains(health, file) {
+		t.Errorf("/health shows the file's path: %s", health)
+	}
+	for _, s := range append(secrets, "short-secret") {
 		if strings.Contains(c.logs.String(), s) {
 			t.Errorf("the log shows the token %s:\n%s", s, c.logs.String())
 		}
 	}
+}
+
+// getJSON decodes the JSON answer of a GET of url into out.
+func getJSON(url string, out any) (int, error) {
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode, json.NewDecoder(resp.Body).Decode(out)
+}
+
+func anySlice(v any) []any {
+	s, _ := v.([]any)
+	return s
 }
 
 var httpClient = &http.Client{Timeout: 10 * time.Second}
@@ -250,7 +353,7 @@ func TestTokensFileMode(t *testing.T) {
 		warn bool
 	}{{0o600, false}, {0o644, true}, {0o640, true}} {
 		file := filepath.Join(t.TempDir(), "tokens")
-		if err := os.WriteFile(file, []byte("admin a-secret-token\n"), tc.mode); err != nil {
+		if err := os.WriteFile(file, []byte("admin a-secret-token-0001\n"), tc.mode); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Chmod(file, tc.mode); err != nil { // past the umask
@@ -261,7 +364,7 @@ func TestTokensFileMode(t *testing.T) {
 		if got := strings.Contains(ts.logs.String(), "can be read by other users"); got != tc.warn {
 			t.Errorf("mode %v: warned %v, want %v; logs:\n%s", tc.mode, got, tc.warn, ts.logs.String())
 		}
-		if strings.Contains(ts.logs.String(), "a-secret-token") {
+		if strings.Contains(ts.logs.String(), "a-secret-token-0001") {
 			t.Errorf("the log shows the token:\n%s", ts.logs.String())
 		}
 	}

@@ -106,8 +106,8 @@ func wantAPIError(t *testing.T, what string, err error, status int, field string
 
 func TestClientJobs(t *testing.T) {
 	ctx := context.Background()
-	s := newService(t, "s3cret")
-	c := s.client(t, "s3cret")
+	s := newService(t, "s3cret-token-0001")
+	c := s.client(t, "s3cret-token-0001")
 
 	// Create, typed and raw.
 	daily := cron.ScheduleSpec{Kind: cron.KindCron, Cron: "0 9 * * *", TZ: "Europe/Paris"}
@@ -388,8 +388,8 @@ func waitRuns(t *testing.T, c *client.Client, id, runID string) {
 
 func TestClientPreviewAndHealth(t *testing.T) {
 	ctx := context.Background()
-	s := newService(t, "tok")
-	c := s.client(t, "tok")
+	s := newService(t, "tok-secret-000001")
+	c := s.client(t, "tok-secret-000001")
 	start := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
 	every := cron.Every(time.Hour)
 	every.StartAt = start
@@ -524,15 +524,15 @@ func forward(base string) (http.Handler, error) {
 // ErrForbidden naming the role needed.
 func TestClientAudit(t *testing.T) {
 	set, err := httpapi.NewTokenSet([]httpapi.Token{
-		{Secret: "v", Role: httpapi.RoleViewer, Name: "vera"},
-		{Secret: "o", Role: httpapi.RoleOperator, Name: "otto"},
+		{Secret: "v-secret-00000001", Role: httpapi.RoleViewer, Name: "vera"},
+		{Secret: "o-secret-00000001", Role: httpapi.RoleOperator, Name: "otto"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newServiceConfig(t, httpapi.Config{Token: "root", Authenticator: set})
+	s := newServiceConfig(t, httpapi.Config{Token: "root-secret-00001", Authenticator: set})
 	ctx := context.Background()
-	admin, op, viewer := s.client(t, "root"), s.client(t, "o"), s.client(t, "v")
+	admin, op, viewer := s.client(t, "root-secret-00001"), s.client(t, "o-secret-00000001"), s.client(t, "v-secret-00000001")
 	every := cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour)}
 	for _, id := range []string{"a", "b"} {
 		if _, err := admin.Create(ctx, s.job(id, every)); err != nil {

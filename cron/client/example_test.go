@@ -16,12 +16,12 @@ func Example() {
 	// A service to talk to: the API of an in-memory runner. A real one is
 	// cmd/ksana, at http://127.0.0.1:7100.
 	r, _ := cron.New(nil, nil, cron.Config{})
-	api, _ := httpapi.New(r, httpapi.Config{Token: "s3cret"})
+	api, _ := httpapi.New(r, httpapi.Config{Token: "s3cret-token-0001"})
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 
 	ctx := context.Background()
-	c, err := client.New(srv.URL, srv.Client(), "s3cret")
+	c, err := client.New(srv.URL, srv.Client(), "s3cret-token-0001")
 	if err != nil {
 		fmt.Println(err)
 		return

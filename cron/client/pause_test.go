@@ -12,13 +12,13 @@ import (
 )
 
 func TestClientPauses(t *testing.T) {
-	set, err := httpapi.NewTokenSet([]httpapi.Token{{Secret: "o", Role: httpapi.RoleOperator, Name: "otto"}})
+	set, err := httpapi.NewTokenSet([]httpapi.Token{{Secret: "o-secret-00000001", Role: httpapi.RoleOperator, Name: "otto"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newServiceConfig(t, httpapi.Config{Token: "root", Authenticator: set})
+	s := newServiceConfig(t, httpapi.Config{Token: "root-secret-00001", Authenticator: set})
 	ctx := context.Background()
-	admin, op := s.client(t, "root"), s.client(t, "o")
+	admin, op := s.client(t, "root-secret-00001"), s.client(t, "o-secret-00000001")
 	if _, err := admin.Create(ctx, s.job("a", cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Hour)})); err != nil {
 		t.Fatal(err)
 	}

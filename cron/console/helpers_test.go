@@ -19,9 +19,9 @@ import (
 
 // The tokens of the fixtures, one per role.
 const (
-	viewerToken   = "viewer-secret-1"
-	operatorToken = "operator-secret-1"
-	adminToken    = "admin-secret-1"
+	viewerToken   = "viewer-secret-0001"
+	operatorToken = "operator-secret-01"
+	adminToken    = "admin-secret-00001"
 )
 
 type fixture struct {

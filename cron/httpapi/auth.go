@@ -51,6 +51,10 @@ type Token struct {
 	Name string
 }
 
+// MinTokenLen is the least length in bytes of a bearer token: of
+// Config.Token and of each token of a [TokenSet].
+const MinTokenLen = 16
+
 // TokenSet is an [Authenticator] over a list of tokens that can be replaced
 // at any time (for a reload) while requests are served. Its zero value
 // holds no token.
@@ -73,7 +77,8 @@ func NewTokenSet(tokens []Token) (*TokenSet, error) {
 }
 
 // Store replaces the tokens of s by tokens, or, when one is bad (blank
-// secret, one with white space, an unknown role, a secret given twice),
+// secret, one with white space or shorter than [MinTokenLen] bytes, an
+// unknown role, a secret given twice),
 // keeps the old ones and returns an error naming it by its index and name
 // (never by its secret).
 func (s *TokenSet) Store(tokens []Token) error {
@@ -86,6 +91,9 @@ func (s *TokenSet) Store(tokens []Token) error {
 		}
 		if t.Secret == "" || strings.ContainsAny(t.Secret, " \t\r\n") {
 			return fmt.Errorf("httpapi: token %d (%s): the secret must not be empty nor hold white space", i+1, name)
+		}
+		if len(t.Secret) < MinTokenLen {
+			return fmt.Errorf("httpapi: token %d (%s): the secret must be at least %d bytes (MinTokenLen)", i+1, name, MinTokenLen)
 		}
 		if !t.Role.Includes(RoleViewer) {
 			return fmt.Errorf("httpapi: token %d (%s): unknown role %q: want viewer, operator or admin", i+1, name, t.Role)

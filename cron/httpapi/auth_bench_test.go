@@ -13,11 +13,11 @@ import (
 // tokens, beside the single Config.Token compare (the baseline).
 func BenchmarkAuthenticate(b *testing.B) {
 	b.Run("single-token", func(b *testing.B) {
-		f := &Server{cfg: Config{Token: "tok-0"}}
-		f.tokenSum = sha256.Sum256([]byte("tok-0"))
+		f := &Server{cfg: Config{Token: "tok-000000000000"}}
+		f.tokenSum = sha256.Sum256([]byte("tok-000000000000"))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, ok := f.Identify("tok-0"); !ok {
+			if _, ok := f.Identify("tok-000000000000"); !ok {
 				b.Fatal("refused")
 			}
 		}
@@ -26,14 +26,14 @@ func BenchmarkAuthenticate(b *testing.B) {
 		b.Run(fmt.Sprintf("tokenset-%d", n), func(b *testing.B) {
 			var toks []Token
 			for i := range n {
-				toks = append(toks, Token{Secret: fmt.Sprintf("tok-%d", i), Role: RoleViewer})
+				toks = append(toks, Token{Secret: fmt.Sprintf("tok-%012d", i), Role: RoleViewer})
 			}
 			set, err := NewTokenSet(toks)
 			if err != nil {
 				b.Fatal(err)
 			}
 			f := &Server{cfg: Config{Authenticator: set}}
-			tok := fmt.Sprintf("tok-%d", n-1)
+			tok := fmt.Sprintf("tok-%012d", n-1)
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, ok := f.Identify(tok); !ok {

@@ -20,14 +20,14 @@ func bearer(tok string) map[string]string {
 // a refused write changes nothing.
 func TestRoles(t *testing.T) {
 	set, err := NewTokenSet([]Token{
-		{Secret: "v-secret", Role: RoleViewer, Name: "vera"},
-		{Secret: "o-secret", Role: RoleOperator, Name: "otto"},
-		{Secret: "a-secret", Role: RoleAdmin, Name: "ada"},
+		{Secret: "v-secret-00000001", Role: RoleViewer, Name: "vera"},
+		{Secret: "o-secret-00000001", Role: RoleOperator, Name: "otto"},
+		{Secret: "a-secret-00000001", Role: RoleAdmin, Name: "ada"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := map[Role]string{RoleViewer: "v-secret", RoleOperator: "o-secret", RoleAdmin: "a-secret", "single": "single-secret"}
+	tokens := map[Role]string{RoleViewer: "v-secret-00000001", RoleOperator: "o-secret-00000001", RoleAdmin: "a-secret-00000001", "single": "single-secret-0001"}
 	type call struct {
 		method, path, body string
 		need               Role
@@ -53,11 +53,11 @@ func TestRoles(t *testing.T) {
 	for _, role := range []Role{RoleViewer, RoleOperator, RoleAdmin, "single"} {
 		for _, c := range calls {
 			t.Run(fmt.Sprintf("%s/%s %s", role, c.method, c.path), func(t *testing.T) {
-				f := newFixture(t, Config{Token: "single-secret", Authenticator: set})
-				if r := f.do(t, "POST", "/jobs", validJob, bearer("a-secret")); r.status != 201 {
+				f := newFixture(t, Config{Token: "single-secret-0001", Authenticator: set})
+				if r := f.do(t, "POST", "/jobs", validJob, bearer("a-secret-00000001")); r.status != 201 {
 					t.Fatalf("create: %d %s", r.status, r.body)
 				}
-				before := f.do(t, "GET", "/jobs/fixed", "", bearer("v-secret")).body
+				before := f.do(t, "GET", "/jobs/fixed", "", bearer("v-secret-00000001")).body
 				has := role
 				if role == "single" {
 					has = RoleAdmin
@@ -76,20 +76,20 @@ func TestRoles(t *testing.T) {
 				if err := json.Unmarshal([]byte(r.body), &fb); err != nil || fb.Role != c.need || !strings.Contains(fb.Error, string(c.need)+" role") {
 					t.Errorf("403 body %s: want role %q named (%v)", r.body, c.need, err)
 				}
-				if after := f.do(t, "GET", "/jobs/fixed", "", bearer("v-secret")).body; after != before {
+				if after := f.do(t, "GET", "/jobs/fixed", "", bearer("v-secret-00000001")).body; after != before {
 					t.Errorf("refused %s changed the job:\n%s\nwas\n%s", c.method, after, before)
 				}
-				if r := f.do(t, "GET", "/jobs/other", "", bearer("v-secret")); r.status != 404 {
+				if r := f.do(t, "GET", "/jobs/other", "", bearer("v-secret-00000001")); r.status != 404 {
 					t.Errorf("refused create made the job: %d", r.status)
 				}
-				if got := f.do(t, "GET", "/audit", "", bearer("v-secret")).body; strings.Count(got, `"who"`) != 1 {
+				if got := f.do(t, "GET", "/audit", "", bearer("v-secret-00000001")).body; strings.Count(got, `"who"`) != 1 {
 					t.Errorf("a refused write was audited: %s", got)
 				}
 			})
 		}
 	}
-	f := newFixture(t, Config{Token: "single-secret", Authenticator: set})
-	for _, tok := range []string{"", "Bearer nope", "Bearer v-secre", "Basic v-secret"} {
+	f := newFixture(t, Config{Token: "single-secret-0001", Authenticator: set})
+	for _, tok := range []string{"", "Bearer nope", "Bearer v-secre", "Basic v-secret-00000001"} {
 		r := f.do(t, "GET", "/jobs", "", map[string]string{"Authorization": tok})
 		if r.status != 401 {
 			t.Errorf("Authorization %q: %d, want 401", tok, r.status)
@@ -99,7 +99,7 @@ func TestRoles(t *testing.T) {
 		t.Errorf("/health without a token: %d", r.status)
 	}
 	// A method the route does not take is 405 whatever the role.
-	if r := f.do(t, "PUT", "/jobs/fixed", "", bearer("v-secret")); r.status != 405 {
+	if r := f.do(t, "PUT", "/jobs/fixed", "", bearer("v-secret-00000001")); r.status != 405 {
 		t.Errorf("PUT as viewer: %d, want 405", r.status)
 	}
 }
@@ -107,7 +107,7 @@ func TestRoles(t *testing.T) {
 // TestTokenSetStore: a bad list is refused, naming the token and not its
 // secret, and the old tokens stay.
 func TestTokenSetStore(t *testing.T) {
-	set, err := NewTokenSet([]Token{{Secret: "keep", Role: RoleViewer, Name: "k"}})
+	set, err := NewTokenSet([]Token{{Secret: "keep-secret-00001", Role: RoleViewer, Name: "k"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,27 +117,28 @@ func TestTokenSetStore(t *testing.T) {
 	}{
 		{[]Token{{Secret: "", Role: RoleAdmin, Name: "a"}}, "token 1 (a): the secret must not be empty"},
 		{[]Token{{Secret: "x y", Role: RoleAdmin}}, "token 1 (admin): the secret must not be empty nor hold white space"},
-		{[]Token{{Secret: "s1", Role: "root", Name: "r"}}, `token 1 (r): unknown role "root"`},
-		{[]Token{{Secret: "s1", Role: RoleAdmin}, {Secret: "s1", Role: RoleViewer, Name: "b"}}, "token 2 (b): the same secret as token 1"},
+		{[]Token{{Secret: "s1-secret-000001"[:MinTokenLen-1], Role: RoleAdmin, Name: "short"}}, "token 1 (short): the secret must be at least 16 bytes"},
+		{[]Token{{Secret: "s1-secret-0000001", Role: "root", Name: "r"}}, `token 1 (r): unknown role "root"`},
+		{[]Token{{Secret: "s1-secret-0000001", Role: RoleAdmin}, {Secret: "s1-secret-0000001", Role: RoleViewer, Name: "b"}}, "token 2 (b): the same secret as token 1"},
 	} {
 		err := set.Store(tc.tokens)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Store(%v): %v, want %q", tc.tokens, err, tc.want)
 		}
-		if err != nil && strings.Contains(err.Error(), "s1") {
+		if err != nil && strings.Contains(err.Error(), "s1-secret-0000001") {
 			t.Errorf("error shows the secret: %v", err)
 		}
-		if id, ok := set.Authenticate("keep"); !ok || id != (Identity{Name: "k", Role: RoleViewer}) {
+		if id, ok := set.Authenticate("keep-secret-00001"); !ok || id != (Identity{Name: "k", Role: RoleViewer}) {
 			t.Errorf("after a refused Store: %v %v, want the old token", id, ok)
 		}
 	}
-	if err := set.Store([]Token{{Secret: "new", Role: RoleOperator}}); err != nil {
+	if err := set.Store([]Token{{Secret: "new-secret-000001", Role: RoleOperator}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := set.Authenticate("keep"); ok {
+	if _, ok := set.Authenticate("keep-secret-00001"); ok {
 		t.Error("old token still known after Store")
 	}
-	if id, ok := set.Authenticate("new"); !ok || id != (Identity{Name: "operator", Role: RoleOperator}) {
+	if id, ok := set.Authenticate("new-secret-000001"); !ok || id != (Identity{Name: "operator", Role: RoleOperator}) {
 		t.Errorf("new token: %v %v", id, ok)
 	}
 	var zero TokenSet
@@ -151,14 +152,14 @@ func TestTokenSetStore(t *testing.T) {
 // and pages; the log is bounded and the sink sees every entry.
 func TestAudit(t *testing.T) {
 	set, err := NewTokenSet([]Token{
-		{Secret: "o-secret", Role: RoleOperator, Name: "otto"},
-		{Secret: "v-secret", Role: RoleViewer, Name: "vera"},
+		{Secret: "o-secret-00000001", Role: RoleOperator, Name: "otto"},
+		{Secret: "v-secret-00000001", Role: RoleViewer, Name: "vera"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, Config{Token: "root", Authenticator: set})
-	admin, op := bearer("root"), bearer("o-secret")
+	f := newFixture(t, Config{Token: "root-secret-00001", Authenticator: set})
+	admin, op := bearer("root-secret-00001"), bearer("o-secret-00000001")
 	steps := []struct {
 		method, path, body string
 		h                  map[string]string
@@ -178,7 +179,7 @@ func TestAudit(t *testing.T) {
 			t.Fatalf("%s %s: %d %s, want %d", s.method, s.path, r.status, r.body, s.status)
 		}
 	}
-	r := f.do(t, "GET", "/audit", "", bearer("v-secret"))
+	r := f.do(t, "GET", "/audit", "", bearer("v-secret-00000001"))
 	var got []AuditEntry
 	if err := json.Unmarshal([]byte(r.body), &got); err != nil || r.status != 200 {
 		t.Fatalf("GET /audit: %d %v\n%s", r.status, err, r.body)
@@ -269,9 +270,9 @@ func TestAudit(t *testing.T) {
 // keeps the real values.
 func TestSecretsHiddenBelowAdmin(t *testing.T) {
 	set, err := NewTokenSet([]Token{
-		{Secret: "v-secret", Role: RoleViewer, Name: "vera"},
-		{Secret: "o-secret", Role: RoleOperator, Name: "otto"},
-		{Secret: "a-secret", Role: RoleAdmin, Name: "ada"},
+		{Secret: "v-secret-00000001", Role: RoleViewer, Name: "vera"},
+		{Secret: "o-secret-00000001", Role: RoleOperator, Name: "otto"},
+		{Secret: "a-secret-00000001", Role: RoleAdmin, Name: "ada"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -279,13 +280,13 @@ func TestSecretsHiddenBelowAdmin(t *testing.T) {
 	f := newFixture(t, Config{Authenticator: set})
 	job := `{"id":"s","name":"s","http":{"method":"POST","url":"http://bob:pw-123@127.0.0.1:9/x","headers":{"Authorization":"Bearer cb-token"}},
 		"schedule":{"kind":"every","every":"1h"},"alert":{"url":"http://127.0.0.1:9/hook","secret":"alert-secret-1"}}`
-	if r := f.do(t, "POST", "/jobs", job, bearer("a-secret")); r.status != 201 {
+	if r := f.do(t, "POST", "/jobs", job, bearer("a-secret-00000001")); r.status != 201 {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
 	secrets := []string{"pw-123", "cb-token", "alert-secret-1"}
 	for _, c := range []struct{ method, path, tok string }{
-		{"GET", "/jobs/s", "v-secret"}, {"GET", "/jobs", "v-secret"}, {"GET", "/jobs/s", "o-secret"},
-		{"POST", "/jobs/s/pause", "o-secret"}, {"POST", "/jobs/s/resume", "o-secret"}, {"GET", "/audit", "a-secret"},
+		{"GET", "/jobs/s", "v-secret-00000001"}, {"GET", "/jobs", "v-secret-00000001"}, {"GET", "/jobs/s", "o-secret-00000001"},
+		{"POST", "/jobs/s/pause", "o-secret-00000001"}, {"POST", "/jobs/s/resume", "o-secret-00000001"}, {"GET", "/audit", "a-secret-00000001"},
 	} {
 		r := f.do(t, c.method, c.path, "", bearer(c.tok))
 		if r.status != 200 {
@@ -300,7 +301,7 @@ func TestSecretsHiddenBelowAdmin(t *testing.T) {
 			t.Errorf("%s %s with %s: no (hidden) value in %s", c.method, c.path, c.tok, r.body)
 		}
 	}
-	r := f.do(t, "GET", "/jobs/s", "", bearer("a-secret"))
+	r := f.do(t, "GET", "/jobs/s", "", bearer("a-secret-00000001"))
 	for _, sec := range secrets {
 		if !strings.Contains(r.body, sec) {
 			t.Errorf("admin GET /jobs/s lacks %q: %s", sec, r.body)

@@ -29,9 +29,9 @@ func ExampleTokenSet() {
 	defer func() { stop(); <-done }()
 
 	tokens, err := httpapi.NewTokenSet([]httpapi.Token{
-		{Secret: "view-me-0123456789", Role: httpapi.RoleViewer, Name: "grafana"},
-		{Secret: "ops-me-0123456789", Role: httpapi.RoleOperator, Name: "oncall"},
-		{Secret: "root-me-0123456789", Role: httpapi.RoleAdmin, Name: "deploy"},
+		{Secret: "view-me-secret-001", Role: httpapi.RoleViewer, Name: "grafana"},
+		{Secret: "ops-me-secret-0001", Role: httpapi.RoleOperator, Name: "oncall"},
+		{Secret: "root-me-secret-001", Role: httpapi.RoleAdmin, Name: "deploy"},
 	})
 	if err != nil {
 		panic(err)
@@ -59,15 +59,15 @@ func ExampleTokenSet() {
 		}
 		fmt.Printf("%s %s: %d\n", method, path, resp.StatusCode)
 	}
-	call("root-me-0123456789", "POST", "/jobs", `{"id":"ping","http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"every","every":"5m"}}`)
-	call("view-me-0123456789", "POST", "/jobs/ping/pause", "")
-	call("ops-me-0123456789", "POST", "/jobs/ping/pause", "")
-	call("ops-me-0123456789", "DELETE", "/jobs/ping", "")
+	call("root-me-secret-001", "POST", "/jobs", `{"id":"ping","http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"every","every":"5m"}}`)
+	call("view-me-secret-001", "POST", "/jobs/ping/pause", "")
+	call("ops-me-secret-0001", "POST", "/jobs/ping/pause", "")
+	call("ops-me-secret-0001", "DELETE", "/jobs/ping", "")
 	// A reload: the operator's token is gone.
-	if err := tokens.Store([]httpapi.Token{{Secret: "root-me-0123456789", Role: httpapi.RoleAdmin, Name: "deploy"}}); err != nil {
+	if err := tokens.Store([]httpapi.Token{{Secret: "root-me-secret-001", Role: httpapi.RoleAdmin, Name: "deploy"}}); err != nil {
 		panic(err)
 	}
-	call("ops-me-0123456789", "GET", "/jobs", "")
+	call("ops-me-secret-0001", "GET", "/jobs", "")
 	// Output:
 	// audit 1: deploy (admin) create job=ping
 	// POST /jobs: 201

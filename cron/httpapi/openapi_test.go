@@ -49,11 +49,11 @@ func keys[V any](m map[string]V) []string {
 // fields of the job, http, schedule and run objects and the query
 // parameters of GET /jobs are the ones the handler reads and writes.
 func TestOpenAPI(t *testing.T) {
-	f := newFixture(t, Config{Token: "s3cret"})
+	f := newFixture(t, Config{Token: "s3cret-token-0001"})
 	if r := f.do(t, "GET", "/openapi.json", "", nil); r.status != 401 {
 		t.Errorf("GET /openapi.json without the token: %d, want 401 (only /health is open)", r.status)
 	}
-	r := f.do(t, "GET", "/openapi.json", "", map[string]string{"Authorization": "Bearer s3cret"})
+	r := f.do(t, "GET", "/openapi.json", "", map[string]string{"Authorization": "Bearer s3cret-token-0001"})
 	if r.status != 200 || r.body != string(openAPI) {
 		t.Fatalf("GET /openapi.json: %d, body equal to the embedded document: %v", r.status, r.body == string(openAPI))
 	}

@@ -155,8 +155,8 @@ func TestPreviewBody(t *testing.T) {
 }
 
 func TestJobNext(t *testing.T) {
-	f := newFixture(t, Config{Token: "tok"})
-	auth := map[string]string{"Authorization": "Bearer tok"}
+	f := newFixture(t, Config{Token: "tok-secret-000001"})
+	auth := map[string]string{"Authorization": "Bearer tok-secret-000001"}
 	if r := f.do(t, "POST", "/jobs", `{"id":"paris","http":{"url":"http://callback.test/"},"schedule":{"kind":"cron","cron":"0 9 * * *","tz":"Europe/Paris"}}`, auth); r.status != 201 {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}

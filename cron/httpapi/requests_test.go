@@ -253,7 +253,7 @@ func TestLargeBodyGets413(t *testing.T) {
 // TestHealthNotes: the notes join {"status":"ok"} with their JSON types:
 // a count is a number, not a string; they cannot override status.
 func TestHealthNotes(t *testing.T) {
-	f := newFixture(t, Config{Token: "s3cret", HealthNotes: func() map[string]any {
+	f := newFixture(t, Config{Token: "s3cret-token-0001", HealthNotes: func() map[string]any {
 		return map[string]any{"jobs_held": 3, "store": "postgres", "status": "bad"}
 	}})
 	r := f.do(t, "GET", "/health", "", nil)

@@ -41,7 +41,8 @@ type RequestInfo struct {
 type Config struct {
 	// Token, when set, is required as "Authorization: Bearer <Token>" on
 	// every endpoint but /health; it is compared in constant time. It must
-	// not be blank nor start or end with white space. A
+	// not be blank nor start or end with white space, and holds at least
+	// [MinTokenLen] bytes. A
 	// request without it gets 401. Default "": no authentication
 	// (KSANA_API_TOKEN in cmd/ksana).
 	Token string
@@ -126,6 +127,9 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 	}
 	if cfg.Token != "" && strings.TrimSpace(cfg.Token) != cfg.Token {
 		return nil, errors.New("httpapi: New: Config.Token must not be blank nor start or end with white space: no client could send it")
+	}
+	if cfg.Token != "" && len(cfg.Token) < MinTokenLen {
+		return nil, fmt.Errorf("httpapi: New: Config.Token must be at least %d bytes (MinTokenLen), got %d", MinTokenLen, len(cfg.Token))
 	}
 	if cfg.DefaultMaxRetries == 0 {
 		cfg.DefaultMaxRetries = cron.DefaultMaxRetries

@@ -408,7 +408,7 @@ func TestDefaultMaxRetries(t *testing.T) {
 }
 
 func TestToken(t *testing.T) {
-	f := newFixture(t, Config{Token: "s3cret"})
+	f := newFixture(t, Config{Token: "s3cret-token-0001"})
 	tests := []struct {
 		path, auth string
 		want       int
@@ -416,12 +416,12 @@ func TestToken(t *testing.T) {
 		{"/jobs", "", 401},
 		{"/jobs", "Bearer wrong", 401},
 		{"/jobs", "Basic czNjcmV0", 401},
-		{"/jobs", "Bearer s3cret", 200},
+		{"/jobs", "Bearer s3cret-token-0001", 200},
 		{"/jobs/nope", "", 401},
-		{"/jobs/nope", "Bearer s3cret", 404},
+		{"/jobs/nope", "Bearer s3cret-token-0001", 404},
 		{"/health", "", 200},
 		{"/openapi.json", "", 401},
-		{"/openapi.json", "Bearer s3cret", 200},
+		{"/openapi.json", "Bearer s3cret-token-0001", 200},
 	}
 	for _, tt := range tests {
 		r := f.do(t, "GET", tt.path, "", map[string]string{"Authorization": tt.auth})
@@ -437,16 +437,23 @@ func TestToken(t *testing.T) {
 	}
 }
 
-// TestBlankToken: a token no client could send is refused.
+// TestBlankToken: a token no client could send, or shorter than
+// MinTokenLen, is refused.
 func TestBlankToken(t *testing.T) {
 	r, err := cron.New(nil, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result { return cron.Result{} }), cron.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tok := range []string{" ", "\t", " s3cret", "s3cret\n"} {
+	for _, tok := range []string{" ", "\t", " s3cret", "s3cret\n", "s3cret-token-001"[:MinTokenLen-1]} {
 		if _, err := New(r, Config{Token: tok}); err == nil || !strings.Contains(err.Error(), "Config.Token") {
 			t.Errorf("New(Token %q) error = %v, want one naming Config.Token", tok, err)
 		}
+	}
+	if _, err := New(r, Config{Token: "s3cret"}); err == nil || !strings.Contains(err.Error(), "at least 16 bytes") {
+		t.Errorf("New(Token of 6 bytes) error = %v, want one naming the minimum", err)
+	}
+	if _, err := New(r, Config{Token: "s3cret-token-001"}); err != nil {
+		t.Errorf("New(Token of %d bytes): %v", MinTokenLen, err)
 	}
 }
 

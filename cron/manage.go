@@ -191,9 +191,10 @@ func (r *Runner) authorize(ctx context.Context, act Action, id string) (Actor, e
 // auditor writes the audit records of a runner: to its AuditLog, then to
 // its sink, one record at a time so that the sink sees them in order.
 type auditor struct {
-	mu   sync.Mutex
-	log  AuditLog
-	sink AuditSink
+	mu     sync.Mutex
+	log    AuditLog
+	sink   AuditSink
+	lastID int64 // the id of the last record, when no log numbers them
 }
 
 // AuditSink receives every audit record once it is stored, for an
@@ -203,6 +204,11 @@ type AuditSink interface {
 	// next one is; it must be fast (the change's caller waits for it).
 	Audit(ctx context.Context, e AuditEntry)
 }
+
+// auditOn reports whether the runner keeps or sends audit records: the
+// callers of audit look first, so that a runner without a log pays
+// nothing for the records it does not keep.
+func (r *Runner) auditOn() bool { return r.auditor.log != nil || r.auditor.sink != nil }
 
 // change describes one change for its audit record.
 type change struct {
@@ -219,20 +225,26 @@ type change struct {
 // audit writes the record of c. The change was made and answered: a
 // record the log fails to store is logged, not returned.
 func (r *Runner) audit(ctx context.Context, c change) {
+	a := &r.auditor
 	e := AuditEntry{
 		Time: r.now().UTC(), Who: c.actor.Name, Role: string(c.actor.Role), Action: c.action,
 		JobID: c.jobID, RunID: c.runID, Replay: c.replay, Overrides: c.overrides,
 		Before: auditJSON(c.before), After: auditJSON(c.after),
 	}
 	ctx = context.WithoutCancel(ctx)
-	a := &r.auditor
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	stored, err := a.log.AppendAudit(ctx, e)
-	if err != nil {
-		r.log.Error("cron: audit record not stored", "action", string(c.action), "job_id", c.jobID, "who", c.actor.Name, "error", err)
+	if a.log != nil {
+		stored, err := a.log.AppendAudit(ctx, e)
+		if err != nil {
+			r.log.Error("cron: audit record not stored", "action", string(c.action), "job_id", c.jobID, "who", c.actor.Name, "error", err)
+		} else {
+			e = stored
+		}
 	} else {
-		e = stored
+		// No log gives ids: the sink's records are numbered here.
+		a.lastID++
+		e.ID = a.lastID
 	}
 	if a.sink != nil {
 		a.sink.Audit(ctx, e)
@@ -261,8 +273,12 @@ func auditJSON(v any) json.RawMessage {
 
 // Audit returns the page of the audit log that q selects, oldest first,
 // and whether more records match after it: every change made through the
-// runner, by whom, with the job before and after (its secrets hidden).
+// runner, by whom, with the job before and after (its secrets hidden). A
+// runner that keeps no audit log (see [Config.AuditLog]) returns none.
 func (r *Runner) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, bool, error) {
+	if r.auditor.log == nil {
+		return []AuditEntry{}, false, nil
+	}
 	return r.auditor.log.Audit(ctx, q)
 }
 

@@ -135,7 +135,9 @@ func (r *Runner) changeService(ctx context.Context, a Actor, act Action, p Pause
 	if err := r.setService(ctx, p); err != nil {
 		return err
 	}
-	r.audit(ctx, change{actor: a, action: act, before: before, after: p})
+	if r.auditOn() {
+		r.audit(ctx, change{actor: a, action: act, before: before, after: p})
+	}
 	return nil
 }
 
@@ -239,6 +241,10 @@ func (r *Runner) pauseJob(ctx context.Context, act Action, id string, paused boo
 	a, err := r.authorize(ctx, act, id)
 	if err != nil {
 		return Job{}, err
+	}
+	if !r.auditOn() {
+		j, _, err := r.setPause(ctx, id, paused, until, 0)
+		return j, err
 	}
 	before, berr := r.Get(id)
 	j, _, err := r.setPause(ctx, id, paused, until, 0)
@@ -526,7 +532,9 @@ func (r *Runner) pauseLoop(ctx context.Context) {
 				wait = min(wait, pauseRetry)
 			case done:
 				delete(retry, id)
-				r.audit(ctx, change{actor: ActorRunner, action: ActionResume, jobID: id, after: resumed})
+				if r.auditOn() {
+					r.audit(ctx, change{actor: ActorRunner, action: ActionResume, jobID: id, after: resumed})
+				}
 				r.log.Info("cron: job resumed: its pause ended", "job_id", id, "paused_until", fromNano(dueAt[i]))
 			default:
 				delete(retry, id)

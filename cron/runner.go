@@ -109,8 +109,9 @@ type Config struct {
 	Authorizer Authorizer
 	// AuditLog keeps the audit record of every change ([AuditEntry]).
 	// Default nil: the store's log when the store is an [AuditLog]
-	// (store/jsonstore, store/sqlstore), else the newest
-	// [DefaultAuditKeep] records in memory.
+	// ([MemStore], store/jsonstore, store/sqlstore). A runner with
+	// neither (no store) keeps no audit log, at no cost per change: give
+	// an [AuditBuffer] to keep the newest records in memory.
 	AuditLog AuditLog
 	// AuditSink, when set, also receives every audit record once it is
 	// stored. Default nil.
@@ -278,9 +279,6 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	r.auditor.log = cfg.AuditLog
 	if r.auditor.log == nil {
 		r.auditor.log, _ = store.(AuditLog)
-	}
-	if r.auditor.log == nil {
-		r.auditor.log = &AuditBuffer{}
 	}
 	r.idem = cfg.Idempotency
 	if r.idem == nil {
@@ -699,7 +697,9 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	r.audit(ctx, change{actor: a, action: ActionCreate, jobID: out.ID, after: out})
+	if r.auditOn() {
+		r.audit(ctx, change{actor: a, action: ActionCreate, jobID: out.ID, after: out})
+	}
 	return out, nil
 }
 
@@ -818,7 +818,9 @@ func (r *Runner) Update(ctx context.Context, id string, change func(*Job) error)
 	if err != nil {
 		return Job{}, err
 	}
-	r.audit(ctx, changeOf(a, ActionUpdate, id, before, out))
+	if r.auditOn() {
+		r.audit(ctx, changeOf(a, ActionUpdate, id, before, out))
+	}
 	return out, nil
 }
 
@@ -929,6 +931,9 @@ func (r *Runner) Remove(ctx context.Context, id string) error {
 	a, err := r.authorize(ctx, ActionDelete, id)
 	if err != nil {
 		return err
+	}
+	if !r.auditOn() {
+		return r.remove(ctx, id)
 	}
 	before, berr := r.Get(id)
 	if err := r.remove(ctx, id); err != nil {

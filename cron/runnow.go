@@ -208,7 +208,9 @@ func (r *Runner) RunNowWith(ctx context.Context, id string, opts RunOptions) (Ru
 	if err != nil {
 		return RunTicket{}, err
 	}
-	r.audit(ctx, change{actor: a, action: ActionRunNow, jobID: id, runID: t.RunID, replay: t.Replayed, overrides: overridesJSON(&opts)})
+	if r.auditOn() {
+		r.audit(ctx, change{actor: a, action: ActionRunNow, jobID: id, runID: t.RunID, replay: t.Replayed, overrides: overridesJSON(&opts)})
+	}
 	return t, nil
 }
 

@@ -130,8 +130,7 @@ func TestGuessingThrottled(t *testing.T) {
 		t.Errorf("console sign-in from the throttled address: %d, want 429", resp.StatusCode)
 	}
 	// The right token from another address is not slowed down.
-	other := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: (&net.Dialer{
-		LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext}}
+	other := fromAddr("127.0.0.2")
 	if code, body, _ := send(t, other, "GET", m.url+"/jobs", "", map[string]string{"Authorization": "Bearer " + good}); code != 200 {
 		t.Errorf("the right token from 127.0.0.2: %d %s", code, body)
 	}
@@ -274,4 +273,11 @@ func TestRunNowOverridesFromOutside(t *testing.T) {
 	if !strings.Contains(audit, `"overrides":{"headers":{"X-Release":"(hidden)"}`) || strings.Count(audit, `"action":"run-now"`) != 2 {
 		t.Errorf("the audit of the run-nows: %s", audit)
 	}
+}
+
+// fromAddr is a client whose connections come from the loopback address
+// ip (any of 127.0.0.0/8 reaches a server on 127.0.0.1).
+func fromAddr(ip string) *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}).DialContext}}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -166,6 +167,10 @@ func TestTokensFileProcess(t *testing.T) {
 	t.Setenv("KSANA_API_TOKEN", "single-secret-0001")
 	c := startChild(t, bin, t.TempDir())
 	defer c.kill(t)
+	// Each request comes from an address of its own, so that the wrong
+	// tokens this test sends on purpose are not throttled (see
+	// TestGuessingThrottled).
+	from := 1
 	as := func(method, path, body, tok string) int {
 		t.Helper()
 		req, err := newRequest(method, c.url+path, body)
@@ -173,7 +178,8 @@ func TestTokensFileProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := httpClient.Do(req)
+		from++
+		resp, err := fromAddr(fmt.Sprintf("127.0.%d.%d", from/250, 1+from%250)).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
@@ -37,6 +38,14 @@ type extras struct {
 	af     *os.File // audit.jsonl, open for appending; nil once closed
 	alines int      // lines in audit.jsonl
 	idem   cron.IdempotencyMemory
+
+	// Appends to audit.jsonl share their syncs (group commit): written
+	// counts the lines appended (under mu), synced those known durable;
+	// smu lets one appender sync at a time, for every line written so
+	// far.
+	written int64
+	synced  atomic.Int64
+	smu     sync.Mutex
 }
 
 // loadExtras reads pause.json and audit.jsonl. A pause.json that does not
@@ -159,28 +168,70 @@ func (s *Store) replaceFile(name string, data []byte) error {
 func (s *Store) AppendAudit(ctx context.Context, e cron.AuditEntry) (cron.AuditEntry, error) {
 	x := &s.extras
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	if x.af == nil {
+		x.mu.Unlock()
 		return cron.AuditEntry{}, ErrClosed
 	}
 	e, _ = x.audit.AppendAudit(ctx, e)
 	line, err := json.Marshal(e)
 	if err != nil {
+		x.mu.Unlock()
 		return cron.AuditEntry{}, err
 	}
 	if _, err := x.af.Write(append(line, '\n')); err != nil {
+		x.mu.Unlock()
 		return cron.AuditEntry{}, fmt.Errorf("jsonstore: append to %s: %w", AuditFile, err)
 	}
-	if err := x.af.Sync(); err != nil {
-		return cron.AuditEntry{}, fmt.Errorf("jsonstore: sync %s: %w", AuditFile, err)
-	}
+	x.written++
+	seq := x.written
 	x.alines++
 	if keep := max(s.cfg.AuditKeep, 1); x.alines >= 2*keep {
 		if err := s.compactAudit(); err != nil {
 			s.log.Warn("jsonstore: compacting the audit log failed; it goes on growing", "error", err)
+		} else {
+			x.setSynced(x.written) // the new file was written and synced whole
 		}
 	}
+	x.mu.Unlock()
+	if err := x.syncAudit(seq); err != nil {
+		return cron.AuditEntry{}, fmt.Errorf("jsonstore: sync %s: %w", AuditFile, err)
+	}
 	return e, nil
+}
+
+// syncAudit returns once the audit line seq is durable: the appender
+// that comes first syncs every line written so far, and those whose
+// lines that sync covered return without one of their own.
+func (x *extras) syncAudit(seq int64) error {
+	x.smu.Lock()
+	defer x.smu.Unlock()
+	if x.synced.Load() >= seq {
+		return nil
+	}
+	x.mu.Lock()
+	f, upto := x.af, x.written
+	x.mu.Unlock()
+	if f == nil {
+		return ErrClosed
+	}
+	if err := f.Sync(); err != nil {
+		if x.synced.Load() >= seq {
+			return nil // compacted meanwhile: the new file holds the line, synced
+		}
+		return err
+	}
+	x.setSynced(upto)
+	return nil
+}
+
+// setSynced records that the first n audit lines are durable.
+func (x *extras) setSynced(n int64) {
+	for {
+		cur := x.synced.Load()
+		if cur >= n || x.synced.CompareAndSwap(cur, n) {
+			return
+		}
+	}
 }
 
 // compactAudit rewrites audit.jsonl with the entries kept. extras.mu is

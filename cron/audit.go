@@ -85,9 +85,11 @@ func (q *AuditQuery) limit() int {
 // store's log when it has one, to [Config.AuditLog] when set, and to an
 // [AuditBuffer] otherwise. Every adapter passes store/storetest.TestAuditLog.
 type AuditLog interface {
-	// AppendAudit stores e with the next ID (e.ID is ignored), durably,
-	// and returns it with its ID and Time in UTC. A store may drop its
-	// oldest entries beyond a bound it documents.
+	// AppendAudit stores e with the next ID (e.ID is ignored) and returns
+	// it with its ID and Time in UTC. The record is durable when it
+	// returns, or within a short bound the store documents (so that the
+	// records of concurrent changes share their syncs). A store may drop
+	// its oldest entries beyond a bound it documents.
 	AppendAudit(ctx context.Context, e AuditEntry) (AuditEntry, error)
 	// Audit returns the page of entries q selects, oldest first, and
 	// whether more entries match after the last one returned.

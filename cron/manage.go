@@ -232,8 +232,13 @@ func (r *Runner) audit(ctx context.Context, c change) {
 		Before: auditJSON(c.before), After: auditJSON(c.after),
 	}
 	ctx = context.WithoutCancel(ctx)
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	if a.sink != nil {
+		// The sink sees the records in the order of their ids; without
+		// one, records are appended side by side (a store may commit
+		// them together).
+		a.mu.Lock()
+		defer a.mu.Unlock()
+	}
 	if a.log != nil {
 		stored, err := a.log.AppendAudit(ctx, e)
 		if err != nil {
@@ -242,7 +247,8 @@ func (r *Runner) audit(ctx context.Context, c change) {
 			e = stored
 		}
 	} else {
-		// No log gives ids: the sink's records are numbered here.
+		// No log gives ids: the sink's records are numbered here (a.mu
+		// is held: there is a sink).
 		a.lastID++
 		e.ID = a.lastID
 	}

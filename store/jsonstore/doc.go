@@ -39,7 +39,9 @@
 //     does not parse is renamed pause.json.bad and the service starts
 //     unpaused.
 //   - audit.jsonl ([AuditFile]): the audit log ([cron.AuditLog]), one
-//     [cron.AuditEntry] per line, appended and synced by each write; the
+//     [cron.AuditEntry] per line, appended by each change and synced
+//     within 50 ms (the records of that time share one sync) and at
+//     Close: a crash may lose the records of its last 50 ms; the
 //     newest [Config.AuditKeep] (default 10,000) are kept, in memory too:
 //     the file is rewritten with them when it holds twice as many. A torn
 //     last line (a crash during an append) is dropped at start.

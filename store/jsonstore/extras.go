@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
@@ -39,14 +38,15 @@ type extras struct {
 	alines int      // lines in audit.jsonl
 	idem   cron.IdempotencyMemory
 
-	// Appends to audit.jsonl share their syncs (group commit): written
-	// counts the lines appended (under mu), synced those known durable;
-	// smu lets one appender sync at a time, for every line written so
-	// far.
-	written int64
-	synced  atomic.Int64
-	smu     sync.Mutex
+	// Appends to audit.jsonl are synced together, auditSync after the
+	// first one not synced (syncing is set meanwhile, under mu), and at
+	// Close.
+	syncing bool
 }
+
+// auditSync bounds how long an audit record appended may wait for its
+// sync: the records of that time share one.
+const auditSync = 50 * time.Millisecond
 
 // loadExtras reads pause.json and audit.jsonl. A pause.json that does not
 // parse is renamed pause.json.bad (the service is then not paused); a
@@ -182,55 +182,34 @@ func (s *Store) AppendAudit(ctx context.Context, e cron.AuditEntry) (cron.AuditE
 		x.mu.Unlock()
 		return cron.AuditEntry{}, fmt.Errorf("jsonstore: append to %s: %w", AuditFile, err)
 	}
-	x.written++
-	seq := x.written
 	x.alines++
 	if keep := max(s.cfg.AuditKeep, 1); x.alines >= 2*keep {
 		if err := s.compactAudit(); err != nil {
 			s.log.Warn("jsonstore: compacting the audit log failed; it goes on growing", "error", err)
-		} else {
-			x.setSynced(x.written) // the new file was written and synced whole
 		}
 	}
-	x.mu.Unlock()
-	if err := x.syncAudit(seq); err != nil {
-		return cron.AuditEntry{}, fmt.Errorf("jsonstore: sync %s: %w", AuditFile, err)
+	if !x.syncing {
+		x.syncing = true
+		time.AfterFunc(auditSync, s.syncAudit)
 	}
+	x.mu.Unlock()
 	return e, nil
 }
 
-// syncAudit returns once the audit line seq is durable: the appender
-// that comes first syncs every line written so far, and those whose
-// lines that sync covered return without one of their own.
-func (x *extras) syncAudit(seq int64) error {
-	x.smu.Lock()
-	defer x.smu.Unlock()
-	if x.synced.Load() >= seq {
-		return nil
-	}
+// syncAudit makes the audit records appended so far durable.
+func (s *Store) syncAudit() {
+	x := &s.extras
 	x.mu.Lock()
-	f, upto := x.af, x.written
+	x.syncing = false
+	f := x.af
 	x.mu.Unlock()
 	if f == nil {
-		return ErrClosed
+		return
 	}
-	if err := f.Sync(); err != nil {
-		if x.synced.Load() >= seq {
-			return nil // compacted meanwhile: the new file holds the line, synced
-		}
-		return err
-	}
-	x.setSynced(upto)
-	return nil
-}
-
-// setSynced records that the first n audit lines are durable.
-func (x *extras) setSynced(n int64) {
-	for {
-		cur := x.synced.Load()
-		if cur >= n || x.synced.CompareAndSwap(cur, n) {
-			return
-		}
+	// Outside mu, so that appends go on meanwhile. A file compacted or
+	// closed meanwhile was synced whole by that.
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+		s.log.Error("jsonstore: sync of the audit log failed", "file", AuditFile, "error", err)
 	}
 }
 
@@ -275,6 +254,9 @@ func (s *Store) closeExtras() {
 	s.extras.mu.Lock()
 	defer s.extras.mu.Unlock()
 	if s.extras.af != nil {
+		if err := s.extras.af.Sync(); err != nil {
+			s.log.Error("jsonstore: sync of the audit log failed", "file", AuditFile, "error", err)
+		}
 		s.extras.af.Close()
 		s.extras.af = nil
 	}

@@ -4,7 +4,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -114,20 +113,8 @@ func TestGuessingThrottled(t *testing.T) {
 		t.Errorf("15 wrong tokens: %v, want 401s then 429s", codes)
 	}
 	// The console's sign-in counts against the same address.
-	jar, _ := cookiejar.New(nil)
-	cc := &http.Client{Jar: jar, Timeout: 10 * time.Second}
-	_, page, _ := send(t, cc, "GET", m.url+"/ui/login", "", nil)
-	mt := csrfField.FindStringSubmatch(page)
-	if mt == nil {
-		t.Fatal("no CSRF field")
-	}
-	resp, err := cc.PostForm(m.url+"/ui/login", url.Values{"csrf": {mt[1]}, "token": {"another-wrong-one"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 429 {
-		t.Errorf("console sign-in from the throttled address: %d, want 429", resp.StatusCode)
+	if _, code := consoleSignIn(t, m.url, "another-wrong-one"); code != 429 {
+		t.Errorf("console sign-in from the throttled address: %d, want 429", code)
 	}
 	// The right token from another address is not slowed down.
 	other := fromAddr("127.0.0.2")
@@ -160,20 +147,9 @@ func TestConsoleSessions(t *testing.T) {
 	m := startMember(t, bin, "sessions", "KSANA_DATA="+t.TempDir(), "KSANA_API_TOKENS_FILE="+file)
 	signIn := func(tok string) (*http.Client, *http.Cookie) {
 		t.Helper()
-		jar, _ := cookiejar.New(nil)
-		c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
-		_, page, _ := send(t, c, "GET", m.url+"/ui/login", "", nil)
-		mt := csrfField.FindStringSubmatch(page)
-		if mt == nil {
-			t.Fatal("no CSRF field")
-		}
-		resp, err := c.PostForm(m.url+"/ui/login", url.Values{"csrf": {mt[1]}, "token": {tok}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		c, _ := consoleSignIn(t, m.url, tok)
 		u, _ := url.Parse(m.url + "/ui/")
-		for _, ck := range jar.Cookies(u) {
+		for _, ck := range c.Jar.Cookies(u) {
 			if ck.Name == "ksana_session" {
 				if strings.Contains(ck.Value, tok) {
 					t.Errorf("the session cookie holds the token")

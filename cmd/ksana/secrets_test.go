@@ -164,12 +164,36 @@ func TestSecretsEveryOutput(t *testing.T) {
 
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
+// consoleSignIn signs in to the console at base with token, from a
+// client of its own (its cookies), and returns the client and the status
+// of the sign-in.
+func consoleSignIn(t *testing.T, base, token string) (*http.Client, int) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: httpClient.Timeout}
+	resp, err := c.Get(base + "/ui/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	mt := csrfField.FindStringSubmatch(string(page))
+	if mt == nil {
+		t.Fatal("no CSRF field on the sign-in page")
+	}
+	resp, err = c.PostForm(base+"/ui/login", url.Values{"csrf": {mt[1]}, "token": {token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return c, resp.StatusCode
+}
+
 // consolePages signs in to the console at base with token and returns the
 // HTML of each page.
 func consolePages(t *testing.T, base, token string, pages ...string) map[string]string {
 	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, Timeout: httpClient.Timeout}
+	c, _ := consoleSignIn(t, base, token)
 	get := func(p string) string {
 		t.Helper()
 		resp, err := c.Get(base + p)
@@ -183,15 +207,6 @@ func consolePages(t *testing.T, base, token string, pages ...string) map[string]
 		}
 		return string(b)
 	}
-	mt := csrfField.FindStringSubmatch(get("/ui/login"))
-	if mt == nil {
-		t.Fatal("no CSRF field on the sign-in page")
-	}
-	resp, err := c.PostForm(base+"/ui/login", url.Values{"csrf": {mt[1]}, "token": {token}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
 	out := map[string]string{}
 	for _, p := range pages {
 		out[p] = get(p)

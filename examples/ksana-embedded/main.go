@@ -173,7 +173,8 @@ func call(method, url, body string, want int, v any) error {
 	if err != nil {
 		return err
 	}
-	if body != "" {
+	if method != http.MethodGet {
+		// Every write is JSON, with or without a body.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	client := &http.Client{Timeout: waitLimit}

@@ -4,9 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -518,30 +515,11 @@ func (s *session) dispatcher() {
 func (s *session) ksanaShared() {
 	t := s.t
 	dir := t.TempDir()
-	base := testenv.PostgresURL(t)
-	admin, err := sql.Open("pgx", base)
+	_, dbURL := testenv.PostgresSchema(t)
+	u, err := url.Parse(dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	schema := "docs_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-		admin.Close()
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
 
 	ports := []string{freePort(t), freePort(t), freePort(t)}
 	echoPort := freePort(t)

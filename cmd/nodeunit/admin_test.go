@@ -2,16 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"errors"
 	"net"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
@@ -145,34 +140,9 @@ func TestAdminSQLite(t *testing.T) {
 }
 
 func TestAdminPostgres(t *testing.T) {
-	base := testenv.PostgresURL(t)
-	var b [4]byte
-	rand.Read(b[:])
-	schema := "nodeunit_test_" + hex.EncodeToString(b[:])
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	// A plain connection: opening the store would migrate the public schema.
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		admin.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-		admin.Close()
-	})
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	exerciseAdmin(t, map[string]string{"DATABASE_URL": base + sep + "search_path=" + schema})
+	// A schema of its own: opening the store would migrate the public schema.
+	_, u := testenv.PostgresSchema(t)
+	exerciseAdmin(t, map[string]string{"DATABASE_URL": u})
 }
 
 func TestCommandErrors(t *testing.T) {

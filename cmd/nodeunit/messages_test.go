@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -22,28 +18,12 @@ import (
 // returns its name and a plain connection to the server.
 func freshSchema(t *testing.T) (string, *sql.DB) {
 	t.Helper()
-	base := testenv.PostgresURL(t)
-	var b [4]byte
-	rand.Read(b[:])
-	schema := "nodeunit_test_" + hex.EncodeToString(b[:])
-	admin, err := sql.Open("pgx", base)
+	schema, _ := testenv.PostgresSchema(t)
+	admin, err := sql.Open("pgx", testenv.PostgresURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		admin.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-		admin.Close()
-	})
+	t.Cleanup(func() { admin.Close() })
 	return schema, admin
 }
 

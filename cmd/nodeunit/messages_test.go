@@ -54,6 +54,7 @@ func closedPort(t *testing.T) string {
 // TestMessages: what a user reads for a mistake is one true line on
 // standard error, in one form for every setting.
 func TestMessages(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	down := "postgres://u@" + closedPort(t) + "/db?connect_timeout=5"
 	tests := []struct {
@@ -127,6 +128,7 @@ func TestMessages(t *testing.T) {
 // TestAddWarnsAboutTrust: add says when the command does not match the
 // trust rule of its environment; a matching command gets no warning.
 func TestAddWarnsAboutTrust(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"NODE_UNIT_DATA": filepath.Join(t.TempDir(), "data"), "NODE_UNIT_TRUSTED_COMMAND_REGEXP": "sleep"}
 	code, out, errOut := runCmd(env, "add", "--id", "a", "/bin/sleep", "1")
 	if code != exitOK || out != "added deployment \"a\" (enabled)\n" {
@@ -142,6 +144,7 @@ func TestAddWarnsAboutTrust(t *testing.T) {
 }
 
 func TestSQLitePath(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		url, want string
 		ok        bool
@@ -166,6 +169,7 @@ func TestSQLitePath(t *testing.T) {
 // with no database, or on a DATABASE_URL naming a missing file, fail with
 // exit 1 and a line saying where they looked, and create nothing.
 func TestReadOnlyCommandsSQLite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	for _, tt := range []struct {
@@ -208,6 +212,7 @@ func noDatabase(t *testing.T, env map[string]string, where string) {
 // and says what to do; without search_path the start-up line says where
 // the tables are.
 func TestPostgresSchema(t *testing.T) {
+	t.Parallel()
 	schema, admin := freshSchema(t)
 	env := map[string]string{"DATABASE_URL": withSearchPath(t, schema), "NODE_UNIT_DATA": filepath.Join(t.TempDir(), "data")}
 	noDatabase(t, env, "no node-unit tables in DATABASE_URL=\""+redactURL(env["DATABASE_URL"])+"\"")

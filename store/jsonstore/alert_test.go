@@ -19,6 +19,7 @@ import (
 // no second failing alert for the same streak: failing at the first
 // failure (before the restart), failing_streak at the third (after).
 func TestAlertsOnceAcrossRestart(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var got []string
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -14,6 +14,7 @@ import (
 // TestCollectorRealProcesses samples this machine: this process and a
 // sleep in a process group of its own, through gopsutil.
 func TestCollectorRealProcesses(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command("sleep", "1000")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

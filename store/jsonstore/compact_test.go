@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"reflect"
 	"path/filepath"
 	"testing"
 	"time"
@@ -327,6 +328,7 @@ func TestFastDecodeHalves(t *testing.T) {
 	}
 	for name, data := range map[string][]byte{"plain": plain, "pretty": pretty.Bytes()} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			if len(data) < 4<<20 {
 				t.Fatalf("file of %d bytes: too small to be split", len(data))
 			}
@@ -345,6 +347,9 @@ func TestFastDecodeHalves(t *testing.T) {
 				var want fileJob
 				if err := json.Unmarshal(raws[i], &want); err != nil {
 					t.Fatal(err)
+				}
+				if reflect.DeepEqual(want, fast[i]) {
+					continue // equal to the bit: cmp.Diff, much slower, would find nothing
 				}
 				if diff := cmp.Diff(want, fast[i]); diff != "" {
 					t.Fatalf("job %d (-general +fast):\n%s", i, diff)

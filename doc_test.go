@@ -198,6 +198,7 @@ func normalize(s string) string {
 // os.Getenv and its kin or exports a FromEnv reader: its constructors take
 // Go values.
 func TestLibraryReadsNoEnvironment(t *testing.T) {
+	t.Parallel()
 	reads := map[string]bool{"Getenv": true, "LookupEnv": true, "Environ": true, "ExpandEnv": true}
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -274,8 +274,19 @@ start_cluster
 snapshot_shared
 log "servers ready after $(elapsed $SECONDS)"
 
+# The package arguments: those that are not flags nor the value of one
+# (-run TestX/sub, -count 2).
 pkgs=()
-for a in "$@"; do case "$a" in -*) ;; ./*|*/*) pkgs+=("$a") ;; esac; done
+value=""
+for a in "$@"; do
+  if [ -n "$value" ]; then value=""; continue; fi
+  case "$a" in
+    -run|-skip|-count|-timeout|-parallel|-p|-cpu|-bench|-benchtime|-tags|-shuffle|-fuzz|-fuzztime|-coverprofile|-o|-exec)
+      value=1 ;;
+    --*=*|-*=*|-*) ;;
+    .|..|./*|../*|*/*) pkgs+=("$a") ;;
+  esac
+done
 given=${#pkgs[@]}
 [ "$given" -gt 0 ] || pkgs=(./...)
 check "go vet ${pkgs[*]}" go vet "${pkgs[@]}"

@@ -247,8 +247,14 @@ check_leftovers() {
     what=${s%%:*}; f=${s#*:}
     [ -s "$f" ] || continue
     left=1
-    log "the tests left $(wc -l <"$f") Redis keys on the $what, by prefix (ksanatest: store/redisstore, ksana-disp-: cmd/dispatcher, ksana-bench-: bench; a test deletes its prefix when it ends):"
-    by_prefix <"$f" | head -n 20 | sed 's/^/    /' >&2
+    by_prefix <"$f" >"$f.by"
+    log "the tests left $(wc -l <"$f") Redis keys under $(wc -l <"$f.by") prefixes on the $what (a test deletes its prefix when it ends):"
+    for fam in 'ksanatest:|store/redisstore' 'ksana-disp-|cmd/dispatcher' 'ksana-bench-|bench'; do
+      n=$(grep -c " ${fam%%|*}" "$f.by" || true)
+      [ "$n" = 0 ] || printf '    %s prefixes %s* (the tests of %s)\n' "$n" "${fam%%|*}" "${fam#*|}" >&2
+    done
+    log "the largest:"
+    head -n 10 "$f.by" | sed 's/^/    /' >&2
   done
   return "$left"
 }
@@ -264,7 +270,6 @@ check() {
     echo "$rc $((SECONDS - start))" >"$run_dir/check$n.rc" ) &
   check_pids+=($!)
 }
-vet_bench() { cd bench && go vet ./...; }
 elapsed() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
 ensure_postgres
@@ -291,7 +296,7 @@ given=${#pkgs[@]}
 [ "$given" -gt 0 ] || pkgs=(./...)
 check "go vet ${pkgs[*]}" go vet "${pkgs[@]}"
 # The peer benchmarks are a module of their own (bench/): they must build.
-[ "$given" -gt 0 ] || check "go vet (bench module)" vet_bench
+[ "$given" -gt 0 ] || check "go vet (bench module)" go -C bench vet ./...
 # staticcheck at a pinned version: a new finding fails the run.
 check "staticcheck ${pkgs[*]}" go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 "${pkgs[@]}"
 # The node-unit reads processes on Linux, macOS and Windows: everything

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	_ "github.com/jackc/pgx/v5/stdlib" // the pgx driver of PostgresSchema
 )
 
 // Default addresses, used when the environment names none.
@@ -112,6 +110,10 @@ const SchemaPrefix = "ksanatest_"
 // when t ends, also when t fails. It returns the schema's name and the
 // server's URL with a search_path that selects it, so that what opens the
 // URL keeps to the schema and t may run in parallel with other tests.
+// It talks to the server through the database/sql driver "pgx", which the
+// test binary registers (store/sqlstore and github.com/jackc/pgx/v5/stdlib
+// do): testenv imports no driver, so that a module that uses it without
+// PostgreSQL (bench/) needs none.
 func PostgresSchema(t testing.TB) (schema, url string) {
 	t.Helper()
 	base := PostgresURL(t)
@@ -120,7 +122,7 @@ func PostgresSchema(t testing.TB) (schema, url string) {
 	schema = SchemaPrefix + hex.EncodeToString(b[:])
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("testenv.PostgresSchema: %v (import github.com/jackc/pgx/v5/stdlib)", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

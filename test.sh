@@ -99,10 +99,13 @@ ensure_redis_binary() {
     apt_install redis-server redis-tools
   fi
 }
+# free_port: a port nobody listens on, nor on the port 10000 above it (a
+# cluster node's bus), both below the kernel's ephemeral ports (32768 on),
+# where an outgoing connection may hold a port that nobody listens on.
 free_port() {
   local p
   while :; do
-    p=$(( 20000 + RANDOM % 20000 ))
+    p=$(( 20000 + RANDOM % 2700 ))
     port_open "$p" || port_open "$((p + 10000))" || { echo "$p"; return; }
   done
 }

@@ -218,7 +218,7 @@ snapshot_shared() {
 check_leftovers() {
   local left=0 what
   if [ -n "$pg_db" ]; then
-    pg_leftovers own >"$run_dir/pg.after"
+    pg_leftovers own >"$run_dir/pg.after" || { log "cannot list the schemas of database $pg_db"; left=1; }
   elif command -v psql >/dev/null 2>&1; then
     pg_leftovers shared | sort | comm -13 "$run_dir/pg.before" - >"$run_dir/pg.after"
   else
@@ -232,13 +232,16 @@ check_leftovers() {
   fi
   local servers=() i=0 u
   if [ -n "$standalone_port" ]; then
-    redis_keys own -p "$standalone_port" >"$run_dir/redis.after"
+    redis_keys own -p "$standalone_port" >"$run_dir/redis.after" ||
+      { log "cannot list the keys of the standalone server"; left=1; }
   else
     redis_keys shared -u "$KSANA_TEST_REDIS_URL" | sort | comm -13 "$run_dir/redis.before" - >"$run_dir/redis.after"
   fi
   servers+=("standalone server:$run_dir/redis.after")
   if [ "${#cluster_ports[@]}" -gt 0 ]; then
-    for p in "${cluster_ports[@]}"; do redis_keys own -p "$p"; done >"$run_dir/cluster.after"
+    for p in "${cluster_ports[@]}"; do
+      redis_keys own -p "$p" || { log "cannot list the keys of cluster node $p"; left=1; }
+    done >"$run_dir/cluster.after"
   else
     for u in ${KSANA_TEST_REDIS_CLUSTER_URLS//,/ }; do
       redis_keys shared -u "$u" | sort | comm -13 "$run_dir/cluster$i.before" -

@@ -2,42 +2,36 @@ package ksana_test
 
 import (
 	"bufio"
-	"encoding/json"
+	"errors"
+	"fmt"
 	"go/ast"
+	"go/build"
+	"go/doc"
 	"go/parser"
 	"go/token"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestGoDocRendersOverview runs `go doc` on every library package and checks
-// that what a reader sees opens with the overview written in the package's
-// doc.go and shows each of its # sections. A stray blank line between two
-// comment blocks of doc.go makes go doc keep only the last block, silently.
+// TestGoDocRendersOverview renders, as go doc does, the package comment of
+// every library package and checks that what a reader sees opens with the
+// overview written in the package's doc.go and shows each of its #
+// sections. A stray blank line between two comment blocks of doc.go makes
+// go doc keep only the last block, silently. The packages are read in
+// process with go/build, go/parser and go/doc, the packages go doc itself
+// uses: the same files for this platform, the same comment, the same text.
 func TestGoDocRendersOverview(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go doc on every package")
-	}
-	out, err := exec.Command("go", "list", "-json=ImportPath,Name,Dir", "./...").Output()
+	t.Parallel()
+	pkgs, err := libraryPackages(".")
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatal(err)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(out)))
-	checked := 0
-	for dec.More() {
-		var p struct{ ImportPath, Name, Dir string }
-		if err := dec.Decode(&p); err != nil {
-			t.Fatalf("go list output: %v", err)
-		}
-		if p.Name == "main" {
-			continue
-		}
-		checked++
+	for _, p := range pkgs {
 		t.Run(p.ImportPath, func(t *testing.T) {
+			t.Parallel()
 			src, err := os.ReadFile(filepath.Join(p.Dir, "doc.go"))
 			if err != nil {
 				t.Fatalf("every library package has a doc.go: %v", err)
@@ -46,13 +40,12 @@ func TestGoDocRendersOverview(t *testing.T) {
 			if paragraph == "" {
 				t.Fatalf("doc.go has no package comment")
 			}
-			rendered, err := exec.Command("go", "doc", p.ImportPath).Output()
+			rendered, err := renderDoc(p)
 			if err != nil {
-				t.Fatalf("go doc %s: %v", p.ImportPath, err)
+				t.Fatalf("render the doc of %s: %v", p.ImportPath, err)
 			}
-			lines := strings.Split(string(rendered), "\n")
-			// The first line is "package x // import ...", the overview follows.
-			text := normalize(strings.Join(lines[1:], " "))
+			lines := strings.Split(rendered, "\n")
+			text := normalize(strings.Join(lines, " "))
 			want := normalize(firstSentence(paragraph))
 			if !strings.HasPrefix(text, want) {
 				got := text[:min(len(text), len(want)+40)]
@@ -71,9 +64,89 @@ func TestGoDocRendersOverview(t *testing.T) {
 			}
 		})
 	}
-	if checked < 10 {
-		t.Fatalf("checked %d library packages, want every one (at least 10)", checked)
+	if len(pkgs) < 10 {
+		t.Fatalf("checked %d library packages, want every one (at least 10)", len(pkgs))
 	}
+}
+
+// libraryPackages lists the packages of the module rooted at root that
+// are not commands, as go list ./... would: directories of testdata, of
+// names starting with . or _ and of other modules (bench/) are skipped.
+func libraryPackages(root string) ([]*build.Package, error) {
+	modPath, err := modulePath(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return nil, err
+	}
+	var pkgs []*build.Package
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if path != root {
+			name := d.Name()
+			if name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir // a module of its own
+			}
+		}
+		p, err := build.ImportDir(path, 0)
+		var noGo *build.NoGoError
+		switch {
+		case errors.As(err, &noGo):
+			return nil
+		case err != nil:
+			return fmt.Errorf("%s: %w", path, err)
+		case p.Name == "main":
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		p.ImportPath = modPath
+		if rel != "." {
+			p.ImportPath += "/" + filepath.ToSlash(rel)
+		}
+		pkgs = append(pkgs, p)
+		return nil
+	})
+	return pkgs, err
+}
+
+// modulePath reads the module line of a go.mod file.
+func modulePath(goMod string) (string, error) {
+	src, err := os.ReadFile(goMod)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(src), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`), nil
+		}
+	}
+	return "", fmt.Errorf("%s: no module line", goMod)
+}
+
+// renderDoc returns the package comment of p as go doc prints it after
+// its "package x // import" line: the comment of every file that has one,
+// read by go/doc and printed as text, # headings included.
+func renderDoc(p *build.Package) (string, error) {
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range p.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.ParseComments)
+		if err != nil {
+			return "", err
+		}
+		files = append(files, f)
+	}
+	d, err := doc.NewFromFiles(fset, files, p.ImportPath)
+	if err != nil {
+		return "", err
+	}
+	return string(d.Text(d.Doc)), nil
 }
 
 // docSource returns the first paragraph of the comment lines of a doc.go
@@ -125,6 +198,7 @@ func normalize(s string) string {
 // os.Getenv and its kin or exports a FromEnv reader: its constructors take
 // Go values.
 func TestLibraryReadsNoEnvironment(t *testing.T) {
+	t.Parallel()
 	reads := map[string]bool{"Getenv": true, "LookupEnv": true, "Environ": true, "ExpandEnv": true}
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -4,14 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -53,6 +51,7 @@ const (
 )
 
 func TestDocSamples(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binaries and runs them")
 	}
@@ -150,34 +149,51 @@ func stableText(s string) string {
 	return s
 }
 
-// bins builds the binaries once: the three of cmd/ and the examples the
-// tours use.
-var bins = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "ksana-docs-bin")
-	if err != nil {
-		return "", err
-	}
+// buildBins builds into a directory of t's the binaries the tours run:
+// the three of cmd/ and the examples the tours use.
+func buildBins(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
 	out, err := exec.Command("go", "build", "-o", dir+"/", "./cmd/ksana", "./cmd/nodeunit", "./cmd/dispatcher",
 		"./examples/echo", "./examples/dispatch-node", "./examples/dispatch-session").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return dir, nil
-})
+	return dir
+}
 
 // runSamples runs every documented command and returns each sample's
-// output by name.
+// output by name. The tours run side by side: each has its own
+// directories, ports and database schema.
 func runSamples(t *testing.T) map[string]string {
-	dir, err := bins()
-	if err != nil {
-		t.Fatal(err)
+	bin := buildBins(t)
+	tours := []struct {
+		name string
+		run  func(*session)
+	}{
+		{"ksana", (*session).ksana},
+		{"ksana-shared", (*session).ksanaShared},
+		{"nodeunit", (*session).nodeunit},
+		{"dispatcher", (*session).dispatcher},
 	}
-	s := &session{t: t, bin: dir, out: map[string]string{}}
-	s.ksana()
-	s.ksanaShared()
-	s.nodeunit()
-	s.dispatcher()
-	return s.out
+	var mu sync.Mutex
+	out := map[string]string{}
+	t.Run("tours", func(t *testing.T) {
+		for _, tour := range tours {
+			t.Run(tour.name, func(t *testing.T) {
+				t.Parallel()
+				s := &session{t: t, bin: bin, out: map[string]string{}}
+				tour.run(s)
+				mu.Lock()
+				defer mu.Unlock()
+				maps.Copy(out, s.out)
+			})
+		}
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	return out
 }
 
 type session struct {
@@ -519,30 +535,11 @@ func (s *session) dispatcher() {
 func (s *session) ksanaShared() {
 	t := s.t
 	dir := t.TempDir()
-	base := testenv.PostgresURL(t)
-	admin, err := sql.Open("pgx", base)
+	_, dbURL := testenv.PostgresSchema(t)
+	u, err := url.Parse(dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	schema := "docs_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-		admin.Close()
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
 
 	ports := []string{freePort(t), freePort(t), freePort(t)}
 	echoPort := freePort(t)

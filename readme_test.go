@@ -17,6 +17,7 @@ import (
 // module that uses this checkout. It must be a whole program that ends by
 // itself with status 0, and print what the ```output block after it shows.
 func TestReadmeFirstExample(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs a program")
 	}

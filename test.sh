@@ -2,10 +2,14 @@
 # test.sh: the project's one test command.
 #
 # It makes sure the servers the tests talk to are up (installing them from
-# Debian's packages where they are missing), starts a private 3-master Redis
-# Cluster on free local ports, exports their addresses for the tests, runs
-# go vet and a pinned staticcheck, builds every package for macOS and
-# Windows, runs the race-enabled test suite, and stops the cluster again.
+# Debian's packages where they are missing), gives the run a PostgreSQL
+# database, a standalone Redis and a 3-master Redis Cluster of its own,
+# exports their addresses for the tests, and runs the race-enabled test
+# suite; beside it, at a lower priority, go vet, a pinned staticcheck and
+# the builds for macOS and Windows. Their output follows the tests', each
+# under its name. At the end it checks that the tests left no schema and
+# no Redis key of their own behind, then stops the servers it started and
+# drops its database. It fails if any of this fails, and says which.
 #
 #   ./test.sh                 everything
 #   ./test.sh ./cron/...      only some packages (extra arguments go to go test;
@@ -14,8 +18,12 @@
 #
 # Environment read by the tests (set here, override to point elsewhere):
 #   KSANA_TEST_POSTGRES_URL        postgres://... for the SQL adapters
+#                                  (default: a database of the run's own on the
+#                                  local server, dropped at the end)
 #   KSANA_TEST_REDIS_URL           redis://host:port of a standalone server
+#                                  (default: a server of the run's own on a free port)
 #   KSANA_TEST_REDIS_CLUSTER_URLS  comma-separated redis://host:port seeds of a cluster
+#                                  (default: a cluster of the run's own on free ports)
 #   KSANA_TEST_CHROMIUM            the headless browser of the console's browser tests
 #                                  (default: chromium on the PATH, installed here when missing)
 #   KSANA_SCREENSHOTS              where those tests save a screenshot of each page
@@ -32,25 +40,56 @@ apt_install() {
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 wait_port() { for _ in $(seq 1 100); do port_open "$1" && return 0; sleep 0.1; done; return 1; }
 
+# Everything the run owns (its Redis servers, the checks' output) lives in
+# run_dir, removed at the end with the run's PostgreSQL database.
+run_dir=$(mktemp -d /tmp/ksana-test.XXXXXX)
+redis_ports=()   # the run's own standalone server and cluster nodes
+check_pids=()
+cleanup() {
+  for pid in "${check_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for p in "${redis_ports[@]}"; do redis-cli -p "$p" shutdown nosave >/dev/null 2>&1 || true; done
+  [ -z "$pg_db" ] || psql "$pg_admin_url" -Atqc "DROP DATABASE IF EXISTS $pg_db WITH (FORCE)" >/dev/null 2>&1 || true
+  rm -rf "$run_dir"
+}
+trap cleanup EXIT
+
+# What the tests name their own things with: the check at the end looks
+# for these on servers it did not start (on its own servers everything is
+# the tests'). Keep them in step with the helpers that make the names.
+#   PostgreSQL schemas: ksanatest_ (internal/testenv.PostgresSchema),
+#                       ksana_cmd_test_ (cmd/ksana)
+#   Redis key prefixes: ksanatest: (store/redisstore), ksana-disp- (cmd/dispatcher),
+#                       ksana-bench- (bench/)
+test_schema_re='^(ksanatest_|ksana_cmd_test_)'
+test_key_globs=('ksanatest:*' 'ksana-disp-*' 'ksana-bench-*')
+
 # --- PostgreSQL ------------------------------------------------------------
+pg_admin_url=""  # the local server, where the run's database is made and dropped
+pg_db=""         # the run's own database
 ensure_postgres() {
   if [ -n "${KSANA_TEST_POSTGRES_URL:-}" ]; then return; fi
-  export KSANA_TEST_POSTGRES_URL="postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"
-  if port_open 5432; then return; fi
-  if ! command -v pg_ctlcluster >/dev/null 2>&1; then
-    log "installing PostgreSQL"
-    apt_install postgresql
-    fresh_pg=1
+  pg_admin_url="postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"
+  if ! port_open 5432; then
+    if ! command -v pg_ctlcluster >/dev/null 2>&1; then
+      log "installing PostgreSQL"
+      apt_install postgresql
+      fresh_pg=1
+    fi
+    local ver
+    ver=$(ls /etc/postgresql | sort -V | tail -n 1)
+    log "starting PostgreSQL $ver"
+    as_root pg_ctlcluster --skip-systemctl-redirect "$ver" main start || true
+    wait_port 5432 || { log "PostgreSQL did not come up on 5432"; exit 1; }
+    if [ -n "${fresh_pg:-}" ]; then
+      # A fresh Debian install asks for a password over TCP: give postgres one.
+      as_root su postgres -c "psql -qc \"ALTER USER postgres PASSWORD 'postgres'\"" >/dev/null
+    fi
   fi
-  local ver
-  ver=$(ls /etc/postgresql | sort -V | tail -n 1)
-  log "starting PostgreSQL $ver"
-  as_root pg_ctlcluster --skip-systemctl-redirect "$ver" main start || true
-  wait_port 5432 || { log "PostgreSQL did not come up on 5432"; exit 1; }
-  if [ -n "${fresh_pg:-}" ]; then
-    # A fresh Debian install asks for a password over TCP: give postgres one.
-    as_root su postgres -c "psql -qc \"ALTER USER postgres PASSWORD 'postgres'\"" >/dev/null
-  fi
+  command -v psql >/dev/null 2>&1 || apt_install postgresql-client
+  pg_db="ksanatest_run_$(date +%s)_$$"
+  psql "$pg_admin_url" -Atqc "CREATE DATABASE $pg_db" >/dev/null
+  export KSANA_TEST_POSTGRES_URL="postgres://postgres:postgres@127.0.0.1:5432/$pg_db?sslmode=disable"
+  log "PostgreSQL database $pg_db"
 }
 
 # --- Redis -----------------------------------------------------------------
@@ -60,44 +99,45 @@ ensure_redis_binary() {
     apt_install redis-server redis-tools
   fi
 }
-ensure_redis() {
-  if [ -n "${KSANA_TEST_REDIS_URL:-}" ]; then return; fi
-  export KSANA_TEST_REDIS_URL="redis://127.0.0.1:6379"
-  if port_open 6379; then return; fi
-  ensure_redis_binary
-  log "starting Redis on 6379"
-  mkdir -p /tmp/ksana-redis-6379
-  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
-    --dir /tmp/ksana-redis-6379 --logfile /tmp/ksana-redis-6379/redis.log
-  wait_port 6379 || { log "Redis did not come up on 6379"; exit 1; }
-}
-
-cluster_dir=""
-cluster_ports=()
-stop_cluster() {
-  for p in "${cluster_ports[@]}"; do redis-cli -p "$p" shutdown nosave >/dev/null 2>&1 || true; done
-  [ -n "$cluster_dir" ] && rm -rf "$cluster_dir"
-}
+# free_port: a port nobody listens on, nor on the port 10000 above it (a
+# cluster node's bus), both below the kernel's ephemeral ports (32768 on),
+# where an outgoing connection may hold a port that nobody listens on.
 free_port() {
   local p
   while :; do
-    p=$(( 20000 + RANDOM % 20000 ))
+    p=$(( 20000 + RANDOM % 2700 ))
     port_open "$p" || port_open "$((p + 10000))" || { echo "$p"; return; }
   done
 }
+# start_redis PORT [ARGS...]: a server of the run's own, in memory only.
+start_redis() {
+  local p=$1; shift
+  mkdir -p "$run_dir/redis-$p"
+  redis-server --daemonize yes --bind 127.0.0.1 --port "$p" --save "" --appendonly no \
+    --dir "$run_dir/redis-$p" --logfile "$run_dir/redis-$p/redis.log" "$@"
+  redis_ports+=("$p")
+}
+standalone_port=""
+ensure_redis() {
+  if [ -n "${KSANA_TEST_REDIS_URL:-}" ]; then return; fi
+  ensure_redis_binary
+  standalone_port=$(free_port)
+  start_redis "$standalone_port"
+  wait_port "$standalone_port" || { log "Redis did not come up on $standalone_port"; exit 1; }
+  export KSANA_TEST_REDIS_URL="redis://127.0.0.1:$standalone_port"
+  log "Redis up on 127.0.0.1:$standalone_port"
+}
+
+cluster_ports=()
 start_cluster() {
   if [ -n "${KSANA_TEST_REDIS_CLUSTER_URLS:-}" ]; then return; fi
   ensure_redis_binary
-  cluster_dir=$(mktemp -d /tmp/ksana-cluster.XXXXXX)
-  trap stop_cluster EXIT
   local seeds=() addrs=()
   for _ in 1 2 3; do
     local p; p=$(free_port)
     cluster_ports+=("$p")
-    mkdir -p "$cluster_dir/$p"
-    redis-server --daemonize yes --bind 127.0.0.1 --port "$p" --save "" --appendonly no \
-      --cluster-enabled yes --cluster-config-file "$cluster_dir/$p/nodes.conf" \
-      --cluster-node-timeout 5000 --dir "$cluster_dir/$p" --logfile "$cluster_dir/$p/redis.log"
+    start_redis "$p" --cluster-enabled yes --cluster-config-file "$run_dir/redis-$p/nodes.conf" \
+      --cluster-node-timeout 5000
     addrs+=("127.0.0.1:$p"); seeds+=("redis://127.0.0.1:$p")
   done
   for p in "${cluster_ports[@]}"; do wait_port "$p" || { log "cluster node $p did not start"; exit 1; }; done
@@ -127,33 +167,176 @@ ensure_chromium() {
   KSANA_TEST_CHROMIUM=$(command -v chromium)
 }
 
+# --- What the tests leave behind ---------------------------------------------
+# redis_keys [redis-cli ARGS...]: the keys of a server the run started (all
+# of them), or of one it did not (those under the tests' prefixes).
+redis_keys() {
+  if [ "$1" = own ]; then
+    shift
+    redis-cli "$@" --scan
+  else
+    shift
+    for g in "${test_key_globs[@]}"; do redis-cli "$@" --scan --pattern "$g"; done
+  fi
+}
+# pg_leftovers [own|shared]: the schemas (and, in the run's own database,
+# the tables of public) that the tests made.
+pg_leftovers() {
+  if [ "$1" = own ]; then
+    psql "$KSANA_TEST_POSTGRES_URL" -Atqc "SELECT nspname FROM pg_namespace
+      WHERE nspname NOT LIKE 'pg\_%' AND nspname NOT IN ('information_schema', 'public')
+      UNION ALL SELECT 'public.' || tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+  else
+    psql "$KSANA_TEST_POSTGRES_URL" -Atqc "SELECT nspname FROM pg_namespace WHERE nspname ~ '$test_schema_re' ORDER BY 1"
+  fi
+}
+# by_prefix: counts the keys on stdin by the test prefix they start with.
+by_prefix() {
+  sed -E 's/^(ksanatest:[0-9a-f]+|ksana-bench-[0-9a-f]+|ksana-disp-.*-[0-9a-f]{12})[:{].*$/\1/; t
+          s/^([^:{]*).*$/\1 (no test prefix)/' | sort | uniq -c | sort -rn
+}
+# Servers the run did not start may hold the tests' names already (other
+# runs, other checkouts): only what is new at the end counts.
+snapshot_shared() {
+  : >"$run_dir/pg.before"; : >"$run_dir/redis.before"
+  if [ -z "$pg_db" ] && command -v psql >/dev/null 2>&1; then
+    pg_leftovers shared >"$run_dir/pg.before" 2>/dev/null || true
+  fi
+  if [ -z "$standalone_port" ]; then
+    redis_keys shared -u "$KSANA_TEST_REDIS_URL" | sort >"$run_dir/redis.before" 2>/dev/null || true
+  fi
+  if [ "${#cluster_ports[@]}" -eq 0 ]; then
+    local i=0 u
+    for u in ${KSANA_TEST_REDIS_CLUSTER_URLS//,/ }; do
+      : >"$run_dir/cluster$i.before"
+      redis_keys shared -u "$u" | sort >"$run_dir/cluster$i.before" 2>/dev/null || true
+      i=$((i + 1))
+    done
+  fi
+}
+# check_leftovers: says what the tests left and fails if they left anything.
+check_leftovers() {
+  local left=0 what
+  if [ -n "$pg_db" ]; then
+    pg_leftovers own >"$run_dir/pg.after" || { log "cannot list the schemas of database $pg_db"; left=1; }
+  elif command -v psql >/dev/null 2>&1; then
+    pg_leftovers shared | sort | comm -13 "$run_dir/pg.before" - >"$run_dir/pg.after"
+  else
+    log "no psql: the PostgreSQL schemas left by the tests are not checked"
+    : >"$run_dir/pg.after"
+  fi
+  if [ -s "$run_dir/pg.after" ]; then
+    left=1
+    log "the tests left $(wc -l <"$run_dir/pg.after") PostgreSQL schemas or tables behind (a test deletes its schema when it ends: internal/testenv.PostgresSchema):"
+    sed 's/^/    /' "$run_dir/pg.after" | head -n 20 >&2
+  fi
+  local servers=() i=0 u
+  if [ -n "$standalone_port" ]; then
+    redis_keys own -p "$standalone_port" >"$run_dir/redis.after" ||
+      { log "cannot list the keys of the standalone server"; left=1; }
+  else
+    redis_keys shared -u "$KSANA_TEST_REDIS_URL" | sort | comm -13 "$run_dir/redis.before" - >"$run_dir/redis.after"
+  fi
+  servers+=("standalone server:$run_dir/redis.after")
+  if [ "${#cluster_ports[@]}" -gt 0 ]; then
+    for p in "${cluster_ports[@]}"; do
+      redis_keys own -p "$p" || { log "cannot list the keys of cluster node $p"; left=1; }
+    done >"$run_dir/cluster.after"
+  else
+    for u in ${KSANA_TEST_REDIS_CLUSTER_URLS//,/ }; do
+      redis_keys shared -u "$u" | sort | comm -13 "$run_dir/cluster$i.before" -
+      i=$((i + 1))
+    done >"$run_dir/cluster.after"
+  fi
+  servers+=("cluster:$run_dir/cluster.after")
+  for s in "${servers[@]}"; do
+    what=${s%%:*}; f=${s#*:}
+    [ -s "$f" ] || continue
+    left=1
+    by_prefix <"$f" >"$f.by"
+    log "the tests left $(wc -l <"$f") Redis keys under $(wc -l <"$f.by") prefixes on the $what (a test deletes its prefix when it ends):"
+    for fam in 'ksanatest:|store/redisstore' 'ksana-disp-|cmd/dispatcher' 'ksana-bench-|bench'; do
+      n=$(grep -c " ${fam%%|*}" "$f.by" || true)
+      [ "$n" = 0 ] || printf '    %s prefixes %s* (the tests of %s)\n' "$n" "${fam%%|*}" "${fam#*|}" >&2
+    done
+    log "the largest:"
+    head -n 10 "$f.by" | sed 's/^/    /' >&2
+  done
+  return "$left"
+}
+
+# --- The run -----------------------------------------------------------------
+# check NAME COMMAND...: runs a check beside the tests, at a lower priority
+# so that the tests keep their pace; its output waits in run_dir.
+checks=()
+check() {
+  local n=${#checks[@]}
+  checks+=("$1"); shift
+  ( start=$SECONDS; rc=0; nice -n 10 "$@" >"$run_dir/check$n.out" 2>&1 || rc=$?
+    echo "$rc $((SECONDS - start))" >"$run_dir/check$n.rc" ) &
+  check_pids+=($!)
+}
+elapsed() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
 ensure_postgres
 ensure_redis
 ensure_chromium
 start_cluster
+snapshot_shared
+log "servers ready after $(elapsed $SECONDS)"
 
+# The package arguments: those that are not flags nor the value of one
+# (-run TestX/sub, -count 2).
 pkgs=()
-for a in "$@"; do case "$a" in -*) ;; ./*|*/*) pkgs+=("$a") ;; esac; done
+value=""
+for a in "$@"; do
+  if [ -n "$value" ]; then value=""; continue; fi
+  case "$a" in
+    -run|-skip|-count|-timeout|-parallel|-p|-cpu|-bench|-benchtime|-tags|-shuffle|-fuzz|-fuzztime|-coverprofile|-o|-exec)
+      value=1 ;;
+    --*=*|-*=*|-*) ;;
+    .|..|./*|../*|*/*) pkgs+=("$a") ;;
+  esac
+done
 given=${#pkgs[@]}
 [ "$given" -gt 0 ] || pkgs=(./...)
-log "go vet ${pkgs[*]}"
-go vet "${pkgs[@]}"
+check "go vet ${pkgs[*]}" go vet "${pkgs[@]}"
 # The peer benchmarks are a module of their own (bench/): they must build.
-if [ "$given" -eq 0 ]; then
-  log "go vet (bench module)"
-  (cd bench && go vet ./...)
-fi
+[ "$given" -gt 0 ] || check "go vet (bench module)" go -C bench vet ./...
 # staticcheck at a pinned version: a new finding fails the run.
-staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
-log "staticcheck ${pkgs[*]}"
-go run "$staticcheck" "${pkgs[@]}"
+check "staticcheck ${pkgs[*]}" go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 "${pkgs[@]}"
 # The node-unit reads processes on Linux, macOS and Windows: everything
 # must at least build there.
 for goos in darwin windows; do
-  log "GOOS=$goos go build ${pkgs[*]}"
-  GOOS=$goos go build -o /dev/null "${pkgs[@]}" # a single main package would leave its binary here
+  # -o /dev/null: a single main package would leave its binary here.
+  check "GOOS=$goos go build ${pkgs[*]}" env GOOS=$goos go build -o /dev/null "${pkgs[@]}"
 done
+log "beside the tests: $(printf '%s; ' "${checks[@]}")"
+
 args=("$@")
 [ "$given" -gt 0 ] || args+=(./...)
 log "go test -race ${args[*]}"
-go test -race -timeout 30m "${args[@]}"
+failed=()
+start=$SECONDS
+go test -race -timeout 30m "${args[@]}" || failed+=("go test -race")
+log "go test -race: $( [ "${#failed[@]}" -eq 0 ] && echo ok || echo FAILED ) in $(elapsed $((SECONDS - start)))"
+
+for n in "${!checks[@]}"; do
+  wait "${check_pids[$n]}" || true
+  read -r rc took <"$run_dir/check$n.rc" || { rc=1; took=0; }
+  if [ "$rc" = 0 ]; then
+    log "--- ${checks[$n]}: ok in $(elapsed "$took")"
+  else
+    log "--- ${checks[$n]}: FAILED (exit $rc) in $(elapsed "$took")"
+    failed+=("${checks[$n]}")
+  fi
+  sed 's/^/    /' "$run_dir/check$n.out" >&2
+done
+check_pids=()
+
+check_leftovers || failed+=("what the tests left behind")
+if [ "${#failed[@]}" -gt 0 ]; then
+  log "FAILED after $(elapsed $SECONDS): $(printf '%s; ' "${failed[@]}")"
+  exit 1
+fi
+log "ok after $(elapsed $SECONDS)"

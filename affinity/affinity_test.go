@@ -22,6 +22,7 @@ func lastPick(seen *[]int) Random {
 }
 
 func TestSelect(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		affinity  string
@@ -56,6 +57,7 @@ func TestSelect(t *testing.T) {
 }
 
 func TestSelectDefaultRandomCoversPool(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for i := 0; i < 1000 && len(seen) < 3; i++ {
 		d, err := Select("t", "", []string{"a", "b", "c", "d"}, set("a", "b", "c"), nil)
@@ -86,6 +88,7 @@ func choose(turn string, pool []string) string {
 }
 
 func TestRendezvousReproducibleAndOrderFree(t *testing.T) {
+	t.Parallel()
 	pool := nodes(7)
 	rev := append([]string(nil), pool...)
 	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
@@ -111,6 +114,7 @@ func TestRendezvousReproducibleAndOrderFree(t *testing.T) {
 // TestRendezvousMinimalMovement: removing a node moves only the turns it
 // held; adding one moves turns only onto it.
 func TestRendezvousMinimalMovement(t *testing.T) {
+	t.Parallel()
 	pool := nodes(8)
 	without := append(append([]string(nil), pool[:3]...), pool[4:]...) // node-3 gone
 	with := append(append([]string(nil), pool...), "node-new")
@@ -139,6 +143,7 @@ func TestRendezvousMinimalMovement(t *testing.T) {
 }
 
 func TestRecord(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		current, assigned string
 		want              string
@@ -160,6 +165,7 @@ func TestRecord(t *testing.T) {
 // TestWriteRuleWholeTurn runs a turn of five jobs where the first node goes
 // offline mid-turn: later jobs go elsewhere but the affinity stays.
 func TestWriteRuleWholeTurn(t *testing.T) {
+	t.Parallel()
 	online := map[string]bool{"a": true, "b": true, "c": true}
 	pool := []string{"a", "b", "c"}
 	aff := ""
@@ -188,14 +194,17 @@ func TestWriteRuleWholeTurn(t *testing.T) {
 }
 
 func TestShouldBindJobToNodeManualNoBind(t *testing.T) {
+	t.Parallel()
 	testBind(t, Manual, false)
 }
 
 func TestShouldBindJobToNodeMaxDurationBind(t *testing.T) {
+	t.Parallel()
 	testBind(t, MaxDuration, true)
 }
 
 func TestShouldBindJobToNodeTimeoutNoBind(t *testing.T) {
+	t.Parallel()
 	testBind(t, Timeout, false)
 }
 
@@ -216,6 +225,7 @@ func testBind(t *testing.T, r Reason, want bool) {
 }
 
 func TestUnknownReason(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "MANUAL", "max-duration"} {
 		if _, err := ShouldBindJobToNode(Reason(s)); !errors.Is(err, ErrUnknownReason) {
 			t.Errorf("ShouldBindJobToNode(%q) error = %v, want ErrUnknownReason", s, err)

@@ -41,6 +41,7 @@ func withCommand(d claim.Deployment, cmd string) claim.Deployment {
 // never claims it; a node-unit that can run it does, also when it was held
 // by a lost node-unit.
 func TestAdmitterBeforeClaim(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		deps       []claim.Deployment
@@ -131,6 +132,7 @@ func TestAdmitterBeforeClaim(t *testing.T) {
 // TestAdmitterTwoNodes: of two node-units, only the one that can run a
 // deployment ends up with it, and the other's load does not count it.
 func TestAdmitterTwoNodes(t *testing.T) {
+	t.Parallel()
 	s := claimtest.NewStore()
 	s.Put(withCommand(at("b", "", 0), "bad"))
 	s.Put(withCommand(at("g1", "", 1), "good"))
@@ -173,6 +175,7 @@ func (admitAll) Admit(claim.Deployment) error { return nil }
 // deployment stayed waiting for three of its cycles, although it is not
 // eligible; until then it waits.
 func TestAdmitterUnstalls(t *testing.T) {
+	t.Parallel()
 	s := claimtest.NewStore()
 	s.Put(withCommand(at("held", "n2", 0), "good")) // n2 holds one: n1 is the least loaded
 	s.Put(withCommand(at("b", "", 1), "bad"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -80,10 +81,14 @@ type node struct {
 	logs   *logs
 }
 
-// viewAll makes newNode give its loops a claim.Viewer over the in-memory
-// store, so that a test written for the full read runs through a view (see
-// TestSpecThroughView).
-var viewAll bool
+// viewAll reports whether newNode gives the loops of t a claim.Viewer over
+// the in-memory store, so that a test written for the full read runs
+// through a view: it does in the subtests of TestSpecThroughView, which
+// runs those tests again. The test's name says it, not a variable that
+// tests running in parallel would share.
+func viewAll(t *testing.T) bool {
+	return strings.HasPrefix(t.Name(), "TestSpecThroughView/")
+}
 
 // viewWrap adds the Viewer of the membership's store to a store (which may
 // be a wrapper that watches writes).
@@ -100,7 +105,7 @@ func (w viewWrap) View(ctx context.Context, self claim.NodeUnit, ttl time.Durati
 
 func newNode(t *testing.T, store claim.Store, members claim.Membership, probe claim.UsageProbe, cfg claim.Config) *node {
 	t.Helper()
-	if viewAll {
+	if viewAll(t) {
 		if s, ok := members.(*claimtest.Store); ok {
 			store = viewWrap{store, claimtest.Viewing(s)}
 		}

@@ -17,6 +17,7 @@ import (
 )
 
 func TestNewValidatesConfig(t *testing.T) {
+	t.Parallel()
 	s := claimtest.NewStore()
 	r := claimtest.NewRunner()
 	tests := []struct {
@@ -56,6 +57,7 @@ func TestNewValidatesConfig(t *testing.T) {
 }
 
 func TestCycleStatements(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		members func(*claimtest.Store) claim.Membership
@@ -82,6 +84,7 @@ func TestCycleStatements(t *testing.T) {
 }
 
 func TestMaxClaimsPerCycleOneStatement(t *testing.T) {
+	t.Parallel()
 	s := claimtest.NewStore()
 	for _, d := range unassigned(10) {
 		s.Put(d)
@@ -104,6 +107,7 @@ func TestMaxClaimsPerCycleOneStatement(t *testing.T) {
 // is probed at once under the timeout; a failed probe counts as 0 (or, with
 // the opt-in, leaves the node out).
 func TestSpec000_FetchResourceUsageConcurrentlyWithTimeout(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name         string
 		mode         claim.ProbeFailure
@@ -147,6 +151,7 @@ func TestSpec000_FetchResourceUsageConcurrentlyWithTimeout(t *testing.T) {
 // TestProbesRunConcurrently: three probes of 600ms each fit in a 1s
 // timeout only when they run at once.
 func TestProbesRunConcurrently(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		for _, a := range []string{"n2", "n3"} {
@@ -169,6 +174,7 @@ func TestProbesRunConcurrently(t *testing.T) {
 }
 
 func TestProbesOnlyUnderResourceUsage(t *testing.T) {
+	t.Parallel()
 	for _, p := range []claim.Policy{claim.DeploymentCountPolicy(), claim.NonePolicy()} {
 		s := claimtest.NewStore()
 		probe := claimtest.NewProbe(nil)
@@ -181,6 +187,7 @@ func TestProbesOnlyUnderResourceUsage(t *testing.T) {
 }
 
 func TestSelfFence(t *testing.T) {
+	t.Parallel()
 	for _, fence := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
 			s := claimtest.NewStore()
@@ -218,6 +225,7 @@ func TestSelfFence(t *testing.T) {
 }
 
 func TestLostAfter(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		s.Put(at("x", "gone", 0))
@@ -236,6 +244,7 @@ func TestLostAfter(t *testing.T) {
 }
 
 func TestRebalance(t *testing.T) {
+	t.Parallel()
 	for _, enabled := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
 			s := claimtest.NewStore()
@@ -271,6 +280,7 @@ func TestRebalance(t *testing.T) {
 // report every cycle and in its log once, and logs again when the hold
 // ends and it rebalances.
 func TestRebalanceHeldIsReported(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		for i := range 6 {
@@ -326,6 +336,7 @@ func TestRebalanceHeldIsReported(t *testing.T) {
 }
 
 func TestRunnerRefusalLoggedOnce(t *testing.T) {
+	t.Parallel()
 	s := claimtest.NewStore()
 	s.Put(at("bad", "n1", 0))
 	n := newNode(t, s, s, nil, claim.Config{Address: "n1"})
@@ -353,6 +364,7 @@ func TestRunnerRefusalLoggedOnce(t *testing.T) {
 // Interval (NODE_UNIT_SCHEDULER_INTERVAL_MS), reports each cycle to the
 // Observer, and on shutdown stops its deployments and leaves.
 func TestSpec000_RespectsSchedulerInterval(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		s.Put(at("mine", "n1", 0))
@@ -398,6 +410,7 @@ func TestSpec000_RespectsSchedulerInterval(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		d       claim.Deployment
@@ -460,6 +473,7 @@ func (hangingMembership) Heartbeat(ctx context.Context, n claim.NodeUnit) error 
 }
 
 func TestSelfFenceWhenMembershipHangs(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		s.Put(at("mine", "n1", 0))
@@ -516,6 +530,7 @@ func (m switchMembership) Leave(ctx context.Context, address string) error {
 }
 
 func TestLoopRestartsChangedDeployment(t *testing.T) {
+	t.Parallel()
 	s := claimtest.NewStore()
 	d := at("mine", "n1", 0)
 	d.PackageVersion = "1.0.0"

@@ -56,6 +56,7 @@ func unassigned(n int) []claim.Deployment {
 }
 
 func TestPlan(t *testing.T) {
+	t.Parallel()
 	now := t0.Add(time.Hour)
 	tests := []struct {
 		name string
@@ -230,6 +231,7 @@ func TestPlan(t *testing.T) {
 }
 
 func TestPlanTracksMissingSince(t *testing.T) {
+	t.Parallel()
 	now := t0.Add(time.Hour)
 	in := claim.Inputs{Self: "n1", Active: []string{"n1"}, LostAfter: time.Minute,
 		Deployments: []claim.Deployment{at("x", "gone", 0), at("y", "back", 0)},
@@ -245,6 +247,7 @@ func TestPlanTracksMissingSince(t *testing.T) {
 // snapshot, claim k distinct deployments (the spec's one-per-node rule with
 // rank spreading), and never the same one twice.
 func TestPlanTiedNodesPlaceKPerCycle(t *testing.T) {
+	t.Parallel()
 	for _, k := range []int{1, 2, 5, 20} {
 		for _, n := range []int{0, 1, k - 1, k, 3 * k} {
 			var active []string
@@ -273,6 +276,7 @@ func TestPlanTiedNodesPlaceKPerCycle(t *testing.T) {
 }
 
 func TestFairShares(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		counts map[string]int
@@ -343,6 +347,7 @@ func FuzzFairShares(f *testing.F) {
 // TestPlanFairShareOneCycle: with MaxClaimsPerCycle, nodes planning on the
 // same snapshot cover every candidate, without overlap, in one cycle.
 func TestPlanFairShareOneCycle(t *testing.T) {
+	t.Parallel()
 	active := []string{"a", "b", "c", "d"}
 	deps := append(unassigned(10), at("x1", "a", 0), at("x2", "a", 0), at("x3", "a", 0), at("l1", "gone", 0))
 	counts := map[string]int{"a": 3}
@@ -370,6 +375,7 @@ func TestPlanFairShareOneCycle(t *testing.T) {
 }
 
 func TestPlanRestartsChangedDeployment(t *testing.T) {
+	t.Parallel()
 	base := at("mine", "n1", 0)
 	base.PackageName, base.PackageVersion, base.Command = "pkg", "1.0.0", "run"
 	base.Args, base.Env = []string{"-a"}, map[string]string{"K": "V"}
@@ -472,6 +478,7 @@ func FuzzPlan(f *testing.F) {
 }
 
 func TestSanitize(t *testing.T) {
+	t.Parallel()
 	in := []claim.Deployment{
 		dep("a", ""),
 		{ID: "dm", Type: claim.TypeDaemon, Enabled: true, Address: "n1"},

@@ -485,20 +485,23 @@ func runSim(t *testing.T, cfg simConfig) {
 	const cycles, settleEvery = 10000, 2500
 	for _, seed := range []uint64{1, 2} {
 		// Each seed runs in its own bubble: its clock starts at t0.
-		synctest.Test(t, func(t *testing.T) {
-			s := newSim(t, seed, cfg)
-			for s.steps < cycles {
-				if s.churn() {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				s := newSim(t, seed, cfg)
+				for s.steps < cycles {
+					if s.churn() {
+						s.check()
+					}
+					s.step()
 					s.check()
+					if s.steps%settleEvery == 0 || s.steps >= cycles {
+						s.settle()
+					}
 				}
-				s.step()
-				s.check()
-				if s.steps%settleEvery == 0 || s.steps >= cycles {
-					s.settle()
-				}
-			}
-			t.Logf("seed %d: %d cycles, %d nodes ever, %d deployments, %d address writes, %d lost-deadline checks, slowest settle %v",
-				seed, s.steps, len(s.nodes), s.nextDep, s.writes, s.deadlineChecks, s.settleSeen)
+				t.Logf("seed %d: %d cycles, %d nodes ever, %d deployments, %d address writes, %d lost-deadline checks, slowest settle %v",
+					seed, s.steps, len(s.nodes), s.nextDep, s.writes, s.deadlineChecks, s.settleSeen)
+			})
 		})
 	}
 }
@@ -511,16 +514,20 @@ var viewModes = []struct {
 }{{"full", false}, {"view", true}}
 
 func TestSimulationSpecDefaults(t *testing.T) {
+	t.Parallel()
 	for _, m := range viewModes {
 		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
 			runSim(t, simConfig{policy: claim.DeploymentCountPolicy(), view: m.view})
 		})
 	}
 }
 
 func TestSimulationOptIns(t *testing.T) {
+	t.Parallel()
 	for _, m := range viewModes {
 		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
 			runSim(t, simConfig{policy: claim.DeploymentCountPolicy(), maxClaims: 1000, lostAfter: 2 * interval,
 				rebalance: true, selfFence: true, partitions: true, checkLostDeadline: true, view: m.view})
 		})
@@ -528,8 +535,10 @@ func TestSimulationOptIns(t *testing.T) {
 }
 
 func TestSimulationNone(t *testing.T) {
+	t.Parallel()
 	for _, m := range viewModes {
 		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
 			runSim(t, simConfig{policy: claim.NonePolicy(), partitions: true, view: m.view})
 		})
 	}

@@ -84,6 +84,7 @@ func decisionOf(a claim.Actions) decision {
 // opt-ins, Plan decides the same from a Partial and the windows ClaimWindow
 // asks for as from every row, for every node.
 func TestPlanPartialMatchesFull(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(17, 71))
 	now := t0.Add(time.Hour)
 	for iter := range 400 {
@@ -153,6 +154,7 @@ func TestPlanPartialMatchesFull(t *testing.T) {
 }
 
 func TestClaimWindow(t *testing.T) {
+	t.Parallel()
 	dep := func(id, addr string) claim.Deployment {
 		return claim.Deployment{ID: id, Type: claim.TypeDeployment, Enabled: true, Address: addr, CreatedAt: t0, UpdatedAt: t0}
 	}
@@ -206,6 +208,7 @@ func TestClaimWindow(t *testing.T) {
 // a changed row is read in full, and once more the next cycle; a claim
 // reads one candidate.
 func TestViewCycleStatements(t *testing.T) {
+	t.Parallel()
 	s := claimtest.NewStore()
 	v := claimtest.Viewing(s)
 	for i := range 50 {
@@ -260,6 +263,7 @@ func TestViewCycleStatements(t *testing.T) {
 // resolution keeps its version; the read a cycle after the change still
 // sees the second update, and the deployment restarts with it.
 func TestViewSameStampUpdateSeen(t *testing.T) {
+	t.Parallel()
 	s := claimtest.NewStore()
 	v := claimtest.Viewing(s)
 	stamp := t0.Add(time.Minute)
@@ -285,6 +289,7 @@ func TestViewSameStampUpdateSeen(t *testing.T) {
 // rules again with every loop reading through a claim.Viewer: the rules
 // hold whichever way a cycle reads the table.
 func TestSpecThroughView(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		run  func(*testing.T)
@@ -314,8 +319,6 @@ func TestSpecThroughView(t *testing.T) {
 		// moving its updated_at, which a Viewer's store never does (see
 		// TestViewSameStampUpdateSeen for the view's restart).
 	}
-	viewAll = true
-	defer func() { viewAll = false }()
 	for _, tt := range tests {
 		t.Run(tt.name, tt.run)
 	}
@@ -324,6 +327,7 @@ func TestSpecThroughView(t *testing.T) {
 // TestAdmitWindow: the first waiting deployments, whatever this node
 // claims, for a runner that refuses some of them to see.
 func TestAdmitWindow(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   claim.Inputs

@@ -83,6 +83,7 @@ func sentinel(err error) error {
 // one unknown), job attempts 0..4 and event attempts 0..5, under several
 // MaxAttempts, against the hand-written spec.
 func TestApplyExhaustive(t *testing.T) {
+	t.Parallel()
 	states := append(States(), "LOST")
 	events := append(Events(), "job_cancel")
 	n := 0
@@ -119,6 +120,7 @@ func TestApplyExhaustive(t *testing.T) {
 // TestTableMatchesSpec checks that the table and the spec agree cell by
 // cell, so neither has a row the other lacks.
 func TestTableMatchesSpec(t *testing.T) {
+	t.Parallel()
 	dups := Duplicates()
 	for _, s := range States() {
 		for _, ev := range Events() {
@@ -150,6 +152,7 @@ func TestTableMatchesSpec(t *testing.T) {
 }
 
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		steps []Event
@@ -180,6 +183,7 @@ func TestLifecycle(t *testing.T) {
 }
 
 func TestStaleAfterRetry(t *testing.T) {
+	t.Parallel()
 	job := New()
 	out, _ := Apply(job, Dispatch, 1)
 	out, _ = Apply(out.Job, Timeout, 1)
@@ -195,6 +199,7 @@ func TestStaleAfterRetry(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	for _, s := range States() {
 		if got, err := ParseState(string(s)); err != nil || got != s {
 			t.Errorf("ParseState(%q) = %q, %v; want %q, nil", s, got, err, s)
@@ -217,6 +222,7 @@ func TestParse(t *testing.T) {
 // checks that the package documentation shows the same diagram.
 // Refresh with go test ./fsm -run Mermaid -update.
 func TestMermaidGolden(t *testing.T) {
+	t.Parallel()
 	got := Mermaid()
 	path := filepath.Join("testdata", "fsm.mmd")
 	if *update {
@@ -267,6 +273,7 @@ func FuzzApply(f *testing.F) {
 
 // TestValidMatchesLists keeps Valid and the lists of States and Events one.
 func TestValidMatchesLists(t *testing.T) {
+	t.Parallel()
 	for _, s := range States() {
 		if !s.Valid() {
 			t.Errorf("state %s in States() is not Valid", s)

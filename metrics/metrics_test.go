@@ -89,6 +89,7 @@ func newRunner(t *testing.T) *cron.Runner {
 }
 
 func TestCron(t *testing.T) {
+	t.Parallel()
 	sched := time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name  string
@@ -172,6 +173,7 @@ func TestCron(t *testing.T) {
 }
 
 func TestCronBuckets(t *testing.T) {
+	t.Parallel()
 	m := metrics.NewCron(metrics.CronConfig{})
 	m.RunFinished(cron.Run{Status: cron.StatusSuccess, Attempts: 1, Latency: cron.Duration(3 * time.Millisecond)})
 	reg := prometheus.NewRegistry()
@@ -197,6 +199,7 @@ func TestCronBuckets(t *testing.T) {
 }
 
 func TestClaim(t *testing.T) {
+	t.Parallel()
 	zeroActions := func(except map[string]float64) []series {
 		var out []series
 		acts := slices.Clone(metrics.ClaimActions)
@@ -287,6 +290,7 @@ func TestClaim(t *testing.T) {
 // service's own metrics; a second collector of one kind needs its own
 // namespace.
 func TestRegistries(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	own := prometheus.NewCounter(prometheus.CounterOpts{Name: "app_requests_total", Help: "The service's own."})
 	for _, c := range []prometheus.Collector{own, metrics.NewCron(metrics.CronConfig{}), metrics.NewClaim(metrics.ClaimConfig{}),
@@ -328,6 +332,7 @@ func TestRegistries(t *testing.T) {
 // TestCronConcurrent feeds every hook from several goroutines while
 // collecting (run with -race).
 func TestCronConcurrent(t *testing.T) {
+	t.Parallel()
 	m := metrics.NewCron(metrics.CronConfig{})
 	c := metrics.NewClaim(metrics.ClaimConfig{})
 	reg := prometheus.NewRegistry()

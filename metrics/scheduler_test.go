@@ -53,6 +53,7 @@ func value(m *dto.Metric) float64 {
 }
 
 func TestSchedulerMetrics(t *testing.T) {
+	t.Parallel()
 	m := NewScheduler(func() (int, int) { return 3, 5 })
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(m); err != nil {
@@ -98,6 +99,7 @@ func TestSchedulerMetrics(t *testing.T) {
 }
 
 func TestSchedulerWithoutConnected(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewScheduler(nil))
 	got := gather(t, reg)

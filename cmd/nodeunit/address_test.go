@@ -11,6 +11,7 @@ import (
 )
 
 func TestClaimAddressSlots(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	n := 0
 	gen := func() (string, error) { n++; return fmt.Sprintf("gen-%d", n), nil }
@@ -55,6 +56,7 @@ func TestClaimAddressSlots(t *testing.T) {
 }
 
 func TestClaimAddressErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(slotPath(dir, 1), []byte("bad address\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -71,6 +73,7 @@ func TestClaimAddressErrors(t *testing.T) {
 }
 
 func TestGenerateAddress(t *testing.T) {
+	t.Parallel()
 	a, err := generateAddress()
 	if err != nil {
 		t.Fatal(err)

@@ -2,16 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"errors"
 	"net"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
@@ -21,6 +16,7 @@ import (
 )
 
 func TestParseAdd(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		args    []string
@@ -76,6 +72,7 @@ func TestParseAdd(t *testing.T) {
 }
 
 func TestWriteList(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	writeList(&b, []claim.Deployment{
 		{ID: "d1", Type: "deployment", Enabled: true, Address: "node-a", Command: "sleep", Args: []string{"3600"}},
@@ -140,42 +137,20 @@ func exerciseAdmin(t *testing.T, env map[string]string) {
 }
 
 func TestAdminSQLite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	exerciseAdmin(t, map[string]string{"NODE_UNIT_DATA": filepath.Join(dir, "data")})
 }
 
 func TestAdminPostgres(t *testing.T) {
-	base := testenv.PostgresURL(t)
-	var b [4]byte
-	rand.Read(b[:])
-	schema := "nodeunit_test_" + hex.EncodeToString(b[:])
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	// A plain connection: opening the store would migrate the public schema.
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		admin.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-		admin.Close()
-	})
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	exerciseAdmin(t, map[string]string{"DATABASE_URL": base + sep + "search_path=" + schema})
+	t.Parallel()
+	// A schema of its own: opening the store would migrate the public schema.
+	_, u := testenv.PostgresSchema(t)
+	exerciseAdmin(t, map[string]string{"DATABASE_URL": u})
 }
 
 func TestCommandErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		env      map[string]string
@@ -200,6 +175,7 @@ func TestCommandErrors(t *testing.T) {
 }
 
 func TestRunListenInUse(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -222,6 +198,7 @@ func TestRunListenInUse(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"-h"}, {"help"}, {"run", "-h"}, {"add", "-h"}, {"list", "--help"}} {
 		code, out, _ := runCmd(nil, args...)
 		if code != exitOK || !strings.Contains(out, "NODE_UNIT_TRUSTED_COMMAND_REGEXP") || !strings.Contains(out, "nodeunit add --id ID") {

@@ -96,6 +96,7 @@ func statusOf(out string) map[string]string {
 // deployments, /metrics answers, and a node-unit killed with SIGKILL takes
 // its processes with it.
 func TestWhatAUserRunsInto(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes for several seconds")
 	}

@@ -193,6 +193,7 @@ func eventually(t *testing.T, what string, cond func() (bool, string)) {
 // node-units on one SQLite file take 10 deployments 5/5; one is killed and
 // the other ends up running all 10; the survivor shuts down cleanly.
 func TestTwoNodeUnitsSplitAndFailOver(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes for several seconds")
 	}

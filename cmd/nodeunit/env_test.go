@@ -54,6 +54,7 @@ func summarize(c runConfig) summary {
 }
 
 func TestLoadRun(t *testing.T) {
+	t.Parallel()
 	defaults := summary{
 		DataDir: "data", DatabaseURL: "sqlite:data/nodeunit.db", DefaultDB: true,
 		LogLevel: slog.LevelInfo, Interval: 5 * time.Second, TTL: 15 * time.Second,
@@ -125,6 +126,7 @@ func TestLoadRun(t *testing.T) {
 }
 
 func TestLoadRunBadValue(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, value string
 		extra       map[string]string
@@ -179,6 +181,7 @@ func TestLoadRunBadValue(t *testing.T) {
 // TestEnvDocumented checks that every variable is in the help, in the
 // package documentation and in docs/nodeunit.md.
 func TestEnvDocumented(t *testing.T) {
+	t.Parallel()
 	var help strings.Builder
 	printUsage(&help)
 	doc, err := os.ReadFile("doc.go")

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -22,28 +18,12 @@ import (
 // returns its name and a plain connection to the server.
 func freshSchema(t *testing.T) (string, *sql.DB) {
 	t.Helper()
-	base := testenv.PostgresURL(t)
-	var b [4]byte
-	rand.Read(b[:])
-	schema := "nodeunit_test_" + hex.EncodeToString(b[:])
-	admin, err := sql.Open("pgx", base)
+	schema, _ := testenv.PostgresSchema(t)
+	admin, err := sql.Open("pgx", testenv.PostgresURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		admin.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-		admin.Close()
-	})
+	t.Cleanup(func() { admin.Close() })
 	return schema, admin
 }
 
@@ -74,6 +54,7 @@ func closedPort(t *testing.T) string {
 // TestMessages: what a user reads for a mistake is one true line on
 // standard error, in one form for every setting.
 func TestMessages(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	down := "postgres://u@" + closedPort(t) + "/db?connect_timeout=5"
 	tests := []struct {
@@ -147,6 +128,7 @@ func TestMessages(t *testing.T) {
 // TestAddWarnsAboutTrust: add says when the command does not match the
 // trust rule of its environment; a matching command gets no warning.
 func TestAddWarnsAboutTrust(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"NODE_UNIT_DATA": filepath.Join(t.TempDir(), "data"), "NODE_UNIT_TRUSTED_COMMAND_REGEXP": "sleep"}
 	code, out, errOut := runCmd(env, "add", "--id", "a", "/bin/sleep", "1")
 	if code != exitOK || out != "added deployment \"a\" (enabled)\n" {
@@ -162,6 +144,7 @@ func TestAddWarnsAboutTrust(t *testing.T) {
 }
 
 func TestSQLitePath(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		url, want string
 		ok        bool
@@ -186,6 +169,7 @@ func TestSQLitePath(t *testing.T) {
 // with no database, or on a DATABASE_URL naming a missing file, fail with
 // exit 1 and a line saying where they looked, and create nothing.
 func TestReadOnlyCommandsSQLite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	for _, tt := range []struct {
@@ -228,6 +212,7 @@ func noDatabase(t *testing.T, env map[string]string, where string) {
 // and says what to do; without search_path the start-up line says where
 // the tables are.
 func TestPostgresSchema(t *testing.T) {
+	t.Parallel()
 	schema, admin := freshSchema(t)
 	env := map[string]string{"DATABASE_URL": withSearchPath(t, schema), "NODE_UNIT_DATA": filepath.Join(t.TempDir(), "data")}
 	noDatabase(t, env, "no node-unit tables in DATABASE_URL=\""+redactURL(env["DATABASE_URL"])+"\"")

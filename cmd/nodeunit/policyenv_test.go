@@ -13,6 +13,7 @@ import (
 )
 
 func TestParseInterval(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    time.Duration
@@ -43,6 +44,7 @@ func TestParseInterval(t *testing.T) {
 }
 
 func TestParseWeights(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		cpu, mem string
 		want     claim.Weights
@@ -111,6 +113,7 @@ func FuzzParseInterval(f *testing.F) {
 }
 
 func TestSpec000_UsesEnvironmentVariableToSelectPolicy(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		env     map[string]string
 		want    string

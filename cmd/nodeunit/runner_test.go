@@ -14,6 +14,7 @@ import (
 )
 
 func TestSpecOf(t *testing.T) {
+	t.Parallel()
 	d := claim.Deployment{ID: "d1", Command: "app", Args: []string{"-v"}, Env: map[string]string{"B": "2", "A": "1", "C": "x=y"}}
 	want := proc.Spec{ID: "d1", Command: "app", Args: []string{"-v"}, Env: []string{"A=1", "B=2", "C=x=y"}}
 	if diff := cmp.Diff(want, specOf(d)); diff != "" {
@@ -22,6 +23,7 @@ func TestSpecOf(t *testing.T) {
 }
 
 func TestRunnerRefusals(t *testing.T) {
+	t.Parallel()
 	r, err := proc.New(proc.Config{LogDir: t.TempDir(), Trusted: regexp.MustCompile(`sleep`)})
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +50,7 @@ func TestRunnerRefusals(t *testing.T) {
 }
 
 func TestUsageURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		addr net.Addr
 		want string

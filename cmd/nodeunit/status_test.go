@@ -17,6 +17,7 @@ import (
 )
 
 func TestStatusRows(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 21, 22, 36, 0, 0, time.UTC)
 	dep := func(id, addr string) claim.Deployment {
 		return claim.Deployment{ID: id, Type: claim.TypeDeployment, Enabled: true, Address: addr, Command: "sleep"}
@@ -82,6 +83,7 @@ func TestStatusRows(t *testing.T) {
 // TestBoard: the status endpoint reports the processes and the refusals of
 // the last complete cycle only.
 func TestBoard(t *testing.T) {
+	t.Parallel()
 	var observed int
 	b := newBoard(claim.ObserverFunc(func(claim.Report) { observed++ }))
 	started := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -141,6 +143,7 @@ func TestBoard(t *testing.T) {
 // status (JSON rebalance_held) and in a line under "nodeunit status"; the
 // next cycle that does not hold clears it.
 func TestRebalanceHeldShown(t *testing.T) {
+	t.Parallel()
 	b := newBoard(nil)
 	const why = "1 deployment waits to be claimed (nobody)"
 	b.ObserveCycle(claim.Report{RebalanceHeld: why})

@@ -9,6 +9,7 @@ import (
 
 // TestHandler: any method gets 200, and what it sent is printed.
 func TestHandler(t *testing.T) {
+	t.Parallel()
 	var out strings.Builder
 	srv := httptest.NewServer(newHandler(&out))
 	defer srv.Close()

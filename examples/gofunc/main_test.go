@@ -8,6 +8,7 @@ import (
 // TestRun runs the program as the README shows it and checks what it
 // prints.
 func TestRun(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs for three seconds")
 	}

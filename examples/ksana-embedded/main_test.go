@@ -14,6 +14,7 @@ import (
 // stops cleanly. Every wait in run is bounded, so a broken API fails here
 // instead of hanging.
 func TestRun(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	sum, err := run(&out)
 	defer func() {

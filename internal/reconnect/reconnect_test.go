@@ -12,6 +12,7 @@ import (
 )
 
 func TestPacer(t *testing.T) {
+	t.Parallel()
 	var out strings.Builder
 	p := reconnect.Pacer{Name: "node n1", Out: &out}
 	refused := errors.New("connection refused")

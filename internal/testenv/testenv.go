@@ -1,8 +1,12 @@
 package testenv
 
 import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
 	"net"
-	"net/url"
+	neturl "net/url"
 	"os"
 	"strings"
 	"testing"
@@ -56,7 +60,7 @@ func RedisClusterURLs(t testing.TB) []string {
 
 // Addr strips the scheme from a redis:// URL: "redis://h:p" becomes "h:p".
 func Addr(redisURL string) string {
-	if u, err := url.Parse(redisURL); err == nil && u.Host != "" {
+	if u, err := neturl.Parse(redisURL); err == nil && u.Host != "" {
 		return u.Host
 	}
 	return strings.TrimPrefix(redisURL, "redis://")
@@ -70,7 +74,7 @@ func env(name, def string) string {
 }
 
 func hostPort(raw, defPort string) string {
-	u, err := url.Parse(raw)
+	u, err := neturl.Parse(raw)
 	if err != nil || u.Host == "" {
 		return ""
 	}
@@ -94,4 +98,52 @@ func need(t testing.TB, what, envName, u, addr string) {
 		t.Skipf("%s not reachable at %s (%v); skipped under -short", what, addr, err)
 	}
 	t.Fatalf("%s not reachable at %s (%v): run ./test.sh, which starts it, or set %s", what, addr, err, envName)
+}
+
+// SchemaPrefix starts the name of every PostgreSQL schema that
+// [PostgresSchema] makes; ./test.sh looks for it in what a run leaves
+// behind.
+const SchemaPrefix = "ksanatest_"
+
+// PostgresSchema makes a schema of t's own on the test PostgreSQL server,
+// named [SchemaPrefix] and random hex, and drops it with everything in it
+// when t ends, also when t fails. It returns the schema's name and the
+// server's URL with a search_path that selects it, so that what opens the
+// URL keeps to the schema and t may run in parallel with other tests.
+// It talks to the server through the database/sql driver "pgx", which the
+// test binary registers (store/sqlstore and github.com/jackc/pgx/v5/stdlib
+// do): testenv imports no driver, so that a module that uses it without
+// PostgreSQL (bench/) needs none.
+func PostgresSchema(t testing.TB) (schema, url string) {
+	t.Helper()
+	base := PostgresURL(t)
+	var b [6]byte
+	rand.Read(b[:])
+	schema = SchemaPrefix + hex.EncodeToString(b[:])
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatalf("testenv.PostgresSchema: %v (import github.com/jackc/pgx/v5/stdlib)", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		admin.Close()
+		t.Fatalf("create schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		defer admin.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	u, err := neturl.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return schema, u.String()
 }

@@ -19,6 +19,7 @@ import (
 // no second failing alert for the same streak: failing at the first
 // failure (before the restart), failing_streak at the third (after).
 func TestAlertsOnceAcrossRestart(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var got []string
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -53,13 +54,20 @@ func TestAlertsOnceAcrossRestart(t *testing.T) {
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- r.Run(runCtx) }()
+		// The failures in a row go on from those the file kept.
+		j, _ := r.Get("f")
 		for i := range n {
 			if _, err := r.RunNow(ctx, "f"); err != nil {
 				t.Fatal(err)
 			}
+			want := j.Failures + i + 1
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-				if j, _ := r.Get("f"); j.Failures == i+1 || time.Now().After(deadline) {
+				j, _ := r.Get("f")
+				if j.Failures == want {
 					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after run-now %d: %d failures in a row, want %d", i+1, j.Failures, want)
 				}
 			}
 		}

@@ -78,6 +78,7 @@ func check(t *testing.T, what string, want, got cron.Job) {
 // decoder (a job with args must not send the whole file to the general
 // one), and reads their type and args.
 func TestFastDecodeTyped(t *testing.T) {
+	t.Parallel()
 	j := cron.Job{ID: "rep", Type: "report", Args: json.RawMessage(`{"team":"core","tags":["a\"b","\u00e9"],"n":-1.5e3}`),
 		Schedule: cron.Every(time.Minute), Timeout: cron.Duration(time.Second), RetryBackoff: cron.Duration(time.Second)}
 	h := testJob("web")

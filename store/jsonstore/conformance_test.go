@@ -10,10 +10,12 @@ import (
 )
 
 func TestCronStoreConformance(t *testing.T) {
+	t.Parallel()
 	storetest.TestCronStore(t, openStore)
 }
 
 func TestCronHandlers(t *testing.T) {
+	t.Parallel()
 	storetest.TestCronHandlers(t, openStore)
 }
 

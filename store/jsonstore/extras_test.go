@@ -16,6 +16,7 @@ import (
 // The service pause and the audit log survive a reopen; the audit log
 // keeps the newest AuditKeep entries, and its ids go on after a reopen.
 func TestExtrasSurviveReopen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	open := func() *jsonstore.Store {
@@ -71,6 +72,7 @@ func TestExtrasSurviveReopen(t *testing.T) {
 // pause.json that does not parse is set aside and the service is not
 // paused.
 func TestExtrasBadFiles(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, jsonstore.AuditFile), []byte(`{"id":1,"time":"2030-01-01T00:00:00Z","who":"ann","method":"POST","path":"/pause","job_id":"","status":200}`+"\n"+`{"id":2,"ti`), 0o600)

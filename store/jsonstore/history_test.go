@@ -16,6 +16,7 @@ import (
 // every run is then found once, the new ones included, and a deleted
 // and re-created job shows only its new runs.
 func TestQueryRunsAfterReopen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	cfg := Config{RunHistory: 10_000, FlushInterval: time.Millisecond}

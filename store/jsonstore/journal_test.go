@@ -18,6 +18,7 @@ import (
 )
 
 func TestJournalConformance(t *testing.T) {
+	t.Parallel()
 	storetest.TestCronStore(t, func(t *testing.T) cron.Store {
 		return open(t, t.TempDir(), Config{Journal: true, FlushInterval: 5 * time.Millisecond})
 	})
@@ -27,6 +28,7 @@ func TestJournalConformance(t *testing.T) {
 // waiting for a rewrite, and a store opened after a crash (the first one
 // never rewrote) has every acknowledged change.
 func TestJournalDurableWithoutRewrite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	// An hour between rewrites: nothing reaches jobs.json but the journal.
@@ -127,6 +129,7 @@ func journalRecords(t *testing.T, dir string) int {
 // TestJournalCompaction: past the threshold, a rewrite empties the
 // journal of what it holds.
 func TestJournalCompaction(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		s, err := New(dir, Config{Journal: true, FlushInterval: time.Second, CompactMin: 1})
@@ -164,6 +167,7 @@ func TestJournalCompaction(t *testing.T) {
 // TestJournalLeftWithoutJournalMode: a store opened without Journal still
 // replays a journal it finds, then removes it.
 func TestJournalLeftWithoutJournalMode(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	s := open(t, dir, Config{Journal: true, FlushInterval: time.Hour})
@@ -185,6 +189,7 @@ func TestJournalLeftWithoutJournalMode(t *testing.T) {
 // save must replay, with each job's last value. That the saves share
 // syncs is TestJournalSavesShareASync.
 func TestJournalGroupCommit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	s := open(t, dir, Config{Journal: true, FlushInterval: time.Hour})
@@ -233,6 +238,7 @@ func TestJournalGroupCommit(t *testing.T) {
 // says when every save is waiting for it, so the outcome does not depend
 // on how the goroutines are scheduled.
 func TestJournalSavesShareASync(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		s, err := New(dir, Config{Journal: true, FlushInterval: time.Hour})
@@ -288,6 +294,7 @@ func TestJournalSavesShareASync(t *testing.T) {
 // with the journal on: every Save returns nil or ErrClosed, Close returns,
 // and every save that returned nil is there after reopening.
 func TestJournalCloseDuringSaves(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	s, err := New(dir, Config{Journal: true, FlushInterval: 20 * time.Millisecond})

@@ -56,6 +56,7 @@ func dirFiles(t *testing.T, dir string) map[string]string {
 // file, a torn runs.jsonl, a jobs.json that does not parse); after Close
 // the directory opens again.
 func TestLockExcludesSecondOpen(t *testing.T) {
+	t.Parallel()
 	if !lockSupported {
 		t.Skip("no flock on this platform: New takes no lock")
 	}
@@ -140,6 +141,7 @@ func TestLockExcludesSecondOpen(t *testing.T) {
 // TestLockReleasedWhenOpenFails: a New that fails after taking the lock
 // (here jobs.json cannot be read) releases it.
 func TestLockReleasedWhenOpenFails(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, JobsFile), 0o700); err != nil {
 		t.Fatal(err)
@@ -163,6 +165,7 @@ func TestLockReleasedWhenOpenFails(t *testing.T) {
 // opens the directory: refused while this process has it open, accepted
 // after Close.
 func TestLockAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv("JSONSTORE_TEST_LOCK_CHILD"); dir != "" {
 		s, err := New(dir, Config{})
 		switch {

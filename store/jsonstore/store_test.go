@@ -82,6 +82,7 @@ func readFileJobs(t *testing.T, dir string) []cron.Job {
 }
 
 func TestEncodeMatchesMarshalJSON(t *testing.T) {
+	t.Parallel()
 	once := testJob("once")
 	once.Schedule = cron.ScheduleSpec{Kind: cron.KindOnce, RunAt: t0.Add(time.Hour)}
 	once.HTTP.Headers = nil
@@ -190,6 +191,7 @@ func FuzzDecodeFile(f *testing.F) {
 func ptr[T any](v T) *T { return &v }
 
 func TestReopenKeepsEverything(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	s := open(t, dir, Config{})
@@ -244,6 +246,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 }
 
 func TestSaveIsDurableRecordIsNot(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	s := open(t, dir, Config{FlushInterval: time.Hour})
@@ -283,6 +286,7 @@ func TestSaveIsDurableRecordIsNot(t *testing.T) {
 }
 
 func TestNotFound(t *testing.T) {
+	t.Parallel()
 	s := open(t, t.TempDir(), Config{})
 	ctx := context.Background()
 	for name, err := range map[string]error{
@@ -304,6 +308,7 @@ func TestNotFound(t *testing.T) {
 }
 
 func TestRunHistoryLimit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	s := open(t, dir, Config{RunHistory: 3})
@@ -363,6 +368,7 @@ func TestRunHistoryLimit(t *testing.T) {
 }
 
 func TestPermissions(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("POSIX modes")
 	}
@@ -447,6 +453,7 @@ func badFiles(t *testing.T, dir string) map[string]string {
 }
 
 func TestRecovery(t *testing.T) {
+	t.Parallel()
 	good := string(appendDocument(nil, t0, [][]byte{appendJob(nil, ptr(testJob("a")))}))
 	mixed := `{"version":1,"updated_at":"","jobs":[` +
 		string(appendJob(nil, ptr(testJob("a")))) + `,` +
@@ -585,6 +592,7 @@ func TestRecovery(t *testing.T) {
 
 // TestGroupCommit counts rewrites under bursts of changes, on a fake clock.
 func TestGroupCommit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name          string
 		writers       int
@@ -673,6 +681,7 @@ func TestGroupCommit(t *testing.T) {
 // TestRewriteFailure: when the directory cannot be written, a durable Save
 // reports the error; once it can again, the change reaches the disk.
 func TestRewriteFailure(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	s := open(t, dir, Config{FlushInterval: time.Millisecond})
@@ -708,6 +717,7 @@ func TestRewriteFailure(t *testing.T) {
 // TestLoneChangeWrittenAtOnce: after a quiet interval a durable Save does
 // not wait for the flush interval.
 func TestLoneChangeWrittenAtOnce(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s, err := New(t.TempDir(), Config{FlushInterval: time.Second})
 		if err != nil {
@@ -780,6 +790,7 @@ func FuzzFastDecode(f *testing.F) {
 // reopen of the store, and a paused_at that is no time is refused naming
 // the field.
 func TestPausedAtRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	j := testJob("p")
 	j.Paused, j.LastStatus, j.NextRunAt = true, cron.StatusPaused, time.Time{}

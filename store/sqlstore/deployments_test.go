@@ -14,8 +14,10 @@ import (
 )
 
 func TestAdminOperations(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s := b.open(t).Deployments()
 			web := claim.Deployment{ID: "web", Command: "/usr/bin/web", Args: []string{"-p", "80"},
@@ -97,9 +99,11 @@ func TestAdminOperations(t *testing.T) {
 // TestUpdatedAtOnEveryUpdate: every update moves updated_at, whether the
 // statement sets it (claims, SetEnabled) or not (an UPDATE by hand).
 func TestUpdatedAtOnEveryUpdate(t *testing.T) {
+	t.Parallel()
 	past := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			db := b.open(t)
 			s := db.Deployments()
@@ -139,8 +143,10 @@ func TestUpdatedAtOnEveryUpdate(t *testing.T) {
 // TestR10_DeploymentTypeRoundTrip: the type column reads back into
 // Deployment.Type.
 func TestR10_DeploymentTypeRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s := b.open(t).Deployments()
 			for _, typ := range []claim.Type{claim.TypeDaemon, claim.TypeDeployment} {
@@ -167,8 +173,10 @@ func TestR10_DeploymentTypeRoundTrip(t *testing.T) {
 // TestR11_InvalidTypeRowIsReturned: a row whose type was set by hand to a
 // value that is not a type is returned as it is, with the other rows.
 func TestR11_InvalidTypeRowIsReturned(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			db := b.open(t)
 			s := db.Deployments()
@@ -197,8 +205,10 @@ func TestR11_InvalidTypeRowIsReturned(t *testing.T) {
 // methods send: each is one conditional UPDATE whose condition requires
 // type = 'deployment' (R5, R6, R9), and none of them binds a daemon.
 func TestR5_ClaimSQLRequiresTypeDeployment(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			db, rec := openRecorded(t, b)
 			s := db.Deployments()

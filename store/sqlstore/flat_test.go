@@ -11,12 +11,14 @@ import (
 // under the race detector); the cycle that reads every row grows with
 // them, which shows the test can tell.
 func TestCycleFlatAsOthersGrow(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("seeds 100,000 rows")
 	}
 	const nodes, small = 10, 1_000
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			large := 100_000
 			if b.name == "sqlite" && raceEnabled {
 				large = 10_000 // 100,000 inserts take minutes in instrumented SQLite

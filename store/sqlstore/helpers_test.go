@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -42,45 +41,12 @@ func openTestSQLite(t testing.TB) *DB {
 	return mustOpen(t, sqliteTestURL(t))
 }
 
-var schemaSeq atomic.Int64
-
-// postgresTestURL creates a schema of its own for t, dropped at cleanup,
+// postgresTestURL creates a schema of its own for t, dropped when t ends,
 // and returns a URL whose search_path selects it.
 func postgresTestURL(t testing.TB) string {
 	t.Helper()
-	base := testenv.PostgresURL(t)
-	schema := fmt.Sprintf("sqlstore_test_%d_%d", time.Now().UnixNano(), schemaSeq.Add(1))
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema %s: %v", schema, err)
-	}
-	t.Cleanup(func() {
-		admin, err := sql.Open("pgx", base)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer admin.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	_, u := testenv.PostgresSchema(t)
+	return u
 }
 
 func openTestPostgres(t testing.TB) *DB {

@@ -64,11 +64,13 @@ func startSharedRunner(t *testing.T, ctx context.Context, wg *sync.WaitGroup, u,
 // methods on a runner that does not hold a job answers as on the one
 // that does.
 func TestJobsHeldByPartition(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three runners on PostgreSQL and SQLite")
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			u := b.url(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup

@@ -15,8 +15,10 @@ import (
 // leaves the rows within it; two Jobs on one database (two processes)
 // see each other's keys.
 func TestIdempotencySweep(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			db := b.open(t)
 			ctx := context.Background()
 			now := time.Now()

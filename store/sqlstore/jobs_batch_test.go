@@ -15,8 +15,10 @@ import (
 // once, and each slot is won exactly once; a slot of a job that does not
 // exist (deleted meanwhile) is not won and costs the batch nothing else.
 func TestClaimSlots(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			u := b.url(t)
 			s1, s2 := mustJobs(t, mustOpen(t, u), JobsConfig{Instance: "a"}), mustJobs(t, mustOpen(t, u), JobsConfig{Instance: "b"})
@@ -91,8 +93,10 @@ func TestClaimSlots(t *testing.T) {
 // that does not exist, and trims each history to RunLimit, as AppendRun
 // does one by one.
 func TestBatchRecord(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s := mustJobs(t, b.open(t), JobsConfig{RunLimit: 5, Instance: "i"})
 			for _, id := range []string{"p", "q"} {

@@ -14,8 +14,10 @@ import (
 // TestCronStoreConformance runs store/storetest's suite for cron.Store and
 // cron.RunStore on both databases.
 func TestCronStoreConformance(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			storetest.TestCronStore(t, func(t *testing.T) cron.Store {
 				return mustJobs(t, b.open(t), JobsConfig{})
 			})
@@ -26,8 +28,10 @@ func TestCronStoreConformance(t *testing.T) {
 // TestCronHandlers runs Go function jobs over both databases: the job's
 // type and args live in its config column.
 func TestCronHandlers(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			storetest.TestCronHandlers(t, func(t *testing.T) cron.Store {
 				return mustJobs(t, b.open(t), JobsConfig{})
 			})
@@ -39,8 +43,10 @@ func TestCronHandlers(t *testing.T) {
 // cron.SharedStore on both databases: two stores on one database, as two
 // processes.
 func TestSharedStoreConformance(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			storetest.TestSharedStore(t, func(t *testing.T) (cron.SharedStore, cron.SharedStore) {
 				u := b.url(t)
 				return mustJobs(t, mustOpen(t, u), JobsConfig{Instance: "a"}), mustJobs(t, mustOpen(t, u), JobsConfig{Instance: "b"})
@@ -70,8 +76,10 @@ func testJob(id string) cron.Job {
 // is claimed by its id alone, and the claimed run completes through
 // AppendRun as one run.
 func TestClaimRunOnce(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			u := b.url(t)
 			s1, s2 := mustJobs(t, mustOpen(t, u), JobsConfig{Instance: "a"}), mustJobs(t, mustOpen(t, u), JobsConfig{Instance: "b"})
@@ -135,8 +143,10 @@ func TestClaimRunOnce(t *testing.T) {
 // process's Write with create (Add through the API) with cron.ErrExists, even before
 // that process has heard of it; Save replaces.
 func TestInsertExists(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			u := b.url(t)
 			s1, s2 := mustJobs(t, mustOpen(t, u), JobsConfig{}), mustJobs(t, mustOpen(t, u), JobsConfig{})

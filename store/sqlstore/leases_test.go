@@ -43,8 +43,10 @@ func renewAll(t *testing.T, ls ...*Leases) {
 // keeper that joins takes its share from the others within two rounds;
 // one that leaves hands over at the next round.
 func TestLeasesShareTakeoverJoin(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			u := b.url(t)
 			a, bb, c := mustLeases(t, mustOpen(t, u), "a"), mustLeases(t, mustOpen(t, u), "b"), mustLeases(t, mustOpen(t, u), "c")
 			renewAll(t, a, bb, c)
@@ -101,6 +103,7 @@ func TestLeasesShareTakeoverJoin(t *testing.T) {
 
 // TestLeasesConfig: bad configurations name the field.
 func TestLeasesConfig(t *testing.T) {
+	t.Parallel()
 	db := openTestSQLite(t)
 	for _, tt := range []struct {
 		cfg  LeasesConfig
@@ -166,8 +169,10 @@ func (h *holder) name(id string) (string, bool) {
 // made through another (another process). Its return after a cut
 // connection is cmd/ksana's TestClusterConflictAndOutage.
 func TestWatcher(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			u := b.url(t)
@@ -232,8 +237,10 @@ func TestWatcher(t *testing.T) {
 // every partition between them at every moment for several TTLs (no
 // renewal comes late), and a keeper that stops hands its share over.
 func TestLeasesRunKeepsShare(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			u := b.url(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

@@ -24,8 +24,10 @@ var addressWrite = regexp.MustCompile(`(?is)update\s+deployment\s+set\s+address`
 // is work to claim and a lost node to take over from (R1, R13), and they
 // still run their own deployments and every daemon (R2).
 func TestR1_NoneIssuesNoAddressUpdate(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			db, rec := openRecorded(t, b)
 			s := db.Deployments()
@@ -279,6 +281,7 @@ func spread(n map[string]int) int {
 // no daemon ever has an address, and claims that lost a race were reported
 // as ERR_CLAIM_CONFLICT and not started.
 func TestClaimLoops20(t *testing.T) {
+	t.Parallel()
 	const nodes, deployments, daemons = 20, 500, 5
 	c := newCluster(t, nodes, deployments, daemons, false, func(string) claim.Config {
 		return claim.Config{Interval: 200 * time.Millisecond, MembershipTTL: 10 * time.Second}
@@ -341,6 +344,7 @@ func (c *cluster) checkRunning(t *testing.T, live []*node) {
 // (counted in the survivors' cycles), with MaxClaimsPerCycle letting a node
 // take its fair share in one statement.
 func TestClaimLoopsFailover(t *testing.T) {
+	t.Parallel()
 	const (
 		nodes, deployments, stopped = 20, 500, 5
 		interval                    = 250 * time.Millisecond
@@ -438,6 +442,7 @@ func TestClaimLoopsFailover(t *testing.T) {
 // have), at once: the file's locking serialises their writes, and they
 // place every deployment with counts within 1.
 func TestSQLiteSharedFile(t *testing.T) {
+	t.Parallel()
 	const nodes, deployments = 4, 40
 	u := sqliteTestURL(t)
 	admin := mustOpen(t, u)

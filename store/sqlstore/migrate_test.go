@@ -49,8 +49,10 @@ func migrationRows(t *testing.T, db *DB) []string {
 var wantMigrations = []string{"1 deployment", "2 deployment_type", "3 node_unit_and_indexes", "4 updated_at", "5 address_counts", "6 cron_jobs", "7 shared_order", "8 runs_history", "9 alerts", "10 pause", "11 idempotency", "12 audit_actions"}
 
 func TestMigrateFresh(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			db := b.open(t)
 			ctx := context.Background()
 			v, err := db.SchemaVersion(ctx)
@@ -76,8 +78,10 @@ func TestMigrateFresh(t *testing.T) {
 }
 
 func TestMigrateIdempotent(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			u := b.url(t)
 			db := mustOpen(t, u)
 			ctx := context.Background()
@@ -104,8 +108,10 @@ func TestMigrateIdempotent(t *testing.T) {
 // as node-units starting together do: each must succeed and the schema be
 // migrated exactly once.
 func TestMigrateConcurrentOpens(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			n := 20
 			if b.name == "sqlite" {
 				n = 8
@@ -182,8 +188,10 @@ func rawExec(t *testing.T, backend, u string, stmts ...string) {
 // without type, holding rows, migrates so that every old row reads
 // type "deployment"; running the migration again changes nothing.
 func TestR4_MigrationBackfillsType(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			u := b.url(t)
 			rawExec(t, b.name, u, legacyTable[b.name],
 				`INSERT INTO deployment (id, command, address, enabled) VALUES ('old-1', 'a', '', TRUE)`,
@@ -217,8 +225,10 @@ func TestR4_MigrationBackfillsType(t *testing.T) {
 // tool added already is left as it is, values included; an invalid value
 // is returned to the loop (R11), not rewritten.
 func TestMigrateKeepsExistingTypeColumn(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			u := b.url(t)
 			rawExec(t, b.name, u, legacyTable[b.name],
 				`ALTER TABLE deployment ADD COLUMN type TEXT NOT NULL DEFAULT 'deployment'`,
@@ -246,8 +256,10 @@ func TestMigrateKeepsExistingTypeColumn(t *testing.T) {
 // TestR3_TypeColumnText: deployment.type is TEXT NOT NULL DEFAULT
 // 'deployment'; a row inserted without a type reads back "deployment".
 func TestR3_TypeColumnText(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			db := b.open(t)
 			var col struct {
 				Type    string         `db:"type"`

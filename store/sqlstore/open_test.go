@@ -13,6 +13,7 @@ import (
 )
 
 func TestParseURL(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "n.db")
 	defaults := "_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate"
@@ -81,6 +82,7 @@ func FuzzParseURL(f *testing.F) {
 }
 
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
 		name, url, want string
@@ -103,6 +105,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestOpenSQLiteSettings(t *testing.T) {
+	t.Parallel()
 	db := mustOpen(t, "sqlite:"+filepath.Join(t.TempDir(), "s.db"))
 	var got struct {
 		Journal string `db:"journal_mode"`
@@ -135,6 +138,7 @@ func TestOpenSQLiteSettings(t *testing.T) {
 }
 
 func TestDBTimeScan(t *testing.T) {
+	t.Parallel()
 	want := time.Date(2026, 1, 14, 8, 30, 15, 123_000_000, time.UTC)
 	tests := []struct {
 		name string

@@ -62,8 +62,10 @@ func pauseRunners(t *testing.T, ctx context.Context, wg *sync.WaitGroup, u strin
 // a, the holder, resuming a pause made on b; a's pause timer ending a
 // timed pause set on b.
 func TestPauseRecordedOnceShared(t *testing.T) {
+	t.Parallel()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			defer wg.Wait()

@@ -59,6 +59,7 @@ func childLoop(spec string) error {
 // (no clean leave) and its deployments move to the other once its
 // membership expires.
 func TestSQLiteTwoProcesses(t *testing.T) {
+	t.Parallel()
 	u := sqliteTestURL(t)
 	admin := mustOpen(t, u)
 	ctx := context.Background()

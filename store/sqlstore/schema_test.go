@@ -17,8 +17,10 @@ import (
 // table, SchemaVersion reads 0 from it without creating one, and Migrate
 // afterwards brings it to SchemaVersion.
 func TestConnectDoesNotMigrate(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			db, err := Connect(ctx, b.url(t))
@@ -44,6 +46,7 @@ func TestConnectDoesNotMigrate(t *testing.T) {
 }
 
 func TestSchemaName(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pgURL := postgresTestURL(t)
 	u, err := url.Parse(pgURL)
@@ -76,6 +79,7 @@ func TestSchemaName(t *testing.T) {
 // Migrate and SchemaVersion with an error that names the search path and
 // says what to do, instead of PostgreSQL's "no schema has been selected".
 func TestMissingSchema(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	u, err := url.Parse(testenv.PostgresURL(t))

@@ -34,8 +34,10 @@ func (p endpointProbe) Usage(ctx context.Context, n claim.NodeUnit) (claim.Usage
 // candidate: the least loaded node claims one deployment per cycle, in
 // candidate order, and the other none.
 func TestViewLoopResourceUsage(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			db := b.open(t)
 			for i := range 3 {
@@ -82,8 +84,10 @@ func TestViewLoopResourceUsage(t *testing.T) {
 // with bound rows migrates with the counts per address filled in, and the
 // counts then follow writes made without this package.
 func TestMigrateBackfillsAddressCounts(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			u := b.url(t)
 			rawExec(t, b.name, u, legacyTable[b.name],
@@ -123,8 +127,10 @@ func TestMigrateBackfillsAddressCounts(t *testing.T) {
 // reported in every cycle's Problems, also in the cycles that read no row
 // in full.
 func TestViewReportsInvalidRowsEveryCycle(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			m := openMetered(t, b)
 			exec(t, m.db, `INSERT INTO deployment (id, type, enabled, address, command) VALUES

@@ -28,6 +28,7 @@ func (a memAdmin) BackdateNode(ctx context.Context, address string, age time.Dur
 }
 
 func TestClaimStoreInMemory(t *testing.T) {
+	t.Parallel()
 	storetest.TestClaimStore(t, func(t *testing.T) (claim.Store, claim.Membership, storetest.ClaimAdmin) {
 		s := claimtest.NewStore()
 		return s, s, memAdmin{s}
@@ -35,6 +36,7 @@ func TestClaimStoreInMemory(t *testing.T) {
 }
 
 func TestClaimStoreInMemoryView(t *testing.T) {
+	t.Parallel()
 	storetest.TestClaimStore(t, func(t *testing.T) (claim.Store, claim.Membership, storetest.ClaimAdmin) {
 		s := claimtest.NewStore()
 		return claimtest.Viewing(s), s, memAdmin{s}

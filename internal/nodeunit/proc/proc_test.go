@@ -160,6 +160,7 @@ func pidOf(r *Runner, id string) int {
 }
 
 func TestStartEnvLogAndStop(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	r := newRunner(t, clock, nil)
 	ctx := context.Background()
@@ -204,6 +205,7 @@ func TestStartEnvLogAndStop(t *testing.T) {
 }
 
 func TestChangedSpecRestarts(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	r := newRunner(t, clock, nil)
 	ctx := context.Background()
@@ -222,6 +224,7 @@ func TestChangedSpecRestarts(t *testing.T) {
 }
 
 func TestRestartBackoff(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	r := newRunner(t, clock, func(c *Config) { c.MinBackoff, c.MaxBackoff = time.Second, 4*time.Second })
 	if err := r.Start(context.Background(), Spec{ID: "crash", Command: "sh", Args: []string{"-c", "echo run; exit 3"}}); err != nil {
@@ -247,6 +250,7 @@ func TestRestartBackoff(t *testing.T) {
 }
 
 func TestLongRunResetsBackoff(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	dir := t.TempDir()
 	flag := filepath.Join(dir, "flag")
@@ -276,6 +280,7 @@ func TestLongRunResetsBackoff(t *testing.T) {
 }
 
 func TestStopTermThenKill(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	r := newRunner(t, clock, func(c *Config) { c.StopGrace = 7 * time.Second })
 	script := `trap 'echo term' TERM; echo ready; while :; do sleep 0.05; done`
@@ -314,6 +319,7 @@ func TestStopTermThenKill(t *testing.T) {
 }
 
 func TestGroupDies(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		script string
@@ -347,6 +353,7 @@ func TestGroupDies(t *testing.T) {
 }
 
 func TestTrusted(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pattern string // "" means no expression
 		command string
@@ -380,6 +387,7 @@ func TestTrusted(t *testing.T) {
 }
 
 func TestUntrustedRefused(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -417,6 +425,7 @@ func TestUntrustedRefused(t *testing.T) {
 }
 
 func TestInvalidSpecAndClosed(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	r := newRunner(t, clock, nil)
 	ctx := context.Background()
@@ -442,6 +451,7 @@ func TestInvalidSpecAndClosed(t *testing.T) {
 }
 
 func TestStopContextEnds(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	r := newRunner(t, clock, nil)
 	if err := r.Start(context.Background(), Spec{ID: "t", Command: "sh", Args: []string{"-c", `trap '' TERM; echo ready; while :; do sleep 0.05; done`}}); err != nil {
@@ -459,6 +469,7 @@ func TestStopContextEnds(t *testing.T) {
 }
 
 func TestNewConfigErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  Config
@@ -483,6 +494,7 @@ func TestNewConfigErrors(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		n        int
 		min, max time.Duration
@@ -503,6 +515,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestEscapeID(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ id, want string }{
 		{"web-1", "web-1"},
 		{"a.b", "a.b"},

@@ -14,6 +14,7 @@ import (
 // TestCheck: Check gives Start's verdict without running or logging
 // anything.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	var logs syncBuffer
 	r := newRunner(t, clock, func(c *Config) {
@@ -51,6 +52,7 @@ func TestCheck(t *testing.T) {
 // TestProcessLastExit: a process waiting to be restarted reports how its
 // last run ended, when, and when it starts again.
 func TestProcessLastExit(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	r := newRunner(t, clock, func(c *Config) { c.MinBackoff, c.MaxBackoff = 2*time.Second, 4*time.Second })
 	if err := r.Start(context.Background(), Spec{ID: "crash", Command: "sh", Args: []string{"-c", "exit 3"}}); err != nil {

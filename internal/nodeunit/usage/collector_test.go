@@ -69,6 +69,7 @@ func usageOf(cpu float64, memMB float64) claim.Usage {
 }
 
 func TestSelectTree(t *testing.T) {
+	t.Parallel()
 	// 1 init; 100 the node-unit; 101 a deployment (group 101) with child
 	// 102; 103 a child of 102 in group 103; 200 a grandchild of 101 that
 	// was reparented to 1 but stays in group 101; 300 unrelated; 301 its
@@ -113,6 +114,7 @@ func TestSelectTree(t *testing.T) {
 }
 
 func TestCollectorSample(t *testing.T) {
+	t.Parallel()
 	src := &fakeSource{}
 	c := NewCollector(Config{Self: 100, Roots: func() []int { return []int{101} }})
 	c.src = src
@@ -164,6 +166,7 @@ func TestCollectorSample(t *testing.T) {
 }
 
 func TestCollectorSourceFails(t *testing.T) {
+	t.Parallel()
 	c := NewCollector(Config{})
 	c.src = &fakeSource{err: errors.New("not permitted")}
 	got := c.Sample()
@@ -173,6 +176,7 @@ func TestCollectorSourceFails(t *testing.T) {
 }
 
 func TestCollectorRunEverySecond(t *testing.T) {
+	t.Parallel()
 	src := &fakeSource{}
 	src.set(100, proc(100, 1, 100, 1, 5, 1))
 	synctest.Test(t, func(t *testing.T) {

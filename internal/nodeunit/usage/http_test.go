@@ -15,6 +15,7 @@ import (
 )
 
 func TestHandler(t *testing.T) {
+	t.Parallel()
 	h := Handler(func() claim.Usage { return claim.Usage{CPUPercent: 12.5, MemoryMB: 300} })
 	tests := []struct {
 		method, path string
@@ -41,6 +42,7 @@ func TestHandler(t *testing.T) {
 }
 
 func TestDecode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    claim.Usage
@@ -87,6 +89,7 @@ func FuzzDecode(f *testing.F) {
 }
 
 func TestProbe(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		status  int
@@ -130,6 +133,7 @@ func TestProbe(t *testing.T) {
 }
 
 func TestProbeAgainstHandler(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(Handler(func() claim.Usage { return claim.Usage{CPUPercent: 1.5, MemoryMB: 2048} }))
 	defer srv.Close()
 	got, err := (&Probe{}).Usage(context.Background(), claim.NodeUnit{Address: "n", UsageEndpoint: srv.URL + Path})
@@ -142,6 +146,7 @@ func TestProbeAgainstHandler(t *testing.T) {
 }
 
 func TestProbeContextEnds(t *testing.T) {
+	t.Parallel()
 	arrived := make(chan struct{})
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -162,6 +167,7 @@ func TestProbeContextEnds(t *testing.T) {
 }
 
 func TestProbeNoEndpoint(t *testing.T) {
+	t.Parallel()
 	_, err := (&Probe{}).Usage(context.Background(), claim.NodeUnit{Address: "n9"})
 	if err == nil || !strings.Contains(err.Error(), `"n9" has no usage endpoint`) {
 		t.Errorf("error = %v, want one saying n9 has no usage endpoint", err)

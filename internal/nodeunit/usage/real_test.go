@@ -12,7 +12,8 @@ import (
 )
 
 // TestCollectorRealProcesses samples this machine: this process and a
-// sleep in a process group of its own, through gopsutil.
+// sleep in a process group of its own, through gopsutil. Not in parallel:
+// it measures the CPU of the whole test process.
 func TestCollectorRealProcesses(t *testing.T) {
 	cmd := exec.Command("sleep", "1000")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -22,8 +23,14 @@ func TestCollectorRealProcesses(t *testing.T) {
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	c := NewCollector(Config{Roots: func() []int { return []int{cmd.Process.Pid} }})
 	c.Sample()
-	// Burn some CPU so that the second sample has something to show.
-	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+	// Burn CPU until this process has used 50ms more of it, so that the
+	// second sample has something to show however busy the machine is
+	// (50ms of the clock may give this process none).
+	start := cpuTime(t)
+	for deadline := time.Now().Add(30 * time.Second); cpuTime(t)-start < 50*time.Millisecond; {
+		if time.Now().After(deadline) {
+			t.Fatalf("this process used %v of CPU in 30s, want 50ms", cpuTime(t)-start)
+		}
 	}
 	got := c.Sample()
 	if got.Processes < 2 {
@@ -38,6 +45,16 @@ func TestCollectorRealProcesses(t *testing.T) {
 	if g := pgid(cmd.Process.Pid); g != cmd.Process.Pid {
 		t.Errorf("pgid(sleep) = %d, want %d (it leads its group)", g, cmd.Process.Pid)
 	}
+}
+
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkCollectorSample measures one sample of this machine (every

@@ -29,6 +29,7 @@ func daemon(id string) claim.Deployment {
 }
 
 func TestSpec000_IdentifiesLostAddressesWhenNodeUnitDisappears(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		deps   []claim.Deployment
@@ -51,6 +52,7 @@ func TestSpec000_IdentifiesLostAddressesWhenNodeUnitDisappears(t *testing.T) {
 }
 
 func TestSpec000_CountsDeploymentsPerAddressIgnoringEmptyAddress(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		deps   []claim.Deployment
@@ -88,6 +90,7 @@ func snaps(key string, values map[string]float64) map[string][]claim.MetricSnaps
 }
 
 func TestSpec000_DeploymentCountPolicyPicksNodeUnitsWithMinimumDeployment(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		nodes []string
@@ -110,6 +113,7 @@ func TestSpec000_DeploymentCountPolicyPicksNodeUnitsWithMinimumDeployment(t *tes
 }
 
 func TestSpec000_ResourceUsagePolicyPicksNodeUnitsWithMinimumWeightedScore(t *testing.T) {
+	t.Parallel()
 	p := claim.ResourceUsagePolicy(claim.DefaultWeights)
 	got := p.PickEligible([]string{"addr1", "addr2"}, snaps("resource_usage", map[string]float64{"addr1": 45.2, "addr2": 22.1}))
 	if diff := cmp.Diff([]string{"addr2"}, got); diff != "" {
@@ -139,6 +143,7 @@ func TestSpec000_ResourceUsagePolicyPicksNodeUnitsWithMinimumWeightedScore(t *te
 }
 
 func TestSpec000_MissingResourceUsageReturnsZero(t *testing.T) {
+	t.Parallel()
 	prov := claim.ResourceUsageProvider{Weights: claim.DefaultWeights}
 	c := claim.MetricContext{ResourceUsage: map[string]claim.Usage{"other": {CPUPercent: 90, MemoryMB: 9000}}}
 	if got, want := prov.Evaluate("n", c), (claim.MetricSnapshot{Key: "resource_usage", Value: 0}); got != want {
@@ -150,6 +155,7 @@ func TestSpec000_MissingResourceUsageReturnsZero(t *testing.T) {
 }
 
 func TestSpec000_BuildSnapshots(t *testing.T) {
+	t.Parallel()
 	c := claim.MetricContext{
 		DeploymentCounts: map[string]int{"a": 2, "b": 0},
 		ResourceUsage:    map[string]claim.Usage{"a": {CPUPercent: 10, MemoryMB: 2048}},
@@ -171,6 +177,7 @@ func TestSpec000_BuildSnapshots(t *testing.T) {
 }
 
 func TestSpec000_PicksDeploymentCandidatesInDeterministicOrder(t *testing.T) {
+	t.Parallel()
 	day := func(d int) time.Time { return time.Date(2025, 1, d, 0, 0, 0, 0, time.UTC) }
 	mk := func(id, addr string, updated, created int) claim.Deployment {
 		return claim.Deployment{ID: id, Type: claim.TypeDeployment, Enabled: true, Address: addr, UpdatedAt: day(updated), CreatedAt: day(created)}
@@ -221,6 +228,7 @@ func ids(ds []claim.Deployment) []string {
 // (the specification's rule), each by a single-row conditional update: the
 // ones not yet taken stay bound to the lost node, never blanked in bulk.
 func TestSpec000_ReleasesLostDeploymentsAndClaimsOnePerCycle(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		for i := range 3 {

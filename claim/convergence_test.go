@@ -115,6 +115,7 @@ func (r *rounds) spread() int {
 // node per cycle, k tied nodes place k deployments per cycle (no node loses
 // a race), so n deployments take n/k cycles.
 func TestRankSpreadPlacesKPerCycle(t *testing.T) {
+	t.Parallel()
 	const k, n = 10, 200
 	r := newRounds(t, k, n, 1, false)
 	cycles := 0
@@ -136,6 +137,7 @@ func TestRankSpreadPlacesKPerCycle(t *testing.T) {
 // deployments reach full assignment with spread <= 1 within 5 cycles under
 // MaxClaimsPerCycle.
 func TestMaxClaimsFullAssignmentWithin5Cycles(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("10,000 deployments; the same check runs in BenchmarkFullAssignment")
 	}

@@ -32,6 +32,7 @@ func seed(s *claimtest.Store) {
 }
 
 func TestR1_NoneNeverWritesAddress(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		seed(s)
@@ -52,6 +53,7 @@ func TestR1_NoneNeverWritesAddress(t *testing.T) {
 }
 
 func TestR2_NoneKeepsReadingAndDrivingTheRunner(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		seed(s)
@@ -76,6 +78,7 @@ func TestR2_NoneKeepsReadingAndDrivingTheRunner(t *testing.T) {
 }
 
 func TestR3_TypeIsDaemonOrDeployment(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		t    claim.Type
 		want bool
@@ -90,6 +93,7 @@ func TestR3_TypeIsDaemonOrDeployment(t *testing.T) {
 }
 
 func TestR5_DaemonNeverClaimed(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		for _, id := range []string{"d1", "d2", "d3"} {
@@ -116,6 +120,7 @@ func TestR5_DaemonNeverClaimed(t *testing.T) {
 }
 
 func TestR6_DaemonAddressIsNoBindingCondition(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		s.Put(claim.Deployment{ID: "dm", Type: claim.TypeDaemon, Enabled: true, Address: "n2"})
@@ -137,6 +142,7 @@ func TestR6_DaemonAddressIsNoBindingCondition(t *testing.T) {
 }
 
 func TestR7_DaemonRunsOncePerNode(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		s.Put(daemon("dm1"))
@@ -170,6 +176,7 @@ func TestR7_DaemonRunsOncePerNode(t *testing.T) {
 }
 
 func TestR8_DeploymentBindingAndTakeoverUnchanged(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		s.Put(at("b2", "n2", 0))
@@ -205,6 +212,7 @@ func TestR8_DeploymentBindingAndTakeoverUnchanged(t *testing.T) {
 }
 
 func TestR9_LostRecoveryIgnoresDaemons(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		s.Put(claim.Deployment{ID: "dm", Type: claim.TypeDaemon, Enabled: true, Address: "gone"})
@@ -225,6 +233,7 @@ func TestR9_LostRecoveryIgnoresDaemons(t *testing.T) {
 }
 
 func TestR10_DeploymentHasTypeField(t *testing.T) {
+	t.Parallel()
 	in := claim.Deployment{ID: "d", Type: claim.TypeDaemon, Enabled: true, Args: []string{"a"}, Env: map[string]string{"K": "V"}, CreatedAt: t0, UpdatedAt: t0}
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -247,6 +256,7 @@ func TestR10_DeploymentHasTypeField(t *testing.T) {
 }
 
 func TestR11_InvalidTypeLoggedAndSkipped(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		s.Put(claim.Deployment{ID: "bad", Type: "cronjob", Enabled: true})
@@ -285,6 +295,7 @@ func TestR11_InvalidTypeLoggedAndSkipped(t *testing.T) {
 }
 
 func TestR12_DaemonAddressLoggedAndIgnored(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		s.Put(claim.Deployment{ID: "dm", Type: claim.TypeDaemon, Enabled: true, Address: "n9"})
@@ -307,6 +318,7 @@ func TestR12_DaemonAddressLoggedAndIgnored(t *testing.T) {
 }
 
 func TestR13_NoneBlocksEveryAddressWritePath(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		seed(s)
@@ -331,6 +343,7 @@ func TestR13_NoneBlocksEveryAddressWritePath(t *testing.T) {
 }
 
 func TestErrClaimConflict_LoggedAtDebugAndRetried(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		s.Put(at("u1", "", 1))
@@ -378,6 +391,7 @@ func (s *raceStore) Claim(ctx context.Context, id, address string, lost []string
 }
 
 func TestErrPolicyDisabled_LoggedOnce(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		seed(s)
@@ -393,6 +407,7 @@ func TestErrPolicyDisabled_LoggedOnce(t *testing.T) {
 }
 
 func TestErrDaemonMissing_Restarted(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		s.Put(daemon("dm"))
@@ -424,6 +439,7 @@ func TestErrDaemonMissing_Restarted(t *testing.T) {
 // node that cannot renew its membership keeps running them (SelfFence has
 // no effect).
 func TestR2_NoneDoesNotFence(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
 		s.Put(at("mine", "n1", 0))

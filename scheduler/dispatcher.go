@@ -84,6 +84,17 @@ type NodeInfo struct {
 	Capacity int
 	// Status is the node's own status word, shown in the fleet view.
 	Status string
+	// Jobs lists the jobs (their ids) the node still runs as it attaches,
+	// which is what a node that reconnects knows and the plane does not:
+	// every job that the node had acknowledged (ACCEPTED or RUNNING on
+	// it) and does not list is one it lost with its connection, and goes
+	// to another node at once ([CancelFailover]; the node gets job_cancel).
+	// A job dispatched to it and not yet acknowledged is left to its ack
+	// deadline, since its job_assign may still be on its way. Nil means the
+	// node does not say: its jobs stay on it, and this instance renews
+	// their leases until their results come or the run timeout ends them.
+	// An empty, non-nil list says the node runs nothing.
+	Jobs []string
 }
 
 // Request is a session's request for a job.

@@ -93,6 +93,16 @@
 //   - a node that detaches, or whose presence expires: its jobs (listed
 //     from its reservations) go to other nodes at once, unless the node is
 //     attached to another instance by then (it moved, and keeps its jobs);
+//     a job it had acknowledged costs an attempt, one it had not
+//     acknowledged goes back to wait for a node in the same attempt (it
+//     never began it), so that nodes going away one after the other do
+//     not use up a job's attempts;
+//   - a node that attaches again (to any instance, after a lost
+//     connection, a restart of its instance or the death of its instance)
+//     and lists the jobs it still runs ([NodeInfo].Jobs): every job it had
+//     acknowledged and does not list goes to another node before
+//     [Dispatcher.AttachNode] returns, so no job waits for a node that
+//     forgot it; the jobs it lists are followed from the new instance;
 //   - a job_assign taken over from a dead instance's inbox or a dead
 //     consumer is delivered only while its attempt is still the job's
 //     current one on that node;
@@ -103,7 +113,11 @@
 //   - an instance that stops between two steps of a job: the sweeper
 //     replays the job from its stored state; every step is idempotent (a
 //     replayed result frees the slot again, the outcome is stored once);
-//   - a job no node takes within [DispatchConfig].QueueTimeout fails with "no_node";
+//   - a job no node takes within [DispatchConfig].QueueTimeout fails with
+//     "no_node"; the wait counts from when the attempt began to wait
+//     ([JobRecord].QueuedAt), not from its last return after an
+//     undeliverable job_assign, so a job sent again and again to nodes
+//     going away still ends;
 //   - a session that got no answer within [DispatchConfig].RequestTimeout (Redis lost
 //     the job, say) gets job_failed from its instance;
 //   - a Redis restart or failover: every loop retries and restores what it

@@ -45,8 +45,8 @@ func checkID(name, id string) error {
 }
 
 // JobRecord is a job's lifecycle state: in Redis the fields state,
-// attempt, node_id, created_at_ms, updated_at_ms and dispatched_at_ms of
-// the job's hash {prefix}:v1:jobs:{job:<job_id>}:fsm.
+// attempt, node_id, created_at_ms, updated_at_ms, dispatched_at_ms and
+// queued_at_ms of the job's hash {prefix}:v1:jobs:{job:<job_id>}:fsm.
 type JobRecord struct {
 	ID string
 	fsm.Job
@@ -58,6 +58,21 @@ type JobRecord struct {
 	// DispatchedAt is when the job was last dispatched (zero before its
 	// first dispatch): its current attempt's start while it is on a node.
 	DispatchedAt time.Time
+	// QueuedAt is when the job began to wait for a node in its current
+	// attempt: its creation, or the step that ended its previous attempt.
+	// A job_assign that could not reach its node ([fsm.Undelivered]) does
+	// not move it: the wait goes on. [JobStore.Job] returns it; the
+	// transitions of a store may leave it zero, which means UpdatedAt.
+	QueuedAt time.Time
+}
+
+// WaitingSince returns when the job began to wait for a node in its
+// current attempt: QueuedAt, or UpdatedAt when QueuedAt is zero.
+func (r JobRecord) WaitingSince() time.Time {
+	if r.QueuedAt.IsZero() {
+		return r.UpdatedAt
+	}
+	return r.QueuedAt
 }
 
 // JobTransition is what [JobStore.ApplyJob] did.

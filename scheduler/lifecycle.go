@@ -250,7 +250,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntr
 	case err != nil:
 		return err
 	case node == "":
-		if time.Since(rec.UpdatedAt) >= d.dc.QueueTimeout {
+		if time.Since(rec.WaitingSince()) >= d.dc.QueueTimeout {
 			return d.fail(ctx, rec, FailNoNode, fmt.Sprintf("no node in pool %q with model %q took the job within %v", spec.Pool, spec.Model, d.dc.QueueTimeout))
 		}
 		return d.st.Due.Set(ctx, rec.ID, time.Now().Add(d.dc.RetryInterval))

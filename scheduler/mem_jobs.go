@@ -97,7 +97,7 @@ func (s *MemJobs) Open(ctx context.Context, jobID string, spec JobSpec, nodeID s
 		return j.rec, cloneEntry(j.book), false, nil
 	}
 	ms := now.Truncate(time.Millisecond)
-	rec := JobRecord{ID: jobID, Job: fsm.New(), CreatedAt: ms, UpdatedAt: ms}
+	rec := JobRecord{ID: jobID, Job: fsm.New(), CreatedAt: ms, UpdatedAt: ms, QueuedAt: ms}
 	j := &memJob{rec: rec, book: BookEntry{Spec: stored, Waiters: []string{spec.SessionID}}, expires: now.Add(s.ttl)}
 	if nodeID != "" {
 		out, err := s.m.Apply(rec.Job, fsm.Dispatch, rec.Attempt)
@@ -236,6 +236,9 @@ func (s *MemJobs) apply(jobID string, ev fsm.Event, attempt int, nodeID string) 
 		}
 	case out.Job.State == fsm.Created:
 		rec.NodeID = ""
+		if ev != fsm.Undelivered {
+			rec.QueuedAt = now.Truncate(time.Millisecond)
+		}
 	}
 	rec.UpdatedAt = now.Truncate(time.Millisecond)
 	j.rec, j.expires = rec, now.Add(s.ttl)

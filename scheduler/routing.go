@@ -89,6 +89,11 @@ func (d *Dispatcher) toNode(ctx context.Context, m Envelope) error {
 // RetryInterval, to another node while one is eligible; it fails with
 // no_node once none took it within QueueTimeout.
 func (d *Dispatcher) requeue(ctx context.Context, rec JobRecord, cause error) error {
+	return d.requeueLogged(ctx, rec, "scheduler: job_assign undeliverable; the job waits for a node", "cause", cause)
+}
+
+// requeueLogged is requeue with its log line: msg and args.
+func (d *Dispatcher) requeueLogged(ctx context.Context, rec JobRecord, msg string, args ...any) error {
 	tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, fsm.Undelivered, rec.Attempt, rec.NodeID)
 	if err != nil {
 		if Refusal(err) != "" {
@@ -99,7 +104,7 @@ func (d *Dispatcher) requeue(ctx context.Context, rec JobRecord, cause error) er
 	if tr.Duplicate {
 		return nil
 	}
-	d.log.Info("scheduler: job_assign undeliverable; the job waits for a node", "job_id", rec.ID, "node_id", rec.NodeID, "attempt", rec.Attempt, "cause", cause)
+	d.log.Info(msg, append([]any{"job_id", rec.ID, "node_id", rec.NodeID, "attempt", rec.Attempt}, args...)...)
 	d.enter(tr.Job.State)
 	if tr.FreeNode != "" {
 		if _, err := d.st.Reservations.Release(ctx, tr.FreeNode, rec.ID); err != nil {

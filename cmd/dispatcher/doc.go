@@ -23,8 +23,14 @@
 // # Endpoints
 //
 //   - /ws/node: a node's WebSocket. Its first message is register
-//     (node_id, pools, models, capacity); the dispatcher answers
-//     registered. It then gets job_assign (job_id, attempt, session_id,
+//     (node_id, pools, models, capacity, and jobs: the ids of the jobs
+//     the node still runs, for a node that reconnects); the dispatcher
+//     answers registered. Every job the node had acknowledged (job_ack or
+//     job_started) and does not list in the first register of a
+//     connection goes to another node at once, and the node gets
+//     job_cancel for it: a node that lost its jobs with its connection
+//     simply registers without jobs. A register sent again on the same
+//     connection without jobs leaves the node's jobs as they are. It then gets job_assign (job_id, attempt, session_id,
 //     request_id, turn_id, pool, model, reason, payload) and job_cancel
 //     (the attempt ended: it failed over or timed out), and reports
 //     job_ack, job_started (or asr_partial), job_result (payload) or

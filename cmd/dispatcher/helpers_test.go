@@ -44,6 +44,7 @@ type wire struct {
 	Pools     []string `json:"pools,omitempty"`
 	Models    []string `json:"models,omitempty"`
 	Capacity  int      `json:"capacity,omitempty"`
+	Jobs      []string `json:"jobs,omitempty"`
 }
 
 // wsClient is a node or session connection driven by a test.

@@ -27,7 +27,7 @@ import (
 // types (job_assign, job_cancel, job_ack, job_started, asr_partial,
 // job_result, model_not_available, job_failed).
 const (
-	typeRegister   = "register"    // node → dispatcher: node_id, pools, models, capacity, status
+	typeRegister   = "register"    // node → dispatcher: node_id, pools, models, capacity, status, jobs
 	typeRegistered = "registered"  // dispatcher → node: the registration took effect
 	typeRequest    = "job_request" // session → dispatcher: request_id, turn_id, pool, model, reason, payload
 	typePing       = "ping"        // either way: a heartbeat, answered with pong
@@ -53,6 +53,7 @@ type inbound struct {
 	Models   []string `json:"models,omitempty"`
 	Capacity int      `json:"capacity,omitempty"`
 	Status   string   `json:"status,omitempty"`
+	Jobs     []string `json:"jobs,omitempty"` // register: the jobs the node still runs
 }
 
 // errorFrame tells a peer why its message was refused; the connection
@@ -355,7 +356,13 @@ func (s *server) serveNode(w http.ResponseWriter, r *http.Request) {
 	s.readLoop(c, func(m inbound) {
 		switch m.Type {
 		case typeRegister:
-			info := scheduler.NodeInfo{NodeID: m.NodeID, Pools: m.Pools, Models: m.Models, Capacity: m.Capacity, Status: m.Status}
+			info := scheduler.NodeInfo{NodeID: m.NodeID, Pools: m.Pools, Models: m.Models, Capacity: m.Capacity, Status: m.Status, Jobs: m.Jobs}
+			if info.Jobs == nil && nodeID == "" {
+				// A new connection's register lists the jobs the node still
+				// runs; none listed, it runs none: the jobs it had
+				// acknowledged were lost with its old connection.
+				info.Jobs = []string{}
+			}
 			if nodeID != "" && m.NodeID != nodeID {
 				c.refuse(&errorFrame{Code: codeBadMessage, Field: "node_id", Error: fmt.Sprintf("node_id: this connection is node %q; open another connection for %q", nodeID, m.NodeID)}, typeRegister)
 				return
@@ -382,8 +389,8 @@ func (s *server) serveNode(w http.ResponseWriter, r *http.Request) {
 				c.refuse(&errorFrame{Code: codeNotRegistered, Field: "type", Error: "send register before job events", JobID: m.JobID}, string(m.Type))
 				return
 			}
-			if m.Pools != nil || m.Models != nil || m.Capacity != 0 || m.Status != "" {
-				c.refuse(&errorFrame{Code: codeBadMessage, Field: "pools", Error: "pools, models, capacity and status belong to register", JobID: m.JobID}, string(m.Type))
+			if m.Pools != nil || m.Models != nil || m.Capacity != 0 || m.Status != "" || m.Jobs != nil {
+				c.refuse(&errorFrame{Code: codeBadMessage, Field: "pools", Error: "pools, models, capacity, status and jobs belong to register", JobID: m.JobID}, string(m.Type))
 				return
 			}
 			env := m.Envelope
@@ -431,8 +438,8 @@ func (s *server) serveSession(w http.ResponseWriter, r *http.Request) {
 			s.unknown(c, m, "job_request, ping")
 			return
 		}
-		if m.Pools != nil || m.Models != nil || m.Capacity != 0 || m.Status != "" {
-			c.refuse(&errorFrame{Code: codeBadMessage, Field: "pools", Error: "pools, models, capacity and status belong to a node's register", RequestID: m.RequestID}, typeRequest)
+		if m.Pools != nil || m.Models != nil || m.Capacity != 0 || m.Status != "" || m.Jobs != nil {
+			c.refuse(&errorFrame{Code: codeBadMessage, Field: "pools", Error: "pools, models, capacity, status and jobs belong to a node's register", RequestID: m.RequestID}, typeRequest)
 			return
 		}
 		if m.JobID != "" || m.Attempt != 0 || m.NodeID != "" || m.Error != "" || (m.SessionID != "" && m.SessionID != sessionID) {

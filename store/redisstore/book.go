@@ -250,7 +250,7 @@ func (s *Jobs) open(ctx context.Context, jobID string, spec scheduler.JobSpec, n
 		// Opened now: the record is what was passed, stamped with the
 		// server's time.
 		now, _ := vals[1].ToString()
-		f := []string{string(init.State), strconv.Itoa(init.Attempt), nodeID, now, now, ""}
+		f := []string{string(init.State), strconv.Itoa(init.Attempt), nodeID, now, now, "", ""}
 		if nodeID != "" {
 			f[5] = now
 		}
@@ -261,16 +261,16 @@ func (s *Jobs) open(ctx context.Context, jobID string, spec scheduler.JobSpec, n
 		}
 		return rec, e, true, err
 	}
-	if len(vals) != 11 {
+	if len(vals) != 12 {
 		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, fmt.Errorf("redisstore: open job %q: reply of %d elements", jobID, len(vals))
 	}
 	created, _ := vals[0].AsInt64()
-	f, _ := strs(vals[1:], 10)
-	rec, err := decodeJob(jobID, key, f[:6])
+	f, _ := strs(vals[1:], 11)
+	rec, err := decodeJob(jobID, key, f[:7])
 	if err != nil {
 		return rec, scheduler.BookEntry{}, false, err
 	}
-	e, err := s.entry(jobID, f[6], f[7], f[8], f[9])
+	e, err := s.entry(jobID, f[7], f[8], f[9], f[10])
 	return rec, e, created == 1, err
 }
 

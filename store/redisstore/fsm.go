@@ -56,8 +56,8 @@ var (
 	// jobGetScript reads the lifecycle fields, or nothing when the key
 	// does not exist (in one step: a key without them is corrupt).
 	jobGetScript = rueidis.NewLuaScript(`
-local h = redis.call('HMGET', KEYS[1], 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms')
-if not (h[1] or h[2] or h[3] or h[4] or h[5] or h[6]) and redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+local h = redis.call('HMGET', KEYS[1], 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms', 'queued_at_ms')
+if not (h[1] or h[2] or h[3] or h[4] or h[5] or h[6] or h[7]) and redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 return h`)
 )
 
@@ -90,7 +90,7 @@ func (s *Jobs) Job(ctx context.Context, jobID string) (scheduler.JobRecord, erro
 	key := s.keys.JobFSM(jobID)
 	start := time.Now()
 	vals, err := jobGetScript.Exec(ctx, s.c, []string{key}, nil).ToArray()
-	f, _ := strs(vals, 6)
+	f, _ := strs(vals, 7)
 	if err == nil && len(vals) == 0 {
 		err = rueidis.Nil
 	}
@@ -140,9 +140,10 @@ func (e *CorruptError) Error() string {
 func (e *CorruptError) Unwrap() error { return e.Err }
 
 // decodeJob decodes state, attempt, node_id, created_at_ms, updated_at_ms
-// and, when f has a sixth field, dispatched_at_ms ("" for none). An
-// updated_at_ms of the form updated/dispatched (the script's reply) holds
-// both.
+// and, when f has a sixth field, dispatched_at_ms ("" for none), and when
+// it has a seventh, queued_at_ms ("" for none: the job waits in its first
+// attempt, since its creation). An updated_at_ms of the form
+// updated/dispatched (the script's reply) holds both.
 func decodeJob(id, key string, f []string) (scheduler.JobRecord, error) {
 	bad := func(field, v string) (scheduler.JobRecord, error) {
 		return scheduler.JobRecord{}, &CorruptError{Key: key, Field: field, Value: v, Err: scheduler.ErrJobCorrupt}
@@ -177,6 +178,16 @@ func decodeJob(id, key string, f []string) (scheduler.JobRecord, error) {
 			return bad("dispatched_at_ms", disp)
 		}
 		rec.DispatchedAt = time.UnixMilli(ms)
+	}
+	if len(f) > 6 {
+		rec.QueuedAt = rec.CreatedAt
+		if f[6] != "" {
+			ms, err := strconv.ParseInt(f[6], 10, 64)
+			if err != nil {
+				return bad("queued_at_ms", f[6])
+			}
+			rec.QueuedAt = time.UnixMilli(ms)
+		}
 	}
 	return rec, nil
 }

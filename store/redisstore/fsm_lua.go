@@ -247,6 +247,7 @@ if ev == %[10]q then
     redis.call('HSET', key, 'tried', tried)
   end
 end
+if to == %[11]q and ev ~= %[15]q then redis.call('HSET', key, 'queued_at_ms', now) end
 redis.call('PEXPIRE', key, ttl)
 local tail
 if freenode == '' then tail = '-' .. newnode
@@ -266,7 +267,8 @@ end
 local b = redis.call('HMGET', key, 'spec', 'tried', 'waiters', 'outcome')
 return {line, b[1] or '', b[2] or '', b[3] or '', b[4] or ''}
 `, fsmNotFound, fsmCorrupt, fsmUnknownEv, fsmBadAtt, fsmStale, fsmFuture, fsmDup, fsmInvalid,
-		string(fsm.Failed), string(fsm.Dispatch), string(fsm.Created), fsmOK, fsmWrongNode, string(fsm.Finished))
+		string(fsm.Failed), string(fsm.Dispatch), string(fsm.Created), fsmOK, fsmWrongNode, string(fsm.Finished),
+		string(fsm.Undelivered))
 	return b.String()
 }
 
@@ -288,15 +290,15 @@ return {line, b[1] or '', b[2] or '', b[3] or '', b[4] or ''}
 //	ARGV    = state, attempt, ttl_ms, spec (JSON), session_id, node_id ("" for none),
 //	          due (Unix ms), job_id, capacity and reservation ttl_ms (with KEYS[3])
 //	reply   = {0, state, attempt, node_id, created_at_ms, updated_at_ms,
-//	          dispatched_at_ms, spec, tried, waiters, outcome} for a job that
+//	          dispatched_at_ms, queued_at_ms, spec, tried, waiters, outcome} for a job that
 //	          exists, {1, created_at_ms} for one opened now (the rest is
 //	          what the caller passed)
 const jobOpenLua = reserveFn + `
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 1 then
   if KEYS[2] then redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[8]) end
-  local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms', 'spec', 'tried', 'waiters', 'outcome')
-  return {0, h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10]}
+  local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms', 'queued_at_ms', 'spec', 'tried', 'waiters', 'outcome')
+  return {0, h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11]}
 end
 local now
 if KEYS[3] then

@@ -155,6 +155,11 @@ func equivalent(t *testing.T, ctx context.Context, c rueidis.Client, s *Jobs, m 
 			wantStored["dispatched_at_ms"] = stored["updated_at_ms"]
 		case out.Job.State == fsm.Created:
 			wantStored["node_id"] = ""
+			if ev != fsm.Undelivered {
+				// A new attempt begins to wait for a node; an undelivered
+				// one waits on.
+				wantStored["queued_at_ms"] = stored["updated_at_ms"]
+			}
 		}
 	}
 	if diff := cmp.Diff(wantStored, stored); diff != "" {

@@ -72,6 +72,7 @@ var dispatchCases = []struct {
 	{"AckTimeout", testDispatchAckTimeout},
 	{"RunTimeout", testDispatchRunTimeout},
 	{"RunTimeoutBeforeLease", testDispatchRunTimeoutBeforeLease},
+	{"RunTimeoutAcrossInstances", testDispatchRunTimeoutAcross},
 	{"NodeMovesMidJob", testDispatchNodeMoves},
 	{"UndeliverableCostsNoAttempt", testDispatchUndeliverable},
 	{"OutdatedAssignsDropped", testDispatchOutdatedAssigns},
@@ -1717,4 +1718,52 @@ func waitRunning(t testing.TB, st scheduler.Stores, node string, reqs ...string)
 		}
 		return true
 	})
+}
+
+// testDispatchRunTimeoutAcross: the run timeout bounds every
+// attempt within SweepInterval (and slack for a loaded machine), with a
+// long lease renewed rarely, a sweep as slow as the binary's default and
+// the node on another instance than its jobs' sessions: jobs acknowledged
+// and started at once, then left silent, all leave their node long before
+// the lease would end.
+func testDispatchRunTimeoutAcross(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	cfg := func(c *scheduler.Config) {
+		c.Dispatch.RunTimeout = 1500 * time.Millisecond
+		c.Dispatch.Lease = 15 * time.Second
+		c.Dispatch.SweepInterval = 500 * time.Millisecond
+		c.Dispatch.AckTimeout = 10 * time.Second
+	}
+	a := p.Start("inst-a", false, cfg)
+	b := p.Start("inst-b", false, cfg)
+	slow := NewTestNode(scheduler.NodeInfo{NodeID: "slow", Capacity: 32})
+	slow.Decide = func(m scheduler.Envelope) NodeAction {
+		if m.Attempt == 1 {
+			return Hold
+		}
+		return Answer
+	}
+	slow.Attach(t, a)
+	waitFleet(t, b, "slow")
+	s := NewTestSession("s1")
+	s.Attach(t, b)
+	var reqs []string
+	start := time.Now()
+	for i := range 12 {
+		r := fmt.Sprintf("r%d", i)
+		reqs = append(reqs, r)
+		s.Submit(t, scheduler.Request{RequestID: r, Payload: []byte(r)})
+		time.Sleep(37 * time.Millisecond) // spread over the sweeps
+	}
+	got := s.WaitAnswers(t, reqs, 12*time.Second)
+	if el := time.Since(start); el > 8*time.Second {
+		t.Errorf("the last attempt ended %v after the first submit, want about the run timeout (1.5s) and a sweep (0.5s), far less than the lease (15s)", el)
+	}
+	for _, r := range reqs {
+		if m := got[r][0]; m.Type != scheduler.TypeJobResult || m.Attempt != 2 {
+			t.Errorf("request %s: answer %+v, want job_result of attempt 2", r, m)
+		}
+	}
+	slow.ReleaseHeld()
+	checkQuiet(t, h.Stores(), reqs, []string{"slow"}, []string{"inst-a", "inst-b"})
 }

@@ -168,7 +168,6 @@ type Dispatcher struct {
 	id    string
 	log   *slog.Logger
 	hooks Hooks
-	max   int
 
 	hb    *Heartbeat
 	binds *Bindings
@@ -180,7 +179,7 @@ type Dispatcher struct {
 	nodes    map[string]*localNode
 	sessions map[string]*localSession
 	fleet    map[string]NodeSnapshot
-	alive    map[string]aliveEntry
+	alive    map[string]time.Time      // instances found alive, and when
 	pending  map[pendingKey]pendingReq // requests waiting for their answer
 	stopped  bool
 	// over are the jobs that ended here, answered: the next sweep frees
@@ -274,11 +273,6 @@ func (s *localSession) forget(cutoff time.Time) {
 	}
 }
 
-type aliveEntry struct {
-	alive bool
-	at    time.Time
-}
-
 type pendingKey struct{ session, job string }
 
 type pendingReq struct {
@@ -288,7 +282,10 @@ type pendingReq struct {
 
 // NewDispatcher returns the dispatcher of cfg.InstanceID over st. cfg gets
 // its defaults ([Config.WithDefaults]) and is validated; the error is a
-// [*ConfigError] naming the bad field.
+// [*ConfigError] naming the bad field. A job store that enforces its own
+// number of attempts ([AttemptLimit]) must enforce cfg's
+// Dispatch.MaxAttempts: build the stores from the same Config
+// ([NewMemStores], store/redisstore.NewStores).
 func NewDispatcher(st Stores, cfg Config) (*Dispatcher, error) {
 	if err := st.check(); err != nil {
 		return nil, err
@@ -300,12 +297,16 @@ func NewDispatcher(st Stores, cfg Config) (*Dispatcher, error) {
 	if err := checkInstanceID(cfg.InstanceID); err != nil {
 		return nil, err
 	}
+	if al, ok := st.Jobs.(AttemptLimit); ok {
+		if want, got := (fsm.Machine{MaxAttempts: cfg.Dispatch.MaxAttempts}).Max(), al.MaxAttempts(); got != want {
+			return nil, fieldErr("Dispatch.MaxAttempts", "%d, but the job store allows %d attempts: build the stores from the same Config", want, got)
+		}
+	}
 	d := &Dispatcher{
 		st: st, cfg: cfg, dc: cfg.Dispatch, id: cfg.InstanceID, log: logger(cfg.Logger), hooks: cfg.Hooks,
-		max:   fsm.Machine{MaxAttempts: cfg.Dispatch.MaxAttempts}.Max(),
 		kick:  make(chan struct{}, 1),
 		nodes: map[string]*localNode{}, sessions: map[string]*localSession{}, fleet: map[string]NodeSnapshot{},
-		alive: map[string]aliveEntry{}, pending: map[pendingKey]pendingReq{},
+		alive: map[string]time.Time{}, pending: map[pendingKey]pendingReq{},
 		turns: map[string]*turnLock{},
 		rnd:   rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}

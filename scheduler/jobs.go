@@ -166,6 +166,18 @@ type SlotOpener interface {
 	OpenOnSlot(ctx context.Context, jobID string, spec JobSpec, nodeID string, capacity int, ttl time.Duration, due time.Time) (JobRecord, BookEntry, bool, error)
 }
 
+// AttemptLimit is an optional capability of a [JobStore] whose steps
+// enforce a number of attempts of their own ([MemJobs] and
+// store/redisstore's Jobs do: they apply [fsm.Machine] with the
+// MaxAttempts they were built with). [NewDispatcher] refuses a store whose
+// limit differs from its Config.Dispatch.MaxAttempts, instead of letting
+// the store's silently win.
+type AttemptLimit interface {
+	// MaxAttempts returns the attempts a job gets, defaults applied
+	// ([fsm.Machine.Max]).
+	MaxAttempts() int
+}
+
 // JobAttempt names one attempt of a job.
 type JobAttempt struct {
 	ID      string

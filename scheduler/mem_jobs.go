@@ -73,6 +73,11 @@ func (s *MemJobs) get(id string, now time.Time) (*memJob, bool) {
 	return j, true
 }
 
+var _ AttemptLimit = (*MemJobs)(nil)
+
+// MaxAttempts implements [AttemptLimit].
+func (s *MemJobs) MaxAttempts() int { return s.m.Max() }
+
 // Open implements [JobStore].
 func (s *MemJobs) Open(ctx context.Context, jobID string, spec JobSpec, nodeID string, due time.Time) (JobRecord, BookEntry, bool, error) {
 	if err := CheckSpec(jobID, spec); err != nil {

@@ -68,7 +68,9 @@
 //
 // [Jobs] keeps each job's lifecycle in the hash
 // {prefix}:v1:jobs:{job:<job_id>}:fsm (state, attempt, node_id,
-// created_at_ms, updated_at_ms; a TTL renewed by every change) and moves it
+// created_at_ms, updated_at_ms, dispatched_at_ms, queued_at_ms (when the
+// current attempt began to wait for a node; absent in the first attempt,
+// which waits since created_at_ms); a TTL renewed by every change) and moves it
 // with one Lua script generated from package fsm's table by
 // [GenerateFSMLua], so the rules exist once and each transition is atomic on
 // the job's key alone. [Reservations] holds each node's slots in the ZSET
@@ -107,5 +109,7 @@
 //
 // The tests run the store/storetest suites against a standalone server and
 // a 3-master cluster whose addresses ./test.sh exports (see
-// internal/testenv); the restart test starts a private redis-server.
+// internal/testenv); the restart test starts a private redis-server. Each
+// test's keys live under a prefix of its own, deleted on both servers when
+// the test ends, passed or failed (store/storetest.CleanupRedisKeys).
 package redisstore

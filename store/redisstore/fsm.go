@@ -31,7 +31,8 @@ type JobsConfig struct {
 
 // Jobs is the Redis [scheduler.JobStore]: one hash per job,
 // {prefix}:v1:jobs:{job:<job_id>}:fsm, with the lifecycle fields state,
-// attempt, node_id, created_at_ms and updated_at_ms (milliseconds of the
+// attempt, node_id, created_at_ms, updated_at_ms, dispatched_at_ms and
+// queued_at_ms (milliseconds of the
 // server's clock), the book fields spec (JSON), tried and waiters (ids
 // separated by newlines, which ids never hold) and outcome (JSON), and a
 // TTL renewed by every change. Every step is one Lua script call on that
@@ -42,7 +43,8 @@ type JobsConfig struct {
 type Jobs struct {
 	c     rueidis.Client
 	keys  Keys
-	max   string // fsm.Machine.Max, formatted once
+	maxN  int    // fsm.Machine.Max
+	max   string // maxN, formatted once
 	ttlMS string
 	hook  OpHook
 }
@@ -77,10 +79,17 @@ func NewJobs(c rueidis.Client, cfg JobsConfig) (*Jobs, error) {
 	}
 	return &Jobs{
 		c: c, keys: NewKeys(cfg.Prefix), hook: cfg.OpHook,
+		maxN:  fsm.Machine{MaxAttempts: cfg.MaxAttempts}.Max(),
 		max:   strconv.Itoa(fsm.Machine{MaxAttempts: cfg.MaxAttempts}.Max()),
 		ttlMS: strconv.FormatInt(cfg.TTL.Milliseconds(), 10),
 	}, nil
 }
+
+var _ scheduler.AttemptLimit = (*Jobs)(nil)
+
+// MaxAttempts implements [scheduler.AttemptLimit]: JobsConfig.MaxAttempts
+// with its default applied.
+func (s *Jobs) MaxAttempts() int { return s.maxN }
 
 // Job implements [scheduler.JobStore] with one read-only script.
 func (s *Jobs) Job(ctx context.Context, jobID string) (scheduler.JobRecord, error) {

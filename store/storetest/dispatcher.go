@@ -1677,10 +1677,7 @@ func testDispatchNodesGoingAway(t *testing.T, h DispatcherHarness) {
 // return, so it fails with no_node instead of bouncing for ever.
 func testDispatchQueueTimeoutSpansRequeues(t *testing.T, h DispatcherHarness) {
 	p := NewTestPlane(t, h)
-	a := p.Start("inst-a", false, func(c *scheduler.Config) {
-		c.Dispatch.QueueTimeout = time.Second
-		c.Dispatch.MaxAttempts = 10
-	})
+	a := p.Start("inst-a", false, func(c *scheduler.Config) { c.Dispatch.QueueTimeout = time.Second })
 	flaky := NewTestNode(scheduler.NodeInfo{NodeID: "flaky"})
 	flaky.Decide = func(scheduler.Envelope) NodeAction { return Silent }
 	s := NewTestSession("s1")

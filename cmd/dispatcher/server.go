@@ -77,6 +77,7 @@ type server struct {
 	reg      *prometheus.Registry
 	nodeTok  []byte // sha256 of the token, nil when none is required
 	sessTok  []byte
+	metTok   []byte       // of /metrics
 	creds    []credential // node_credentials
 	stopping atomic.Bool
 
@@ -95,6 +96,10 @@ func newServer(d *scheduler.Dispatcher, st scheduler.Stores, cfg ServerConfig, l
 	if cfg.SessionToken != "" {
 		h := sha256.Sum256([]byte(cfg.SessionToken))
 		s.sessTok = h[:]
+	}
+	if cfg.MetricsToken != "" {
+		h := sha256.Sum256([]byte(cfg.MetricsToken))
+		s.metTok = h[:]
 	}
 	for _, c := range cfg.NodeCredentials {
 		h := sha256.Sum256([]byte(c.Token))
@@ -134,7 +139,15 @@ func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws/node", s.serveNode)
 	mux.HandleFunc("GET /ws/session", s.serveSession)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if !authorized(r, s.metTok) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			httpError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		metrics.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("GET /health", s.serveHealth)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+" (/ws/node, /ws/session, /metrics, /health)")
@@ -192,6 +205,15 @@ func (s *server) accept(w http.ResponseWriter, r *http.Request, authorized bool)
 		httpError(w, http.StatusServiceUnavailable, "instance stopping")
 		return nil
 	}
+	// The server's deadlines are for HTTP requests: a WebSocket's writes
+	// have their own timeout (write_timeout_ms, per message) and its pings
+	// find a peer that is gone. The connection no longer counts as
+	// pending (max_pending_conns).
+	rc := http.NewResponseController(w)
+	if err := errors.Join(rc.SetReadDeadline(time.Time{}), rc.SetWriteDeadline(time.Time{})); err != nil {
+		s.log.Debug("dispatcher: lift deadlines", "remote", r.RemoteAddr, "err", err)
+	}
+	authenticatedConn(r.Context())
 	ws, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		s.log.Debug("dispatcher: upgrade", "remote", r.RemoteAddr, "err", err)

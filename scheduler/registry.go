@@ -354,6 +354,16 @@ func (d *Dispatcher) applyFleet(fleet []NodeSnapshot) {
 			gone = append(gone, id)
 		}
 	}
+	// Jobs waiting for a node may take one that came online, or that has
+	// more room than before; an unchanged fleet wakes no sweep.
+	more := false
+	for id, s := range next {
+		old, ok := d.fleet[id]
+		if s.Online && (!ok || !old.Online || s.MaxConcurrency > old.MaxConcurrency || s.Running < old.Running) {
+			more = true
+			break
+		}
+	}
 	d.fleet = next
 	d.mu.Unlock()
 	for _, id := range gone {
@@ -363,7 +373,7 @@ func (d *Dispatcher) applyFleet(fleet []NodeSnapshot) {
 		}
 		cancel()
 	}
-	if len(fleet) > 0 {
+	if more {
 		d.wakeSweeper()
 	}
 }

@@ -52,7 +52,7 @@ type Jobs struct {
 var _ scheduler.JobStore = (*Jobs)(nil)
 
 var (
-	fsmApplyScript = rueidis.NewLuaScript(fsmApplyLua)
+	fsmApplyScript = newLuaScript(fsmApplyLua)
 	fsmBatchScript = rueidis.NewLuaScript(fsmBatchLua)
 	jobOpenScript  = rueidis.NewLuaScript(jobOpenLua)
 	// jobGetScript reads the lifecycle fields, or nothing when the key
@@ -246,7 +246,7 @@ func (s *Jobs) ReleaseJobs(ctx context.Context, jobs []scheduler.JobAttempt) ([]
 	start := time.Now()
 	replies, rerrs := make([]string, len(at)), make([]error, len(at))
 	if cluster {
-		for k, r := range fsmApplyScript.ExecMulti(ctx, s.c, execs...) {
+		for k, r := range fsmApplyScript.execMulti(ctx, s.c, execs...) {
 			replies[k], rerrs[k] = r.ToString()
 		}
 	} else {

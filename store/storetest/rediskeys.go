@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,4 +70,87 @@ func CleanupRedisKeys(t testing.TB, prefix string, clients ...rueidis.Client) {
 // globEscape escapes the characters SCAN's MATCH reads as a pattern.
 func globEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(s)
+}
+
+// CommandStats are the calls of each command a Redis deployment has
+// executed, as INFO commandstats counts them (cmdstat_<name>:calls=N),
+// summed over every server of c (every master of a cluster). Redis counts
+// the commands a script runs (redis.call) beside the script's own EVALSHA,
+// so the totals are the server's work, not the client's round trips.
+type CommandStats map[string]int64
+
+// RedisCommandStats reads INFO commandstats of every server of c.
+func RedisCommandStats(ctx context.Context, c rueidis.Client) (CommandStats, error) {
+	out := CommandStats{}
+	for addr, node := range c.Nodes() {
+		info, err := node.Do(ctx, node.B().Info().Section("commandstats").Build()).ToString()
+		if err != nil {
+			return nil, fmt.Errorf("storetest: INFO commandstats of %s: %w", addr, err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if !ok || !strings.HasPrefix(name, "cmdstat_") {
+				continue
+			}
+			calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+			n, err := strconv.ParseInt(calls, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("storetest: INFO commandstats of %s: %q", addr, line)
+			}
+			out[strings.TrimPrefix(name, "cmdstat_")] += n
+		}
+	}
+	return out, nil
+}
+
+// Sub returns the calls made since before (s minus before), leaving out
+// the INFO calls that read them.
+func (s CommandStats) Sub(before CommandStats) CommandStats {
+	d := CommandStats{}
+	for k, v := range s {
+		if k == "info" {
+			continue
+		}
+		if n := v - before[k]; n != 0 {
+			d[k] = n
+		}
+	}
+	return d
+}
+
+// Total is the number of commands, scripts' commands included.
+func (s CommandStats) Total() int64 {
+	var n int64
+	for _, v := range s {
+		n += v
+	}
+	return n
+}
+
+// Scripts is the number of script calls (EVAL, EVALSHA, FCALL and their
+// read-only forms).
+func (s CommandStats) Scripts() int64 {
+	return s["eval"] + s["evalsha"] + s["eval_ro"] + s["evalsha_ro"] + s["fcall"] + s["fcall_ro"]
+}
+
+// String lists the commands, most called first.
+func (s CommandStats) String() string {
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if s[keys[i]] != s[keys[j]] {
+			return s[keys[i]] > s[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%d", k, s[k])
+	}
+	return b.String()
 }

@@ -123,6 +123,38 @@
 //   - a Redis restart or failover: every loop retries and restores what it
 //     owns (presence, bindings, snapshots, consumer groups).
 //
+// # Steps that are more than one call
+//
+// A job's record moves by one atomic step each (open, dispatch, ack,
+// start, result, timeout, failover, fail, release), but its node's slot
+// ([ReservationStore]) and its deadline ([DueIndex]) live apart from it:
+// in Redis in other keys, and on a Redis Cluster in other hash slots,
+// which no script may join. These sequences are therefore several calls,
+// and a crash between two of them is repaired within a bound:
+//
+//   - opening a job: its node's slot, then its deadline, then its record
+//     (on a standalone Redis, one script for all three: [SlotOpener]). A
+//     crash after the slot leaves it taken until its reservation expires
+//     (AckTimeout + RunTimeout + Lease); after the deadline, a deadline
+//     without a job, which the first sweep past it (AckTimeout) removes;
+//   - a dispatch by the sweeper (of a job that waited): the slot, the
+//     record's step, then the ack deadline. A crash after the slot: as
+//     above; after the record's step, the job keeps the deadline the
+//     sweeper's claim gave it (5 seconds on), and a sweeper takes it off its
+//     node (timeout) within SweepInterval of that;
+//   - the end of a job: its result's step is one atomic step that stores
+//     the outcome; the release of the job, of its slot and of its deadline
+//     follow in the next sweep of the instance that took the result, one
+//     call each for every job that ended there meanwhile. An instance that
+//     dies in between leaves the job FINISHED on its slot: another
+//     instance's sweeper claims it at the deadline it had (its ack
+//     deadline, or its lease's end, whichever was written last) and
+//     releases it, answering its waiters again (they drop a second
+//     answer), within SweepInterval of that deadline;
+//   - a timeout or failover: the step that takes the job off its node,
+//     then the release of the node's slot. A crash in between leaves the
+//     slot until its reservation expires.
+//
 // Every request is answered exactly once per session connection. Answers
 // are delivered at least once between instances and deduplicated by the
 // session's instance.

@@ -77,6 +77,7 @@ var dispatchCases = []struct {
 	{"UndeliverableCostsNoAttempt", testDispatchUndeliverable},
 	{"OutdatedAssignsDropped", testDispatchOutdatedAssigns},
 	{"TwoChoices", testDispatchTwoChoices},
+	{"EndLeftByCrash", testDispatchEndLeftByCrash},
 	{"ForgottenJobsAfterCrash", testDispatchForgottenAfterCrash},
 	{"ForgottenJobsSameInstance", testDispatchForgottenSameInstance},
 	{"RestartWithSameID", testDispatchRestartSameID},
@@ -1763,4 +1764,70 @@ func testDispatchRunTimeoutAcross(t *testing.T, h DispatcherHarness) {
 	}
 	slow.ReleaseHeld()
 	checkQuiet(t, h.Stores(), reqs, []string{"slow"}, []string{"inst-a", "inst-b"})
+}
+
+// noRelease drops the calls that end a job after its result's step (the
+// release of the job, of its node's slot and of its deadline), as an
+// instance that dies right after that step would.
+type noReleaseJobs struct{ scheduler.JobStore }
+
+func (noReleaseJobs) ReleaseJobs(_ context.Context, jobs []scheduler.JobAttempt) ([]scheduler.JobTransition, []error) {
+	errs := make([]error, len(jobs))
+	for i := range errs {
+		errs[i] = errors.New("instance died")
+	}
+	return make([]scheduler.JobTransition, len(jobs)), errs
+}
+
+type noReleaseSlots struct{ scheduler.ReservationStore }
+
+func (noReleaseSlots) ReleaseSlots(context.Context, []scheduler.Slot) error {
+	return errors.New("instance died")
+}
+
+type noRemoveDue struct{ scheduler.DueIndex }
+
+func (noRemoveDue) Remove(context.Context, ...string) error { return errors.New("instance died") }
+
+// testDispatchEndLeftByCrash: the end of a job is its result's step (one
+// atomic step) followed by its release, its slot's and its deadline's, which
+// the instance does in its next sweep, in separate calls (on a cluster
+// the job, the node's slots and the deadline shard lie in different
+// slots). An instance that dies in between leaves a FINISHED job holding
+// its slot: another instance's sweeper claims it at the deadline it had
+// (here its ack deadline, 1s after the dispatch) and finishes the release
+// within a sweep of it; the session is answered once.
+func testDispatchEndLeftByCrash(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	dead := h
+	dead.Stores = func() scheduler.Stores {
+		st := h.Stores()
+		st.Jobs = noReleaseJobs{st.Jobs}
+		st.Reservations = noReleaseSlots{st.Reservations}
+		st.Due = noRemoveDue{st.Due}
+		return st
+	}
+	pd := NewTestPlane(t, dead)
+	a := pd.Start("inst-a", true, nil)
+	p.Start("inst-b", false, nil)
+	n := NewTestNode(scheduler.NodeInfo{NodeID: "n1"})
+	n.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	start := time.Now()
+	job := s.Submit(t, scheduler.Request{RequestID: "r", Payload: []byte("r")})
+	s.WaitAnswers(t, []string{"r"}, 5*time.Second)
+	pd.Stop("inst-a") // dies before its next sweep
+	st := h.Stores()
+	Eventually(t, "the job released by the other instance", 10*time.Second, func() bool {
+		rec, err := st.Jobs.Job(context.Background(), job)
+		return err == nil && rec.State == fsm.Released
+	})
+	// The bound: the deadline the job had (the ack timeout, 1s) and a
+	// sweep (50ms), with room for a loaded machine.
+	if el := time.Since(start); el > 4*time.Second {
+		t.Errorf("released %v after the submit, want within the ack deadline (1s) and a sweep", el)
+	}
+	checkAnsweredOnce(t, s, map[string]string{"r": "r"})
+	checkQuiet(t, st, []string{"r"}, []string{"n1"}, []string{"inst-b"})
 }

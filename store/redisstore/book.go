@@ -350,8 +350,12 @@ func (s *Jobs) Finish(ctx context.Context, jobID string, ev fsm.Event, attempt i
 	if len(vals) != 5 {
 		return scheduler.JobTransition{}, scheduler.BookEntry{}, fmt.Errorf("redisstore: apply %s to job %q: reply of %d elements", ev, jobID, len(vals))
 	}
+	step, err := vals[0].ToArray()
+	if err != nil {
+		return scheduler.JobTransition{}, scheduler.BookEntry{}, fmt.Errorf("redisstore: apply %s to job %q: %w", ev, jobID, err)
+	}
 	f, _ := strs(vals, 5)
-	tr, err := decodeApply(jobID, key, ev, attempt, f[0])
+	tr, err := decodeApply(jobID, key, ev, attempt, replyStrings(step))
 	if err != nil {
 		return tr, scheduler.BookEntry{}, err
 	}

@@ -71,8 +71,10 @@
 // created_at_ms, updated_at_ms, dispatched_at_ms, queued_at_ms (when the
 // current attempt began to wait for a node; absent in the first attempt,
 // which waits since created_at_ms); a TTL renewed by every change) and moves it
-// with one Lua script generated from package fsm's table by
-// [GenerateFSMLua], so the rules exist once and each transition is atomic on
+// with one Lua script: lines generated from package fsm's table by
+// [GenerateFSMLua], then the static Lua of the step (lua/fsm_step.lua,
+// embedded; the whole script is kept in testdata/fsm_apply.lua), which
+// replies with an array; so the rules exist once and each transition is atomic on
 // the job's key alone. [Reservations] holds each node's slots in the ZSET
 // {prefix}:v1:nodes:{node:<node_id>}:reserved scored by expiry on the
 // server's clock; Reserve is one script (drop expired, check capacity, add;

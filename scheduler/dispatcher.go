@@ -173,7 +173,8 @@ type Dispatcher struct {
 	binds *Bindings
 	sync  *SnapshotSync
 	deliv *Deliverer
-	kick  chan struct{}
+	kick  chan struct{} // wakes the sweeper: a whole sweep
+	ended chan struct{} // wakes the release of the jobs that ended here
 
 	mu       sync.Mutex
 	nodes    map[string]*localNode
@@ -304,7 +305,7 @@ func NewDispatcher(st Stores, cfg Config) (*Dispatcher, error) {
 	}
 	d := &Dispatcher{
 		st: st, cfg: cfg, dc: cfg.Dispatch, id: cfg.InstanceID, log: logger(cfg.Logger), hooks: cfg.Hooks,
-		kick:  make(chan struct{}, 1),
+		kick: make(chan struct{}, 1), ended: make(chan struct{}, 1),
 		nodes: map[string]*localNode{}, sessions: map[string]*localSession{}, fleet: map[string]NodeSnapshot{},
 		alive: map[string]time.Time{}, pending: map[pendingKey]pendingReq{},
 		turns: map[string]*turnLock{},
@@ -348,6 +349,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return d.deliv.Run(gctx) })
 	g.Go(func() error { d.loop(gctx, d.dc.SweepInterval, d.kick, d.sweep); return nil })
+	// A job that ends here is released at once (its slot freed), without
+	// a sweep's reads of the deadline index, which the interval paces.
+	g.Go(func() error { d.loop(gctx, d.dc.SweepInterval, d.ended, d.releaseOver); return nil })
 	g.Go(func() error { d.loop(gctx, d.dc.Lease/3, nil, d.renewLeases); return nil })
 	g.Go(func() error { d.loop(gctx, d.progressTick(), nil, d.storeProgress); return nil })
 	g.Go(func() error { d.loop(gctx, d.cfg.OwnerTTL/3, nil, d.adoptDead); return nil })
@@ -384,6 +388,14 @@ func (d *Dispatcher) loop(ctx context.Context, every time.Duration, wake <-chan 
 		case <-wake:
 		}
 		f(ctx)
+	}
+}
+
+// wakeRelease wakes the release of the jobs that ended here.
+func (d *Dispatcher) wakeRelease() {
+	select {
+	case d.ended <- struct{}{}:
+	default:
 	}
 }
 

@@ -78,9 +78,10 @@
 // index ([DispatchConfig].SweepInterval) and carries on the jobs whose
 // deadline passed, whatever instance started them. An attempt thus ends
 // within SweepInterval (plus the time of one sweep) after its run timeout,
-// however long the lease. A job that ended is released, and its deadline
-// removed, by the next sweep of the instance that ended it, together with
-// every other job that ended there meanwhile (one call each).
+// however long the lease. A job that ended is released, its slot freed and
+// its deadline removed, at once by the instance that ended it, together
+// with every other job that ended there meanwhile (one call each), without
+// a sweep of the deadline index.
 //
 //   - no job_ack in time, a lease not renewed (the node's instance died),
 //     the run timeout passed: the attempt ends (timeout), the node is told
@@ -144,8 +145,8 @@
 //     node (timeout) within SweepInterval of that;
 //   - the end of a job: its result's step is one atomic step that stores
 //     the outcome; the release of the job, of its slot and of its deadline
-//     follow in the next sweep of the instance that took the result, one
-//     call each for every job that ended there meanwhile. An instance that
+//     follow at once on the instance that took the result, one call each
+//     for every job that ended there meanwhile. An instance that
 //     dies in between leaves the job FINISHED on its slot: another
 //     instance's sweeper claims it at the deadline it had (its ack
 //     deadline, or its lease's end, whichever was written last) and

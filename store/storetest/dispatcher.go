@@ -1791,7 +1791,7 @@ func (noRemoveDue) Remove(context.Context, ...string) error { return errors.New(
 
 // testDispatchEndLeftByCrash: the end of a job is its result's step (one
 // atomic step) followed by its release, its slot's and its deadline's, which
-// the instance does in its next sweep, in separate calls (on a cluster
+// the instance does right after, in separate calls (on a cluster
 // the job, the node's slots and the deadline shard lie in different
 // slots). An instance that dies in between leaves a FINISHED job holding
 // its slot: another instance's sweeper claims it at the deadline it had
@@ -1817,7 +1817,7 @@ func testDispatchEndLeftByCrash(t *testing.T, h DispatcherHarness) {
 	start := time.Now()
 	job := s.Submit(t, scheduler.Request{RequestID: "r", Payload: []byte("r")})
 	s.WaitAnswers(t, []string{"r"}, 5*time.Second)
-	pd.Stop("inst-a") // dies before its next sweep
+	pd.Stop("inst-a") // dies before its release
 	st := h.Stores()
 	Eventually(t, "the job released by the other instance", 10*time.Second, func() bool {
 		rec, err := st.Jobs.Job(context.Background(), job)

@@ -221,7 +221,7 @@ func (s *Jobs) open(ctx context.Context, jobID string, spec scheduler.JobSpec, n
 		init = out.Job
 	}
 	keys := make([]string, 2, 3)
-	keys[0], keys[1] = key, s.keys.Due(DueShard(jobID))
+	keys[0], keys[1] = key, s.keys.Due(dueShardOf(jobID, dueShards(s.c)))
 	dueMS := strconv.FormatInt(due.UnixMilli(), 10)
 	if s.c.Mode() == rueidis.ClientModeCluster {
 		start := time.Now()

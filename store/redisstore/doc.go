@@ -100,8 +100,9 @@
 // lifecycle, so that each step (open, dispatch, ack, start, result, fail
 // over, fail, release) is one script on one key. [Due] spreads the
 // deadline index over [DueShards] sorted sets {prefix}:v1:jobs:due:{due:<n>}
-// so that a cluster shares the load; a claim is one script per shard, in
-// one pipeline. Jobs.Open writes a new job's deadline to the shard of
+// on a cluster, so that the masters share the load, and keeps it in one,
+// {due:0}, on a standalone server; a claim reads each shard (one pipeline)
+// and runs one script per shard that holds a due job (a second one). Jobs.Open writes a new job's deadline to the shard of
 // the same prefix: on a standalone Redis inside the open script (one
 // call), on a cluster, where the shard and the job's hash lie in
 // different slots, with a ZADD NX that completes before the script runs

@@ -98,3 +98,26 @@ func TestConstructorsNeedInstanceID(t *testing.T) {
 		t.Errorf("NewDispatcher without an instance id: err = %v", err)
 	}
 }
+
+// TestDispatcherMaxAttemptsOnce: the number of attempts is given once. A
+// Dispatcher whose Config.Dispatch.MaxAttempts differs from what its job
+// store enforces is refused, naming the field, instead of the store's
+// number silently winning.
+func TestDispatcherMaxAttemptsOnce(t *testing.T) {
+	cfg := scheduler.Config{InstanceID: "a", Dispatch: scheduler.DispatchConfig{MaxAttempts: 3}}
+	st, err := scheduler.NewMemStores(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Dispatch.MaxAttempts = 5
+	_, err = scheduler.NewDispatcher(st, cfg)
+	var ce *scheduler.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Dispatch.MaxAttempts" {
+		t.Fatalf("NewDispatcher with 5 attempts over a store of 3 = %v, want a ConfigError naming Dispatch.MaxAttempts", err)
+	}
+	// The defaults agree: a zero MaxAttempts is 3 on both sides.
+	cfg.Dispatch.MaxAttempts = 0
+	if _, err := scheduler.NewDispatcher(st, cfg); err != nil {
+		t.Errorf("NewDispatcher with the default attempts over a store of 3: %v", err)
+	}
+}

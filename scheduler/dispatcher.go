@@ -84,6 +84,17 @@ type NodeInfo struct {
 	Capacity int
 	// Status is the node's own status word, shown in the fleet view.
 	Status string
+	// Jobs lists the jobs (their ids) the node still runs as it attaches,
+	// which is what a node that reconnects knows and the plane does not:
+	// every job that the node had acknowledged (ACCEPTED or RUNNING on
+	// it) and does not list is one it lost with its connection, and goes
+	// to another node at once ([CancelFailover]; the node gets job_cancel).
+	// A job dispatched to it and not yet acknowledged is left to its ack
+	// deadline, since its job_assign may still be on its way. Nil means the
+	// node does not say: its jobs stay on it, and this instance renews
+	// their leases until their results come or the run timeout ends them.
+	// An empty, non-nil list says the node runs nothing.
+	Jobs []string
 }
 
 // Request is a session's request for a job.
@@ -157,19 +168,19 @@ type Dispatcher struct {
 	id    string
 	log   *slog.Logger
 	hooks Hooks
-	max   int
 
 	hb    *Heartbeat
 	binds *Bindings
 	sync  *SnapshotSync
 	deliv *Deliverer
-	kick  chan struct{}
+	kick  chan struct{} // wakes the sweeper: a whole sweep
+	ended chan struct{} // wakes the release of the jobs that ended here
 
 	mu       sync.Mutex
 	nodes    map[string]*localNode
 	sessions map[string]*localSession
 	fleet    map[string]NodeSnapshot
-	alive    map[string]aliveEntry
+	alive    map[string]time.Time      // instances found alive, and when
 	pending  map[pendingKey]pendingReq // requests waiting for their answer
 	stopped  bool
 	// over are the jobs that ended here, answered: the next sweep frees
@@ -263,11 +274,6 @@ func (s *localSession) forget(cutoff time.Time) {
 	}
 }
 
-type aliveEntry struct {
-	alive bool
-	at    time.Time
-}
-
 type pendingKey struct{ session, job string }
 
 type pendingReq struct {
@@ -277,7 +283,10 @@ type pendingReq struct {
 
 // NewDispatcher returns the dispatcher of cfg.InstanceID over st. cfg gets
 // its defaults ([Config.WithDefaults]) and is validated; the error is a
-// [*ConfigError] naming the bad field.
+// [*ConfigError] naming the bad field. A job store that enforces its own
+// number of attempts ([AttemptLimit]) must enforce cfg's
+// Dispatch.MaxAttempts: build the stores from the same Config
+// ([NewMemStores], store/redisstore.NewStores).
 func NewDispatcher(st Stores, cfg Config) (*Dispatcher, error) {
 	if err := st.check(); err != nil {
 		return nil, err
@@ -289,12 +298,16 @@ func NewDispatcher(st Stores, cfg Config) (*Dispatcher, error) {
 	if err := checkInstanceID(cfg.InstanceID); err != nil {
 		return nil, err
 	}
+	if al, ok := st.Jobs.(AttemptLimit); ok {
+		if want, got := (fsm.Machine{MaxAttempts: cfg.Dispatch.MaxAttempts}).Max(), al.MaxAttempts(); got != want {
+			return nil, fieldErr("Dispatch.MaxAttempts", "%d, but the job store allows %d attempts: build the stores from the same Config", want, got)
+		}
+	}
 	d := &Dispatcher{
 		st: st, cfg: cfg, dc: cfg.Dispatch, id: cfg.InstanceID, log: logger(cfg.Logger), hooks: cfg.Hooks,
-		max:   fsm.Machine{MaxAttempts: cfg.Dispatch.MaxAttempts}.Max(),
-		kick:  make(chan struct{}, 1),
+		kick: make(chan struct{}, 1), ended: make(chan struct{}, 1),
 		nodes: map[string]*localNode{}, sessions: map[string]*localSession{}, fleet: map[string]NodeSnapshot{},
-		alive: map[string]aliveEntry{}, pending: map[pendingKey]pendingReq{},
+		alive: map[string]time.Time{}, pending: map[pendingKey]pendingReq{},
 		turns: map[string]*turnLock{},
 		rnd:   rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
@@ -336,6 +349,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return d.deliv.Run(gctx) })
 	g.Go(func() error { d.loop(gctx, d.dc.SweepInterval, d.kick, d.sweep); return nil })
+	// A job that ends here is released at once (its slot freed), without
+	// a sweep's reads of the deadline index, which the interval paces.
+	g.Go(func() error { d.loop(gctx, d.dc.SweepInterval, d.ended, d.releaseOver); return nil })
 	g.Go(func() error { d.loop(gctx, d.dc.Lease/3, nil, d.renewLeases); return nil })
 	g.Go(func() error { d.loop(gctx, d.progressTick(), nil, d.storeProgress); return nil })
 	g.Go(func() error { d.loop(gctx, d.cfg.OwnerTTL/3, nil, d.adoptDead); return nil })
@@ -372,6 +388,14 @@ func (d *Dispatcher) loop(ctx context.Context, every time.Duration, wake <-chan 
 		case <-wake:
 		}
 		f(ctx)
+	}
+}
+
+// wakeRelease wakes the release of the jobs that ended here.
+func (d *Dispatcher) wakeRelease() {
+	select {
+	case d.ended <- struct{}{}:
+	default:
 	}
 }
 

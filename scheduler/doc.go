@@ -78,9 +78,10 @@
 // index ([DispatchConfig].SweepInterval) and carries on the jobs whose
 // deadline passed, whatever instance started them. An attempt thus ends
 // within SweepInterval (plus the time of one sweep) after its run timeout,
-// however long the lease. A job that ended is released, and its deadline
-// removed, by the next sweep of the instance that ended it, together with
-// every other job that ended there meanwhile (one call each).
+// however long the lease. A job that ended is released, its slot freed and
+// its deadline removed, at once by the instance that ended it, together
+// with every other job that ended there meanwhile (one call each), without
+// a sweep of the deadline index.
 //
 //   - no job_ack in time, a lease not renewed (the node's instance died),
 //     the run timeout passed: the attempt ends (timeout), the node is told
@@ -93,6 +94,16 @@
 //   - a node that detaches, or whose presence expires: its jobs (listed
 //     from its reservations) go to other nodes at once, unless the node is
 //     attached to another instance by then (it moved, and keeps its jobs);
+//     a job it had acknowledged costs an attempt, one it had not
+//     acknowledged goes back to wait for a node in the same attempt (it
+//     never began it), so that nodes going away one after the other do
+//     not use up a job's attempts;
+//   - a node that attaches again (to any instance, after a lost
+//     connection, a restart of its instance or the death of its instance)
+//     and lists the jobs it still runs ([NodeInfo].Jobs): every job it had
+//     acknowledged and does not list goes to another node before
+//     [Dispatcher.AttachNode] returns, so no job waits for a node that
+//     forgot it; the jobs it lists are followed from the new instance;
 //   - a job_assign taken over from a dead instance's inbox or a dead
 //     consumer is delivered only while its attempt is still the job's
 //     current one on that node;
@@ -103,11 +114,47 @@
 //   - an instance that stops between two steps of a job: the sweeper
 //     replays the job from its stored state; every step is idempotent (a
 //     replayed result frees the slot again, the outcome is stored once);
-//   - a job no node takes within [DispatchConfig].QueueTimeout fails with "no_node";
+//   - a job no node takes within [DispatchConfig].QueueTimeout fails with
+//     "no_node"; the wait counts from when the attempt began to wait
+//     ([JobRecord].QueuedAt), not from its last return after an
+//     undeliverable job_assign, so a job sent again and again to nodes
+//     going away still ends;
 //   - a session that got no answer within [DispatchConfig].RequestTimeout (Redis lost
 //     the job, say) gets job_failed from its instance;
 //   - a Redis restart or failover: every loop retries and restores what it
 //     owns (presence, bindings, snapshots, consumer groups).
+//
+// # Steps that are more than one call
+//
+// A job's record moves by one atomic step each (open, dispatch, ack,
+// start, result, timeout, failover, fail, release), but its node's slot
+// ([ReservationStore]) and its deadline ([DueIndex]) live apart from it:
+// in Redis in other keys, and on a Redis Cluster in other hash slots,
+// which no script may join. These sequences are therefore several calls,
+// and a crash between two of them is repaired within a bound:
+//
+//   - opening a job: its node's slot, then its deadline, then its record
+//     (on a standalone Redis, one script for all three: [SlotOpener]). A
+//     crash after the slot leaves it taken until its reservation expires
+//     (AckTimeout + RunTimeout + Lease); after the deadline, a deadline
+//     without a job, which the first sweep past it (AckTimeout) removes;
+//   - a dispatch by the sweeper (of a job that waited): the slot, the
+//     record's step, then the ack deadline. A crash after the slot: as
+//     above; after the record's step, the job keeps the deadline the
+//     sweeper's claim gave it (5 seconds on), and a sweeper takes it off its
+//     node (timeout) within SweepInterval of that;
+//   - the end of a job: its result's step is one atomic step that stores
+//     the outcome; the release of the job, of its slot and of its deadline
+//     follow at once on the instance that took the result, one call each
+//     for every job that ended there meanwhile. An instance that
+//     dies in between leaves the job FINISHED on its slot: another
+//     instance's sweeper claims it at the deadline it had (its ack
+//     deadline, or its lease's end, whichever was written last) and
+//     releases it, answering its waiters again (they drop a second
+//     answer), within SweepInterval of that deadline;
+//   - a timeout or failover: the step that takes the job off its node,
+//     then the release of the node's slot. A crash in between leaves the
+//     slot until its reservation expires.
 //
 // Every request is answered exactly once per session connection. Answers
 // are delivered at least once between instances and deduplicated by the

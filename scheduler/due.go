@@ -12,8 +12,9 @@ import (
 // its lease must have been renewed, its result must have been settled. A
 // sweeper on every instance claims the jobs whose time has passed and
 // settles them, so a job survives the death of any one instance. In Redis
-// it is 16 sorted sets {prefix}:v1:jobs:due:{due:<n>} of job ids scored by
-// Unix milliseconds, a job's set chosen by a hash of its id.
+// it is sorted sets {prefix}:v1:jobs:due:{due:<n>} of job ids scored by
+// Unix milliseconds: 16 on a Redis Cluster, a job's set chosen by a hash of
+// its id, one on a standalone server.
 // Implementations: [MemDue]; store/redisstore.Due. Each passes
 // store/storetest.TestDueIndex.
 type DueIndex interface {

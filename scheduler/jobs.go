@@ -45,8 +45,8 @@ func checkID(name, id string) error {
 }
 
 // JobRecord is a job's lifecycle state: in Redis the fields state,
-// attempt, node_id, created_at_ms, updated_at_ms and dispatched_at_ms of
-// the job's hash {prefix}:v1:jobs:{job:<job_id>}:fsm.
+// attempt, node_id, created_at_ms, updated_at_ms, dispatched_at_ms and
+// queued_at_ms of the job's hash {prefix}:v1:jobs:{job:<job_id>}:fsm.
 type JobRecord struct {
 	ID string
 	fsm.Job
@@ -58,6 +58,21 @@ type JobRecord struct {
 	// DispatchedAt is when the job was last dispatched (zero before its
 	// first dispatch): its current attempt's start while it is on a node.
 	DispatchedAt time.Time
+	// QueuedAt is when the job began to wait for a node in its current
+	// attempt: its creation, or the step that ended its previous attempt.
+	// A job_assign that could not reach its node ([fsm.Undelivered]) does
+	// not move it: the wait goes on. [JobStore.Job] returns it; the
+	// transitions of a store may leave it zero, which means UpdatedAt.
+	QueuedAt time.Time
+}
+
+// WaitingSince returns when the job began to wait for a node in its
+// current attempt: QueuedAt, or UpdatedAt when QueuedAt is zero.
+func (r JobRecord) WaitingSince() time.Time {
+	if r.QueuedAt.IsZero() {
+		return r.UpdatedAt
+	}
+	return r.QueuedAt
 }
 
 // JobTransition is what [JobStore.ApplyJob] did.
@@ -149,6 +164,18 @@ type SlotOpener interface {
 	// is taken refuses with [ErrNodeFull] and nothing is stored, and a
 	// job that exists is returned as Open returns it, with no slot taken.
 	OpenOnSlot(ctx context.Context, jobID string, spec JobSpec, nodeID string, capacity int, ttl time.Duration, due time.Time) (JobRecord, BookEntry, bool, error)
+}
+
+// AttemptLimit is an optional capability of a [JobStore] whose steps
+// enforce a number of attempts of their own ([MemJobs] and
+// store/redisstore's Jobs do: they apply [fsm.Machine] with the
+// MaxAttempts they were built with). [NewDispatcher] refuses a store whose
+// limit differs from its Config.Dispatch.MaxAttempts, instead of letting
+// the store's silently win.
+type AttemptLimit interface {
+	// MaxAttempts returns the attempts a job gets, defaults applied
+	// ([fsm.Machine.Max]).
+	MaxAttempts() int
 }
 
 // JobAttempt names one attempt of a job.

@@ -250,7 +250,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntr
 	case err != nil:
 		return err
 	case node == "":
-		if time.Since(rec.UpdatedAt) >= d.dc.QueueTimeout {
+		if time.Since(rec.WaitingSince()) >= d.dc.QueueTimeout {
 			return d.fail(ctx, rec, FailNoNode, fmt.Sprintf("no node in pool %q with model %q took the job within %v", spec.Pool, spec.Model, d.dc.QueueTimeout))
 		}
 		return d.st.Due.Set(ctx, rec.ID, time.Now().Add(d.dc.RetryInterval))
@@ -414,8 +414,8 @@ func (d *Dispatcher) fail(ctx context.Context, rec JobRecord, code, detail strin
 
 // finishStored ends a job in FINISHED or FAILED, whose outcome the step
 // that ended it stored: it answers the job's waiters and leaves the job to
-// the next sweep (woken at once), which frees its node's slot, releases it
-// and takes its deadline out of the index together with the others that
+// the release loop (woken at once), which frees its node's slot, releases
+// it and takes its deadline out of the index together with the others that
 // ended meanwhile. Each step is idempotent, so a sweeper may run it again after
 // a crash (the sessions' instances drop an answer given twice).
 func (d *Dispatcher) finishStored(ctx context.Context, rec JobRecord, entry BookEntry) error {
@@ -435,7 +435,7 @@ func (d *Dispatcher) finishStored(ctx context.Context, rec JobRecord, entry Book
 	d.mu.Lock()
 	d.over = append(d.over, overJob{JobAttempt{rec.ID, rec.Attempt}, rec.State == fsm.Finished, rec.NodeID})
 	d.mu.Unlock()
-	d.wakeSweeper()
+	d.wakeRelease()
 	return nil
 }
 

@@ -73,6 +73,11 @@ func (s *MemJobs) get(id string, now time.Time) (*memJob, bool) {
 	return j, true
 }
 
+var _ AttemptLimit = (*MemJobs)(nil)
+
+// MaxAttempts implements [AttemptLimit].
+func (s *MemJobs) MaxAttempts() int { return s.m.Max() }
+
 // Open implements [JobStore].
 func (s *MemJobs) Open(ctx context.Context, jobID string, spec JobSpec, nodeID string, due time.Time) (JobRecord, BookEntry, bool, error) {
 	if err := CheckSpec(jobID, spec); err != nil {
@@ -97,7 +102,7 @@ func (s *MemJobs) Open(ctx context.Context, jobID string, spec JobSpec, nodeID s
 		return j.rec, cloneEntry(j.book), false, nil
 	}
 	ms := now.Truncate(time.Millisecond)
-	rec := JobRecord{ID: jobID, Job: fsm.New(), CreatedAt: ms, UpdatedAt: ms}
+	rec := JobRecord{ID: jobID, Job: fsm.New(), CreatedAt: ms, UpdatedAt: ms, QueuedAt: ms}
 	j := &memJob{rec: rec, book: BookEntry{Spec: stored, Waiters: []string{spec.SessionID}}, expires: now.Add(s.ttl)}
 	if nodeID != "" {
 		out, err := s.m.Apply(rec.Job, fsm.Dispatch, rec.Attempt)
@@ -236,6 +241,9 @@ func (s *MemJobs) apply(jobID string, ev fsm.Event, attempt int, nodeID string) 
 		}
 	case out.Job.State == fsm.Created:
 		rec.NodeID = ""
+		if ev != fsm.Undelivered {
+			rec.QueuedAt = now.Truncate(time.Millisecond)
+		}
 	}
 	rec.UpdatedAt = now.Truncate(time.Millisecond)
 	j.rec, j.expires = rec, now.Add(s.ttl)

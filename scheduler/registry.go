@@ -50,8 +50,19 @@ func (d *Dispatcher) checkNodeInfo(info NodeInfo) (NodeInfo, error) {
 	if len(info.Status) > MaxIDLen {
 		return info, msgErr("status", "longer than %d bytes", MaxIDLen)
 	}
+	if len(info.Jobs) > MaxCapacity {
+		return info, msgErr("jobs", "more than %d jobs", MaxCapacity)
+	}
+	for i, j := range info.Jobs {
+		if err := CheckID(fmt.Sprintf("jobs[%d]", i), j); err != nil {
+			return info, err
+		}
+	}
 	info.Pools = slices.Clone(info.Pools)
 	info.Models = slices.Clone(info.Models)
+	if info.Jobs != nil {
+		info.Jobs = slices.Clone(info.Jobs)
+	}
 	return info, nil
 }
 
@@ -66,7 +77,10 @@ func (d *Dispatcher) snapshotOf(info NodeInfo) NodeSnapshot {
 // node's owner to this instance (a newer connection, here or on another
 // instance, always wins), publishes its snapshot and makes it selectable
 // at once. Attaching a node id that is attached already replaces the old
-// connection; jobs on the node stay.
+// connection. The node's jobs stay on it and are followed from here,
+// except those it acknowledged and does not list in info.Jobs (when it
+// lists its jobs): it lost them, and they go to other nodes before
+// AttachNode returns.
 func (d *Dispatcher) AttachNode(ctx context.Context, info NodeInfo, conn NodeConn) error {
 	if conn == nil {
 		return errors.New("scheduler: AttachNode: nil conn")
@@ -95,9 +109,20 @@ func (d *Dispatcher) AttachNode(ctx context.Context, info NodeInfo, conn NodeCon
 	}
 	n.info, n.conn = info, conn
 	d.fleet[info.NodeID] = snap
+	var known []string
+	var steps []progressKey
+	if !fresh && info.Jobs != nil {
+		for id, j := range n.jobs {
+			known = append(known, id)
+			steps = n.unstored(steps, id, j.attempt)
+		}
+	}
 	d.mu.Unlock()
-	if fresh {
-		d.takeJobs(ctx, info.NodeID, n)
+	// The progress seen here goes to the records first, so that a job the
+	// node acknowledged here and now forgot is known as acknowledged.
+	d.writeProgress(ctx, steps)
+	if fresh || info.Jobs != nil {
+		d.takeJobs(ctx, info.NodeID, n, known, info.Jobs)
 	}
 	d.wakeSweeper() // jobs waiting for a node may take this one
 	return nil
@@ -106,16 +131,35 @@ func (d *Dispatcher) AttachNode(ctx context.Context, info NodeInfo, conn NodeCon
 // takeJobs makes this instance follow the jobs a node attaching here
 // already runs (it moved from another instance, or this instance
 // restarted): their leases are renewed here from now on, so that they are
-// not timed out while the node works on them.
-func (d *Dispatcher) takeJobs(ctx context.Context, nodeID string, n *localNode) {
+// not timed out while the node works on them. With listed not nil (the
+// node said what it runs), a job the node acknowledged and does not list
+// is one it lost: it goes to another node at once, instead of holding its
+// slot, renewed here, until the run timeout. known are jobs this instance
+// followed on the node before, besides those of its reservations.
+func (d *Dispatcher) takeJobs(ctx context.Context, nodeID string, n *localNode, known, listed []string) {
 	ids, err := d.st.Reservations.Jobs(ctx, nodeID)
 	if err != nil {
 		d.log.Warn("scheduler: jobs of an attaching node", "node_id", nodeID, "err", err)
-		return
+		if listed == nil {
+			return
+		}
+	}
+	for _, id := range known {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
 	}
 	for _, id := range ids {
 		rec, err := d.st.Jobs.Job(ctx, id)
 		if err != nil || rec.NodeID != nodeID || !rec.State.Active() {
+			continue
+		}
+		if listed != nil && rec.State != fsm.Dispatched && !slices.Contains(listed, id) {
+			d.untrack(nodeID, id)
+			d.log.Info("scheduler: an attaching node does not run a job it acknowledged; the job goes to another node", "job_id", id, "node_id", nodeID, "attempt", rec.Attempt)
+			if err := d.endAttempt(ctx, rec, fsm.Failover, CancelFailover); err != nil {
+				d.log.Warn("scheduler: fail over a job its node lost", "job_id", id, "node_id", nodeID, "err", err)
+			}
 			continue
 		}
 		d.mu.Lock()
@@ -175,7 +219,9 @@ func (d *Dispatcher) DetachNode(ctx context.Context, nodeID string, conn NodeCon
 }
 
 // failoverNode sends every active job of nodeID (those it holds a
-// reservation for, plus known) to another node.
+// reservation for, plus known) to another node: a job the node
+// acknowledged as a new attempt, one it never acknowledged in the same
+// attempt.
 func (d *Dispatcher) failoverNode(ctx context.Context, nodeID string, known []string, why string) error {
 	jobs, err := d.st.Reservations.Jobs(ctx, nodeID)
 	if err != nil {
@@ -199,6 +245,16 @@ func (d *Dispatcher) failoverNode(ctx context.Context, nodeID string, known []st
 		if rec.NodeID != nodeID || !rec.State.Active() {
 			if rec.NodeID != nodeID {
 				d.st.Reservations.Release(ctx, nodeID, j)
+			}
+			continue
+		}
+		if rec.State == fsm.Dispatched {
+			// The node never acknowledged the job: it goes back to wait for
+			// a node in the same attempt, as an undeliverable job_assign
+			// does, so that nodes going away spend no attempts. Its wait
+			// for a node still counts from when it began (QueueTimeout).
+			if ferr := d.requeueLogged(ctx, rec, "scheduler: job taken off its node", "reason", why, "state", fsm.Created, "acknowledged", false); ferr != nil {
+				err = errors.Join(err, ferr)
 			}
 			continue
 		}
@@ -298,6 +354,16 @@ func (d *Dispatcher) applyFleet(fleet []NodeSnapshot) {
 			gone = append(gone, id)
 		}
 	}
+	// Jobs waiting for a node may take one that came online, or that has
+	// more room than before; an unchanged fleet wakes no sweep.
+	more := false
+	for id, s := range next {
+		old, ok := d.fleet[id]
+		if s.Online && (!ok || !old.Online || s.MaxConcurrency > old.MaxConcurrency || s.Running < old.Running) {
+			more = true
+			break
+		}
+	}
 	d.fleet = next
 	d.mu.Unlock()
 	for _, id := range gone {
@@ -307,7 +373,7 @@ func (d *Dispatcher) applyFleet(fleet []NodeSnapshot) {
 		}
 		cancel()
 	}
-	if len(fleet) > 0 {
+	if more {
 		d.wakeSweeper()
 	}
 }

@@ -89,6 +89,11 @@ func (d *Dispatcher) toNode(ctx context.Context, m Envelope) error {
 // RetryInterval, to another node while one is eligible; it fails with
 // no_node once none took it within QueueTimeout.
 func (d *Dispatcher) requeue(ctx context.Context, rec JobRecord, cause error) error {
+	return d.requeueLogged(ctx, rec, "scheduler: job_assign undeliverable; the job waits for a node", "cause", cause)
+}
+
+// requeueLogged is requeue with its log line: msg and args.
+func (d *Dispatcher) requeueLogged(ctx context.Context, rec JobRecord, msg string, args ...any) error {
 	tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, fsm.Undelivered, rec.Attempt, rec.NodeID)
 	if err != nil {
 		if Refusal(err) != "" {
@@ -99,7 +104,7 @@ func (d *Dispatcher) requeue(ctx context.Context, rec JobRecord, cause error) er
 	if tr.Duplicate {
 		return nil
 	}
-	d.log.Info("scheduler: job_assign undeliverable; the job waits for a node", "job_id", rec.ID, "node_id", rec.NodeID, "attempt", rec.Attempt, "cause", cause)
+	d.log.Info(msg, append([]any{"job_id", rec.ID, "node_id", rec.NodeID, "attempt", rec.Attempt}, args...)...)
 	d.enter(tr.Job.State)
 	if tr.FreeNode != "" {
 		if _, err := d.st.Reservations.Release(ctx, tr.FreeNode, rec.ID); err != nil {
@@ -123,27 +128,51 @@ func (d *Dispatcher) holder(nodeID string) string {
 	return ""
 }
 
-// instanceAlive reports whether an instance announced its presence,
-// remembering the answer for a second.
+// instanceAlive reports whether an instance announced its presence. A
+// yes is remembered for aliveMemory (an instance that dies meanwhile has
+// its inbox adopted, so nothing sent to it is lost); a no is not
+// remembered, so that an instance that (re)starts is routed to as soon as
+// it announced itself.
 func (d *Dispatcher) instanceAlive(ctx context.Context, id string) bool {
 	if id == d.id {
 		return true
 	}
+	now := time.Now()
 	d.mu.Lock()
-	e, ok := d.alive[id]
+	at, ok := d.alive[id]
 	d.mu.Unlock()
-	if ok && time.Since(e.at) < time.Second {
-		return e.alive
+	if ok && now.Sub(at) < aliveMemory {
+		return true
 	}
 	alive, err := d.st.Presence.Alive(ctx, id)
 	if err != nil {
 		return true // let the inbox keep it; adoption follows if it is dead
 	}
 	d.mu.Lock()
-	d.alive[id] = aliveEntry{alive, time.Now()}
+	if alive {
+		d.alive[id] = now
+	} else {
+		delete(d.alive, id)
+	}
+	if len(d.alive) > aliveKept {
+		// Forget the instances not asked about lately: the map holds the
+		// instances routed to now, not every one ever seen.
+		for k, t := range d.alive {
+			if now.Sub(t) >= aliveMemory {
+				delete(d.alive, k)
+			}
+		}
+	}
 	d.mu.Unlock()
 	return alive
 }
+
+// How long a live instance is taken for alive without asking, and how
+// many remembered instances make instanceAlive forget the stale ones.
+const (
+	aliveMemory = time.Second
+	aliveKept   = 64
+)
 
 // answer routes an answer to a session: on this instance directly, else
 // through the inbox of the instance holding the session (or, when no

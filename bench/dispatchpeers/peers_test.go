@@ -59,7 +59,7 @@ func BenchmarkPeers(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() {
-		srv.Shutdown()
+		srv.Shutdown() // the last server, started again after the count below
 		insp := asynq.NewInspector(opt)
 		insp.DeleteQueue(queue, true)
 		insp.Close()
@@ -156,6 +156,42 @@ func BenchmarkPeers(b *testing.B) {
 	b.ReportMetric(asynqRate, "asynq_tasks/s")
 	b.ReportMetric(dispRate, "dispatcher_jobs/s")
 	b.ReportMetric(dispRate/asynqRate, "dispatcher/asynq")
+
+	// The server's work, counted as it counts it (INFO commandstats, the
+	// commands that scripts run included), for each system alone: asynq's
+	// server is stopped while a round of the Dispatcher is counted, and
+	// the Dispatchers while a round of asynq is (each one's background
+	// loops are part of its cost).
+	srv.Shutdown()
+	stats := func() storetest.CommandStats {
+		s, err := storetest.RedisCommandStats(ctx, rc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	s0 := stats()
+	dispatchRound(round)
+	dispCmds := stats().Sub(s0)
+	p.StopAll()
+	srv = asynq.NewServer(opt, asynq.Config{
+		Concurrency: inFlight, Queues: map[string]int{queue: 1}, LogLevel: asynq.ErrorLevel,
+		TaskCheckInterval: 10 * time.Millisecond,
+	})
+	if err := srv.Start(mux); err != nil {
+		b.Fatal(err)
+	}
+	asynqRound(round / 4) // the new server's start-up is not counted
+	s0 = stats()
+	asynqRound(round)
+	asynqCmds := stats().Sub(s0)
+	per := func(n int64) float64 { return float64(n) / round }
+	b.ReportMetric(per(dispCmds.Total()), "dispatcher_cmds/job")
+	b.ReportMetric(per(dispCmds.Scripts()), "dispatcher_scripts/job")
+	b.ReportMetric(per(asynqCmds.Total()), "asynq_cmds/task")
+	b.ReportMetric(per(asynqCmds.Scripts()), "asynq_scripts/task")
+	b.Logf("commands of %d Dispatcher jobs: %v", round, dispCmds)
+	b.Logf("commands of %d asynq tasks: %v", round, asynqCmds)
 }
 
 // session counts the answers a Dispatcher hands it.

@@ -296,3 +296,79 @@ func BenchmarkLatency(b *testing.B) {
 	b.ReportMetric(perJob, "redis-ops/job")
 	b.ReportMetric(pct(lat, 0.5)/floor, "p50/floor")
 }
+
+// BenchmarkRedisWork counts what two dispatcher processes cost Redis, as
+// the server counts it (INFO commandstats, the commands that scripts run
+// included), with the binary's default paces: first idle (three example
+// nodes on A, a session on B, no job; 10 seconds), then at a steady 150
+// requests a second from the session (b.N requests). It reports the
+// commands and scripts an idle instance costs a second, and the commands
+// and scripts per job at that rate (the idle loops included). Run it on a
+// Redis nothing else uses (KSANA_TEST_REDIS_URL):
+//
+//	go test -run '^$' -bench RedisWork -benchtime 3000x ./cmd/dispatcher/
+func BenchmarkRedisWork(b *testing.B) {
+	redis := singleRedis(testenv.RedisURL(b), randomPrefix(b))
+	client := redisClient(b, redis)
+	ctx := context.Background()
+	dispatcherBin, nodeBin := binaries(b)
+	dir := b.TempDir()
+	plane := testPlane("", &redis)
+	plane.Plane.OwnerTTL, plane.Plane.Inbox, plane.Plane.Fleet = 45*time.Second, scheduler.InboxConfig{Block: time.Second, ClaimMinIdle: 30 * time.Second, DeadMinIdle: time.Minute, ScanInterval: 5 * time.Second}, scheduler.FleetConfig{PresenceTTL: 45 * time.Second, RefreshInterval: 2 * time.Second}
+	plane.Plane.Dispatch = scheduler.Config{}.WithDefaults().Dispatch
+	a := startProc(b, dir, "a", true, dispatcherBin, "-config", writeConfig(b, dir, "a", plane))
+	bb := startProc(b, dir, "b", true, dispatcherBin, "-config", writeConfig(b, dir, "b", plane))
+	for i := range 3 {
+		startProc(b, dir, fmt.Sprintf("n%d", i), false, nodeBin, "-url", wsURL(a.addr, "/ws/node"), "-id", fmt.Sprintf("n%d", i), "-pools", "p", "-capacity", "64", "-delay", "0", "-quiet")
+	}
+	storetest.Eventually(b, "fleet", 20*time.Second, func() bool { return health(bb.addr)["fleet_online"] == 3.0 })
+	ws := mustDial(b, wsURL(bb.addr, "/ws/session", "session_id", "work"), "")
+	stats := func() storetest.CommandStats {
+		s, err := storetest.RedisCommandStats(ctx, client)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	time.Sleep(3 * time.Second) // past the start-up's steps
+	s0, t0 := stats(), time.Now()
+	time.Sleep(10 * time.Second)
+	idle, idleFor := stats().Sub(s0), time.Since(t0)
+	answered := make(chan struct{}, b.N)
+	go func() {
+		for {
+			select {
+			case m := <-ws.in:
+				if m.Type == "job_result" || m.Type == "job_failed" {
+					answered <- struct{}{}
+				}
+			case <-ws.done:
+				return
+			}
+		}
+	}()
+	b.ResetTimer()
+	s0 = stats()
+	tick := time.NewTicker(time.Second / 150)
+	for i := range b.N {
+		<-tick.C
+		ws.send(wire{Type: "job_request", RequestID: fmt.Sprintf("w-%d", i), Pool: "p", Payload: []byte("x")})
+	}
+	tick.Stop()
+	for range b.N {
+		select {
+		case <-answered:
+		case <-time.After(30 * time.Second):
+			b.Fatal("requests unanswered after 30s")
+		}
+	}
+	work := stats().Sub(s0)
+	b.StopTimer()
+	perSec := func(n int64) float64 { return float64(n) / idleFor.Seconds() / 2 }
+	b.ReportMetric(perSec(idle.Total()), "idle-cmds/s/instance")
+	b.ReportMetric(perSec(idle.Scripts()), "idle-scripts/s/instance")
+	b.ReportMetric(float64(work.Total())/float64(b.N), "cmds/job")
+	b.ReportMetric(float64(work.Scripts())/float64(b.N), "scripts/job")
+	b.Logf("idle, two instances, %v: %v", idleFor.Round(time.Millisecond), idle)
+	b.Logf("%d jobs at 150/s: %v", b.N, work)
+}

@@ -27,7 +27,15 @@ const (
 	defaultDrainTimeoutMS = 10000
 	defaultWorkers        = 64
 	defaultPingIntervalMS = 15000
+	defaultReadHeaderMS   = 10000
+	defaultIdleTimeoutMS  = 60000
+	defaultMaxPending     = 256
+	minTokenBytes         = 16
 )
+
+// envMetricsToken, when set, is dispatcher.metrics_token: the secret need
+// not be written in the file.
+const envMetricsToken = "KSANA_DISPATCHER_METRICS_TOKEN"
 
 // ServerConfig is the binary's own part of the [dispatcher] table.
 type ServerConfig struct {
@@ -40,8 +48,17 @@ type ServerConfig struct {
 	DrainTimeoutMS int    `toml:"drain_timeout_ms"`
 	Workers        int    `toml:"workers"`
 	PingIntervalMS int    `toml:"ping_interval_ms"`
-	LogLevel       string `toml:"log_level"`
-	LogFormat      string `toml:"log_format"`
+	// ReadHeaderTimeoutMS bounds the reading of a request's headers.
+	ReadHeaderTimeoutMS int `toml:"read_header_timeout_ms"`
+	// IdleTimeoutMS closes a keep-alive HTTP connection idle this long.
+	IdleTimeoutMS int `toml:"idle_timeout_ms"`
+	// MaxPendingConns caps the connections not yet authenticated (every
+	// connection until it is a WebSocket that passed its token check).
+	MaxPendingConns int `toml:"max_pending_conns"`
+	// MetricsToken, when set, is the bearer token /metrics requires.
+	MetricsToken string `toml:"metrics_token"`
+	LogLevel     string `toml:"log_level"`
+	LogFormat    string `toml:"log_format"`
 	// NodeCredentials bind tokens to the node ids they may register.
 	NodeCredentials []NodeCredential `toml:"node_credentials"`
 }
@@ -166,7 +183,11 @@ var settings = []setting{
 	{"dispatcher.session_token", "", "", "when set, /ws/session requires Authorization: Bearer <session_token>"},
 	{"dispatcher.max_frame_bytes", "", fmt.Sprint(defaultMaxFrameBytes), "larger messages get an error frame and are dropped; beyond 8x the connection is closed"},
 	{"dispatcher.send_queue", "", fmt.Sprint(defaultSendQueue), "messages queued per connection; a peer that lets it fill is disconnected"},
-	{"dispatcher.write_timeout_ms", "", fmt.Sprint(defaultWriteTimeoutMS), "a write to a peer that takes longer closes the connection"},
+	{"dispatcher.write_timeout_ms", "", fmt.Sprint(defaultWriteTimeoutMS), "a write to a peer that takes longer closes the connection: a WebSocket message, or a whole HTTP response"},
+	{"dispatcher.read_header_timeout_ms", "", fmt.Sprint(defaultReadHeaderMS), "a request whose headers take longer to arrive is dropped with its connection"},
+	{"dispatcher.idle_timeout_ms", "", fmt.Sprint(defaultIdleTimeoutMS), "a keep-alive HTTP connection idle this long is closed (WebSockets are kept alive by pings)"},
+	{"dispatcher.max_pending_conns", "", fmt.Sprint(defaultMaxPending), "connections not yet authenticated (every one until it is a WebSocket past its token check); more are closed at once"},
+	{"dispatcher.metrics_token", "", "", "when set (or " + envMetricsToken + "), /metrics requires Authorization: Bearer <metrics_token>; at least 16 bytes"},
 	{"dispatcher.drain_timeout_ms", "", fmt.Sprint(defaultDrainTimeoutMS), "on SIGTERM, how long queued messages may take to reach their peers"},
 	{"dispatcher.workers", "", fmt.Sprint(defaultWorkers), "messages of one connection handled at once (one job's or one turn's messages keep their order)"},
 	{"dispatcher.ping_interval_ms", "", fmt.Sprint(defaultPingIntervalMS), "the dispatcher pings every peer this often; a peer that does not answer within it is disconnected"},
@@ -201,8 +222,9 @@ func configErr(key, format string, args ...any) error {
 }
 
 // loadConfig reads the config file at path ("" for none: every default)
-// and applies the -listen override. Errors name the file.
-func loadConfig(path, listen string) (config, error) {
+// and applies the -listen override and the environment (getenv):
+// KSANA_DISPATCHER_METRICS_TOKEN. Errors name the file or the variable.
+func loadConfig(path, listen string, getenv func(string) string) (config, error) {
 	var data []byte
 	if path != "" {
 		b, err := os.ReadFile(path)
@@ -223,6 +245,12 @@ func loadConfig(path, listen string) (config, error) {
 		if err := cfg.Server.validate(); err != nil {
 			return config{}, err
 		}
+	}
+	if tok := getenv(envMetricsToken); tok != "" {
+		if len(tok) < minTokenBytes {
+			return config{}, fmt.Errorf("%s: must be at least %d bytes", envMetricsToken, minTokenBytes)
+		}
+		cfg.Server.MetricsToken = tok
 	}
 	if cfg.Plane.InstanceID == "" || cfg.Plane.InstanceID == "auto" {
 		cfg.Plane.InstanceID = newInstanceID()
@@ -396,6 +424,15 @@ func (s ServerConfig) withDefaults() ServerConfig {
 	if s.PingIntervalMS == 0 {
 		s.PingIntervalMS = defaultPingIntervalMS
 	}
+	if s.ReadHeaderTimeoutMS == 0 {
+		s.ReadHeaderTimeoutMS = defaultReadHeaderMS
+	}
+	if s.IdleTimeoutMS == 0 {
+		s.IdleTimeoutMS = defaultIdleTimeoutMS
+	}
+	if s.MaxPendingConns == 0 {
+		s.MaxPendingConns = defaultMaxPending
+	}
 	if s.LogLevel == "" {
 		s.LogLevel = "info"
 	}
@@ -419,10 +456,15 @@ func (s ServerConfig) validate() error {
 		{"send_queue", s.SendQueue, 1 << 20}, {"write_timeout_ms", s.WriteTimeoutMS, 3600000},
 		{"drain_timeout_ms", s.DrainTimeoutMS, 3600000}, {"workers", s.Workers, 1024},
 		{"ping_interval_ms", s.PingIntervalMS, 3600000},
+		{"read_header_timeout_ms", s.ReadHeaderTimeoutMS, 3600000}, {"idle_timeout_ms", s.IdleTimeoutMS, 3600000},
+		{"max_pending_conns", s.MaxPendingConns, 1 << 20},
 	} {
 		if f.v < 1 || f.v > f.max {
 			return configErr("dispatcher."+f.name, "%d is outside 1..%d", f.v, f.max)
 		}
+	}
+	if s.MetricsToken != "" && len(s.MetricsToken) < minTokenBytes {
+		return configErr("dispatcher.metrics_token", "must be at least %d bytes", minTokenBytes)
 	}
 	if _, err := parseLevel(s.LogLevel); err != nil {
 		return configErr("dispatcher.log_level", "%v", err)
@@ -433,8 +475,8 @@ func (s ServerConfig) validate() error {
 	seen := map[string]bool{}
 	for i, c := range s.NodeCredentials {
 		key := fmt.Sprintf("dispatcher.node_credentials[%d]", i)
-		if len(c.Token) < 16 {
-			return configErr(key+".token", "must be at least 16 bytes")
+		if len(c.Token) < minTokenBytes {
+			return configErr(key+".token", "must be at least %d bytes", minTokenBytes)
 		}
 		if c.Token == s.NodeToken || seen[c.Token] {
 			return configErr(key+".token", "is used twice")

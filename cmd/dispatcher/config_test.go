@@ -30,8 +30,9 @@ func TestParseConfigDefaults(t *testing.T) {
 	want := ServerConfig{
 		Listen: defaultListen, MaxFrameBytes: defaultMaxFrameBytes, SendQueue: defaultSendQueue,
 		WriteTimeoutMS: defaultWriteTimeoutMS, DrainTimeoutMS: defaultDrainTimeoutMS, Workers: defaultWorkers,
-		PingIntervalMS: defaultPingIntervalMS,
-		LogLevel:       "info", LogFormat: "text",
+		PingIntervalMS: defaultPingIntervalMS, ReadHeaderTimeoutMS: defaultReadHeaderMS,
+		IdleTimeoutMS: defaultIdleTimeoutMS, MaxPendingConns: defaultMaxPending,
+		LogLevel: "info", LogFormat: "text",
 	}
 	if diff := cmp.Diff(want, cfg.Server); diff != "" {
 		t.Errorf("server defaults (-want +got):\n%s", diff)
@@ -95,7 +96,7 @@ func TestSettingsComplete(t *testing.T) {
 	}
 	// Every key must also be accepted: a file with every key set parses.
 	var help bytes.Buffer
-	if code := run(context.Background(), []string{"-h"}, &help, &help); code != 0 {
+	if code := run(context.Background(), []string{"-h"}, os.Getenv, &help, &help); code != 0 {
 		t.Fatalf("dispatcher -h: exit %d", code)
 	}
 	for _, k := range inHelp {
@@ -212,7 +213,7 @@ func TestRunBadConfigExits2(t *testing.T) {
 		})
 	}
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"-nope"}, &out, &errOut); code != 2 {
+	if code := run(context.Background(), []string{"-nope"}, os.Getenv, &out, &errOut); code != 2 {
 		t.Errorf("run(-nope) = %d, want 2", code)
 	}
 }

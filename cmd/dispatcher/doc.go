@@ -23,8 +23,14 @@
 // # Endpoints
 //
 //   - /ws/node: a node's WebSocket. Its first message is register
-//     (node_id, pools, models, capacity); the dispatcher answers
-//     registered. It then gets job_assign (job_id, attempt, session_id,
+//     (node_id, pools, models, capacity, and jobs: the ids of the jobs
+//     the node still runs, for a node that reconnects); the dispatcher
+//     answers registered. Every job the node had acknowledged (job_ack or
+//     job_started) and does not list in the first register of a
+//     connection goes to another node at once, and the node gets
+//     job_cancel for it: a node that lost its jobs with its connection
+//     simply registers without jobs. A register sent again on the same
+//     connection without jobs leaves the node's jobs as they are. It then gets job_assign (job_id, attempt, session_id,
 //     request_id, turn_id, pool, model, reason, payload) and job_cancel
 //     (the attempt ended: it failed over or timed out), and reports
 //     job_ack, job_started (or asr_partial), job_result (payload) or
@@ -41,7 +47,12 @@
 //     sent again, on any instance, gets the one answer of its job. A
 //     newer connection with the same session_id replaces the old one.
 //   - /metrics: Prometheus metrics of the instance (see
-//     [github.com/ksana-dev/ksana/metrics.Scheduler]).
+//     [github.com/ksana-dev/ksana/metrics.Scheduler]). When
+//     dispatcher.metrics_token is set, or the environment variable
+//     KSANA_DISPATCHER_METRICS_TOKEN (which wins over the file, so that
+//     the secret need not be written there), it requires
+//     "Authorization: Bearer <token>" and answers 401 otherwise; the token
+//     must be at least 16 bytes. Unset (the default), /metrics is open.
 //   - /health: {"status", "instance_id", "nodes", "sessions",
 //     "fleet_online"}: the nodes and sessions connected here, and the
 //     nodes online on every instance as this one sees them; 503 while
@@ -72,6 +83,27 @@
 // Any other path answers 404 with a JSON body {"error": ...}, as refused
 // upgrades do. A peer that reads too slowly for its
 // dispatcher.send_queue is disconnected.
+//
+// # Connections and their limits
+//
+// Plain HTTP requests have deadlines: their headers must arrive within
+// dispatcher.read_header_timeout_ms (default 10000), their response be
+// written within dispatcher.write_timeout_ms (default 10000), and a
+// keep-alive connection idle for dispatcher.idle_timeout_ms (default
+// 60000) is closed. A WebSocket is exempt from these once upgraded: each
+// of its messages must be written within write_timeout_ms, and its pings
+// (dispatcher.ping_interval_ms) find a peer that is gone.
+//
+// Connections not yet authenticated are capped by
+// dispatcher.max_pending_conns (default 256): every connection counts
+// from its accept until it is a WebSocket that passed its token check
+// (with no token configured, until it is a WebSocket), or until it
+// closes; /health and /metrics requests and idle keep-alive connections
+// count. A connection accepted while the cap is reached is closed at
+// once, with one warning in the log per 10 seconds. So clients that open
+// connections and send nothing hold at most that many, each for at most
+// read_header_timeout_ms; connected nodes and sessions do not count, but
+// a new node cannot connect while the cap is held.
 //
 // # Stopping
 //

@@ -23,6 +23,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/ksana-dev/ksana/fsm"
+	"github.com/ksana-dev/ksana/internal/testenv"
 	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/ksana-dev/ksana/store/redisstore"
 )
@@ -565,5 +566,53 @@ func testTwoProcesses(t *testing.T, be backend) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Errorf("B did not exit within 30s of SIGTERM")
+	}
+}
+
+// TestKilledInstanceForgottenJobs: kill -9 of instance A while example
+// node processes on it run jobs; the nodes reconnect to B, having lost
+// the jobs with their connection (their results would go to the dead
+// one). With a run timeout of two minutes, every request is still
+// answered within seconds: the nodes' registers on B list no job, so B
+// sends the lost ones to nodes at once. Before, B renewed the lost jobs'
+// leases until the run timeout, their records RUNNING all the while.
+func TestKilledInstanceForgottenJobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes; skipped under -short")
+	}
+	dispatcherBin, nodeBin := binaries(t)
+	dir := t.TempDir()
+	redis := singleRedis(testenv.RedisURL(t), randomPrefix(t))
+	plane := testPlane("", &redis)
+	plane.Plane.Dispatch.RunTimeout = 2 * time.Minute
+	a := startProc(t, dir, "a", true, dispatcherBin, "-config", writeConfig(t, dir, "a", plane))
+	b := startProc(t, dir, "b", true, dispatcherBin, "-config", writeConfig(t, dir, "b", plane))
+	urls := wsURL(a.addr, "/ws/node") + "," + wsURL(b.addr, "/ws/node")
+	for _, id := range []string{"n0", "n1", "n2"} {
+		startProc(t, dir, id, false, nodeBin, "-url", urls, "-id", id, "-pools", "p", "-capacity", "8", "-delay", "1500ms", "-quiet")
+	}
+	eventually(t, "three nodes on A, seen by B", 20*time.Second, func() bool {
+		ha, hb := health(a.addr), health(b.addr)
+		return ha != nil && hb != nil && ha["nodes"] == 3.0 && hb["fleet_online"] == 3.0
+	})
+	s := newRecorder(t, "session on B", wsURL(b.addr, "/ws/session", "session_id", "s"))
+	var reqs []string
+	for i := range 12 {
+		q := fmt.Sprintf("lost-%d", i)
+		reqs = append(reqs, q)
+		s.request(t, wire{RequestID: q, Pool: "p", Payload: []byte(q)})
+	}
+	running := `scheduler_phase2_job_state_total{state="RUNNING"}`
+	eventually(t, "the jobs running on A's nodes", 20*time.Second, func() bool { return scrape(a.addr, running) >= 12 })
+	a.kill9(t)
+	start := time.Now()
+	s.wait(t, reqs, 60*time.Second)
+	if el := time.Since(start); el > 30*time.Second {
+		t.Errorf("answered %v after A died, want well within the run timeout (2 minutes)", el)
+	}
+	for q, m := range s.checkOnce(t, reqs) {
+		if m.Type != "job_result" {
+			t.Errorf("request %s: %+v, want job_result", q, m)
+		}
 	}
 }

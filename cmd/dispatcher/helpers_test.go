@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/ksana-dev/ksana/internal/testenv"
 	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/ksana-dev/ksana/store/redisstore"
+	"github.com/ksana-dev/ksana/store/storetest"
 	"github.com/redis/rueidis"
 )
 
@@ -44,6 +46,7 @@ type wire struct {
 	Pools     []string `json:"pools,omitempty"`
 	Models    []string `json:"models,omitempty"`
 	Capacity  int      `json:"capacity,omitempty"`
+	Jobs      []string `json:"jobs,omitempty"`
 }
 
 // wsClient is a node or session connection driven by a test.
@@ -176,7 +179,43 @@ func randomPrefix(t testing.TB) string {
 	if len(name) > 40 {
 		name = name[:40]
 	}
-	return "ksana-disp-" + name + "-" + hex.EncodeToString(b[:])
+	prefix := "ksana-disp-" + name + "-" + hex.EncodeToString(b[:])
+	// Every key under it goes when t ends, also when it fails: after the
+	// instances started later stop (clean-ups run last registered first).
+	storetest.CleanupRedisKeys(t, prefix, keyCleaners()...)
+	return prefix
+}
+
+var (
+	cleanersOnce sync.Once
+	cleaners     []rueidis.Client
+)
+
+// keyCleaners returns clients of the test servers that the tests' key
+// clean-ups share (made once, kept until the process ends): the
+// standalone server, and the cluster when one is configured.
+func keyCleaners() []rueidis.Client {
+	cleanersOnce.Do(func() {
+		u := os.Getenv("KSANA_TEST_REDIS_URL")
+		if u == "" {
+			u = testenv.DefaultRedisURL
+		}
+		if c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{testenv.Addr(u)}, ForceSingleClient: true}); err == nil {
+			cleaners = append(cleaners, c)
+		}
+		var seeds []string
+		for _, s := range strings.Split(os.Getenv("KSANA_TEST_REDIS_CLUSTER_URLS"), ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				seeds = append(seeds, testenv.Addr(s))
+			}
+		}
+		if len(seeds) > 0 {
+			if c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: seeds}); err == nil {
+				cleaners = append(cleaners, c)
+			}
+		}
+	})
+	return cleaners
 }
 
 // backend is a Redis the test runs instances on.

@@ -24,7 +24,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
@@ -75,8 +75,9 @@ queued for it, lets the nodes' jobs go to other nodes, and exits 0.
 	return b.String()
 }
 
-// run is main without the process: it returns the exit status.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// run is main without the process: it returns the exit status. getenv
+// reads the environment (KSANA_DISPATCHER_METRICS_TOKEN).
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dispatcher", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	path := fs.String("config", "", "")
@@ -93,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dispatcher: unexpected argument %q (see dispatcher -h)\n", fs.Arg(0))
 		return 2
 	}
-	cfg, err := loadConfig(*path, *listen)
+	cfg, err := loadConfig(*path, *listen, getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "dispatcher: bad configuration: %v (see dispatcher -h)\n", err)
 		return 2
@@ -155,9 +156,20 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	go func() { runDone <- d.Run(runCtx) }()
 
 	srv := newServer(d, st, cfg.Server, log, reg)
-	hs := &http.Server{Handler: srv.handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
+	// The WebSocket handlers lift the read and write deadlines of their
+	// connection when they upgrade it: their frames have a write timeout
+	// of their own, and pings find a peer that is gone.
+	hs := &http.Server{
+		Handler:           srv.handler(),
+		ReadHeaderTimeout: ms(cfg.Server.ReadHeaderTimeoutMS),
+		WriteTimeout:      ms(cfg.Server.WriteTimeoutMS),
+		IdleTimeout:       ms(cfg.Server.IdleTimeoutMS),
+		ConnContext:       withConn,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
 	httpDone := make(chan error, 1)
-	go func() { httpDone <- hs.Serve(ln) }()
+	go func() { httpDone <- hs.Serve(newPendingListener(ln, cfg.Server.MaxPendingConns, log)) }()
 	mode := "memory"
 	if cfg.Redis != nil {
 		mode = "redis " + cfg.Redis.Mode

@@ -27,7 +27,7 @@ import (
 // types (job_assign, job_cancel, job_ack, job_started, asr_partial,
 // job_result, model_not_available, job_failed).
 const (
-	typeRegister   = "register"    // node → dispatcher: node_id, pools, models, capacity, status
+	typeRegister   = "register"    // node → dispatcher: node_id, pools, models, capacity, status, jobs
 	typeRegistered = "registered"  // dispatcher → node: the registration took effect
 	typeRequest    = "job_request" // session → dispatcher: request_id, turn_id, pool, model, reason, payload
 	typePing       = "ping"        // either way: a heartbeat, answered with pong
@@ -53,6 +53,7 @@ type inbound struct {
 	Models   []string `json:"models,omitempty"`
 	Capacity int      `json:"capacity,omitempty"`
 	Status   string   `json:"status,omitempty"`
+	Jobs     []string `json:"jobs,omitempty"` // register: the jobs the node still runs
 }
 
 // errorFrame tells a peer why its message was refused; the connection
@@ -76,6 +77,7 @@ type server struct {
 	reg      *prometheus.Registry
 	nodeTok  []byte // sha256 of the token, nil when none is required
 	sessTok  []byte
+	metTok   []byte       // of /metrics
 	creds    []credential // node_credentials
 	stopping atomic.Bool
 
@@ -94,6 +96,10 @@ func newServer(d *scheduler.Dispatcher, st scheduler.Stores, cfg ServerConfig, l
 	if cfg.SessionToken != "" {
 		h := sha256.Sum256([]byte(cfg.SessionToken))
 		s.sessTok = h[:]
+	}
+	if cfg.MetricsToken != "" {
+		h := sha256.Sum256([]byte(cfg.MetricsToken))
+		s.metTok = h[:]
 	}
 	for _, c := range cfg.NodeCredentials {
 		h := sha256.Sum256([]byte(c.Token))
@@ -133,7 +139,15 @@ func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws/node", s.serveNode)
 	mux.HandleFunc("GET /ws/session", s.serveSession)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if !authorized(r, s.metTok) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			httpError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		metrics.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("GET /health", s.serveHealth)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+" (/ws/node, /ws/session, /metrics, /health)")
@@ -191,6 +205,15 @@ func (s *server) accept(w http.ResponseWriter, r *http.Request, authorized bool)
 		httpError(w, http.StatusServiceUnavailable, "instance stopping")
 		return nil
 	}
+	// The server's deadlines are for HTTP requests: a WebSocket's writes
+	// have their own timeout (write_timeout_ms, per message) and its pings
+	// find a peer that is gone. The connection no longer counts as
+	// pending (max_pending_conns).
+	rc := http.NewResponseController(w)
+	if err := errors.Join(rc.SetReadDeadline(time.Time{}), rc.SetWriteDeadline(time.Time{})); err != nil {
+		s.log.Debug("dispatcher: lift deadlines", "remote", r.RemoteAddr, "err", err)
+	}
+	authenticatedConn(r.Context())
 	ws, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		s.log.Debug("dispatcher: upgrade", "remote", r.RemoteAddr, "err", err)
@@ -355,7 +378,13 @@ func (s *server) serveNode(w http.ResponseWriter, r *http.Request) {
 	s.readLoop(c, func(m inbound) {
 		switch m.Type {
 		case typeRegister:
-			info := scheduler.NodeInfo{NodeID: m.NodeID, Pools: m.Pools, Models: m.Models, Capacity: m.Capacity, Status: m.Status}
+			info := scheduler.NodeInfo{NodeID: m.NodeID, Pools: m.Pools, Models: m.Models, Capacity: m.Capacity, Status: m.Status, Jobs: m.Jobs}
+			if info.Jobs == nil && nodeID == "" {
+				// A new connection's register lists the jobs the node still
+				// runs; none listed, it runs none: the jobs it had
+				// acknowledged were lost with its old connection.
+				info.Jobs = []string{}
+			}
 			if nodeID != "" && m.NodeID != nodeID {
 				c.refuse(&errorFrame{Code: codeBadMessage, Field: "node_id", Error: fmt.Sprintf("node_id: this connection is node %q; open another connection for %q", nodeID, m.NodeID)}, typeRegister)
 				return
@@ -382,8 +411,8 @@ func (s *server) serveNode(w http.ResponseWriter, r *http.Request) {
 				c.refuse(&errorFrame{Code: codeNotRegistered, Field: "type", Error: "send register before job events", JobID: m.JobID}, string(m.Type))
 				return
 			}
-			if m.Pools != nil || m.Models != nil || m.Capacity != 0 || m.Status != "" {
-				c.refuse(&errorFrame{Code: codeBadMessage, Field: "pools", Error: "pools, models, capacity and status belong to register", JobID: m.JobID}, string(m.Type))
+			if m.Pools != nil || m.Models != nil || m.Capacity != 0 || m.Status != "" || m.Jobs != nil {
+				c.refuse(&errorFrame{Code: codeBadMessage, Field: "pools", Error: "pools, models, capacity, status and jobs belong to register", JobID: m.JobID}, string(m.Type))
 				return
 			}
 			env := m.Envelope
@@ -431,8 +460,8 @@ func (s *server) serveSession(w http.ResponseWriter, r *http.Request) {
 			s.unknown(c, m, "job_request, ping")
 			return
 		}
-		if m.Pools != nil || m.Models != nil || m.Capacity != 0 || m.Status != "" {
-			c.refuse(&errorFrame{Code: codeBadMessage, Field: "pools", Error: "pools, models, capacity and status belong to a node's register", RequestID: m.RequestID}, typeRequest)
+		if m.Pools != nil || m.Models != nil || m.Capacity != 0 || m.Status != "" || m.Jobs != nil {
+			c.refuse(&errorFrame{Code: codeBadMessage, Field: "pools", Error: "pools, models, capacity, status and jobs belong to a node's register", RequestID: m.RequestID}, typeRequest)
 			return
 		}
 		if m.JobID != "" || m.Attempt != 0 || m.NodeID != "" || m.Error != "" || (m.SessionID != "" && m.SessionID != sessionID) {

@@ -413,3 +413,57 @@ func TestRegisterLogsCapacity(t *testing.T) {
 		t.Errorf("register logged without its effective capacity 7:\n%s", l)
 	}
 }
+
+// TestReconnectListsJobs: a node that connects again (replacing its old
+// connection) lists the jobs it still runs in its register. A job it had
+// started and does not list goes to another node at once, as attempt 2,
+// instead of holding its slot until the run timeout (10s here); the job
+// it lists stays, and its result answers with attempt 1.
+func TestReconnectListsJobs(t *testing.T) {
+	plane := testPlane("relist", nil)
+	plane.Plane.Dispatch.RunTimeout = time.Minute
+	inst := startInstance(t, plane, ServerConfig{})
+	old := mustDial(t, wsURL(inst.addr, "/ws/node"), "")
+	old.register("n1", "p")
+	s := mustDial(t, wsURL(inst.addr, "/ws/session", "session_id", "s1"), "")
+	jobs := map[string]string{} // request -> job
+	for _, r := range []string{"kept", "lost"} {
+		s.send(wire{Type: "job_request", RequestID: r, Pool: "p", Payload: []byte(r)})
+		a := old.expect("job_assign")
+		jobs[string(a.Payload)] = a.JobID
+		old.send(wire{Type: "job_ack", JobID: a.JobID, Attempt: 1})
+		old.send(wire{Type: "job_started", JobID: a.JobID, Attempt: 1})
+	}
+	old.alive()                        // the events before it were taken
+	time.Sleep(100 * time.Millisecond) // and written to the records
+	other := mustDial(t, wsURL(inst.addr, "/ws/node"), "")
+	other.register("n2", "p")
+	start := time.Now()
+	n := mustDial(t, wsURL(inst.addr, "/ws/node"), "")
+	n.send(wire{Type: "register", NodeID: "n1", Pools: []string{"p"}, Capacity: 64, Jobs: []string{jobs["kept"]}})
+	// The node is told that the lost job left it, then that it is registered.
+	if m := n.expect("job_cancel"); m.JobID != jobs["lost"] || m.Attempt != 1 {
+		t.Errorf("cancel %+v, want the lost job %s, attempt 1", m, jobs["lost"])
+	}
+	n.expect("registered")
+	a := other.expect("job_assign")
+	if a.JobID != jobs["lost"] || a.Attempt != 2 {
+		t.Errorf("n2 got %+v, want the lost job %s as attempt 2", a, jobs["lost"])
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Errorf("the lost job went on %v after the register, want at once", el)
+	}
+	other.send(wire{Type: "job_result", JobID: a.JobID, Attempt: 2, Payload: []byte("lost-done")})
+	n.send(wire{Type: "job_result", JobID: jobs["kept"], Attempt: 1, Payload: []byte("kept-done")})
+	got := map[string]wire{}
+	for range 2 {
+		m := s.expect("job_result")
+		got[m.RequestID] = m
+	}
+	if m := got["kept"]; m.Attempt != 1 || string(m.Payload) != "kept-done" {
+		t.Errorf("answer of the kept job %+v, want attempt 1 kept-done", m)
+	}
+	if m := got["lost"]; m.Attempt != 2 || string(m.Payload) != "lost-done" {
+		t.Errorf("answer of the lost job %+v, want attempt 2 lost-done", m)
+	}
+}

@@ -221,7 +221,7 @@ func (s *Jobs) open(ctx context.Context, jobID string, spec scheduler.JobSpec, n
 		init = out.Job
 	}
 	keys := make([]string, 2, 3)
-	keys[0], keys[1] = key, s.keys.Due(DueShard(jobID))
+	keys[0], keys[1] = key, s.keys.Due(dueShardOf(jobID, dueShards(s.c)))
 	dueMS := strconv.FormatInt(due.UnixMilli(), 10)
 	if s.c.Mode() == rueidis.ClientModeCluster {
 		start := time.Now()
@@ -250,7 +250,7 @@ func (s *Jobs) open(ctx context.Context, jobID string, spec scheduler.JobSpec, n
 		// Opened now: the record is what was passed, stamped with the
 		// server's time.
 		now, _ := vals[1].ToString()
-		f := []string{string(init.State), strconv.Itoa(init.Attempt), nodeID, now, now, ""}
+		f := []string{string(init.State), strconv.Itoa(init.Attempt), nodeID, now, now, "", ""}
 		if nodeID != "" {
 			f[5] = now
 		}
@@ -261,16 +261,16 @@ func (s *Jobs) open(ctx context.Context, jobID string, spec scheduler.JobSpec, n
 		}
 		return rec, e, true, err
 	}
-	if len(vals) != 11 {
+	if len(vals) != 12 {
 		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, fmt.Errorf("redisstore: open job %q: reply of %d elements", jobID, len(vals))
 	}
 	created, _ := vals[0].AsInt64()
-	f, _ := strs(vals[1:], 10)
-	rec, err := decodeJob(jobID, key, f[:6])
+	f, _ := strs(vals[1:], 11)
+	rec, err := decodeJob(jobID, key, f[:7])
 	if err != nil {
 		return rec, scheduler.BookEntry{}, false, err
 	}
-	e, err := s.entry(jobID, f[6], f[7], f[8], f[9])
+	e, err := s.entry(jobID, f[7], f[8], f[9], f[10])
 	return rec, e, created == 1, err
 }
 
@@ -350,8 +350,12 @@ func (s *Jobs) Finish(ctx context.Context, jobID string, ev fsm.Event, attempt i
 	if len(vals) != 5 {
 		return scheduler.JobTransition{}, scheduler.BookEntry{}, fmt.Errorf("redisstore: apply %s to job %q: reply of %d elements", ev, jobID, len(vals))
 	}
+	step, err := vals[0].ToArray()
+	if err != nil {
+		return scheduler.JobTransition{}, scheduler.BookEntry{}, fmt.Errorf("redisstore: apply %s to job %q: %w", ev, jobID, err)
+	}
 	f, _ := strs(vals, 5)
-	tr, err := decodeApply(jobID, key, ev, attempt, f[0])
+	tr, err := decodeApply(jobID, key, ev, attempt, replyStrings(step))
 	if err != nil {
 		return tr, scheduler.BookEntry{}, err
 	}

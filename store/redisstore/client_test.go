@@ -4,9 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"os"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ksana-dev/ksana/internal/testenv"
+	"github.com/ksana-dev/ksana/store/storetest"
 	"github.com/redis/rueidis"
 )
 
@@ -52,9 +56,83 @@ func newTestClient(t testing.TB, addrs []string, cluster bool) rueidis.Client {
 }
 
 // testPrefix returns a key prefix no other test uses, so tests never collide
-// and never need to flush a server.
+// and never need to flush a server. Every key under it is deleted, on the
+// standalone server and on the cluster, when t ends, also when it fails.
 func testPrefix(t testing.TB) string {
 	var b [6]byte
 	rand.Read(b[:])
-	return "ksanatest:" + hex.EncodeToString(b[:])
+	prefix := "ksanatest:" + hex.EncodeToString(b[:])
+	storetest.CleanupRedisKeys(t, prefix, keyCleaners()...)
+	return prefix
+}
+
+var (
+	cleanersOnce sync.Once
+	cleaners     []rueidis.Client
+)
+
+// keyCleaners returns clients of the test servers that the tests' key
+// clean-ups share (made once; never closed before the process ends): the
+// standalone server, and the cluster when one is configured.
+func keyCleaners() []rueidis.Client {
+	cleanersOnce.Do(func() {
+		u := os.Getenv("KSANA_TEST_REDIS_URL")
+		if u == "" {
+			u = testenv.DefaultRedisURL
+		}
+		if c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{testenv.Addr(u)}, ForceSingleClient: true}); err == nil {
+			cleaners = append(cleaners, c)
+		}
+		var seeds []string
+		for _, s := range strings.Split(os.Getenv("KSANA_TEST_REDIS_CLUSTER_URLS"), ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				seeds = append(seeds, testenv.Addr(s))
+			}
+		}
+		if len(seeds) > 0 {
+			if c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: seeds}); err == nil {
+				cleaners = append(cleaners, c)
+			}
+		}
+	})
+	return cleaners
+}
+
+// TestDeleteRedisKeys: the clean-up of a test's prefix deletes every key
+// under it on every master of the cluster (keys of many slots), and no
+// key of another prefix, even one that starts alike.
+func TestDeleteRedisKeys(t *testing.T) {
+	ctx := context.Background()
+	for _, srv := range testServers(t) {
+		t.Run(srv.name, func(t *testing.T) {
+			prefix, other := testPrefix(t), testPrefix(t)
+			k, ko := NewKeys(prefix), NewKeys(other)
+			var cmds rueidis.Commands
+			for i := range 200 {
+				id := "n" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + string(rune('a'+i/26))
+				cmds = append(cmds, srv.client.B().Set().Key(k.NodeOwner(id)).Value("i").Build(),
+					srv.client.B().Set().Key(ko.NodeOwner(id)).Value("i").Build())
+			}
+			// A key that only starts like the prefix stays.
+			cmds = append(cmds, srv.client.B().Set().Key(prefix+"x:kept").Value("i").Build())
+			for _, r := range srv.client.DoMulti(ctx, cmds...) {
+				if err := r.Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n, err := storetest.DeleteRedisKeys(ctx, srv.client, prefix)
+			if err != nil || n != 200 {
+				t.Fatalf("DeleteRedisKeys = %d, %v; want 200", n, err)
+			}
+			if n, err := storetest.DeleteRedisKeys(ctx, srv.client, prefix); err != nil || n != 0 {
+				t.Errorf("DeleteRedisKeys again = %d, %v; want 0", n, err)
+			}
+			if v, err := srv.client.Do(ctx, srv.client.B().Get().Key(ko.NodeOwner("naa")).Build()).ToString(); err != nil || v != "i" {
+				t.Errorf("a key of another prefix: %q, %v; want it kept", v, err)
+			}
+			if err := srv.client.Do(ctx, srv.client.B().Del().Key(prefix+"x:kept").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }

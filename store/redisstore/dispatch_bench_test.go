@@ -147,7 +147,11 @@ return 1`)
 // one, the session on the other, the node answering at once), interleaved
 // with the same server's raw XADD rate at the same concurrency (64
 // callers, 500 jobs or XADDs a round). job/xadd is the ratio; redis-ops/job
-// counts the Redis operations (a pipeline counts once) a job costs;
+// counts the Redis operations (a pipeline counts once) a job costs, the
+// client's calls; redis-cmds/job the commands the server executed per job
+// (INFO commandstats over the rounds of jobs, the commands that scripts run
+// included, the instances' background loops too) and redis-scripts/job
+// the script calls among them: run it on a Redis nothing else uses;
 // go-cpu-µs/job and redis-cpu-µs/job the CPU time of this process and of
 // the server during the rounds of jobs, per job (on a machine shared
 // with other work these vary less than the rates); allocs/job and B/job
@@ -208,18 +212,27 @@ func BenchmarkDispatchEndToEnd(b *testing.B) {
 	var tBase, tOp time.Duration
 	var allocs, allocBytes uint64
 	var ms runtime.MemStats
+	cmds := storetest.CommandStats{}
+	var calls int64
 	for b.Loop() {
 		tBase += runCalls(b, perRound, base)
 		runtime.ReadMemStats(&ms)
 		m0, a0 := ms.Mallocs, ms.TotalAlloc
-		g0, r0 := processCPU(b), serverCPU(b, c)
+		g0, r0, c0, o0 := processCPU(b), serverCPU(b, c), commandStats(b, c), ops.Load()
 		tOp += runCalls(b, perRound, op)
 		goCPU, redisCPU = goCPU+processCPU(b)-g0, redisCPU+serverCPU(b, c)-r0
+		for k, v := range commandStats(b, c).Sub(c0) {
+			cmds[k] += v
+		}
+		calls += ops.Load() - o0
 		runtime.ReadMemStats(&ms)
 		allocs, allocBytes = allocs+ms.Mallocs-m0, allocBytes+ms.TotalAlloc-a0
 	}
 	jobs := float64(b.N * perRound)
-	perJob := float64(ops.Load()) / jobs
+	perJob := float64(calls) / jobs
+	b.ReportMetric(float64(cmds.Total())/jobs, "redis-cmds/job")
+	b.ReportMetric(float64(cmds.Scripts())/jobs, "redis-scripts/job")
+	b.Logf("commands of %v jobs (INFO commandstats, scripts' commands included): %v", jobs, cmds)
 	b.ReportMetric(float64(tBase)/float64(tOp), "job/xadd")
 	b.ReportMetric(float64(goCPU.Microseconds())/jobs, "go-cpu-µs/job")
 	b.ReportMetric(float64(allocs)/jobs, "allocs/job")
@@ -277,6 +290,67 @@ func serverCPU(b *testing.B, c rueidis.Client) time.Duration {
 		}
 	}
 	return time.Duration(total * float64(time.Second))
+}
+
+// commandStats reads INFO commandstats of the server (see
+// storetest.RedisCommandStats).
+func commandStats(b *testing.B, c rueidis.Client) storetest.CommandStats {
+	s, err := storetest.RedisCommandStats(context.Background(), c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkIdleInstance counts what idle dispatch instances cost Redis:
+// two Dispatchers with the default Config (the binary's defaults), one
+// node attached to the first and one session to the second, no job, each
+// round a window of 5 seconds. It reports the commands (INFO
+// commandstats, scripts' commands included) and scripts the server
+// executed per second and per instance, and the client calls (a pipeline
+// counts once). Run it on a Redis nothing else uses
+// (KSANA_TEST_REDIS_URL): the server's counts are everyone's.
+//
+//	go test -run '^$' -bench IdleInstance -benchtime 3x ./store/redisstore/
+func BenchmarkIdleInstance(b *testing.B) {
+	c := newTestClient(b, []string{testenv.Addr(testenv.RedisURL(b))}, false)
+	ctx := context.Background()
+	var ops atomic.Int64
+	prefix := testPrefix(b)
+	p := storetest.NewTestPlane(b, storetest.DispatcherHarness{Stores: func() scheduler.Stores {
+		st, err := NewStores(c, scheduler.Config{}, StoresConfig{KeyPrefix: prefix, OpHook: func(string, string, time.Duration) { ops.Add(1) }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st
+	}})
+	defaults := func(cfg *scheduler.Config) {
+		*cfg = scheduler.Config{InstanceID: cfg.InstanceID}
+	}
+	a := p.Start("idle-a", false, defaults)
+	d := p.Start("idle-b", false, defaults)
+	storetest.NewTestNode(scheduler.NodeInfo{NodeID: "n1"}).Attach(b, a)
+	if err := d.AttachSession(ctx, "s1", &countingSession{done: make(chan struct{}, 1)}); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // past the start-up's steps
+	const window = 5 * time.Second
+	cmds := storetest.CommandStats{}
+	var calls int64
+	var took time.Duration
+	for b.Loop() {
+		c0, o0, t0 := commandStats(b, c), ops.Load(), time.Now()
+		time.Sleep(window)
+		for k, v := range commandStats(b, c).Sub(c0) {
+			cmds[k] += v
+		}
+		calls, took = calls+ops.Load()-o0, took+time.Since(t0)
+	}
+	perSec := func(n int64) float64 { return float64(n) / took.Seconds() / 2 }
+	b.ReportMetric(perSec(cmds.Total()), "redis-cmds/s/instance")
+	b.ReportMetric(perSec(cmds.Scripts()), "redis-scripts/s/instance")
+	b.ReportMetric(perSec(calls), "client-calls/s/instance")
+	b.Logf("commands of two idle instances in %v: %v", took.Round(time.Millisecond), cmds)
 }
 
 // interleaveOnce runs b.N rounds of perRound calls of op.

@@ -68,9 +68,13 @@
 //
 // [Jobs] keeps each job's lifecycle in the hash
 // {prefix}:v1:jobs:{job:<job_id>}:fsm (state, attempt, node_id,
-// created_at_ms, updated_at_ms; a TTL renewed by every change) and moves it
-// with one Lua script generated from package fsm's table by
-// [GenerateFSMLua], so the rules exist once and each transition is atomic on
+// created_at_ms, updated_at_ms, dispatched_at_ms, queued_at_ms (when the
+// current attempt began to wait for a node; absent in the first attempt,
+// which waits since created_at_ms); a TTL renewed by every change) and moves it
+// with one Lua script: lines generated from package fsm's table by
+// [GenerateFSMLua], then the static Lua of the step (lua/fsm_step.lua,
+// embedded; the whole script is kept in testdata/fsm_apply.lua), which
+// replies with an array; so the rules exist once and each transition is atomic on
 // the job's key alone. [Reservations] holds each node's slots in the ZSET
 // {prefix}:v1:nodes:{node:<node_id>}:reserved scored by expiry on the
 // server's clock; Reserve is one script (drop expired, check capacity, add;
@@ -96,8 +100,9 @@
 // lifecycle, so that each step (open, dispatch, ack, start, result, fail
 // over, fail, release) is one script on one key. [Due] spreads the
 // deadline index over [DueShards] sorted sets {prefix}:v1:jobs:due:{due:<n>}
-// so that a cluster shares the load; a claim is one script per shard, in
-// one pipeline. Jobs.Open writes a new job's deadline to the shard of
+// on a cluster, so that the masters share the load, and keeps it in one,
+// {due:0}, on a standalone server; a claim reads each shard (one pipeline)
+// and runs one script per shard that holds a due job (a second one). Jobs.Open writes a new job's deadline to the shard of
 // the same prefix: on a standalone Redis inside the open script (one
 // call), on a cluster, where the shard and the job's hash lie in
 // different slots, with a ZADD NX that completes before the script runs
@@ -107,5 +112,7 @@
 //
 // The tests run the store/storetest suites against a standalone server and
 // a 3-master cluster whose addresses ./test.sh exports (see
-// internal/testenv); the restart test starts a private redis-server.
+// internal/testenv); the restart test starts a private redis-server. Each
+// test's keys live under a prefix of its own, deleted on both servers when
+// the test ends, passed or failed (store/storetest.CleanupRedisKeys).
 package redisstore

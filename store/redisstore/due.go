@@ -20,10 +20,11 @@ type DueConfig struct {
 	OpHook OpHook
 }
 
-// Due is the Redis [scheduler.DueIndex]: [DueShards] sorted sets
-// {prefix}:v1:jobs:due:{due:<n>} of job ids scored by Unix milliseconds, a
-// job's set chosen by [DueShard]. The shards spread the index over a
-// cluster's masters; Claim is one script per shard, sent in one pipeline.
+// Due is the Redis [scheduler.DueIndex]: sorted sets
+// {prefix}:v1:jobs:due:{due:<n>} of job ids scored by Unix milliseconds:
+// on a cluster [DueShards] of them, a job's set chosen by [DueShard], so
+// that the index's load is spread over the masters; on a standalone server
+// one, shard 0.
 type Due struct {
 	c    rueidis.Client
 	keys Keys
@@ -39,7 +40,7 @@ func NewDue(c rueidis.Client, cfg DueConfig) (*Due, error) {
 		return nil, errors.New("redisstore: NewDue: nil client")
 	}
 	d := &Due{c: c, keys: NewKeys(cfg.Prefix), hook: cfg.OpHook}
-	for i := range DueShards {
+	for i := range dueShards(c) {
 		d.all = append(d.all, d.keys.Due(i))
 	}
 	return d, nil
@@ -47,12 +48,12 @@ func NewDue(c rueidis.Client, cfg DueConfig) (*Due, error) {
 
 // dueClaimScript takes up to ARGV[3] members of KEYS[1] scored at most
 // ARGV[1] and scores them ARGV[2].
-var dueClaimScript = rueidis.NewLuaScript(`
+var dueClaimScript = newLuaScript(`
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
 for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], ARGV[2], id) end
 return ids`)
 
-func (d *Due) key(jobID string) string { return d.all[DueShard(jobID)] }
+func (d *Due) key(jobID string) string { return d.all[dueShardOf(jobID, len(d.all))] }
 
 func checkJob(jobID string) error {
 	if jobID == "" {
@@ -122,22 +123,37 @@ func (d *Due) Due(ctx context.Context, jobID string) (time.Time, bool, error) {
 	return time.UnixMilli(int64(ms)), true, nil
 }
 
-// Claim implements [scheduler.DueIndex]: one script per shard, each taking
-// up to n/[DueShards] (at least one) jobs, in one pipeline.
+// Claim implements [scheduler.DueIndex]: a pipeline of one read per shard
+// (ZRANGEBYSCORE ... LIMIT 0 1: is anything due?), then, for the shards
+// that hold a due job, one script each taking up to n over the number of
+// shards (at least one) jobs, in a second pipeline. A sweep that finds nothing due,
+// which is what an idle instance's sweeps find, costs the server one
+// command per shard and no script.
 func (d *Due) Claim(ctx context.Context, now time.Time, lease time.Duration, n int) ([]string, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	per := strconv.Itoa(max(1, (n+DueShards-1)/DueShards))
-	args := []string{strconv.FormatInt(now.UnixMilli(), 10), strconv.FormatInt(now.Add(lease).UnixMilli(), 10), per}
-	execs := make([]rueidis.LuaExec, len(d.all))
-	for i, k := range d.all {
-		execs[i] = rueidis.LuaExec{Keys: []string{k}, Args: args}
-	}
+	nowMS := strconv.FormatInt(now.UnixMilli(), 10)
 	start := time.Now()
-	var out []string
+	peeks := make(rueidis.Commands, len(d.all))
+	for i, k := range d.all {
+		peeks[i] = d.c.B().Zrangebyscore().Key(k).Min("-inf").Max(nowMS).Limit(0, 1).Build()
+	}
+	per := strconv.Itoa(max(1, (n+len(d.all)-1)/len(d.all)))
+	args := []string{nowMS, strconv.FormatInt(now.Add(lease).UnixMilli(), 10), per}
+	var execs []rueidis.LuaExec
 	var firstErr error
-	for _, r := range dueClaimScript.ExecMulti(ctx, d.c, execs...) {
+	for i, r := range d.c.DoMulti(ctx, peeks...) {
+		ids, err := r.AsStrSlice()
+		switch {
+		case err != nil:
+			firstErr = cmpErr(firstErr, err)
+		case len(ids) > 0:
+			execs = append(execs, rueidis.LuaExec{Keys: d.all[i : i+1], Args: args})
+		}
+	}
+	var out []string
+	for _, r := range dueClaimScript.execMulti(ctx, d.c, execs...) {
 		ids, err := r.AsStrSlice()
 		if err != nil {
 			firstErr = cmpErr(firstErr, err)

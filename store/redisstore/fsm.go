@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ksana-dev/ksana/fsm"
@@ -31,18 +30,21 @@ type JobsConfig struct {
 
 // Jobs is the Redis [scheduler.JobStore]: one hash per job,
 // {prefix}:v1:jobs:{job:<job_id>}:fsm, with the lifecycle fields state,
-// attempt, node_id, created_at_ms and updated_at_ms (milliseconds of the
+// attempt, node_id, created_at_ms, updated_at_ms, dispatched_at_ms and
+// queued_at_ms (milliseconds of the
 // server's clock), the book fields spec (JSON), tried and waiters (ids
 // separated by newlines, which ids never hold) and outcome (JSON), and a
 // TTL renewed by every change. Every step is one Lua script call on that
-// key: transitions run the script generated from package fsm's table
-// ([GenerateFSMLua]), so they are atomic and obey exactly the rules of
+// key: transitions run the static step of lua/fsm_step.lua after the
+// tables generated from package fsm's table ([GenerateFSMLua]), so they
+// are atomic and obey exactly the rules of
 // [fsm.Machine.Apply]. The scripts touch only the job's key, so they work
 // unchanged on a Redis Cluster.
 type Jobs struct {
 	c     rueidis.Client
 	keys  Keys
-	max   string // fsm.Machine.Max, formatted once
+	maxN  int    // fsm.Machine.Max
+	max   string // maxN, formatted once
 	ttlMS string
 	hook  OpHook
 }
@@ -50,14 +52,14 @@ type Jobs struct {
 var _ scheduler.JobStore = (*Jobs)(nil)
 
 var (
-	fsmApplyScript = rueidis.NewLuaScript(fsmApplyLua)
-	fsmBatchScript = rueidis.NewLuaScript(fsmBatchLua)
+	fsmApplyScript = newLuaScript(fsmApplyLua)
+	fsmBatchScript = newLuaScript(fsmBatchLua)
 	jobOpenScript  = rueidis.NewLuaScript(jobOpenLua)
 	// jobGetScript reads the lifecycle fields, or nothing when the key
 	// does not exist (in one step: a key without them is corrupt).
 	jobGetScript = rueidis.NewLuaScript(`
-local h = redis.call('HMGET', KEYS[1], 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms')
-if not (h[1] or h[2] or h[3] or h[4] or h[5] or h[6]) and redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+local h = redis.call('HMGET', KEYS[1], 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms', 'queued_at_ms')
+if not (h[1] or h[2] or h[3] or h[4] or h[5] or h[6] or h[7]) and redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 return h`)
 )
 
@@ -77,10 +79,17 @@ func NewJobs(c rueidis.Client, cfg JobsConfig) (*Jobs, error) {
 	}
 	return &Jobs{
 		c: c, keys: NewKeys(cfg.Prefix), hook: cfg.OpHook,
+		maxN:  fsm.Machine{MaxAttempts: cfg.MaxAttempts}.Max(),
 		max:   strconv.Itoa(fsm.Machine{MaxAttempts: cfg.MaxAttempts}.Max()),
 		ttlMS: strconv.FormatInt(cfg.TTL.Milliseconds(), 10),
 	}, nil
 }
+
+var _ scheduler.AttemptLimit = (*Jobs)(nil)
+
+// MaxAttempts implements [scheduler.AttemptLimit]: JobsConfig.MaxAttempts
+// with its default applied.
+func (s *Jobs) MaxAttempts() int { return s.maxN }
 
 // Job implements [scheduler.JobStore] with one read-only script.
 func (s *Jobs) Job(ctx context.Context, jobID string) (scheduler.JobRecord, error) {
@@ -90,7 +99,7 @@ func (s *Jobs) Job(ctx context.Context, jobID string) (scheduler.JobRecord, erro
 	key := s.keys.JobFSM(jobID)
 	start := time.Now()
 	vals, err := jobGetScript.Exec(ctx, s.c, []string{key}, nil).ToArray()
-	f, _ := strs(vals, 6)
+	f, _ := strs(vals, 7)
 	if err == nil && len(vals) == 0 {
 		err = rueidis.Nil
 	}
@@ -140,9 +149,9 @@ func (e *CorruptError) Error() string {
 func (e *CorruptError) Unwrap() error { return e.Err }
 
 // decodeJob decodes state, attempt, node_id, created_at_ms, updated_at_ms
-// and, when f has a sixth field, dispatched_at_ms ("" for none). An
-// updated_at_ms of the form updated/dispatched (the script's reply) holds
-// both.
+// and, when f has a sixth field, dispatched_at_ms ("" for none), and when
+// it has a seventh, queued_at_ms ("" for none: the job waits in its first
+// attempt, since its creation).
 func decodeJob(id, key string, f []string) (scheduler.JobRecord, error) {
 	bad := func(field, v string) (scheduler.JobRecord, error) {
 		return scheduler.JobRecord{}, &CorruptError{Key: key, Field: field, Value: v, Err: scheduler.ErrJobCorrupt}
@@ -159,11 +168,11 @@ func decodeJob(id, key string, f []string) (scheduler.JobRecord, error) {
 	if err != nil {
 		return bad("created_at_ms", f[3])
 	}
-	upd, disp, _ := strings.Cut(f[4], "/")
-	if len(f) > 5 && f[5] != "" {
+	var disp string
+	if len(f) > 5 {
 		disp = f[5]
 	}
-	updated, err := strconv.ParseInt(upd, 10, 64)
+	updated, err := strconv.ParseInt(f[4], 10, 64)
 	if err != nil {
 		return bad("updated_at_ms", f[4])
 	}
@@ -178,29 +187,49 @@ func decodeJob(id, key string, f []string) (scheduler.JobRecord, error) {
 		}
 		rec.DispatchedAt = time.UnixMilli(ms)
 	}
+	if len(f) > 6 {
+		rec.QueuedAt = rec.CreatedAt
+		if f[6] != "" {
+			ms, err := strconv.ParseInt(f[6], 10, 64)
+			if err != nil {
+				return bad("queued_at_ms", f[6])
+			}
+			rec.QueuedAt = time.UnixMilli(ms)
+		}
+	}
 	return rec, nil
 }
 
 // ApplyJob implements [scheduler.JobStore] with one EVALSHA of the
-// generated script.
+// transition script (lua/fsm_apply.lua).
 func (s *Jobs) ApplyJob(ctx context.Context, jobID string, ev fsm.Event, attempt int, nodeID string) (scheduler.JobTransition, error) {
 	if err := scheduler.CheckJobEvent(jobID, ev, nodeID); err != nil {
 		return scheduler.JobTransition{}, err
 	}
 	key := s.keys.JobFSM(jobID)
 	start := time.Now()
-	reply, err := fsmApplyScript.Exec(ctx, s.c, []string{key},
-		[]string{string(ev), strconv.Itoa(attempt), nodeID, s.max, s.ttlMS, ""}).ToString()
+	vals, err := fsmApplyScript.Exec(ctx, s.c, []string{key},
+		[]string{string(ev), strconv.Itoa(attempt), nodeID, s.max, s.ttlMS, ""}).ToArray()
 	s.hook.observe("fsm_apply", start, err)
 	if err != nil {
 		return scheduler.JobTransition{}, fmt.Errorf("redisstore: apply %s to job %q: %w", ev, jobID, err)
 	}
-	return decodeApply(jobID, key, ev, attempt, reply)
+	return decodeApply(jobID, key, ev, attempt, replyStrings(vals))
+}
+
+// replyStrings returns the strings of a script's array reply; an element
+// that is not a string is "" (decodeApply refuses what does not fit).
+func replyStrings(vals []rueidis.RedisMessage) []string {
+	f := make([]string, len(vals))
+	for i := range vals {
+		f[i], _ = vals[i].ToString()
+	}
+	return f
 }
 
 // ReleaseJobs implements [scheduler.JobStore]: on a standalone Redis one
-// call of the generated batch script for all the jobs, on a cluster one
-// call of the transition script per job, in one pipeline.
+// call of the batch script (lua/fsm_batch.lua) for all the jobs, on a
+// cluster one call of the transition script per job, in one pipeline.
 func (s *Jobs) ReleaseJobs(ctx context.Context, jobs []scheduler.JobAttempt) ([]scheduler.JobTransition, []error) {
 	trs, errs := make([]scheduler.JobTransition, len(jobs)), make([]error, len(jobs))
 	cluster := s.c.Mode() == rueidis.ClientModeCluster
@@ -224,19 +253,21 @@ func (s *Jobs) ReleaseJobs(ctx context.Context, jobs []scheduler.JobAttempt) ([]
 		return trs, errs
 	}
 	start := time.Now()
-	replies, rerrs := make([]string, len(at)), make([]error, len(at))
+	replies, rerrs := make([][]string, len(at)), make([]error, len(at))
 	if cluster {
-		for k, r := range fsmApplyScript.ExecMulti(ctx, s.c, execs...) {
-			replies[k], rerrs[k] = r.ToString()
+		for k, r := range fsmApplyScript.execMulti(ctx, s.c, execs...) {
+			vals, err := r.ToArray()
+			replies[k], rerrs[k] = replyStrings(vals), err
 		}
 	} else {
 		lines, err := fsmBatchScript.Exec(ctx, s.c, keys, args).ToArray()
 		if err == nil && len(lines) != len(keys) {
-			err = fmt.Errorf("reply of %d lines for %d jobs", len(lines), len(keys))
+			err = fmt.Errorf("reply of %d elements for %d jobs", len(lines), len(keys))
 		}
 		for k := range replies {
 			if rerrs[k] = err; err == nil {
-				replies[k], rerrs[k] = lines[k].ToString()
+				vals, err := lines[k].ToArray()
+				replies[k], rerrs[k] = replyStrings(vals), err
 			}
 		}
 	}
@@ -255,66 +286,41 @@ func (s *Jobs) ReleaseJobs(ctx context.Context, jobs []scheduler.JobAttempt) ([]
 	return trs, errs
 }
 
-// decodeApply decodes the reply of the transition script (see
-// fsmApplyLua) to ev with attempt on the job jobID at key.
-func decodeApply(jobID, key string, ev fsm.Event, attempt int, reply string) (scheduler.JobTransition, error) {
+// decodeApply decodes the reply of the transition step (lua/fsm_step.lua),
+// as strings, to ev with attempt on the job jobID at key: {status, state,
+// attempt, node_id, free_node, created_at_ms, updated_at_ms,
+// dispatched_at_ms}, {"not_found"} or {"corrupt", field, value}.
+func decodeApply(jobID, key string, ev fsm.Event, attempt int, f []string) (scheduler.JobTransition, error) {
 	bad := func() (scheduler.JobTransition, error) {
-		return scheduler.JobTransition{}, fmt.Errorf("redisstore: apply %s to job %q: malformed reply %q", ev, jobID, reply)
+		return scheduler.JobTransition{}, fmt.Errorf("redisstore: apply %s to job %q: malformed reply %q", ev, jobID, f)
 	}
-	status, rest, _ := strings.Cut(reply, " ")
-	switch status {
-	case fsmNotFound:
+	if len(f) == 0 {
+		return bad()
+	}
+	switch status := f[0]; {
+	case status == fsmNotFound && len(f) == 1:
 		return scheduler.JobTransition{}, fmt.Errorf("job %q: %w", jobID, scheduler.ErrJobNotFound)
-	case fsmCorrupt:
-		field, value, ok := strings.Cut(rest, " ")
-		if !ok {
-			return bad()
-		}
-		return scheduler.JobTransition{}, &CorruptError{Key: key, Field: field, Value: value, Err: scheduler.ErrJobCorrupt}
-	}
-	// state attempt created updated nodes: see fsmApplyLua.
-	var f [5]string
-	for i := range 4 {
-		var ok bool
-		if f[i], rest, ok = strings.Cut(rest, " "); !ok {
-			return bad()
-		}
-	}
-	if f[4] = rest; f[4] == "" {
+	case status == fsmCorrupt && len(f) == 3:
+		return scheduler.JobTransition{}, &CorruptError{Key: key, Field: f[1], Value: f[2], Err: scheduler.ErrJobCorrupt}
+	case len(f) != 8:
 		return bad()
 	}
-	var node, free string
-	switch nodes := f[4][1:]; f[4][0] {
-	case '-':
-		node = nodes
-	case '=':
-		node, free = nodes, nodes
-	case '0':
-		free = nodes
-	case '#':
-		ns, both, ok := strings.Cut(nodes, " ")
-		n, err := strconv.Atoi(ns)
-		if !ok || err != nil || n < 0 || n > len(both) {
-			return bad()
-		}
-		node, free = both[:n], both[n:]
-	default:
-		return bad()
-	}
-	rec, err := decodeJob(jobID, key, []string{f[0], f[1], node, f[2], f[3]})
+	rec, err := decodeJob(jobID, key, []string{f[1], f[2], f[3], f[5], f[6], f[7]})
 	if err != nil {
 		return scheduler.JobTransition{}, err
 	}
-	switch status {
+	free := f[4]
+	switch status := f[0]; status {
 	case fsmOK:
 		return scheduler.JobTransition{Job: rec, FreeNode: free}, nil
 	case fsmDup:
 		return scheduler.JobTransition{Job: rec, Duplicate: true, FreeNode: free}, nil
 	case fsmWrongNode:
 		return scheduler.JobTransition{Job: rec}, fmt.Errorf("job %q is on node %q: %w", jobID, rec.NodeID, scheduler.ErrWrongNode)
+	default:
+		if sentinel, ok := fsmRefusals[status]; ok {
+			return scheduler.JobTransition{Job: rec}, &fsm.TransitionError{Job: rec.Job, Event: ev, Attempt: attempt, Err: sentinel}
+		}
+		return bad()
 	}
-	if sentinel, ok := fsmRefusals[status]; ok {
-		return scheduler.JobTransition{Job: rec}, &fsm.TransitionError{Job: rec.Job, Event: ev, Attempt: attempt, Err: sentinel}
-	}
-	return bad()
 }

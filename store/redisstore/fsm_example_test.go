@@ -13,18 +13,24 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// The transition script is generated from package fsm's table: here, the
-// moves it knows for a RUNNING job.
+// The transition script begins with tables generated from package fsm's
+// table: here, the moves it knows for a RUNNING job ({to, starts a new
+// attempt, takes the job off its node}).
 func ExampleGenerateFSMLua() {
 	src := redisstore.GenerateFSMLua()
-	start := strings.Index(src, `elseif s == "RUNNING"`)
-	end := strings.Index(src[start:], "end\n") + start
-	fmt.Print(src[start:end])
+	for _, line := range strings.Split(src, "\n") {
+		if strings.HasPrefix(line, `  ["RUNNING"] = {`) {
+			moves := strings.TrimSuffix(strings.TrimPrefix(line, `  ["RUNNING"] = {`), "},")
+			for _, move := range strings.SplitAfter(moves, "}, ") {
+				fmt.Println(strings.TrimSuffix(move, ", "))
+			}
+			break
+		}
+	}
 	// Output:
-	// elseif s == "RUNNING" then
-	//     if e == "job_result" then return "FINISHED", false, true
-	//     elseif e == "timeout" then return "CREATED", true, true
-	//     elseif e == "failover" then return "CREATED", true, true
+	// ["job_result"] = {"FINISHED", false, true}
+	// ["timeout"] = {"CREATED", true, true}
+	// ["failover"] = {"CREATED", true, true}
 }
 
 // Where the adapters keep their state.

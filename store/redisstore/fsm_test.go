@@ -3,7 +3,9 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -155,6 +157,11 @@ func equivalent(t *testing.T, ctx context.Context, c rueidis.Client, s *Jobs, m 
 			wantStored["dispatched_at_ms"] = stored["updated_at_ms"]
 		case out.Job.State == fsm.Created:
 			wantStored["node_id"] = ""
+			if ev != fsm.Undelivered {
+				// A new attempt begins to wait for a node; an undelivered
+				// one waits on.
+				wantStored["queued_at_ms"] = stored["updated_at_ms"]
+			}
 		}
 	}
 	if diff := cmp.Diff(wantStored, stored); diff != "" {
@@ -245,13 +252,47 @@ func TestGeneratedLuaFollowsTable(t *testing.T) {
 		t.Fatal("GenerateFSMLua is not deterministic")
 	}
 	for _, tr := range fsm.Table() {
-		line := fmt.Sprintf("e == %q then return %q, %t, %t", tr.Event, tr.To, tr.Retry, tr.FreeReservation)
-		if !strings.Contains(src, line) {
-			t.Errorf("script lacks the move %s --%s--> %s: %q", tr.From, tr.Event, tr.To, line)
+		move := fmt.Sprintf("[%q] = {%q, %t, %t}", tr.Event, tr.To, tr.Retry, tr.FreeReservation)
+		line := ""
+		moves, _, _ := strings.Cut(src[strings.Index(src, "local MOVES"):], "\n}\n")
+		for _, l := range strings.Split(moves, "\n") {
+			if strings.HasPrefix(l, fmt.Sprintf("  [%q] = {", tr.From)) {
+				line = l
+			}
+		}
+		if !strings.Contains(line, move) {
+			t.Errorf("script lacks the move %s --%s--> %s: %q in %q", tr.From, tr.Event, tr.To, move, line)
 		}
 	}
 	if strings.Contains(src, "KEYS[2]") {
 		t.Error("script touches a second key")
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// TestFSMLuaGolden keeps the whole transition scripts, as they run, in
+// testdata/: a change of package fsm's table or of the static Lua shows
+// in review as a change of these files. go test -run TestFSMLuaGolden
+// -update rewrites them.
+func TestFSMLuaGolden(t *testing.T) {
+	for _, g := range []struct{ file, src string }{
+		{"testdata/fsm_apply.lua", fsmApplyLua},
+		{"testdata/fsm_batch.lua", fsmBatchLua},
+	} {
+		if *update {
+			if err := os.WriteFile(g.file, []byte(g.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(g.file)
+		if err != nil {
+			t.Fatalf("%v (go test -run TestFSMLuaGolden -update writes it)", err)
+		}
+		if diff := cmp.Diff(string(want), g.src); diff != "" {
+			t.Errorf("%s is not the script that runs (-golden +script; -update refreshes it):\n%s", g.file, diff)
+		}
 	}
 }
 
@@ -302,45 +343,43 @@ func FuzzDecodeJob(f *testing.F) {
 	})
 }
 
-// TestDecodeApply decodes each form of the transition script's reply,
-// including the node pairs no transition of today's table produces.
+// TestDecodeApply decodes each form of the transition step's reply,
+// including node pairs no transition of today's table produces.
 func TestDecodeApply(t *testing.T) {
 	rec := func(st fsm.State, attempt int, node string) scheduler.JobRecord {
 		return scheduler.JobRecord{ID: "j", Job: fsm.Job{State: st, Attempt: attempt}, NodeID: node,
 			CreatedAt: time.UnixMilli(1000), UpdatedAt: time.UnixMilli(2000)}
 	}
+	r := func(f ...string) []string { return f }
 	tests := []struct {
-		reply   string
+		reply   []string
 		want    scheduler.JobTransition
 		wantErr error // matched with errors.Is; nil for none
 		malform bool  // the error is a malformed reply
 	}{
-		{reply: "ok DISPATCHED 1 1000 2000 -n 1", want: scheduler.JobTransition{Job: rec(fsm.Dispatched, 1, "n 1")}},
-		{reply: "ok RUNNING 1 1000 2000/1500 -n", want: scheduler.JobTransition{Job: func() scheduler.JobRecord {
+		{reply: r("ok", "DISPATCHED", "1", "n 1", "", "1000", "2000", ""), want: scheduler.JobTransition{Job: rec(fsm.Dispatched, 1, "n 1")}},
+		{reply: r("ok", "RUNNING", "1", "n", "", "1000", "2000", "1500"), want: scheduler.JobTransition{Job: func() scheduler.JobRecord {
 			r := rec(fsm.Running, 1, "n")
 			r.DispatchedAt = time.UnixMilli(1500)
 			return r
 		}()}},
-		{reply: "ok RUNNING 1 1000 2000/x -n", wantErr: scheduler.ErrJobCorrupt},
-		{reply: "ok FINISHED 1 1000 2000 =n", want: scheduler.JobTransition{Job: rec(fsm.Finished, 1, "n"), FreeNode: "n"}},
-		{reply: "ok CREATED 2 1000 2000 0n", want: scheduler.JobTransition{Job: rec(fsm.Created, 2, ""), FreeNode: "n"}},
-		{reply: "ok RUNNING 2 1000 2000 #3 new old", want: scheduler.JobTransition{Job: rec(fsm.Running, 2, "new"), FreeNode: " old"}},
-		{reply: "ok RUNNING 2 1000 2000 #0 old", want: scheduler.JobTransition{Job: rec(fsm.Running, 2, ""), FreeNode: "old"}},
-		{reply: "ok CREATED 1 1000 2000 -", want: scheduler.JobTransition{Job: rec(fsm.Created, 1, "")}},
-		{reply: "dup RUNNING 1 1000 2000 -n", want: scheduler.JobTransition{Job: rec(fsm.Running, 1, "n"), Duplicate: true}},
-		{reply: "stale_attempt RUNNING 3 1000 2000 -n", want: scheduler.JobTransition{Job: rec(fsm.Running, 3, "n")}, wantErr: fsm.ErrStaleAttempt},
-		{reply: "invalid_transition CREATED 1 1000 2000 -", want: scheduler.JobTransition{Job: rec(fsm.Created, 1, "")}, wantErr: fsm.ErrInvalidTransition},
-		{reply: "not_found", wantErr: scheduler.ErrJobNotFound},
-		{reply: "corrupt attempt two", wantErr: scheduler.ErrJobCorrupt},
-		{reply: "ok RUNNING x 1000 2000 -n", wantErr: scheduler.ErrJobCorrupt},
-		{reply: "ok RUNNING 1 1000 2000", malform: true},
-		{reply: "ok RUNNING 1 1000 2000 ", malform: true},
-		{reply: "ok RUNNING 1 1000 2000 *n", malform: true},
-		{reply: "ok RUNNING 1 1000 2000 #9 n", malform: true},
-		{reply: "ok RUNNING 1 1000 2000 #x n", malform: true},
-		{reply: "ok RUNNING 1 1000 2000 #1", malform: true},
-		{reply: "corrupt", malform: true},
-		{reply: "what RUNNING 1 1000 2000 -n", malform: true},
+		{reply: r("ok", "RUNNING", "1", "n", "", "1000", "2000", "x"), wantErr: scheduler.ErrJobCorrupt},
+		{reply: r("ok", "FINISHED", "1", "n", "n", "1000", "2000", ""), want: scheduler.JobTransition{Job: rec(fsm.Finished, 1, "n"), FreeNode: "n"}},
+		{reply: r("ok", "CREATED", "2", "", "n", "1000", "2000", ""), want: scheduler.JobTransition{Job: rec(fsm.Created, 2, ""), FreeNode: "n"}},
+		{reply: r("ok", "RUNNING", "2", "new", " old", "1000", "2000", ""), want: scheduler.JobTransition{Job: rec(fsm.Running, 2, "new"), FreeNode: " old"}},
+		{reply: r("dup", "RUNNING", "1", "n", "", "1000", "2000", ""), want: scheduler.JobTransition{Job: rec(fsm.Running, 1, "n"), Duplicate: true}},
+		{reply: r("stale_attempt", "RUNNING", "3", "n", "", "1000", "2000", ""), want: scheduler.JobTransition{Job: rec(fsm.Running, 3, "n")}, wantErr: fsm.ErrStaleAttempt},
+		{reply: r("invalid_transition", "CREATED", "1", "", "", "1000", "2000", ""), want: scheduler.JobTransition{Job: rec(fsm.Created, 1, "")}, wantErr: fsm.ErrInvalidTransition},
+		{reply: r("wrong_node", "RUNNING", "1", "n", "", "1000", "2000", ""), want: scheduler.JobTransition{Job: rec(fsm.Running, 1, "n")}, wantErr: scheduler.ErrWrongNode},
+		{reply: r("not_found"), wantErr: scheduler.ErrJobNotFound},
+		{reply: r("corrupt", "attempt", "two"), wantErr: scheduler.ErrJobCorrupt},
+		{reply: r("ok", "RUNNING", "x", "n", "", "1000", "2000", ""), wantErr: scheduler.ErrJobCorrupt},
+		{reply: r("ok", "RUNNING", "1", "n", "", "1000", "2000"), malform: true},
+		{reply: r("ok", "RUNNING", "1", "n", "", "1000", "2000", "", ""), malform: true},
+		{reply: r(), malform: true},
+		{reply: r("corrupt"), malform: true},
+		{reply: r("not_found", "x"), malform: true},
+		{reply: r("what", "RUNNING", "1", "n", "", "1000", "2000", ""), malform: true},
 	}
 	for _, tt := range tests {
 		got, err := decodeApply("j", "k", fsm.Dispatch, 1, tt.reply)
@@ -359,25 +398,26 @@ func TestDecodeApply(t *testing.T) {
 	}
 }
 
-// FuzzDecodeApply: any reply decodes to a transition or gives an error;
-// a decoded one carries a valid state and attempt, and its nodes come
-// from the reply.
+// FuzzDecodeApply: any reply (its elements separated by "|" here) decodes
+// to a transition or gives an error; a decoded one carries a valid state
+// and attempt, and its nodes are the reply's.
 func FuzzDecodeApply(f *testing.F) {
-	f.Add("ok CREATED 2 1000 2000 0n")
-	f.Add("ok RUNNING 2 1000 2000 #3 new old")
-	f.Add("dup RUNNING 1 1000 2000 -n")
-	f.Add("corrupt state x")
-	f.Add("ok RUNNING 1 1000 2000 #-1 n")
+	f.Add("ok|CREATED|2||n|1000|2000|")
+	f.Add("ok|RUNNING|2|new|old|1000|2000|1500")
+	f.Add("dup|RUNNING|1|n|n|1000|2000|")
+	f.Add("corrupt|state|x")
+	f.Add("ok|RUNNING|-1|n||1000|2000|")
 	f.Fuzz(func(t *testing.T, reply string) {
-		got, err := decodeApply("j", "k", fsm.Timeout, 1, reply)
+		fields := strings.Split(reply, "|")
+		got, err := decodeApply("j", "k", fsm.Timeout, 1, fields)
 		if err != nil {
 			return
 		}
 		if !got.Job.State.Valid() || got.Job.Attempt < 1 {
-			t.Fatalf("decodeApply(%q) = %+v", reply, got)
+			t.Fatalf("decodeApply(%q) = %+v", fields, got)
 		}
-		if !strings.Contains(reply, got.Job.NodeID) || !strings.Contains(reply, got.FreeNode) {
-			t.Fatalf("decodeApply(%q) = nodes %q, %q not in the reply", reply, got.Job.NodeID, got.FreeNode)
+		if got.Job.NodeID != fields[3] || got.FreeNode != fields[4] {
+			t.Fatalf("decodeApply(%q) = nodes %q, %q, not the reply's", fields, got.Job.NodeID, got.FreeNode)
 		}
 	})
 }

@@ -3,6 +3,8 @@ package redisstore
 import (
 	"strconv"
 	"strings"
+
+	"github.com/redis/rueidis"
 )
 
 // DefaultPrefix is the key prefix used when none is configured.
@@ -141,16 +143,38 @@ func (k Keys) JobFSM(jobID string) string {
 	return k.keyTag([]string{"v1", "jobs"}, "job", jobID, "fsm")
 }
 
-// DueShards is the number of sorted sets the deadline index is spread over.
+// DueShards is the number of sorted sets the deadline index is spread over
+// on a Redis Cluster, so that its load is shared by the masters. A
+// standalone server, where spreading gains nothing, keeps the whole index
+// in shard 0, so that a sweep reads one key instead of sixteen.
 const DueShards = 16
 
 // Due is {prefix}:v1:jobs:due:{due:<n>} (zset: job id scored by Unix ms),
-// shard n of [DueShards].
+// shard n of [DueShards] on a cluster, shard 0 on a standalone server.
 func (k Keys) Due(shard int) string {
 	return k.keyTag([]string{"v1", "jobs", "due"}, "due", strconv.Itoa(shard))
 }
 
-// DueShard returns the shard of jobID: FNV-1a of the id modulo [DueShards].
+// dueShards returns the number of shards of the deadline index on c's
+// deployment: [DueShards] on a cluster, 1 on a standalone server.
+func dueShards(c rueidis.Client) int {
+	if c.Mode() == rueidis.ClientModeCluster {
+		return DueShards
+	}
+	return 1
+}
+
+// dueShardOf returns the shard of jobID among shards ([DueShard] on a
+// cluster, 0 on a standalone server).
+func dueShardOf(jobID string, shards int) int {
+	if shards == 1 {
+		return 0
+	}
+	return DueShard(jobID)
+}
+
+// DueShard returns the shard of jobID on a cluster: FNV-1a of the id
+// modulo [DueShards].
 func DueShard(jobID string) int {
 	h := uint32(2166136261)
 	for i := 0; i < len(jobID); i++ {

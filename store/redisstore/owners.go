@@ -42,7 +42,7 @@ return 0`)
 
 // ownerRenewScript extends KEYS[1] to ARGV[2] ms if it holds ARGV[1], sets
 // it again if it expired, and returns 0 if another instance holds it.
-var ownerRenewScript = rueidis.NewLuaScript(`
+var ownerRenewScript = newLuaScript(`
 local v = redis.call('GET', KEYS[1])
 if v == false or v == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -101,7 +101,7 @@ func (o *Owners) Renew(ctx context.Context, kind scheduler.OwnerKind, instanceID
 	start := time.Now()
 	var lost []string
 	var firstErr error
-	for i, r := range ownerRenewScript.ExecMulti(ctx, o.c, execs...) {
+	for i, r := range ownerRenewScript.execMulti(ctx, o.c, execs...) {
 		n, err := r.AsInt64()
 		if err != nil {
 			firstErr = cmpErr(firstErr, err)

@@ -172,7 +172,7 @@ func TestOpenOnSlot(t *testing.T) {
 			if _, err := jobs.Job(ctx, "jb"); !errors.Is(err, scheduler.ErrJobNotFound) {
 				t.Errorf("Job(jb) after a refusal: %v, want ErrJobNotFound", err)
 			}
-			dueKey := NewKeys(prefix).Due(DueShard("jb"))
+			dueKey := NewKeys(prefix).Due(dueShardOf("jb", dueShards(srv.client)))
 			if _, err := srv.client.Do(ctx, srv.client.B().Zscore().Key(dueKey).Member("jb").Build()).AsFloat64(); !isNil(err) {
 				t.Errorf("deadline of jb after a refusal: %v, want none", err)
 			}

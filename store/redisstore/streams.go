@@ -48,10 +48,12 @@ type Streams struct {
 	maxLen string
 	dlqMax string
 	hook   OpHook
-	// senders maps each instance this process sent to to the sender of
-	// its inbox. The map is copied on write (instances are few), so a
-	// lookup takes no lock and, unlike a sync.Map keyed by string,
-	// allocates nothing.
+	// senders maps each instance this process sent to lately to the
+	// sender of its inbox. The map is copied on write (instances are
+	// few), so a lookup takes no lock and, unlike a sync.Map keyed by
+	// string, allocates nothing; a sender unused for senderIdle is
+	// dropped when the next one is made, so the map does not keep every
+	// instance ever sent to (instance ids made afresh at each start).
 	senders   atomic.Pointer[map[string]*sender]
 	sendersMu sync.Mutex
 }
@@ -106,7 +108,8 @@ const maxSendBatch = 64
 // script for that inbox is under way, and sends them in the next call:
 // messages sent one at a time go at once, concurrent ones together.
 type sender struct {
-	keys  []string // the inbox, as the script's KEYS
+	keys  []string     // the inbox, as the script's KEYS
+	used  atomic.Int64 // when a Send last began, Unix nanoseconds
 	mu    sync.Mutex
 	busy  bool
 	queue []*sendReq
@@ -140,6 +143,7 @@ func (s *Streams) Send(ctx context.Context, instanceID string, fields scheduler.
 		return "", errors.New("redisstore: send: a message needs at least one field")
 	}
 	q := s.sender(instanceID)
+	q.used.Store(time.Now().UnixNano())
 	r := sendReqs.Get().(*sendReq)
 	r.fields = fields
 	defer func() {
@@ -203,7 +207,19 @@ func (s *Streams) sender(instanceID string) *sender {
 	if old != nil {
 		maps.Copy(m, *old)
 	}
+	idle := time.Now().Add(-senderIdle).UnixNano()
+	for id, q := range m {
+		q.mu.Lock()
+		unused := !q.busy && len(q.queue) == 0 && q.used.Load() < idle
+		q.mu.Unlock()
+		if unused {
+			// A Send that found it before goes on with it alone; the next
+			// one makes a new sender.
+			delete(m, id)
+		}
+	}
 	q := &sender{keys: []string{s.keys.Inbox(instanceID)}}
+	q.used.Store(time.Now().UnixNano())
 	m[instanceID] = q
 	s.senders.Store(&m)
 	return q
@@ -247,6 +263,9 @@ func (s *Streams) sendBatch(ctx context.Context, instanceID string, q *sender, b
 		}
 	}
 }
+
+// senderIdle is how long a sender unused is kept.
+const senderIdle = 10 * time.Minute
 
 // maxSendArgs bounds the argument buffer a sender keeps between batches
 // (a batch of large messages uses a new one).

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -166,5 +167,39 @@ func TestReadBothProtocols(t *testing.T) {
 		if got, err := in.Read(ctx, "c1", 10, 0); err != nil || len(got) != 0 {
 			t.Errorf("RESP2 %v: second Read = %v, %v; want nothing", resp2, got, err)
 		}
+	}
+}
+
+// TestSendersForgetIdleInstances: the senders of instances not sent to
+// for a while are dropped, so a long-lived process does not keep one for
+// every instance id it ever sent to; sending to a forgotten instance
+// works as before.
+func TestSendersForgetIdleInstances(t *testing.T) {
+	ctx := context.Background()
+	c := newTestClient(t, []string{testenv.Addr(testenv.RedisURL(t))}, false)
+	st, err := NewStreams(c, StreamsConfig{Prefix: testPrefix(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := scheduler.Fields{{Name: "k", Value: "v"}}
+	for i := range 100 {
+		if _, err := st.Send(ctx, fmt.Sprintf("old-%d", i), f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range *st.senders.Load() {
+		q.used.Add(-int64(2 * senderIdle)) // as if last used long ago
+	}
+	if _, err := st.Send(ctx, "new", f); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(*st.senders.Load()); n != 1 {
+		t.Errorf("%d senders kept after 100 instances went idle, want 1 (the new one)", n)
+	}
+	if _, err := st.Send(ctx, "old-0", f); err != nil {
+		t.Errorf("send to a forgotten instance: %v", err)
+	}
+	if n, err := st.Inbox("old-0", "g").Len(ctx); err != nil || n != 2 {
+		t.Errorf("inbox of old-0 holds %d, %v; want 2", n, err)
 	}
 }

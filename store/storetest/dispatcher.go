@@ -72,10 +72,17 @@ var dispatchCases = []struct {
 	{"AckTimeout", testDispatchAckTimeout},
 	{"RunTimeout", testDispatchRunTimeout},
 	{"RunTimeoutBeforeLease", testDispatchRunTimeoutBeforeLease},
+	{"RunTimeoutAcrossInstances", testDispatchRunTimeoutAcross},
 	{"NodeMovesMidJob", testDispatchNodeMoves},
 	{"UndeliverableCostsNoAttempt", testDispatchUndeliverable},
 	{"OutdatedAssignsDropped", testDispatchOutdatedAssigns},
 	{"TwoChoices", testDispatchTwoChoices},
+	{"EndLeftByCrash", testDispatchEndLeftByCrash},
+	{"ForgottenJobsAfterCrash", testDispatchForgottenAfterCrash},
+	{"ForgottenJobsSameInstance", testDispatchForgottenSameInstance},
+	{"RestartWithSameID", testDispatchRestartSameID},
+	{"NodesGoingAwaySpendNoAttempts", testDispatchNodesGoingAway},
+	{"QueueTimeoutSpansRequeues", testDispatchQueueTimeoutSpansRequeues},
 	{"Soak", testDispatchSoak},
 }
 
@@ -224,6 +231,34 @@ func (n *TestNode) Attach(t testing.TB, d *scheduler.Dispatcher) {
 	if err := d.AttachNode(context.Background(), n.Info, n); err != nil {
 		t.Fatalf("AttachNode(%s): %v", n.ID, err)
 	}
+}
+
+// Reattach attaches the node to d saying that it runs only jobs (a
+// reconnect after which the node lost the others).
+func (n *TestNode) Reattach(t testing.TB, d *scheduler.Dispatcher, jobs ...string) {
+	t.Helper()
+	info := n.Info
+	info.Jobs = append([]string{}, jobs...)
+	n.d.Store(d)
+	if err := d.AttachNode(context.Background(), info, n); err != nil {
+		t.Fatalf("AttachNode(%s): %v", n.ID, err)
+	}
+}
+
+// Forget drops the held jobs but those of keep, as a node that lost them
+// with its connection.
+func (n *TestNode) Forget(keep ...string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var held []scheduler.Envelope
+	for _, m := range n.held {
+		for _, k := range keep {
+			if m.JobID == k {
+				held = append(held, m)
+			}
+		}
+	}
+	n.held = held
 }
 
 // Detach detaches the node from its instance.
@@ -1464,4 +1499,335 @@ func checkTurnsOnOneNode(t testing.TB, nodes []*TestNode, turnOf map[string]stri
 			t.Errorf("turn %s ran on %d nodes %v, want 1 (turn affinity)", tu, len(ns), ns)
 		}
 	}
+}
+
+// forgottenConfig makes the run timeout far longer than the rest of the
+// suite's deadlines, so that a job left to it is told from one settled
+// within a lease.
+func forgottenConfig(c *scheduler.Config) { c.Dispatch.RunTimeout = 2 * time.Minute }
+
+// testDispatchForgottenAfterCrash: instance A dies with jobs running on its
+// node; the node reconnects to B having lost two of its three jobs. The two
+// go to another node at once (not at the run timeout, 2 minutes here), the
+// third stays on the node and is answered through B with attempt 1.
+func testDispatchForgottenAfterCrash(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", true, forgottenConfig)
+	b := p.Start("inst-b", false, forgottenConfig)
+	n1 := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Capacity: 8})
+	n1.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+	n1.Attach(t, a)
+	waitFleet(t, b, "n1")
+	s := NewTestSession("s1")
+	s.Attach(t, b)
+	reqs := []string{"r0", "r1", "r2"}
+	payloads := map[string]string{}
+	for _, r := range reqs {
+		payloads[r] = r
+		s.Submit(t, scheduler.Request{RequestID: r, Payload: []byte(r)})
+	}
+	waitRunning(t, h.Stores(), "n1", reqs...)
+	p.Stop("inst-a") // dies without clean-up
+	n2 := NewTestNode(scheduler.NodeInfo{NodeID: "n2", Capacity: 8})
+	n2.Attach(t, b)
+	kept := scheduler.JobIDFor("r0")
+	n1.Decide = nil
+	n1.Forget(kept)
+	start := time.Now()
+	n1.Reattach(t, b, kept)
+	s.WaitAnswers(t, []string{"r1", "r2"}, 10*time.Second)
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("the lost jobs were answered %v after the node came back, want well within the run timeout", el)
+	}
+	for _, r := range []string{"r1", "r2"} {
+		if got := n2.Ran()[scheduler.JobIDFor(r)]; len(got) != 1 || got[0] != 2 {
+			t.Errorf("n2 ran %s with attempts %v, want [2]", r, got)
+		}
+	}
+	for job, err := range n1.ReleaseHeld() {
+		if err != nil {
+			t.Errorf("result of the kept job %s through B: %v", job, err)
+		}
+	}
+	got := s.WaitAnswers(t, reqs, 10*time.Second)
+	if m := got["r0"][0]; m.Type != scheduler.TypeJobResult || m.Attempt != 1 {
+		t.Errorf("answer of the kept job %+v, want job_result of attempt 1", m)
+	}
+	checkAnsweredOnce(t, s, payloads)
+	checkQuiet(t, h.Stores(), reqs, []string{"n1", "n2"}, []string{"inst-a", "inst-b"})
+}
+
+// testDispatchForgottenSameInstance: a node that reconnects to the same
+// instance (the new connection replaces the old) having lost its job: the
+// job goes to another node at once.
+func testDispatchForgottenSameInstance(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, forgottenConfig)
+	n1 := NewTestNode(scheduler.NodeInfo{NodeID: "n1"})
+	n1.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+	n1.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	s.Submit(t, scheduler.Request{RequestID: "r", Payload: []byte("r")})
+	waitRunning(t, h.Stores(), "n1", "r")
+	n2 := NewTestNode(scheduler.NodeInfo{NodeID: "n2"})
+	n2.Attach(t, a)
+	n1.Decide = nil
+	n1.Forget()
+	start := time.Now()
+	n1.Reattach(t, a) // replaces its connection, running nothing
+	got := s.WaitAnswers(t, []string{"r"}, 10*time.Second)
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("the lost job was answered %v after the node came back, want well within the run timeout", el)
+	}
+	if m := got["r"][0]; m.Type != scheduler.TypeJobResult || m.Attempt != 2 {
+		t.Errorf("answer %+v, want job_result of attempt 2", m)
+	}
+	checkQuiet(t, h.Stores(), []string{"r"}, []string{"n1", "n2"}, []string{"inst-a"})
+}
+
+// testDispatchRestartSameID: an instance killed with jobs running on its
+// node and started again with the same instance id, to which the node
+// reconnects having lost them: every job is answered well within the run
+// timeout, and the plane comes to rest.
+func testDispatchRestartSameID(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", true, forgottenConfig)
+	n1 := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Capacity: 8})
+	n1.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+	n1.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	reqs := []string{"r0", "r1", "r2", "r3"}
+	payloads := map[string]string{}
+	for _, r := range reqs {
+		payloads[r] = r
+		s.Submit(t, scheduler.Request{RequestID: r, Payload: []byte(r)})
+	}
+	waitRunning(t, h.Stores(), "n1", reqs...)
+	p.Stop("inst-a") // killed: no clean-up
+	a = p.Start("inst-a", false, forgottenConfig)
+	start := time.Now()
+	n1.Decide = nil
+	n1.Forget()
+	n1.Reattach(t, a)
+	s.Attach(t, a) // the session reconnects and sends its requests again
+	for _, r := range reqs {
+		s.Submit(t, scheduler.Request{RequestID: r, Payload: []byte(r)})
+	}
+	got := s.WaitAnswers(t, reqs, 20*time.Second)
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("answered %v after the restart, want well within the run timeout", el)
+	}
+	for _, r := range reqs {
+		if m := got[r][0]; m.Type != scheduler.TypeJobResult || m.Attempt != 2 {
+			t.Errorf("request %s: answer %+v, want job_result of attempt 2", r, m)
+		}
+	}
+	checkQuiet(t, h.Stores(), reqs, []string{"n1"}, []string{"inst-a"})
+}
+
+// testDispatchNodesGoingAway: a job running when every node of its pool
+// goes away and comes back: the node it ran on costs one attempt, the
+// nodes it was sent to on the way, which went away before they
+// acknowledged it, cost none. The job ends with its result, not
+// max_attempts.
+func testDispatchNodesGoingAway(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, nil)
+	n1 := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Pools: []string{"p"}})
+	n1.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+	n1.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	job := s.Submit(t, scheduler.Request{RequestID: "r", Pool: "p", Payload: []byte("r")})
+	waitRunning(t, h.Stores(), "n1", "r")
+	// The other two nodes are going away: they take no job any more.
+	quiet := func(scheduler.Envelope) NodeAction { return Silent }
+	n2 := NewTestNode(scheduler.NodeInfo{NodeID: "n2", Pools: []string{"p"}})
+	n3 := NewTestNode(scheduler.NodeInfo{NodeID: "n3", Pools: []string{"p"}})
+	n2.Decide, n3.Decide = quiet, quiet
+	n2.Attach(t, a)
+	n3.Attach(t, a)
+	n1.Detach(t)
+	for range 2 {
+		var on string
+		Eventually(t, "the job sent to a node going away", 10*time.Second, func() bool {
+			rec, err := h.Stores().Jobs.Job(context.Background(), job)
+			on = rec.NodeID
+			return err == nil && rec.State == fsm.Dispatched && on != "n1"
+		})
+		map[string]*TestNode{"n2": n2, "n3": n3}[on].Detach(t)
+	}
+	// They come back and answer.
+	for _, n := range []*TestNode{n1, n2, n3} {
+		n.Decide = nil
+		n.Forget()
+		n.Attach(t, a)
+	}
+	got := s.WaitAnswers(t, []string{"r"}, 15*time.Second)
+	if m := got["r"][0]; m.Type != scheduler.TypeJobResult || m.Attempt != 2 {
+		t.Errorf("answer %+v, want job_result of attempt 2 (one attempt spent on the node it ran on)", m)
+	}
+	checkQuiet(t, h.Stores(), []string{"r"}, []string{"n1", "n2", "n3"}, []string{"inst-a"})
+}
+
+// testDispatchQueueTimeoutSpansRequeues: a job sent again and again to a
+// node that goes away before it acknowledges waits for a node all along:
+// the queue timeout counts from when it began to wait, not from its last
+// return, so it fails with no_node instead of bouncing for ever.
+func testDispatchQueueTimeoutSpansRequeues(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", false, func(c *scheduler.Config) { c.Dispatch.QueueTimeout = time.Second })
+	flaky := NewTestNode(scheduler.NodeInfo{NodeID: "flaky"})
+	flaky.Decide = func(scheduler.Envelope) NodeAction { return Silent }
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	start := time.Now()
+	job := s.Submit(t, scheduler.Request{RequestID: "r", Payload: []byte("r")})
+	for i := 0; len(s.Answers()["r"]) == 0 && i < 10; i++ {
+		time.Sleep(300 * time.Millisecond) // waiting for a node
+		flaky.Attach(t, a)
+		Eventually(t, "the job on the flaky node, or answered", 10*time.Second, func() bool {
+			rec, err := h.Stores().Jobs.Job(context.Background(), job)
+			return len(s.Answers()["r"]) > 0 || (err == nil && rec.State == fsm.Dispatched)
+		})
+		flaky.Detach(t)
+	}
+	got := s.WaitAnswers(t, []string{"r"}, 10*time.Second)
+	if m := got["r"][0]; m.Type != scheduler.TypeJobFailed || !strings.HasPrefix(m.Error, scheduler.FailNoNode) {
+		t.Errorf("answer %+v, want job_failed %s", m, scheduler.FailNoNode)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("failed after %v, want about the queue timeout (1s) and a retry", el)
+	}
+	checkQuiet(t, h.Stores(), []string{"r"}, []string{"flaky"}, []string{"inst-a"})
+}
+
+// waitRunning waits until the jobs of reqs run on node.
+func waitRunning(t testing.TB, st scheduler.Stores, node string, reqs ...string) {
+	t.Helper()
+	Eventually(t, fmt.Sprintf("%d job(s) running on %s", len(reqs), node), 10*time.Second, func() bool {
+		for _, r := range reqs {
+			rec, err := st.Jobs.Job(context.Background(), scheduler.JobIDFor(r))
+			if err != nil || rec.State != fsm.Running || rec.NodeID != node {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// testDispatchRunTimeoutAcross: the run timeout bounds every
+// attempt within SweepInterval (and slack for a loaded machine), with a
+// long lease renewed rarely, a sweep as slow as the binary's default and
+// the node on another instance than its jobs' sessions: jobs acknowledged
+// and started at once, then left silent, all leave their node long before
+// the lease would end.
+func testDispatchRunTimeoutAcross(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	cfg := func(c *scheduler.Config) {
+		c.Dispatch.RunTimeout = 1500 * time.Millisecond
+		c.Dispatch.Lease = 15 * time.Second
+		c.Dispatch.SweepInterval = 500 * time.Millisecond
+		c.Dispatch.AckTimeout = 10 * time.Second
+	}
+	a := p.Start("inst-a", false, cfg)
+	b := p.Start("inst-b", false, cfg)
+	slow := NewTestNode(scheduler.NodeInfo{NodeID: "slow", Capacity: 32})
+	slow.Decide = func(m scheduler.Envelope) NodeAction {
+		if m.Attempt == 1 {
+			return Hold
+		}
+		return Answer
+	}
+	slow.Attach(t, a)
+	waitFleet(t, b, "slow")
+	s := NewTestSession("s1")
+	s.Attach(t, b)
+	var reqs []string
+	start := time.Now()
+	for i := range 12 {
+		r := fmt.Sprintf("r%d", i)
+		reqs = append(reqs, r)
+		s.Submit(t, scheduler.Request{RequestID: r, Payload: []byte(r)})
+		time.Sleep(37 * time.Millisecond) // spread over the sweeps
+	}
+	got := s.WaitAnswers(t, reqs, 12*time.Second)
+	if el := time.Since(start); el > 8*time.Second {
+		t.Errorf("the last attempt ended %v after the first submit, want about the run timeout (1.5s) and a sweep (0.5s), far less than the lease (15s)", el)
+	}
+	for _, r := range reqs {
+		if m := got[r][0]; m.Type != scheduler.TypeJobResult || m.Attempt != 2 {
+			t.Errorf("request %s: answer %+v, want job_result of attempt 2", r, m)
+		}
+	}
+	slow.ReleaseHeld()
+	checkQuiet(t, h.Stores(), reqs, []string{"slow"}, []string{"inst-a", "inst-b"})
+}
+
+// noRelease drops the calls that end a job after its result's step (the
+// release of the job, of its node's slot and of its deadline), as an
+// instance that dies right after that step would.
+type noReleaseJobs struct{ scheduler.JobStore }
+
+func (noReleaseJobs) ReleaseJobs(_ context.Context, jobs []scheduler.JobAttempt) ([]scheduler.JobTransition, []error) {
+	errs := make([]error, len(jobs))
+	for i := range errs {
+		errs[i] = errors.New("instance died")
+	}
+	return make([]scheduler.JobTransition, len(jobs)), errs
+}
+
+type noReleaseSlots struct{ scheduler.ReservationStore }
+
+func (noReleaseSlots) ReleaseSlots(context.Context, []scheduler.Slot) error {
+	return errors.New("instance died")
+}
+
+type noRemoveDue struct{ scheduler.DueIndex }
+
+func (noRemoveDue) Remove(context.Context, ...string) error { return errors.New("instance died") }
+
+// testDispatchEndLeftByCrash: the end of a job is its result's step (one
+// atomic step) followed by its release, its slot's and its deadline's, which
+// the instance does right after, in separate calls (on a cluster
+// the job, the node's slots and the deadline shard lie in different
+// slots). An instance that dies in between leaves a FINISHED job holding
+// its slot: another instance's sweeper claims it at the deadline it had
+// (here its ack deadline, 1s after the dispatch) and finishes the release
+// within a sweep of it; the session is answered once.
+func testDispatchEndLeftByCrash(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	dead := h
+	dead.Stores = func() scheduler.Stores {
+		st := h.Stores()
+		st.Jobs = noReleaseJobs{st.Jobs}
+		st.Reservations = noReleaseSlots{st.Reservations}
+		st.Due = noRemoveDue{st.Due}
+		return st
+	}
+	pd := NewTestPlane(t, dead)
+	a := pd.Start("inst-a", true, nil)
+	p.Start("inst-b", false, nil)
+	n := NewTestNode(scheduler.NodeInfo{NodeID: "n1"})
+	n.Attach(t, a)
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	start := time.Now()
+	job := s.Submit(t, scheduler.Request{RequestID: "r", Payload: []byte("r")})
+	s.WaitAnswers(t, []string{"r"}, 5*time.Second)
+	pd.Stop("inst-a") // dies before its release
+	st := h.Stores()
+	Eventually(t, "the job released by the other instance", 10*time.Second, func() bool {
+		rec, err := st.Jobs.Job(context.Background(), job)
+		return err == nil && rec.State == fsm.Released
+	})
+	// The bound: the deadline the job had (the ack timeout, 1s) and a
+	// sweep (50ms), with room for a loaded machine.
+	if el := time.Since(start); el > 4*time.Second {
+		t.Errorf("released %v after the submit, want within the ack deadline (1s) and a sweep", el)
+	}
+	checkAnsweredOnce(t, s, map[string]string{"r": "r"})
+	checkQuiet(t, st, []string{"r"}, []string{"n1"}, []string{"inst-b"})
 }

@@ -211,6 +211,7 @@ func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) 
 		return Job{}, true, fmt.Errorf("cron: stored job %q: %w", id, err)
 	}
 	old.setBookkeeping(BookkeepingOf(&j))
+	typ := j.Type
 	if err := change(&j); err != nil {
 		return Job{}, true, err
 	}
@@ -221,11 +222,19 @@ func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) 
 	if err := r.compile(&j, now, c, stored); err != nil {
 		return Job{}, true, err
 	}
+	if !stored {
+		if err := r.checkRetyped(&j, typ); err != nil {
+			return Job{}, true, err
+		}
+	}
 	c.setBookkeeping(old.bookkeeping())
 	nowNs := toNano(now)
 	c.setPausedAt(nextPausedAt(&old, c, nowNs))
 	if !old.sameSchedule(c) || old.enabled != c.enabled {
 		r.reschedulePlan(c, old.enabled, nowNs)
+		if !old.enabled && c.enabled {
+			resumedStatus(c, false, r.statusBeforePause(ctx, id))
+		}
 	}
 	if _, err := r.save(ctx, c.job(false)); err != nil {
 		return Job{}, true, err

@@ -87,9 +87,11 @@
 //	            "schedule": {"kind": "every", "every": "1h"}}
 //
 // Such jobs are created, listed (type=report), changed, paused and run like
-// any other. A type that no handler of the runner runs is a 400 on field
-// type; http on a job of another type, and args on an http job, are a 400
-// on the field.
+// any other. A new job of a type that no handler of the runner runs, or a
+// change of a job to such a type, is a 400 on field type; a stored job of
+// such a type may still be changed (PATCH), paused and resumed: the
+// handler is needed to run it, not to store it. http on a job of another
+// type, and args on an http job, are a 400 on the field.
 //
 // # Listing jobs
 //

@@ -257,8 +257,8 @@ func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) 
 // the runner writes the run's last-run fields. elsewhere is the count of
 // the job's runs in flight on the runners of the store ([RunCounter]),
 // refused as the runs in flight here are unless force. mu is held on
-// entry and exit.
-func (r *Runner) runStored(id, runID string, now int64, over *RunOptions, force bool, elsewhere int) (bool, error) {
+// entry and exit. by names who asked.
+func (r *Runner) runStored(id, runID, by string, now int64, over *RunOptions, force bool, elsewhere int) (bool, error) {
 	if r.sh == nil {
 		return false, nil
 	}
@@ -299,7 +299,7 @@ func (r *Runner) runStored(id, runID string, now int64, over *RunOptions, force 
 	*e = c
 	e.pos = -1
 	r.loose[e] = loose{idx: -1, ver: ver}
-	r.enqueue(e, task{runID: runID, scheduled: now, over: over})
+	r.enqueue(e, task{runID: runID, scheduled: now, over: over, by: by})
 	return true, nil
 }
 

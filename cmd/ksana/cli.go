@@ -450,7 +450,7 @@ func cmdEdit(ctx context.Context, e *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	j, err := e.c.Patch(ctx, args[0], b)
+	j, err := e.c.PatchJSON(ctx, args[0], b)
 	if err != nil {
 		return err
 	}
@@ -472,7 +472,7 @@ func cmdRunNow(ctx context.Context, e *cmdEnv, args []string) error {
 	f := &e.o.run
 	opts := client.RunNowOptions{Headers: f.headers, Force: f.force, IdempotencyKey: f.key}
 	if f.bodySet {
-		opts.Body = &f.body
+		opts.Body = []byte(f.body)
 	}
 	if f.args != "" {
 		if !json.Valid([]byte(f.args)) {

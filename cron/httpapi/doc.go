@@ -123,6 +123,13 @@
 // parameter, a bad value, or a parameter other than job and status given
 // twice is a 400 naming it; a store that keeps no history answers 501.
 //
+// GET /runs/{run_id} answers one record by its run id, whichever job it
+// belongs to: the run_id of a record, or the one a run-now answered. It
+// is a 404 while that run is queued or in flight (its record is written
+// when it ends), and for an id no kept record has. A record says what
+// started a run that was called: trigger "schedule" (a slot) or
+// "run-now", with triggered_by, the name of who asked (a token's name).
+//
 // # Previewing schedules
 //
 // GET /jobs/{id}/next?n=10 lists the job's next n run times (n from 1 to

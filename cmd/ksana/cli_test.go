@@ -281,6 +281,17 @@ func TestCLIShared(t *testing.T) {
 	if code, _, errOut := cli(t, bin, onB, "", "jobs", "next", "nope"); code != 1 || !strings.Contains(errOut, "HTTP 404") {
 		t.Errorf("jobs next nope on b: exit %d, %q; want 1 and the 404", code, errOut)
 	}
+	// A run-now asked of b is read by its id on a, with its trigger, from
+	// the shared database.
+	var ticket struct {
+		RunID string `json:"run_id"`
+	}
+	jsonOut(t, bin, onB, &ticket, "jobs", "run", "j1", "-o", "json")
+	var run cron.Run
+	jsonOut(t, bin, onA, &run, "runs", "get", ticket.RunID, "-wait", "30s", "-o", "json")
+	if run.ID != ticket.RunID || run.JobID != "j1" || run.Trigger != cron.TriggerRunNow || run.TriggeredBy != "anonymous" || run.Status == "" {
+		t.Errorf("runs get %s on a = %+v; want the run-now of j1 by anonymous, ended", ticket.RunID, run)
+	}
 }
 
 func ids(jobs []cron.Job) []string {

@@ -622,13 +622,13 @@ func cmdRuns(ctx context.Context, e *cmdEnv, args []string) error {
 		return e.json(runs)
 	}
 	w := e.table()
-	fmt.Fprintln(w, "RUN ID\tSCHEDULED\tTRIGGERED\tSTATUS\tATTEMPTS\tHTTP\tLATENCY\tINSTANCE\tERROR")
+	fmt.Fprintln(w, "RUN ID\tSCHEDULED\tTRIGGERED\tTRIGGER\tSTATUS\tATTEMPTS\tHTTP\tLATENCY\tINSTANCE\tERROR")
 	for _, r := range runs {
 		httpStatus := "-"
 		if r.HTTPStatus != 0 {
 			httpStatus = strconv.Itoa(r.HTTPStatus)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, timeText(r.ScheduledAt), timeText(r.TriggeredAt), r.Status,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, timeText(r.ScheduledAt), timeText(r.TriggeredAt), triggerText(r), r.Status,
 			r.Attempts, httpStatus, r.Latency, dash(r.Instance), dash(oneLine(r.Error)))
 	}
 	return w.Flush()

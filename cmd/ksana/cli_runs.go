@@ -77,14 +77,14 @@ func cmdHistory(ctx context.Context, e *cmdEnv, _ []string) error {
 		return e.json(p.Runs)
 	}
 	w := e.table()
-	fmt.Fprintln(w, "RUN ID\tJOB\tSCHEDULED\tSTATUS\tSLOTS\tREASON\tATTEMPTS\tHTTP\tLATENCY\tINSTANCE\tERROR")
+	fmt.Fprintln(w, "RUN ID\tJOB\tSCHEDULED\tTRIGGER\tSTATUS\tSLOTS\tREASON\tATTEMPTS\tHTTP\tLATENCY\tINSTANCE\tERROR")
 	for _, r := range p.Runs {
 		httpStatus := "-"
 		if r.HTTPStatus != 0 {
 			httpStatus = strconv.Itoa(r.HTTPStatus)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.JobID, timeText(r.ScheduledAt), r.Status, max(r.Slots, 1),
-			dash(r.Reason), r.Attempts, httpStatus, r.Latency, dash(r.Instance), dash(oneLine(r.Error)))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.JobID, timeText(r.ScheduledAt), triggerText(r), r.Status,
+			max(r.Slots, 1), dash(r.Reason), r.Attempts, httpStatus, r.Latency, dash(r.Instance), dash(oneLine(r.Error)))
 	}
 	return w.Flush()
 }
@@ -116,7 +116,7 @@ func cmdRunGet(ctx context.Context, e *cmdEnv, args []string) error {
 	row := func(k, v string) { fmt.Fprintf(w, "%s\t%s\n", k, v) }
 	row("run_id", run.ID)
 	row("job_id", run.JobID)
-	row("trigger", dash(strings.TrimSpace(run.Trigger+" "+run.TriggeredBy)))
+	row("trigger", triggerText(run))
 	row("status", string(run.Status))
 	if run.Reason != "" {
 		row("reason", run.Reason)
@@ -139,4 +139,13 @@ func cmdRunGet(ctx context.Context, e *cmdEnv, args []string) error {
 		row("error", oneLine(run.Error))
 	}
 	return w.Flush()
+}
+
+// triggerText says what started run r: "schedule", "run-now by NAME", or
+// "-" (a slot not called, or a record older than the trigger).
+func triggerText(r cron.Run) string {
+	if r.Trigger == cron.TriggerRunNow && r.TriggeredBy != "" {
+		return "run-now by " + r.TriggeredBy
+	}
+	return dash(r.Trigger)
 }

@@ -213,7 +213,7 @@ func TestCLI(t *testing.T) {
 	if one.ID != ticket.RunID || one.JobID != "hourly" || one.Status != cron.StatusSuccess || one.Trigger != cron.TriggerRunNow || one.TriggeredBy != "admin" {
 		t.Errorf("runs get %s -wait 30s = %+v, want the success of hourly, a run-now by admin", ticket.RunID, one)
 	}
-	if code, out, _ := cli(t, bin, env, "", "runs", "get", ticket.RunID); code != 0 || !strings.Contains(out, "run-now admin") || !strings.Contains(out, "success") {
+	if code, out, _ := cli(t, bin, env, "", "runs", "get", ticket.RunID); code != 0 || !strings.Contains(out, "run-now by admin") || !strings.Contains(out, "success") {
 		t.Errorf("runs get: exit %d, table:\n%s", code, out)
 	}
 	if code, _, errOut := cli(t, bin, env, "", "runs", "get", "nope", "-wait", "300ms"); code != 1 || !strings.Contains(errOut, "has not ended after -wait 300ms") {

@@ -300,6 +300,21 @@ func loadZone(name string) (*time.Location, error) {
 	return l, nil
 }
 
+// cronPrefixZone returns the zone name of a CRON_TZ= or TZ= prefix of
+// the expression spec, or "" when it has none.
+func cronPrefixZone(spec string) string {
+	s := strings.TrimSpace(spec)
+	rest, ok := cutPrefixFold(s, "CRON_TZ=")
+	if !ok {
+		rest, ok = cutPrefixFold(s, "TZ=")
+	}
+	if !ok {
+		return ""
+	}
+	name, _ := cutSpace(rest)
+	return name
+}
+
 func cutPrefixFold(s, prefix string) (string, bool) {
 	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
 		return s[len(prefix):], true

@@ -233,6 +233,10 @@
 // recorded when this runner resumes a job it paused), and those held back
 // by a pause of the whole service ([ReasonServicePaused], recorded at the
 // job's first slot called after it).
+// A [RunGetter] answers [Runner.RunByID]: one record by its run id (the
+// id [Runner.RunNow] returns), whichever job it belongs to. A record of a
+// run that was called says what started it ([Run.Trigger]: a slot of the
+// schedule or a run-now, with [Run.TriggeredBy], the actor that asked).
 //
 // A runner needs no store: New(nil, ...) keeps its jobs in the runner
 // alone, at the runner's own cost in memory (a MemStore would keep a second

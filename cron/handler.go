@@ -122,9 +122,10 @@ func checkHandler(typ string, h Handler) error {
 
 // Handle registers h to run the jobs of type typ, at any time, before or
 // after [Runner.Run]: runs of such a job start calling h from then on. A
-// job whose type has no handler cannot be added, and a stored one still
-// loads: its runs fail until its handler is registered (see
-// [Runner.Unhandled]). Handle panics, as http.ServeMux does for a bad
+// job whose type has no handler cannot be added (nor an existing job be
+// given that type), and a stored one still loads and may be changed
+// ([Runner.Update], a pause, a resume): its runs fail until its handler
+// is registered (see [Runner.Unhandled]). Handle panics, as http.ServeMux does for a bad
 // pattern, when typ is "http", empty or not a valid type name (see
 // [ValidType]), when h is nil, or when typ already has a handler.
 func (r *Runner) Handle(typ string, h Handler) {
@@ -202,6 +203,16 @@ func (r *Runner) countType(e *entry, d int) {
 	if r.typed[fn.typ] == 0 {
 		delete(r.typed, fn.typ)
 	}
+}
+
+// checkRetyped refuses a change of a job of type was to a type without a
+// handler. A job whose type has no handler may still be changed otherwise:
+// the handler is needed to run it, not to store it.
+func (r *Runner) checkRetyped(j *Job, was string) error {
+	if j.Type == was {
+		return nil
+	}
+	return r.checkHandled(j)
 }
 
 // checkHandled refuses a new job of a type without a handler.

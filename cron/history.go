@@ -3,6 +3,7 @@ package cron
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -264,6 +265,46 @@ func (r *Runner) QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor, e
 		return nil, RunCursor{}, unavailable("query runs", err)
 	}
 	return runs, next, err
+}
+
+// RunByID returns the record of the run with id runID (the id
+// [Runner.RunNow] returns, or the run_id of a record), from the store's
+// [RunGetter], or from the runs the runner keeps when it has no store. A
+// run id unknown, no longer kept, or of a run queued or in flight (its
+// record is written when it ends) is an error wrapping [ErrNotFound]; a
+// store that cannot answer gives an error wrapping [ErrUnsupported].
+// Reading a record needs no authorization: front ends allow it to every
+// role that reads the history.
+func (r *Runner) RunByID(ctx context.Context, runID string) (Run, error) {
+	if runID == "" {
+		return Run{}, fmt.Errorf("%w: run %q", ErrNotFound, runID)
+	}
+	if r.store == nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, idx := range r.order {
+			if idx < 0 {
+				continue
+			}
+			if e := r.tab.at(idx); e.x != nil {
+				for i := range e.x.hist {
+					if e.x.hist[i].ID == runID {
+						return e.x.hist[i], nil
+					}
+				}
+			}
+		}
+		return Run{}, fmt.Errorf("%w: run %q", ErrNotFound, runID)
+	}
+	g, ok := r.store.(RunGetter)
+	if !ok || r.runs == nil {
+		return Run{}, ErrUnsupported
+	}
+	run, err := g.RunByID(ctx, runID)
+	if err != nil && r.sh != nil && !errors.Is(err, ErrNotFound) {
+		return Run{}, unavailable(fmt.Sprintf("run %q", runID), err)
+	}
+	return run, err
 }
 
 // notCalled builds the record, at now, of the job's slots in (after,

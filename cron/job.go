@@ -108,8 +108,11 @@ type HTTPConfig struct {
 //   - kind "every": Every, optional StartAt (default: when the job is
 //     created) and optional Jitter (default 0, must be below Every).
 //   - kind "cron": Cron, a cron expression (see [ParseCron]), and optional
-//     TZ, an IANA zone name (default UTC). A CRON_TZ= or TZ= prefix in
-//     Cron takes precedence over TZ.
+//     TZ, an IANA zone name (default UTC). Cron may name its zone by a
+//     CRON_TZ= or TZ= prefix instead; a prefix that names another zone
+//     than TZ is refused (a *[ValidationError] on "schedule.tz"). A job
+//     stored with such a conflict before it was refused still loads, and
+//     runs as it did: in the zone of the prefix.
 type ScheduleSpec struct {
 	Kind    string
 	RunAt   time.Time
@@ -233,10 +236,16 @@ type Job struct {
 	// any.
 	Alert *AlertConfig `json:"alert,omitempty"`
 
-	LastRunAt  time.Time `json:"last_run_at"`
-	NextRunAt  time.Time `json:"next_run_at"`
-	LastStatus Status    `json:"last_status"`
-	LastError  string    `json:"last_error"`
+	LastRunAt time.Time `json:"last_run_at"`
+	NextRunAt time.Time `json:"next_run_at"`
+	// LastStatus is what happened last: the status of the job's last run
+	// (or skipped or missed slot); paused while the job is paused. When
+	// the job is resumed it says again what happened before the pause:
+	// the status of the newest run in its history that is not the record
+	// of the pause itself, or "" when the history holds none. LastError
+	// goes with it (a pause leaves it as it was).
+	LastStatus Status `json:"last_status"`
+	LastError  string `json:"last_error"`
 	// Failures is the number of runs in a row that failed (failed or
 	// timeout), 0 after a success; LastAlert is the last transition
 	// alerted (see [AlertConfig]). System fields, as those above.
@@ -739,6 +748,9 @@ func (s *ScheduleSpec) check(parsed *CronSchedule) (*CronSchedule, error) {
 		if s.Cron == "" {
 			return nil, invalid("schedule.cron", "is required for kind cron")
 		}
+		if z := s.zoneConflict(); z != "" {
+			return nil, invalid("schedule.tz", "is %q but schedule.cron starts with the zone %q: give the zone once, in tz or in the expression", s.TZ, z)
+		}
 		if parsed != nil {
 			return parsed, nil
 		}
@@ -819,6 +831,19 @@ func (s *ScheduleSpec) ClearUnused() []string {
 		}
 	}
 	return f
+}
+
+// zoneConflict returns the zone of a CRON_TZ= or TZ= prefix of s.Cron
+// when s.TZ names another one; "" when they agree or either is absent.
+func (s *ScheduleSpec) zoneConflict() string {
+	if s.TZ == "" {
+		return ""
+	}
+	z := cronPrefixZone(s.Cron)
+	if z == "" || z == s.TZ {
+		return ""
+	}
+	return z
 }
 
 // parseCron parses the expression of a cron spec in its time zone.

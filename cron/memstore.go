@@ -8,7 +8,10 @@ import (
 	"time"
 )
 
-var _ RunQuerier = (*MemStore)(nil)
+var (
+	_ RunQuerier = (*MemStore)(nil)
+	_ RunGetter  = (*MemStore)(nil)
+)
 
 // MemStore is a [Store] in memory: a [RunStore] that keeps the newest
 // RunLimit runs of each job, a [Flusher] with nothing to flush, a
@@ -220,6 +223,21 @@ func (s *MemStore) QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor,
 	s.mu.RUnlock()
 	runs, next := PageRuns(all, q)
 	return runs, next, nil
+}
+
+// RunByID returns the kept run with id runID; an unknown one is
+// [ErrNotFound] (see [RunGetter]).
+func (s *MemStore) RunByID(ctx context.Context, runID string) (Run, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, m := range s.runs {
+		for i := range m.buf {
+			if m.buf[i].ID == runID {
+				return m.buf[i], nil
+			}
+		}
+	}
+	return Run{}, fmt.Errorf("%w: run %q", ErrNotFound, runID)
 }
 
 // memExtras is the service pause and audit log of a MemStore.

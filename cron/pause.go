@@ -304,6 +304,10 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 	nowNs := toNano(r.now())
 	untilNs := toNano(until)
 	defer r.lockJob(id)()
+	var prev Status // the last_status of a resumed job
+	if !paused {
+		prev = r.statusBeforePause(ctx, id)
+	}
 	r.mu.Lock()
 	idx, e, ok := r.lookup(id)
 	if timed != 0 && (!ok || e.enabled || e.pausedUntil() != timed || !r.mine(id)) {
@@ -358,6 +362,7 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 	r.mu.Unlock()
 	if was != c.enabled {
 		r.reschedulePlan(&c, was, nowNs)
+		resumedStatus(&c, was, prev)
 	}
 	j.Paused, j.PausedUntil, j.NextRunAt, j.LastStatus = paused, until, fromNano(c.next), statusNames[c.status]
 	pausedAt := toNano(j.PausedAt) // kept by a paused job paused again
@@ -420,6 +425,38 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 		}
 	}
 	return out, true, nil
+}
+
+// statusBeforePause returns what job id's last_status becomes when it is
+// resumed: the status of the newest run in its history that is not the
+// record of a pause, or "" when the history holds none (or cannot be
+// read: the resume does not wait on it).
+func (r *Runner) statusBeforePause(ctx context.Context, id string) Status {
+	const look = 8
+	var runs []Run
+	if r.store == nil {
+		r.mu.Lock()
+		if _, e, ok := r.lookup(id); ok {
+			runs = e.runs(look)
+		}
+		r.mu.Unlock()
+	} else if r.runs != nil {
+		runs, _ = r.runs.Runs(ctx, id, look)
+	}
+	for i := range runs {
+		if runs[i].Reason != ReasonPaused {
+			return runs[i].Status
+		}
+	}
+	return ""
+}
+
+// resumedStatus sets the last_status of c, enabled from was (disabled),
+// to prev when it says paused: a resumed job shows what happened last.
+func resumedStatus(c *entry, was bool, prev Status) {
+	if !was && c.enabled && statusNames[c.status] == StatusPaused {
+		c.status = statusID(prev)
+	}
 }
 
 // nextPausedAt returns the paused_at (Unix ns) of the job old becomes as

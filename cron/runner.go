@@ -418,14 +418,14 @@ func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 			parsed = cad.cron.s
 		}
 	}
+	if stored && j.Schedule.zoneConflict() != "" {
+		// Stored before the conflict was refused: it ran in the zone of
+		// its prefix, and still does.
+		j.Schedule.TZ = ""
+	}
 	c, err := prepare(j, now, rules, last, parsed)
 	if err != nil {
 		return err
-	}
-	if !stored {
-		if err := r.checkHandled(j); err != nil {
-			return err
-		}
 	}
 	cfg := &jobConfig{
 		method: methodID(j.HTTP.Method), retries: uint16(j.MaxRetries), timeout: int64(j.Timeout), backoff: int64(j.RetryBackoff),
@@ -710,6 +710,9 @@ func (r *Runner) add(ctx context.Context, j Job) (Job, error) {
 	if err := r.compile(&j, now, e, false); err != nil {
 		return Job{}, err
 	}
+	if err := r.checkHandled(&j); err != nil {
+		return Job{}, err
+	}
 	if e.x != nil {
 		e.x.pausedAt = 0 // a system field: a new job was never paused
 	}
@@ -837,6 +840,7 @@ func (r *Runner) update(ctx context.Context, id string, change func(*Job) error)
 	}
 	j := cur.job(true)
 	r.mu.Unlock()
+	typ := j.Type
 	if err := change(&j); err != nil {
 		return Job{}, err
 	}
@@ -846,6 +850,9 @@ func (r *Runner) update(ctx context.Context, id string, change func(*Job) error)
 	now := r.now()
 	c := &entry{}
 	if err := r.compile(&j, now, c, false); err != nil {
+		return Job{}, err
+	}
+	if err := r.checkRetyped(&j, typ); err != nil {
 		return Job{}, err
 	}
 	nowNs := toNano(now)
@@ -862,6 +869,9 @@ func (r *Runner) update(ctx context.Context, id string, change func(*Job) error)
 
 	if reschedule {
 		r.reschedulePlan(c, was, nowNs)
+		if !was && c.enabled {
+			resumedStatus(c, false, r.statusBeforePause(ctx, id))
+		}
 	}
 	ver, err := r.save(ctx, c.job(false))
 	if err != nil {

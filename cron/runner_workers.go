@@ -15,6 +15,7 @@ type task struct {
 	claimed   bool        // a slot taken ahead: the worker calls it without a claim
 	counted   bool        // counted in its entry's inflight (from the queue on)
 	over      *RunOptions // a run-now's overrides; nil for none
+	by        string      // who asked for a run-now ([Actor.Name]); "" for a slot
 }
 
 // dropTask forgets task t, which will not run. mu is held.
@@ -103,6 +104,10 @@ func (r *Runner) execute(ctx context.Context, t task, j *Job) {
 		ID: t.runID, JobID: j.ID, ScheduledAt: info.ScheduledAt, TriggeredAt: info.TriggeredAt, FinishedAt: finished.UTC(),
 		Status: res.Status, Attempts: res.Attempts, HTTPStatus: res.HTTPStatus, Error: res.Error,
 		Latency: Duration(finished.Sub(triggered)),
+		Trigger: TriggerSchedule,
+	}
+	if !slot {
+		run.Trigger, run.TriggeredBy = TriggerRunNow, t.by
 	}
 	e := t.e
 	r.mu.Lock()

@@ -252,6 +252,7 @@ func (r *Runner) runNow(ctx context.Context, id string, opts RunOptions) (string
 		over = &o
 	}
 	runID := newID()
+	by := ActorFrom(ctx).Name
 	now := toNano(r.now())
 	elsewhere := 0 // runs in flight on every runner of a shared store
 	if r.fly != nil && !opts.Force {
@@ -273,7 +274,7 @@ func (r *Runner) runNow(ctx context.Context, id string, opts RunOptions) (string
 	}
 	_, e, ok := r.lookup(id)
 	if !ok {
-		if ok, err := r.runStored(id, runID, now, over, opts.Force, elsewhere); ok {
+		if ok, err := r.runStored(id, runID, by, now, over, opts.Force, elsewhere); ok {
 			if err != nil {
 				return "", err
 			}
@@ -295,6 +296,6 @@ func (r *Runner) runNow(ctx context.Context, id string, opts RunOptions) (string
 	if e.inflight >= maxInflight {
 		return "", fmt.Errorf("cron: run-now %q: %d runs already queued or running", id, e.inflight)
 	}
-	r.enqueue(e, task{runID: runID, scheduled: now, over: over})
+	r.enqueue(e, task{runID: runID, scheduled: now, over: over, by: by})
 	return runID, nil
 }

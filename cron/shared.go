@@ -211,6 +211,7 @@ func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) 
 		return Job{}, true, fmt.Errorf("cron: stored job %q: %w", id, err)
 	}
 	old.setBookkeeping(BookkeepingOf(&j))
+	typ := j.Type
 	if err := change(&j); err != nil {
 		return Job{}, true, err
 	}
@@ -221,11 +222,19 @@ func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) 
 	if err := r.compile(&j, now, c, stored); err != nil {
 		return Job{}, true, err
 	}
+	if !stored {
+		if err := r.checkRetyped(&j, typ); err != nil {
+			return Job{}, true, err
+		}
+	}
 	c.setBookkeeping(old.bookkeeping())
 	nowNs := toNano(now)
 	c.setPausedAt(nextPausedAt(&old, c, nowNs))
 	if !old.sameSchedule(c) || old.enabled != c.enabled {
 		r.reschedulePlan(c, old.enabled, nowNs)
+		if !old.enabled && c.enabled {
+			resumedStatus(c, false, r.statusBeforePause(ctx, id))
+		}
 	}
 	if _, err := r.save(ctx, c.job(false)); err != nil {
 		return Job{}, true, err
@@ -248,8 +257,8 @@ func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) 
 // the runner writes the run's last-run fields. elsewhere is the count of
 // the job's runs in flight on the runners of the store ([RunCounter]),
 // refused as the runs in flight here are unless force. mu is held on
-// entry and exit.
-func (r *Runner) runStored(id, runID string, now int64, over *RunOptions, force bool, elsewhere int) (bool, error) {
+// entry and exit. by names who asked.
+func (r *Runner) runStored(id, runID, by string, now int64, over *RunOptions, force bool, elsewhere int) (bool, error) {
 	if r.sh == nil {
 		return false, nil
 	}
@@ -290,7 +299,7 @@ func (r *Runner) runStored(id, runID string, now int64, over *RunOptions, force 
 	*e = c
 	e.pos = -1
 	r.loose[e] = loose{idx: -1, ver: ver}
-	r.enqueue(e, task{runID: runID, scheduled: now, over: over})
+	r.enqueue(e, task{runID: runID, scheduled: now, over: over, by: by})
 	return true, nil
 }
 

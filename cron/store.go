@@ -78,6 +78,30 @@ type Run struct {
 	// was alerted (failing, failing_streak, recovered, paused: see
 	// [AlertConfig]); empty for none.
 	Alert string `json:"alert,omitempty"`
+	// Trigger says what started a run that was called: [TriggerSchedule]
+	// (a slot of the job's schedule) or [TriggerRunNow]. Empty for a
+	// slot not called (skipped or missed: see Reason), and in records
+	// stored before the trigger was kept.
+	Trigger string `json:"trigger,omitempty"`
+	// TriggeredBy names who asked for a run-now ([Actor.Name]: a token's
+	// name, "local" for a Go call); empty for other triggers.
+	TriggeredBy string `json:"triggered_by,omitempty"`
+}
+
+// The triggers of a run, in [Run.Trigger]. The retries of a run are its
+// attempts ([Run.Attempts]), in the same record.
+const (
+	TriggerSchedule = "schedule" // a slot of the job's schedule
+	TriggerRunNow   = "run-now"  // [Runner.RunNow], POST /jobs/{id}/run-now
+)
+
+// RunGetter is an optional capability of a [RunStore]: one run record by
+// its run id, whichever job it belongs to.
+type RunGetter interface {
+	// RunByID returns the finished run with id runID among the runs the
+	// store keeps; a run unknown, dropped from the history or not
+	// finished is an error wrapping [ErrNotFound].
+	RunByID(ctx context.Context, runID string) (Run, error)
 }
 
 // RunStore is an optional capability of a Store: a bounded history of runs

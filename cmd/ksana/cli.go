@@ -37,6 +37,10 @@ type command struct {
 	short string
 	flags func(fs *flag.FlagSet, o *cmdOpts)
 	run   func(ctx context.Context, e *cmdEnv, args []string) error
+	// fields names the flag of each field of the API's errors whose name
+	// is not the flag's (last_status: -status); a field named as a flag
+	// of the command is that flag.
+	fields map[string]string
 }
 
 // cmdOpts are the flags of a command.
@@ -53,7 +57,10 @@ type cmdOpts struct {
 	instance            string
 	forDur              string
 	reason, who         string
-	run                 runFlags // jobs run
+	all, reverse        bool            // jobs ls -all, audit -reverse
+	wait                string          // runs get -wait
+	run                 runFlags        // jobs run
+	set                 map[string]bool // the flags given
 }
 
 // runFlags are the flags of jobs run.
@@ -99,38 +106,101 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 
 func commands() []command {
 	return []command{
-		{"jobs ls", "", "list the jobs (all, or a page with -limit), with filters", func(fs *flag.FlagSet, o *cmdOpts) {
-			fs.IntVar(&o.limit, "limit", 0, "a page of at most `N` jobs (1 to 1000); the next page's -after is printed on stderr")
+		{"jobs ls", "", "list the jobs, a page at a time (-all: every job), with filters", func(fs *flag.FlagSet, o *cmdOpts) {
+			fs.IntVar(&o.limit, "limit", defaultListPage, "a page of at most `N` jobs (1 to 1000); when more follow, the next page's -after is printed on stderr")
+			fs.BoolVar(&o.all, "all", false, "list every job that matches, page after page (not with -limit)")
 			fs.StringVar(&o.after, "after", "", "start after the job of this `ID` (the last of the previous page)")
 			fs.StringVar(&o.enabled, "enabled", "", "only the enabled (true) or paused (false) jobs")
 			fs.StringVar(&o.kind, "kind", "", "only the jobs of this schedule `kind`: once, every or cron")
 			fs.StringVar(&o.status, "status", "", "only the jobs whose last run had this `status` (success, failed, timeout, skipped, paused, missed; never: not run yet)")
 			fs.StringVar(&o.name, "name", "", "only the jobs of this exact `name`")
 			fs.StringVar(&o.typ, "type", "", "only the jobs of this `type` (http, or a Go function's)")
-		}, cmdList},
-		{"jobs get", "ID", "show a job", nil, cmdGet},
-		{"jobs add", "", "create a job from its JSON form (-f FILE, or -f - for stdin)", fileFlag, cmdAdd},
-		{"jobs edit", "ID", "change a job by a JSON merge patch (-f FILE, or -f - for stdin): only the fields given change, null resets one", fileFlag, cmdEdit},
-		{"jobs rm", "ID", "delete a job", nil, cmdRemove},
-		{"jobs run", "ID", "queue a run of a job now, optionally with another body, headers or args for that run", runFlagsOf, cmdRunNow},
-		{"jobs pause", "ID", "pause a job, for good or until a time (-until, -for)", untilFlags, cmdPause},
-		{"jobs resume", "ID", "resume a job", nil, cmdResume},
+		}, cmdList, map[string]string{"last_status": "status"}},
+		{"jobs get", "ID", "show a job", nil, cmdGet, nil},
+		{"jobs add", "", "create a job from its JSON form (-f FILE, or -f - for stdin)", fileFlag, cmdAdd, nil},
+		{"jobs edit", "ID", "change a job by a JSON merge patch (-f FILE, or -f - for stdin): only the fields given change, null resets one", fileFlag, cmdEdit, nil},
+		{"jobs rm", "ID", "delete a job", nil, cmdRemove, nil},
+		{"jobs run", "ID", "queue a run of a job now, optionally with another body, headers or args for that run", runFlagsOf, cmdRunNow,
+			map[string]string{"headers": "header", "Idempotency-Key": "idempotency-key"}},
+		{"jobs pause", "ID", "pause a job, for good or until a time (-until, -for)", untilFlags, cmdPause, nil},
+		{"jobs resume", "ID", "resume a job", nil, cmdResume, nil},
 		{"jobs runs", "ID", "show a job's newest runs, newest first", func(fs *flag.FlagSet, o *cmdOpts) {
 			fs.IntVar(&o.limit, "limit", 0, "at most `N` runs (default the API's, 50)")
 			fs.StringVar(&o.status, "status", "", "only the runs of this `status`: success, failed, timeout, skipped or missed")
-		}, cmdRuns},
+		}, cmdRuns, nil},
 		{"jobs next", "ID", "show a job's next run times", func(fs *flag.FlagSet, o *cmdOpts) {
 			fs.IntVar(&o.n, "n", 0, "how many times, 1 to 1000 (default the API's, 10)")
-		}, cmdNext},
-		{"runs", "", "show the run history of every job, newest first, with filters: called runs, and the slots not called with their reason", historyFlags, cmdHistory},
-		{"audit", "", "show the audit log of changes (who, what, when, the fields changed), oldest first", auditFlags, cmdAudit},
+		}, cmdNext, nil},
+		{"runs", "", "show the run history of every job, newest first, with filters: called runs, and the slots not called with their reason", historyFlags, cmdHistory, nil},
+		{"runs get", "RUN_ID", "show one run by its run id (the one jobs run prints), whichever job it belongs to", func(fs *flag.FlagSet, o *cmdOpts) {
+			fs.StringVar(&o.wait, "wait", "", "wait up to this `duration` (30s, 5m) for the run to end, then show it")
+		}, cmdRunGet, nil},
+		{"audit", "", "show the audit log of changes (who, what, when, the fields changed), oldest first (-reverse: newest first)", auditFlags, cmdAudit,
+			map[string]string{"job_id": "job"}},
 		{"pause", "", "pause the whole service (maintenance): no job fires until resume or -until/-for; admin role", func(fs *flag.FlagSet, o *cmdOpts) {
 			untilFlags(fs, o)
 			fs.StringVar(&o.reason, "reason", "", "the `text` GET /health shows while paused")
-		}, cmdPauseAll},
-		{"resume", "", "end the service pause; admin role", nil, cmdResumeAll},
-		{"health", "", "show the service's health (and its pause)", nil, cmdHealth},
+		}, cmdPauseAll, nil},
+		{"resume", "", "end the service pause; admin role", nil, cmdResumeAll, nil},
+		{"health", "", "show the service's health (and its pause)", nil, cmdHealth, nil},
 	}
+}
+
+// defaultListPage is the page of jobs ls without -limit.
+const defaultListPage = 100
+
+// commandNames are the names of the commands, for "did you mean".
+func commandNames() []string {
+	var out []string
+	for _, c := range commands() {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// didYouMean returns the command name closest to name, when one is close
+// enough to be a typo of it ("job ls": "jobs ls"), else "".
+func didYouMean(name string) string {
+	best, bestD := "", 3
+	for _, c := range commandNames() {
+		if d := editDistance(name, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// flagOf returns the flag of cmd that the API's error field stands for,
+// "" when none does (a field of a job's JSON, from -f).
+func flagOf(fs *flag.FlagSet, cmd command, field string) string {
+	if f, ok := cmd.fields[field]; ok {
+		return f
+	}
+	if field != "" && fs.Lookup(field) != nil {
+		return field
+	}
+	return ""
 }
 
 func runFlagsOf(fs *flag.FlagSet, o *cmdOpts) {
@@ -177,6 +247,9 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	stdout, stderr = out, errOut
 	name := args[0]
 	rest := args[1:]
+	if name == "runs" && len(rest) > 0 && rest[0] == "get" {
+		name, rest = "runs get", rest[1:]
+	}
 	if name == "jobs" {
 		if len(rest) == 0 || rest[0] == "-h" || rest[0] == "-help" || rest[0] == "--help" {
 			fmt.Fprint(stderr, "Usage: ksana jobs ls|get|add|edit|rm|run|pause|resume|runs|next [flags] [ID]\n\n"+commandsUsage())
@@ -190,6 +263,10 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	i := slices.IndexFunc(commands(), func(c command) bool { return c.name == name })
 	if i < 0 {
+		if s := didYouMean(name); s != "" {
+			fmt.Fprintf(stderr, "ksana: unknown command %q; did you mean %q?\n", name, s)
+			return exitUsage
+		}
 		fmt.Fprintf(stderr, "ksana: unknown command %q\n\n%s", name, commandsUsage())
 		return exitUsage
 	}
@@ -222,6 +299,8 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		pos = append(pos, fs.Arg(0))
 		rest = fs.Args()[1:]
 	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	if want := len(strings.Fields(cmd.args)); len(pos) != want {
 		if want == 0 {
 			fmt.Fprintf(stderr, "ksana %s: takes no argument, got %q\n", name, pos)
@@ -253,7 +332,9 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		fmt.Fprintf(stderr, "ksana %s: %s\n", name, ue.msg)
 		return exitUsage
 	case errors.As(err, &ae):
-		if ae.Field != "" {
+		if f := flagOf(fs, cmd, ae.Field); f != "" {
+			fmt.Fprintf(stderr, "ksana %s: -%s: %s (HTTP %d)\n", name, f, ae.Message, ae.Status)
+		} else if ae.Field != "" {
 			fmt.Fprintf(stderr, "ksana %s: %s (field %s; HTTP %d)\n", name, ae.Message, ae.Field, ae.Status)
 		} else {
 			fmt.Fprintf(stderr, "ksana %s: %s (HTTP %d)\n", name, ae.Message, ae.Status)
@@ -289,8 +370,11 @@ func (e *cmdEnv) table() *table {
 func cmdList(ctx context.Context, e *cmdEnv, _ []string) error {
 	o := e.o
 	opts := client.ListOptions{Limit: o.limit, After: o.after, Kind: o.kind, Name: o.name, Type: o.typ}
-	if o.limit < 0 {
-		return usagef("-limit must be positive, got %d", o.limit)
+	if o.limit < 1 {
+		return usagef("-limit: must be from 1 to 1000, got %d", o.limit)
+	}
+	if o.all && o.set["limit"] {
+		return usagef("-all lists every job: leave out -limit")
 	}
 	switch o.enabled {
 	case "":
@@ -298,26 +382,41 @@ func cmdList(ctx context.Context, e *cmdEnv, _ []string) error {
 		on := o.enabled == "true"
 		opts.Enabled = &on
 	default:
-		return usagef("-enabled must be true or false, got %q", o.enabled)
+		return usagef("-enabled: must be true or false, got %q", o.enabled)
 	}
 	if o.status == "never" {
 		opts.NeverRun = true
 	} else {
 		opts.LastStatus = cron.Status(o.status)
 	}
-	p, err := e.c.List(ctx, opts)
-	if err != nil {
-		return err
+	var jobs []cron.Job
+	if o.all {
+		opts.Limit = 1000
 	}
-	if p.Next != "" {
-		fmt.Fprintf(e.stderr, "more jobs follow: -after %s\n", p.Next)
+	for {
+		p, err := e.c.List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		jobs = append(jobs, p.Jobs...)
+		if p.Next == "" {
+			break
+		}
+		if !o.all {
+			fmt.Fprintf(e.stderr, "more jobs follow: -after %s for the next page, -all for every job\n", p.Next)
+			break
+		}
+		opts.After = p.Next
 	}
 	if o.output == "json" {
-		return e.json(p.Jobs)
+		if jobs == nil {
+			jobs = []cron.Job{}
+		}
+		return e.json(jobs)
 	}
 	w := e.table()
 	fmt.Fprintln(w, "ID\tNAME\tTYPE\tSCHEDULE\tENABLED\tNEXT RUN\tLAST RUN\tLAST STATUS")
-	for _, j := range p.Jobs {
+	for _, j := range jobs {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\n", j.ID, dash(j.Name), j.Type, scheduleText(j.Schedule), !j.Paused,
 			timeText(j.NextRunAt), timeText(j.LastRunAt), dash(string(j.LastStatus)))
 	}
@@ -457,7 +556,7 @@ func cmdEdit(ctx context.Context, e *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	j, err := e.c.Patch(ctx, args[0], b)
+	j, err := e.c.PatchJSON(ctx, args[0], b)
 	if err != nil {
 		return err
 	}
@@ -479,7 +578,7 @@ func cmdRunNow(ctx context.Context, e *cmdEnv, args []string) error {
 	f := &e.o.run
 	opts := client.RunNowOptions{Headers: f.headers, Force: f.force, IdempotencyKey: f.key}
 	if f.bodySet {
-		opts.Body = &f.body
+		opts.Body = []byte(f.body)
 	}
 	if f.args != "" {
 		if !json.Valid([]byte(f.args)) {
@@ -530,13 +629,13 @@ func cmdRuns(ctx context.Context, e *cmdEnv, args []string) error {
 		return e.json(runs)
 	}
 	w := e.table()
-	fmt.Fprintln(w, "RUN ID\tSCHEDULED\tTRIGGERED\tSTATUS\tATTEMPTS\tHTTP\tLATENCY\tINSTANCE\tERROR")
+	fmt.Fprintln(w, "RUN ID\tSCHEDULED\tTRIGGERED\tTRIGGER\tSTATUS\tATTEMPTS\tHTTP\tLATENCY\tINSTANCE\tERROR")
 	for _, r := range runs {
 		httpStatus := "-"
 		if r.HTTPStatus != 0 {
 			httpStatus = strconv.Itoa(r.HTTPStatus)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, timeText(r.ScheduledAt), timeText(r.TriggeredAt), r.Status,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, timeText(r.ScheduledAt), timeText(r.TriggeredAt), triggerText(r), r.Status,
 			r.Attempts, httpStatus, r.Latency, dash(r.Instance), dash(oneLine(r.Error)))
 	}
 	return w.Flush()
@@ -552,6 +651,9 @@ func oneLine(s string) string {
 }
 
 func cmdNext(ctx context.Context, e *cmdEnv, args []string) error {
+	if e.o.set["n"] && (e.o.n < 1 || e.o.n > cron.MaxPreview) {
+		return usagef("-n: must be from 1 to %d, got %d", cron.MaxPreview, e.o.n)
+	}
 	next, err := e.c.Next(ctx, args[0], e.o.n)
 	if err != nil {
 		return err
@@ -617,4 +719,22 @@ func cmdHealth(ctx context.Context, e *cmdEnv, _ []string) error {
 		fmt.Fprintf(w, "%s\t%s\n", k, s)
 	}
 	return w.Flush()
+}
+
+// typoOf returns the command that args (the words ksana did not take)
+// most likely mistype: "job ls" gives "jobs ls", "helth" gives "health";
+// "" when none is close.
+func typoOf(args []string) string {
+	if len(args) >= 2 {
+		if s := didYouMean(args[0] + " " + args[1]); s != "" {
+			return s
+		}
+	}
+	best, bestD := "", 3
+	for _, w := range []string{"jobs", "runs", "audit", "pause", "resume", "health"} {
+		if d := editDistance(args[0], w); d < bestD && d < len(args[0]) {
+			best, bestD = w, d
+		}
+	}
+	return best
 }

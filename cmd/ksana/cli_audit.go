@@ -22,6 +22,7 @@ func auditFlags(fs *flag.FlagSet, o *cmdOpts) {
 	fs.StringVar(&o.since, "since", "", "only the entries made at or after this RFC3339 `time`")
 	fs.StringVar(&o.after, "after", "", "only the entries after the one of this `ID` (the last of the previous page)")
 	fs.IntVar(&o.limit, "limit", 0, "a page of at most `N` entries, 1 to 1000 (default the API's, 100); the next page's -after is printed on stderr")
+	fs.BoolVar(&o.reverse, "reverse", false, "newest first: the newest -limit entries that match (read from the oldest on: narrow a long log with -since or -job)")
 }
 
 func cmdAudit(ctx context.Context, e *cmdEnv, _ []string) error {
@@ -43,7 +44,13 @@ func cmdAudit(ctx context.Context, e *cmdEnv, _ []string) error {
 	if e.o.limit < 0 {
 		return usagef("-limit must be positive, got %d", e.o.limit)
 	}
-	p, err := e.c.Audit(ctx, opts)
+	var p client.AuditPage
+	var err error
+	if e.o.reverse {
+		p, err = newestAudit(ctx, e, opts)
+	} else {
+		p, err = e.c.Audit(ctx, opts)
+	}
 	if err != nil {
 		return err
 	}
@@ -71,6 +78,40 @@ func cmdAudit(ctx context.Context, e *cmdEnv, _ []string) error {
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, timeText(a.Time), dash(a.Who), dash(a.Role), a.Action, dash(a.JobID), what)
 	}
 	return w.Flush()
+}
+
+// newestAudit returns the newest entries that opts selects (up to its
+// limit, default 100), newest first: it pages through them from the
+// oldest, keeping the newest. It says on stderr how many older ones it
+// left out.
+func newestAudit(ctx context.Context, e *cmdEnv, opts client.AuditOptions) (client.AuditPage, error) {
+	keep := opts.Limit
+	if keep == 0 {
+		keep = 100
+	}
+	opts.Limit = 1000
+	var last []client.AuditEntry
+	older := 0
+	for {
+		p, err := e.c.Audit(ctx, opts)
+		if err != nil {
+			return client.AuditPage{}, err
+		}
+		last = append(last, p.Entries...)
+		if n := len(last) - keep; n > 0 {
+			older += n
+			last = slices.Delete(last, 0, n)
+		}
+		if p.Next == 0 {
+			break
+		}
+		opts.After = p.Next
+	}
+	slices.Reverse(last)
+	if older > 0 {
+		fmt.Fprintf(e.stderr, "%d older entries not shown: raise -limit, or narrow with -since or -job\n", older)
+	}
+	return client.AuditPage{Entries: last}, nil
 }
 
 // changed names the fields of a job that a write changed: "created",

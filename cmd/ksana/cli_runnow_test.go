@@ -34,7 +34,7 @@ func TestCLIRunNow(t *testing.T) {
 		{"the same key, another body", "", []string{"jobs", "run", "j", "--body", "twice", "--idempotency-key", "k1"}, 1, nil, []string{"HTTP 422", "another body"}},
 		{"run forced", "", []string{"jobs", "run", "j", "--force", "-o", "json"}, 0, []string{`"run_id"`}, nil},
 		{"run a bad header", "", []string{"jobs", "run", "j", "--header", "nope"}, 2, nil, []string{"NAME=VALUE"}},
-		{"run args on an HTTP job", "", []string{"jobs", "run", "j", "--args", `{"a":1}`}, 1, nil, []string{"field args", "HTTP 400"}},
+		{"run args on an HTTP job", "", []string{"jobs", "run", "j", "--args", `{"a":1}`}, 1, nil, []string{"-args: is for jobs that run a Go function", "HTTP 400"}},
 	}
 	for _, tt := range tests {
 		code, out, errOut := cli(t, bin, env, tt.stdin, tt.args...)

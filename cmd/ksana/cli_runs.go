@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -76,14 +77,75 @@ func cmdHistory(ctx context.Context, e *cmdEnv, _ []string) error {
 		return e.json(p.Runs)
 	}
 	w := e.table()
-	fmt.Fprintln(w, "RUN ID\tJOB\tSCHEDULED\tSTATUS\tSLOTS\tREASON\tATTEMPTS\tHTTP\tLATENCY\tINSTANCE\tERROR")
+	fmt.Fprintln(w, "RUN ID\tJOB\tSCHEDULED\tTRIGGER\tSTATUS\tSLOTS\tREASON\tATTEMPTS\tHTTP\tLATENCY\tINSTANCE\tERROR")
 	for _, r := range p.Runs {
 		httpStatus := "-"
 		if r.HTTPStatus != 0 {
 			httpStatus = strconv.Itoa(r.HTTPStatus)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.JobID, timeText(r.ScheduledAt), r.Status, max(r.Slots, 1),
-			dash(r.Reason), r.Attempts, httpStatus, r.Latency, dash(r.Instance), dash(oneLine(r.Error)))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.JobID, timeText(r.ScheduledAt), triggerText(r), r.Status,
+			max(r.Slots, 1), dash(r.Reason), r.Attempts, httpStatus, r.Latency, dash(r.Instance), dash(oneLine(r.Error)))
 	}
 	return w.Flush()
+}
+
+func cmdRunGet(ctx context.Context, e *cmdEnv, args []string) error {
+	var run cron.Run
+	var err error
+	if e.o.wait != "" {
+		d, perr := time.ParseDuration(e.o.wait)
+		if perr != nil || d <= 0 {
+			return usagef("-wait: must be a positive duration such as 30s or 5m, got %q", e.o.wait)
+		}
+		wctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		run, err = e.c.Wait(wctx, args[0])
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return fmt.Errorf("run %s has not ended after -wait %s (or no run has that id)", args[0], d)
+		}
+	} else {
+		run, err = e.c.Run(ctx, args[0])
+	}
+	if err != nil {
+		return err
+	}
+	if e.o.output == "json" {
+		return e.json(run)
+	}
+	w := e.table()
+	row := func(k, v string) { fmt.Fprintf(w, "%s\t%s\n", k, v) }
+	row("run_id", run.ID)
+	row("job_id", run.JobID)
+	row("trigger", triggerText(run))
+	row("status", string(run.Status))
+	if run.Reason != "" {
+		row("reason", run.Reason)
+	}
+	if run.Slots > 1 {
+		row("slots", strconv.Itoa(run.Slots))
+	}
+	row("scheduled_at", timeText(run.ScheduledAt))
+	row("triggered_at", timeText(run.TriggeredAt))
+	row("finished_at", timeText(run.FinishedAt))
+	row("attempts", strconv.Itoa(run.Attempts))
+	if run.HTTPStatus != 0 {
+		row("http_status", strconv.Itoa(run.HTTPStatus))
+	}
+	row("latency", run.Latency.String())
+	if run.Instance != "" {
+		row("instance", run.Instance)
+	}
+	if run.Error != "" {
+		row("error", oneLine(run.Error))
+	}
+	return w.Flush()
+}
+
+// triggerText says what started run r: "schedule", "run-now by NAME", or
+// "-" (a slot not called, or a record older than the trigger).
+func triggerText(r cron.Run) string {
+	if r.Trigger == cron.TriggerRunNow && r.TriggeredBy != "" {
+		return "run-now by " + r.TriggeredBy
+	}
+	return dash(r.Trigger)
 }

@@ -80,7 +80,8 @@ func TestCLI(t *testing.T) {
 		{"ls filtered", nil, "", []string{"jobs", "ls", "-kind", "every"}, 0, []string{"hourly"}, nil, false},
 		{"ls a page", nil, "", []string{"jobs", "ls", "-limit", "1"}, 0, []string{"daily"}, []string{"more jobs follow: -after daily"}, false},
 		{"ls the next page", nil, "", []string{"jobs", "ls", "-limit", "1", "-after", "daily"}, 0, []string{"hourly"}, nil, false},
-		{"ls a bad filter", nil, "", []string{"jobs", "ls", "-kind", "weekly"}, 1, nil, []string{"field kind"}, true},
+		{"ls a bad filter", nil, "", []string{"jobs", "ls", "-kind", "weekly"}, 1, nil, []string{"-kind: must be"}, true},
+		{"ls bad -status names the flag", nil, "", []string{"jobs", "ls", "-status", "weird"}, 1, nil, []string{"ksana jobs ls: -status: must be", "HTTP 400"}, true},
 		{"ls bad -enabled", nil, "", []string{"jobs", "ls", "-enabled", "yes"}, 2, nil, []string{"-enabled"}, true},
 		{"get, flags after the id", nil, "", []string{"jobs", "get", "daily", "-o", "json"}, 0, []string{`"name": "report"`}, nil, false},
 		{"get unknown", nil, "", []string{"jobs", "get", "nope"}, 1, nil, []string{`job "nope" not found`, "HTTP 404"}, true},
@@ -89,14 +90,16 @@ func TestCLI(t *testing.T) {
 		{"edit a bad tz", nil, `{"schedule":{"tz":"Mars/Olympus"}}`, []string{"jobs", "edit", "daily", "-f", "-"}, 1, nil, []string{"field schedule.tz"}, true},
 		{"pause", nil, "", []string{"jobs", "pause", "daily"}, 0, []string{"enabled", "false"}, nil, false},
 		{"next of a paused job", nil, "", []string{"jobs", "next", "daily", "-n", "3"}, 0, []string{"is paused", "UTC", "Europe/Paris", "09:00:00 CE"}, nil, false},
-		{"next bad n", nil, "", []string{"jobs", "next", "daily", "-n", "5000"}, 1, nil, []string{"field n"}, true},
+		{"next bad n", nil, "", []string{"jobs", "next", "daily", "-n", "5000"}, 2, nil, []string{"-n: must be from 1 to 1000"}, true},
+		{"next -n 0", nil, "", []string{"jobs", "next", "daily", "-n", "0"}, 2, nil, []string{"-n: must be from 1 to 1000, got 0"}, true},
 		{"resume", nil, "", []string{"jobs", "resume", "daily"}, 0, []string{"true"}, nil, false},
 		{"run now", nil, "", []string{"jobs", "run", "hourly"}, 0, []string{"queued run", "of hourly"}, nil, false},
 		{"audit", nil, "", []string{"audit"}, 0, []string{"WHO", "ACTION", "CHANGED", "1 ", "admin", "create", "created", "update", "daily", "name", "enabled", "run-now", "hourly", "run "}, nil, false},
 		{"audit of a job, a page", nil, "", []string{"audit", "-job", "daily", "-limit", "2"}, 0, []string{"created", "name"}, []string{"more entries follow: -after 3"}, false},
 		{"audit, the next page", nil, "", []string{"audit", "-job", "daily", "-after", "3", "-o", "json"}, 0, []string{`"action": "pause"`, `"job_id": "daily"`, `"who": "admin"`}, nil, false},
 		{"audit bad -after", nil, "", []string{"audit", "-after", "x"}, 2, nil, []string{"-after must be"}, true},
-		{"audit bad -limit", nil, "", []string{"audit", "-limit", "5000"}, 1, nil, []string{"field limit"}, true},
+		{"audit bad -limit", nil, "", []string{"audit", "-limit", "5000"}, 1, nil, []string{"-limit: must be"}, true},
+		{"audit newest first", nil, "", []string{"audit", "-reverse", "-limit", "2"}, 0, []string{"run-now", "hourly"}, []string{"older entries not shown"}, false},
 		{"health", nil, "", []string{"health"}, 0, []string{"status", "ok"}, nil, false},
 		{"health json", nil, "", []string{"health", "-o", "json"}, 0, []string{`"status": "ok"`}, nil, false},
 		{"a wrong token", []string{"KSANA_ADDR=" + m.url, "KSANA_API_TOKEN=wrong"}, "", []string{"jobs", "ls"}, 1, nil, []string{"HTTP 401"}, true},
@@ -106,6 +109,9 @@ func TestCLI(t *testing.T) {
 		{"a bad address", []string{"KSANA_ADDR=127.0.0.1:7100"}, "", []string{"health"}, 2, nil, []string{"KSANA_ADDR"}, true},
 		{"bad -o", nil, "", []string{"health", "-o", "yaml"}, 2, nil, []string{"table or json"}, true},
 		{"unknown command", nil, "", []string{"jobs", "list"}, 2, nil, []string{`unknown command "jobs list"`, "jobs ls"}, true},
+		{"did you mean", nil, "", []string{"job", "ls"}, 2, nil, []string{`unknown command "job ls"; did you mean "jobs ls"?`}, true},
+		{"did you mean, one word", nil, "", []string{"helth"}, 2, nil, []string{`did you mean "health"?`}, true},
+		{"runs get unknown", nil, "", []string{"runs", "get", "nope"}, 1, nil, []string{`run "nope" not found`, "HTTP 404"}, true},
 		{"jobs alone", nil, "", []string{"jobs"}, 2, nil, []string{"jobs ls|get"}, true},
 		{"help of a command", nil, "", []string{"jobs", "runs", "-h"}, 0, nil, []string{"Usage: ksana jobs runs", "-status"}, true},
 		{"an extra argument", nil, "", []string{"jobs", "rm", "a", "b"}, 2, nil, []string{"takes ID"}, true},
@@ -184,10 +190,10 @@ func TestCLI(t *testing.T) {
 		{[]string{"runs"}, 0, runs[0].ID, ""},
 		{[]string{"runs", "-job", "daily"}, 0, "REASON", ""},
 		{[]string{"runs", "-until", "1h"}, 0, "SLOTS", ""},
-		{[]string{"runs", "-status", "paused"}, 1, "", "field status"},
+		{[]string{"runs", "-status", "paused"}, 1, "", "ksana runs: -status: must be"},
 		{[]string{"runs", "-since", "yesterday"}, 2, "", "-since must be"},
-		{[]string{"runs", "-limit", "5000"}, 1, "", "field limit"},
-		{[]string{"runs", "-after", "junk"}, 1, "", "field after"},
+		{[]string{"runs", "-limit", "5000"}, 1, "", "-limit: must be"},
+		{[]string{"runs", "-after", "junk"}, 1, "", "-after: must be"},
 	} {
 		code, out, errOut := cli(t, bin, env, "", c.args...)
 		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
@@ -197,8 +203,24 @@ func TestCLI(t *testing.T) {
 			t.Errorf("ksana %q lists a run of now:\n%s", c.args, out)
 		}
 	}
-	if hook.count() != 1 {
-		t.Errorf("the callback was called %d times, want 1 (the run now)", hook.count())
+	// ksana runs get: one run by its id, waited for; its trigger and who asked.
+	var ticket struct {
+		RunID string `json:"run_id"`
+	}
+	jsonOut(t, bin, env, &ticket, "jobs", "run", "hourly", "-o", "json")
+	var one cron.Run
+	jsonOut(t, bin, env, &one, "runs", "get", ticket.RunID, "-wait", "30s", "-o", "json")
+	if one.ID != ticket.RunID || one.JobID != "hourly" || one.Status != cron.StatusSuccess || one.Trigger != cron.TriggerRunNow || one.TriggeredBy != "admin" {
+		t.Errorf("runs get %s -wait 30s = %+v, want the success of hourly, a run-now by admin", ticket.RunID, one)
+	}
+	if code, out, _ := cli(t, bin, env, "", "runs", "get", ticket.RunID); code != 0 || !strings.Contains(out, "run-now by admin") || !strings.Contains(out, "success") {
+		t.Errorf("runs get: exit %d, table:\n%s", code, out)
+	}
+	if code, _, errOut := cli(t, bin, env, "", "runs", "get", "nope", "-wait", "300ms"); code != 1 || !strings.Contains(errOut, "has not ended after -wait 300ms") {
+		t.Errorf("runs get nope -wait 300ms: exit %d, %q; want 1 and that it has not ended", code, errOut)
+	}
+	if hook.count() != 2 {
+		t.Errorf("the callback was called %d times, want 2 (the runs now)", hook.count())
 	}
 	if code, out, _ := cli(t, bin, env, "", "jobs", "rm", "hourly"); code != 0 || !strings.Contains(out, "deleted hourly") {
 		t.Errorf("jobs rm: exit %d, %q", code, out)
@@ -258,6 +280,17 @@ func TestCLIShared(t *testing.T) {
 	}
 	if code, _, errOut := cli(t, bin, onB, "", "jobs", "next", "nope"); code != 1 || !strings.Contains(errOut, "HTTP 404") {
 		t.Errorf("jobs next nope on b: exit %d, %q; want 1 and the 404", code, errOut)
+	}
+	// A run-now asked of b is read by its id on a, with its trigger, from
+	// the shared database.
+	var ticket struct {
+		RunID string `json:"run_id"`
+	}
+	jsonOut(t, bin, onB, &ticket, "jobs", "run", "j1", "-o", "json")
+	var run cron.Run
+	jsonOut(t, bin, onA, &run, "runs", "get", ticket.RunID, "-wait", "30s", "-o", "json")
+	if run.ID != ticket.RunID || run.JobID != "j1" || run.Trigger != cron.TriggerRunNow || run.TriggeredBy != "anonymous" || run.Status == "" {
+		t.Errorf("runs get %s on a = %+v; want the run-now of j1 by anonymous, ended", ticket.RunID, run)
 	}
 }
 

@@ -262,7 +262,8 @@ func usage() string {
 	var b strings.Builder
 	b.WriteString(`ksana: the timed-job service. It serves the REST API (POST/GET /jobs,
 GET/PATCH/DELETE /jobs/{id}, POST /jobs/{id}/run-now|pause|resume,
-GET /jobs/{id}/runs|next, POST /schedules/preview, GET /audit,
+GET /jobs/{id}/runs|next, GET /runs, GET /runs/{id},
+POST /schedules/preview, GET /audit,
 GET /health, GET /metrics, and its OpenAPI 3 document at
 GET /openapi.json) and keeps its jobs in one JSON file,
 <data dir>/jobs.json, or with DATABASE_URL in PostgreSQL or SQLite,

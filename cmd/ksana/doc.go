@@ -34,14 +34,18 @@
 // The same binary is a client of a running service's API (through
 // [github.com/ksana-dev/ksana/cron/client]):
 //
-//	ksana jobs ls [-limit N] [-after ID] [-enabled B] [-kind K] [-status S] [-name N] [-type T]
+//	ksana jobs ls [-limit N|-all] [-after ID] [-enabled B] [-kind K] [-status S] [-name N] [-type T]
+//	                                 a page of 100 jobs unless -limit says otherwise; -all: every job
 //	ksana jobs get|rm|run|pause|resume ID
 //	ksana jobs pause ID -until T|-for D   paused until an RFC3339 time, or for a duration (2h): it resumes by itself
 //	ksana jobs add -f FILE           (or -f - to read stdin) the job's JSON form, as POST /jobs takes it
 //	ksana jobs edit ID -f FILE       a JSON merge patch, as PATCH /jobs/{id} takes it
 //	ksana jobs runs ID [-limit N] [-status S]
 //	ksana jobs next ID [-n N]        the next run times, in UTC and in the job's zone
-//	ksana audit [-job ID] [-who NAME] [-since T] [-after N] [-limit N]
+//	ksana runs [-job ID] [-status S] [-since T] [-until T] [-instance I] [-limit N] [-after C]
+//	ksana runs get RUN_ID [-wait D]  one run by its id, with its trigger; -wait: wait for its end
+//	ksana audit [-job ID] [-who NAME] [-since T] [-after N] [-limit N] [-reverse]
+//	                                 oldest first; -reverse: the newest -limit entries, newest first
 //	ksana pause [-until T|-for D] [-reason R]   pause every job of the service (admin role); ksana health shows it
 //	ksana resume                                end that pause
 //	ksana health

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/ksana-dev/ksana/cmd/ksana/internal/sighup"
@@ -45,6 +46,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 2
 	}
 	if fs.NArg() > 0 {
+		if s := typoOf(fs.Args()); s != "" {
+			fmt.Fprintf(stderr, "ksana: unknown command %q; did you mean %q? (ksana -h lists the commands)\n", strings.Join(fs.Args()[:min(2, fs.NArg())], " "), s)
+			return 2
+		}
 		fmt.Fprintf(stderr, "ksana: unexpected argument %q (configuration comes from the environment; see ksana -h)\n", fs.Arg(0))
 		return 2
 	}

@@ -68,8 +68,8 @@ func TestPauseJSONFile(t *testing.T) {
 		return !got.Paused && got.PausedUntil.IsZero() && got.PausedAt.IsZero()
 	})
 	waitFor(t, "calls after the timed pause", func() bool { return hook.count() > n })
-	if code, _, errOut := cli(t, bin, env, "", "jobs", "pause", "tick", "-until", "2000-01-01T00:00:00Z"); code != 1 || !strings.Contains(errOut, "field until") {
-		t.Errorf("jobs pause -until in the past: exit %d %q; want 1 naming until", code, errOut)
+	if code, _, errOut := cli(t, bin, env, "", "jobs", "pause", "tick", "-until", "2000-01-01T00:00:00Z"); code != 1 || !strings.Contains(errOut, "ksana jobs pause: -until: must be in the future") {
+		t.Errorf("jobs pause -until in the past: exit %d %q; want 1 naming -until", code, errOut)
 	}
 	if code, _, errOut := cli(t, bin, env, "", "jobs", "pause", "tick", "-for", "soon"); code != 2 || !strings.Contains(errOut, "-for") {
 		t.Errorf("jobs pause -for soon: exit %d %q; want 2 naming -for", code, errOut)

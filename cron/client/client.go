@@ -344,17 +344,55 @@ func (c *Client) create(ctx context.Context, body any) (cron.Job, error) {
 	return out, err
 }
 
-// Patch changes job id by a JSON merge patch (RFC 7396) of its JSON
-// form: only the fields present change, null removes a field (it takes
-// its default). patch is a []byte of JSON, sent as it is, or any value
-// encoded as JSON (a map[string]any, a struct). It returns the job as
-// stored.
-func (c *Client) Patch(ctx context.Context, id string, patch any) (cron.Job, error) {
-	if b, ok := patch.([]byte); ok {
-		patch = bytes.Clone(b)
-	}
+// JobPatch is a change of a job for [Client.Patch]: each field that is
+// not nil is set, the others are left as they are. To remove a field (so
+// that it takes its default), send null for it with [Client.PatchJSON].
+type JobPatch struct {
+	Name *string `json:"name,omitempty"`
+	// Enabled false pauses the job, true resumes it.
+	Enabled *bool `json:"enabled,omitempty"`
+	// Type changes the job's type ("http" or a type with a handler).
+	Type *string `json:"type,omitempty"`
+	// HTTP changes the fields it sets of the callback of an HTTP job.
+	HTTP *HTTPPatch `json:"http,omitempty"`
+	// Args replace the args of a Go function job (any JSON value).
+	Args json.RawMessage `json:"args,omitempty"`
+	// Schedule changes the schedule: the fields it sets when its kind is
+	// the job's; a schedule of another kind replaces the job's whole.
+	Schedule     *cron.ScheduleSpec `json:"schedule,omitempty"`
+	Timeout      *cron.Duration     `json:"timeout,omitempty"`
+	MaxRetries   *int               `json:"max_retries,omitempty"`
+	RetryBackoff *cron.Duration     `json:"retry_backoff,omitempty"`
+	MisfireGrace *cron.Duration     `json:"misfire_grace,omitempty"`
+	// Alert replaces the job's alert webhook.
+	Alert *cron.AlertConfig `json:"alert,omitempty"`
+}
+
+// HTTPPatch changes the callback of an HTTP job in a [JobPatch]: each
+// field that is not nil is set. Headers are set over the job's (the
+// other headers stay).
+type HTTPPatch struct {
+	Method  *string           `json:"method,omitempty"`
+	URL     *string           `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    *string           `json:"body,omitempty"`
+}
+
+// Patch changes the fields of job id that p sets and returns the job as
+// stored. An invalid result is an error matching [cron.ErrInvalidJob]
+// whose Field names the field at fault.
+func (c *Client) Patch(ctx context.Context, id string, p JobPatch) (cron.Job, error) {
 	var out cron.Job
-	_, err := c.do(ctx, http.MethodPatch, jobPath(id, ""), nil, patch, &out, true)
+	_, err := c.do(ctx, http.MethodPatch, jobPath(id, ""), nil, p, &out, true)
+	return out, err
+}
+
+// PatchJSON changes job id by a JSON merge patch (RFC 7396) of its JSON
+// form, sent as it is: only the fields present change, null removes a
+// field (it takes its default). It returns the job as stored.
+func (c *Client) PatchJSON(ctx context.Context, id string, patch []byte) (cron.Job, error) {
+	var out cron.Job
+	_, err := c.do(ctx, http.MethodPatch, jobPath(id, ""), nil, bytes.Clone(patch), &out, true)
 	return out, err
 }
 
@@ -376,20 +414,31 @@ func (c *Client) RunNow(ctx context.Context, id string) (runID string, err error
 // value is a plain run-now.
 type RunNowOptions struct {
 	// Body, when not nil, replaces the http.body of an HTTP job for this
-	// run.
-	Body *string `json:"body,omitempty"`
+	// run (an empty, non-nil Body sends an empty body). Default nil: the
+	// job's.
+	Body []byte
 	// Headers are set over the job's http.headers for this run.
-	Headers map[string]string `json:"headers,omitempty"`
+	Headers map[string]string
 	// Args replace the args of a Go function job for this run.
-	Args json.RawMessage `json:"args,omitempty"`
+	Args json.RawMessage
 	// Force runs the job even with a run of it in flight.
-	Force bool `json:"force,omitempty"`
+	Force bool
 	// IdempotencyKey, when set, is sent as the Idempotency-Key header:
-	// the same key for the same job (within 24 hours, on the instance
-	// that answers) gives back the first request's run id without a
-	// second run; with other options, an error of Code
-	// "idempotency_key_reused" (422).
-	IdempotencyKey string `json:"-"`
+	// the same key for the same job within 24 hours gives back the first
+	// request's run id without a second run; with other options, an
+	// error of Code "idempotency_key_reused" (422). The service keeps the
+	// keys in its store: on a shared database they hold across every
+	// instance of it (any instance may answer the retry); with the JSON
+	// file, on the one process that has it.
+	IdempotencyKey string
+}
+
+// runNowBody is the JSON body of a run-now with options.
+type runNowBody struct {
+	Body    *string           `json:"body,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Args    json.RawMessage   `json:"args,omitempty"`
+	Force   bool              `json:"force,omitempty"`
 }
 
 // RunNowWith queues a run of job id at once, changed by opts for that
@@ -402,7 +451,12 @@ func (c *Client) RunNowWith(ctx context.Context, id string, opts RunNowOptions) 
 	}
 	var body any
 	if opts.Body != nil || opts.Headers != nil || len(opts.Args) > 0 || opts.Force {
-		body = opts
+		b := runNowBody{Headers: opts.Headers, Args: opts.Args, Force: opts.Force}
+		if opts.Body != nil {
+			s := string(opts.Body)
+			b.Body = &s
+		}
+		body = b
 	}
 	var hdr http.Header
 	if opts.IdempotencyKey != "" {

@@ -149,16 +149,16 @@ func TestClientJobs(t *testing.T) {
 	wantAPIError(t, "Get of an unknown id", err, 404, "", cron.ErrNotFound)
 
 	// Patch.
-	patched, err := c.Patch(ctx, "daily", map[string]any{"name": "renamed", "schedule": map[string]any{"tz": "Asia/Tokyo"}})
+	patched, err := c.Patch(ctx, "daily", client.JobPatch{Name: ptr("renamed"), Schedule: &cron.ScheduleSpec{Kind: cron.KindCron, TZ: "Asia/Tokyo"}})
 	if err != nil {
 		t.Fatalf("Patch: %v", err)
 	}
 	if patched.Name != "renamed" || patched.Schedule.TZ != "Asia/Tokyo" || patched.Schedule.Cron != "0 9 * * *" {
 		t.Errorf("Patch = %+v, want the name and tz changed, the cron kept", patched)
 	}
-	_, err = c.Patch(ctx, "daily", []byte(`{"schedule":{"tz":"Nowhere/Land"}}`))
+	_, err = c.PatchJSON(ctx, "daily", []byte(`{"schedule":{"tz":"Nowhere/Land"}}`))
 	wantAPIError(t, "Patch to a bad tz", err, 400, "schedule.tz", cron.ErrInvalidJob)
-	_, err = c.Patch(ctx, "nope", []byte(`{"name":"x"}`))
+	_, err = c.PatchJSON(ctx, "nope", []byte(`{"name":"x"}`))
 	wantAPIError(t, "Patch of an unknown id", err, 404, "", cron.ErrNotFound)
 
 	// Pause and resume; Next says paused.
@@ -207,8 +207,9 @@ func TestClientJobs(t *testing.T) {
 		{"paused", client.ListOptions{Enabled: &off}, []string{"b.2"}},
 		{"kind", client.ListOptions{Kind: cron.KindCron}, []string{"daily"}},
 		{"name", client.ListOptions{Name: "job c_3"}, []string{"c_3"}},
-		{"never run", client.ListOptions{NeverRun: true}, []string{raw.ID, "a:1", "c_3"}}, // a pause is a last_status
-		{"last status", client.ListOptions{LastStatus: cron.StatusPaused}, []string{"daily", "b.2"}},
+		// A pause is a last_status; daily, resumed, says again that it never ran.
+		{"never run", client.ListOptions{NeverRun: true}, []string{"daily", raw.ID, "a:1", "c_3"}},
+		{"last status", client.ListOptions{LastStatus: cron.StatusPaused}, []string{"b.2"}},
 		{"type", client.ListOptions{Type: "report"}, []string{}},
 	}
 	for _, tt := range tests {
@@ -338,8 +339,8 @@ func TestClientRunNowWith(t *testing.T) {
 	if _, err := c.Create(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	body := "override"
-	first, err := c.RunNowWith(ctx, "slow", client.RunNowOptions{Body: &body, Headers: map[string]string{"X-A": "1"}, IdempotencyKey: "k"})
+	body := []byte("override")
+	first, err := c.RunNowWith(ctx, "slow", client.RunNowOptions{Body: body, Headers: map[string]string{"X-A": "1"}, IdempotencyKey: "k"})
 	if err != nil || first == "" {
 		t.Fatalf("RunNowWith = %q, %v", first, err)
 	}
@@ -348,7 +349,7 @@ func TestClientRunNowWith(t *testing.T) {
 	if errors.Is(err, cron.ErrExists) {
 		t.Errorf("a run in flight matches cron.ErrExists")
 	}
-	again, err := c.RunNowWith(ctx, "slow", client.RunNowOptions{Body: &body, Headers: map[string]string{"X-A": "1"}, IdempotencyKey: "k"})
+	again, err := c.RunNowWith(ctx, "slow", client.RunNowOptions{Body: body, Headers: map[string]string{"X-A": "1"}, IdempotencyKey: "k"})
 	if err != nil || again != first {
 		t.Errorf("the same idempotency key again = %q, %v; want %q", again, err, first)
 	}
@@ -542,7 +543,7 @@ func TestClientAudit(t *testing.T) {
 	if _, err := op.Pause(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = op.Patch(ctx, "a", map[string]any{"name": "x"})
+	_, err = op.Patch(ctx, "a", client.JobPatch{Name: ptr("x")})
 	var ae *client.APIError
 	if !errors.Is(err, client.ErrForbidden) || !errors.As(err, &ae) || ae.Role != "admin" {
 		t.Fatalf("operator patch: %v, want ErrForbidden naming admin", err)

@@ -4,11 +4,25 @@
 // A [Client] is made from the service's base URL, an *http.Client and the
 // API token ("" when the service has none), and has one method per
 // endpoint: [Client.List] (with its filters and paging), [Client.Get],
-// [Client.Create] and [Client.CreateJSON], [Client.Patch],
+// [Client.Create] and [Client.CreateJSON], [Client.Patch] (a typed
+// [JobPatch]) and [Client.PatchJSON] (a JSON merge patch),
 // [Client.Delete], [Client.RunNow], [Client.RunNowWith], [Client.Pause], [Client.Resume],
-// [Client.Runs], [Client.Next], [Client.Preview], [Client.Audit] (the
+// [Client.Runs], [Client.AllRuns], [Client.Run] (one run by its id),
+// [Client.Next], [Client.Preview], [Client.Audit] (the
 // audit log of writes, paged) and [Client.Health].
 // Jobs and runs are the types of package cron ([cron.Job], [cron.Run]).
+//
+// # Waiting for a run
+//
+// A run-now answers at once with the run's id; [Client.Wait] waits for
+// its end and returns its record (status, attempts, error), asking for it
+// at a growing interval until the service has one. Bound it by its ctx:
+//
+//	id, err := c.RunNow(ctx, "nightly")
+//	...
+//	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+//	defer cancel()
+//	run, err := c.Wait(ctx, id)
 //
 // # Errors
 //

@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -75,4 +77,53 @@ func (c *Client) AllRuns(ctx context.Context, opts HistoryOptions) (RunsPage, er
 		p.Next = next
 	}
 	return p, nil
+}
+
+// Run returns the record of one run by its run id (GET /runs/{id}): the
+// id [Client.RunNow] returns, or the ID of a record. A run unknown, or
+// queued or in flight (its record is written when it ends), is an error
+// matching [cron.ErrNotFound].
+func (c *Client) Run(ctx context.Context, runID string) (cron.Run, error) {
+	var out cron.Run
+	_, err := c.do(ctx, http.MethodGet, "/runs/"+url.PathEscape(runID), nil, nil, &out, false)
+	return out, err
+}
+
+// The pace of [Client.Wait]: its first poll comes after waitFirst, each
+// next one after twice the last wait, at most waitMost.
+const (
+	waitFirst = 50 * time.Millisecond
+	waitMost  = 2 * time.Second
+)
+
+// Wait waits for the run runID to end and returns its record: it asks
+// for it ([Client.Run]) until the service has one, which it writes once
+// the run is over (with its final status: success, failed, timeout, or
+// skipped or missed when it was not called), first at once, then after
+// 50 ms, twice as long each time, at most every 2 s. A run id the
+// service does not know is waited for too (it may be queued): bound the
+// wait by ctx, whose end is returned as its error. Any answer but the
+// record and 404 (another error of the API, of the network) is returned
+// at once.
+//
+//	id, _ := c.RunNow(ctx, "nightly")
+//	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+//	defer cancel()
+//	run, err := c.Wait(ctx, id)
+func (c *Client) Wait(ctx context.Context, runID string) (cron.Run, error) {
+	pause := waitFirst
+	for {
+		run, err := c.Run(ctx, runID)
+		if err == nil || !errors.Is(err, cron.ErrNotFound) {
+			return run, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return cron.Run{}, fmt.Errorf("client: waiting for run %s: %w", runID, ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, waitMost)
+	}
 }

@@ -456,6 +456,9 @@ func TestRunNowShowsInHistory(t *testing.T) {
 	if strings.Contains(body, "<html") {
 		t.Error("the history part is a whole page")
 	}
+	if !strings.Contains(body, `<span class="small trigger">run-now by `) {
+		t.Errorf("the history does not say the run was a run-now, and by whom:\n%s", body)
+	}
 }
 
 func TestBadRequests(t *testing.T) {

@@ -37,6 +37,7 @@ type fixtureOpts struct {
 	console Config
 	mount   func(mux *http.ServeMux, c *Console) string // returns the mount path; default "/jobs-ui/" by pattern
 	tls     bool
+	store   cron.Store // the runner's; default a new MemStore
 }
 
 // newFixture serves a console over a running runner whose executor
@@ -47,7 +48,11 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	exec := cron.ExecutorFunc(func(ctx context.Context, j *cron.Job, info cron.RunInfo) cron.Result {
 		return cron.Result{Status: cron.StatusSuccess, Attempts: 1, HTTPStatus: 200}
 	})
-	r, err := cron.New(cron.NewMemStore(), exec, cron.Config{Observer: cron.ObserverFunc(func(run cron.Run) {
+	var st cron.Store = cron.NewMemStore()
+	if o.store != nil {
+		st = o.store
+	}
+	r, err := cron.New(st, exec, cron.Config{Observer: cron.ObserverFunc(func(run cron.Run) {
 		select {
 		case f.runs <- run:
 		default:

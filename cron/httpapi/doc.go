@@ -87,9 +87,11 @@
 //	            "schedule": {"kind": "every", "every": "1h"}}
 //
 // Such jobs are created, listed (type=report), changed, paused and run like
-// any other. A type that no handler of the runner runs is a 400 on field
-// type; http on a job of another type, and args on an http job, are a 400
-// on the field.
+// any other. A new job of a type that no handler of the runner runs, or a
+// change of a job to such a type, is a 400 on field type; a stored job of
+// such a type may still be changed (PATCH), paused and resumed: the
+// handler is needed to run it, not to store it. http on a job of another
+// type, and args on an http job, are a 400 on the field.
 //
 // # Listing jobs
 //
@@ -120,6 +122,13 @@
 // reason is one record whose slots field counts them. Any other
 // parameter, a bad value, or a parameter other than job and status given
 // twice is a 400 naming it; a store that keeps no history answers 501.
+//
+// GET /runs/{run_id} answers one record by its run id, whichever job it
+// belongs to: the run_id of a record, or the one a run-now answered. It
+// is a 404 while that run is queued or in flight (its record is written
+// when it ends), and for an id no kept record has. A record says what
+// started a run that was called: trigger "schedule" (a slot) or
+// "run-now", with triggered_by, the name of who asked (a token's name).
 //
 // # Previewing schedules
 //

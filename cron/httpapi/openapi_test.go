@@ -65,7 +65,7 @@ func TestOpenAPI(t *testing.T) {
 	// Routes: each documented path matches the route of the same pattern,
 	// with the same methods (HEAD aside); each route the handler serves is
 	// documented.
-	served := []string{"/health", "/metrics", "/openapi.json", "/jobs", "/jobs/x", "/jobs/x/run-now", "/jobs/x/pause", "/jobs/x/resume", "/jobs/x/runs", "/jobs/x/next", "/runs", "/schedules/preview", "/audit", "/pause", "/resume"}
+	served := []string{"/health", "/metrics", "/openapi.json", "/jobs", "/jobs/x", "/jobs/x/run-now", "/jobs/x/pause", "/jobs/x/resume", "/jobs/x/runs", "/jobs/x/next", "/runs", "/runs/x", "/schedules/preview", "/audit", "/pause", "/resume"}
 	var servedPatterns []string
 	for _, p := range served {
 		pattern, ok := f.api.routeOf(p)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -95,4 +96,21 @@ func (s *Server) history(w http.ResponseWriter, req *http.Request, _ string) {
 		setNext(w, q, next.String())
 	}
 	writeJSON(w, http.StatusOK, shownRuns(req, runs))
+}
+
+// run answers GET /runs/{id}: the record of one run by its run id (the
+// run_id of a record, or the one a run-now answered), whichever job it
+// belongs to; 404 when no kept record has that id (a run queued or in
+// flight has none until it ends).
+func (s *Server) run(w http.ResponseWriter, req *http.Request, runID string) {
+	run, err := s.r.RunByID(req.Context(), runID)
+	if errors.Is(err, cron.ErrNotFound) {
+		writeError(w, &RequestError{Status: http.StatusNotFound, Msg: fmt.Sprintf("run %q not found (a run queued or in flight has no record until it ends)", runID)})
+		return
+	}
+	if err != nil {
+		s.fail(w, err, "")
+		return
+	}
+	writeJSON(w, http.StatusOK, run.RedactedFor(roleOf(req)))
 }

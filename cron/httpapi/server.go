@@ -188,6 +188,7 @@ func (s *Server) routes() []route {
 		{"/jobs/{id}/runs", "GET, HEAD", false, map[string]handler{"GET": s.runs}},
 		{"/jobs/{id}/next", "GET, HEAD", false, map[string]handler{"GET": s.next}},
 		{"/runs", "GET, HEAD", false, map[string]handler{"GET": s.history}},
+		{"/runs/{id}", "GET, HEAD", false, map[string]handler{"GET": s.run}},
 		{"/schedules/preview", "POST", false, map[string]handler{"POST": s.preview}},
 		{"/audit", "GET, HEAD", false, map[string]handler{"GET": s.audit}},
 		{"/pause", "POST", false, map[string]handler{"POST": s.pauseAll}},

@@ -681,7 +681,8 @@ func TestIDs(t *testing.T) {
 }
 
 // TestPatchEnabled: PATCH {"enabled": false} and {"enabled": true} do what
-// /pause and /resume do.
+// /pause and /resume do; a resumed job that never ran says so again
+// (last_status empty), not paused.
 func TestPatchEnabled(t *testing.T) {
 	f := newFixture(t, Config{})
 	if r := f.do(t, "POST", "/jobs", validJob, nil); r.status != 201 {
@@ -701,9 +702,9 @@ func TestPatchEnabled(t *testing.T) {
 		want               state
 	}{
 		{"PATCH", "/jobs/fixed", `{"enabled":false}`, state{false, cron.StatusPaused, false}},
-		{"PATCH", "/jobs/fixed", `{"enabled":true}`, state{true, cron.StatusPaused, true}},
+		{"PATCH", "/jobs/fixed", `{"enabled":true}`, state{true, "", true}},
 		{"POST", "/jobs/fixed/pause", "", state{false, cron.StatusPaused, false}},
-		{"POST", "/jobs/fixed/resume", "", state{true, cron.StatusPaused, true}},
+		{"POST", "/jobs/fixed/resume", "", state{true, "", true}},
 	}
 	for _, s := range steps {
 		r := f.do(t, s.method, s.path, s.body, nil)

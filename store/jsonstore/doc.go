@@ -157,7 +157,8 @@
 // query of up to 16 jobs reads those jobs' lines instead. Then one read
 // per run returned. Config.RunHistory bounds the runs kept per job (50 by
 // default): 1M runs are 20,000 jobs at the default, or fewer jobs with
-// a larger RunHistory.
+// a larger RunHistory. [Store.RunByID] (one run by its id) finds it in
+// the same index, scanned from its newest end, and reads its line.
 // Journal records are held only until written, and a rewrite streams
 // jobs.json through a 1 MiB buffer.
 //

@@ -421,3 +421,69 @@ func (s *Store) queryChains(q cron.RunQuery, pending []cron.Run) ([]cron.Run, cr
 	runs, next := cron.PageRuns(all, q)
 	return runs, next, nil
 }
+
+var _ cron.RunGetter = (*Store)(nil)
+
+// RunByID returns the kept run with id runID, of any job: from memory
+// when it is not written yet, else found in the history index and read
+// from runs.jsonl. An unknown id, or a run dropped from its job's
+// history, is cron.ErrNotFound.
+func (s *Store) RunByID(ctx context.Context, runID string) (cron.Run, error) {
+	s.rmu.RLock()
+	defer s.rmu.RUnlock()
+	s.mu.Lock()
+	built, closed := s.refsBuilt, s.closed
+	s.mu.Unlock()
+	if closed {
+		return cron.Run{}, ErrClosed
+	}
+	if !built {
+		if err := s.buildRefs(); err != nil {
+			return cron.Run{}, fmt.Errorf("jsonstore: index %s: %w", RunsFile, err)
+		}
+	}
+	var short [16]byte
+	isShort := len(runID) == 32 && isLowerHex(runID)
+	if isShort {
+		hex.Decode(short[:], []byte(runID))
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return cron.Run{}, ErrClosed
+	}
+	for _, rs := range [][]cron.Run{s.newRuns, s.writing} {
+		for i := len(rs) - 1; i >= 0; i-- {
+			if rs[i].ID == runID && s.index[rs[i].JobID] != nil {
+				r := rs[i]
+				s.mu.Unlock()
+				return r, nil
+			}
+		}
+	}
+	off := int64(-1)
+	for i := len(s.refs) - 1; i >= 0; i-- {
+		ref := &s.refs[i]
+		if isShort && (ref.long != 0 || ref.id != short) || !isShort && (ref.long == 0 || s.longIDs[ref.long-1] != runID) {
+			continue
+		}
+		if s.keptRef(ref) {
+			off = ref.off
+		}
+		break
+	}
+	f := s.rf
+	s.mu.Unlock()
+	if off < 0 || f == nil {
+		return cron.Run{}, fmt.Errorf("%w: run %q", cron.ErrNotFound, runID)
+	}
+	line, err := readLineAt(f, off, nil)
+	if err != nil {
+		return cron.Run{}, fmt.Errorf("jsonstore: read %s at %d: %w", RunsFile, off, err)
+	}
+	var rl runLine
+	if err := json.Unmarshal(line, &rl); err != nil || rl.ID != runID {
+		return cron.Run{}, fmt.Errorf("jsonstore: %s at %d: not the run %s", RunsFile, off, runID)
+	}
+	return rl.Run, nil
+}

@@ -142,6 +142,10 @@
 // SELECT read backwards along the index of its leading filter from the
 // cursor (keyset paging, no OFFSET): under 1 ms on PostgreSQL at 1M runs.
 //
+// Migration 13 adds trigger_kind and triggered_by TEXT to ksana_run
+// ([cron.Run.Trigger] and [cron.Run.TriggeredBy]; empty in the rows written
+// before). [Jobs.RunByID] reads one run by the unique index on its id.
+//
 // Every write is durable when it returns (Flush has nothing to do). Save
 // is one upsert; Record, the bookkeeping of a run, is one UPDATE of four
 // columns, so a run never rewrites a job's configuration.

@@ -8,7 +8,24 @@ import (
 	"github.com/ksana-dev/ksana/cron"
 )
 
-var _ cron.RunQuerier = (*Jobs)(nil)
+var (
+	_ cron.RunQuerier = (*Jobs)(nil)
+	_ cron.RunGetter  = (*Jobs)(nil)
+)
+
+// RunByID returns the finished run with id runID, of any job, by the
+// unique index on the run id. An unknown id, a run trimmed from its job's
+// history or one claimed and not finished is [cron.ErrNotFound].
+func (s *Jobs) RunByID(ctx context.Context, runID string) (cron.Run, error) {
+	var rows []runRow
+	if err := s.db.x.SelectContext(ctx, &rows, s.db.d.sql(`SELECT `+runColumns+` FROM ksana_run WHERE id = ? AND status <> ''`), runID); err != nil {
+		return cron.Run{}, fmt.Errorf("sqlstore: run %q: %w", runID, err)
+	}
+	if len(rows) == 0 {
+		return cron.Run{}, fmt.Errorf("%w: run %q", cron.ErrNotFound, runID)
+	}
+	return rows[0].run(), nil
+}
 
 // QueryRuns returns a page of the finished runs of every job, newest
 // first (by scheduled_at, then run id), as [cron.RunQuerier] describes.

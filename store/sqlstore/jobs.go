@@ -458,15 +458,17 @@ func (s *Jobs) AppendRun(ctx context.Context, r cron.Run) error {
 func (s *Jobs) appendRun(ctx context.Context, x sqlx.ExtContext, r cron.Run) (int64, error) {
 	var seqs []int64
 	if err := sqlx.SelectContext(ctx, x, &seqs, s.db.d.sql(`UPDATE ksana_run SET triggered_at = ?, finished_at = ?, status = ?, attempts = ?,
-		http_status = ?, error = ?, latency = ?, reason = ?, slots = ?, alert = ? WHERE id = ? AND job_id = ? RETURNING seq`),
-		nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus, r.Error, int64(r.Latency), r.Reason, r.Slots, r.Alert, r.ID, r.JobID); err != nil {
+		http_status = ?, error = ?, latency = ?, reason = ?, slots = ?, alert = ?, trigger_kind = ?, triggered_by = ? WHERE id = ? AND job_id = ? RETURNING seq`),
+		nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus, r.Error, int64(r.Latency), r.Reason, r.Slots, r.Alert,
+		r.Trigger, r.TriggeredBy, r.ID, r.JobID); err != nil {
 		return 0, fmt.Errorf("sqlstore: append run %q of job %q: %w", r.ID, r.JobID, err)
 	}
 	if len(seqs) == 0 {
 		err := sqlx.SelectContext(ctx, x, &seqs, s.db.d.sql(`INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, finished_at,
-			status, attempts, http_status, error, latency, instance, reason, slots, alert) VALUES (?, ?, TRUE, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq`),
+			status, attempts, http_status, error, latency, instance, reason, slots, alert, trigger_kind, triggered_by)
+			VALUES (?, ?, TRUE, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq`),
 			r.ID, r.JobID, nanos(r.ScheduledAt), nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus,
-			r.Error, int64(r.Latency), s.cfg.Instance, r.Reason, r.Slots, r.Alert)
+			r.Error, int64(r.Latency), s.cfg.Instance, r.Reason, r.Slots, r.Alert, r.Trigger, r.TriggeredBy)
 		if isForeignKeyViolation(err) {
 			return 0, fmt.Errorf("sqlstore: append run of job %q: %w", r.JobID, cron.ErrNotFound)
 		}
@@ -504,17 +506,21 @@ type runRow struct {
 	Reason      string `db:"reason"`
 	Slots       int    `db:"slots"`
 	Alert       string `db:"alert"`
+	Trigger     string `db:"trigger_kind"`
+	TriggeredBy string `db:"triggered_by"`
 }
 
 // run returns the run of row r.
 func (r *runRow) run() cron.Run {
 	return cron.Run{ID: r.ID, JobID: r.JobID, ScheduledAt: fromNanos(r.ScheduledAt), TriggeredAt: fromNanos(r.TriggeredAt),
 		FinishedAt: fromNanos(r.FinishedAt), Status: cron.Status(r.Status), Attempts: r.Attempts, HTTPStatus: r.HTTPStatus,
-		Error: r.Error, Latency: cron.Duration(r.Latency), Instance: r.Instance, Reason: r.Reason, Slots: r.Slots, Alert: r.Alert}
+		Error: r.Error, Latency: cron.Duration(r.Latency), Instance: r.Instance, Reason: r.Reason, Slots: r.Slots, Alert: r.Alert,
+		Trigger: r.Trigger, TriggeredBy: r.TriggeredBy}
 }
 
 // runColumns are the columns of a runRow.
-const runColumns = `id, job_id, instance, scheduled_at, triggered_at, finished_at, status, attempts, http_status, error, latency, reason, slots, alert`
+const runColumns = `id, job_id, instance, scheduled_at, triggered_at, finished_at, status, attempts, http_status, error, latency, reason, slots, alert,
+	trigger_kind, triggered_by`
 
 // Runs returns up to limit of the newest finished runs of job id, newest
 // first (limit <= 0: all kept), each with the instance that claimed it. A

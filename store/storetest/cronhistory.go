@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -111,5 +112,52 @@ func cronCaseQueryRuns(t *testing.T, s cron.Store) {
 	runs, _, err := qr.QueryRuns(ctx, cron.RunQuery{JobIDs: []string{"job-every"}})
 	if err != nil || len(runs) != 0 {
 		t.Errorf("QueryRuns of a deleted job = %d runs, %v; want none", len(runs), err)
+	}
+}
+
+func cronCaseRunByID(t *testing.T, s cron.Store) {
+	rs := cronRunStore(t, s)
+	g, ok := s.(cron.RunGetter)
+	if !ok {
+		t.Skip("the store is not a cron.RunGetter")
+	}
+	ctx := context.Background()
+	cronSave(t, s, cronJobs()...)
+	check := func(when string, runs []cron.Run) {
+		t.Helper()
+		for _, want := range runs {
+			got, err := g.RunByID(ctx, want.ID)
+			if err != nil {
+				t.Errorf("%s: RunByID(%q): %v", when, want.ID, err)
+				continue
+			}
+			want.Instance = got.Instance // the store's to set
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: RunByID(%q) (-want +got):\n%s", when, want.ID, diff)
+			}
+		}
+	}
+	var runs []cron.Run
+	for i := range 3 {
+		for _, id := range []string{"job-every", "job-cron"} {
+			r := cronRun(id, i)
+			if i == 1 {
+				r.Status, r.Reason, r.Slots, r.Attempts, r.HTTPStatus, r.Error, r.Trigger = cron.StatusMissed, cron.ReasonDowntime, 4, 0, 0, "", ""
+			}
+			if err := rs.AppendRun(ctx, r); err != nil {
+				t.Fatalf("AppendRun: %v", err)
+			}
+			runs = append(runs, r)
+		}
+	}
+	check("before a flush", runs)
+	if f, ok := s.(cron.Flusher); ok {
+		if err := f.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("after a flush", runs)
+	if _, err := g.RunByID(ctx, "no-such-run"); !errors.Is(err, cron.ErrNotFound) {
+		t.Errorf("RunByID of an unknown id: %v, want ErrNotFound", err)
 	}
 }

@@ -23,7 +23,9 @@ import (
 // when it implements [cron.RunQuerier], the history across jobs: every
 // filter, the order (scheduled_at then run id, newest first, ties
 // included), pages that cover every run once, a cursor of a run gone, and
-// the reason and slots of a run; when it implements [cron.PauseStore],
+// the reason and slots of a run; when it implements [cron.RunGetter], a
+// run by its id, of any job, before and after a flush, and ErrNotFound
+// for an unknown id; when it implements [cron.PauseStore],
 // the round trip of the service pause; when it implements
 // [cron.AuditLog], IDs in order, the filters and keyset paging; when it
 // implements [cron.IdempotencyStore], that the first reservation of a key
@@ -45,6 +47,7 @@ func TestCronStore(t *testing.T, open func(t *testing.T) cron.Store) {
 		{"Runs", cronCaseRuns},
 		{"RunLimit", cronCaseRunLimit},
 		{"QueryRuns", cronCaseQueryRuns},
+		{"RunByID", cronCaseRunByID},
 		{"Pause", cronCasePause},
 		{"Audit", cronCaseAudit},
 		{"Idempotency", cronCaseIdempotency},
@@ -261,7 +264,8 @@ func cronRun(job string, i int) cron.Run {
 	at := cronTime.Add(time.Duration(i) * time.Minute)
 	return cron.Run{ID: fmt.Sprintf("%s-run-%03d", job, i), JobID: job, ScheduledAt: at, TriggeredAt: at.Add(1500 * time.Microsecond),
 		FinishedAt: at.Add(time.Second), Status: cron.StatusFailed, Attempts: 2, HTTPStatus: 503, Error: "http 503",
-		Latency: cron.Duration(998500 * time.Microsecond), Alert: []string{"", cron.AlertFailing}[i%2]}
+		Latency: cron.Duration(998500 * time.Microsecond), Alert: []string{"", cron.AlertFailing}[i%2],
+		Trigger: []string{cron.TriggerRunNow, cron.TriggerSchedule, cron.TriggerSchedule}[i%3], TriggeredBy: []string{"alice", "", ""}[i%3]}
 }
 
 func cronCaseRuns(t *testing.T, s cron.Store) {

@@ -5,8 +5,9 @@
 # Debian's packages where they are missing), gives the run a PostgreSQL
 # database, a standalone Redis and a 3-master Redis Cluster of its own,
 # exports their addresses for the tests, and runs the race-enabled test
-# suite; beside it, at a lower priority, go vet, a pinned staticcheck and
-# the builds for macOS and Windows. Their output follows the tests', each
+# suite; beside it, one after the other at the lowest priority, go vet, a
+# pinned staticcheck and the builds for macOS and Windows. Their output
+# follows the tests', each
 # under its name. At the end it checks that the tests left no schema and
 # no Redis key of their own behind, then stops the servers it started and
 # drops its database. It fails if any of this fails, and says which.
@@ -266,14 +267,25 @@ check_leftovers() {
 }
 
 # --- The run -----------------------------------------------------------------
-# check NAME COMMAND...: runs a check beside the tests, at a lower priority
-# so that the tests keep their pace; its output waits in run_dir.
+# check NAME COMMAND...: adds a check to run beside the tests; run_checks
+# starts them one after the other in the background, at the lowest
+# priority, so that the tests keep their pace (several compilers at once
+# beside the race tests on two cores slowed the process tests enough to
+# break their timing); each check's output waits in run_dir.
 checks=()
+check_cmds=()
 check() {
-  local n=${#checks[@]}
   checks+=("$1"); shift
-  ( start=$SECONDS; rc=0; nice -n 10 "$@" >"$run_dir/check$n.out" 2>&1 || rc=$?
-    echo "$rc $((SECONDS - start))" >"$run_dir/check$n.rc" ) &
+  check_cmds+=("$(printf '%q ' "$@")")
+}
+run_checks() {
+  (
+    for n in "${!checks[@]}"; do
+      start=$SECONDS; rc=0
+      eval "nice -n 19 ${check_cmds[$n]}" >"$run_dir/check$n.out" 2>&1 || rc=$?
+      echo "$rc $((SECONDS - start))" >"$run_dir/check$n.rc"
+    done
+  ) &
   check_pids+=($!)
 }
 elapsed() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
@@ -311,7 +323,8 @@ for goos in darwin windows; do
   # -o /dev/null: a single main package would leave its binary here.
   check "GOOS=$goos go build ${pkgs[*]}" env GOOS=$goos go build -o /dev/null "${pkgs[@]}"
 done
-log "beside the tests: $(printf '%s; ' "${checks[@]}")"
+run_checks
+log "beside the tests, one after the other: $(printf '%s; ' "${checks[@]}")"
 
 args=("$@")
 [ "$given" -gt 0 ] || args+=(./...)
@@ -321,8 +334,8 @@ start=$SECONDS
 go test -race -timeout 30m "${args[@]}" || failed+=("go test -race")
 log "go test -race: $( [ "${#failed[@]}" -eq 0 ] && echo ok || echo FAILED ) in $(elapsed $((SECONDS - start)))"
 
+for pid in "${check_pids[@]}"; do wait "$pid" || true; done
 for n in "${!checks[@]}"; do
-  wait "${check_pids[$n]}" || true
   read -r rc took <"$run_dir/check$n.rc" || { rc=1; took=0; }
   if [ "$rc" = 0 ]; then
     log "--- ${checks[$n]}: ok in $(elapsed "$took")"

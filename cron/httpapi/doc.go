@@ -57,14 +57,15 @@
 // again: the same key for the same job within [IdempotencyWindow] answers
 // 202 with the first request's run_id and Idempotent-Replayed: true,
 // without a second run; the same key with another body is 422 with code
-// [CodeIdempotencyKeyReused]. The keys are reserved in
-// [Config.Idempotency], a store's ([cron.IdempotencyStore]): with
-// store/sqlstore every instance sharing the database reserves in the same
-// table, so a repeat that a balancer sends to another instance, or that
-// comes after a restart, answers as the first request did. Without it
-// (and with store/jsonstore or [cron.MemStore], whose keys live in
-// memory) the keys are those of the process that answered, at most
-// [MaxIdempotencyKeys], the oldest dropped first, forgotten by a restart.
+// [CodeIdempotencyKeyReused]. The runner keeps the keys
+// ([cron.RunOptions.IdempotencyKey], [cron.Config.Idempotency]), so that
+// the console and Go callers get the same rule: with store/sqlstore every
+// instance sharing the database reserves in the same table, so a repeat
+// that a balancer sends to another instance, or that comes after a
+// restart, answers as the first request did; with store/jsonstore or
+// [cron.MemStore], whose keys live in memory, the keys are those of the
+// process that answered, at most [cron.DefaultIdempotencyKeys], the
+// oldest dropped first, forgotten by a restart.
 // A request that failed keeps no key: it may be sent again. A repeat sent
 // while the first request is still being answered, here or on another
 // instance, waits for its answer up to 10 seconds, then answers 409

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -182,41 +181,10 @@ func randomPrefix(t testing.TB) string {
 	prefix := "ksana-disp-" + name + "-" + hex.EncodeToString(b[:])
 	// Every key under it goes when t ends, also when it fails: after the
 	// instances started later stop (clean-ups run last registered first).
-	storetest.CleanupRedisKeys(t, prefix, keyCleaners()...)
+	storetest.CleanupRedisKeys(t, prefix, storetest.TestRedisClients()...)
 	return prefix
 }
 
-var (
-	cleanersOnce sync.Once
-	cleaners     []rueidis.Client
-)
-
-// keyCleaners returns clients of the test servers that the tests' key
-// clean-ups share (made once, kept until the process ends): the
-// standalone server, and the cluster when one is configured.
-func keyCleaners() []rueidis.Client {
-	cleanersOnce.Do(func() {
-		u := os.Getenv("KSANA_TEST_REDIS_URL")
-		if u == "" {
-			u = testenv.DefaultRedisURL
-		}
-		if c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{testenv.Addr(u)}, ForceSingleClient: true}); err == nil {
-			cleaners = append(cleaners, c)
-		}
-		var seeds []string
-		for _, s := range strings.Split(os.Getenv("KSANA_TEST_REDIS_CLUSTER_URLS"), ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				seeds = append(seeds, testenv.Addr(s))
-			}
-		}
-		if len(seeds) > 0 {
-			if c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: seeds}); err == nil {
-				cleaners = append(cleaners, c)
-			}
-		}
-	})
-	return cleaners
-}
 
 // backend is a Redis the test runs instances on.
 type backend struct {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ksana-dev/ksana/internal/testenv"
@@ -62,41 +60,10 @@ func testPrefix(t testing.TB) string {
 	var b [6]byte
 	rand.Read(b[:])
 	prefix := "ksanatest:" + hex.EncodeToString(b[:])
-	storetest.CleanupRedisKeys(t, prefix, keyCleaners()...)
+	storetest.CleanupRedisKeys(t, prefix, storetest.TestRedisClients()...)
 	return prefix
 }
 
-var (
-	cleanersOnce sync.Once
-	cleaners     []rueidis.Client
-)
-
-// keyCleaners returns clients of the test servers that the tests' key
-// clean-ups share (made once; never closed before the process ends): the
-// standalone server, and the cluster when one is configured.
-func keyCleaners() []rueidis.Client {
-	cleanersOnce.Do(func() {
-		u := os.Getenv("KSANA_TEST_REDIS_URL")
-		if u == "" {
-			u = testenv.DefaultRedisURL
-		}
-		if c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{testenv.Addr(u)}, ForceSingleClient: true}); err == nil {
-			cleaners = append(cleaners, c)
-		}
-		var seeds []string
-		for _, s := range strings.Split(os.Getenv("KSANA_TEST_REDIS_CLUSTER_URLS"), ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				seeds = append(seeds, testenv.Addr(s))
-			}
-		}
-		if len(seeds) > 0 {
-			if c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: seeds}); err == nil {
-				cleaners = append(cleaners, c)
-			}
-		}
-	})
-	return cleaners
-}
 
 // TestDeleteRedisKeys: the clean-up of a test's prefix deletes every key
 // under it on every master of the cluster (keys of many slots), and no

@@ -3,13 +3,17 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/ksana-dev/ksana/internal/testenv"
 )
 
 // DeleteRedisKeys deletes every key under prefix (named prefix:...) on
@@ -153,4 +157,39 @@ func (s CommandStats) String() string {
 		fmt.Fprintf(&b, "%s=%d", k, s[k])
 	}
 	return b.String()
+}
+
+var (
+	testClientsOnce sync.Once
+	testClients     []rueidis.Client
+)
+
+// TestRedisClients returns clients of the test servers that the tests'
+// key clean-ups ([CleanupRedisKeys]) share: the standalone server of
+// KSANA_TEST_REDIS_URL (default the local one), and the cluster of
+// KSANA_TEST_REDIS_CLUSTER_URLS when it is set. They are made once and
+// kept until the process ends; a server that cannot be reached is left
+// out (the test that needs it fails on its own).
+func TestRedisClients() []rueidis.Client {
+	testClientsOnce.Do(func() {
+		u := os.Getenv("KSANA_TEST_REDIS_URL")
+		if u == "" {
+			u = testenv.DefaultRedisURL
+		}
+		if c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{testenv.Addr(u)}, ForceSingleClient: true}); err == nil {
+			testClients = append(testClients, c)
+		}
+		var seeds []string
+		for _, s := range strings.Split(os.Getenv("KSANA_TEST_REDIS_CLUSTER_URLS"), ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				seeds = append(seeds, testenv.Addr(s))
+			}
+		}
+		if len(seeds) > 0 {
+			if c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: seeds}); err == nil {
+				testClients = append(testClients, c)
+			}
+		}
+	})
+	return testClients
 }

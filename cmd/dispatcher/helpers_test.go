@@ -185,7 +185,6 @@ func randomPrefix(t testing.TB) string {
 	return prefix
 }
 
-
 // backend is a Redis the test runs instances on.
 type backend struct {
 	name    string

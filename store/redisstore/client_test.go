@@ -64,7 +64,6 @@ func testPrefix(t testing.TB) string {
 	return prefix
 }
 
-
 // TestDeleteRedisKeys: the clean-up of a test's prefix deletes every key
 // under it on every master of the cluster (keys of many slots), and no
 // key of another prefix, even one that starts alike.

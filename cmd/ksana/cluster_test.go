@@ -70,11 +70,37 @@ func postgresSchemaURL(t testing.TB, app string) string {
 // buildKsana builds the binary once per test.
 func buildKsana(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ksana")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "ksana-test-bin-"); built.err != nil {
+			return
+		}
+		bin := filepath.Join(built.dir, "ksana")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		built.bin = bin
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
+}
+
+// built is the binary the process tests run: built once per test
+// process, in a directory that TestMain removes.
+var built struct {
+	once     sync.Once
+	bin, dir string
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // member is one ksana process on the shared database.

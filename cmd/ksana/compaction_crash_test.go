@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -33,10 +32,7 @@ func TestKillDuringCompaction(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and writes 50,000 jobs")
 	}
-	bin := filepath.Join(t.TempDir(), "ksana")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildKsana(t)
 	dir := t.TempDir()
 	const n = 50_000
 	start := time.Now().UTC().Truncate(time.Second)

@@ -90,11 +90,7 @@ func TestCrashSafety(t *testing.T) {
 		t.Skip("SIGKILL")
 	}
 	rounds := 50
-	bin := filepath.Join(t.TempDir(), "ksana")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildKsana(t)
 	cb := newCallback(t, 200, 0)
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))

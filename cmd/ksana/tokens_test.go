@@ -125,10 +125,7 @@ func TestTokensFileProcess(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("SIGHUP")
 	}
-	bin := filepath.Join(t.TempDir(), "ksana")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildKsana(t)
 	file := filepath.Join(t.TempDir(), "tokens")
 	write := func(s string) {
 		t.Helper()

@@ -147,3 +147,16 @@ func PostgresSchema(t testing.TB) (schema, url string) {
 	u.RawQuery = q.Encode()
 	return schema, u.String()
 }
+
+// RedisAddrs returns the host:port of the standalone test Redis server
+// and the seeds of the test Redis Cluster (none when
+// KSANA_TEST_REDIS_CLUSTER_URLS is empty), without checking that they
+// answer: for the clean-ups that every test shares.
+func RedisAddrs() (standalone string, cluster []string) {
+	for _, s := range strings.Split(os.Getenv("KSANA_TEST_REDIS_CLUSTER_URLS"), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			cluster = append(cluster, Addr(s))
+		}
+	}
+	return Addr(env("KSANA_TEST_REDIS_URL", DefaultRedisURL)), cluster
+}

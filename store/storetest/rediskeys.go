@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -172,18 +171,9 @@ var (
 // out (the test that needs it fails on its own).
 func TestRedisClients() []rueidis.Client {
 	testClientsOnce.Do(func() {
-		u := os.Getenv("KSANA_TEST_REDIS_URL")
-		if u == "" {
-			u = testenv.DefaultRedisURL
-		}
-		if c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{testenv.Addr(u)}, ForceSingleClient: true}); err == nil {
+		standalone, seeds := testenv.RedisAddrs()
+		if c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{standalone}, ForceSingleClient: true}); err == nil {
 			testClients = append(testClients, c)
-		}
-		var seeds []string
-		for _, s := range strings.Split(os.Getenv("KSANA_TEST_REDIS_CLUSTER_URLS"), ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				seeds = append(seeds, testenv.Addr(s))
-			}
 		}
 		if len(seeds) > 0 {
 			if c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: seeds}); err == nil {

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -21,19 +20,7 @@ func TestValidationThroughAPI(t *testing.T) {
 	if err := st.Save(context.Background(), orphan); err != nil {
 		t.Fatal(err)
 	}
-	r, err := cron.New(st, nil, cron.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	api, err := New(r, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{runner: r, api: api, srv: httptest.NewServer(api)}
-	t.Cleanup(f.srv.Close)
+	f := loadedFixture(t, st, nil)
 
 	for _, tt := range []struct{ method, path, body, field string }{
 		{"POST", "/jobs", `{"id":"tokyo","http":{"url":"http://127.0.0.1:9/"},"schedule":{"kind":"cron","cron":"CRON_TZ=Asia/Tokyo 0 9 * * *","tz":"Europe/Berlin"}}`, "schedule.tz"},

@@ -224,6 +224,14 @@ func NewTestNode(info scheduler.NodeInfo) *TestNode {
 	return &TestNode{ID: info.NodeID, Info: info, ran: map[string][]int{}}
 }
 
+// SetDecide replaces the node's Decide function; unlike an assignment to
+// the field, it is safe while the node is attached.
+func (n *TestNode) SetDecide(f func(m scheduler.Envelope) NodeAction) {
+	n.mu.Lock()
+	n.Decide = f
+	n.mu.Unlock()
+}
+
 // Attach attaches the node to d (a reconnect when it was attached elsewhere).
 func (n *TestNode) Attach(t testing.TB, d *scheduler.Dispatcher) {
 	t.Helper()
@@ -705,7 +713,7 @@ func testDispatchInstanceDies(t *testing.T, h DispatcherHarness) {
 	// A dies without any clean-up, its node still bound to it.
 	p.Stop("inst-a")
 	// Messages keep going to A's inbox while its presence lasts.
-	n1.Decide = nil
+	n1.SetDecide(nil)
 	submit(3)
 	// The node notices and reconnects to B, then sends its results there.
 	n1.Attach(t, b)
@@ -1531,7 +1539,7 @@ func testDispatchForgottenAfterCrash(t *testing.T, h DispatcherHarness) {
 	n2 := NewTestNode(scheduler.NodeInfo{NodeID: "n2", Capacity: 8})
 	n2.Attach(t, b)
 	kept := scheduler.JobIDFor("r0")
-	n1.Decide = nil
+	n1.SetDecide(nil)
 	n1.Forget(kept)
 	start := time.Now()
 	n1.Reattach(t, b, kept)
@@ -1572,7 +1580,7 @@ func testDispatchForgottenSameInstance(t *testing.T, h DispatcherHarness) {
 	waitRunning(t, h.Stores(), "n1", "r")
 	n2 := NewTestNode(scheduler.NodeInfo{NodeID: "n2"})
 	n2.Attach(t, a)
-	n1.Decide = nil
+	n1.SetDecide(nil)
 	n1.Forget()
 	start := time.Now()
 	n1.Reattach(t, a) // replaces its connection, running nothing
@@ -1608,7 +1616,7 @@ func testDispatchRestartSameID(t *testing.T, h DispatcherHarness) {
 	p.Stop("inst-a") // killed: no clean-up
 	a = p.Start("inst-a", false, forgottenConfig)
 	start := time.Now()
-	n1.Decide = nil
+	n1.SetDecide(nil)
 	n1.Forget()
 	n1.Reattach(t, a)
 	s.Attach(t, a) // the session reconnects and sends its requests again
@@ -1661,7 +1669,7 @@ func testDispatchNodesGoingAway(t *testing.T, h DispatcherHarness) {
 	}
 	// They come back and answer.
 	for _, n := range []*TestNode{n1, n2, n3} {
-		n.Decide = nil
+		n.SetDecide(nil)
 		n.Forget()
 		n.Attach(t, a)
 	}

@@ -15,32 +15,6 @@ import (
 	"time"
 )
 
-// The transitions of a job's health that an alert reports, as they appear
-// in the alert's "transition", in [Run].Alert and in a job's last_alert.
-const (
-	// AlertFailing: the first failed run after a success (or ever).
-	AlertFailing = "failing"
-	// AlertFailingStreak: the job has failed [AlertConfig.After] times in a
-	// row.
-	AlertFailingStreak = "failing_streak"
-	// AlertRecovered: a run succeeded after failures that were alerted.
-	AlertRecovered = "recovered"
-	// AlertPaused: the job failed [AlertConfig.PauseAfter] times in a row
-	// and the runner paused it.
-	AlertPaused = "paused"
-)
-
-// The headers of an alert request.
-const (
-	// AlertTimestampHeader holds the Unix time (seconds) at which the
-	// alert was signed; it is part of the signed content.
-	AlertTimestampHeader = "X-Ksana-Timestamp"
-	// AlertSignatureHeader holds "sha256=" and the hex HMAC-SHA256, keyed
-	// by the secret, of the timestamp, a '.', and the body (see
-	// [SignAlert]). It is left out when the alert has no secret.
-	AlertSignatureHeader = "X-Ksana-Signature"
-)
-
 // AlertConfig names the webhook that is told when a job's health changes,
 // and when: a POST of an [Alert] as JSON on the first failure (failing),
 // on After failures in a row (failing_streak), on the first success after
@@ -235,14 +209,6 @@ type alertTask struct {
 	cfg   AlertConfig
 	pause bool
 }
-
-// DefaultAlertRetries and DefaultAlertBackoff are the retries of an alert
-// delivery and the wait before the first (doubled for each next one) when
-// [Config.AlertRetries] and [Config.AlertBackoff] are 0.
-const (
-	DefaultAlertRetries = 4
-	DefaultAlertBackoff = time.Second
-)
 
 // alertQueueLen bounds the alerts waiting for delivery; more are dropped,
 // with an error logged.

@@ -55,7 +55,7 @@ func ParseHostAllowList(s string) (HostAllowList, error) {
 		if p == "" {
 			continue
 		}
-		if err := CheckHostPattern(p); err != nil {
+		if err := checkHostPattern(p); err != nil {
 			return nil, err
 		}
 		if pfx, ok := patternPrefix(p); ok {
@@ -70,12 +70,12 @@ func ParseHostAllowList(s string) (HostAllowList, error) {
 	return out, nil
 }
 
-// CheckHostPattern checks one pattern of a [HostAllowList]: "*", a host
+// checkHostPattern checks one pattern of a [HostAllowList]: "*", a host
 // name, alone or after "*.", with no empty label, space or control
 // character (one trailing dot is allowed, and ignored when matching), an
 // IP address, or a CIDR block such as 10.0.0.0/8. An address with an
 // IPv6 zone is refused.
-func CheckHostPattern(p string) error {
+func checkHostPattern(p string) error {
 	if p == "*" {
 		return nil
 	}
@@ -282,7 +282,7 @@ func guardedClient(c *http.Client, allow HostAllowList, loopback bool, keepAlive
 	tr := base.Clone()
 	tr.Proxy = nil
 	tr.DisableKeepAlives = tr.DisableKeepAlives || !keepAlive
-	if base.DialContext == nil || c == DefaultHTTPClient() || base == http.DefaultTransport {
+	if base.DialContext == nil || c == defaultHTTPClient() || base == http.DefaultTransport {
 		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: dialControl(allow, loopback)}
 		tr.DialContext = d.DialContext
 	} else {

@@ -63,7 +63,7 @@
 //     the time of the Add. Jitter, below the interval, delays each run by an
 //     offset in [0, jitter) without moving the grid; the offset is a hash of
 //     the job id and the slot, so it is the same after a restart
-//     ([SeedFor]).
+//     (seedFor).
 //   - [CronSchedule] runs at the times a cron expression matches (below).
 //
 // To see when a schedule will fire, [Times] lists the first n times of a
@@ -167,7 +167,7 @@
 // # The HTTP callback
 //
 // [HTTPExecutor] makes each run's request with one shared [http.Client]
-// ([DefaultHTTPClient]: MaxIdleConns 100, IdleConnTimeout 90s,
+// (defaultHTTPClient: MaxIdleConns 100, IdleConnTimeout 90s,
 // TLSHandshakeTimeout 10s, ExpectContinueTimeout 1s). Every request carries
 // X-Ksana-Job-Id, X-Ksana-Run-Id, X-Ksana-Scheduled-At and
 // X-Ksana-Triggered-At (RFC3339Nano, UTC) after the job's own headers
@@ -175,7 +175,8 @@
 // Content-Type and its body starts like JSON ("{" or "["), the
 // Content-Type is application/json. The body's placeholders {{job_id}},
 // {{run_id}}, {{scheduled_at}} and {{triggered_at}} are replaced on each
-// run ([ExpandBody]).
+// run (times in RFC 3339 UTC with nanoseconds; values inserted as they are,
+// without quoting).
 //
 // Each attempt is bounded by the job's timeout (default 10s) through its
 // context. A 2xx answer is success. 408, 429, 5xx, timeouts and connection
@@ -219,7 +220,7 @@
 // batched, and [Flusher.Flush] makes them durable at shutdown. Every
 // adapter passes the conformance suite store/storetest.TestCronStore.
 //
-// A [RunStore] that is also a [RunQuerier] answers [Runner.QueryRuns]:
+// A [RunStore] answers [Runner.QueryRuns]:
 // the runs of every job, filtered ([RunQuery]: jobs, statuses, a window
 // of scheduled_at, an instance) and paged newest first by a
 // [RunCursor]. Every slot has a record: the runs called, and the slots
@@ -233,7 +234,7 @@
 // recorded when this runner resumes a job it paused), and those held back
 // by a pause of the whole service ([ReasonServicePaused], recorded at the
 // job's first slot called after it).
-// A [RunGetter] answers [Runner.RunByID]: one record by its run id (the
+// It also answers [Runner.RunByID]: one record by its run id (the
 // id [Runner.RunNow] returns), whichever job it belongs to. A record of a
 // run that was called says what started it ([Run.Trigger]: a slot of the
 // schedule or a run-now, with [Run.TriggeredBy], the actor that asked).

@@ -457,7 +457,7 @@ func (e *entry) every() EverySchedule {
 	ev := EverySchedule{Interval: time.Duration(e.interval), Start: fromNano(e.start)}
 	if e.cad != nil && e.cad.jitter > 0 {
 		ev.Jitter = time.Duration(e.cad.jitter)
-		ev.Seed = SeedFor(e.id)
+		ev.Seed = seedFor(e.id)
 	}
 	return ev
 }

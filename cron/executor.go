@@ -70,21 +70,13 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// The request headers every callback carries.
-const (
-	HeaderJobID       = "X-Ksana-Job-Id"
-	HeaderRunID       = "X-Ksana-Run-Id"
-	HeaderScheduledAt = "X-Ksana-Scheduled-At"
-	HeaderTriggeredAt = "X-Ksana-Triggered-At"
-)
-
 // errorSnippet is how much of a response body goes into Result.Error.
 const errorSnippet = 200
 
 // HTTPExecutorConfig tunes an [HTTPExecutor]. The zero value is ready to
 // use; negative numbers mean the default.
 type HTTPExecutorConfig struct {
-	// Client sends the callbacks. Default: [DefaultHTTPClient], one client
+	// Client sends the callbacks. Default: defaultHTTPClient, one client
 	// shared by the whole process. Leave its Timeout at 0: the executor
 	// bounds each attempt with the job's timeout through the context.
 	Client *http.Client
@@ -149,13 +141,13 @@ var defaultClient = sync.OnceValue(func() *http.Client {
 	}}
 })
 
-// DefaultHTTPClient returns the process-wide client of the HTTP executor:
+// defaultHTTPClient returns the process-wide client of the HTTP executor:
 // a transport with MaxIdleConns 100, IdleConnTimeout 90s,
 // TLSHandshakeTimeout 10s and ExpectContinueTimeout 1s (plus 16 idle
 // connections per host, so that a pool of workers calling one service
 // reuses its connections), proxies from the environment, and no client
 // timeout (each attempt is bounded by its context).
-func DefaultHTTPClient() *http.Client { return defaultClient() }
+func defaultHTTPClient() *http.Client { return defaultClient() }
 
 // NewHTTPExecutor returns an HTTP executor configured by cfg.
 func NewHTTPExecutor(cfg HTTPExecutorConfig) *HTTPExecutor {
@@ -164,7 +156,7 @@ func NewHTTPExecutor(cfg HTTPExecutorConfig) *HTTPExecutor {
 		userAgent: cfg.UserAgent, log: cfg.Logger,
 	}
 	if x.client == nil {
-		x.client = DefaultHTTPClient()
+		x.client = defaultHTTPClient()
 	}
 	if len(cfg.AllowHosts) > 0 {
 		x.allow = cfg.AllowHosts
@@ -208,7 +200,7 @@ func (x *HTTPExecutor) Execute(ctx context.Context, j *Job, info RunInfo) Result
 	if backoff <= 0 {
 		backoff = DefaultRetryBackoff
 	}
-	body := ExpandBody(j.HTTP.Body, info)
+	body := expandBody(j.HTTP.Body, info)
 	var res Result
 	for n := 1; ; n++ {
 		a := x.try(ctx, j, info, body, timeout)
@@ -228,10 +220,10 @@ func (x *HTTPExecutor) Execute(ctx context.Context, j *Job, info RunInfo) Result
 	}
 }
 
-// ExpandBody replaces the placeholders {{job_id}}, {{run_id}},
+// expandBody replaces the placeholders {{job_id}}, {{run_id}},
 // {{scheduled_at}} and {{triggered_at}} in body with the run's values (times
 // RFC3339Nano UTC). Values are inserted as they are, without quoting.
-func ExpandBody(body string, info RunInfo) string {
+func expandBody(body string, info RunInfo) string {
 	if !strings.Contains(body, "{{") {
 		return body
 	}

@@ -349,10 +349,10 @@ func TestParseRetryAfter(t *testing.T) {
 
 func TestExpandBody(t *testing.T) {
 	info := RunInfo{RunID: "r", JobID: "j", ScheduledAt: clockStart, TriggeredAt: clockStart.Add(time.Second)}
-	got := ExpandBody("{{job_id}}/{{run_id}}/{{scheduled_at}}/{{triggered_at}}/{{other}}", info)
+	got := expandBody("{{job_id}}/{{run_id}}/{{scheduled_at}}/{{triggered_at}}/{{other}}", info)
 	want := fmt.Sprintf("j/r/%s/%s/{{other}}", "2030-01-02T03:04:05Z", "2030-01-02T03:04:06Z")
 	if got != want {
-		t.Errorf("ExpandBody = %q, want %q", got, want)
+		t.Errorf("expandBody = %q, want %q", got, want)
 	}
 }
 
@@ -374,16 +374,16 @@ func FuzzExpandBody(f *testing.F) {
 	}
 	info := RunInfo{RunID: "R", JobID: "J", ScheduledAt: clockStart, TriggeredAt: clockStart}
 	f.Fuzz(func(t *testing.T, body string) {
-		got := ExpandBody(body, info)
+		got := expandBody(body, info)
 		has := false
 		for _, p := range []string{"{{job_id}}", "{{run_id}}", "{{scheduled_at}}", "{{triggered_at}}"} {
 			has = has || strings.Contains(body, p)
 		}
 		if !has && got != body {
-			t.Errorf("ExpandBody(%q) = %q, want it unchanged (no placeholder)", body, got)
+			t.Errorf("expandBody(%q) = %q, want it unchanged (no placeholder)", body, got)
 		}
 		if has && got == body {
-			t.Errorf("ExpandBody(%q) replaced nothing", body)
+			t.Errorf("expandBody(%q) replaced nothing", body)
 		}
 	})
 }
@@ -429,7 +429,7 @@ func TestHTTPExecutorAllowHosts(t *testing.T) {
 		})
 	}
 	// The default client is left as it was: no redirect check added to it.
-	if DefaultHTTPClient().CheckRedirect != nil {
-		t.Errorf("DefaultHTTPClient has a CheckRedirect after an executor with AllowHosts was made")
+	if defaultHTTPClient().CheckRedirect != nil {
+		t.Errorf("defaultHTTPClient has a CheckRedirect after an executor with AllowHosts was made")
 	}
 }

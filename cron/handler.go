@@ -109,7 +109,7 @@ func checkHandler(typ string, h Handler) error {
 	if typ == JobTypeHTTP {
 		return fmt.Errorf("type %q is the HTTP callback's: name Go functions otherwise", typ)
 	}
-	if err := ValidType(typ); err != nil {
+	if err := validType(typ); err != nil {
 		var ve *ValidationError
 		errors.As(err, &ve)
 		return fmt.Errorf("type %q %s", typ, ve.Reason)
@@ -127,7 +127,7 @@ func checkHandler(typ string, h Handler) error {
 // ([Runner.Update], a pause, a resume): its runs fail until its handler
 // is registered (see [Runner.Unhandled]). Handle panics, as http.ServeMux does for a bad
 // pattern, when typ is "http", empty or not a valid type name (see
-// [ValidType]), when h is nil, or when typ already has a handler.
+// validType), when h is nil, or when typ already has a handler.
 func (r *Runner) Handle(typ string, h Handler) {
 	if err := checkHandler(typ, h); err != nil {
 		panic("cron: Handle: " + err.Error())

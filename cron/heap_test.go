@@ -136,7 +136,7 @@ func TestRemovedSlotReused(t *testing.T) {
 	}
 	j := mustGet(t, r, "new")
 	if j.LastStatus != "" || j.LastError != "" || !j.LastRunAt.IsZero() {
-		t.Errorf("new job got the old run's bookkeeping: %+v", BookkeepingOf(&j))
+		t.Errorf("new job got the old run's bookkeeping: %+v", j.Bookkeeping())
 	}
 	r.mu.Lock()
 	_, e, _ := r.lookup("new")

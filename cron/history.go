@@ -11,49 +11,9 @@ import (
 	"time"
 )
 
-// The reasons a slot was not called, in [Run.Reason] of a skipped or
-// missed run record.
-const (
-	// ReasonDowntime: the slots passed while the runner was not running
-	// (stopped, or held up past the misfire tolerance); they rolled on to
-	// the job's next slot.
-	ReasonDowntime = "downtime"
-	// ReasonOverlap: the job's previous run was still in flight.
-	ReasonOverlap = "overlap"
-	// ReasonNoHolder: over a shared store, the slots passed while no runner
-	// held the job; the runner that took it over rolled them on.
-	ReasonNoHolder = "no holder"
-	// ReasonPaused: the slots passed while the job was paused (since its
-	// [Job.PausedAt]); recorded when it is resumed, by the runner that
-	// resumes it: the one that paused it or not, after a restart too, and
-	// over a [SharedStore] a runner that does not hold the job (the
-	// record is its own, and the holder does not record it again).
-	ReasonPaused = "paused"
-	// ReasonServicePaused: the slots passed while every firing of the
-	// service was paused.
-	ReasonServicePaused = "service paused"
-	// ReasonHolderDied: the runner that claimed the slot stopped before the
-	// run ended; it was not called, or the outcome of its call is unknown.
-	ReasonHolderDied = "holder died"
-	// ReasonHolderStopped: the runner that claimed the slot was held up so
-	// long that calling it would have been later than the misfire rules
-	// allow.
-	ReasonHolderStopped = "holder stopped"
-	// ReasonClaimFailed: the claim of the slot in a shared store failed.
-	ReasonClaimFailed = "claim failed"
-	// ReasonPastDue: a once job's time had passed when the runner saw it.
-	ReasonPastDue = "past due"
-)
-
 // maxBurstCount bounds the slots a not-called burst counts (the count of a
 // cron expression is stepped slot by slot): [Run.Slots] says at most this.
 const maxBurstCount = 100_000
-
-// Default and largest page of [RunQuery].
-const (
-	DefaultRunQueryLimit = 50
-	MaxRunQueryLimit     = 1000
-)
 
 // RunQuery selects run records of every job, newest first: ordered by
 // ScheduledAt, latest first, and then by run id, greatest first. Its zero
@@ -88,8 +48,8 @@ type RunCursor struct {
 // IsZero reports whether c is the zero cursor (the start).
 func (c RunCursor) IsZero() bool { return c.RunID == "" && c.ScheduledAt.IsZero() }
 
-// CursorOf returns the position of run r.
-func CursorOf(r *Run) RunCursor { return RunCursor{ScheduledAt: r.ScheduledAt, RunID: r.ID} }
+// Cursor returns the position of r in the history's order.
+func (r *Run) Cursor() RunCursor { return RunCursor{ScheduledAt: r.ScheduledAt, RunID: r.ID} }
 
 // String encodes c as "<Unix nanoseconds>.<run id>", the form
 // [ParseRunCursor] reads; the zero cursor is "".
@@ -138,7 +98,7 @@ func (q *RunQuery) Check() error {
 		return &ValidationError{Field: "since", Reason: "must be before until"}
 	}
 	for _, st := range q.Statuses {
-		if !RunStatus(st) {
+		if !st.OfRun() {
 			return &ValidationError{Field: "status", Reason: fmt.Sprintf("must be success, failed, timeout, skipped or missed, got %q", st)}
 		}
 	}
@@ -150,10 +110,10 @@ func (q *RunQuery) Check() error {
 	return nil
 }
 
-// RunStatus reports whether st is a status a run record can have:
-// success, failed, timeout, skipped or missed.
-func RunStatus(st Status) bool {
-	switch st {
+// OfRun reports whether s is a status a run record can have: success,
+// failed, timeout, skipped or missed.
+func (s Status) OfRun() bool {
+	switch s {
 	case StatusSuccess, StatusFailed, StatusTimeout, StatusSkipped, StatusMissed:
 		return true
 	}
@@ -186,9 +146,9 @@ func (q *RunQuery) Match(r *Run) bool {
 	return q.Instance == "" || r.Instance == q.Instance
 }
 
-// CompareRuns orders runs as a [RunQuery] does: newest first (a before b
+// compareRuns orders runs as a [RunQuery] does: newest first (a before b
 // is negative).
-func CompareRuns(a, b *Run) int {
+func compareRuns(a, b *Run) int {
 	if d := b.ScheduledAt.Compare(a.ScheduledAt); d != 0 {
 		return d
 	}
@@ -196,7 +156,7 @@ func CompareRuns(a, b *Run) int {
 }
 
 // PageRuns returns the page of q from runs, in any order, as a store that
-// holds its runs in memory answers [RunQuerier.QueryRuns]: the runs that
+// holds its runs in memory answers [RunStore.QueryRuns]: the runs that
 // match q and come after q.After, newest first, up to q's page size, and
 // the cursor of the next page (zero when none follows).
 func PageRuns(runs []Run, q RunQuery) ([]Run, RunCursor) {
@@ -206,24 +166,11 @@ func PageRuns(runs []Run, q RunQuery) ([]Run, RunCursor) {
 			out = append(out, runs[i])
 		}
 	}
-	slices.SortFunc(out, func(a, b Run) int { return CompareRuns(&a, &b) })
+	slices.SortFunc(out, func(a, b Run) int { return compareRuns(&a, &b) })
 	if n := q.PageSize(); len(out) > n {
-		return out[:n:n], CursorOf(&out[n-1])
+		return out[:n:n], out[n-1].Cursor()
 	}
 	return out, RunCursor{}
-}
-
-// RunQuerier is an optional capability of a [RunStore]: the run history
-// of every job, filtered and paged. Its answer holds the runs the store
-// keeps (the newest of each job, up to its limit) that finished (a run
-// claimed and in flight is left out).
-type RunQuerier interface {
-	// QueryRuns returns the page of q (q passed [RunQuery.Check]): the
-	// runs that match its filters and come after q.After, newest first,
-	// at most its page size; and the cursor of the next page, zero when
-	// no run follows. A cursor of a run removed since still works: the
-	// page starts after its position.
-	QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor, error)
 }
 
 // QueryRuns returns a page of the run history of every job: the runs
@@ -256,11 +203,10 @@ func (r *Runner) QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor, e
 		runs, next := PageRuns(all, q)
 		return runs, next, nil
 	}
-	rq, ok := r.store.(RunQuerier)
-	if !ok || r.runs == nil {
+	if r.runs == nil {
 		return nil, RunCursor{}, ErrUnsupported
 	}
-	runs, next, err := rq.QueryRuns(ctx, q)
+	runs, next, err := r.runs.QueryRuns(ctx, q)
 	if err != nil && r.sh != nil {
 		return nil, RunCursor{}, unavailable("query runs", err)
 	}
@@ -269,7 +215,7 @@ func (r *Runner) QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor, e
 
 // RunByID returns the record of the run with id runID (the id
 // [Runner.RunNow] returns, or the run_id of a record), from the store's
-// [RunGetter], or from the runs the runner keeps when it has no store. A
+// [RunStore], or from the runs the runner keeps when it has no store. A
 // run id unknown, no longer kept, or of a run queued or in flight (its
 // record is written when it ends) is an error wrapping [ErrNotFound]; a
 // store that cannot answer gives an error wrapping [ErrUnsupported].
@@ -296,11 +242,10 @@ func (r *Runner) RunByID(ctx context.Context, runID string) (Run, error) {
 		}
 		return Run{}, fmt.Errorf("%w: run %q", ErrNotFound, runID)
 	}
-	g, ok := r.store.(RunGetter)
-	if !ok || r.runs == nil {
+	if r.runs == nil {
 		return Run{}, ErrUnsupported
 	}
-	run, err := g.RunByID(ctx, runID)
+	run, err := r.runs.RunByID(ctx, runID)
 	if err != nil && r.sh != nil && !errors.Is(err, ErrNotFound) {
 		return Run{}, unavailable(fmt.Sprintf("run %q", runID), err)
 	}
@@ -315,7 +260,7 @@ func notCalled(e *entry, after, until time.Time, st Status, reason string, now t
 	if first.IsZero() || first.After(until) {
 		return Run{}, false
 	}
-	n := 1 + CountSlots(s, first, until, maxBurstCount-1)
+	n := 1 + countSlots(s, first, until, maxBurstCount-1)
 	run := Run{JobID: e.id, ScheduledAt: first.UTC(), TriggeredAt: now.UTC(), FinishedAt: now.UTC(), Status: st, Reason: reason}
 	if n > 1 {
 		run.Slots = n

@@ -28,20 +28,6 @@ const (
 	StatusMissed  Status = "missed"  // a once job was past due when the runner saw it
 )
 
-// Schedule kinds.
-const (
-	KindOnce  = "once"
-	KindEvery = "every"
-	KindCron  = "cron"
-)
-
-// The defaults [Prepare] gives when a field is zero and [Rules] has none.
-const (
-	DefaultTimeout      = 10 * time.Second
-	DefaultMaxRetries   = 3
-	DefaultRetryBackoff = 5 * time.Second
-)
-
 // Duration is a time.Duration that reads and writes JSON as a Go duration
 // string such as "5s" or "1m30s". An empty string reads as zero.
 type Duration time.Duration
@@ -96,10 +82,19 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // HTTPConfig is the callback a job makes.
 type HTTPConfig struct {
-	Method  string            `json:"method"`
-	URL     string            `json:"url"`
+	// Method is the request's method: GET (the default), POST, PUT, PATCH
+	// or DELETE.
+	Method string `json:"method"`
+	// URL is the callback's address: http or https, with a host.
+	URL string `json:"url"`
+	// Headers are sent with every attempt; a "Host" header sets the
+	// request's host.
 	Headers map[string]string `json:"headers,omitempty"`
-	Body    string            `json:"body"`
+	// Body is sent with every attempt, its placeholders {{job_id}},
+	// {{run_id}}, {{scheduled_at}} and {{triggered_at}} replaced by the
+	// run's values (times in RFC 3339 UTC with nanoseconds; values
+	// inserted as they are, without quoting).
+	Body string `json:"body"`
 }
 
 // ScheduleSpec describes when a job runs, as stored and sent over the API.
@@ -381,8 +376,8 @@ func (d Rules) minInterval() time.Duration {
 // the first bad one. For an HTTP job: no args, the method, the callback
 // URL (http or https, with a host and a port from 1 to 65535 if any), the
 // request headers (see below), the body's placeholders (only {{job_id}},
-// {{run_id}}, {{scheduled_at}} and {{triggered_at}}: see [ExpandBody]).
-// For a job of another type: the type's name ([ValidType]), an empty
+// {{run_id}}, {{scheduled_at}} and {{triggered_at}}).
+// For a job of another type: the type's name (validType), an empty
 // http, and args that are JSON (compacted here). Whether a handler is
 // registered for the type is the runner's check, not Prepare's. Then, for
 // every job: timeout > 0, max_retries between 0
@@ -411,7 +406,7 @@ func Prepare(j *Job, now time.Time, d Rules) (Schedule, error) {
 	case KindOnce:
 		return Once{At: j.Schedule.RunAt}, nil
 	case KindEvery:
-		return EverySchedule{Interval: j.Schedule.Every.D(), Start: j.Schedule.StartAt, Jitter: j.Schedule.Jitter.D(), Seed: SeedFor(j.ID)}, nil
+		return EverySchedule{Interval: j.Schedule.Every.D(), Start: j.Schedule.StartAt, Jitter: j.Schedule.Jitter.D(), Seed: seedFor(j.ID)}, nil
 	}
 	return c, nil
 }
@@ -526,7 +521,7 @@ func checkHTTP(j *Job, known *jobConfig) error {
 // checkTyped checks the fields of a job that runs a Go function, and
 // compacts its args.
 func checkTyped(j *Job) error {
-	if err := ValidType(j.Type); err != nil {
+	if err := validType(j.Type); err != nil {
 		return err
 	}
 	if j.WritesHTTP() {
@@ -547,10 +542,10 @@ func checkTyped(j *Job) error {
 	return nil
 }
 
-// ValidType checks the name of a job type other than "http": 1 to
+// validType checks the name of a job type other than "http": 1 to
 // [MaxTypeLen] characters among ASCII letters, digits, '-', '_', '.' and
 // ':'. It returns a *ValidationError on "type".
-func ValidType(name string) error {
+func validType(name string) error {
 	if name == "" || len(name) > MaxTypeLen {
 		return invalid("type", "must be 1 to %d characters long, got %d", MaxTypeLen, len(name))
 	}
@@ -681,7 +676,7 @@ func isTokenChar(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
-// placeholders are the names a body may use as {{name}} (see [ExpandBody]).
+// placeholders are the names a body may use as {{name}} (see expandBody).
 var placeholders = []string{"job_id", "run_id", "scheduled_at", "triggered_at"}
 
 // validateBody refuses a {{name}} in a body template whose name is not a
@@ -860,7 +855,7 @@ func (s *ScheduleSpec) parseCron() (*CronSchedule, error) {
 }
 
 // Build turns the spec into a Schedule. seed spreads the jitter of an every
-// schedule (see [SeedFor]). An every spec with no StartAt gets its grid from
+// schedule (see seedFor). An every spec with no StartAt gets its grid from
 // the zero time: set StartAt (the runner sets it to the creation time) first.
 func (s *ScheduleSpec) Build(seed uint64) (Schedule, error) {
 	switch s.Kind {

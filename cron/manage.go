@@ -193,16 +193,8 @@ func (r *Runner) authorize(ctx context.Context, act Action, id string) (Actor, e
 type auditor struct {
 	mu     sync.Mutex
 	log    AuditLog
-	sink   AuditSink
+	sink   func(ctx context.Context, e AuditEntry)
 	lastID int64 // the id of the last record, when no log numbers them
-}
-
-// AuditSink receives every audit record once it is stored, for an
-// embedding service that keeps or forwards them (see [Config.AuditSink]).
-type AuditSink interface {
-	// Audit is called after each record is stored, in order, before the
-	// next one is; it must be fast (the change's caller waits for it).
-	Audit(ctx context.Context, e AuditEntry)
 }
 
 // auditOn reports whether the runner keeps or sends audit records: the
@@ -253,7 +245,7 @@ func (r *Runner) audit(ctx context.Context, c change) {
 		e.ID = a.lastID
 	}
 	if a.sink != nil {
-		a.sink.Audit(ctx, e)
+		a.sink(ctx, e)
 	}
 }
 

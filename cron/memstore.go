@@ -8,11 +8,6 @@ import (
 	"time"
 )
 
-var (
-	_ RunQuerier = (*MemStore)(nil)
-	_ RunGetter  = (*MemStore)(nil)
-)
-
 // MemStore is a [Store] in memory: a [RunStore] that keeps the newest
 // RunLimit runs of each job, a [Flusher] with nothing to flush, a
 // [PauseStore], an [AuditLog] (the newest [DefaultAuditKeep] entries) and an
@@ -206,7 +201,7 @@ func (s *MemStore) Runs(ctx context.Context, id string, limit int) ([]Run, error
 func (s *MemStore) Flush(ctx context.Context) error { return nil }
 
 // QueryRuns returns a page of the runs kept of every job, as
-// [RunQuerier] describes.
+// [RunStore.QueryRuns] describes.
 func (s *MemStore) QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor, error) {
 	s.mu.RLock()
 	var all []Run
@@ -226,7 +221,7 @@ func (s *MemStore) QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor,
 }
 
 // RunByID returns the kept run with id runID; an unknown one is
-// [ErrNotFound] (see [RunGetter]).
+// [ErrNotFound] (see [RunStore.RunByID]).
 func (s *MemStore) RunByID(ctx context.Context, runID string) (Run, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

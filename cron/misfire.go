@@ -19,7 +19,7 @@ type MisfireDecision struct {
 //     Run = false, Status = [StatusMissed], Next zero;
 //   - else every and cron schedules: Run = false, Next = s.Next(now): the job
 //     rolls to its next future slot, with no catch-up of the slots in
-//     between ([CountSlots] says how many there were, for a log line).
+//     between (countSlots says how many there were, for a log line).
 //
 // A slot seen exactly at its due time is on time (Run = true, Next =
 // s.Next(now)), whatever g. A slot not yet due (now before due) is left
@@ -38,13 +38,16 @@ func Misfire(s Schedule, due, now time.Time, grace time.Duration) MisfireDecisio
 	return MisfireDecision{Next: next}
 }
 
-// CountSlots returns how many run times of s fall in (after, until], counting
-// at most max (max <= 0: [DefaultCountLimit]). The cost is constant for
+// defaultCountLimit is the limit countSlots applies when given max <= 0.
+const defaultCountLimit = 1000
+
+// countSlots returns how many run times of s fall in (after, until], counting
+// at most max (max <= 0: defaultCountLimit). The cost is constant for
 // [Once], [EverySchedule] and an @every [CronSchedule]; other schedules are stepped
 // through with Next, so max bounds the work.
-func CountSlots(s Schedule, after, until time.Time, max int) int {
+func countSlots(s Schedule, after, until time.Time, max int) int {
 	if max <= 0 {
-		max = DefaultCountLimit
+		max = defaultCountLimit
 	}
 	if !until.After(after) {
 		return 0
@@ -56,11 +59,11 @@ func CountSlots(s Schedule, after, until time.Time, max int) int {
 			n = 1
 		}
 	case *Once:
-		return CountSlots(*s, after, until, max)
+		return countSlots(*s, after, until, max)
 	case EverySchedule:
 		n = s.countUpTo(until) - s.countUpTo(after)
 	case *EverySchedule:
-		return CountSlots(*s, after, until, max)
+		return countSlots(*s, after, until, max)
 	case *CronSchedule:
 		if s == nil || s.every <= 0 {
 			return countByNext(s, after, until, max)

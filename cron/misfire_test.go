@@ -71,7 +71,7 @@ func TestCountSlots(t *testing.T) {
 		{"every before start", every, at(-time.Hour), at(time.Minute), 0, 1},
 		{"every pointer", &every, at(10 * time.Minute), at(23 * time.Minute), 0, 2},
 		{"every capped", every, s0, at(24 * time.Hour), 10, 10},
-		{"every default cap", every, s0, at(240 * time.Hour), 0, DefaultCountLimit},
+		{"every default cap", every, s0, at(240 * time.Hour), 0, defaultCountLimit},
 		{"empty span", every, at(time.Hour), at(time.Hour), 0, 0},
 		{"reversed span", every, at(time.Hour), at(0), 0, 0},
 		{"once inside", Once{At: at(time.Hour)}, s0, at(time.Hour), 0, 1},
@@ -84,8 +84,8 @@ func TestCountSlots(t *testing.T) {
 		{"nil schedule", nil, s0, at(time.Hour), 0, 0},
 	}
 	for _, tt := range tests {
-		if got := CountSlots(tt.s, tt.after, tt.until, tt.max); got != tt.want {
-			t.Errorf("%s: CountSlots(%v, %v, %d) = %d, want %d", tt.name, tt.after, tt.until, tt.max, got, tt.want)
+		if got := countSlots(tt.s, tt.after, tt.until, tt.max); got != tt.want {
+			t.Errorf("%s: countSlots(%v, %v, %d) = %d, want %d", tt.name, tt.after, tt.until, tt.max, got, tt.want)
 		}
 	}
 }
@@ -101,8 +101,8 @@ func TestCountSlotsMatchesNext(t *testing.T) {
 		after := s0.Add(time.Duration(rng.Int64N(int64(100*iv))) - 10*iv)
 		until := after.Add(time.Duration(rng.Int64N(int64(50 * iv))))
 		want := countByNext(e, after, until, 1<<30)
-		if got := CountSlots(e, after, until, 1<<30); got != want {
-			t.Fatalf("CountSlots(%+v, %v, %v) = %d, stepping through Next gives %d", e, after, until, got, want)
+		if got := countSlots(e, after, until, 1<<30); got != want {
+			t.Fatalf("countSlots(%+v, %v, %v) = %d, stepping through Next gives %d", e, after, until, got, want)
 		}
 	}
 }

@@ -57,11 +57,21 @@ var (
 	// ErrForbidden is matched by the error of a change its actor may not
 	// make ([ForbiddenError]).
 	ErrForbidden = errors.New("cron: forbidden")
+
+	// Errors of an idempotent run-now ([RunOptions.IdempotencyKey]).
+
+	// ErrIdempotencyKeyReused: the key was used for a run-now of the job
+	// with other options.
+	ErrIdempotencyKeyReused = errors.New("cron: this idempotency key was used for another run-now of the job with other options")
+	// ErrIdempotencyPending: the first run-now with the key has not been
+	// answered yet (it is still being answered, here or on another
+	// runner of the store); send it again later.
+	ErrIdempotencyPending = errors.New("cron: the first run-now with this idempotency key has not been answered yet")
 )
 
-// The defaults: the values a zero field of [Config] (and of the other
-// configurations of the package) stands for, and the fixed times of the
-// runner.
+// The defaults and the limits: the values a zero field of [Config] (and of
+// the other configurations of the package) stands for, the fixed times of
+// the runner, and the largest values it accepts.
 const (
 	// DefaultWorkers is the runs a runner executes at the same time
 	// ([Config.Workers]).
@@ -87,9 +97,6 @@ const (
 	// RunLimit is 0.
 	DefaultRunLimit = 50
 
-	// DefaultCountLimit is the limit [CountSlots] applies when given max <= 0.
-	DefaultCountLimit = 1000
-
 	// DefaultPauseRefresh is the default of [Config.PauseRefresh].
 	DefaultPauseRefresh = time.Second
 
@@ -113,10 +120,27 @@ const (
 	// BatchEvery is the least time between the starts of two passes of the
 	// recorder of a runner over a [SharedStore].
 	BatchEvery = 100 * time.Millisecond
-)
 
-// The limits of what the runner accepts.
-const (
+	// DefaultAlertRetries and DefaultAlertBackoff are the retries of an alert
+	// delivery and the wait before the first (doubled for each next one) when
+	// [Config.AlertRetries] and [Config.AlertBackoff] are 0.
+
+	DefaultAlertRetries = 4
+	DefaultAlertBackoff = time.Second
+
+	// Default and largest page of [RunQuery].
+
+	DefaultRunQueryLimit = 50
+	MaxRunQueryLimit     = 1000
+
+	// The defaults [Prepare] gives when a field is zero and [Rules] has none.
+
+	DefaultTimeout      = 10 * time.Second
+	DefaultMaxRetries   = 3
+	DefaultRetryBackoff = 5 * time.Second
+
+	// The limits of what the runner accepts.
+
 	// MaxIDLen is the longest job id [Runner.Add] accepts.
 	MaxIDLen = 128
 
@@ -138,7 +162,9 @@ const (
 	MaxIdempotencyKeyLen = 255
 )
 
-// Words of the package that a user sees.
+// Words of the package that a user sees: job types, alert transitions and
+// headers, callback headers, the reasons of a slot not called, schedule
+// kinds and run triggers.
 const (
 	// JobTypeHTTP is the type of a job that makes an HTTP callback, the
 	// default. Every other type names a Go function registered on the runner
@@ -151,4 +177,80 @@ const (
 	// ServicePausedError is the Error of the skipped run that stands for a
 	// slot passed while the service was paused.
 	ServicePausedError = "service paused"
+
+	// The transitions of a job's health that an alert reports, as they appear
+	// in the alert's "transition", in [Run].Alert and in a job's last_alert.
+
+	// AlertFailing: the first failed run after a success (or ever).
+	AlertFailing = "failing"
+	// AlertFailingStreak: the job has failed [AlertConfig.After] times in a
+	// row.
+	AlertFailingStreak = "failing_streak"
+	// AlertRecovered: a run succeeded after failures that were alerted.
+	AlertRecovered = "recovered"
+	// AlertPaused: the job failed [AlertConfig.PauseAfter] times in a row
+	// and the runner paused it.
+	AlertPaused = "paused"
+
+	// The headers of an alert request.
+
+	// AlertTimestampHeader holds the Unix time (seconds) at which the
+	// alert was signed; it is part of the signed content.
+	AlertTimestampHeader = "X-Ksana-Timestamp"
+	// AlertSignatureHeader holds "sha256=" and the hex HMAC-SHA256, keyed
+	// by the secret, of the timestamp, a '.', and the body (see
+	// [SignAlert]). It is left out when the alert has no secret.
+	AlertSignatureHeader = "X-Ksana-Signature"
+
+	// The request headers every callback carries.
+
+	HeaderJobID       = "X-Ksana-Job-Id"
+	HeaderRunID       = "X-Ksana-Run-Id"
+	HeaderScheduledAt = "X-Ksana-Scheduled-At"
+	HeaderTriggeredAt = "X-Ksana-Triggered-At"
+
+	// The reasons a slot was not called, in [Run.Reason] of a skipped or
+	// missed run record.
+
+	// ReasonDowntime: the slots passed while the runner was not running
+	// (stopped, or held up past the misfire tolerance); they rolled on to
+	// the job's next slot.
+	ReasonDowntime = "downtime"
+	// ReasonOverlap: the job's previous run was still in flight.
+	ReasonOverlap = "overlap"
+	// ReasonNoHolder: over a shared store, the slots passed while no runner
+	// held the job; the runner that took it over rolled them on.
+	ReasonNoHolder = "no holder"
+	// ReasonPaused: the slots passed while the job was paused (since its
+	// [Job.PausedAt]); recorded when it is resumed, by the runner that
+	// resumes it: the one that paused it or not, after a restart too, and
+	// over a [SharedStore] a runner that does not hold the job (the
+	// record is its own, and the holder does not record it again).
+	ReasonPaused = "paused"
+	// ReasonServicePaused: the slots passed while every firing of the
+	// service was paused.
+	ReasonServicePaused = "service paused"
+	// ReasonHolderDied: the runner that claimed the slot stopped before the
+	// run ended; it was not called, or the outcome of its call is unknown.
+	ReasonHolderDied = "holder died"
+	// ReasonHolderStopped: the runner that claimed the slot was held up so
+	// long that calling it would have been later than the misfire rules
+	// allow.
+	ReasonHolderStopped = "holder stopped"
+	// ReasonClaimFailed: the claim of the slot in a shared store failed.
+	ReasonClaimFailed = "claim failed"
+	// ReasonPastDue: a once job's time had passed when the runner saw it.
+	ReasonPastDue = "past due"
+
+	// Schedule kinds.
+
+	KindOnce  = "once"
+	KindEvery = "every"
+	KindCron  = "cron"
+
+	// The triggers of a run, in [Run.Trigger]. The retries of a run are its
+	// attempts ([Run.Attempts]), in the same record.
+
+	TriggerSchedule = "schedule" // a slot of the job's schedule
+	TriggerRunNow   = "run-now"  // [Runner.RunNow], POST /jobs/{id}/run-now
 )

@@ -11,24 +11,6 @@ import (
 	"github.com/ksana-dev/ksana/cron"
 )
 
-func TestContainsFold(t *testing.T) {
-	for _, tt := range []struct {
-		s, sub string
-		want   bool
-	}{
-		{"Nightly Report", "report", true}, {"Nightly Report", "NIGHT", true}, {"abc", "", true},
-		{"abc", "abcd", false}, {"ÉTÉ été", "été", true}, {"report", "rx", false}, {"a-b", "-B", true},
-		{"team 13", "TEAM 13", true}, {"team 1", "team 13", false}, {"x", "X", true}, {"", "a", false},
-	} {
-		if got := cron.ContainsFold(tt.s, tt.sub); got != tt.want {
-			t.Errorf("ContainsFold(%q, %q) = %v, want %v", tt.s, tt.sub, got, tt.want)
-		}
-	}
-	if n := testing.AllocsPerRun(100, func() { cron.ContainsFold("Report 123 for Team 13", "team 13") }); n != 0 {
-		t.Errorf("ContainsFold allocates %v times a call, want 0", n)
-	}
-}
-
 func TestPageMatching(t *testing.T) {
 	r, err := cron.New(nil, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result { return cron.Result{} }), cron.Config{})
 	if err != nil {

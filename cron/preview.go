@@ -24,7 +24,7 @@ func Times(s Schedule, after time.Time, n int) []time.Time {
 // times strictly after after, in UTC; a cron schedule is computed in its
 // time zone (TZ, or a CRON_TZ= prefix). An every schedule without
 // StartAt starts at after, as a job added then would, and its jitter, if
-// any, is spread with seed 0 (a job's is spread with [SeedFor] of its id:
+// any, is spread with seed 0 (a job's is spread with seedFor of its id:
 // see [Runner.Next]). n must be from 1 to [MaxPreview]; the error is a
 // *[ValidationError] naming "n" or the schedule's bad field.
 func (s ScheduleSpec) Next(after time.Time, n int) ([]time.Time, error) {
@@ -94,7 +94,7 @@ func (r *Runner) Preview(spec ScheduleSpec, id string, n int) ([]time.Time, erro
 		if err := ValidID(id); err != nil {
 			return nil, err
 		}
-		seed = SeedFor(id)
+		seed = seedFor(id)
 	}
 	return spec.next(r.now(), n, seed, r.rules())
 }
@@ -118,7 +118,7 @@ func (r *Runner) Next(id string, n int) ([]time.Time, Job, error) {
 	}
 	// A stored job is not held to the minimum interval: it was accepted
 	// before, and runs as it is.
-	times, err := j.Schedule.next(r.now(), n, SeedFor(j.ID), Rules{MinInterval: -1})
+	times, err := j.Schedule.next(r.now(), n, seedFor(j.ID), Rules{MinInterval: -1})
 	if err != nil {
 		return nil, j, fmt.Errorf("cron: job %q: %w", id, err)
 	}

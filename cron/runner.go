@@ -70,7 +70,7 @@ type Config struct {
 	ClaimAhead time.Duration
 	// Handlers are the Go functions the runner runs, by job type: a job
 	// whose Type names one is run by it (see [Handler]). More can be
-	// registered with [Runner.Handle]. A name must pass [ValidType] and
+	// registered with [Runner.Handle]. A name must pass validType and
 	// not be "http". Default nil: HTTP jobs only.
 	Handlers map[string]Handler
 	// PauseRefresh is how often a runner over a [SharedStore] that is a
@@ -113,9 +113,11 @@ type Config struct {
 	// neither (no store) keeps no audit log, at no cost per change: give
 	// an [AuditBuffer] to keep the newest records in memory.
 	AuditLog AuditLog
-	// AuditSink, when set, also receives every audit record once it is
-	// stored. Default nil.
-	AuditSink AuditSink
+	// AuditSink, when set, is called with every audit record once it is
+	// stored, for an embedding service that keeps or forwards them: in
+	// order, one record at a time, before the next is stored. It must be
+	// fast: the change's caller waits for it. Default nil.
+	AuditSink func(ctx context.Context, e AuditEntry)
 	// Idempotency keeps the idempotency keys of run-now
 	// ([RunOptions.IdempotencyKey]). Default nil: the store's when the
 	// store is an [IdempotencyStore] (store/sqlstore, shared by every
@@ -545,7 +547,7 @@ func (r *Runner) Load(ctx context.Context) error {
 		idx, e := r.tab.alloc()
 		c.gen = e.gen
 		*e = c
-		e.setBookkeeping(BookkeepingOf(j))
+		e.setBookkeeping(j.Bookkeeping())
 		if vers != nil {
 			r.vers.set(idx, vers[i])
 		}
@@ -1014,7 +1016,7 @@ func (r *Runner) Get(id string) (Job, error) {
 	case err != nil:
 		return Job{}, err
 	case held && r.mine(id):
-		newerRun(BookkeepingOf(&j), BookkeepingOf(&s)).Apply(&j)
+		newerRun(j.Bookkeeping(), s.Bookkeeping()).Apply(&j)
 		return j, nil
 	default:
 		return s, nil
@@ -1071,7 +1073,7 @@ func (r *Runner) PageMatching(after string, limit int, text string, keep func(*J
 		if text != "" {
 			inner := keep
 			keep = func(j *Job) bool {
-				return (ContainsFold(j.ID, text) || ContainsFold(j.Name, text)) && (inner == nil || inner(j))
+				return (containsFold(j.ID, text) || containsFold(j.Name, text)) && (inner == nil || inner(j))
 			}
 		}
 		return r.pageStored(after, limit, keep)
@@ -1095,7 +1097,7 @@ func (r *Runner) PageMatching(after string, limit int, text string, keep func(*J
 			return jobs, true, nil
 		}
 		e := r.tab.at(idx)
-		if text != "" && !ContainsFold(e.id, text) && !ContainsFold(e.name, text) {
+		if text != "" && !containsFold(e.id, text) && !containsFold(e.name, text) {
 			continue
 		}
 		j := e.job(false)
@@ -1211,10 +1213,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	return err
 }
 
-// ContainsFold reports whether sub is within s, ignoring case: ASCII
+// containsFold reports whether sub is within s, ignoring case: ASCII
 // letters byte by byte, other text as [strings.EqualFold] compares. It
 // allocates nothing.
-func ContainsFold(s, sub string) bool {
+func containsFold(s, sub string) bool {
 	n := len(sub)
 	if n == 0 {
 		return true

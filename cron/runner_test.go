@@ -271,11 +271,11 @@ func TestOnceFiresOnTime(t *testing.T) {
 			t.Fatalf("Run: %v", err)
 		}
 		want := Bookkeeping{LastRunAt: at, LastStatus: StatusSuccess}
-		if diff := cmp.Diff(want, BookkeepingOf(ptr(mustGet(t, r, "a")))); diff != "" {
+		if diff := cmp.Diff(want, ptr(mustGet(t, r, "a")).Bookkeeping()); diff != "" {
 			t.Errorf("runner bookkeeping (-want +got):\n%s", diff)
 		}
 		stored, _ := st.Load(context.Background())
-		if diff := cmp.Diff(want, BookkeepingOf(&stored[0])); diff != "" {
+		if diff := cmp.Diff(want, stored[0].Bookkeeping()); diff != "" {
 			t.Errorf("stored bookkeeping (-want +got):\n%s", diff)
 		}
 		if diff := cmp.Diff([]Status{StatusSuccess}, obs.statuses("a")); diff != "" {
@@ -347,7 +347,7 @@ func TestLoadMisfire(t *testing.T) {
 			{"off", Bookkeeping{}},
 		}
 		for _, tt := range tests {
-			if diff := cmp.Diff(tt.want, BookkeepingOf(ptr(mustGet(t, r, tt.id)))); diff != "" {
+			if diff := cmp.Diff(tt.want, ptr(mustGet(t, r, tt.id)).Bookkeeping()); diff != "" {
 				t.Errorf("job %s after Load (-want +got):\n%s", tt.id, diff)
 			}
 		}
@@ -440,7 +440,7 @@ func TestEveryJitter(t *testing.T) {
 		time.Sleep(100 * time.Second)
 		synctest.Wait()
 		_ = stop()
-		ev := EverySchedule{Interval: interval, Start: t0, Jitter: jitter, Seed: SeedFor("j")}
+		ev := EverySchedule{Interval: interval, Start: t0, Jitter: jitter, Seed: seedFor("j")}
 		var want []time.Time
 		for at := ev.Next(t0); at.Before(t0.Add(100 * time.Second)); at = ev.Next(at) {
 			want = append(want, at)

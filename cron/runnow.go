@@ -50,17 +50,6 @@ type RunTicket struct {
 	Replayed bool
 }
 
-// Errors of an idempotent run-now ([RunOptions.IdempotencyKey]).
-var (
-	// ErrIdempotencyKeyReused: the key was used for a run-now of the job
-	// with other options.
-	ErrIdempotencyKeyReused = errors.New("cron: this idempotency key was used for another run-now of the job with other options")
-	// ErrIdempotencyPending: the first run-now with the key has not been
-	// answered yet (it is still being answered, here or on another
-	// runner of the store); send it again later.
-	ErrIdempotencyPending = errors.New("cron: the first run-now with this idempotency key has not been answered yet")
-)
-
 // hopHeaders are the headers a run-now may not set: they belong to the
 // connection or the target, not to the request a job makes.
 var hopHeaders = []string{"Host", "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",

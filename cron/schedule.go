@@ -87,9 +87,9 @@ func splitmix64(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-// SeedFor derives a jitter seed from a job id, so that every job spreads its
+// seedFor derives a jitter seed from a job id, so that every job spreads its
 // runs differently but each job always the same way.
-func SeedFor(id string) uint64 {
+func seedFor(id string) uint64 {
 	// FNV-1a, then mixed.
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(id); i++ {

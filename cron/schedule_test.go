@@ -159,14 +159,14 @@ func TestEverySlot(t *testing.T) {
 }
 
 func TestSeedFor(t *testing.T) {
-	if a, b := SeedFor("job-1"), SeedFor("job-1"); a != b {
-		t.Errorf("SeedFor(%q) = %d, then %d: not deterministic", "job-1", a, b)
+	if a, b := seedFor("job-1"), seedFor("job-1"); a != b {
+		t.Errorf("seedFor(%q) = %d, then %d: not deterministic", "job-1", a, b)
 	}
 	seen := map[uint64]string{}
 	for _, id := range []string{"", "a", "b", "job-1", "job-2", "job-10", "1-boj"} {
-		s := SeedFor(id)
+		s := seedFor(id)
 		if other, ok := seen[s]; ok {
-			t.Errorf("SeedFor(%q) == SeedFor(%q)", id, other)
+			t.Errorf("seedFor(%q) == seedFor(%q)", id, other)
 		}
 		seen[s] = id
 	}
@@ -179,7 +179,7 @@ func BenchmarkEveryNext(b *testing.B) {
 		e    EverySchedule
 	}{
 		{"plain", EverySchedule{Interval: 5 * time.Second, Start: start}},
-		{"jitter", EverySchedule{Interval: 5 * time.Second, Start: start, Jitter: time.Second, Seed: SeedFor("job")}},
+		{"jitter", EverySchedule{Interval: 5 * time.Second, Start: start, Jitter: time.Second, Seed: seedFor("job")}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			t := start

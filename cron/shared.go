@@ -210,7 +210,7 @@ func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) 
 	if err := r.compile(&j, now, &old, true); err != nil {
 		return Job{}, true, fmt.Errorf("cron: stored job %q: %w", id, err)
 	}
-	old.setBookkeeping(BookkeepingOf(&j))
+	old.setBookkeeping(j.Bookkeeping())
 	typ := j.Type
 	if err := change(&j); err != nil {
 		return Job{}, true, err
@@ -271,7 +271,7 @@ func (r *Runner) runStored(id, runID, by string, now int64, over *RunOptions, fo
 		if cerr := r.compile(&j, r.now(), &c, true); cerr != nil {
 			err = fmt.Errorf("cron: stored job %q: %w", id, cerr)
 		}
-		c.setBookkeeping(BookkeepingOf(&j))
+		c.setBookkeeping(j.Bookkeeping())
 	}
 	r.mu.Lock()
 	if err != nil {
@@ -422,7 +422,7 @@ func (r *Runner) pageStored(after string, limit int, keep func(*Job) bool) ([]Jo
 	defer r.mu.Unlock()
 	for i := range jobs {
 		if _, e, ok := r.lookup(jobs[i].ID); ok && r.mine(jobs[i].ID) {
-			newerRun(e.bookkeeping(), BookkeepingOf(&jobs[i])).Apply(&jobs[i])
+			newerRun(e.bookkeeping(), jobs[i].Bookkeeping()).Apply(&jobs[i])
 		}
 	}
 	return jobs, more, nil
@@ -452,7 +452,7 @@ func (r *Runner) Hold(j Job, version int64) error {
 	if err := r.compile(&j, now, &c, true); err != nil {
 		return fmt.Errorf("cron: hold job %q: %w", j.ID, err)
 	}
-	c.setBookkeeping(BookkeepingOf(&j))
+	c.setBookkeeping(j.Bookkeeping())
 	nowNs := toNano(now)
 	defer r.lockJob(j.ID)()
 	r.mu.Lock()

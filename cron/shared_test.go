@@ -169,7 +169,7 @@ func (s *sharedStore) RecordBatch(ctx context.Context, recs []Recorded) error {
 		if err != nil {
 			continue
 		}
-		b := BookkeepingOf(&j)
+		b := j.Bookkeeping()
 		if !rec.LastRunAt.Before(b.LastRunAt) {
 			b.LastRunAt, b.LastStatus, b.LastError = rec.LastRunAt, rec.LastStatus, rec.LastError
 		}

@@ -44,8 +44,8 @@ func (b Bookkeeping) Apply(j *Job) {
 	j.Failures, j.LastAlert = b.Failures, b.LastAlert
 }
 
-// BookkeepingOf returns j's system fields.
-func BookkeepingOf(j *Job) Bookkeeping {
+// Bookkeeping returns j's system fields.
+func (j *Job) Bookkeeping() Bookkeeping {
 	return Bookkeeping{LastRunAt: j.LastRunAt, NextRunAt: j.NextRunAt, LastStatus: j.LastStatus, LastError: j.LastError,
 		Failures: j.Failures, LastAlert: j.LastAlert}
 }
@@ -88,30 +88,28 @@ type Run struct {
 	TriggeredBy string `json:"triggered_by,omitempty"`
 }
 
-// The triggers of a run, in [Run.Trigger]. The retries of a run are its
-// attempts ([Run.Attempts]), in the same record.
-const (
-	TriggerSchedule = "schedule" // a slot of the job's schedule
-	TriggerRunNow   = "run-now"  // [Runner.RunNow], POST /jobs/{id}/run-now
-)
-
-// RunGetter is an optional capability of a [RunStore]: one run record by
-// its run id, whichever job it belongs to.
-type RunGetter interface {
-	// RunByID returns the finished run with id runID among the runs the
-	// store keeps; a run unknown, dropped from the history or not
-	// finished is an error wrapping [ErrNotFound].
-	RunByID(ctx context.Context, runID string) (Run, error)
-}
-
 // RunStore is an optional capability of a Store: a bounded history of runs
-// per job. The runner appends each finished run when its Store implements it.
+// per job. The runner appends each finished run when its Store implements
+// it, and answers [Runner.Runs], [Runner.QueryRuns] and [Runner.RunByID]
+// from it. Its answers hold the runs the store keeps (the newest of each
+// job, up to its limit) that finished: a run claimed and in flight is left
+// out.
 type RunStore interface {
 	// AppendRun adds r to the history of r.JobID, dropping the oldest runs
 	// beyond the store's limit. Like Record, it need not be durable at once.
 	AppendRun(ctx context.Context, r Run) error
 	// Runs returns up to limit of the most recent runs of job id, newest first.
 	Runs(ctx context.Context, id string, limit int) ([]Run, error)
+	// QueryRuns returns the page of q (q passed [RunQuery.Check]) from the
+	// history of every job: the runs that match its filters and come after
+	// q.After, newest first, at most its page size; and the cursor of the
+	// next page, zero when no run follows. A cursor of a run removed since
+	// still works: the page starts after its position.
+	QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor, error)
+	// RunByID returns the finished run with id runID, whichever job it
+	// belongs to; a run unknown, dropped from the history or not finished
+	// is an error wrapping [ErrNotFound].
+	RunByID(ctx context.Context, runID string) (Run, error)
 }
 
 // Flusher is an optional capability of a Store that buffers writes: Flush

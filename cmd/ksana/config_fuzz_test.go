@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ksana-dev/ksana/cron"
 	"github.com/ksana-dev/ksana/cron/httpapi"
 )
 
@@ -71,7 +70,7 @@ func FuzzLoadConfig(f *testing.F) {
 			t.Errorf("Token %q shorter than %d bytes accepted", c.Token, httpapi.MinTokenLen)
 		}
 		for _, p := range c.CallbackAllow {
-			if p == "" || p != strings.ToLower(p) || cron.CheckHostPattern(p) != nil {
+			if p == "" || p != strings.ToLower(p) || strings.Contains(p, ",") {
 				t.Errorf("allow-list pattern %q accepted", p)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -166,6 +167,12 @@ func p99(ds []time.Duration) time.Duration {
 // entry: how the search was made before the runner tested the text.
 func jobScanKeep(q, kind string) func(*cron.Job) bool {
 	return func(j *cron.Job) bool {
-		return j.Schedule.Kind == kind && (cron.ContainsFold(j.ID, q) || cron.ContainsFold(j.Name, q))
+		return j.Schedule.Kind == kind && (containsFold(j.ID, q) || containsFold(j.Name, q))
 	}
+}
+
+// containsFold reports whether sub is within s, ignoring case, as the
+// runner's text filter does.
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
 }

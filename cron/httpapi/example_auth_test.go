@@ -19,7 +19,7 @@ func ExampleTokenSet() {
 	// record.
 	runner, err := cron.New(nil, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result {
 		return cron.Result{Status: cron.StatusSuccess, Attempts: 1}
-	}), cron.Config{AuditSink: auditPrinter{}})
+	}), cron.Config{AuditSink: printAudit})
 	if err != nil {
 		panic(err)
 	}
@@ -78,9 +78,7 @@ func ExampleTokenSet() {
 	// GET /jobs: 401 {"error":"missing or wrong bearer token (Authorization: Bearer <token>)"}
 }
 
-// auditPrinter is a [cron.AuditSink] that prints each record.
-type auditPrinter struct{}
-
-func (auditPrinter) Audit(_ context.Context, e cron.AuditEntry) {
+// printAudit is a [cron.Config.AuditSink] that prints each record.
+func printAudit(_ context.Context, e cron.AuditEntry) {
 	fmt.Printf("audit %d: %s (%s) %s job=%s\n", e.ID, e.Who, e.Role, e.Action, e.JobID)
 }

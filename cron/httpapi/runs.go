@@ -32,7 +32,7 @@ func parseHistoryQuery(q map[string][]string) (cron.RunQuery, *RequestError) {
 			}
 		case "status":
 			for st := range strings.SplitSeq(v, ",") {
-				if !cron.RunStatus(cron.Status(st)) {
+				if !cron.Status(st).OfRun() {
 					return badField("status", "must be success, failed, timeout, skipped or missed, got %q", st)
 				}
 				rq.Statuses = append(rq.Statuses, cron.Status(st))

@@ -150,10 +150,14 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 		if p == "" {
 			continue
 		}
-		if err := cron.CheckHostPattern(p); err != nil {
+		l, err := cron.ParseHostAllowList(p)
+		if err == nil && len(l) != 1 {
+			err = fmt.Errorf("host pattern %q: want one pattern, not a list", p)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("httpapi: New: Config.CallbackAllow: %w", err)
 		}
-		s.allow = append(s.allow, p)
+		s.allow = append(s.allow, l[0])
 	}
 	return s, nil
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/ksana-dev/ksana/cron"
 )
 
-var _ cron.RunQuerier = (*Store)(nil)
+var _ cron.RunStore = (*Store)(nil)
 
 // runRef is the history index's record of one line of runs.jsonl: what a
 // query filters and orders on, and where the line is. 48 bytes, no
@@ -251,7 +251,7 @@ func (s *Store) compareRefs(a, b *runRef) int {
 }
 
 // QueryRuns returns a page of the runs kept of every job, as
-// [cron.RunQuerier] describes. The store keeps an index of runs.jsonl
+// [cron.RunStore.QueryRuns] describes. The store keeps an index of runs.jsonl
 // in memory (48 bytes a run), built by one read of the file when the
 // history is first asked for after a start or a compaction; a page scans
 // it, newest appended first, and reads its runs from the file.
@@ -421,8 +421,6 @@ func (s *Store) queryChains(q cron.RunQuery, pending []cron.Run) ([]cron.Run, cr
 	runs, next := cron.PageRuns(all, q)
 	return runs, next, nil
 }
-
-var _ cron.RunGetter = (*Store)(nil)
 
 // RunByID returns the kept run with id runID, of any job: from memory
 // when it is not written yet, else found in the history index and read

@@ -86,7 +86,7 @@ func TestQueryRunsAfterReopen(t *testing.T) {
 			if !prev.IsZero() && !prev.Before(&runs[i]) {
 				t.Fatalf("run %s at %v comes after %v", runs[i].ID, runs[i].ScheduledAt, prev)
 			}
-			prev = cron.CursorOf(&runs[i])
+			prev = runs[i].Cursor()
 			count[runs[i].JobID]++
 		}
 		if next.IsZero() {

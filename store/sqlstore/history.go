@@ -9,8 +9,7 @@ import (
 )
 
 var (
-	_ cron.RunQuerier = (*Jobs)(nil)
-	_ cron.RunGetter  = (*Jobs)(nil)
+	_ cron.RunStore = (*Jobs)(nil)
 )
 
 // RunByID returns the finished run with id runID, of any job, by the
@@ -28,7 +27,7 @@ func (s *Jobs) RunByID(ctx context.Context, runID string) (cron.Run, error) {
 }
 
 // QueryRuns returns a page of the finished runs of every job, newest
-// first (by scheduled_at, then run id), as [cron.RunQuerier] describes.
+// first (by scheduled_at, then run id), as [cron.RunStore.QueryRuns] describes.
 // It reads one index from the cursor on (keyset paging, no OFFSET): the
 // one of the job, status or instance filter when there is one, else the
 // one of scheduled_at; a run claimed and not finished is left out.
@@ -83,7 +82,7 @@ func (s *Jobs) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cron
 	}
 	var next cron.RunCursor
 	if len(rows) > n {
-		next = cron.CursorOf(&out[n-1])
+		next = out[n-1].Cursor()
 	}
 	return out, next, nil
 }

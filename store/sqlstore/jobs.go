@@ -283,7 +283,7 @@ func (s *Jobs) Write(ctx context.Context, j cron.Job, create bool) (int64, error
 	if j.ID == "" {
 		return 0, errors.New("sqlstore: save job: empty id")
 	}
-	b := cron.BookkeepingOf(&j)
+	b := j.Bookkeeping()
 	cron.Bookkeeping{}.Apply(&j)
 	cfg, err := json.Marshal(j)
 	if err != nil {

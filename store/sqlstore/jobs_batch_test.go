@@ -117,7 +117,7 @@ func TestBatchRecord(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff(want, cron.BookkeepingOf(&j)); diff != "" {
+				if diff := cmp.Diff(want, j.Bookkeeping()); diff != "" {
 					t.Errorf("job %s bookkeeping (-want +got):\n%s", id, diff)
 				}
 			}

@@ -14,10 +14,7 @@ import (
 
 func cronCaseQueryRuns(t *testing.T, s cron.Store) {
 	rs := cronRunStore(t, s)
-	qr, ok := s.(cron.RunQuerier)
-	if !ok {
-		t.Skip("the store is not a cron.RunQuerier")
-	}
+	qr := rs
 	ctx := context.Background()
 	cronSave(t, s, cronJobs()...)
 	ids := []string{"job-every", "job-once", "job-cron"}
@@ -117,10 +114,7 @@ func cronCaseQueryRuns(t *testing.T, s cron.Store) {
 
 func cronCaseRunByID(t *testing.T, s cron.Store) {
 	rs := cronRunStore(t, s)
-	g, ok := s.(cron.RunGetter)
-	if !ok {
-		t.Skip("the store is not a cron.RunGetter")
-	}
+	g := rs
 	ctx := context.Background()
 	cronSave(t, s, cronJobs()...)
 	check := func(when string, runs []cron.Run) {

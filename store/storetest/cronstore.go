@@ -20,11 +20,10 @@ import (
 // and durations included), and, when the store implements it,
 // [cron.RunStore]: newest-first history, the limit argument, a per-job
 // limit that drops the oldest runs, and ErrNotFound for unknown jobs;
-// when it implements [cron.RunQuerier], the history across jobs: every
+// the history across jobs ([cron.RunStore.QueryRuns]): every
 // filter, the order (scheduled_at then run id, newest first, ties
 // included), pages that cover every run once, a cursor of a run gone, and
-// the reason and slots of a run; when it implements [cron.RunGetter], a
-// run by its id, of any job, before and after a flush, and ErrNotFound
+// the reason and slots of a run; a run by its id ([cron.RunStore.RunByID]), of any job, before and after a flush, and ErrNotFound
 // for an unknown id; when it implements [cron.PauseStore],
 // the round trip of the service pause; when it implements
 // [cron.AuditLog], IDs in order, the filters and keyset paging; when it

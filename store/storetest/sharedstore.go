@@ -111,7 +111,7 @@ func sharedCaseRecordOrder(t *testing.T, a, b cron.SharedStore) {
 		t.Fatal(err)
 	}
 	got, _ = sharedRead(t, b, j.ID)
-	if diff := cmp.Diff(run1, cron.BookkeepingOf(&got)); diff != "" {
+	if diff := cmp.Diff(run1, got.Bookkeeping()); diff != "" {
 		t.Errorf("bookkeeping at the current version (-want +got):\n%s", diff)
 	}
 	// An older run's last-run fields do not replace a later run's;
@@ -124,7 +124,7 @@ func sharedCaseRecordOrder(t *testing.T, a, b cron.SharedStore) {
 	got, _ = sharedRead(t, a, j.ID)
 	want := run1
 	want.NextRunAt = older.NextRunAt
-	if diff := cmp.Diff(want, cron.BookkeepingOf(&got)); diff != "" {
+	if diff := cmp.Diff(want, got.Bookkeeping()); diff != "" {
 		t.Errorf("after an older run's bookkeeping (-want +got):\n%s", diff)
 	}
 	// A LastOnly record of a later run writes the last-run fields only.
@@ -136,7 +136,7 @@ func sharedCaseRecordOrder(t *testing.T, a, b cron.SharedStore) {
 	got, _ = sharedRead(t, a, j.ID)
 	want = later
 	want.NextRunAt = older.NextRunAt
-	if diff := cmp.Diff(want, cron.BookkeepingOf(&got)); diff != "" {
+	if diff := cmp.Diff(want, got.Bookkeeping()); diff != "" {
 		t.Errorf("after a LastOnly record (-want +got):\n%s", diff)
 	}
 }

@@ -269,12 +269,12 @@
 // is a [PauseStore] keeps that pause across restarts and, shared, hands
 // it to every runner within [Config.PauseRefresh].
 //
-// A store may also keep an audit log of the writes made through an API
-// ([AuditLog], [AuditEntry]); cron/httpapi writes and reads it. It may
-// keep the idempotency keys of run-now requests ([IdempotencyStore]), so
-// that cron/httpapi's Idempotency-Key holds for every process sharing the
-// store and across restarts; [IdempotencyMemory] keeps them in one
-// process.
+// A store may also keep the audit log the runner writes, one record per
+// change ([AuditLog], [AuditEntry]). It may keep the idempotency keys of
+// run-now requests ([IdempotencyStore]), so that a key
+// ([RunOptions.IdempotencyKey], cron/httpapi's Idempotency-Key) holds for
+// every process sharing the store and across restarts; without one the
+// runner keeps them in its own memory.
 //
 // # Sharing a store among runners
 //

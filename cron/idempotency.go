@@ -32,7 +32,7 @@ type IdempotencyEntry struct {
 // processes (store/sqlstore) every process reserves keys in the same
 // table, so that a repeat that reaches another process is still known,
 // and the keys survive a restart; [MemStore] and store/jsonstore keep
-// them in memory ([IdempotencyMemory]): they are lost with the process.
+// them in memory: they are lost with the process.
 // cmd/ksana hands it to cron/httpapi when the store has it. Every adapter
 // passes the Idempotency case of store/storetest.TestCronStore.
 //
@@ -59,13 +59,13 @@ type IdempotencyStore interface {
 	ForgetIdempotencyKey(ctx context.Context, job, key string, at time.Time) error
 }
 
-// IdempotencyMemory is an [IdempotencyStore] in the memory of one
+// idempotencyMemory is an [IdempotencyStore] in the memory of one
 // process: its keys are lost with it. It keeps at most Max entries,
 // dropping the oldest answered ones first, and drops an entry once it is
 // past [IdempotencyWindow] at a later reservation. The zero value is
 // ready to use; it is safe for concurrent use. [MemStore] and
 // store/jsonstore keep their keys in one.
-type IdempotencyMemory struct {
+type idempotencyMemory struct {
 	// Max is how many keys are kept at most. Set it before first use.
 	// Default (0) [DefaultIdempotencyKeys].
 	Max int
@@ -77,18 +77,18 @@ type IdempotencyMemory struct {
 
 type idemKey struct{ job, key string }
 
-// idemRef is a reservation in IdempotencyMemory.order: stale once its key
+// idemRef is a reservation in idempotencyMemory.order: stale once its key
 // is forgotten or reserved again.
 type idemRef struct {
 	k  idemKey
 	at time.Time
 }
 
-var _ IdempotencyStore = (*IdempotencyMemory)(nil)
+var _ IdempotencyStore = (*idempotencyMemory)(nil)
 
 // ReserveIdempotencyKey reserves key for job (see [IdempotencyStore]),
 // after dropping the entries that are past the window or beyond Max.
-func (c *IdempotencyMemory) ReserveIdempotencyKey(_ context.Context, job, key string, e IdempotencyEntry) (IdempotencyEntry, bool, error) {
+func (c *idempotencyMemory) ReserveIdempotencyKey(_ context.Context, job, key string, e IdempotencyEntry) (IdempotencyEntry, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -142,7 +142,7 @@ func (c *IdempotencyMemory) ReserveIdempotencyKey(_ context.Context, job, key st
 
 // CompleteIdempotencyKey records runID in the reservation of job and key
 // made at at.
-func (c *IdempotencyMemory) CompleteIdempotencyKey(_ context.Context, job, key string, at time.Time, runID string) error {
+func (c *idempotencyMemory) CompleteIdempotencyKey(_ context.Context, job, key string, at time.Time, runID string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := idemKey{job, key}
@@ -155,7 +155,7 @@ func (c *IdempotencyMemory) CompleteIdempotencyKey(_ context.Context, job, key s
 
 // ForgetIdempotencyKey deletes the reservation of job and key made at at
 // if it has no run.
-func (c *IdempotencyMemory) ForgetIdempotencyKey(_ context.Context, job, key string, at time.Time) error {
+func (c *idempotencyMemory) ForgetIdempotencyKey(_ context.Context, job, key string, at time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := idemKey{job, key}
@@ -166,7 +166,7 @@ func (c *IdempotencyMemory) ForgetIdempotencyKey(_ context.Context, job, key str
 }
 
 // Len returns the number of keys kept.
-func (c *IdempotencyMemory) Len() int {
+func (c *idempotencyMemory) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)

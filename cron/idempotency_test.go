@@ -13,7 +13,7 @@ import (
 func TestIdempotencyMemoryBound(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	c := &IdempotencyMemory{Max: 3}
+	c := &idempotencyMemory{Max: 3}
 	reserve := func(key string) (IdempotencyEntry, bool) {
 		t.Helper()
 		e, first, err := c.ReserveIdempotencyKey(ctx, "j", key, IdempotencyEntry{At: at})
@@ -44,7 +44,7 @@ func TestIdempotencyMemoryBound(t *testing.T) {
 	}
 
 	// Keys reserved and forgotten over and over behind a live one.
-	c = &IdempotencyMemory{}
+	c = &idempotencyMemory{}
 	reserve("live")
 	for i := range 10_000 {
 		e, _ := reserve(fmt.Sprint("f", i))

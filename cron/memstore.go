@@ -11,7 +11,7 @@ import (
 // MemStore is a [Store] in memory: a [RunStore] that keeps the newest
 // RunLimit runs of each job, a [Flusher] with nothing to flush, a
 // [PauseStore], an [AuditLog] (the newest [DefaultAuditKeep] entries) and an
-// [IdempotencyStore] (an [IdempotencyMemory]). It loses
+// [IdempotencyStore] (at most [DefaultIdempotencyKeys] keys). It loses
 // everything with the process; use it in tests of code that works through
 // a Store. A runner over a MemStore holds each job twice (in the runner
 // and here); for a runner without durable storage pass a nil store to
@@ -240,7 +240,7 @@ type memExtras struct {
 	mu    sync.Mutex
 	pause PauseState
 	audit AuditBuffer
-	idem  IdempotencyMemory
+	idem  idempotencyMemory
 }
 
 var (
@@ -276,7 +276,7 @@ func (s *MemStore) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, bool,
 }
 
 // ReserveIdempotencyKey reserves a run-now's idempotency key in the
-// store's [IdempotencyMemory] (see [IdempotencyStore]).
+// store's memory (see [IdempotencyStore]).
 func (s *MemStore) ReserveIdempotencyKey(ctx context.Context, job, key string, e IdempotencyEntry) (IdempotencyEntry, bool, error) {
 	return s.extras.idem.ReserveIdempotencyKey(ctx, job, key, e)
 }

@@ -108,8 +108,8 @@ const (
 	// its Keep is 0 (and so [MemStore] and store/jsonstore).
 	DefaultAuditKeep = 10000
 
-	// DefaultIdempotencyKeys is how many keys an [IdempotencyMemory] keeps
-	// when its Max is 0.
+	// DefaultIdempotencyKeys is how many idempotency keys a [MemStore],
+	// store/jsonstore or a runner without an [IdempotencyStore] keeps.
 	DefaultIdempotencyKeys = 100_000
 
 	// IdempotencyWindow is how long an idempotency key of a run-now holds: an

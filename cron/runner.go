@@ -287,7 +287,7 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 		r.idem, _ = store.(IdempotencyStore)
 	}
 	if r.idem == nil {
-		r.idem = &IdempotencyMemory{}
+		r.idem = &idempotencyMemory{}
 	}
 	if r.sh != nil {
 		r.fly, _ = store.(RunCounter)

@@ -51,7 +51,7 @@
 // They are created 0600.
 //
 // The idempotency keys of run-now requests ([cron.IdempotencyStore]) are
-// kept in memory only ([cron.IdempotencyMemory]): a restart forgets them,
+// kept in memory only (at most [cron.DefaultIdempotencyKeys]): a restart forgets them,
 // so a request sent again after a restart runs again.
 //
 // # Locking

@@ -34,9 +34,9 @@ type extras struct {
 	mu     sync.Mutex
 	pause  cron.PauseState
 	audit  cron.AuditBuffer
-	af     *os.File // audit.jsonl, open for appending; nil once closed
-	alines int      // lines in audit.jsonl
-	idem   cron.IdempotencyMemory
+	af     *os.File      // audit.jsonl, open for appending; nil once closed
+	alines int           // lines in audit.jsonl
+	idem   cron.MemStore // only its idempotency keys
 
 	// Appends to audit.jsonl are synced together, auditSync after the
 	// first one not synced (syncing is set meanwhile, under mu), and at

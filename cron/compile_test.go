@@ -159,7 +159,7 @@ func TestCronNextMemo(t *testing.T) {
 		t.Skip("no zone data:", err)
 	}
 	for _, spec := range []string{"*/7 * * * * *", "0 30 2 * * *", "0 0 0 29 2 *", "@every 90s", "0 0 9 * * MON-FRI"} {
-		s, err := ParseCron(spec, WithLocation(ny))
+		s, err := parseCronIn(spec, ny)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -63,8 +63,8 @@ import (
 //
 // # Time zones
 //
-// The expression is read in the location given by [WithLocation] (default
-// UTC). A prefix CRON_TZ=Zone or TZ=Zone, with an IANA zone name such as
+// The expression is read in UTC, or for a job in its schedule's time zone
+// ([ScheduleSpec].TZ). A prefix CRON_TZ=Zone or TZ=Zone, with an IANA zone name such as
 // Europe/Berlin, overrides it: "CRON_TZ=Asia/Tokyo 0 9 * * MON-FRI". Next
 // returns times in that location.
 //
@@ -115,16 +115,6 @@ type CronSchedule struct {
 	dowByFirst       [7]uint32 // plain dow days of a month whose 1st is weekday i
 	wall             bool      // all 24 hours: follow the wall clock across DST
 }
-
-// CronOption configures [ParseCron].
-type CronOption func(*cronOptions)
-
-type cronOptions struct{ loc *time.Location }
-
-// WithLocation sets the time zone the expression is read in (default UTC),
-// unless the expression carries its own CRON_TZ= or TZ= prefix. A nil
-// location means UTC.
-func WithLocation(loc *time.Location) CronOption { return func(o *cronOptions) { o.loc = loc } }
 
 // ParseError is the error of [ParseCron]. It names the field and the token
 // that are wrong, for example
@@ -208,12 +198,11 @@ var descriptors = map[string]string{
 
 // ParseCron parses a cron expression (syntax in [CronSchedule]). Errors are
 // *[ParseError] values naming the field and token at fault.
-func ParseCron(spec string, opts ...CronOption) (*CronSchedule, error) {
-	var o cronOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	loc := o.loc
+func ParseCron(spec string) (*CronSchedule, error) { return parseCronIn(spec, nil) }
+
+// parseCronIn parses spec read in loc (nil: UTC) unless it carries its
+// own CRON_TZ= or TZ= prefix: how a job's schedule.tz applies.
+func parseCronIn(spec string, loc *time.Location) (*CronSchedule, error) {
 	if loc == nil {
 		loc = time.UTC
 	}
@@ -277,16 +266,6 @@ func ParseCron(spec string, opts ...CronOption) (*CronSchedule, error) {
 			Reason: fmt.Sprintf("no day matches %q in months %q", f[fDom], f[fMonth])}
 	}
 	return c, nil
-}
-
-// MustParseCron is like [ParseCron] but panics on error. It simplifies the
-// initialisation of package-level schedules from constant expressions.
-func MustParseCron(spec string, opts ...CronOption) *CronSchedule {
-	c, err := ParseCron(spec, opts...)
-	if err != nil {
-		panic(err)
-	}
-	return c
 }
 
 func loadZone(name string) (*time.Location, error) {

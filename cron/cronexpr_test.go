@@ -55,7 +55,7 @@ func schedDiff(got, want []string) string {
 func TestCronNext(t *testing.T) {
 	tests := []struct {
 		spec string
-		loc  string // WithLocation; "" for none
+		loc  string // the location it is read in; "" for none
 		from string
 		want []string
 	}{
@@ -131,11 +131,11 @@ func TestCronNext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec+"/"+tt.from, func(t *testing.T) {
-			var opts []CronOption
+			var loc *time.Location
 			if tt.loc != "" {
-				opts = append(opts, WithLocation(schedLoc(t, tt.loc)))
+				loc = schedLoc(t, tt.loc)
 			}
-			c, err := ParseCron(tt.spec, opts...)
+			c, err := parseCronIn(tt.spec, loc)
 			if err != nil {
 				t.Fatalf("ParseCron(%q): %v", tt.spec, err)
 			}
@@ -229,7 +229,7 @@ func TestCronDSTYearByYear(t *testing.T) {
 		end := time.Date(zy.year+1, 1, 1, 0, 0, 0, 0, loc)
 		wantDays := int(end.Sub(start).Round(24*time.Hour) / (24 * time.Hour))
 		for _, hm := range []string{"30 1", "15 2", "59 2", "0 3"} {
-			c := MustParseCron(hm+" * * *", WithLocation(loc))
+			c := mustParseCron(hm+" * * *", loc)
 			days := map[string]int{}
 			prev := start
 			for tm := c.Next(start); tm.Before(end); tm = c.Next(tm) {
@@ -248,7 +248,7 @@ func TestCronDSTYearByYear(t *testing.T) {
 				}
 			}
 		}
-		c := MustParseCron("*/15 * * * *", WithLocation(loc))
+		c := mustParseCron("*/15 * * * *", loc)
 		prev := c.Next(start)
 		for tm := c.Next(prev); tm.Before(end); tm = c.Next(tm) {
 			if got := tm.Sub(prev); got != 15*time.Minute {
@@ -384,15 +384,15 @@ func TestCronString(t *testing.T) {
 }
 
 func TestCronStringWithLocation(t *testing.T) {
-	c := MustParseCron("0 9 * * *", WithLocation(schedLoc(t, "Asia/Tokyo")))
+	c := mustParseCron("0 9 * * *", schedLoc(t, "Asia/Tokyo"))
 	if got, want := c.String(), "CRON_TZ=Asia/Tokyo 0 9 * * *"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 	if got := c.Location().String(); got != "Asia/Tokyo" {
 		t.Errorf("Location() = %q, want Asia/Tokyo", got)
 	}
-	if got := MustParseCron("0 9 * * *", WithLocation(nil)).Location(); got != time.UTC {
-		t.Errorf("WithLocation(nil): Location() = %v, want UTC", got)
+	if got := mustParseCron("0 9 * * *", nil).Location(); got != time.UTC {
+		t.Errorf("no location: Location() = %v, want UTC", got)
 	}
 }
 
@@ -638,7 +638,7 @@ func BenchmarkCronNext(b *testing.B) {
 		"CRON_TZ=Europe/Berlin */15 * * * *",
 		"@every 90s",
 	} {
-		c := MustParseCron(spec)
+		c := mustParseCron(spec, nil)
 		b.Run(spec, func(b *testing.B) {
 			t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			for b.Loop() {
@@ -655,7 +655,7 @@ func BenchmarkCronNext(b *testing.B) {
 // search that steps minute by minute and tests each one.
 func BenchmarkCronNextScan(b *testing.B) {
 	for _, spec := range []string{"*/15 * * * *", "30 9 * * MON-FRI", "0 0 L * *"} {
-		c := MustParseCron(spec)
+		c := mustParseCron(spec, nil)
 		b.Run(spec, func(b *testing.B) {
 			t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			for b.Loop() {
@@ -679,4 +679,14 @@ func BenchmarkParseCron(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// mustParseCron parses spec read in loc (nil: UTC), as a job's
+// schedule.tz reads it, and panics on error.
+func mustParseCron(spec string, loc *time.Location) *CronSchedule {
+	c, err := parseCronIn(spec, loc)
+	if err != nil {
+		panic(err)
+	}
+	return c
 }

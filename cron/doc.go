@@ -83,7 +83,7 @@
 // The two day fields combine as in Vixie cron: when both are restricted a
 // day matches either, and when one of them starts with * (or is ?) a day
 // must match both, so "0 0 */2 * MON" runs on Mondays that fall on odd days.
-// The location defaults to UTC ([WithLocation]; a job's schedule.tz). A
+// The location defaults to UTC (a job's schedule.tz sets it). A
 // parse error names the field and the token, as in
 // "cron: hour field: 25 is out of range [0,23]". [CronSchedule] documents
 // the syntax in full.

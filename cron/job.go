@@ -843,15 +843,15 @@ func (s *ScheduleSpec) zoneConflict() string {
 
 // parseCron parses the expression of a cron spec in its time zone.
 func (s *ScheduleSpec) parseCron() (*CronSchedule, error) {
-	var opts []CronOption
+	var loc *time.Location
 	if s.TZ != "" {
-		loc, err := time.LoadLocation(s.TZ)
+		l, err := time.LoadLocation(s.TZ)
 		if err != nil {
 			return nil, invalid("schedule.tz", "unknown time zone %q", s.TZ)
 		}
-		opts = append(opts, WithLocation(loc))
+		loc = l
 	}
-	return ParseCron(s.Cron, opts...)
+	return parseCronIn(s.Cron, loc)
 }
 
 // Build turns the spec into a Schedule. seed spreads the jitter of an every

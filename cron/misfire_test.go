@@ -12,7 +12,7 @@ func TestMisfire(t *testing.T) {
 	s0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return s0.Add(d) }
 	every := EverySchedule{Interval: 5 * time.Minute, Start: s0}
-	hourly := MustParseCron("0 * * * *")
+	hourly := mustParseCron("0 * * * *", nil)
 	tests := []struct {
 		name     string
 		s        Schedule
@@ -77,10 +77,10 @@ func TestCountSlots(t *testing.T) {
 		{"once inside", Once{At: at(time.Hour)}, s0, at(time.Hour), 0, 1},
 		{"once outside", Once{At: at(time.Hour)}, at(time.Hour), at(2 * time.Hour), 0, 0},
 		{"once pointer", &Once{At: at(time.Hour)}, s0, at(2 * time.Hour), 0, 1},
-		{"cron", MustParseCron("0 * * * *"), at(10 * time.Hour), at(13*time.Hour + 20*time.Minute), 0, 3},
-		{"cron capped", MustParseCron("* * * * *"), s0, at(24 * time.Hour), 100, 100},
-		{"@every", MustParseCron("@every 1h"), at(30 * time.Minute), at(3*time.Hour + 30*time.Minute), 0, 3},
-		{"@every before its origin", MustParseCron("@every 1h"), time.Date(1969, 12, 31, 20, 30, 0, 0, time.UTC), time.Date(1970, 1, 1, 1, 0, 0, 0, time.UTC), 0, 5},
+		{"cron", mustParseCron("0 * * * *", nil), at(10 * time.Hour), at(13*time.Hour + 20*time.Minute), 0, 3},
+		{"cron capped", mustParseCron("* * * * *", nil), s0, at(24 * time.Hour), 100, 100},
+		{"@every", mustParseCron("@every 1h", nil), at(30 * time.Minute), at(3*time.Hour + 30*time.Minute), 0, 3},
+		{"@every before its origin", mustParseCron("@every 1h", nil), time.Date(1969, 12, 31, 20, 30, 0, 0, time.UTC), time.Date(1970, 1, 1, 1, 0, 0, 0, time.UTC), 0, 5},
 		{"nil schedule", nil, s0, at(time.Hour), 0, 0},
 	}
 	for _, tt := range tests {

@@ -144,16 +144,14 @@ func zoneName(s cron.ScheduleSpec) string {
 	if s.Kind != cron.KindCron {
 		return "UTC"
 	}
-	var opts []cron.CronOption
 	if s.TZ != "" {
-		loc, err := time.LoadLocation(s.TZ)
-		if err != nil {
+		if _, err := time.LoadLocation(s.TZ); err != nil {
 			return s.TZ
 		}
-		opts = append(opts, cron.WithLocation(loc))
 	}
-	cs, err := cron.ParseCron(s.Cron, opts...)
-	if err != nil {
+	sch, err := s.Build(0)
+	cs, ok := sch.(*cron.CronSchedule)
+	if err != nil || !ok {
 		return "UTC"
 	}
 	return cs.Location().String()

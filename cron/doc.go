@@ -66,8 +66,7 @@
 //     (seedFor).
 //   - [CronSchedule] runs at the times a cron expression matches (below).
 //
-// To see when a schedule will fire, [Times] lists the first n times of a
-// Schedule, [ScheduleSpec.Next] checks a spec and lists its times (in UTC,
+// To see when a schedule will fire, [ScheduleSpec.Next] checks a spec and lists its times (in UTC,
 // a cron spec computed in its zone), [Runner.Next] lists a job's (paused
 // or not, with its own jitter) and [Runner.Preview] checks a spec as
 // [Runner.Add] would, the runner's minimum interval included, and lists
@@ -103,8 +102,7 @@
 // A slot is misfired when the runner sees it later than
 // [Config.MisfireTolerance] (default 1s): at start-up ([Runner.Load]) for
 // slots that passed while the process was down, and whenever the timer
-// goroutine wakes late, after a suspend or under overload. [Misfire]
-// decides, as a pure function:
+// goroutine wakes late, after a suspend or under overload. The rules:
 //
 //   - a once job past due is marked missed and never runs;
 //   - an every or cron job rolls on to its next future slot, with no
@@ -157,7 +155,7 @@
 // waiting for a worker are dropped), runs in flight get
 // [Config.DrainTimeout] (default 30s) to finish and are then cancelled
 // through their context, the pending bookkeeping is written, and the store
-// is flushed when it is a [Flusher].
+// is flushed ([Store].Flush).
 //
 // The runner's guarantees are at most once per slot in a process, and no
 // exactly-once across a crash: a run that was in flight when the process
@@ -217,7 +215,7 @@
 // store/sqlstore in PostgreSQL or SQLite, and [MemStore]
 // in memory, for tests of code that works through a Store. Save and Delete
 // are durable; Record (bookkeeping) and [RunStore.AppendRun] may be
-// batched, and [Flusher.Flush] makes them durable at shutdown. Every
+// batched, and [Store].Flush makes them durable at shutdown. Every
 // adapter passes the conformance suite store/storetest.TestCronStore.
 //
 // A [RunStore] answers [Runner.QueryRuns]:

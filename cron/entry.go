@@ -441,7 +441,7 @@ func (e *entry) sameSchedule(c *entry) bool {
 }
 
 // schedule returns the entry's Schedule value (allocates; used off the hot
-// path, by Misfire).
+// path, by decideMisfire).
 func (e *entry) schedule() Schedule {
 	switch e.kind {
 	case kindOnceID:

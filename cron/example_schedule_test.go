@@ -40,24 +40,6 @@ func ExampleEverySchedule() {
 	// 2026-01-01T00:10:00Z
 }
 
-func ExampleMisfire() {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	every := cron.EverySchedule{Interval: time.Hour, Start: start}
-	due := start.Add(2 * time.Hour)
-	now := start.Add(5*time.Hour + 10*time.Minute) // woke up after a suspend
-
-	d := cron.Misfire(every, due, now, 0)
-	fmt.Println(d.Run, d.Next.Format(time.RFC3339))
-
-	once := cron.Once{At: due}
-	fmt.Println(cron.Misfire(once, due, now, 0).Status)
-	fmt.Println(cron.Misfire(once, due, due.Add(time.Minute), 5*time.Minute).Run)
-	// Output:
-	// false 2026-01-01T06:00:00Z
-	// missed
-	// true
-}
-
 func ExampleScheduleSpec_Next() {
 	spec := cron.ScheduleSpec{Kind: cron.KindCron, Cron: "0 9 * * MON-FRI", TZ: "Europe/Paris"}
 	after := time.Date(2026, 3, 27, 12, 0, 0, 0, time.UTC) // a Friday; summer time starts on Sunday

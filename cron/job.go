@@ -223,7 +223,7 @@ type Job struct {
 	MaxRetries   int             `json:"max_retries"`
 	RetryBackoff Duration        `json:"retry_backoff"`
 	// MisfireGrace, when positive, lets a slot missed by less than this
-	// still run once (see [Misfire]). Zero keeps the default rule: a missed
+	// still run once (see Misfires in the package doc). Zero keeps the default rule: a missed
 	// slot is skipped, with no catch-up.
 	MisfireGrace Duration `json:"misfire_grace,omitempty"`
 	// Alert, when set, names the webhook told of changes of the job's

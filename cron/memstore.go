@@ -9,7 +9,7 @@ import (
 )
 
 // MemStore is a [Store] in memory: a [RunStore] that keeps the newest
-// RunLimit runs of each job, a [Flusher] with nothing to flush, a
+// RunLimit runs of each job, with nothing to flush, a
 // [PauseStore], an [AuditLog] (the newest [DefaultAuditKeep] entries) and an
 // [IdempotencyStore] (at most [DefaultIdempotencyKeys] keys). It loses
 // everything with the process; use it in tests of code that works through
@@ -54,7 +54,6 @@ func NewMemStore() *MemStore { return &MemStore{} }
 var (
 	_ Store    = (*MemStore)(nil)
 	_ RunStore = (*MemStore)(nil)
-	_ Flusher  = (*MemStore)(nil)
 )
 
 func (s *MemStore) limit() int {

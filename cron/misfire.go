@@ -2,15 +2,15 @@ package cron
 
 import "time"
 
-// MisfireDecision says what to do with a slot that was due at Due but is seen
+// misfireDecision says what to do with a slot that was due at Due but is seen
 // only at Now.
-type MisfireDecision struct {
+type misfireDecision struct {
 	Run    bool      // run the missed slot once, now
 	Status Status    // StatusMissed when a once job is dropped; "" otherwise
 	Next   time.Time // the job's next slot after now (zero: no further run)
 }
 
-// Misfire decides for schedule s whose slot due was missed, seen at now, with
+// decideMisfire decides for schedule s whose slot due was missed, seen at now, with
 // grace g. The rule, with its opt-in grace:
 //
 //   - if now-due < g (g > 0): Run = true (the slot runs once, late);
@@ -24,18 +24,18 @@ type MisfireDecision struct {
 // A slot seen exactly at its due time is on time (Run = true, Next =
 // s.Next(now)), whatever g. A slot not yet due (now before due) is left
 // alone: Run = false, Next = due.
-func Misfire(s Schedule, due, now time.Time, grace time.Duration) MisfireDecision {
+func decideMisfire(s Schedule, due, now time.Time, grace time.Duration) misfireDecision {
 	if now.Before(due) {
-		return MisfireDecision{Next: due}
+		return misfireDecision{Next: due}
 	}
 	next := s.Next(now)
 	if now.Equal(due) || (grace > 0 && now.Sub(due) < grace) {
-		return MisfireDecision{Run: true, Next: next}
+		return misfireDecision{Run: true, Next: next}
 	}
 	if next.IsZero() {
-		return MisfireDecision{Status: StatusMissed}
+		return misfireDecision{Status: StatusMissed}
 	}
-	return MisfireDecision{Next: next}
+	return misfireDecision{Next: next}
 }
 
 // defaultCountLimit is the limit countSlots applies when given max <= 0.

@@ -18,38 +18,38 @@ func TestMisfire(t *testing.T) {
 		s        Schedule
 		due, now time.Time
 		grace    time.Duration
-		want     MisfireDecision
+		want     misfireDecision
 	}{
 		{"once past due is missed", Once{At: at(time.Hour)}, at(time.Hour), at(time.Hour + time.Minute), 0,
-			MisfireDecision{Status: StatusMissed}},
+			misfireDecision{Status: StatusMissed}},
 		{"once within grace runs late", Once{At: at(time.Hour)}, at(time.Hour), at(time.Hour + time.Minute), 5 * time.Minute,
-			MisfireDecision{Run: true}},
+			misfireDecision{Run: true}},
 		{"once missed by exactly the grace", Once{At: at(time.Hour)}, at(time.Hour), at(time.Hour + 5*time.Minute), 5 * time.Minute,
-			MisfireDecision{Status: StatusMissed}},
+			misfireDecision{Status: StatusMissed}},
 		{"once on time", Once{At: at(time.Hour)}, at(time.Hour), at(time.Hour), 0,
-			MisfireDecision{Run: true}},
+			misfireDecision{Run: true}},
 		{"once not yet due", Once{At: at(time.Hour)}, at(time.Hour), at(time.Minute), 0,
-			MisfireDecision{Next: at(time.Hour)}},
+			misfireDecision{Next: at(time.Hour)}},
 		{"every rolls on without catch-up", every, at(10 * time.Minute), at(23 * time.Minute), 0,
-			MisfireDecision{Next: at(25 * time.Minute)}},
+			misfireDecision{Next: at(25 * time.Minute)}},
 		{"every after a long suspend", every, at(10 * time.Minute), at(72*time.Hour + time.Second), 0,
-			MisfireDecision{Next: at(72*time.Hour + 5*time.Minute)}},
+			misfireDecision{Next: at(72*time.Hour + 5*time.Minute)}},
 		{"every within grace runs once", every, at(10 * time.Minute), at(12 * time.Minute), 5 * time.Minute,
-			MisfireDecision{Run: true, Next: at(15 * time.Minute)}},
+			misfireDecision{Run: true, Next: at(15 * time.Minute)}},
 		{"every beyond grace", every, at(10 * time.Minute), at(16 * time.Minute), 5 * time.Minute,
-			MisfireDecision{Next: at(20 * time.Minute)}},
+			misfireDecision{Next: at(20 * time.Minute)}},
 		{"every seen on a later slot", every, at(10 * time.Minute), at(15 * time.Minute), 0,
-			MisfireDecision{Next: at(20 * time.Minute)}},
+			misfireDecision{Next: at(20 * time.Minute)}},
 		{"cron rolls on", hourly, at(10 * time.Hour), at(13*time.Hour + 20*time.Minute), 0,
-			MisfireDecision{Next: at(14 * time.Hour)}},
+			misfireDecision{Next: at(14 * time.Hour)}},
 		{"cron within grace", hourly, at(10 * time.Hour), at(10*time.Hour + 30*time.Second), time.Minute,
-			MisfireDecision{Run: true, Next: at(11 * time.Hour)}},
+			misfireDecision{Run: true, Next: at(11 * time.Hour)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Misfire(tt.s, tt.due, tt.now, tt.grace)
+			got := decideMisfire(tt.s, tt.due, tt.now, tt.grace)
 			if d := cmp.Diff(tt.want, got); d != "" {
-				t.Errorf("Misfire(due %v, now %v, grace %v) (-want +got):\n%s", tt.due, tt.now, tt.grace, d)
+				t.Errorf("decideMisfire(due %v, now %v, grace %v) (-want +got):\n%s", tt.due, tt.now, tt.grace, d)
 			}
 		})
 	}

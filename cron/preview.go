@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// Times returns the first n run times of s strictly after after, in UTC:
+// times returns the first n run times of s strictly after after, in UTC:
 // fewer when the schedule ends first (a once schedule has at most one),
 // none when n <= 0.
-func Times(s Schedule, after time.Time, n int) []time.Time {
+func times(s Schedule, after time.Time, n int) []time.Time {
 	out := make([]time.Time, 0, min(max(n, 0), 64))
 	for t := after; len(out) < n; {
 		t = s.Next(t)
@@ -52,7 +52,7 @@ func (s ScheduleSpec) next(after time.Time, n int, seed uint64, rules Rules) ([]
 	if err != nil {
 		return nil, err
 	}
-	return Times(sched, after, n), nil
+	return times(sched, after, n), nil
 }
 
 // build is Build with the cron expression already parsed (c, for a cron

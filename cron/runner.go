@@ -34,7 +34,7 @@ type Config struct {
 	DefaultRetryBackoff time.Duration
 	// MisfireTolerance is how late a run may start and still count as on
 	// time. A slot found later than this (after a suspend, an overload, or a
-	// restart) goes through the misfire rules instead (see [Misfire]): a
+	// restart) goes through the misfire rules instead (see Misfires in the package doc): a
 	// once job is missed, an every or cron job rolls on to its next slot,
 	// and a job's misfire_grace may still let the slot run once.
 	// Default 1s ([DefaultMisfireTolerance]).
@@ -750,7 +750,7 @@ func (r *Runner) add(ctx context.Context, j Job) (Job, error) {
 	var slot int64
 	var ev *Run
 	if due != 0 && nowNs-due > int64(r.cfg.MisfireTolerance) {
-		d := Misfire(e.schedule(), fromNano(due), now, time.Duration(e.grace()))
+		d := decideMisfire(e.schedule(), fromNano(due), now, time.Duration(e.grace()))
 		e.next = toNano(d.Next)
 		if d.Run {
 			slot = due
@@ -1181,7 +1181,7 @@ func (r *Runner) Runs(ctx context.Context, id string, limit int) ([]Run, error) 
 // [Config.ClaimAhead]), runs in flight get DrainTimeout to
 // finish and are then cancelled, the pending bookkeeping is written, the
 // alerts of the last runs get up to DrainTimeout more to be delivered, and
-// the store is flushed when it is a [Flusher]. Run returns nil after a clean
+// the store is flushed. Run returns nil after a clean
 // shutdown, or the errors of loading or of the final writes. It may be
 // called once; a second call returns [ErrClosed].
 func (r *Runner) Run(ctx context.Context) error {

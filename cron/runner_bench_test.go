@@ -21,6 +21,7 @@ func (nullStore) Load(context.Context) ([]Job, error)               { return nil
 func (nullStore) Save(context.Context, Job) error                   { return nil }
 func (nullStore) Delete(context.Context, string) error              { return nil }
 func (nullStore) Record(context.Context, string, Bookkeeping) error { return nil }
+func (nullStore) Flush(context.Context) error                       { return nil }
 
 var noopExec = ExecutorFunc(func(ctx context.Context, j *Job, info RunInfo) Result {
 	return Result{Status: StatusSuccess, Attempts: 1}

@@ -42,7 +42,7 @@ func (r *Runner) settle(idx int32, e *entry, due, now int64) (slot int64, ev *Ru
 // The event it returns records the slots not called: a once job's, or
 // the burst of slots from due on that rolled on, for reason. mu is held.
 func (r *Runner) misfire(idx int32, e *entry, due, now int64, reason string) (slot int64, ev *Run) {
-	d := Misfire(e.schedule(), fromNano(due), fromNano(now), time.Duration(e.grace()))
+	d := decideMisfire(e.schedule(), fromNano(due), fromNano(now), time.Duration(e.grace()))
 	e.next = toNano(d.Next)
 	r.schedule(idx, e, e.next)
 	if d.Status == StatusMissed {

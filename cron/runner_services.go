@@ -103,8 +103,8 @@ func (s *services) stop() error {
 		s.cancelAlerts()
 		s.senders.Wait()
 	}
-	if f, ok := r.store.(Flusher); ok {
-		if err := f.Flush(s.bg); err != nil {
+	if r.store != nil {
+		if err := r.store.Flush(s.bg); err != nil {
 			return fmt.Errorf("cron: flush store: %w", err)
 		}
 	}

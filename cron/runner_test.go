@@ -909,6 +909,7 @@ func (s noHistory) Delete(ctx context.Context, id string) error { return s.m.Del
 func (s noHistory) Record(ctx context.Context, id string, b Bookkeeping) error {
 	return s.m.Record(ctx, id, b)
 }
+func (s noHistory) Flush(ctx context.Context) error { return s.m.Flush(ctx) }
 
 func TestRunsErrors(t *testing.T) {
 	ctx := context.Background()

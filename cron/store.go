@@ -11,7 +11,7 @@ import (
 //
 // Save and Delete are durable: they return once the change would survive a
 // crash. Record carries run bookkeeping and need not be durable when it
-// returns: a store may batch it with later changes.
+// returns: a store may batch it with later changes, until Flush.
 type Store interface {
 	// Load returns every stored job, in creation order.
 	Load(ctx context.Context) ([]Job, error)
@@ -22,6 +22,10 @@ type Store interface {
 	Delete(ctx context.Context, id string) error
 	// Record stores the bookkeeping of job id; an unknown id is ErrNotFound.
 	Record(ctx context.Context, id string, b Bookkeeping) error
+	// Flush makes everything written so far durable (the batched Records
+	// and [RunStore.AppendRun]s); the runner calls it on shutdown. A store
+	// that batches nothing returns nil.
+	Flush(ctx context.Context) error
 }
 
 // Bookkeeping is the part of a job the runner writes after each run or
@@ -110,12 +114,6 @@ type RunStore interface {
 	// belongs to; a run unknown, dropped from the history or not finished
 	// is an error wrapping [ErrNotFound].
 	RunByID(ctx context.Context, runID string) (Run, error)
-}
-
-// Flusher is an optional capability of a Store that buffers writes: Flush
-// makes everything written so far durable. The runner calls it on shutdown.
-type Flusher interface {
-	Flush(ctx context.Context) error
 }
 
 // Recorded is the bookkeeping of one job, as [SharedStore.RecordBatch]

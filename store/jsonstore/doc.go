@@ -1,5 +1,5 @@
 // Package jsonstore is the one-JSON-file job store of the timed-job service:
-// a [cron.Store] (with the optional [cron.RunStore] and [cron.Flusher]) that
+// a [cron.Store] (with the optional [cron.RunStore]) that
 // keeps every job in memory and on disk in jobs.json, a journal of the
 // changes not yet in it, and the run history in runs.jsonl, all in a data
 // directory.

@@ -78,7 +78,6 @@ type Config struct {
 var (
 	_ cron.Store    = (*Store)(nil)
 	_ cron.RunStore = (*Store)(nil)
-	_ cron.Flusher  = (*Store)(nil)
 )
 
 type waiter struct {

@@ -117,8 +117,8 @@
 //
 // # Cron jobs
 //
-// [DB.Jobs] is cron's store: a [cron.Store], [cron.RunStore] and
-// [cron.Flusher] passing the same conformance suite as the JSON file (and
+// [DB.Jobs] is cron's store: a [cron.Store] and [cron.RunStore]
+// passing the same conformance suite as the JSON file (and
 // a [cron.PauseStore], [cron.AuditLog] and [cron.IdempotencyStore]: see
 // "Pause and audit" and "Idempotency keys").
 // Migration 6 adds its tables:

@@ -17,7 +17,6 @@ import (
 var (
 	_ cron.Store       = (*Jobs)(nil)
 	_ cron.RunStore    = (*Jobs)(nil)
-	_ cron.Flusher     = (*Jobs)(nil)
 	_ cron.SharedStore = (*Jobs)(nil)
 )
 
@@ -40,9 +39,8 @@ type JobsConfig struct {
 }
 
 // Jobs is cron's job store on the ksana_job and ksana_run tables: a
-// [cron.SharedStore] (so a [cron.Store] and [cron.RunStore]) and a
-// [cron.Flusher] (every write is durable when it returns: Flush has
-// nothing to do). See the package documentation, "Cron jobs" and
+// [cron.SharedStore] (so a [cron.Store] and [cron.RunStore]); every
+// write is durable when it returns: Flush has nothing to do. See the package documentation, "Cron jobs" and
 // "Sharing cron jobs".
 type Jobs struct {
 	db       *DB

@@ -372,7 +372,7 @@
 // and the alert payloads no header value, no user name, password or query
 // value of the callback and alert URLs, no body, no args and no alert
 // secret; a viewer also no excerpt of a callback's reply
-// ([RedactError]). The runner stores the errors of runs with the job's
+// (redactError). The runner stores the errors of runs with the job's
 // secrets taken out ([Job.ScrubText]), so that a target that echoes the
 // request does not put a credential in the history. [RedactURL] hides
 // the secrets of a URL in a log record.

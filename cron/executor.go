@@ -213,7 +213,7 @@ func (x *HTTPExecutor) Execute(ctx context.Context, j *Job, info RunInfo) Result
 			wait = min(a.retryAfter, x.maxRetryAfter)
 		}
 		x.log.Warn("cron: attempt failed, retrying", "job_id", j.ID, "run_id", info.RunID, "attempt", n,
-			"status", string(a.status), "error", RedactError(a.err, RoleViewer), "wait", wait)
+			"status", string(a.status), "error", redactError(a.err, RoleViewer), "wait", wait)
 		if err := sleep(ctx, wait); err != nil {
 			return res
 		}

@@ -183,7 +183,14 @@ func (s *ScheduleSpec) UnmarshalJSON(b []byte) error {
 // runner maintains them; PausedUntil is set by [Runner.PauseUntil] and
 // PausedAt by the pause of the job.
 type Job struct {
-	ID   string `json:"id"`
+	// ID names the job. [Runner.Add] gives an empty one 128 random bits
+	// in hex, and holds a given one to 1 to [MaxIDLen] ASCII letters,
+	// digits, '-', '_', '.' and ':', and not "." or "..", so that an id
+	// is always one segment of a URL path and of a file name (a
+	// *[ValidationError] on "id" otherwise). Jobs loaded from a store are
+	// not held to it: an id stored before it applied stays usable.
+	ID string `json:"id"`
+	// Name is free text for people.
 	Name string `json:"name"`
 	// Paused keeps the job from firing (its JSON form says
 	// "enabled": false). The zero value is a job that runs.
@@ -589,13 +596,13 @@ func (j *Job) Validate() error {
 // start_at an every schedule would get.
 var validateNow = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// ValidID checks a job id chosen by a caller of [Runner.Add]: 1 to
+// validID checks a job id chosen by a caller of [Runner.Add]: 1 to
 // [MaxIDLen] characters among ASCII letters, digits, '-', '_', '.' and ':',
 // and not "." or "..", so that an id is always one segment of a URL path
 // and of a file name. It returns a *ValidationError on "id". Jobs loaded
 // from a store are not held to it: an id stored before it applied stays
 // usable.
-func ValidID(id string) error {
+func validID(id string) error {
 	if id == "" || len(id) > MaxIDLen {
 		return invalid("id", "must be 1 to %d characters long, got %d", MaxIDLen, len(id))
 	}

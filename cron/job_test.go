@@ -211,17 +211,17 @@ func TestValidID(t *testing.T) {
 		{"é", `may hold only letters, digits, '-', '_', '.' and ':', got "\xc3" at offset 0`},
 	}
 	for _, tt := range tests {
-		err := ValidID(tt.id)
+		err := validID(tt.id)
 		var got string
 		if err != nil {
 			var ve *ValidationError
 			if !errors.As(err, &ve) || ve.Field != "id" {
-				t.Fatalf("ValidID(%q) = %v, want a *ValidationError on id", tt.id, err)
+				t.Fatalf("validID(%q) = %v, want a *ValidationError on id", tt.id, err)
 			}
 			got = ve.Reason
 		}
 		if got != tt.want {
-			t.Errorf("ValidID(%q) reason = %q, want %q", tt.id, got, tt.want)
+			t.Errorf("validID(%q) reason = %q, want %q", tt.id, got, tt.want)
 		}
 	}
 	r := newTestRunner(t, nil, &fakeExec{}, Config{})

@@ -83,7 +83,7 @@ func (d Rules) checkInterval(s *ScheduleSpec, c *CronSchedule) error {
 // Preview checks spec as [Runner.Add] checks a job's schedule (with the
 // runner's [Config.MinInterval]) and returns its first n run times after
 // now, in UTC, without adding a job. id, when not empty, is the id of the
-// job the schedule is meant for: it must be a valid id ([ValidID]), and an
+// job the schedule is meant for: it must be a valid id ([Job].ID), and an
 // every schedule's jitter is spread as that job's would be; with id "",
 // with seed 0. A once schedule whose run_at has passed lists no time. n
 // must be from 1 to [MaxPreview]. The error is a *[ValidationError]
@@ -91,7 +91,7 @@ func (d Rules) checkInterval(s *ScheduleSpec, c *CronSchedule) error {
 func (r *Runner) Preview(spec ScheduleSpec, id string, n int) ([]time.Time, error) {
 	var seed uint64
 	if id != "" {
-		if err := ValidID(id); err != nil {
+		if err := validID(id); err != nil {
 			return nil, err
 		}
 		seed = seedFor(id)

@@ -672,7 +672,7 @@ func (r *Runner) unindex(idx int32, e *entry) {
 // Add creates a job. It fills defaults (type http, method GET for an HTTP
 // job, timeout and retry_backoff from the Config), validates (a
 // *[ValidationError] naming the field; a type with no handler is one),
-// checks a given id (see [ValidID]), gives an empty id 128 random
+// checks a given id (see [Job].ID), gives an empty id 128 random
 // bits in hex, gives an every job
 // without start_at the current time as start_at, computes next_run_at, and
 // saves the job durably before it returns the stored job. The system fields
@@ -721,7 +721,7 @@ func (r *Runner) add(ctx context.Context, j Job) (Job, error) {
 	generated := e.id == ""
 	if generated {
 		e.id = newID() // 128 random bits: no check for a clash
-	} else if err := ValidID(e.id); err != nil {
+	} else if err := validID(e.id); err != nil {
 		return Job{}, err
 	}
 	nowNs := toNano(now)

@@ -137,7 +137,7 @@ func (r *Runner) execute(ctx context.Context, t task, j *Job) {
 	}
 	r.log.Log(ctx, level, "cron: run finished", "job_id", j.ID, "name", j.Name, "run_id", run.ID,
 		"status", string(res.Status), "attempts", res.Attempts, "latency_ms", run.Latency.D().Milliseconds(),
-		"lag_ms", run.Lag().Milliseconds(), "error", RedactError(res.Error, RoleViewer))
+		"lag_ms", run.Lag().Milliseconds(), "error", redactError(res.Error, RoleViewer))
 }
 
 // call runs the job: an HTTP job through the executor, another through its

@@ -60,7 +60,7 @@ func (j Job) RedactedFor(role Role) Job {
 		}
 		j.Alert = &a
 	}
-	j.LastError = RedactError(j.LastError, role)
+	j.LastError = redactError(j.LastError, role)
 	return j
 }
 
@@ -123,11 +123,11 @@ func RedactURL(raw string) string {
 	return b.String()
 }
 
-// RedactError returns the error of a run (a job's last_error, a
+// redactError returns the error of a run (a job's last_error, a
 // [Run.Error]) as a holder of role may read it: whole for an admin and an
 // operator, without the excerpt of the callback's reply for any other
 // role (see [Job.RedactedFor]).
-func RedactError(msg string, role Role) string {
+func redactError(msg string, role Role) string {
 	if role == RoleAdmin || role == RoleOperator {
 		return msg
 	}
@@ -138,9 +138,9 @@ func RedactError(msg string, role Role) string {
 }
 
 // RedactedFor returns r as a holder of role may read it: its error
-// through [RedactError].
+// through redactError.
 func (r Run) RedactedFor(role Role) Run {
-	r.Error = RedactError(r.Error, role)
+	r.Error = redactError(r.Error, role)
 	return r
 }
 

@@ -26,7 +26,7 @@
 // Jobs are read and written in the JSON form of [cron.Job]. On POST /jobs
 // the id may be empty (the runner generates 128 random bits in hex); a
 // given id holds 1 to 128 letters, digits, '-', '_', '.' or ':' and is
-// not "." or ".." ([cron.ValidID]);
+// not "." or ".." (see [cron.Job]);
 // enabled defaults to true, max_retries when absent to
 // [Config.DefaultMaxRetries] (3) while an explicit 0 means no retries, and
 // the other defaults are the runner's. A PATCH body is a JSON merge patch

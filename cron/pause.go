@@ -155,7 +155,8 @@ func (r *Runner) ResumeAll(ctx context.Context) (PauseState, error) {
 	return PauseState{}, r.changeService(ctx, a, ActionResumeAll, PauseState{})
 }
 
-// setService saves p and makes it the runner's pause.
+// setService saves p and makes it the runner's pause, and wakes the
+// pause timer, which ends a pause with an until at that time.
 func (r *Runner) setService(ctx context.Context, p PauseState) error {
 	r.pmu.Lock()
 	defer r.pmu.Unlock()
@@ -165,6 +166,10 @@ func (r *Runner) setService(ctx context.Context, p PauseState) error {
 		}
 	}
 	r.svc.Store(&p)
+	select {
+	case r.pauseWake <- struct{}{}:
+	default:
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package cron
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -175,6 +176,15 @@ func TestPauseAll(t *testing.T) {
 		}
 		if got := r.Paused(); got.Paused {
 			t.Errorf("Paused after until: %+v, want none", got)
+		}
+		// The runner ended the pause at its until: cleared in the store
+		// and audited as its own, though no job's timed pause woke its
+		// pause timer.
+		if stored, _ := st.LoadPause(ctx); stored.Paused {
+			t.Errorf("the store keeps the pause after its until: %+v", stored)
+		}
+		if got, _ := audited(t, r, 0); !slices.Contains(got, "runner admin resume-all ") {
+			t.Errorf("the end of the pause is not audited as the runner's: %v", got)
 		}
 
 		// A pause with no end survives a restart until ResumeAll.

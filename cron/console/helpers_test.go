@@ -37,27 +37,34 @@ type fixtureOpts struct {
 	console Config
 	mount   func(mux *http.ServeMux, c *Console) string // returns the mount path; default "/jobs-ui/" by pattern
 	tls     bool
-	store   cron.Store // the runner's; default a new MemStore
+	store   cron.Store    // the runner's; default a new MemStore
+	exec    cron.Executor // the runner's; default success at once
+	runner  cron.Config   // the runner's settings; Observer is the fixture's
 }
 
 // newFixture serves a console over a running runner whose executor
-// answers success at once.
+// answers success at once (or o.exec).
 func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	t.Helper()
 	f := &fixture{runs: make(chan cron.Run, 100)}
-	exec := cron.ExecutorFunc(func(ctx context.Context, j *cron.Job, info cron.RunInfo) cron.Result {
+	var exec cron.Executor = cron.ExecutorFunc(func(ctx context.Context, j *cron.Job, info cron.RunInfo) cron.Result {
 		return cron.Result{Status: cron.StatusSuccess, Attempts: 1, HTTPStatus: 200}
 	})
 	var st cron.Store = cron.NewMemStore()
 	if o.store != nil {
 		st = o.store
 	}
-	r, err := cron.New(st, exec, cron.Config{Observer: cron.ObserverFunc(func(run cron.Run) {
+	if o.exec != nil {
+		exec = o.exec
+	}
+	rcfg := o.runner
+	rcfg.Observer = cron.ObserverFunc(func(run cron.Run) {
 		select {
 		case f.runs <- run:
 		default:
 		}
-	})})
+	})
+	r, err := cron.New(st, exec, rcfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,8 +69,8 @@ type ServerConfig struct {
 	// delete dead letters. With neither, the console is open, read-only.
 	ConsoleReadToken  string `toml:"console_read_token"`
 	ConsoleAdminToken string `toml:"console_admin_token"`
-	LogLevel     string `toml:"log_level"`
-	LogFormat    string `toml:"log_format"`
+	LogLevel          string `toml:"log_level"`
+	LogFormat         string `toml:"log_format"`
 	// NodeCredentials bind tokens to the node ids they may register.
 	NodeCredentials []NodeCredential `toml:"node_credentials"`
 }

@@ -35,7 +35,10 @@
 //
 // [github.com/ksana-dev/ksana/cron/console] is the web console of the
 // timed-job service: an http.Handler of HTML pages over a Runner, whose
-// writes go through the REST API.
+// writes go through the REST API. [github.com/ksana-dev/ksana/scheduler/console]
+// is the console of a dispatch instance: an http.Handler of HTML pages
+// over a Dispatcher (instances, nodes, pools, jobs in flight, inboxes,
+// dead letters to requeue or delete).
 //
 // [github.com/ksana-dev/ksana/metrics] turns the core packages' hooks
 // (Observers and callbacks) into Prometheus collectors that any registry

@@ -192,6 +192,8 @@ type Dispatcher struct {
 	// written to their jobs' records: [0] since the last tick of
 	// storeProgress, [1] those of the tick before, written at the next.
 	progress [2][]progressKey
+	// storm counts the storm guard's decisions taken here ([Dispatcher.Overview]).
+	storm map[stormKey]*StormCount
 
 	turnMu sync.Mutex
 	turns  map[string]*turnLock // turns being dispatched here

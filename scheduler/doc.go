@@ -233,6 +233,17 @@
 // scheduler_phase2_redis_op_total{op,result}. Package metrics turns them
 // into Prometheus collectors.
 //
+// # Views for operators
+//
+// [Dispatcher.Overview], [Dispatcher.Pool], [Dispatcher.Jobs] (a page of
+// the jobs in flight, with their counts by state), [Dispatcher.Inboxes]
+// and [Dispatcher.DeadLetters] show the plane as one instance sees it,
+// read-only: what the instance holds is copied under its lock, and the
+// stores are read after the lock is released. [Dispatcher.RequeueDeadLetter]
+// and [Dispatcher.DeleteDeadLetter] act on a dead-letter queue whose
+// inbox store is a [DeadLetterAdmin]. Package scheduler/console serves
+// them as web pages.
+//
 // # Jobs, reservations, request idempotency and turn affinity
 //
 // A [JobStore] keeps one record per job: its [JobRecord] (package fsm's

@@ -663,6 +663,7 @@ func (d *Dispatcher) modelNotAvailable(ctx context.Context, m Envelope) error {
 		if err != nil {
 			return err
 		}
+		d.tallyStorm(m.NodeID, model, dec)
 		if d.hooks.Storm != nil {
 			d.hooks.Storm(m.NodeID, model, dec)
 		}

@@ -358,3 +358,76 @@ func (in *MemInbox) Len(ctx context.Context) (int64, error) {
 	}
 	return 0, nil
 }
+
+var _ DeadLetterAdmin = (*MemInbox)(nil)
+
+// dlqIndex returns the index of the dead letter id, or -1. The caller
+// holds the streams' lock.
+func (st *memStream) dlqIndex(id string) int {
+	for i, dl := range st.dlq {
+		if dl.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// RequeueDeadLetter implements [DeadLetterAdmin].
+func (in *MemInbox) RequeueDeadLetter(ctx context.Context, id string) (string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return "", false, err
+	}
+	in.s.mu.Lock()
+	defer in.s.mu.Unlock()
+	st := in.s.streams[in.instance]
+	if st == nil {
+		return "", false, nil
+	}
+	i := st.dlqIndex(id)
+	if i < 0 {
+		return "", false, nil
+	}
+	if len(st.entries) >= in.s.maxLen {
+		return "", false, fmt.Errorf("scheduler: requeue to %s: %d entries: %w", in.instance, len(st.entries), ErrInboxFull)
+	}
+	fields := st.dlq[i].Fields
+	if len(fields) == 0 {
+		fields = Fields{{Name: DLQFieldSourceID, Value: st.dlq[i].SourceID}}
+	}
+	st.seq++
+	ms := max(time.Now().UnixMilli(), st.lastMS)
+	st.lastMS = ms
+	e := &memEntry{seq: st.seq, id: strconv.FormatInt(ms, 10) + "-" + strconv.FormatUint(st.seq, 10), fields: copyFields(fields)}
+	st.entries[e.seq] = e
+	st.order = append(st.order, e.seq)
+	st.dlq = slices.Delete(st.dlq, i, i+1)
+	close(st.wake)
+	st.wake = make(chan struct{})
+	return e.id, true, nil
+}
+
+// DeleteDeadLetter implements [DeadLetterAdmin].
+func (in *MemInbox) DeleteDeadLetter(ctx context.Context, id string) (bool, error) {
+	in.s.mu.Lock()
+	defer in.s.mu.Unlock()
+	st := in.s.streams[in.instance]
+	if st == nil {
+		return false, nil
+	}
+	i := st.dlqIndex(id)
+	if i < 0 {
+		return false, nil
+	}
+	st.dlq = slices.Delete(st.dlq, i, i+1)
+	return true, nil
+}
+
+// DeadLetterLen implements [DeadLetterAdmin].
+func (in *MemInbox) DeadLetterLen(ctx context.Context) (int64, error) {
+	in.s.mu.Lock()
+	defer in.s.mu.Unlock()
+	if st := in.s.streams[in.instance]; st != nil {
+		return int64(len(st.dlq)), nil
+	}
+	return 0, nil
+}

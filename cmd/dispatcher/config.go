@@ -37,6 +37,13 @@ const (
 // not be written in the file.
 const envMetricsToken = "KSANA_DISPATCHER_METRICS_TOKEN"
 
+// envConsoleReadToken and envConsoleAdminToken, when set, are
+// dispatcher.console_read_token and dispatcher.console_admin_token.
+const (
+	envConsoleReadToken  = "KSANA_DISPATCHER_CONSOLE_READ_TOKEN"
+	envConsoleAdminToken = "KSANA_DISPATCHER_CONSOLE_ADMIN_TOKEN"
+)
+
 // ServerConfig is the binary's own part of the [dispatcher] table.
 type ServerConfig struct {
 	Listen         string `toml:"listen"`
@@ -57,8 +64,13 @@ type ServerConfig struct {
 	MaxPendingConns int `toml:"max_pending_conns"`
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string `toml:"metrics_token"`
-	LogLevel     string `toml:"log_level"`
-	LogFormat    string `toml:"log_format"`
+	// ConsoleReadToken, when set, signs in a read-only user of the
+	// console at /ui/; ConsoleAdminToken one who may also requeue and
+	// delete dead letters. With neither, the console is open, read-only.
+	ConsoleReadToken  string `toml:"console_read_token"`
+	ConsoleAdminToken string `toml:"console_admin_token"`
+	LogLevel          string `toml:"log_level"`
+	LogFormat         string `toml:"log_format"`
 	// NodeCredentials bind tokens to the node ids they may register.
 	NodeCredentials []NodeCredential `toml:"node_credentials"`
 }
@@ -177,7 +189,7 @@ var settings = []setting{
 	{"scheduler.phase2.storm.debounce_window_ms", "Storm.Debounce", "5000", "model_not_available reports after the first are only counted for this long"},
 	{"scheduler.phase2.storm.cooldown_ms", "Storm.Cooldown", "30000", "how long a reported model stays unavailable on its node"},
 	{"scheduler.phase2.storm.max_actions_per_second", "Storm.ActionsPerSecond", "20", "nodes per second that may have one model marked unavailable"},
-	{"dispatcher.listen", "", defaultListen, "address of the HTTP server (/ws/node, /ws/session, /metrics, /health); port 0 picks a free one"},
+	{"dispatcher.listen", "", defaultListen, "address of the HTTP server (/ws/node, /ws/session, /metrics, /health, /ui/); port 0 picks a free one"},
 	{"dispatcher.node_token", "", "", "when set, /ws/node requires Authorization: Bearer <node_token> (a token for any node id)"},
 	{"dispatcher.node_credentials", "", "[]", "[[dispatcher.node_credentials]] tables of token and node_ids: a node presenting token may register only as one of node_ids (see below)"},
 	{"dispatcher.session_token", "", "", "when set, /ws/session requires Authorization: Bearer <session_token>"},
@@ -188,6 +200,8 @@ var settings = []setting{
 	{"dispatcher.idle_timeout_ms", "", fmt.Sprint(defaultIdleTimeoutMS), "a keep-alive HTTP connection idle this long is closed (WebSockets are kept alive by pings)"},
 	{"dispatcher.max_pending_conns", "", fmt.Sprint(defaultMaxPending), "connections not yet authenticated (every one until it is a WebSocket past its token check); more are closed at once"},
 	{"dispatcher.metrics_token", "", "", "when set (or " + envMetricsToken + "), /metrics requires Authorization: Bearer <metrics_token>; at least 16 bytes"},
+	{"dispatcher.console_read_token", "", "", "when set (or " + envConsoleReadToken + "), the console at /ui/ needs a sign-in; this token sees every page; at least 16 bytes"},
+	{"dispatcher.console_admin_token", "", "", "when set (or " + envConsoleAdminToken + "), the console at /ui/ needs a sign-in; this token may also requeue and delete dead letters; at least 16 bytes"},
 	{"dispatcher.drain_timeout_ms", "", fmt.Sprint(defaultDrainTimeoutMS), "on SIGTERM, how long queued messages may take to reach their peers"},
 	{"dispatcher.workers", "", fmt.Sprint(defaultWorkers), "messages of one connection handled at once (one job's or one turn's messages keep their order)"},
 	{"dispatcher.ping_interval_ms", "", fmt.Sprint(defaultPingIntervalMS), "the dispatcher pings every peer this often; a peer that does not answer within it is disconnected"},
@@ -223,7 +237,9 @@ func configErr(key, format string, args ...any) error {
 
 // loadConfig reads the config file at path ("" for none: every default)
 // and applies the -listen override and the environment (getenv):
-// KSANA_DISPATCHER_METRICS_TOKEN. Errors name the file or the variable.
+// KSANA_DISPATCHER_METRICS_TOKEN, KSANA_DISPATCHER_CONSOLE_READ_TOKEN and
+// KSANA_DISPATCHER_CONSOLE_ADMIN_TOKEN, each winning over the file. Errors
+// name the file or the variable.
 func loadConfig(path, listen string, getenv func(string) string) (config, error) {
 	var data []byte
 	if path != "" {
@@ -251,6 +267,20 @@ func loadConfig(path, listen string, getenv func(string) string) (config, error)
 			return config{}, fmt.Errorf("%s: must be at least %d bytes", envMetricsToken, minTokenBytes)
 		}
 		cfg.Server.MetricsToken = tok
+	}
+	for _, e := range []struct {
+		name string
+		dst  *string
+	}{{envConsoleReadToken, &cfg.Server.ConsoleReadToken}, {envConsoleAdminToken, &cfg.Server.ConsoleAdminToken}} {
+		if tok := getenv(e.name); tok != "" {
+			if len(tok) < minTokenBytes {
+				return config{}, fmt.Errorf("%s: must be at least %d bytes", e.name, minTokenBytes)
+			}
+			*e.dst = tok
+		}
+	}
+	if t := cfg.Server.ConsoleReadToken; t != "" && t == cfg.Server.ConsoleAdminToken {
+		return config{}, configErr("dispatcher.console_admin_token", "must differ from console_read_token")
 	}
 	if cfg.Plane.InstanceID == "" || cfg.Plane.InstanceID == "auto" {
 		cfg.Plane.InstanceID = newInstanceID()
@@ -465,6 +495,14 @@ func (s ServerConfig) validate() error {
 	}
 	if s.MetricsToken != "" && len(s.MetricsToken) < minTokenBytes {
 		return configErr("dispatcher.metrics_token", "must be at least %d bytes", minTokenBytes)
+	}
+	for _, t := range []struct{ key, v string }{{"console_read_token", s.ConsoleReadToken}, {"console_admin_token", s.ConsoleAdminToken}} {
+		if t.v != "" && len(t.v) < minTokenBytes {
+			return configErr("dispatcher."+t.key, "must be at least %d bytes", minTokenBytes)
+		}
+	}
+	if s.ConsoleReadToken != "" && s.ConsoleReadToken == s.ConsoleAdminToken {
+		return configErr("dispatcher.console_admin_token", "must differ from console_read_token")
 	}
 	if _, err := parseLevel(s.LogLevel); err != nil {
 		return configErr("dispatcher.log_level", "%v", err)

@@ -53,6 +53,21 @@
 //     the secret need not be written there), it requires
 //     "Authorization: Bearer <token>" and answers 401 otherwise; the token
 //     must be at least 16 bytes. Unset (the default), /metrics is open.
+//   - /ui/: the operators' console
+//     ([github.com/ksana-dev/ksana/scheduler/console]): server-rendered
+//     pages of the instances, the nodes and sessions attached here, the
+//     fleet, the pools with their capacity and use (and per pool the
+//     nodes serving it and what they run), the jobs in flight by state, a
+//     page at a time, every instance's inbox (length, pending entries)
+//     and the dead-letter queues. dispatcher.console_read_token (or
+//     KSANA_DISPATCHER_CONSOLE_READ_TOKEN) signs in a user who sees every
+//     page; dispatcher.console_admin_token (or
+//     KSANA_DISPATCHER_CONSOLE_ADMIN_TOKEN) one who may also requeue a
+//     dead letter into its inbox or delete it. The variables win over the
+//     file; each token is at least 16 bytes, and the two differ. With one
+//     of them set every page needs a sign-in; with neither the console is
+//     open, read-only (nobody may requeue or delete). Every write carries
+//     a CSRF token and is refused from another origin.
 //   - /health: {"status", "instance_id", "nodes", "sessions",
 //     "fleet_online"}: the nodes and sessions connected here, and the
 //     nodes online on every instance as this one sees them; 503 while

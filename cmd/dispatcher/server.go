@@ -19,6 +19,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/ksana-dev/ksana/scheduler"
+	"github.com/ksana-dev/ksana/scheduler/console"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -149,8 +150,16 @@ func (s *server) handler() http.Handler {
 		metrics.ServeHTTP(w, r)
 	})
 	mux.HandleFunc("GET /health", s.serveHealth)
+	if c, err := console.New(s.d, console.Config{
+		ReadToken: s.cfg.ConsoleReadToken, AdminToken: s.cfg.ConsoleAdminToken, Logger: s.log,
+	}); err != nil {
+		// The configuration was validated: this is a bug, not a setting.
+		s.log.Error("dispatcher: the console at /ui/ is off", "err", err)
+	} else {
+		mux.Handle("/ui/", c)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		httpError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+" (/ws/node, /ws/session, /metrics, /health)")
+		httpError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+" (/ws/node, /ws/session, /metrics, /health, /ui/)")
 	})
 	return mux
 }

@@ -32,7 +32,8 @@ type StreamsConfig struct {
 	DLQMaxLen int64
 	// OpHook observes every Redis operation ("xadd", "xgroup_create",
 	// "xreadgroup", "xack_xdel", "xautoclaim", "xpending",
-	// "xpending_idle", "dlq_move", "dlq_read", "xlen"). Default (nil): none.
+	// "xpending_idle", "dlq_move", "dlq_read", "xlen", and for an
+	// operator "dlq_requeue", "dlq_delete", "dlq_len"). Default (nil): none.
 	OpHook OpHook
 }
 
@@ -654,6 +655,74 @@ func (in *Inbox) Len(ctx context.Context) (int64, error) {
 	in.s.hook.observe("xlen", start, err)
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: length of %s: %w", in.key, err)
+	}
+	return n, nil
+}
+
+var _ scheduler.DeadLetterAdmin = (*Inbox)(nil)
+
+// dlqRequeueScript puts the dead letter ARGV[1] of the DLQ KEYS[2] back
+// into the inbox KEYS[1] with its original fields (those before the three
+// dlq_ fields the move appended) and deletes it, unless the inbox holds
+// ARGV[2] entries. It returns the new id, false when there is no such dead
+// letter, or the error "FULL".
+var dlqRequeueScript = rueidis.NewLuaScript(`
+local e = redis.call('XRANGE', KEYS[2], ARGV[1], ARGV[1])
+if #e == 0 then return false end
+if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[2]) then return redis.error_reply('FULL inbox') end
+local fv = e[1][2]
+local n = #fv
+if n >= 6 and fv[n-5] == '` + scheduler.DLQFieldSourceID + `' and fv[n-3] == '` + scheduler.DLQFieldDeliveries + `' and fv[n-1] == '` + scheduler.DLQFieldReason + `' then
+  n = n - 6
+end
+if n == 0 then
+  fv = {'` + scheduler.DLQFieldSourceID + `', ARGV[1]}
+  n = 2
+end
+local id = redis.call('XADD', KEYS[1], '*', unpack(fv, 1, n))
+redis.call('XDEL', KEYS[2], ARGV[1])
+return id`)
+
+// RequeueDeadLetter implements [scheduler.DeadLetterAdmin] with one
+// script over the inbox and its DLQ (one cluster slot): XRANGE of the
+// dead letter, XLEN against the inbox's bound, XADD of its original
+// fields, XDEL. Reported to the OpHook as "dlq_requeue".
+func (in *Inbox) RequeueDeadLetter(ctx context.Context, id string) (string, bool, error) {
+	start := time.Now()
+	newID, err := dlqRequeueScript.Exec(ctx, in.s.c, []string{in.key, in.dlq}, []string{id, in.s.maxLen}).ToString()
+	in.s.hook.observe("dlq_requeue", start, err)
+	if isNil(err) {
+		return "", false, nil
+	}
+	if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "FULL") {
+		return "", false, fmt.Errorf("redisstore: requeue %s to %s: %w", id, in.key, scheduler.ErrInboxFull)
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("redisstore: requeue %s of %s: %w", id, in.dlq, err)
+	}
+	return newID, true, nil
+}
+
+// DeleteDeadLetter implements [scheduler.DeadLetterAdmin] with XDEL on
+// the DLQ ("dlq_delete" to the OpHook).
+func (in *Inbox) DeleteDeadLetter(ctx context.Context, id string) (bool, error) {
+	start := time.Now()
+	n, err := in.s.c.Do(ctx, in.s.c.B().Xdel().Key(in.dlq).Id(id).Build()).AsInt64()
+	in.s.hook.observe("dlq_delete", start, err)
+	if err != nil {
+		return false, fmt.Errorf("redisstore: delete %s of %s: %w", id, in.dlq, err)
+	}
+	return n > 0, nil
+}
+
+// DeadLetterLen implements [scheduler.DeadLetterAdmin] with XLEN on the
+// DLQ ("dlq_len" to the OpHook).
+func (in *Inbox) DeadLetterLen(ctx context.Context) (int64, error) {
+	start := time.Now()
+	n, err := in.s.c.Do(ctx, in.s.c.B().Xlen().Key(in.dlq).Build()).AsInt64()
+	in.s.hook.observe("dlq_len", start, err)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: length of %s: %w", in.dlq, err)
 	}
 	return n, nil
 }

@@ -169,6 +169,7 @@ func TestStreams(t *testing.T, newHarness func(t *testing.T, opts StreamsOptions
 			t.Errorf("inbox Len after the move = %d, %v; want 0", n, err)
 		}
 	})
+	t.Run("DeadLetterAdmin", func(t *testing.T) { testDeadLetterAdmin(t, newHarness(t, opts)) })
 	t.Run("MaxLenBoundsInboxWithoutLoss", func(t *testing.T) {
 		// A full inbox refuses new messages (the sender learns it) rather
 		// than trimming entries that were sent and not yet handled.
@@ -477,5 +478,66 @@ func testMalformed(t *testing.T, h StreamsHarness) {
 		if n, _ := calls.Load(tc.id); n.(*atomic.Int32).Load() != 1 {
 			t.Errorf("handler saw %s %d times, want once (no redelivery loop)", tc.id, n.(*atomic.Int32).Load())
 		}
+	}
+}
+
+// testDeadLetterAdmin checks an inbox that is a [scheduler.DeadLetterAdmin]:
+// a dead letter requeued comes back with its original fields as a new
+// entry and leaves the DLQ, one deleted is gone, and an unknown id is
+// reported as such. An inbox without the capability skips it.
+func testDeadLetterAdmin(t *testing.T, h StreamsHarness) {
+	ctx := context.Background()
+	in := h.Inbox("inst-a", "g")
+	adm, ok := in.(scheduler.DeadLetterAdmin)
+	if !ok {
+		t.Skip("the inbox is no scheduler.DeadLetterAdmin")
+	}
+	if err := in.EnsureGroup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fields := scheduler.Fields{{Name: "type", Value: "job_result"}, {Name: "dlq_reason", Value: "a field of the sender"}}
+	var dead []scheduler.DeadLetter
+	for range 2 {
+		id, err := h.Sender.Send(ctx, "inst-a", fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := in.Read(ctx, "c1", 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		dl, ok, err := in.DeadLetter(ctx, "c1", id, 0, "test")
+		if err != nil || !ok {
+			t.Fatalf("DeadLetter = %v, %v; want moved", ok, err)
+		}
+		dead = append(dead, dl)
+	}
+	if n, err := adm.DeadLetterLen(ctx); err != nil || n != 2 {
+		t.Errorf("DeadLetterLen = %d, %v; want 2", n, err)
+	}
+	newID, ok, err := adm.RequeueDeadLetter(ctx, dead[0].ID)
+	if err != nil || !ok || newID == "" {
+		t.Fatalf("RequeueDeadLetter = %q, %v, %v; want a new id", newID, ok, err)
+	}
+	got, err := in.Read(ctx, "c2", 10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]scheduler.Message{{ID: newID, Fields: fields}}, got); d != "" {
+		t.Errorf("Read after the requeue (-want +got):\n%s", d)
+	}
+	if _, ok, err := adm.RequeueDeadLetter(ctx, dead[0].ID); err != nil || ok {
+		t.Errorf("RequeueDeadLetter again = %v, %v; want false (gone)", ok, err)
+	}
+	if ok, err := adm.DeleteDeadLetter(ctx, dead[1].ID); err != nil || !ok {
+		t.Errorf("DeleteDeadLetter = %v, %v; want true", ok, err)
+	}
+	if ok, err := adm.DeleteDeadLetter(ctx, dead[1].ID); err != nil || ok {
+		t.Errorf("DeleteDeadLetter again = %v, %v; want false", ok, err)
+	}
+	if dls, err := in.DeadLetters(ctx, 10); err != nil || len(dls) != 0 {
+		t.Errorf("DeadLetters at the end = %v, %v; want none", dls, err)
+	}
+	if n, err := adm.DeadLetterLen(ctx); err != nil || n != 0 {
+		t.Errorf("DeadLetterLen at the end = %d, %v; want 0", n, err)
 	}
 }

@@ -2,21 +2,17 @@ package console
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"math"
+	"net/http"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
 
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"github.com/ksana-dev/ksana/cron"
-	"net/http"
-	"strings"
-
 	"github.com/ksana-dev/ksana/cron/httpapi"
+	"github.com/ksana-dev/ksana/internal/websec"
 )
 
 // The cookies of the console. Each is HttpOnly, SameSite=Strict, Secure
@@ -36,74 +32,6 @@ const (
 // DefaultSessionTTL is how long a console session lasts from its
 // sign-in when Config.SessionTTL is 0.
 const DefaultSessionTTL = 12 * time.Hour
-
-// maxSessions bounds the sessions kept; the oldest go first.
-const maxSessions = 10000
-
-// sessions are the signed-in users of a console: an opaque id (the
-// cookie) names the token kept here, with an expiry. A session ends at
-// sign-out, at its expiry, and as soon as its token no longer
-// authenticates (removed from the tokens file): every request checks the
-// token again. A restart ends every session.
-type sessions struct {
-	mu sync.Mutex
-	m  map[string]session
-}
-
-type session struct {
-	token   string
-	expires time.Time
-}
-
-func (s *sessions) start(token string, ttl time.Duration) string {
-	id := newNonce()
-	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]session{}
-	}
-	if len(s.m) >= maxSessions {
-		var oldest string
-		var at time.Time
-		for k, v := range s.m {
-			if v.expires.Before(now) {
-				delete(s.m, k)
-				continue
-			}
-			if oldest == "" || v.expires.Before(at) {
-				oldest, at = k, v.expires
-			}
-		}
-		if len(s.m) >= maxSessions {
-			delete(s.m, oldest)
-		}
-	}
-	s.m[id] = session{token: token, expires: now.Add(ttl)}
-	return id
-}
-
-// token returns the token of session id, or false when there is no such
-// session or it has expired.
-func (s *sessions) token(id string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.m[id]
-	if !ok {
-		return "", false
-	}
-	if time.Now().After(v.expires) {
-		delete(s.m, id)
-		return "", false
-	}
-	return v.token, true
-}
-
-func (s *sessions) end(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, id)
-}
 
 // user is who a request comes from, and what the console lets them do.
 type user struct {
@@ -134,13 +62,13 @@ func (c *Console) who(req *http.Request) user {
 	if err != nil || ck.Value == "" {
 		return user{AuthOn: true}
 	}
-	tok, ok := c.sessions.token(ck.Value)
+	tok, ok := c.sessions.Get(ck.Value)
 	if !ok {
 		return user{AuthOn: true}
 	}
 	id, ok := c.api.Identify(tok)
 	if !ok {
-		c.sessions.end(ck.Value)
+		c.sessions.End(ck.Value)
 		return user{AuthOn: true}
 	}
 	return user{ID: id, SignedIn: true, AuthOn: true}
@@ -154,63 +82,13 @@ func mount(req *http.Request) string {
 
 // setCookie sets a console cookie on the mount point's path.
 func setCookie(w http.ResponseWriter, req *http.Request, name, value string, maxAge int) {
-	http.SetCookie(w, &http.Cookie{
-		Name:     name,
-		Value:    value,
-		Path:     mount(req) + "/",
-		MaxAge:   maxAge,
-		HttpOnly: true,
-		Secure:   req.TLS != nil || strings.EqualFold(req.Header.Get("X-Forwarded-Proto"), "https"),
-		SameSite: http.SameSiteStrictMode,
-	})
+	websec.SetCookie(w, req, mount(req)+"/", name, value, maxAge)
 }
 
 // csrfToken returns the CSRF token of the forms shown to req's browser,
-// setting the browser's random cookie when it has none (or a malformed
-// one).
+// setting the browser's random cookie when it has none.
 func (c *Console) csrfToken(w http.ResponseWriter, req *http.Request) string {
-	if ck, err := req.Cookie(csrfCookie); err == nil && validNonce(ck.Value) {
-		return c.sign(ck.Value)
-	}
-	v := newNonce()
-	setCookie(w, req, csrfCookie, v, 0)
-	return c.sign(v)
-}
-
-func newNonce() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func validNonce(v string) bool {
-	b, err := base64.RawURLEncoding.DecodeString(v)
-	return err == nil && len(b) == 32
-}
-
-func (c *Console) sign(nonce string) string {
-	m := hmac.New(sha256.New, c.secret)
-	m.Write([]byte("ksana-console-csrf:"))
-	m.Write([]byte(nonce))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-// checkCSRF reports whether a write request carries the CSRF token of
-// its browser's cookie (form field "csrf") and does not come from
-// another site.
-func (c *Console) checkCSRF(req *http.Request) (string, bool) {
-	if err := c.csrf.Check(req); err != nil {
-		return "the request comes from another site", false
-	}
-	ck, err := req.Cookie(csrfCookie)
-	if err != nil || !validNonce(ck.Value) {
-		return "the form has no session (cookies off?): reload the page and try again", false
-	}
-	got := req.PostFormValue("csrf")
-	if got == "" || !hmac.Equal([]byte(got), []byte(c.sign(ck.Value))) {
-		return "the form's CSRF token is missing or wrong: reload the page and try again", false
-	}
-	return "", true
+	return c.csrf.Token(w, req, mount(req)+"/")
 }
 
 // write wraps the handler of a write: it parses the form (bounded),
@@ -227,7 +105,7 @@ func (c *Console) write(h func(http.ResponseWriter, *http.Request, user)) http.H
 			c.fail(w, req, http.StatusForbidden, "the console is read-only")
 			return
 		}
-		if msg, ok := c.checkCSRF(req); !ok {
+		if msg, ok := c.csrf.Check(req); !ok {
 			c.fail(w, req, http.StatusForbidden, msg)
 			return
 		}
@@ -257,7 +135,7 @@ func (c *Console) login(w http.ResponseWriter, req *http.Request) {
 		c.fail(w, req, http.StatusBadRequest, "bad form: "+err.Error())
 		return
 	}
-	if msg, ok := c.checkCSRF(req); !ok {
+	if msg, ok := c.csrf.Check(req); !ok {
 		c.fail(w, req, http.StatusForbidden, msg)
 		return
 	}
@@ -273,22 +151,22 @@ func (c *Console) login(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if ck, err := req.Cookie(sessionCookie); err == nil {
-		c.sessions.end(ck.Value)
+		c.sessions.End(ck.Value)
 	}
-	setCookie(w, req, sessionCookie, c.sessions.start(tok, c.cfg.SessionTTL), 0)
+	setCookie(w, req, sessionCookie, c.sessions.Start(tok, c.cfg.SessionTTL), 0)
 	// A new browser secret with the new identity.
-	setCookie(w, req, csrfCookie, newNonce(), 0)
+	setCookie(w, req, csrfCookie, websec.NewNonce(), 0)
 	http.Redirect(w, req, mount(req)+"/", http.StatusSeeOther)
 }
 
 func (c *Console) logout(w http.ResponseWriter, req *http.Request) {
 	req.Body = http.MaxBytesReader(w, req.Body, 64<<10)
-	if msg, ok := c.checkCSRF(req); !ok {
+	if msg, ok := c.csrf.Check(req); !ok {
 		c.fail(w, req, http.StatusForbidden, msg)
 		return
 	}
 	if ck, err := req.Cookie(sessionCookie); err == nil {
-		c.sessions.end(ck.Value)
+		c.sessions.End(ck.Value)
 	}
 	setCookie(w, req, sessionCookie, "", -1)
 	setCookie(w, req, csrfCookie, "", -1)

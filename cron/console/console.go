@@ -18,6 +18,7 @@ import (
 
 	"github.com/ksana-dev/ksana/cron"
 	"github.com/ksana-dev/ksana/cron/httpapi"
+	"github.com/ksana-dev/ksana/internal/websec"
 )
 
 // Defaults of [Config].
@@ -85,16 +86,20 @@ type Config struct {
 // Console is the web console of a [cron.Runner]: an http.Handler serving
 // HTML pages. See the package documentation.
 type Console struct {
-	r      *cron.Runner
-	api    *httpapi.Server
-	cfg    Config
-	log    *slog.Logger
-	secret []byte
-	tmpl   map[string]*template.Template
-	mux    *http.ServeMux
-	csrf   *http.CrossOriginProtection
+	r    *cron.Runner
+	api  *httpapi.Server
+	cfg  Config
+	log  *slog.Logger
+	tmpl map[string]*template.Template
+	mux  *http.ServeMux
+	csrf *websec.CSRF
 
-	sessions sessions
+	// sessions are the signed-in users: an opaque id (the cookie) names
+	// the token kept here, with an expiry. A session ends at sign-out, at
+	// its expiry, and as soon as its token no longer authenticates
+	// (removed from the tokens file): every request checks the token
+	// again. A restart ends every session.
+	sessions websec.Sessions
 
 	ovMu sync.Mutex
 	ov   *overviewStats
@@ -150,7 +155,7 @@ func newConsole(r *cron.Runner, cfg Config) (*Console, error) {
 	if cfg.OverviewMaxAge <= 0 {
 		cfg.OverviewMaxAge = DefaultOverviewMaxAge
 	}
-	c := &Console{r: r, api: cfg.API, cfg: cfg, log: cfg.Logger, secret: cfg.Secret, csrf: http.NewCrossOriginProtection()}
+	c := &Console{r: r, api: cfg.API, cfg: cfg, log: cfg.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -161,10 +166,12 @@ func newConsole(r *cron.Runner, cfg Config) (*Console, error) {
 		}
 		c.api = api
 	}
-	if c.secret == nil {
-		c.secret = make([]byte, 32)
-		_, _ = rand.Read(c.secret)
+	secret := cfg.Secret
+	if secret == nil {
+		secret = make([]byte, 32)
+		_, _ = rand.Read(secret)
 	}
+	c.csrf = websec.NewCSRF(secret, csrfCookie, "ksana-console-csrf")
 	var err error
 	if c.tmpl, err = parseTemplates(); err != nil {
 		return nil, err
@@ -229,10 +236,7 @@ type mountKey struct{}
 func (c *Console) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	mount, local := c.split(req)
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "same-origin")
+	websec.SetHeaders(h)
 	if !c.api.AllowsHost(req) {
 		// A page of another site that a browser resolved to this
 		// address (DNS rebinding).

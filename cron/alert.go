@@ -265,7 +265,7 @@ func (r *Runner) alertSender(ctx context.Context, stop <-chan struct{}) {
 func (r *Runner) deliver(ctx context.Context, t alertTask) {
 	a := &t.alert
 	if t.pause {
-		if _, err := r.Pause(WithActor(ctx, ActorRunner), a.Job.ID); err != nil && !errors.Is(err, ErrNotFound) {
+		if _, err := r.Pause(WithActor(ctx, ActorRunner), a.Job.ID, time.Time{}); err != nil && !errors.Is(err, ErrNotFound) {
 			r.log.Error("cron: pause after failures", "job_id", a.Job.ID, "failures", a.ConsecutiveFailures, "error", err)
 		} else if err == nil {
 			r.log.Warn("cron: job paused after failures in a row", "job_id", a.Job.ID, "failures", a.ConsecutiveFailures)

@@ -136,9 +136,8 @@
 //     [Runner.Update] applies a caller's change to a job under that job's
 //     lock (a read-modify-write, such as a PATCH of the REST API).
 //   - [Runner.RunNow] queues a run at once; next_run_at does not change.
-//     [Runner.RunNowWith] may change that run's body, headers or args
-//     ([RunOptions]) and, unless forced, refuses a job with a run in
-//     flight ([ErrInFlight]).
+//     It may change that run's body, headers or args ([RunOptions]) and,
+//     unless forced, refuses a job with a run in flight ([ErrInFlight]).
 //   - A slot that comes while the job's previous run is still queued or
 //     running is not run: it is recorded as skipped (last_status, the run
 //     history and the observer) and the job rolls on to its next slot.
@@ -249,8 +248,8 @@
 //
 // # Pauses
 //
-// [Runner.Pause] stops one job; [Runner.PauseUntil] stops it until a time
-// (its [Job.PausedUntil]), when the runner that fires the job resumes it
+// [Runner.Pause] stops one job, with a zero until until it is resumed, or
+// until a time (its [Job.PausedUntil]), when the runner that fires the job resumes it
 // by itself, as [Runner.Resume] would: after a restart too, and over a
 // shared store whichever runner holds the job then. The job keeps when it
 // was paused ([Job.PausedAt]), so that whoever resumes it records the
@@ -291,13 +290,13 @@
 // [Runner.Get] (and the reads of [Runner.Update], [Runner.Pause],
 // [Runner.Resume], [Runner.Remove] and [Runner.RunNow] of a job not held,
 // which then change the store under the same validation, for the owner to
-// take up), [Runner.Page] in the one creation order, and [Runner.Count];
+// take up), [Runner.List] in the one creation order, and [Runner.Count];
 // when it cannot, their errors wrap [ErrUnavailable]. A run-now of a job
 // not held is called by the runner that received it, from the stored job.
 // A shared store that is a [RunCounter] counts the runs in flight on the
-// other runners, so that [Runner.RunNowWith] refuses a job running
-// anywhere ([ErrInFlight]) unless forced. [Runner.Len], [Runner.List] and
-// [Runner.IDs] are of the jobs held.
+// other runners, so that [Runner.RunNow] refuses a job running
+// anywhere ([ErrInFlight]) unless forced. [Runner.Len] and [Runner.IDs]
+// are of the jobs held.
 //
 // Each run is claimed in the store before it is called, and a second
 // claim of a slot loses, so that a slot is called at most once across the
@@ -344,8 +343,8 @@
 //
 // Every change of a job or of the service goes through the [Runner]
 // methods that make it ([Runner.Add], [Runner.Update], [Runner.Remove],
-// [Runner.Pause], [Runner.PauseUntil], [Runner.Resume],
-// [Runner.RunNowWith], [Runner.PauseAll], [Runner.ResumeAll]), whoever
+// [Runner.Pause], [Runner.Resume], [Runner.RunNow], [Runner.PauseAll],
+// [Runner.ResumeAll]), whoever
 // asks: the REST API (cron/httpapi), the console (cron/console), Go code
 // of the embedding program, or the runner itself. Each one, in one
 // place:

@@ -37,7 +37,11 @@ func Example() {
 		Schedule: cron.ScheduleSpec{Kind: cron.KindOnce, RunAt: start}}); err != nil {
 		fmt.Println(err)
 	}
-	for _, j := range r.List() {
+	listed, _, err := r.List(ctx, cron.JobQuery{})
+	if err != nil {
+		panic(err)
+	}
+	for _, j := range listed {
 		fmt.Printf("%s %s %s timeout=%s next=%s\n", j.ID, j.Schedule.Kind, j.HTTP.Method, j.Timeout, j.NextRunAt.Format(time.RFC3339))
 	}
 	// Output:
@@ -82,7 +86,7 @@ func Example_run() {
 	fmt.Println("run", run.Status, "after", run.Attempts, "attempt")
 	cancel()
 	fmt.Println("Run returned", <-stopped)
-	j, _ := r.Get("hello")
+	j, _ := r.Get(ctx, "hello")
 	fmt.Println("last_status", j.LastStatus, "next_run_at set:", !j.NextRunAt.IsZero())
 	// Output:
 	// callback for hello
@@ -102,8 +106,8 @@ func ExampleRunner_Next() {
 		fmt.Println(err)
 		return
 	}
-	_, _ = r.Pause(ctx, "backup")
-	times, job, err := r.Next("backup", 3)
+	_, _ = r.Pause(ctx, "backup", time.Time{})
+	times, job, err := r.Next(ctx, "backup", 3)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -212,7 +212,7 @@ func TestUnhandledType(t *testing.T) {
 		if diff := cmp.Diff(map[string]int{"gone": 1}, r.Unhandled()); diff != "" {
 			t.Errorf("Unhandled (-want +got):\n%s", diff)
 		}
-		if _, err := r.RunNow(ctx, "orphan"); err != nil {
+		if _, err := r.RunNow(ctx, "orphan", RunOptions{Force: true}); err != nil {
 			t.Fatalf("RunNow: %v", err)
 		}
 		synctest.Wait()
@@ -229,7 +229,7 @@ func TestUnhandledType(t *testing.T) {
 		if got := r.Unhandled(); got != nil {
 			t.Errorf("Unhandled after Handle = %v, want nil", got)
 		}
-		if _, err := r.RunNow(ctx, "orphan"); err != nil {
+		if _, err := r.RunNow(ctx, "orphan", RunOptions{Force: true}); err != nil {
 			t.Fatalf("RunNow: %v", err)
 		}
 		synctest.Wait()

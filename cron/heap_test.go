@@ -47,7 +47,7 @@ func TestHeapOrder(t *testing.T) {
 					}
 					delete(want, victim)
 				case 1:
-					j, _ = r.Get(victim)
+					j, _ = r.Get(ctx, victim)
 					at := base.Add(time.Duration(rng.IntN(100_000)) * time.Millisecond)
 					j.Schedule.RunAt = at
 					if _, err := replaceJob(ctx, r, j); err != nil {
@@ -55,7 +55,7 @@ func TestHeapOrder(t *testing.T) {
 					}
 					want[victim] = at
 				case 2:
-					if _, err := r.Pause(ctx, victim); err != nil {
+					if _, err := r.Pause(ctx, victim, time.Time{}); err != nil {
 						t.Fatal(err)
 					}
 					delete(want, victim)
@@ -122,7 +122,7 @@ func TestRemovedSlotReused(t *testing.T) {
 	ctx := context.Background()
 	mustAdd(t, r, httpJob("old", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Hour)}))
 	stop := start(t, r)
-	if _, err := r.RunNow(ctx, "old"); err != nil {
+	if _, err := r.RunNow(ctx, "old", RunOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	<-started

@@ -56,7 +56,7 @@ func TestPauseOneRecord(t *testing.T) {
 		stop := start(t, r)
 		defer stop()
 		time.Sleep(90 * time.Second)
-		if _, err := r.Pause(ctx, "e"); err != nil {
+		if _, err := r.Pause(ctx, "e", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(10 * time.Minute) // slots 2m..11m pass
@@ -151,7 +151,7 @@ func TestPauseRecordedAcrossRestart(t *testing.T) {
 		mustAdd(t, r1, httpJob("e", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: t0.Add(time.Minute)}))
 		stop := start(t, r1)
 		time.Sleep(90 * time.Second)
-		p, err := r1.Pause(ctx, "e")
+		p, err := r1.Pause(ctx, "e", time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestPauseRecordedAcrossRestart(t *testing.T) {
 		// A timed pause set before a restart, ended by the pause timer of
 		// the next runner.
 		time.Sleep(time.Minute) // t0+12m30s: the slot of 12m runs
-		if _, err := r2.PauseUntil(ctx, "e", time.Now().Add(5*time.Minute)); err != nil {
+		if _, err := r2.Pause(ctx, "e", time.Now().Add(5*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		_ = stop()
@@ -227,11 +227,11 @@ func TestPausedAtSystemField(t *testing.T) {
 		stop := start(t, r)
 		defer stop()
 		time.Sleep(90 * time.Second)
-		if _, err := r.PauseUntil(ctx, "e", time.Now().Add(time.Hour)); err != nil {
+		if _, err := r.Pause(ctx, "e", time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Minute)
-		j, err := r.PauseUntil(ctx, "e", time.Now().Add(2*time.Hour))
+		j, err := r.Pause(ctx, "e", time.Now().Add(2*time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}

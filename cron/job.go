@@ -180,7 +180,7 @@ func (s *ScheduleSpec) UnmarshalJSON(b []byte) error {
 // set.
 //
 // LastRunAt, NextRunAt, LastStatus and LastError are system fields: the
-// runner maintains them; PausedUntil is set by [Runner.PauseUntil] and
+// runner maintains them; PausedUntil is set by [Runner.Pause] and
 // PausedAt by the pause of the job.
 type Job struct {
 	// ID names the job. [Runner.Add] gives an empty one 128 random bits
@@ -196,14 +196,14 @@ type Job struct {
 	// "enabled": false). The zero value is a job that runs.
 	Paused bool `json:"-"`
 	// PausedUntil, on a paused job, is when the runner resumes it by
-	// itself ([Runner.PauseUntil]); zero for a pause with no end. It is a
-	// system field of the pause: [Prepare] clears it on a job that is not
-	// paused, and [Runner.Pause] and [Runner.Resume] clear it. Its JSON
-	// form is "paused_until", left out when zero.
+	// itself (the until of [Runner.Pause]); zero for a pause with no end.
+	// It is a system field of the pause: [Prepare] clears it on a job that
+	// is not paused, a [Runner.Pause] with a zero until and [Runner.Resume]
+	// clear it. Its JSON form is "paused_until", left out when zero.
 	PausedUntil time.Time `json:"-"`
 	// PausedAt, on a paused job, is when it was paused: set when the job
-	// goes from running to paused ([Runner.Pause], [Runner.PauseUntil],
-	// an update that disables it), kept while it stays paused (a new
+	// goes from running to paused ([Runner.Pause], an update that
+	// disables it), kept while it stays paused (a new
 	// paused_until leaves it as it is), cleared when it is resumed. Whoever
 	// resumes the job, the runner that paused it or not, after a restart
 	// or on another runner of a [SharedStore], records the slots passed

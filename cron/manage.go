@@ -71,7 +71,7 @@ var (
 	ActorLocal = Actor{Name: "local", Role: RoleAdmin}
 	// ActorRunner is the runner acting on its own: the pause of a job
 	// after failures in a row (see [AlertConfig]) and the end of a timed
-	// pause of a job ([Runner.PauseUntil]) or of the service
+	// pause of a job ([Runner.Pause] with an until) or of the service
 	// ([Runner.PauseAll]).
 	ActorRunner = Actor{Name: "runner", Role: RoleAdmin}
 )
@@ -104,9 +104,9 @@ const (
 	ActionCreate    Action = "create"     // [Runner.Add]
 	ActionUpdate    Action = "update"     // [Runner.Update]
 	ActionDelete    Action = "delete"     // [Runner.Remove]
-	ActionPause     Action = "pause"      // [Runner.Pause], [Runner.PauseUntil]
+	ActionPause     Action = "pause"      // [Runner.Pause]
 	ActionResume    Action = "resume"     // [Runner.Resume], and the end of a timed pause
-	ActionRunNow    Action = "run-now"    // [Runner.RunNow], [Runner.RunNowWith]
+	ActionRunNow    Action = "run-now"    // [Runner.RunNow]
 	ActionPauseAll  Action = "pause-all"  // [Runner.PauseAll]
 	ActionResumeAll Action = "resume-all" // [Runner.ResumeAll], and the end of a timed service pause
 	// ActionReplaceHeader is asked, beside ActionRunNow, by a run-now

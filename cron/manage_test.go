@@ -61,16 +61,16 @@ func TestAuditEveryChange(t *testing.T) {
 				_, err := r.Update(ada, "j", func(j *Job) error { j.Name = "x"; return nil })
 				return err
 			}, "ada admin update j"},
-			{"pause", func() error { _, err := r.Pause(ann, "j"); return err }, "ann operator pause j"},
+			{"pause", func() error { _, err := r.Pause(ann, "j", time.Time{}); return err }, "ann operator pause j"},
 			{"resume", func() error { _, err := r.Resume(ann, "j"); return err }, "ann operator resume j"},
-			{"pause until", func() error { _, err := r.PauseUntil(ann, "j", time.Now().Add(time.Hour)); return err }, "ann operator pause j"},
-			{"run-now", func() error { _, err := r.RunNow(ann, "j"); return err }, "ann operator run-now j"},
+			{"pause until", func() error { _, err := r.Pause(ann, "j", time.Now().Add(time.Hour)); return err }, "ann operator pause j"},
+			{"run-now", func() error { _, err := r.RunNow(ann, "j", RunOptions{Force: true}); return err }, "ann operator run-now j"},
 			{"run-now with a key", func() error {
-				_, err := r.RunNowWith(ann, "k", RunOptions{IdempotencyKey: "a", Force: true})
+				_, err := r.RunNow(ann, "k", RunOptions{IdempotencyKey: "a", Force: true})
 				return err
 			}, "ann operator run-now k"},
 			{"its replay", func() error {
-				t, err := r.RunNowWith(ann, "k", RunOptions{IdempotencyKey: "a", Force: true})
+				t, err := r.RunNow(ann, "k", RunOptions{IdempotencyKey: "a", Force: true})
 				if err == nil && !t.Replayed {
 					err = errors.New("not a replay")
 				}
@@ -128,7 +128,7 @@ func TestAuditRunnerOwnChanges(t *testing.T) {
 		bad.Alert = &AlertConfig{URL: "http://alerts.test/hook", PauseAfter: 2}
 		mustAdd(t, r, bad)
 		_, last := audited(t, r, 0)
-		if _, err := r.PauseUntil(ctx, "j", time.Now().Add(10*time.Minute)); err != nil {
+		if _, err := r.Pause(ctx, "j", time.Now().Add(10*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := r.PauseAll(ctx, time.Now().Add(20*time.Minute), "window"); err != nil {
@@ -168,7 +168,7 @@ func TestAuthorizer(t *testing.T) {
 	if _, err := r.Add(eve, httpJob("j", Every(time.Hour))); !errors.Is(err, deny) {
 		t.Errorf("Add as eve: %v, want the Authorizer's error", err)
 	}
-	if _, err := r.Get("j"); !errors.Is(err, ErrNotFound) {
+	if _, err := r.Get(context.Background(), "j"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a refused Add stored the job: %v", err)
 	}
 	mustAdd(t, r, httpJob("j", Every(time.Hour)))
@@ -198,19 +198,19 @@ func TestRunNowHeaders(t *testing.T) {
 	op := WithActor(context.Background(), Actor{Name: "otto", Role: RoleOperator})
 	admin := WithActor(context.Background(), Actor{Name: "ada", Role: RoleAdmin})
 	for _, h := range []string{"Host", "host", "Connection", "Transfer-Encoding", "Upgrade", "Proxy-Authorization", "TE"} {
-		_, err := r.RunNowWith(admin, "j", RunOptions{Headers: map[string]string{h: "x"}, Force: true})
+		_, err := r.RunNow(admin, "j", RunOptions{Headers: map[string]string{h: "x"}, Force: true})
 		var ve *ValidationError
 		if !errors.As(err, &ve) || ve.Field != "headers" {
 			t.Errorf("run-now with %s: %v, want a ValidationError naming headers", h, err)
 		}
 	}
-	if _, err := r.RunNowWith(op, "j", RunOptions{Headers: map[string]string{"authorization": "Bearer mine"}, Force: true}); !errors.Is(err, ErrForbidden) {
+	if _, err := r.RunNow(op, "j", RunOptions{Headers: map[string]string{"authorization": "Bearer mine"}, Force: true}); !errors.Is(err, ErrForbidden) {
 		t.Errorf("operator replacing the job's Authorization: %v, want ErrForbidden", err)
 	}
-	if _, err := r.RunNowWith(op, "j", RunOptions{Headers: map[string]string{"X-Release": "42"}, Force: true}); err != nil {
+	if _, err := r.RunNow(op, "j", RunOptions{Headers: map[string]string{"X-Release": "42"}, Force: true}); err != nil {
 		t.Errorf("operator adding a header: %v", err)
 	}
-	if _, err := r.RunNowWith(admin, "j", RunOptions{Headers: map[string]string{"Authorization": "Bearer override-secret"}, Force: true}); err != nil {
+	if _, err := r.RunNow(admin, "j", RunOptions{Headers: map[string]string{"Authorization": "Bearer override-secret"}, Force: true}); err != nil {
 		t.Errorf("admin replacing a header: %v", err)
 	}
 	es, _, _ := r.Audit(context.Background(), AuditQuery{JobID: "j"})
@@ -239,24 +239,24 @@ func TestIdempotentRunNow(t *testing.T) {
 	ctx := context.Background()
 	mustAdd(t, r, httpJob("h", Every(time.Hour)))
 	opts := RunOptions{Force: true, IdempotencyKey: "k1"}
-	first, err := r.RunNowWith(ctx, "h", opts)
+	first, err := r.RunNow(ctx, "h", opts)
 	if err != nil || first.Replayed || first.RunID == "" {
 		t.Fatalf("first: %+v %v", first, err)
 	}
-	if again, err := r.RunNowWith(ctx, "h", opts); err != nil || !again.Replayed || again.RunID != first.RunID {
+	if again, err := r.RunNow(ctx, "h", opts); err != nil || !again.Replayed || again.RunID != first.RunID {
 		t.Errorf("repeat: %+v %v, want a replay of %s", again, err, first.RunID)
 	}
 	body := "other"
-	if _, err := r.RunNowWith(ctx, "h", RunOptions{Force: true, Body: &body, IdempotencyKey: "k1"}); !errors.Is(err, ErrIdempotencyKeyReused) {
+	if _, err := r.RunNow(ctx, "h", RunOptions{Force: true, Body: &body, IdempotencyKey: "k1"}); !errors.Is(err, ErrIdempotencyKeyReused) {
 		t.Errorf("same key, other options: %v", err)
 	}
-	if _, err := r.RunNowWith(ctx, "nope", RunOptions{IdempotencyKey: "k1"}); !errors.Is(err, ErrNotFound) {
+	if _, err := r.RunNow(ctx, "nope", RunOptions{IdempotencyKey: "k1"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown job: %v", err)
 	}
 	if _, first, _ := st.ReserveIdempotencyKey(ctx, "nope", "k1", IdempotencyEntry{At: time.Now()}); !first {
 		t.Errorf("the key of a run-now that queued nothing is still held")
 	}
-	if _, err := r.RunNowWith(ctx, "h", RunOptions{IdempotencyKey: "bad\x01key"}); err == nil {
+	if _, err := r.RunNow(ctx, "h", RunOptions{IdempotencyKey: "bad\x01key"}); err == nil {
 		t.Error("a key with a control character was taken")
 	}
 
@@ -265,7 +265,7 @@ func TestIdempotentRunNow(t *testing.T) {
 	e, _, _ := st.ReserveIdempotencyKey(ctx, "h", "k2", IdempotencyEntry{Sum: sum, At: time.Now()})
 	done := make(chan RunTicket, 1)
 	go func() {
-		tk, _ := r.RunNowWith(ctx, "h", RunOptions{Force: true, IdempotencyKey: "k2"})
+		tk, _ := r.RunNow(ctx, "h", RunOptions{Force: true, IdempotencyKey: "k2"})
 		done <- tk
 	}()
 	time.Sleep(20 * time.Millisecond)
@@ -278,12 +278,12 @@ func TestIdempotentRunNow(t *testing.T) {
 	// Reserved elsewhere and never answered: pending after the wait.
 	r.idemT.wait = 100 * time.Millisecond
 	st.ReserveIdempotencyKey(ctx, "h", "k3", IdempotencyEntry{Sum: sum, At: time.Now()})
-	if _, err := r.RunNowWith(ctx, "h", RunOptions{Force: true, IdempotencyKey: "k3"}); !errors.Is(err, ErrIdempotencyPending) {
+	if _, err := r.RunNow(ctx, "h", RunOptions{Force: true, IdempotencyKey: "k3"}); !errors.Is(err, ErrIdempotencyPending) {
 		t.Errorf("repeat of a run-now never answered: %v", err)
 	}
 	// Reserved long ago and never answered: taken over.
 	st.ReserveIdempotencyKey(ctx, "h", "k4", IdempotencyEntry{Sum: sum, At: time.Now().Add(-idempotencyAbandon - time.Second)})
-	tk, err := r.RunNowWith(ctx, "h", RunOptions{Force: true, IdempotencyKey: "k4"})
+	tk, err := r.RunNow(ctx, "h", RunOptions{Force: true, IdempotencyKey: "k4"})
 	if err != nil || tk.Replayed || tk.RunID == "" {
 		t.Errorf("a key reserved long ago: %+v %v, want a run of its own", tk, err)
 	}
@@ -371,7 +371,7 @@ func TestRunErrorScrubbed(t *testing.T) {
 	j := secretJob()
 	j.Alert = nil
 	mustAdd(t, r, j)
-	if _, err := r.RunNow(context.Background(), "s"); err != nil {
+	if _, err := r.RunNow(context.Background(), "s", RunOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	var runs []Run

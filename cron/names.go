@@ -23,7 +23,7 @@ var (
 	// ErrInvalidCron matches every *[ParseError] with errors.Is.
 	ErrInvalidCron = errors.New("cron: invalid expression")
 
-	// ErrInFlight is returned by [Runner.RunNowWith] for a job that has a run
+	// ErrInFlight is returned by [Runner.RunNow] for a job that has a run
 	// queued or running on this runner, or over a shared store that counts
 	// them ([RunCounter]) on another runner, unless [RunOptions.Force] is set.
 	ErrInFlight = errors.New("cron: a run of the job is already in flight")
@@ -37,7 +37,7 @@ var (
 	ErrClosed = errors.New("cron: runner is closed")
 
 	// ErrUnavailable is wrapped by the errors of the reads a runner over a
-	// [SharedStore] makes for the API ([Runner.Page], [Runner.Count],
+	// [SharedStore] makes for the API ([Runner.List], [Runner.Count],
 	// [Runner.Get] of a job not held, [Runner.Runs]) when the store cannot
 	// answer, as while its database is down: a caller may try again.
 	ErrUnavailable = errors.New("cron: the store is unavailable")

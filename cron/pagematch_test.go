@@ -53,12 +53,12 @@ func TestPageMatching(t *testing.T) {
 	}
 	for _, tt := range tests {
 		seen = 0
-		got, more, err := r.PageMatching(tt.after, tt.limit, tt.text, tt.keep)
+		got, more, err := r.List(context.Background(), cron.JobQuery{After: tt.after, Limit: tt.limit, Text: tt.text, Keep: tt.keep})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(tt.want, ids(got)); diff != "" || more != tt.wantMore || seen != tt.wantSeen {
-			t.Errorf("PageMatching(%q, %d, %q): more %v (want %v), keep saw %d (want %d), ids (-want +got):\n%s",
+			t.Errorf("List(%q, %d, %q): more %v (want %v), keep saw %d (want %d), ids (-want +got):\n%s",
 				tt.after, tt.limit, tt.text, more, tt.wantMore, seen, tt.wantSeen, diff)
 		}
 	}

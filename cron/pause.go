@@ -230,14 +230,35 @@ func (r *Runner) loadPause(ctx context.Context) error {
 	return nil
 }
 
-// Pause disables job id: enabled=false, paused_until cleared, paused_at
-// now (see [Job.PausedAt]; kept when the job was paused already),
-// last_status paused, next_run_at unset, out of the heap. A run in flight
-// finishes. An unknown id is [ErrNotFound].
+// Pause disables job id: enabled=false, paused_at now (see
+// [Job.PausedAt]; kept when the job was paused already), last_status
+// paused, next_run_at unset, out of the heap. A run in flight finishes.
+// An unknown id is [ErrNotFound].
+//
+// A zero until pauses the job until [Runner.Resume] (paused_until
+// cleared). Otherwise the job is paused until that time (stored as its
+// paused_until): then the runner that fires the job resumes it by
+// itself, as Resume does, also after a restart, and over a [SharedStore]
+// whichever runner holds the job at that time (the resume is a write of
+// the job like any other). A non-zero until must lie in the future: a
+// *[ValidationError] naming "until" otherwise. Pausing a paused job
+// again sets its new paused_until (or clears it, with a zero until).
 //
 // The change is authorized and audited ([ActionPause]) as [Runner.Add]'s.
-func (r *Runner) Pause(ctx context.Context, id string) (Job, error) {
-	return r.pauseJob(ctx, ActionPause, id, true, time.Time{})
+func (r *Runner) Pause(ctx context.Context, id string, until time.Time) (Job, error) {
+	if until.IsZero() {
+		return r.pauseJob(ctx, ActionPause, id, true, time.Time{})
+	}
+	if _, err := r.authorize(ctx, ActionPause, id); err != nil {
+		return Job{}, err
+	}
+	if now := r.now(); !until.After(now) {
+		return Job{}, invalid("until", "must be in the future, got %s (now %s)", until.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	if !inNanoRange(until) {
+		return Job{}, invalid("until", "must be before the year 2262, got %s", until.UTC().Format(time.RFC3339))
+	}
+	return r.pauseJob(ctx, ActionPause, id, true, until.UTC())
 }
 
 // pauseJob makes the pause (paused, until zero for no end) or the resume
@@ -251,7 +272,7 @@ func (r *Runner) pauseJob(ctx context.Context, act Action, id string, paused boo
 		j, _, err := r.setPause(ctx, id, paused, until, 0)
 		return j, err
 	}
-	before, berr := r.Get(id)
+	before, berr := r.Get(ctx, id)
 	j, _, err := r.setPause(ctx, id, paused, until, 0)
 	if err != nil {
 		return Job{}, err
@@ -262,30 +283,6 @@ func (r *Runner) pauseJob(ctx context.Context, act Action, id string, paused boo
 	}
 	r.audit(ctx, c)
 	return j, nil
-}
-
-// PauseUntil pauses job id as [Runner.Pause] does, until the time until
-// (stored as the job's paused_until): then the runner that fires the job
-// resumes it by itself, as [Runner.Resume] does, also after a restart,
-// and over a [SharedStore] whichever runner holds the job at that time
-// (the resume is a write of the job like any other). until must lie in
-// the future: a *[ValidationError] naming "until" otherwise. A zero until
-// is a plain [Runner.Pause]. Pausing a paused job again sets its new
-// paused_until. An unknown id is [ErrNotFound].
-func (r *Runner) PauseUntil(ctx context.Context, id string, until time.Time) (Job, error) {
-	if until.IsZero() {
-		return r.Pause(ctx, id)
-	}
-	if _, err := r.authorize(ctx, ActionPause, id); err != nil {
-		return Job{}, err
-	}
-	if now := r.now(); !until.After(now) {
-		return Job{}, invalid("until", "must be in the future, got %s (now %s)", until.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
-	}
-	if !inNanoRange(until) {
-		return Job{}, invalid("until", "must be before the year 2262, got %s", until.UTC().Format(time.RFC3339))
-	}
-	return r.pauseJob(ctx, ActionPause, id, true, until.UTC())
 }
 
 // Resume enables job id, clears its paused_until and schedules its next

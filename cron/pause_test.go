@@ -25,9 +25,9 @@ func TestPauseUntil(t *testing.T) {
 		stop := start(t, r)
 		time.Sleep(5 * time.Second)
 		until := t0.Add(35 * time.Second)
-		p, err := r.PauseUntil(ctx, "e", until)
+		p, err := r.Pause(ctx, "e", until)
 		if err != nil {
-			t.Fatalf("PauseUntil: %v", err)
+			t.Fatalf("Pause: %v", err)
 		}
 		if !p.Paused || !p.PausedUntil.Equal(until) || p.LastStatus != StatusPaused {
 			t.Errorf("paused job: paused %v until %v status %q; want true %v paused", p.Paused, p.PausedUntil, p.LastStatus, until)
@@ -48,10 +48,10 @@ func TestPauseUntil(t *testing.T) {
 		}
 
 		// A plain pause after a timed one clears paused_until.
-		if _, err := r.PauseUntil(ctx, "e", time.Now().Add(time.Hour)); err != nil {
+		if _, err := r.Pause(ctx, "e", time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
-		if p, _ := r.Pause(ctx, "e"); !p.Paused || !p.PausedUntil.IsZero() {
+		if p, _ := r.Pause(ctx, "e", time.Time{}); !p.Paused || !p.PausedUntil.IsZero() {
 			t.Errorf("plain pause: paused %v until %v, want true zero", p.Paused, p.PausedUntil)
 		}
 		time.Sleep(2 * time.Hour)
@@ -62,7 +62,7 @@ func TestPauseUntil(t *testing.T) {
 
 		// The pause survives a restart and ends in the next runner.
 		until = time.Now().Add(time.Minute)
-		if _, err := r.PauseUntil(ctx, "e", until); err != nil {
+		if _, err := r.Pause(ctx, "e", until); err != nil {
 			t.Fatal(err)
 		}
 		_ = stop()
@@ -80,11 +80,11 @@ func TestPauseUntil(t *testing.T) {
 		// An until not in the future names until.
 		for _, u := range []time.Time{time.Now(), time.Now().Add(-time.Second)} {
 			var ve *ValidationError
-			if _, err := r2.PauseUntil(ctx, "e", u); !errors.As(err, &ve) || ve.Field != "until" {
-				t.Errorf("PauseUntil(%v): %v, want a ValidationError naming until", u, err)
+			if _, err := r2.Pause(ctx, "e", u); !errors.As(err, &ve) || ve.Field != "until" {
+				t.Errorf("Pause(%v): %v, want a ValidationError naming until", u, err)
 			}
 		}
-		if _, err := r2.PauseUntil(ctx, "nope", time.Now().Add(time.Hour)); !errors.Is(err, ErrNotFound) {
+		if _, err := r2.Pause(ctx, "nope", time.Now().Add(time.Hour)); !errors.Is(err, ErrNotFound) {
 			t.Errorf("unknown id: %v, want ErrNotFound", err)
 		}
 		_ = stop2()
@@ -102,14 +102,14 @@ func TestPauseUntilResumedEarly(t *testing.T) {
 		mustAdd(t, r, httpJob("b", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute)}))
 		stop := start(t, r)
 		for _, id := range []string{"a", "b"} {
-			if _, err := r.PauseUntil(ctx, id, time.Now().Add(10*time.Minute)); err != nil {
+			if _, err := r.Pause(ctx, id, time.Now().Add(10*time.Minute)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if _, err := r.Resume(ctx, "a"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.Pause(ctx, "a"); err != nil {
+		if _, err := r.Pause(ctx, "a", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := r.Remove(ctx, "b"); err != nil {
@@ -152,7 +152,7 @@ func TestPauseAll(t *testing.T) {
 		if stored, _ := st.LoadPause(ctx); !stored.Paused {
 			t.Errorf("the store keeps no pause")
 		}
-		if _, err := r.RunNow(ctx, "e"); !errors.Is(err, ErrServicePaused) {
+		if _, err := r.RunNow(ctx, "e", RunOptions{Force: true}); !errors.Is(err, ErrServicePaused) {
 			t.Errorf("RunNow while paused: %v, want ErrServicePaused", err)
 		}
 		time.Sleep(45 * time.Second) // t0+50s

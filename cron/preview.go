@@ -1,6 +1,7 @@
 package cron
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -106,13 +107,13 @@ func (r *Runner) Preview(spec ScheduleSpec, id string, n int) ([]time.Time, erro
 // computed in its time zone; an every schedule's jitter is the job's own.
 // A once job that has run lists no time. n must be from 1 to
 // [MaxPreview] (a *[ValidationError] naming "n"); an unknown id is
-// [ErrNotFound]. Over a [SharedStore], the job is read as [Runner.Get]
-// reads it.
-func (r *Runner) Next(id string, n int) ([]time.Time, Job, error) {
+// [ErrNotFound]. Over a [SharedStore], the job is read with ctx as
+// [Runner.Get] reads it.
+func (r *Runner) Next(ctx context.Context, id string, n int) ([]time.Time, Job, error) {
 	if n < 1 || n > MaxPreview {
 		return nil, Job{}, invalid("n", "must be from 1 to %d, got %d", MaxPreview, n)
 	}
-	j, err := r.Get(id)
+	j, err := r.Get(ctx, id)
 	if err != nil {
 		return nil, Job{}, err
 	}

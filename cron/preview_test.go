@@ -95,7 +95,7 @@ func TestRunnerNext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, job, err := r.Next("jit", 3)
+		got, job, err := r.Next(ctx, "jit", 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,10 +113,10 @@ func TestRunnerNext(t *testing.T) {
 		if _, err := r.Add(ctx, httpJob("paris", ScheduleSpec{Kind: KindCron, Cron: "0 9 * * *", TZ: "Europe/Paris"})); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.Pause(ctx, "paris"); err != nil {
+		if _, err := r.Pause(ctx, "paris", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		got, job, err = r.Next("paris", 2)
+		got, job, err = r.Next(ctx, "paris", 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,11 +128,11 @@ func TestRunnerNext(t *testing.T) {
 			t.Error("job.Paused = false, want true")
 		}
 
-		if _, _, err := r.Next("nope", 1); !errors.Is(err, ErrNotFound) {
+		if _, _, err := r.Next(ctx, "nope", 1); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Next of an unknown job: %v, want ErrNotFound", err)
 		}
 		var ve *ValidationError
-		if _, _, err := r.Next("paris", 0); !errors.As(err, &ve) || ve.Field != "n" {
+		if _, _, err := r.Next(ctx, "paris", 0); !errors.As(err, &ve) || ve.Field != "n" {
 			t.Errorf("Next with n 0: %v, want a *ValidationError on n", err)
 		}
 	})

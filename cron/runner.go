@@ -947,7 +947,7 @@ func (r *Runner) Remove(ctx context.Context, id string) error {
 	if !r.auditOn() {
 		return r.remove(ctx, id)
 	}
-	before, berr := r.Get(id)
+	before, berr := r.Get(ctx, id)
 	if err := r.remove(ctx, id); err != nil {
 		return err
 	}
@@ -989,11 +989,13 @@ func (r *Runner) remove(ctx context.Context, id string) error {
 }
 
 // Get returns job id. An unknown id is [ErrNotFound]. Over a
-// [SharedStore], the job is read from the store (for the
+// [SharedStore], the job is read from the store with ctx (for the
 // bookkeeping another runner writes, and for the jobs this runner does
 // not hold); a job this runner fires shows its own next_run_at, and the
-// later of its own last run and the stored one.
-func (r *Runner) Get(id string) (Job, error) {
+// later of its own last run and the stored one. When that read fails, a
+// job the runner holds is returned as it holds it; another job is an
+// error wrapping [ErrUnavailable].
+func (r *Runner) Get(ctx context.Context, id string) (Job, error) {
 	r.mu.Lock()
 	_, e, held := r.lookup(id)
 	var j Job
@@ -1007,8 +1009,6 @@ func (r *Runner) Get(id string) (Job, error) {
 		}
 		return j, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
 	s, _, _, err := r.readStored(ctx, id)
 	switch {
 	case err != nil && held:
@@ -1034,41 +1034,43 @@ func (r *Runner) lockJob(id string) (unlock func()) {
 	}
 }
 
-// List returns every job the runner holds, in creation order (over a
-// shared store, those it fires: see [Runner.Page] for every stored job).
-// Jobs whose Add calls ran at the same time may come in either order.
-func (r *Runner) List() []Job {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]Job, 0, r.jobs.len())
-	for _, idx := range r.order {
-		if idx >= 0 {
-			out = append(out, r.tab.at(idx).job(true))
-		}
-	}
-	return out
+// JobQuery selects the jobs of a [Runner.List] page. The zero JobQuery
+// lists every job.
+type JobQuery struct {
+	// After is where the page starts: the jobs that come after the job
+	// with this id in the order of the list. "" starts at the first job.
+	// An id that names no job is [ErrNotFound] (the job that ended the
+	// previous page was removed since).
+	After string
+	// Limit is the most jobs the page holds; 0 (or less) means no limit:
+	// every job after After that is kept.
+	Limit int
+	// Text keeps the jobs whose id or name contains it, ignoring case; ""
+	// keeps every job. Over a runner's own jobs the text is tested before
+	// a Job is built, with no allocation, so a search over many jobs costs
+	// little more than the scan.
+	Text string
+	// Keep, when not nil, keeps the jobs it returns true for, of those that
+	// match Text. It sees each of them once, and must be fast: without a
+	// [SharedStore], the runner is locked meanwhile.
+	Keep func(*Job) bool
 }
 
-// Page returns up to limit jobs (limit <= 0: no limit) that keep returns
-// true for, in creation order, starting after the job with id after ("":
-// from the first), and whether more jobs follow the last one returned
-// (matching or not). keep sees each job once, and must be fast: the runner
-// is locked meanwhile. An after that names no job is [ErrNotFound]: the
-// job that ended the previous page was removed since.
+// List returns a page of the jobs that q keeps, in creation order (the
+// order in which they were added; jobs whose Add calls ran at the same
+// time may come in either order): up to q.Limit jobs after the job
+// q.After, and whether more jobs follow the last one returned (kept by
+// q or not). Pass the ID of the last job of a page as the After of the
+// next. Without a store shared by several runners, the jobs are those
+// the runner holds, and ctx is not used.
 //
 // Over a [SharedStore] (where each runner holds only the jobs it fires),
-// Page pages through every stored job, from the store; a failed read of
-// the store wraps [ErrUnavailable].
-func (r *Runner) Page(after string, limit int, keep func(*Job) bool) (jobs []Job, more bool, err error) {
-	return r.PageMatching(after, limit, "", keep)
-}
-
-// PageMatching is [Runner.Page] over the jobs whose id or name contains
-// text, ignoring case ("" matches every job). The text is tested on the
-// runner's own copy of the id and the name before a Job is built, with
-// no allocation, so a search over many jobs costs little more than the
-// scan; keep then sees only the jobs that match.
-func (r *Runner) PageMatching(after string, limit int, text string, keep func(*Job) bool) (jobs []Job, more bool, err error) {
+// List pages through every stored job, read from the store with ctx, in
+// the store's creation order; a job this runner fires shows the
+// bookkeeping it holds, as [Runner.Get] does. A failed read of the store
+// wraps [ErrUnavailable]. [Runner.IDs] lists the jobs the runner holds.
+func (r *Runner) List(ctx context.Context, q JobQuery) (jobs []Job, more bool, err error) {
+	after, limit, text, keep := q.After, q.Limit, q.Text, q.Keep
 	if r.sh != nil {
 		if text != "" {
 			inner := keep
@@ -1076,7 +1078,7 @@ func (r *Runner) PageMatching(after string, limit int, text string, keep func(*J
 				return (containsFold(j.ID, text) || containsFold(j.Name, text)) && (inner == nil || inner(j))
 			}
 		}
-		return r.pageStored(after, limit, keep)
+		return r.pageStored(ctx, after, limit, keep)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

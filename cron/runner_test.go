@@ -147,11 +147,21 @@ func mustAdd(t *testing.T, r *Runner, j Job) Job {
 
 func mustGet(t *testing.T, r *Runner, id string) Job {
 	t.Helper()
-	j, err := r.Get(id)
+	j, err := r.Get(context.Background(), id)
 	if err != nil {
 		t.Fatalf("Get(%q): %v", id, err)
 	}
 	return j
+}
+
+// mustList returns every job r lists.
+func mustList(t *testing.T, r *Runner) []Job {
+	t.Helper()
+	jobs, _, err := r.List(context.Background(), JobQuery{})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	return jobs
 }
 
 // replaceJob replaces the configuration of job j.ID with j's through
@@ -351,7 +361,7 @@ func TestLoadMisfire(t *testing.T) {
 				t.Errorf("job %s after Load (-want +got):\n%s", tt.id, diff)
 			}
 		}
-		if _, err := r.Get("bad"); !errors.Is(err, ErrNotFound) {
+		if _, err := r.Get(ctx, "bad"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Get(bad) error = %v, want ErrNotFound (skipped)", err)
 		}
 		stored, _ := st.Load(ctx)
@@ -523,10 +533,11 @@ func TestRunNow(t *testing.T) {
 		before := mustGet(t, r, "e").NextRunAt
 		stop := start(t, r)
 		time.Sleep(time.Minute)
-		id, err := r.RunNow(context.Background(), "e")
+		tk, err := r.RunNow(context.Background(), "e", RunOptions{Force: true})
 		if err != nil {
 			t.Fatalf("RunNow: %v", err)
 		}
+		id := tk.RunID
 		synctest.Wait()
 		runs := ex.runs()
 		if len(runs) != 1 || runs[0].RunID != id || !runs[0].ScheduledAt.Equal(t0.Add(time.Minute)) {
@@ -536,11 +547,11 @@ func TestRunNow(t *testing.T) {
 		if !j.NextRunAt.Equal(before) || j.LastStatus != StatusSuccess {
 			t.Errorf("after run-now: next_run_at %v status %q, want %v success", j.NextRunAt, j.LastStatus, before)
 		}
-		if _, err := r.RunNow(context.Background(), "nope"); !errors.Is(err, ErrNotFound) {
+		if _, err := r.RunNow(context.Background(), "nope", RunOptions{Force: true}); !errors.Is(err, ErrNotFound) {
 			t.Errorf("RunNow(unknown) error = %v, want ErrNotFound", err)
 		}
 		_ = stop()
-		if _, err := r.RunNow(context.Background(), "e"); !errors.Is(err, ErrClosed) {
+		if _, err := r.RunNow(context.Background(), "e", RunOptions{Force: true}); !errors.Is(err, ErrClosed) {
 			t.Errorf("RunNow after Run returned: error = %v, want ErrClosed", err)
 		}
 	})
@@ -556,7 +567,7 @@ func TestPauseResume(t *testing.T) {
 		mustAdd(t, r, httpJob("e", ScheduleSpec{Kind: KindEvery, Every: Duration(10 * time.Second), StartAt: t0}))
 		stop := start(t, r)
 		time.Sleep(15 * time.Second) // one run, at t0+10s
-		p, err := r.Pause(ctx, "e")
+		p, err := r.Pause(ctx, "e", time.Time{})
 		if err != nil {
 			t.Fatalf("Pause: %v", err)
 		}
@@ -585,7 +596,8 @@ func TestPauseResume(t *testing.T) {
 		if diff := cmp.Diff(want, ex.scheduledOf("e")); diff != "" {
 			t.Errorf("runs after resume (-want +got):\n%s", diff)
 		}
-		for _, f := range []func(context.Context, string) (Job, error){r.Pause, r.Resume} {
+		pause := func(ctx context.Context, id string) (Job, error) { return r.Pause(ctx, id, time.Time{}) }
+		for _, f := range []func(context.Context, string) (Job, error){pause, r.Resume} {
 			if _, err := f(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 				t.Errorf("unknown id: error %v, want ErrNotFound", err)
 			}
@@ -711,11 +723,11 @@ func TestRemove(t *testing.T) {
 		mustAdd(t, r, httpJob("blocker", ScheduleSpec{Kind: KindOnce, RunAt: t0.Add(time.Hour)}))
 		mustAdd(t, r, httpJob("queued", ScheduleSpec{Kind: KindOnce, RunAt: t0.Add(time.Hour)}))
 		stop := start(t, r)
-		if _, err := r.RunNow(ctx, "blocker"); err != nil {
+		if _, err := r.RunNow(ctx, "blocker", RunOptions{Force: true}); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait() // the only worker is busy
-		if _, err := r.RunNow(ctx, "queued"); err != nil {
+		if _, err := r.RunNow(ctx, "queued", RunOptions{Force: true}); err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range []string{"heap", "queued"} {
@@ -737,7 +749,7 @@ func TestRemove(t *testing.T) {
 			t.Errorf("executed (-want +got):\n%s", diff)
 		}
 		var names []string
-		for _, j := range r.List() {
+		for _, j := range mustList(t, r) {
 			names = append(names, j.ID)
 		}
 		stored, _ := st.Load(ctx)
@@ -979,20 +991,20 @@ func TestConcurrentAPI(t *testing.T) {
 					}
 					switch i % 5 {
 					case 0:
-						_, _ = r.Pause(ctx, id)
+						_, _ = r.Pause(ctx, id, time.Time{})
 					case 1:
-						_, _ = r.Pause(ctx, id)
+						_, _ = r.Pause(ctx, id, time.Time{})
 						_, _ = r.Resume(ctx, id)
 					case 2:
-						_, _ = r.RunNow(ctx, id)
+						_, _ = r.RunNow(ctx, id, RunOptions{Force: true})
 					case 3:
 						j.Schedule.Every = Duration(1500 * time.Millisecond)
 						_, _ = replaceJob(ctx, r, j)
 					case 4:
 						_ = r.Remove(ctx, id)
 					}
-					_, _ = r.Get(id)
-					_ = r.List()
+					_, _ = r.Get(ctx, id)
+					_, _, _ = r.List(ctx, JobQuery{})
 					time.Sleep(100 * time.Millisecond)
 				}
 			})
@@ -1006,7 +1018,7 @@ func TestConcurrentAPI(t *testing.T) {
 			t.Errorf("no runs while the API was busy")
 		}
 		stored, _ := st.Load(ctx)
-		listed := r.List()
+		listed := mustList(t, r)
 		// Each goroutine created its jobs one after the other: both lists
 		// keep that order. Jobs of different goroutines were created
 		// concurrently and may come in either order.
@@ -1100,7 +1112,7 @@ func TestConcurrentWritesOneJob(t *testing.T) {
 						t.Errorf("Update: %v", err)
 					}
 				case 1:
-					if _, err := r.Pause(ctx, "one"); err != nil {
+					if _, err := r.Pause(ctx, "one", time.Time{}); err != nil {
 						t.Errorf("Pause: %v", err)
 					}
 				case 2:
@@ -1113,7 +1125,7 @@ func TestConcurrentWritesOneJob(t *testing.T) {
 	}
 	wg.Wait()
 	stored, _ := st.Load(ctx)
-	if diff := cmp.Diff(r.List(), stored); diff != "" {
+	if diff := cmp.Diff(mustList(t, r), stored); diff != "" {
 		t.Errorf("runner and store disagree (-runner +store):\n%s", diff)
 	}
 }

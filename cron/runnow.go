@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// RunOptions change one run started by [Runner.RunNowWith]. The zero value
+// RunOptions change one run started by [Runner.RunNow]. The zero value
 // runs the job as it is stored, unless a run of it is in flight.
 type RunOptions struct {
 	// Body, when not nil, replaces the http.body of an HTTP job for this
@@ -41,7 +41,7 @@ type RunOptions struct {
 	IdempotencyKey string
 }
 
-// RunTicket is the answer of [Runner.RunNowWith].
+// RunTicket is the answer of [Runner.RunNow].
 type RunTicket struct {
 	// RunID is the run queued, or the one a replay answers.
 	RunID string
@@ -142,17 +142,11 @@ func hasFold(m map[string]string, key string) bool {
 	return false
 }
 
-// RunNow queues a run of job id for the worker pool at once, whatever its
-// schedule, its enabled flag or the runs of it in flight, and returns the
-// run's id: [Runner.RunNowWith] with Force set and no overrides.
-func (r *Runner) RunNow(ctx context.Context, id string) (string, error) {
-	t, err := r.RunNowWith(ctx, id, RunOptions{Force: true})
-	return t.RunID, err
-}
-
-// RunNowWith queues a run of job id for the worker pool at once, whatever
+// RunNow queues a run of job id for the worker pool at once, whatever
 // its schedule or enabled flag, changed by opts for this run only, and
-// returns the run's id. next_run_at does not change. A run queued when
+// returns its ticket, with the run's id (the zero RunOptions is a plain
+// run of the job as it is, refused while a run of it is in flight; set
+// Force to run it all the same). next_run_at does not change. A run queued when
 // Run's context ends is dropped. While the service is paused
 // ([Runner.PauseAll]) it returns [ErrServicePaused].
 //
@@ -175,7 +169,7 @@ func (r *Runner) RunNow(ctx context.Context, id string) (string, error) {
 // [ActionReplaceHeader] (the admin role under [RoleRules]), and Host and
 // the hop-by-hop headers (Connection, Transfer-Encoding, ...) are a
 // *ValidationError naming headers.
-func (r *Runner) RunNowWith(ctx context.Context, id string, opts RunOptions) (RunTicket, error) {
+func (r *Runner) RunNow(ctx context.Context, id string, opts RunOptions) (RunTicket, error) {
 	a, err := r.authorize(ctx, ActionRunNow, id)
 	if err != nil {
 		return RunTicket{}, err
@@ -206,7 +200,7 @@ func (r *Runner) RunNowWith(ctx context.Context, id string, opts RunOptions) (Ru
 // checkReplace asks for [ActionReplaceHeader] when headers replace one
 // that job id sets.
 func (r *Runner) checkReplace(ctx context.Context, a Actor, id string, headers map[string]string) error {
-	j, err := r.Get(id)
+	j, err := r.Get(ctx, id)
 	if err != nil {
 		return nil // the run-now itself says what is wrong
 	}

@@ -35,14 +35,14 @@ func TestRunNowWith(t *testing.T) {
 		defer stop()
 		ctx := context.Background()
 		body := "over {{job_id}}"
-		if _, err := r.RunNowWith(ctx, "h", RunOptions{Body: &body, Headers: map[string]string{"x-b": "3"}}); err != nil {
+		if _, err := r.RunNow(ctx, "h", RunOptions{Body: &body, Headers: map[string]string{"x-b": "3"}}); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if _, err := r.RunNowWith(ctx, "h", RunOptions{}); !errors.Is(err, ErrInFlight) {
+		if _, err := r.RunNow(ctx, "h", RunOptions{}); !errors.Is(err, ErrInFlight) {
 			t.Errorf("run-now during a run: %v, want ErrInFlight", err)
 		}
-		if _, err := r.RunNowWith(ctx, "h", RunOptions{Force: true}); err != nil {
+		if _, err := r.RunNow(ctx, "h", RunOptions{Force: true}); err != nil {
 			t.Errorf("forced run-now during a run: %v", err)
 		}
 		close(release)
@@ -69,8 +69,8 @@ func TestRunNowWith(t *testing.T) {
 			{RunOptions{Body: ptr("{{nope}}")}, "body"},
 		} {
 			var ve *ValidationError
-			if _, err := r.RunNowWith(ctx, "h", tt.opts); !errors.As(err, &ve) || ve.Field != tt.field {
-				t.Errorf("RunNowWith(%+v) = %v, want an error on %s", tt.opts, err, tt.field)
+			if _, err := r.RunNow(ctx, "h", tt.opts); !errors.As(err, &ve) || ve.Field != tt.field {
+				t.Errorf("RunNow(%+v) = %v, want an error on %s", tt.opts, err, tt.field)
 			}
 		}
 	})

@@ -42,7 +42,7 @@ type SharedStore interface {
 	// already stored (by any runner) fails with an error wrapping
 	// [ErrExists]; otherwise j replaces the stored job, or is added.
 	Write(ctx context.Context, j Job, create bool) (version int64, err error)
-	// PageJobs pages through every stored job as [Runner.Page] does
+	// PageJobs pages through every stored job as [Runner.List] does
 	// through the jobs of a runner: up to limit jobs (limit <= 0: no
 	// limit) that keep returns true for, in creation order, after the job
 	// with id after ("": from the first), and whether more follow; an
@@ -81,7 +81,7 @@ type SharedStore interface {
 
 // RunCounter is an optional capability of a [SharedStore]: the runs in
 // flight of a job on every runner of the store, so that the overlap rule
-// of [Runner.RunNowWith] holds across them. store/sqlstore has it.
+// of [Runner.RunNow] holds across them. store/sqlstore has it.
 type RunCounter interface {
 	// RunsInFlight counts the runs of job id that another live runner of
 	// the store has claimed ([SharedStore.ClaimRun]) and not yet
@@ -171,8 +171,8 @@ func (r *Runner) reap() {
 	}
 }
 
-// storeTimeout bounds the store reads of the methods without a context
-// (Get, Page, List, Count).
+// storeTimeout bounds the store calls the runner makes on its own (in
+// its loops, or for a run-now, beside its caller's context).
 const storeTimeout = 10 * time.Second
 
 // readStored reads job id from a shared store, for a job the runner does
@@ -405,12 +405,10 @@ func newerRun(mem, stored Bookkeeping) Bookkeeping {
 	return mem
 }
 
-// pageStored is [Runner.Page] from a shared store: the jobs this runner
+// pageStored is [Runner.List] from a shared store: the jobs this runner
 // holds and fires show the bookkeeping it has in memory, as [Runner.Get]
 // does.
-func (r *Runner) pageStored(after string, limit int, keep func(*Job) bool) ([]Job, bool, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
+func (r *Runner) pageStored(ctx context.Context, after string, limit int, keep func(*Job) bool) ([]Job, bool, error) {
 	jobs, more, err := r.sh.PageJobs(ctx, after, limit, keep)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {

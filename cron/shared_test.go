@@ -244,12 +244,12 @@ func TestSharedRunnersFireEachSlotOnce(t *testing.T) {
 			t.Errorf("bookkeeping written %d times while no runner owns the job, want none", after-before)
 		}
 		// r2's Get reads the store for a job it does not own.
-		if _, err := r2.Get("a"); err != nil {
+		if _, err := r2.Get(context.Background(), "a"); err != nil {
 			t.Errorf("Get of a job not owned: %v", err)
 		}
 		// A run-now through a runner that does not own the job runs, and
 		// its bookkeeping reaches the store as on one runner.
-		if _, err := r2.RunNow(context.Background(), "a"); err != nil {
+		if _, err := r2.RunNow(context.Background(), "a", RunOptions{Force: true}); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()

@@ -48,7 +48,7 @@ func TestCronZoneConflict(t *testing.T) {
 	if err := r.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	j, err := r.Get("old")
+	j, err := r.Get(ctx, "old")
 	if err != nil {
 		t.Fatalf("the stored job with a conflict did not load: %v", err)
 	}
@@ -97,7 +97,7 @@ func TestUnhandledTypeEditable(t *testing.T) {
 	if err != nil || j.Name != "renamed" {
 		t.Fatalf("rename of an unhandled job: %+v, %v; want renamed", j, err)
 	}
-	if _, err := r.Pause(ctx, "orphan"); err != nil {
+	if _, err := r.Pause(ctx, "orphan", time.Time{}); err != nil {
 		t.Errorf("Pause: %v", err)
 	}
 	if _, err := r.Resume(ctx, "orphan"); err != nil {
@@ -131,14 +131,14 @@ func TestResumeLastStatus(t *testing.T) {
 				mustAdd(t, r, httpJob("never", Every(time.Hour)))
 				stop := start(t, r)
 				defer stop()
-				if _, err := r.RunNow(ctx, "ran"); err != nil {
+				if _, err := r.RunNow(ctx, "ran", RunOptions{Force: true}); err != nil {
 					t.Fatal(err)
 				}
 				synctest.Wait()
 				time.Sleep(time.Second)
 				synctest.Wait()
 				for _, id := range []string{"ran", "never"} {
-					if p, err := r.Pause(ctx, id); err != nil || p.LastStatus != StatusPaused {
+					if p, err := r.Pause(ctx, id, time.Time{}); err != nil || p.LastStatus != StatusPaused {
 						t.Fatalf("Pause(%s): %q, %v; want paused", id, p.LastStatus, err)
 					}
 				}
@@ -154,7 +154,7 @@ func TestResumeLastStatus(t *testing.T) {
 				// A second pause and resume skips the record of the first pause.
 				time.Sleep(time.Minute)
 				synctest.Wait()
-				if _, err := r.Pause(ctx, "ran"); err != nil {
+				if _, err := r.Pause(ctx, "ran", time.Time{}); err != nil {
 					t.Fatal(err)
 				}
 				time.Sleep(3 * time.Hour)

@@ -263,7 +263,7 @@ func (s *service) reportUnhandled() {
 // reportDisallowed warns about each stored job whose callback host is
 // outside KSANA_CALLBACK_ALLOW: it was stored before the list was set, and
 // its runs will fail. On a database it sees every stored job, not only
-// those this instance holds (Page reads the store).
+// those this instance holds (List reads the store).
 func (s *service) reportDisallowed() {
 	allow := cron.HostAllowList(s.cfg.CallbackAllow)
 	if len(allow) == 0 {
@@ -276,7 +276,9 @@ func (s *service) reportDisallowed() {
 		u, err := url.Parse(j.HTTP.URL)
 		return err != nil || !allow.Allows(u.Hostname())
 	}
-	jobs, _, err := s.runner.Page("", 0, bad)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	jobs, _, err := s.runner.List(ctx, cron.JobQuery{Keep: bad})
 	if err != nil {
 		s.log.Warn("ksana: cannot read the jobs to check them against KSANA_CALLBACK_ALLOW", "error", err)
 		return

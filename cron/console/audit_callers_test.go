@@ -523,12 +523,12 @@ func goRemove(id string) func(context.Context, *cron.Runner) error {
 }
 
 func goPause(id string) func(context.Context, *cron.Runner) error {
-	return func(ctx context.Context, r *cron.Runner) error { _, err := r.Pause(ctx, id); return err }
+	return func(ctx context.Context, r *cron.Runner) error { _, err := r.Pause(ctx, id, time.Time{}); return err }
 }
 
 func goPauseUntil(id string, d time.Duration) func(context.Context, *cron.Runner) error {
 	return func(ctx context.Context, r *cron.Runner) error {
-		_, err := r.PauseUntil(ctx, id, time.Now().Add(d))
+		_, err := r.Pause(ctx, id, time.Now().Add(d))
 		return err
 	}
 }
@@ -538,11 +538,11 @@ func goResume(id string) func(context.Context, *cron.Runner) error {
 }
 
 func goRunNow(id string) func(context.Context, *cron.Runner) error {
-	return func(ctx context.Context, r *cron.Runner) error { _, err := r.RunNow(ctx, id); return err }
+	return func(ctx context.Context, r *cron.Runner) error { _, err := r.RunNow(ctx, id, cron.RunOptions{Force: true}); return err }
 }
 
 func goRunNowWith(id string, o cron.RunOptions) func(context.Context, *cron.Runner) error {
-	return func(ctx context.Context, r *cron.Runner) error { _, err := r.RunNowWith(ctx, id, o); return err }
+	return func(ctx context.Context, r *cron.Runner) error { _, err := r.RunNow(ctx, id, o); return err }
 }
 
 // goPauseAll pauses the service for d, or with no end for 0.

@@ -65,7 +65,7 @@ func benchRunner(b *testing.B) *benchFixture {
 		go func() { ran <- r.Run(rctx) }()
 		hot := "job-0000042"
 		for range historyRuns {
-			if _, err := r.RunNow(ctx, hot); err != nil {
+			if _, err := r.RunNow(ctx, hot, cron.RunOptions{Force: true}); err != nil {
 				b.Fatal(err)
 			}
 			<-done
@@ -89,7 +89,7 @@ func benchRunner(b *testing.B) *benchFixture {
 // baseline of each list page is the API's JSON answer for the same page
 // (GET /jobs?limit=50 with the same filter), as ratio_vs_api. The
 // search's baseline is the page of jobs found by building a Job of each
-// entry to test its name (Runner.Page with the whole filter in keep), as
+// entry to test its name (Runner.List with the whole filter in JobQuery.Keep), as
 // ratio_vs_job_scan.
 //
 //	go test -run '^$' -bench Pages1M -benchtime 200x ./cron/console/
@@ -123,7 +123,7 @@ func BenchmarkPages1M(b *testing.B) {
 				}
 				if tc.name == "jobs-filtered-search" {
 					start := time.Now()
-					if _, _, err := f.r.Page("", DefaultPageSize, jobScanKeep("TEAM 13", cron.KindEvery)); err != nil {
+					if _, _, err := f.r.List(context.Background(), cron.JobQuery{Limit: DefaultPageSize, Keep: jobScanKeep("TEAM 13", cron.KindEvery)}); err != nil {
 						b.Fatal(err)
 					}
 					scanBase = append(scanBase, time.Since(start))

@@ -170,7 +170,7 @@ func TestBrowser(t *testing.T) {
 		if words := eval[string](admin, `document.querySelector("#words").textContent`); !strings.HasPrefix(words, "every hour") {
 			t.Errorf("schedule in words: %q", words)
 		}
-		if _, err := f.runner.Get("nightly"); err != nil {
+		if _, err := f.runner.Get(context.Background(), "nightly"); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -185,7 +185,7 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("the run's status: %q", got)
 		}
 		admin.do("pause", chromedp.Click(chromedp.CSS("#pause")), chromedp.WaitVisible(chromedp.CSS("#resume")))
-		if j, _ := f.runner.Get("nightly"); !j.Paused {
+		if j, _ := f.runner.Get(context.Background(), "nightly"); !j.Paused {
 			t.Error("not paused")
 		}
 		if got := eval[string](admin, `document.querySelector("#state").textContent`); got != "paused" {
@@ -193,14 +193,14 @@ func TestBrowser(t *testing.T) {
 		}
 		admin.screenshot("job-paused")
 		admin.do("resume", chromedp.Click(chromedp.CSS("#resume")), chromedp.WaitVisible(chromedp.CSS("#pause")))
-		if j, _ := f.runner.Get("nightly"); j.Paused {
+		if j, _ := f.runner.Get(context.Background(), "nightly"); j.Paused {
 			t.Error("not resumed")
 		}
 		if !eval[bool](admin, `window.__sameDocument === true`) {
 			t.Error("the actions reloaded the whole page")
 		}
 		// A run made elsewhere shows by the history's own refresh.
-		if _, err := f.runner.RunNow(context.Background(), "nightly"); err != nil {
+		if _, err := f.runner.RunNow(context.Background(), "nightly", cron.RunOptions{Force: true}); err != nil {
 			t.Fatal(err)
 		}
 		admin.do("live history", chromedp.WaitVisible(chromedp.CSS("#history tr.run:nth-child(2)")))
@@ -222,7 +222,7 @@ func TestBrowser(t *testing.T) {
 		if got := eval[string](admin, `document.querySelector("#state").textContent`); !strings.HasPrefix(got, "paused until") {
 			t.Errorf("state shown: %q, want paused until …", got)
 		}
-		j, _ := f.runner.Get("nightly")
+		j, _ := f.runner.Get(context.Background(), "nightly")
 		if d := time.Until(j.PausedUntil); !j.Paused || d <= 0 || d > 3*time.Second {
 			t.Fatalf("paused %v until %s (in %s), want about 2s from now", j.Paused, j.PausedUntil, d)
 		}
@@ -233,7 +233,7 @@ func TestBrowser(t *testing.T) {
 		if !eval[bool](admin, `window.__sameDocument === true`) {
 			t.Error("the page reloaded to show the end of the pause")
 		}
-		if j, _ := f.runner.Get("nightly"); j.Paused {
+		if j, _ := f.runner.Get(context.Background(), "nightly"); j.Paused {
 			t.Error("the job shows enabled but is paused")
 		}
 		admin.open("/jobs/nightly")
@@ -310,7 +310,7 @@ func TestBrowser(t *testing.T) {
 		}
 		admin.screenshot("bulk-confirm")
 		admin.do("confirm", chromedp.Click(chromedp.CSS("#confirm button")), chromedp.WaitVisible(chromedp.CSS("#jobs")))
-		for _, j := range f.runner.List() {
+		for _, j := range listJobs(t, f.runner) {
 			if want := strings.HasPrefix(j.Name, "batch"); j.Paused != want {
 				t.Errorf("%s %q: paused %v, want %v", j.ID, j.Name, j.Paused, want)
 			}
@@ -365,7 +365,7 @@ func TestBrowser(t *testing.T) {
 		if status != 403 {
 			t.Errorf("a viewer's pause: %d, want 403", status)
 		}
-		if j, _ := f.runner.Get("nightly"); j.Paused {
+		if j, _ := f.runner.Get(context.Background(), "nightly"); j.Paused {
 			t.Error("a viewer paused the job")
 		}
 	})

@@ -55,7 +55,7 @@ func TestMount(t *testing.T) {
 			if code != http.StatusSeeOther {
 				t.Fatalf("pause: %d", code)
 			}
-			if j, _ := f.runner.Get("j1"); !j.Paused {
+			if j, _ := f.runner.Get(context.Background(), "j1"); !j.Paused {
 				t.Error("j1 not paused")
 			}
 			if prefix != "" {
@@ -159,13 +159,13 @@ func TestCSRF(t *testing.T) {
 			t.Errorf("POST %s without CSRF token: %d, want 403", p, code)
 		}
 	}
-	if j, _ := f.runner.Get("j"); j.Paused {
+	if j, _ := f.runner.Get(context.Background(), "j"); j.Paused {
 		t.Fatal("a refused request paused the job")
 	}
 	if code, _, _ := b.post("/jobs/j/pause", nil); code != http.StatusSeeOther {
 		t.Fatalf("with its token: %d, want 303", code)
 	}
-	if j, _ := f.runner.Get("j"); !j.Paused {
+	if j, _ := f.runner.Get(context.Background(), "j"); !j.Paused {
 		t.Fatal("not paused")
 	}
 }
@@ -223,7 +223,7 @@ func TestRoles(t *testing.T) {
 	if code, _, _ := viewer.get("/new"); code != http.StatusForbidden {
 		t.Errorf("viewer GET /new: %d, want 403", code)
 	}
-	if jobs := f.runner.List(); len(jobs) != 2 || jobs[0].Paused || jobs[0].Name != "" {
+	if jobs := listJobs(t, f.runner); len(jobs) != 2 || jobs[0].Paused || jobs[0].Name != "" {
 		t.Fatalf("a viewer changed the jobs: %+v", jobs)
 	}
 
@@ -248,7 +248,7 @@ func TestRoles(t *testing.T) {
 	if code, _, _ := admin.post("/jobs/k/delete", nil); code != http.StatusSeeOther {
 		t.Errorf("admin delete: %d, want 303", code)
 	}
-	if _, err := f.runner.Get("k"); err == nil {
+	if _, err := f.runner.Get(context.Background(), "k"); err == nil {
 		t.Error("k not deleted")
 	}
 	// The audit log names who did what, and the job page shows it.
@@ -305,7 +305,7 @@ func TestReadOnly(t *testing.T) {
 			t.Errorf("read-only POST %s: %d, want 403", p, code)
 		}
 	}
-	if j, _ := f.runner.Get("j"); j.Paused {
+	if j, _ := f.runner.Get(context.Background(), "j"); j.Paused {
 		t.Error("a read-only console paused a job")
 	}
 }
@@ -362,7 +362,7 @@ func TestFormShowsTheAPIErrorBesideTheField(t *testing.T) {
 	if code != http.StatusSeeOther || !strings.HasSuffix(resp2.Header.Get("Location"), "/jobs/nightly") {
 		t.Fatalf("good form: %d to %q", code, resp2.Header.Get("Location"))
 	}
-	j, err := f.runner.Get("nightly")
+	j, err := f.runner.Get(context.Background(), "nightly")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestFormShowsTheAPIErrorBesideTheField(t *testing.T) {
 	if code, body, _ := b.post("/jobs/nightly/edit", edit); code != http.StatusSeeOther {
 		t.Fatalf("edit: %d\n%s", code, body)
 	}
-	j, _ = f.runner.Get("nightly")
+	j, _ = f.runner.Get(context.Background(), "nightly")
 	if j.Name != "nightly v2" || j.Schedule.Kind != cron.KindCron || j.Schedule.Every != 0 || j.Schedule.TZ != "Europe/Paris" ||
 		len(j.HTTP.Headers) != 1 || j.HTTP.Headers["X-A"] != "9" || j.MaxRetries != cron.DefaultMaxRetries {
 		t.Errorf("edited %+v", j)
@@ -409,7 +409,7 @@ func TestBulk(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `<b id="confirm-count">4</b>`) {
 		t.Fatalf("bulk without confirm: %d, want the confirmation of 4 jobs\n%s", code, body)
 	}
-	for _, j := range f.runner.List() {
+	for _, j := range listJobs(t, f.runner) {
 		if j.Paused {
 			t.Fatal("the confirmation paused a job")
 		}
@@ -418,7 +418,7 @@ func TestBulk(t *testing.T) {
 	if code != http.StatusSeeOther {
 		t.Fatalf("bulk: %d", code)
 	}
-	for _, j := range f.runner.List() {
+	for _, j := range listJobs(t, f.runner) {
 		if want := strings.HasPrefix(j.Name, "Batch"); j.Paused != want {
 			t.Errorf("%s (%s): paused %v, want %v", j.ID, j.Name, j.Paused, want)
 		}
@@ -500,7 +500,7 @@ func TestPageWeight(t *testing.T) {
 		f.add(t, cron.Job{ID: fmt.Sprintf("job-%04d-%s", i, long[:60]), Name: "name " + long,
 			Schedule: cron.Cron("*/5 * * * *")})
 	}
-	id := f.runner.List()[0].ID
+	id := listJobs(t, f.runner)[0].ID
 	if _, err := f.runner.Update(context.Background(), id, func(j *cron.Job) error {
 		j.LastStatus, j.LastError = cron.StatusFailed, strings.Repeat("e", 5000)
 		return nil
@@ -508,7 +508,7 @@ func TestPageWeight(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range historyRuns + 5 {
-		if _, err := f.runner.RunNow(context.Background(), id); err != nil {
+		if _, err := f.runner.RunNow(context.Background(), id, cron.RunOptions{Force: true}); err != nil {
 			t.Fatal(err)
 		}
 		<-f.runs

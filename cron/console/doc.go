@@ -39,7 +39,7 @@
 // A jobs page reads at most Config.PageSize jobs past its cursor, so it
 // stays fast with a million jobs (a filter that few jobs pass reads
 // further; the search tests each id and name in place, with
-// [cron.Runner.PageMatching], before any other filter). The overview reads every job, a page at a time, and keeps the
+// [cron.JobQuery.Text], before any other filter). The overview reads every job, a page at a time, and keeps the
 // counts for Config.OverviewMaxAge.
 //
 // # Writes go through the runner

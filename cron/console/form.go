@@ -156,7 +156,7 @@ func (c *Console) editForm(w http.ResponseWriter, req *http.Request) {
 		c.fail(w, req, http.StatusForbidden, "editing a job needs the admin role")
 		return
 	}
-	j, err := c.r.Get(id)
+	j, err := c.r.Get(req.Context(), id)
 	if err != nil {
 		c.readFailed(w, req, err, id)
 		return
@@ -189,7 +189,7 @@ func (c *Console) edit(w http.ResponseWriter, req *http.Request, u user) {
 	id := req.PathValue("id")
 	p := &formPage{Edit: true, ID: id, Fields: c.newFields(true)}
 	fill(p.Fields, req.PostFormValue)
-	old, err := c.r.Get(id)
+	old, err := c.r.Get(req.Context(), id)
 	if err != nil {
 		c.readFailed(w, req, err, id)
 		return

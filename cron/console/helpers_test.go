@@ -200,3 +200,13 @@ func (b *browser) login(token string) {
 	}
 	b.get("/")
 }
+
+// listJobs returns every job r lists.
+func listJobs(t testing.TB, r *cron.Runner) []cron.Job {
+	t.Helper()
+	jobs, _, err := r.List(context.Background(), cron.JobQuery{})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	return jobs
+}

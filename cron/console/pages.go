@@ -197,7 +197,7 @@ func (c *Console) stats() *overviewStats {
 	st := &overviewStats{At: time.Now().UTC()}
 	byStatus := map[string]int{}
 	byKind := map[string]int{}
-	err := scan(c.r, filter{}, func(j *cron.Job) {
+	err := scan(context.Background(), c.r, filter{}, func(j *cron.Job) {
 		if j.Paused {
 			st.Paused++
 		} else {
@@ -246,11 +246,12 @@ func keepSoonest(next []cron.Job, j cron.Job, n int) []cron.Job {
 	return next
 }
 
-// scan calls visit with every job f selects, a page at a time.
-func scan(r *cron.Runner, f filter, visit func(*cron.Job)) error {
+// scan calls visit with every job f selects, a page at a time, reading
+// them with ctx.
+func scan(ctx context.Context, r *cron.Runner, f filter, visit func(*cron.Job)) error {
 	after, keep := "", f.keep()
 	for {
-		jobs, more, err := r.PageMatching(after, scanPage, f.Q, keep)
+		jobs, more, err := r.List(ctx, cron.JobQuery{After: after, Limit: scanPage, Text: f.Q, Keep: keep})
 		if err != nil {
 			return fmt.Errorf("reading the jobs after %q: %w", after, err)
 		}
@@ -361,7 +362,7 @@ func (f filter) String() string {
 }
 
 // keep is f but its text (Q, which the runner tests itself: see
-// [cron.Runner.PageMatching]) as a test of a job; nil when it selects
+// [cron.JobQuery.Text]) as a test of a job; nil when it selects
 // every job. It allocates nothing: the runner calls it with its lock
 // held.
 func (f filter) keep() func(*cron.Job) bool {
@@ -430,7 +431,7 @@ func (c *Console) jobs(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	p.After = q.Get("after")
-	jobs, more, err := c.r.PageMatching(p.After, c.cfg.PageSize, f.Q, f.keep())
+	jobs, more, err := c.r.List(req.Context(), cron.JobQuery{After: p.After, Limit: c.cfg.PageSize, Text: f.Q, Keep: f.keep()})
 	status := http.StatusOK
 	switch {
 	case errors.Is(err, cron.ErrNotFound):
@@ -491,7 +492,7 @@ func (c *Console) job(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	id := req.PathValue("id")
-	j, err := c.r.Get(id)
+	j, err := c.r.Get(req.Context(), id)
 	if err != nil {
 		c.readFailed(w, req, err, id)
 		return
@@ -499,7 +500,7 @@ func (c *Console) job(w http.ResponseWriter, req *http.Request) {
 	// As the API shows it to this role (the secrets rule).
 	j = j.RedactedFor(u.ID.Role)
 	p := &jobPage{Job: j, Words: describe(j.Schedule), Written: written(j.Schedule), Zone: zoneName(j.Schedule), RunKey: newKey()}
-	next, _, err := c.r.Next(id, 10)
+	next, _, err := c.r.Next(req.Context(), id, 10)
 	if err != nil {
 		p.NextError = err.Error()
 	}
@@ -521,7 +522,7 @@ func (c *Console) history(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	id := req.PathValue("id")
-	if _, err := c.r.Get(id); err != nil {
+	if _, err := c.r.Get(req.Context(), id); err != nil {
 		c.readFailed(w, req, err, id)
 		return
 	}
@@ -576,9 +577,9 @@ func (c *Console) do(ctx context.Context, name, id string) error {
 	var err error
 	switch name {
 	case "run":
-		_, err = c.r.RunNowWith(ctx, id, cron.RunOptions{})
+		_, err = c.r.RunNow(ctx, id, cron.RunOptions{})
 	case "pause":
-		_, err = c.r.Pause(ctx, id)
+		_, err = c.r.Pause(ctx, id, time.Time{})
 	case "resume":
 		_, err = c.r.Resume(ctx, id)
 	case "delete":
@@ -609,7 +610,7 @@ func (c *Console) action(w http.ResponseWriter, req *http.Request, u user) {
 			t, _ = time.Parse(time.RFC3339, until)
 			done = "paused until " + until
 		}
-		_, err = c.r.PauseUntil(ctx, id, t)
+		_, err = c.r.Pause(ctx, id, t)
 	case "run":
 		b, field, berr := runNowBody(req.PostFormValue)
 		if berr != nil {
@@ -692,7 +693,7 @@ func (c *Console) bulk(w http.ResponseWriter, req *http.Request, u user) {
 		return
 	}
 	var ids []string
-	if err := scan(c.r, f, func(j *cron.Job) { ids = append(ids, j.ID) }); err != nil {
+	if err := scan(req.Context(), c.r, f, func(j *cron.Job) { ids = append(ids, j.ID) }); err != nil {
 		c.fail(w, req, http.StatusServiceUnavailable, err.Error())
 		return
 	}

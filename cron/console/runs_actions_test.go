@@ -96,7 +96,7 @@ func TestPauseUntil(t *testing.T) {
 	if code, body, _ := b.post("/jobs/j/pause", url.Values{"until": {until.Format(time.RFC3339)}}); code != http.StatusSeeOther {
 		t.Fatalf("pause until: %d\n%s", code, body)
 	}
-	j, _ := f.runner.Get("j")
+	j, _ := f.runner.Get(context.Background(), "j")
 	if !j.Paused || !j.PausedUntil.Equal(until) {
 		t.Fatalf("after pause until %s: paused %v until %s", until, j.Paused, j.PausedUntil)
 	}
@@ -111,13 +111,13 @@ func TestPauseUntil(t *testing.T) {
 	if code, _, _ := b.post("/jobs/k/pause", url.Values{"for": {"1d"}}); code != http.StatusSeeOther {
 		t.Fatalf("pause for 1d: %d", code)
 	}
-	k, _ := f.runner.Get("k")
+	k, _ := f.runner.Get(context.Background(), "k")
 	if d := time.Until(k.PausedUntil); d < 23*time.Hour || d > 25*time.Hour {
 		t.Errorf("pause for 1d ends in %s", d)
 	}
 	// The jobs page filters the jobs with a timed pause.
 	f.add(t, cron.Job{ID: "plain"})
-	if _, err := f.runner.Pause(context.Background(), "plain"); err != nil {
+	if _, err := f.runner.Pause(context.Background(), "plain", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	_, body, _ = b.get("/jobs?paused_until=true")
@@ -251,7 +251,7 @@ func TestFormAlertFields(t *testing.T) {
 	if code, body, _ := b.post("/new", vals); code != http.StatusSeeOther {
 		t.Fatalf("create with alert: %d\n%s", code, body)
 	}
-	j, err := f.runner.Get("al")
+	j, err := f.runner.Get(context.Background(), "al")
 	if err != nil || j.Alert == nil || j.Alert.URL != "https://hooks.example.com/a" || j.Alert.After != 2 || j.Alert.PauseAfter != 5 {
 		t.Fatalf("job alert = %+v (%v)", j.Alert, err)
 	}
@@ -271,7 +271,7 @@ func TestFormAlertFields(t *testing.T) {
 	if code, body, _ := b.post("/jobs/al/edit", vals); code != http.StatusSeeOther {
 		t.Fatalf("edit: %d\n%s", code, body)
 	}
-	if j, _ := f.runner.Get("al"); j.Alert != nil {
+	if j, _ := f.runner.Get(context.Background(), "al"); j.Alert != nil {
 		t.Errorf("alert after emptying the fields: %+v", j.Alert)
 	}
 }
@@ -285,7 +285,7 @@ func TestPausePlainIgnoresTheTime(t *testing.T) {
 	if code, _, _ := b.post("/jobs/j/pause", url.Values{"plain": {"1"}, "until_local": {"2099-01-01T08:00"}}); code != http.StatusSeeOther {
 		t.Fatalf("pause: %d", code)
 	}
-	if j, _ := f.runner.Get("j"); !j.Paused || !j.PausedUntil.IsZero() {
+	if j, _ := f.runner.Get(context.Background(), "j"); !j.Paused || !j.PausedUntil.IsZero() {
 		t.Errorf("plain pause: paused %v until %s, want paused with no end", j.Paused, j.PausedUntil)
 	}
 	// Without the page's script the datetime-local value is read as UTC.
@@ -293,7 +293,7 @@ func TestPausePlainIgnoresTheTime(t *testing.T) {
 	if code, _, _ := b.post("/jobs/k/pause", url.Values{"until_local": {"2099-01-01T08:00"}}); code != http.StatusSeeOther {
 		t.Fatalf("pause until_local: %d", code)
 	}
-	if j, _ := f.runner.Get("k"); !j.PausedUntil.Equal(time.Date(2099, 1, 1, 8, 0, 0, 0, time.UTC)) {
+	if j, _ := f.runner.Get(context.Background(), "k"); !j.PausedUntil.Equal(time.Date(2099, 1, 1, 8, 0, 0, 0, time.UTC)) {
 		t.Errorf("until_local: paused until %s", j.PausedUntil)
 	}
 }
@@ -351,7 +351,7 @@ func TestRunsPagePaging(t *testing.T) {
 	f.add(t, cron.Job{ID: "q"})
 	const n = runsPageSize + 5
 	for i := range n {
-		if _, err := f.runner.RunNowWith(context.Background(), []string{"p", "q"}[i%2], cron.RunOptions{Force: true}); err != nil {
+		if _, err := f.runner.RunNow(context.Background(), []string{"p", "q"}[i%2], cron.RunOptions{Force: true}); err != nil {
 			t.Fatal(err)
 		}
 		waitRun(t, f)

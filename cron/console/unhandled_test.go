@@ -32,7 +32,7 @@ func TestEditUnhandledType(t *testing.T) {
 	if code, body, _ := b.post("/jobs/orphan/edit", vals); code != http.StatusSeeOther {
 		t.Fatalf("edit: %d\n%s", code, body)
 	}
-	if got, err := f.runner.Get("orphan"); err != nil || got.Name != "renamed" || got.Type != "gone" {
+	if got, err := f.runner.Get(context.Background(), "orphan"); err != nil || got.Name != "renamed" || got.Type != "gone" {
 		t.Errorf("after the edit: %+v, %v; want renamed, of type gone", got, err)
 	}
 }

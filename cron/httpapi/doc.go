@@ -154,7 +154,7 @@
 // POST /jobs/{id}/pause pauses a job; with until (an RFC3339 time in the
 // query, ?until=, or in a JSON body {"until": ...}), the job's
 // paused_until is set and the runner resumes it by itself at that time
-// ([cron.Runner.PauseUntil]); an until not in the future is 400 naming
+// ([cron.Runner.Pause]); an until not in the future is 400 naming
 // until. paused_until is a system field: a create or PATCH that sends it
 // is 400, a PATCH keeps it while the job stays paused, and a resume or a
 // plain pause clears it. A paused job's paused_at ([cron.Job.PausedAt])

@@ -97,7 +97,7 @@ func (s *Server) pause(w http.ResponseWriter, req *http.Request, id string) {
 		writeError(w, rerr)
 		return
 	}
-	j, err := s.r.PauseUntil(req.Context(), id, until)
+	j, err := s.r.Pause(req.Context(), id, until)
 	if err != nil {
 		s.fail(w, err, id)
 		return

@@ -68,7 +68,7 @@ func (s *Server) next(w http.ResponseWriter, req *http.Request, id string) {
 		writeError(w, rerr)
 		return
 	}
-	times, j, err := s.r.Next(id, n)
+	times, j, err := s.r.Next(req.Context(), id, n)
 	if err != nil {
 		s.fail(w, err, id)
 		return

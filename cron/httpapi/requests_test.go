@@ -55,7 +55,7 @@ func TestPatchSchedule(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("PATCH %s: schedule (-want +got):\n%s", tt.patch, diff)
 			}
-			stored, err := f.runner.Get("fixed")
+			stored, err := f.runner.Get(context.Background(), "fixed")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func TestPatchSchedule(t *testing.T) {
 	if want := errBody("is not used by kind every (every takes every, and optionally start_at and jitter)", "schedule.tz"); r.status != 400 || r.body != want {
 		t.Errorf("PATCH with a field the same kind does not use: %d %s, want 400 %s", r.status, r.body, want)
 	}
-	if got, _ := f.runner.Get("fixed"); got.Schedule.Every.D() != time.Hour {
+	if got, _ := f.runner.Get(context.Background(), "fixed"); got.Schedule.Every.D() != time.Hour {
 		t.Errorf("refused PATCH changed the job: every = %s", got.Schedule.Every)
 	}
 }
@@ -93,7 +93,7 @@ func TestOncePastRunAt(t *testing.T) {
 	if r.status != 400 || !strings.Contains(r.body, `"field":"schedule.run_at"`) || !strings.Contains(r.body, "in the past") {
 		t.Errorf("POST past once: %d %s, want 400 naming schedule.run_at", r.status, r.body)
 	}
-	if _, err := f.runner.Get("late"); !errors.Is(err, cron.ErrNotFound) {
+	if _, err := f.runner.Get(context.Background(), "late"); !errors.Is(err, cron.ErrNotFound) {
 		t.Errorf("a refused job was stored: Get error %v", err)
 	}
 	if r := f.do(t, "POST", "/jobs", once("graced", past, `,"misfire_grace":"2h"`), nil); r.status != 201 {

@@ -348,7 +348,7 @@ func (s *Server) metrics(w http.ResponseWriter, req *http.Request, _ string) {
 }
 
 func (s *Server) get(w http.ResponseWriter, req *http.Request, id string) {
-	j, err := s.r.Get(id)
+	j, err := s.r.Get(req.Context(), id)
 	if err != nil {
 		s.fail(w, err, id)
 		return
@@ -625,7 +625,7 @@ func (s *Server) RunNow(ctx context.Context, id string, body []byte, key string)
 	if len(s.allow) > 0 {
 		// A job stored before the allow-list was set may point
 		// elsewhere: its run would only fail.
-		j, err := s.r.Get(id)
+		j, err := s.r.Get(ctx, id)
 		if err != nil {
 			return cron.RunTicket{}, err
 		}
@@ -633,7 +633,7 @@ func (s *Server) RunNow(ctx context.Context, id string, body []byte, key string)
 			return cron.RunTicket{}, rerr
 		}
 	}
-	return s.r.RunNowWith(ctx, id, opts)
+	return s.r.RunNow(ctx, id, opts)
 }
 
 // ParseRunQuery reads the query of GET /runs (job, status, since, until,
@@ -809,7 +809,7 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, _ string) {
 		}
 		return true
 	}
-	jobs, more, err := s.r.Page(after, limit, keep)
+	jobs, more, err := s.r.List(req.Context(), cron.JobQuery{After: after, Limit: limit, Keep: keep})
 	if errors.Is(err, cron.ErrNotFound) {
 		writeError(w, badField("after", "no job has the id %q (it was removed since the previous page): start again without after", after))
 		return

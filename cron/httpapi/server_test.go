@@ -217,7 +217,7 @@ func TestRejected(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := f.runner.List()
+			before := listJobs(t, f.runner)
 			r := f.do(t, tt.method, tt.path, tt.body, tt.header)
 			if r.status != tt.wantStatus {
 				t.Errorf("%s %s: status %d, want %d (%s)", tt.method, tt.path, r.status, tt.wantStatus, r.body)
@@ -231,7 +231,7 @@ func TestRejected(t *testing.T) {
 			if got := r.header.Get("Content-Type"); got != "application/json" {
 				t.Errorf("Content-Type = %q, want application/json", got)
 			}
-			if diff := cmp.Diff(before, f.runner.List()); diff != "" {
+			if diff := cmp.Diff(before, listJobs(t, f.runner)); diff != "" {
 				t.Errorf("a rejected request changed the jobs (-before +after):\n%s", diff)
 			}
 		})
@@ -654,7 +654,7 @@ func TestIDs(t *testing.T) {
 			t.Errorf("POST id %q: refusal does not name id: %s", tt.id, res.body)
 		}
 	}
-	if got := len(f.runner.List()); got != 5 {
+	if got := len(listJobs(t, f.runner)); got != 5 {
 		t.Errorf("jobs after the creates = %d, want 5 (2 stored, 3 created)", got)
 	}
 	// The stored job a/b is reached at its escaped path.
@@ -675,7 +675,7 @@ func TestIDs(t *testing.T) {
 	if res := f.do(t, "DELETE", "/jobs/a%2Fb", "", nil); res.status != 204 {
 		t.Errorf("DELETE /jobs/a%%2Fb: %d %s, want 204", res.status, res.body)
 	}
-	if _, err := f.runner.Get("a/b"); !errors.Is(err, cron.ErrNotFound) {
+	if _, err := f.runner.Get(ctx, "a/b"); !errors.Is(err, cron.ErrNotFound) {
 		t.Errorf("after DELETE, Get(a/b) error = %v, want ErrNotFound", err)
 	}
 }
@@ -813,4 +813,14 @@ func TestListPagesAndFilters(t *testing.T) {
 			t.Errorf("GET /jobs%s: %d %s, want 400 naming %s", tt.query, r.status, r.body, tt.field)
 		}
 	}
+}
+
+// listJobs returns every job r lists.
+func listJobs(t testing.TB, r *cron.Runner) []cron.Job {
+	t.Helper()
+	jobs, _, err := r.List(context.Background(), cron.JobQuery{})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	return jobs
 }

@@ -94,7 +94,11 @@ func run(duration time.Duration, verbose bool) error {
 		return err
 	}
 	fmt.Printf("%s  stopped\n", since())
-	for _, j := range runner.List() {
+	listed, _, err := runner.List(ctx, cron.JobQuery{}) // no store: nothing to read
+	if err != nil {
+		return err
+	}
+	for _, j := range listed {
 		last, status := "-", string(j.LastStatus)
 		if !j.LastRunAt.IsZero() {
 			last = j.LastRunAt.Format(time.RFC3339Nano)

@@ -55,14 +55,14 @@ func TestAlertsOnceAcrossRestart(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- r.Run(runCtx) }()
 		// The failures in a row go on from those the file kept.
-		j, _ := r.Get("f")
+		j, _ := r.Get(ctx, "f")
 		for i := range n {
-			if _, err := r.RunNow(ctx, "f"); err != nil {
+			if _, err := r.RunNow(ctx, "f", cron.RunOptions{Force: true}); err != nil {
 				t.Fatal(err)
 			}
 			want := j.Failures + i + 1
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-				j, _ := r.Get("f")
+				j, _ := r.Get(ctx, "f")
 				if j.Failures == want {
 					break
 				}

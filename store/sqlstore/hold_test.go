@@ -138,7 +138,7 @@ func TestJobsHeldByPartition(t *testing.T) {
 				var ids []string
 				after := ""
 				for {
-					jobs, more, err := r.Page(after, limit, keep)
+					jobs, more, err := r.List(ctx, cron.JobQuery{After: after, Limit: limit, Keep: keep})
 					if err != nil {
 						t.Fatalf("Page(%q, %d): %v", after, limit, err)
 					}
@@ -172,18 +172,18 @@ func TestJobsHeldByPartition(t *testing.T) {
 				if d := cmp.Diff(want3, page(s.r, 7, n3)); d != "" {
 					t.Errorf("runner %d: filtered pages of 7 (-want +got):\n%s", i, d)
 				}
-				// The text test of PageMatching, over the shared store.
+				// The text test of List, over the shared store.
 				enabled := func(j *cron.Job) bool { return !j.Paused }
-				if jobs, _, err := s.r.PageMatching("", 0, "N3", enabled); err != nil {
-					t.Errorf("runner %d: PageMatching: %v", i, err)
+				if jobs, _, err := s.r.List(ctx, cron.JobQuery{Text: "N3", Keep: enabled}); err != nil {
+					t.Errorf("runner %d: List: %v", i, err)
 				} else if d := cmp.Diff(want3, idsOf(jobs)); d != "" {
-					t.Errorf("runner %d: PageMatching(\"N3\") (-want +got):\n%s", i, d)
+					t.Errorf("runner %d: List(Text: \"N3\") (-want +got):\n%s", i, d)
 				}
 				if e, p, err := s.r.Count(ctx); err != nil || e+p != n || p != n/5 {
 					t.Errorf("runner %d: Count = %d enabled, %d paused, %v; want %d, %d", i, e, p, err, n-n/5, n/5)
 				}
 			}
-			if _, _, err := rs[0].r.Page("nope", 10, nil); !errors.Is(err, cron.ErrNotFound) {
+			if _, _, err := rs[0].r.List(ctx, cron.JobQuery{After: "nope", Limit: 10}); !errors.Is(err, cron.ErrNotFound) {
 				t.Errorf("Page after an unknown id: %v, want ErrNotFound", err)
 			}
 
@@ -194,8 +194,8 @@ func TestJobsHeldByPartition(t *testing.T) {
 			same := func(what string) {
 				t.Helper()
 				waitFor(t, what+" seen by the owner", 10*time.Second, func() (bool, string) {
-					a, errA := own.Get(id)
-					b, errB := other.Get(id)
+					a, errA := own.Get(ctx, id)
+					b, errB := other.Get(ctx, id)
 					if errA != nil || errB != nil {
 						return errors.Is(errA, cron.ErrNotFound) && errors.Is(errB, cron.ErrNotFound), fmt.Sprint(errA, errB)
 					}
@@ -216,7 +216,7 @@ func TestJobsHeldByPartition(t *testing.T) {
 			if _, err := other.Update(ctx, id, func(j *cron.Job) error { j.Schedule.Every = 0; return nil }); !errors.As(err, new(*cron.ValidationError)) {
 				t.Errorf("invalid Update on a runner not holding the job: %v, want a ValidationError", err)
 			}
-			if j, err := other.Pause(ctx, id); err != nil || !j.Paused || j.LastStatus != cron.StatusPaused || !j.NextRunAt.IsZero() {
+			if j, err := other.Pause(ctx, id, time.Time{}); err != nil || !j.Paused || j.LastStatus != cron.StatusPaused || !j.NextRunAt.IsZero() {
 				t.Errorf("Pause: %+v, %v", j, err)
 			}
 			same("the pause")
@@ -225,7 +225,8 @@ func TestJobsHeldByPartition(t *testing.T) {
 			}
 			same("the resume")
 			before := calls.Load()
-			runID, err := other.RunNow(ctx, id)
+			tk, err := other.RunNow(ctx, id, cron.RunOptions{Force: true})
+			runID := tk.RunID
 			if err != nil || runID == "" {
 				t.Fatalf("RunNow: %q, %v", runID, err)
 			}
@@ -237,7 +238,7 @@ func TestJobsHeldByPartition(t *testing.T) {
 				t.Errorf("run-now called %d times, want 1", got)
 			}
 			same("the run-now bookkeeping")
-			if j, _ := other.Get(id); j.LastStatus != cron.StatusSuccess || j.LastRunAt.IsZero() {
+			if j, _ := other.Get(ctx, id); j.LastStatus != cron.StatusSuccess || j.LastRunAt.IsZero() {
 				t.Errorf("after run-now: last_status %q, last_run_at %v", j.LastStatus, j.LastRunAt)
 			}
 			if runs, err := other.Runs(ctx, id, 10); err != nil || len(runs) != 1 {
@@ -248,7 +249,7 @@ func TestJobsHeldByPartition(t *testing.T) {
 			}
 			same("the removal")
 			for _, r := range []*cron.Runner{own, other} {
-				if _, err := r.Get(id); !errors.Is(err, cron.ErrNotFound) {
+				if _, err := r.Get(ctx, id); !errors.Is(err, cron.ErrNotFound) {
 					t.Errorf("Get after Remove: %v", err)
 				}
 				if err := r.Remove(ctx, id); !errors.Is(err, cron.ErrNotFound) {
@@ -257,10 +258,10 @@ func TestJobsHeldByPartition(t *testing.T) {
 				if _, err := r.Update(ctx, id, func(*cron.Job) error { return nil }); !errors.Is(err, cron.ErrNotFound) {
 					t.Errorf("Update after Remove: %v", err)
 				}
-				if _, err := r.Pause(ctx, id); !errors.Is(err, cron.ErrNotFound) {
+				if _, err := r.Pause(ctx, id, time.Time{}); !errors.Is(err, cron.ErrNotFound) {
 					t.Errorf("Pause after Remove: %v", err)
 				}
-				if _, err := r.RunNow(ctx, id); !errors.Is(err, cron.ErrNotFound) {
+				if _, err := r.RunNow(ctx, id, cron.RunOptions{Force: true}); !errors.Is(err, cron.ErrNotFound) {
 					t.Errorf("RunNow after Remove: %v", err)
 				}
 				if _, err := r.Runs(ctx, id, 1); !errors.Is(err, cron.ErrNotFound) {

@@ -162,7 +162,7 @@ func (s *Jobs) loadPartitions(ctx context.Context, parts []int) ([]cron.Job, []i
 // ("": from the first), and whether more jobs follow the last one
 // returned; an after that names no job is [cron.ErrNotFound]. It reads
 // the table in batches of rows by seq, so a filter that matches few jobs
-// reads many rows: cron's Runner.Page calls it for a runner that holds
+// reads many rows: cron's Runner.List calls it for a runner that holds
 // only its share of the jobs.
 func (s *Jobs) PageJobs(ctx context.Context, after string, limit int, keep func(*cron.Job) bool) ([]cron.Job, bool, error) {
 	var from int64

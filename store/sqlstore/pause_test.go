@@ -131,7 +131,7 @@ func TestPauseRecordedOnceShared(t *testing.T) {
 			}
 
 			// Paused on the holder, resumed on b.
-			p, err := a.Pause(ctx, "p1")
+			p, err := a.Pause(ctx, "p1", time.Time{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +152,7 @@ func TestPauseRecordedOnceShared(t *testing.T) {
 			check("p1", p.PausedAt, time.Now(), "b")
 
 			// Paused on b, resumed on the holder.
-			p, err = b.Pause(ctx, "p2")
+			p, err = b.Pause(ctx, "p2", time.Time{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +160,7 @@ func TestPauseRecordedOnceShared(t *testing.T) {
 				t.Fatalf("Pause on b: no paused_at")
 			}
 			waitFor(t, "the pause on b seen by the holder", 30*time.Second, func() (bool, string) {
-				j, err := a.Get("p2")
+				j, err := a.Get(ctx, "p2")
 				return err == nil && j.Paused && !j.PausedAt.Before(p.PausedAt), fmt.Sprintf("%+v %v", j, err)
 			})
 			time.Sleep(2500 * time.Millisecond)
@@ -171,12 +171,12 @@ func TestPauseRecordedOnceShared(t *testing.T) {
 
 			// A timed pause set on b, ended by the holder's pause timer.
 			until := time.Now().Add(2500 * time.Millisecond)
-			p, err = b.PauseUntil(ctx, "p3", until)
+			p, err = b.Pause(ctx, "p3", until)
 			if err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, "the timed pause ended by the holder", 30*time.Second, func() (bool, string) {
-				j, err := a.Get("p3")
+				j, err := a.Get(ctx, "p3")
 				return err == nil && !j.Paused, fmt.Sprintf("%+v %v", j, err)
 			})
 			check("p3", p.PausedAt, until, "a")

@@ -176,13 +176,13 @@ func handlersRetriedAndTimedOut(t *testing.T, s cron.Store) {
 		if _, err := r.Add(ctx, j); err != nil {
 			t.Fatalf("Add(%s): %v", j.ID, err)
 		}
-		if _, err := r.RunNow(ctx, j.ID); err != nil {
+		if _, err := r.RunNow(ctx, j.ID, cron.RunOptions{Force: true}); err != nil {
 			t.Fatalf("RunNow(%s): %v", j.ID, err)
 		}
 	}
 	waitUntil(t, "both runs to end", func() bool {
-		a, _ := r.Get("flaky")
-		b, _ := r.Get("slow")
+		a, _ := r.Get(ctx, "flaky")
+		b, _ := r.Get(ctx, "slow")
 		return a.LastStatus != "" && b.LastStatus != ""
 	})
 	if err := stop(); err != nil {
@@ -221,7 +221,7 @@ func handlersCancelledAtStop(t *testing.T, s cron.Store) {
 		Timeout: cron.Duration(time.Hour), MaxRetries: 3}); err != nil {
 		t.Fatalf("Add: %v", err)
 	}
-	if _, err := r.RunNow(ctx, "block"); err != nil {
+	if _, err := r.RunNow(ctx, "block", cron.RunOptions{Force: true}); err != nil {
 		t.Fatalf("RunNow: %v", err)
 	}
 	select {
@@ -252,11 +252,11 @@ func handlersNoHandlerAtStart(t *testing.T, s cron.Store) {
 	if diff := cmp.Diff(map[string]int{"gone": 1}, r.Unhandled()); diff != "" {
 		t.Errorf("Unhandled (-want +got):\n%s", diff)
 	}
-	if _, err := r.RunNow(ctx, "orphan"); err != nil {
+	if _, err := r.RunNow(ctx, "orphan", cron.RunOptions{Force: true}); err != nil {
 		t.Fatalf("RunNow: %v", err)
 	}
 	waitUntil(t, "the run to end", func() bool {
-		j, _ := r.Get("orphan")
+		j, _ := r.Get(ctx, "orphan")
 		return j.LastStatus != ""
 	})
 	if err := stop(); err != nil {

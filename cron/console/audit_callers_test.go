@@ -538,7 +538,10 @@ func goResume(id string) func(context.Context, *cron.Runner) error {
 }
 
 func goRunNow(id string) func(context.Context, *cron.Runner) error {
-	return func(ctx context.Context, r *cron.Runner) error { _, err := r.RunNow(ctx, id, cron.RunOptions{Force: true}); return err }
+	return func(ctx context.Context, r *cron.Runner) error {
+		_, err := r.RunNow(ctx, id, cron.RunOptions{Force: true})
+		return err
+	}
 }
 
 func goRunNowWith(id string, o cron.RunOptions) func(context.Context, *cron.Runner) error {

@@ -5,17 +5,16 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"mime"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
+	"github.com/ksana-dev/ksana/internal/websec"
 )
 
 // Throttling of wrong tokens: each client address has a bucket of
@@ -24,104 +23,9 @@ import (
 // looked at; other addresses, and so the right token used from
 // elsewhere, are not slowed down.
 const (
-	GuessBurst = 10
-	GuessRate  = 1.0
+	GuessBurst = websec.GuessBurst
+	GuessRate  = websec.GuessRate
 )
-
-// guessBuckets bounds the addresses tracked; the fullest buckets (the
-// clients that failed least) are forgotten first.
-const guessBuckets = 10000
-
-// Guard slows down the guessing of tokens: a token bucket of failed
-// sign-ins per client address. The REST API and the console share the
-// one of the [Server] (see [Server.Authenticate]). It is safe for
-// concurrent use.
-type Guard struct {
-	mu  sync.Mutex
-	m   map[string]*bucket
-	now func() time.Time
-	log *slog.Logger
-}
-
-type bucket struct {
-	tokens float64
-	at     time.Time
-	fails  int // failures since the last log record
-	logged time.Time
-}
-
-func newGuard(log *slog.Logger) *Guard {
-	return &Guard{m: map[string]*bucket{}, now: time.Now, log: log}
-}
-
-// wait returns how long the client at addr must wait before its next
-// try: 0 when it may try now.
-func (g *Guard) wait(addr string) time.Duration {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	b := g.m[addr]
-	if b == nil {
-		return 0
-	}
-	g.refill(b)
-	if b.tokens >= 1 {
-		return 0
-	}
-	return time.Duration((1 - b.tokens) / GuessRate * float64(time.Second))
-}
-
-// fail counts a wrong token from addr, and logs the failures of an
-// address at most once a minute, with their count.
-func (g *Guard) fail(addr, where string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	b := g.m[addr]
-	if b == nil {
-		if len(g.m) >= guessBuckets {
-			g.forget()
-		}
-		b = &bucket{tokens: GuessBurst, at: g.now()}
-		g.m[addr] = b
-	}
-	g.refill(b)
-	b.tokens = math.Max(b.tokens-1, 0)
-	b.fails++
-	if now := g.now(); now.Sub(b.logged) >= time.Minute {
-		g.log.Warn("httpapi: wrong token", "client", addr, "where", where, "failures", b.fails, "throttled", b.tokens < 1)
-		b.fails, b.logged = 0, now
-	}
-}
-
-func (g *Guard) refill(b *bucket) {
-	now := g.now()
-	b.tokens = math.Min(GuessBurst, b.tokens+now.Sub(b.at).Seconds()*GuessRate)
-	b.at = now
-}
-
-// forget drops the buckets that are full again, or half of them all.
-func (g *Guard) forget() {
-	for k, b := range g.m {
-		g.refill(b)
-		if b.tokens >= GuessBurst {
-			delete(g.m, k)
-		}
-	}
-	for k := range g.m {
-		if len(g.m) < guessBuckets/2 {
-			break
-		}
-		delete(g.m, k)
-	}
-}
-
-// clientAddr is the address a request comes from, without its port.
-func clientAddr(req *http.Request) string {
-	host, _, err := net.SplitHostPort(req.RemoteAddr)
-	if err != nil {
-		return req.RemoteAddr
-	}
-	return host
-}
 
 // ErrThrottled is the error of [Server.Authenticate] for a client that
 // sent too many wrong tokens: it must wait ([ThrottledError.Wait]).
@@ -148,14 +52,14 @@ var ErrUnknownToken = errors.New("httpapi: unknown token")
 // *[ThrottledError] until it has waited. The console signs its users in
 // through it, so that both share one rule and one count.
 func (s *Server) Authenticate(req *http.Request, token string) (Identity, error) {
-	addr := clientAddr(req)
-	if d := s.guard.wait(addr); d > 0 {
+	addr := websec.ClientAddr(req)
+	if d := s.guard.Wait(addr); d > 0 {
 		return Identity{}, &ThrottledError{Wait: d}
 	}
 	if id, ok := s.Identify(token); ok {
 		return id, nil
 	}
-	s.guard.fail(addr, req.URL.Path)
+	s.guard.Fail(addr, req.URL.Path)
 	return Identity{}, ErrUnknownToken
 }
 

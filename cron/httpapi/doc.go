@@ -193,7 +193,7 @@
 // token whose role is too small gets 403 with {"error": "...", "role":
 // "<the role needed>"}.
 //
-// Wrong tokens are throttled per client address ([Guard]): after
+// Wrong tokens are throttled per client address: after
 // [GuessBurst] failures an address may try again [GuessRate] times a
 // second; until then it gets 429 with Retry-After, whatever token it
 // sends, while other addresses are not slowed down. Failures are logged

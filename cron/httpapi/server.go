@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
+	"github.com/ksana-dev/ksana/internal/websec"
 )
 
 // Defaults of [Config].
@@ -110,7 +111,7 @@ type Server struct {
 	tokenSum [32]byte
 	allow    []string
 	mux      *http.ServeMux
-	guard    *Guard
+	guard    *websec.Guard
 	xorigin  *http.CrossOriginProtection
 }
 
@@ -140,7 +141,7 @@ func New(r *cron.Runner, cfg Config) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.guard = newGuard(s.log)
+	s.guard = websec.NewGuard("httpapi", s.log)
 	if cfg.Token != "" {
 		s.tokenSum = sha256.Sum256([]byte(cfg.Token))
 	}

@@ -10,8 +10,10 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,6 +82,7 @@ type Console struct {
 	adminTok websec.TokenHash
 	csrf     *websec.CSRF
 	sessions websec.Sessions
+	guard    *websec.Guard // wrong tokens per client address
 	tmpl     map[string]*template.Template
 	mux      *http.ServeMux
 }
@@ -145,6 +148,7 @@ func New(d *scheduler.Dispatcher, cfg Config) (*Console, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	c.guard = websec.NewGuard("console", c.log)
 	var err error
 	if c.tmpl, err = parseTemplates(); err != nil {
 		return nil, err
@@ -341,11 +345,16 @@ func (c *Console) login(w http.ResponseWriter, req *http.Request) {
 		http.Redirect(w, req, mount(req)+"/", http.StatusSeeOther)
 		return
 	}
+	addr := websec.ClientAddr(req)
+	if wait := c.guard.Wait(addr); wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		c.render(w, req, http.StatusTooManyRequests, "login",
+			&loginPage{Error: "too many wrong tokens from this address: try again in " + wait.Round(time.Second).String()})
+		return
+	}
 	role := c.roleOf(strings.TrimSpace(req.PostFormValue("token")))
 	if role == RoleNone {
-		c.log.Warn("console: sign-in with an unknown token", "remote", req.RemoteAddr)
-		// A pause makes guessing slow without a state per client.
-		time.Sleep(200 * time.Millisecond)
+		c.guard.Fail(addr, req.URL.Path)
 		c.render(w, req, http.StatusUnauthorized, "login", &loginPage{Error: "unknown token"})
 		return
 	}

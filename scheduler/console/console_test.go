@@ -2,11 +2,14 @@ package console_test
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/ksana-dev/ksana/internal/websec"
 	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/ksana-dev/ksana/scheduler/console"
 )
@@ -231,5 +234,39 @@ func TestNewBadConfig(t *testing.T) {
 	}
 	if _, err := console.New(nil, console.Config{}); err == nil {
 		t.Error("New(nil): no error")
+	}
+}
+
+// TestSignInThrottled: wrong tokens from one address are answered 429
+// with Retry-After once its burst is spent, even with the right token,
+// while the right token from another address still signs in.
+func TestSignInThrottled(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, console.Config{ReadToken: readToken, AdminToken: adminToken})
+	guesser := f.user(t)
+	guesser.get("/login")
+	for i := range websec.GuessBurst {
+		if code, _ := guesser.post("/login", url.Values{"token": {fmt.Sprintf("wrong-token-%012d", i)}}, nil); code != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d: %d, want 401", i+1, code)
+		}
+	}
+	form := url.Values{"token": {adminToken}, "csrf": {guesser.csrf}}
+	req, _ := http.NewRequest(http.MethodPost, f.base+"/login", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", f.srv.URL)
+	res, err := guesser.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+		t.Errorf("the right token after %d wrong ones: %d (Retry-After %q), want 429 with Retry-After", websec.GuessBurst, res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	// The same server, reached from 127.0.0.2.
+	other := f.user(t)
+	other.c.Transport = &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext}
+	other.login(adminToken)
+	if code, _, _ := other.get("/"); code != http.StatusOK {
+		t.Errorf("the overview from another address: %d, want 200", code)
 	}
 }

@@ -45,6 +45,10 @@
 // console keeps the session in memory until Config.SessionTTL, sign-out
 // or a restart. A read-only user sees no button that writes, and is
 // refused (403) what they try anyway; a visitor not signed in gets 401.
+// Wrong tokens are throttled per client address: after 10 failures an
+// address may try once a second, and is answered 429 with Retry-After
+// until then (whatever token it sends), while other addresses are not
+// slowed down. Failures are logged at most once a minute per address.
 //
 // # Security
 //

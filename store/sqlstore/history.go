@@ -32,6 +32,29 @@ func (s *Jobs) RunByID(ctx context.Context, runID string) (cron.Run, error) {
 // one of the job, status or instance filter when there is one, else the
 // one of scheduled_at; a run claimed and not finished is left out.
 func (s *Jobs) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cron.RunCursor, error) {
+	n := q.PageSize()
+	text, args, err := s.runsQuery(q, n+1)
+	if err != nil {
+		return nil, cron.RunCursor{}, fmt.Errorf("sqlstore: query runs: %w", err)
+	}
+	var rows []runRow
+	if err := s.db.x.SelectContext(ctx, &rows, text, args...); err != nil {
+		return nil, cron.RunCursor{}, fmt.Errorf("sqlstore: query runs: %w", err)
+	}
+	out := make([]cron.Run, 0, min(len(rows), n))
+	for i := range rows[:min(len(rows), n)] {
+		out = append(out, rows[i].run())
+	}
+	var next cron.RunCursor
+	if len(rows) > n {
+		next = out[n-1].Cursor()
+	}
+	return out, next, nil
+}
+
+// runsQuery returns the SELECT of QueryRuns for q, in the dialect with
+// its arguments, reading at most limit runs.
+func (s *Jobs) runsQuery(q cron.RunQuery, limit int) (string, []any, error) {
 	var where []string
 	var args []any
 	where = append(where, "status <> ''")
@@ -66,23 +89,6 @@ func (s *Jobs) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cron
 	if !q.After.IsZero() {
 		where, args = append(where, "(scheduled_at, "+id+") < (?, ?)"), append(args, nanos(q.After.ScheduledAt), q.After.RunID)
 	}
-	n := q.PageSize()
-	text, args, err := s.db.d.in(`SELECT `+runColumns+` FROM ksana_run WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY scheduled_at DESC, `+id+` DESC LIMIT ?`, append(args, n+1)...)
-	if err != nil {
-		return nil, cron.RunCursor{}, fmt.Errorf("sqlstore: query runs: %w", err)
-	}
-	var rows []runRow
-	if err := s.db.x.SelectContext(ctx, &rows, text, args...); err != nil {
-		return nil, cron.RunCursor{}, fmt.Errorf("sqlstore: query runs: %w", err)
-	}
-	out := make([]cron.Run, 0, min(len(rows), n))
-	for i := range rows[:min(len(rows), n)] {
-		out = append(out, rows[i].run())
-	}
-	var next cron.RunCursor
-	if len(rows) > n {
-		next = out[n-1].Cursor()
-	}
-	return out, next, nil
+	return s.db.d.in(`SELECT `+runColumns+` FROM ksana_run WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY scheduled_at DESC, `+id+` DESC LIMIT ?`, append(args, limit)...)
 }

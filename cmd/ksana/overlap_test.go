@@ -14,11 +14,18 @@ import (
 // the job is in flight on the other is 409 run_in_flight, both ways, and
 // runs when forced; once the runs have ended, a run-now runs again.
 func TestRunNowOverlapShared(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("PostgreSQL and SQLite")
 	}
-	t.Run("postgres", func(t *testing.T) { testRunNowOverlapShared(t, postgresSchemaURL(t, "ksana_overlap_test")) })
-	t.Run("sqlite", func(t *testing.T) { testRunNowOverlapShared(t, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db")) })
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		testRunNowOverlapShared(t, postgresSchemaURL(t, "ksana_overlap_test"))
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		testRunNowOverlapShared(t, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db"))
+	})
 }
 
 func testRunNowOverlapShared(t *testing.T, dbURL string) {

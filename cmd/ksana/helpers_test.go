@@ -287,7 +287,8 @@ func callBody(t *testing.T, method, url string, out any) int {
 // The process tests run side by side (t.Parallel); two kinds of them are
 // kept apart. The timing tests bound how long a partition, a slot or a
 // write may go without a live lease holder (a TTL of 2s, a renewal every
-// 667ms); the heavy tests keep both cores busy for tens of seconds (50,000
+// 667ms), or need one instance to see another's run in flight; the heavy
+// tests keep both cores busy for tens of seconds (50,000
 // jobs rewritten, 50 crashes under a stream of writes, 3,000 jobs on three
 // instances). Beside a heavy test, a timing test's processes miss their
 // renewals for want of CPU and the test fails without a bug. Tests of one

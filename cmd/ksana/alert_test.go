@@ -58,6 +58,7 @@ func (s *alertSink) transitions() []string {
 // a job whose callback fails raises failing, failing_streak and paused
 // once each, signed, and is paused on both instances.
 func TestClusterAlertOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL")
 	}

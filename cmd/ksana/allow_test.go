@@ -14,6 +14,7 @@ import (
 // name that resolves to loopback; with KSANA_CALLBACK_ALLOW unset, a
 // loopback callback is called, as in the README's tour.
 func TestCallbackAllowDialed(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

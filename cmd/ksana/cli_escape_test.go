@@ -18,6 +18,7 @@ import (
 // shown by every command with them escaped; -o json stays exact JSON
 // that decodes to the same values.
 func TestCLIEscapes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

@@ -13,6 +13,7 @@ import (
 // on stderr how to get more; -all lists every job; -all with -limit is a
 // bad command line.
 func TestCLIListPages(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

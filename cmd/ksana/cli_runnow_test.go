@@ -11,6 +11,7 @@ import (
 // TestCLIRunNow: jobs run with a body, a header, args, -force and an
 // idempotency key; jobs add with an alert.
 func TestCLIRunNow(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

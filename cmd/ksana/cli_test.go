@@ -32,7 +32,7 @@ func cli(t *testing.T, bin string, env []string, stdin string, args ...string) (
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
+	err := runProcess(cmd)
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode(), out.String(), errOut.String()
 	}
@@ -45,6 +45,7 @@ func cli(t *testing.T, bin string, env []string, stdin string, args ...string) (
 // TestCLI drives a running ksana (the built binary, on a JSON file) with
 // the built binary's commands.
 func TestCLI(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -245,6 +246,7 @@ func jsonOut(t *testing.T, bin string, env []string, out any, args ...string) {
 // added through one is previewed, paused and listed through the other,
 // whichever instance holds it.
 func TestCLIShared(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL")
 	}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,10 +36,13 @@ import (
 // /jobs/{id}/runs with the instance that claimed them; and enabled and
 // last_status are those of the last acknowledged write.
 func TestClusterNoSlotLost(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL and SQLite")
 	}
 	bin := buildKsana(t)
+	// One after the other: side by side, under the other tests' load, slots
+	// went uncalled while a live instance held their partition.
 	t.Run("postgres", func(t *testing.T) { testClusterNoSlotLost(t, bin, postgresSchemaURL(t, "ksana_order_test")) })
 	t.Run("sqlite", func(t *testing.T) { testClusterNoSlotLost(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db")) })
 }
@@ -47,6 +51,7 @@ func TestClusterNoSlotLost(t *testing.T) {
 type outage struct{ from, to time.Time }
 
 func testClusterNoSlotLost(t *testing.T, bin, dbURL string) {
+	runAs(t, timingTest)
 	const (
 		ttl    = 2 * time.Second
 		jobs   = 48
@@ -362,12 +367,17 @@ func testClusterNoSlotLost(t *testing.T, bin, dbURL string) {
 // with exit status 2 and an error naming the variable; once the first has
 // stopped, the name is free again.
 func TestClusterDuplicateInstance(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL and SQLite")
 	}
 	bin := buildKsana(t)
-	t.Run("postgres", func(t *testing.T) { testClusterDuplicateInstance(t, bin, postgresSchemaURL(t, "ksana_dup_test")) })
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		testClusterDuplicateInstance(t, bin, postgresSchemaURL(t, "ksana_dup_test"))
+	})
 	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
 		testClusterDuplicateInstance(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db"))
 	})
 }
@@ -381,7 +391,10 @@ func testClusterDuplicateInstance(t *testing.T, bin, dbURL string) {
 	cmd := exec.CommandContext(ctx, bin)
 	cmd.Env = append(os.Environ(), "PORT=0", "LISTEN_ADDR=127.0.0.1", "LOG_FORMAT=json", "KSANA_INSTANCE=same")
 	cmd.Env = append(cmd.Env, env...)
-	out, err := cmd.CombinedOutput()
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := runProcess(cmd)
+	out := buf.Bytes()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
 		t.Fatalf("second process with the same KSANA_INSTANCE: %v, want exit status 2; output:\n%s", err, out)
@@ -407,10 +420,12 @@ func testClusterDuplicateInstance(t *testing.T, bin, dbURL string) {
 // the instance holds (none yet when it starts); and GET /jobs while the
 // database cannot answer is a 503 with Retry-After, not a 500.
 func TestSharedStartAndOutage(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("PostgreSQL and SQLite")
 	}
 	t.Run("allow-list", func(t *testing.T) {
+		t.Parallel()
 		env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "ksana.db"), "KSANA_INSTANCE": "one"}
 		ts := startService(t, t.TempDir(), env)
 		for i := range 3 {
@@ -427,6 +442,7 @@ func TestSharedStartAndOutage(t *testing.T) {
 		}
 	})
 	t.Run("outage", func(t *testing.T) {
+		t.Parallel()
 		dbURL := postgresSchemaURL(t, "ksana_outage_list_test")
 		ts := startService(t, t.TempDir(), map[string]string{"DATABASE_URL": dbURL, "KSANA_INSTANCE": "one"})
 		ts.create(t, `{"id":"x","http":{"url":"http://127.0.0.1:9/x"},"schedule":{"kind":"every","every":"1h"}}`)

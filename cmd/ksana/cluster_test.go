@@ -4,8 +4,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"database/sql"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -75,8 +77,11 @@ func buildKsana(t *testing.T) string {
 			return
 		}
 		bin := filepath.Join(built.dir, "ksana")
-		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		var out bytes.Buffer
+		cmd := exec.Command("go", "build", "-o", bin, ".")
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := runProcess(cmd); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out.String())
 			return
 		}
 		built.bin = bin
@@ -96,11 +101,25 @@ var built struct {
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	parallelByDefault(8)
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}
 	os.Exit(code)
+}
+
+// parallelByDefault sets -parallel to n unless it was given. The process
+// tests spend most of their time waiting (for a slot, a lease, a callback
+// that answers in 6s, a process to start), not running on the CPU, so
+// they run more at once than go test's default of one per core.
+func parallelByDefault(n int) {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }
 
 // member is one ksana process on the shared database.
@@ -122,7 +141,7 @@ func startMember(t *testing.T, bin, name string, env ...string) *member {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startProcess(cmd); err != nil {
 		t.Fatal(err)
 	}
 	m := &member{name: name, cmd: cmd, logs: &syncBuffer{}}
@@ -289,15 +308,23 @@ func visible(t *testing.T, ms []*member, id, name string, limit time.Duration) t
 // renewal period plus one interval, and every acknowledged API write is
 // visible from every live instance.
 func TestClusterKillStopJoin(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL and SQLite")
 	}
 	bin := buildKsana(t)
-	t.Run("postgres", func(t *testing.T) { testClusterKillStopJoin(t, bin, postgresSchemaURL(t, "ksana_cluster_test")) })
-	t.Run("sqlite", func(t *testing.T) { testClusterKillStopJoin(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db")) })
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		testClusterKillStopJoin(t, bin, postgresSchemaURL(t, "ksana_cluster_test"))
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		testClusterKillStopJoin(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db"))
+	})
 }
 
 func testClusterKillStopJoin(t *testing.T, bin, dbURL string) {
+	runAs(t, timingTest)
 	const ttl = 2 * time.Second
 	cb := newSlotCounter(t)
 	env := []string{"DATABASE_URL=" + dbURL, "KSANA_LEASE_TTL=" + ttl.String()}
@@ -390,9 +417,11 @@ func testClusterKillStopJoin(t *testing.T, bin, dbURL string) {
 // survive the database's connections being cut (pg_terminate_backend):
 // the jobs keep firing and writes keep propagating, with no restart.
 func TestClusterConflictAndOutage(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL")
 	}
+	runAs(t, timingTest)
 	app := "ksana_outage_test_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	dbURL := postgresSchemaURL(t, app)
 	bin := buildKsana(t)

@@ -26,12 +26,14 @@ import (
 // rewrite in the middle (a rotated journal or jobs.json.tmp left behind)
 // are counted; at least one must.
 func TestKillDuringCompaction(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("SIGKILL")
 	}
 	if testing.Short() {
 		t.Skip("builds the binary and writes 50,000 jobs")
 	}
+	runAs(t, heavyTest)
 	bin := buildKsana(t)
 	dir := t.TempDir()
 	const n = 50_000

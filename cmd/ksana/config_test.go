@@ -151,6 +151,7 @@ func TestRunExitCodes(t *testing.T) {
 // TestRunServesAndStops runs main's body with a context that ends, as a
 // signal would end it: exit 0.
 func TestRunServesAndStops(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
@@ -180,6 +181,7 @@ func TestRunServesAndStops(t *testing.T) {
 // running one exits 1 at once with a message naming the directory, and
 // leaves the first one and its files alone.
 func TestRunRefusesDataDirInUse(t *testing.T) {
+	t.Parallel()
 	probe := t.TempDir()
 	if s, err := jsonstore.New(probe, jsonstore.Config{}); err == nil {
 		s2, err := jsonstore.New(probe, jsonstore.Config{})
@@ -245,6 +247,7 @@ func TestRunRefusesDataDirInUse(t *testing.T) {
 // allow-list are on, and warns when the API is served beyond loopback
 // without a token.
 func TestExposureReport(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		env      map[string]string

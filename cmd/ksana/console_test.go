@@ -10,6 +10,7 @@ import (
 // TestConsoleServed: / redirects to the console at /ui/, which lists the
 // jobs, and the API keeps every other path.
 func TestConsoleServed(t *testing.T) {
+	t.Parallel()
 	ts := startService(t, t.TempDir(), map[string]string{"KSANA_API_TOKEN": "s3cret-token-0001"})
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := noFollow.Get(ts.url + "/")
@@ -48,6 +49,7 @@ func TestConsoleServed(t *testing.T) {
 // answers /ui/ and / with its 404); KSANA_CONSOLE_READONLY=true shows no
 // button that writes and refuses writes.
 func TestConsoleSettings(t *testing.T) {
+	t.Parallel()
 	get := func(url string) (int, string) {
 		t.Helper()
 		resp, err := http.Get(url)

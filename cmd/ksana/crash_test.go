@@ -28,15 +28,18 @@ type child struct {
 	logs *syncBuffer
 }
 
-func startChild(t *testing.T, bin, dir string) *child {
+// startChild starts the built binary over the data directory dir, with
+// the variables env added to its environment.
+func startChild(t *testing.T, bin, dir string, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "KSANA_DATA="+dir, "PORT=0", "LOG_FORMAT=json", "LOG_LEVEL=info", "WORKERS=4", "MIN_INTERVAL=10ms")
+	cmd.Env = append(cmd.Env, env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startProcess(cmd); err != nil {
 		t.Fatal(err)
 	}
 	c := &child{cmd: cmd, logs: &syncBuffer{}}
@@ -86,9 +89,11 @@ type expectation struct {
 // kill jobs.json parses; after each restart every write that got a 2xx is
 // there, and no jobs.bad file ever appears.
 func TestCrashSafety(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("SIGKILL")
 	}
+	runAs(t, heavyTest)
 	rounds := 50
 	bin := buildKsana(t)
 	cb := newCallback(t, 200, 0)

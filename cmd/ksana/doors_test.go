@@ -47,6 +47,7 @@ func send(t *testing.T, c *http.Client, method, u, body string, h map[string]str
 // site) is refused and changes nothing, and a request naming a host that
 // is not this machine (DNS rebinding) is refused, reads too.
 func TestNoDriveByWrites(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -94,6 +95,7 @@ func TestNoDriveByWrites(t *testing.T) {
 // another address goes on working; a token shorter than 16 bytes cannot
 // be configured.
 func TestGuessingThrottled(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -133,6 +135,7 @@ func TestGuessingThrottled(t *testing.T) {
 // token; signing out ends the session (its cookie no longer works), and
 // so does removing its token from the tokens file.
 func TestConsoleSessions(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -204,6 +207,7 @@ func TestConsoleSessions(t *testing.T) {
 // hop-by-hop header; an operator may add a header but not replace one
 // the job's author set; the audit names the headers, not their values.
 func TestRunNowOverridesFromOutside(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

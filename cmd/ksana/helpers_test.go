@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -64,6 +65,9 @@ func startService(t *testing.T, dir string, env map[string]string) *testService 
 			case <-time.After(60 * time.Second):
 				t.Errorf("service did not stop within 60s")
 			}
+			// The children forked while the service ran have exec'd:
+			// none holds its data directory's lock any more.
+			waitForks()
 		})
 	}
 	t.Cleanup(ts.stop)
@@ -278,4 +282,86 @@ func callBody(t *testing.T, method, url string, out any) int {
 	defer resp.Body.Close()
 	_ = json.NewDecoder(resp.Body).Decode(out)
 	return resp.StatusCode
+}
+
+// The process tests run side by side (t.Parallel); two kinds of them are
+// kept apart. The timing tests bound how long a partition, a slot or a
+// write may go without a live lease holder (a TTL of 2s, a renewal every
+// 667ms), or need one instance to see another's run in flight; the heavy
+// tests keep both cores busy for tens of seconds (50,000
+// jobs rewritten, 50 crashes under a stream of writes, 3,000 jobs on three
+// instances). Beside a heavy test, a timing test's processes miss their
+// renewals for want of CPU and the test fails without a bug. Tests of one
+// kind run beside each other and beside every other test, never beside a
+// test of the other kind. Only a test that holds its own slot (a test with
+// no parallel subtests, or such a subtest) may enter: then whoever runs
+// makes progress, whatever -parallel is, and no one waits for ever.
+const (
+	timingTest = iota + 1
+	heavyTest
+)
+
+var testKinds struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	kind    int // the kind of the tests running: timingTest or heavyTest, 0 when none
+	running int
+}
+
+// runAs waits until no test of the other kind runs, then counts t as one
+// of kind until it ends.
+func runAs(t *testing.T, kind int) {
+	t.Helper()
+	k := &testKinds
+	k.mu.Lock()
+	if k.cond == nil {
+		k.cond = sync.NewCond(&k.mu)
+	}
+	for k.running > 0 && k.kind != kind {
+		k.cond.Wait()
+	}
+	k.kind = kind
+	k.running++
+	k.mu.Unlock()
+	t.Cleanup(func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		if k.running--; k.running == 0 {
+			k.kind = 0
+			k.cond.Broadcast()
+		}
+	})
+}
+
+// forks keeps the tests' child processes from holding the lock of a data
+// directory that a service in this process has let go. A child holds a
+// copy of every file of this process from its fork to its exec, the
+// directory's lock (a flock, which lives as long as any copy of its file)
+// among them: a service stopped in that window leaves the directory
+// locked for a moment, and a test that starts a service on it again, while
+// another test starts a process, is refused. Children are started under
+// the read lock (cmd.Start returns once the child has exec'd); a stopped
+// service takes the write lock once, to wait for the children forked
+// before it stopped.
+var forks sync.RWMutex
+
+// startProcess is cmd.Start under forks.
+func startProcess(cmd *exec.Cmd) error {
+	forks.RLock()
+	defer forks.RUnlock()
+	return cmd.Start()
+}
+
+// waitForks returns once every child whose start had begun has exec'd.
+func waitForks() {
+	forks.Lock()
+	defer forks.Unlock()
+}
+
+// runProcess is cmd.Run under forks.
+func runProcess(cmd *exec.Cmd) error {
+	if err := startProcess(cmd); err != nil {
+		return err
+	}
+	return cmd.Wait()
 }

@@ -26,12 +26,19 @@ import (
 // PATCH, pause, resume, run-now, runs, delete) answers as the instance
 // that holds it does.
 func TestClusterHoldsAThird(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL and SQLite")
 	}
 	bin := buildKsana(t)
-	t.Run("postgres", func(t *testing.T) { testClusterHoldsAThird(t, bin, postgresSchemaURL(t, "ksana_hold_test")) })
-	t.Run("sqlite", func(t *testing.T) { testClusterHoldsAThird(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db")) })
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		testClusterHoldsAThird(t, bin, postgresSchemaURL(t, "ksana_hold_test"))
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		testClusterHoldsAThird(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db"))
+	})
 }
 
 // page follows the Link headers of GET url and returns the ids listed.
@@ -65,6 +72,7 @@ func page(t *testing.T, base, query string) []string {
 }
 
 func testClusterHoldsAThird(t *testing.T, bin, dbURL string) {
+	runAs(t, heavyTest)
 	cb := newSlotCounter(t)
 	env := []string{"DATABASE_URL=" + dbURL, "KSANA_LEASE_TTL=2s"}
 	ms := []*member{startMember(t, bin, "a", env...), startMember(t, bin, "b", env...), startMember(t, bin, "c", env...)}

@@ -35,6 +35,7 @@ func settled(hook *callback, quiet time.Duration) int {
 // pause (ksana pause) stops every call, shows in ksana health, survives a
 // restart and ends with ksana resume; the audit log survives the restart.
 func TestPauseJSONFile(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -131,6 +132,7 @@ func TestPauseJSONFile(t *testing.T) {
 // also after b restarts; the audit entries written through a are read
 // through b.
 func TestPauseShared(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL")
 	}
@@ -154,8 +156,10 @@ func TestPauseShared(t *testing.T) {
 		return na > 0 && nb > 0 && na+nb == jobs
 	})
 
-	// Timed pauses, all set through a.
-	until := time.Now().Add(3 * time.Second)
+	// Timed pauses, all set through a, ending once the twelve runs of the
+	// CLI that set them are done, on a loaded machine too (they run beside
+	// the other process tests).
+	until := time.Now().Add(10 * time.Second)
 	for i := range jobs {
 		if code, _, errOut := cli(t, bin, onA, "", "jobs", "pause", fmt.Sprintf("j%d", i), "-until", until.UTC().Format(time.RFC3339Nano)); code != 0 {
 			t.Fatalf("jobs pause on a: exit %d: %s", code, errOut)

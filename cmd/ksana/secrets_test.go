@@ -25,6 +25,7 @@ import (
 // secrets, and only where the job is shown; no one sees them in the
 // audit, the history, the logs or the alert payload.
 func TestSecretsEveryOutput(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

@@ -19,6 +19,7 @@ import (
 // few times after: with or without KSANA_API_TOKENS_FILE it lives, serves,
 // says what it did with the signal, and stops cleanly on SIGTERM.
 func TestSighupNeverEnds(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("SIGHUP")
 	}
@@ -39,7 +40,7 @@ func TestSighupNeverEnds(t *testing.T) {
 				"LOG_LEVEL=info", "KSANA_API_TOKENS_FILE="+tc.file, "KSANA_API_TOKEN=", "GODEBUG=inittrace=1")
 			logs := &syncBuffer{}
 			cmd.Stderr = logs
-			if err := cmd.Start(); err != nil {
+			if err := startProcess(cmd); err != nil {
 				t.Fatal(err)
 			}
 			exited := make(chan error, 1)

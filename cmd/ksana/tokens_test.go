@@ -122,6 +122,7 @@ func FuzzParseTokens(f *testing.F) {
 // bad file or a short token at start is exit 2 naming the line; and no
 // token ever reaches the logs or /health.
 func TestTokensFileProcess(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("SIGHUP")
 	}
@@ -147,7 +148,7 @@ func TestTokensFileProcess(t *testing.T) {
 		cmd.Env = append(os.Environ(), "KSANA_DATA="+t.TempDir(), "PORT=0", "KSANA_API_TOKENS_FILE="+file, "KSANA_API_TOKEN="+tc.token)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		err := cmd.Run()
+		err := runProcess(cmd)
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), tc.want) {
 			t.Fatalf("bad tokens at start: %v, stderr:\n%s\nwant exit 2 and %q", err, stderr.String(), tc.want)
@@ -160,9 +161,7 @@ func TestTokensFileProcess(t *testing.T) {
 	}
 
 	write("# roles\nviewer viewer-secret-0001 vera\noperator operator-secret-01 otto\nadmin admin-secret-00001 ada\n")
-	t.Setenv("KSANA_API_TOKENS_FILE", file)
-	t.Setenv("KSANA_API_TOKEN", "single-secret-0001")
-	c := startChild(t, bin, t.TempDir())
+	c := startChild(t, bin, t.TempDir(), "KSANA_API_TOKENS_FILE="+file, "KSANA_API_TOKEN=single-secret-0001")
 	defer c.kill(t)
 	// Each request comes from an address of its own, so that the wrong
 	// tokens this test sends on purpose are not throttled (see
@@ -348,6 +347,7 @@ func newRequest(method, url, body string) (*http.Request, error) {
 // TestTokensFileMode: a tokens file others may read is named in a warning
 // at start; one only its owner reads is not.
 func TestTokensFileMode(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("file modes")
 	}

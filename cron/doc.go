@@ -355,7 +355,7 @@
 //     own changes (the pause of a job after failures, the end of a timed
 //     pause of a job or of the service) are [ActorRunner]'s;
 //   - is authorized first by [Config.Authorizer] ([RoleRules] by
-//     default: [NeedRole] names the role each [Action] needs), and a
+//     default: [Action.NeedRole] names the role each [Action] needs), and a
 //     refusal is a *[ForbiddenError] that changes nothing; front ends ask
 //     [Runner.Authorize] beforehand to refuse early or to offer only what
 //     a user may do;

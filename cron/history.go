@@ -52,7 +52,7 @@ func (c RunCursor) IsZero() bool { return c.RunID == "" && c.ScheduledAt.IsZero(
 func (r *Run) Cursor() RunCursor { return RunCursor{ScheduledAt: r.ScheduledAt, RunID: r.ID} }
 
 // String encodes c as "<Unix nanoseconds>.<run id>", the form
-// [ParseRunCursor] reads; the zero cursor is "".
+// [RunCursor.UnmarshalText] reads; the zero cursor is "".
 func (c RunCursor) String() string {
 	if c.IsZero() {
 		return ""
@@ -60,18 +60,25 @@ func (c RunCursor) String() string {
 	return strconv.FormatInt(c.ScheduledAt.UnixNano(), 10) + "." + c.RunID
 }
 
-// ParseRunCursor reads a cursor written by [RunCursor.String]; "" is the
-// zero cursor. Anything else is an error wrapping [ErrBadCursor].
-func ParseRunCursor(s string) (RunCursor, error) {
+// MarshalText returns the cursor's text form, [RunCursor.String].
+func (c RunCursor) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText reads a cursor written by [RunCursor.String]; "" is the
+// zero cursor. Anything else is an error wrapping [ErrBadCursor], and
+// leaves c as it was.
+func (c *RunCursor) UnmarshalText(b []byte) error {
+	s := string(b)
 	if s == "" {
-		return RunCursor{}, nil
+		*c = RunCursor{}
+		return nil
 	}
 	at, id, ok := strings.Cut(s, ".")
 	n, err := strconv.ParseInt(at, 10, 64)
 	if !ok || err != nil || id == "" || len(id) > 256 {
-		return RunCursor{}, fmt.Errorf("%w: %q is not <nanoseconds>.<run id>", ErrBadCursor, s)
+		return fmt.Errorf("%w: %q is not <nanoseconds>.<run id>", ErrBadCursor, s)
 	}
-	return RunCursor{ScheduledAt: time.Unix(0, n).UTC(), RunID: id}, nil
+	*c = RunCursor{ScheduledAt: time.Unix(0, n).UTC(), RunID: id}
+	return nil
 }
 
 // Before reports whether run r comes after the position c in the order

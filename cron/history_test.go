@@ -111,7 +111,7 @@ func TestQueryRunsPaging(t *testing.T) {
 			if len(runs) != q.Limit || page > 50 {
 				t.Fatalf("a page of %d runs with a next cursor, want %d", len(runs), q.Limit)
 			}
-			q.After, err = ParseRunCursor(next.String())
+			err = q.After.UnmarshalText([]byte(next.String()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,8 +132,8 @@ func TestQueryRunsPaging(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"x", "1.", ".a", "a.b"} {
-		if _, err := ParseRunCursor(bad); err == nil {
-			t.Errorf("ParseRunCursor(%q) = nil error", bad)
+		if err := new(RunCursor).UnmarshalText([]byte(bad)); err == nil {
+			t.Errorf("UnmarshalText(%q) = nil error", bad)
 		}
 	}
 }

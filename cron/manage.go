@@ -154,13 +154,13 @@ type Authorizer interface {
 }
 
 // RoleRules is the built-in [Authorizer]: an action needs the role
-// [NeedRole] names, and an actor with that role or a higher one may make
+// [Action.NeedRole] names, and an actor with that role or a higher one may make
 // it on every job.
 type RoleRules struct{}
 
-// Authorize allows act when a's role includes [NeedRole](act).
+// Authorize allows act when a's role includes act.NeedRole().
 func (RoleRules) Authorize(_ context.Context, a Actor, act Action, _ string) error {
-	need := NeedRole(act)
+	need := act.NeedRole()
 	if a.Role.Includes(need) {
 		return nil
 	}
@@ -170,7 +170,7 @@ func (RoleRules) Authorize(_ context.Context, a Actor, act Action, _ string) err
 // NeedRole is the least role that may make act under [RoleRules]:
 // operator for run-now, pause and resume of a job, admin for every other
 // change (the service-wide pause and resume among them).
-func NeedRole(act Action) Role {
+func (act Action) NeedRole() Role {
 	switch act {
 	case ActionRunNow, ActionPause, ActionResume:
 		return RoleOperator

@@ -285,7 +285,7 @@ func TestAuditActionsByCaller(t *testing.T) {
 				if setup := firstSetup(ce.setup, row.setup); setup != nil {
 					setup(t, f)
 				}
-				need := cron.NeedRole(row.act)
+				need := row.act.NeedRole()
 				if c.roles {
 					after := lastAudit(t, f)
 					if ce.do(t, f, c.c, below(need)) {

@@ -668,10 +668,10 @@ type confirmPage struct {
 // bulkActions are the actions a bulk write may take, and the role each
 // needs.
 var bulkActions = map[string]httpapi.Role{
-	"pause":  cron.NeedRole(cron.ActionPause),
-	"resume": cron.NeedRole(cron.ActionResume),
-	"run":    cron.NeedRole(cron.ActionRunNow),
-	"delete": cron.NeedRole(cron.ActionDelete),
+	"pause":  cron.ActionPause.NeedRole(),
+	"resume": cron.ActionResume.NeedRole(),
+	"run":    cron.ActionRunNow.NeedRole(),
+	"delete": cron.ActionDelete.NeedRole(),
 }
 
 // bulk applies one action to every job matching a filter: a first POST

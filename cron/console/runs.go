@@ -182,7 +182,7 @@ func newKey() string {
 // --- the service-wide pause ---
 
 // pauseAllNeeds is the role of the service-wide pause and resume.
-var pauseAllNeeds = cron.NeedRole(cron.ActionPauseAll)
+var pauseAllNeeds = cron.ActionPauseAll.NeedRole()
 
 type pauseConfirmPage struct {
 	Until  string // RFC 3339, "" for no end

@@ -169,7 +169,7 @@ func actionOf(method, pattern string) cron.Action {
 // run-now, pause and resume, admin for every other write.
 func NeedRole(method, pattern string) Role {
 	if act := actionOf(method, pattern); act != "" {
-		return cron.NeedRole(act)
+		return act.NeedRole()
 	}
 	return RoleViewer
 }

@@ -11,7 +11,7 @@ import (
 
 // Role is what a token may do: [cron.Role]. Each role may do what the
 // roles below it may; what each needs is the runner's rule
-// ([cron.NeedRole] under the default [cron.RoleRules]).
+// ([cron.Action.NeedRole] under the default [cron.RoleRules]).
 type Role = cron.Role
 
 // The roles, from least to most.

@@ -59,8 +59,8 @@ func parseHistoryQuery(q map[string][]string) (cron.RunQuery, *RequestError) {
 			}
 			rq.Limit = n
 		case "after":
-			c, err := cron.ParseRunCursor(v)
-			if err != nil || c.IsZero() {
+			var c cron.RunCursor
+			if err := c.UnmarshalText([]byte(v)); err != nil || c.IsZero() {
 				return badField("after", "must be the cursor of the Link of the previous page, got %q", v)
 			}
 			rq.After = c

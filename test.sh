@@ -8,7 +8,8 @@
 # suite; beside it, one after the other at the lowest priority, go vet, a
 # pinned staticcheck and the builds for macOS and Windows. Their output
 # follows the tests', each
-# under its name. At the end it checks that the tests left no schema and
+# under its name. Then, alone on the machine, it runs the tests of shared
+# mode's lease timing that the first phase skipped. At the end it checks that the tests left no schema and
 # no Redis key of their own behind, then stops the servers it started and
 # drops its database. It fails if any of this fails, and says which.
 #
@@ -326,8 +327,15 @@ done
 run_checks
 log "beside the tests, one after the other: $(printf '%s; ' "${checks[@]}")"
 
+# The tests of shared mode's lease timing run alone, once the rest and
+# the checks are done: on the 2 cores, beside the other packages, their
+# members miss heartbeats and the leases flap (a known fault of shared
+# mode under load, not of the tests). A full run skips them in the first
+# phase and runs them last; a run of given packages runs them in place.
+alone_tests='^(TestClusterNoSlotLost|TestLeasesRunKeepsShare)$'
+alone_pkgs=(./cmd/ksana/ ./store/sqlstore/)
 args=("$@")
-[ "$given" -gt 0 ] || args+=(./...)
+if [ "$given" -eq 0 ]; then args+=(-skip "$alone_tests" ./...); fi
 log "go test -race ${args[*]}"
 failed=()
 start=$SECONDS
@@ -335,6 +343,12 @@ go test -race -timeout 30m "${args[@]}" || failed+=("go test -race")
 log "go test -race: $( [ "${#failed[@]}" -eq 0 ] && echo ok || echo FAILED ) in $(elapsed $((SECONDS - start)))"
 
 for pid in "${check_pids[@]}"; do wait "$pid" || true; done
+if [ "$given" -eq 0 ]; then
+  log "go test -race -p 1 -run '$alone_tests' ${alone_pkgs[*]} (alone)"
+  start=$SECONDS
+  go test -race -p 1 -timeout 10m -run "$alone_tests" "${alone_pkgs[@]}" || failed+=("the lease-timing tests, alone")
+  log "the lease-timing tests: $( [ "${#failed[@]}" -eq 0 ] && echo ok || echo FAILED ) in $(elapsed $((SECONDS - start)))"
+fi
 for n in "${!checks[@]}"; do
   read -r rc took <"$run_dir/check$n.rc" || { rc=1; took=0; }
   if [ "$rc" = 0 ]; then

@@ -37,9 +37,10 @@ import (
 // last_status are those of the last acknowledged write.
 //
 // It runs alone (not parallel: go test runs it before the package's
-// parallel tests start): beside them, on a loaded machine, slots went
-// uncalled while a live instance held their partition and claimed rows
-// stayed without a status, the lease flapping that shared mode still has.
+// parallel tests start, and test.sh runs it last, after the other
+// packages): beside them, on a loaded machine, slots went uncalled while
+// a live instance held their partition and claimed rows stayed without a
+// status, the lease flapping that shared mode still has.
 func TestClusterNoSlotLost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL and SQLite")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,42 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ksana-dev/ksana/cron"
+	"github.com/ksana-dev/ksana/internal/testenv"
 )
-
-// chromium returns the browser of the browser tests: KSANA_TEST_CHROMIUM,
-// else chromium on the PATH. Without one the test fails, but under -short,
-// where it is skipped.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: no browser test")
-	}
-	if p := os.Getenv("KSANA_TEST_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("no chromium: install it (apt-get install chromium; ./test.sh does) or set KSANA_TEST_CHROMIUM")
-	return ""
-}
-
-// screenshotDir is where the browser tests save their screenshots:
-// KSANA_SCREENSHOTS, else ksana-console-screenshots in the temporary
-// directory.
-func screenshotDir(t *testing.T) string {
-	dir := os.Getenv("KSANA_SCREENSHOTS")
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "ksana-console-screenshots")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshots in %s", dir)
-	return dir
-}
 
 // tab is one browser (its own profile, so its own cookies) with one tab.
 type tab struct {
@@ -143,8 +108,8 @@ func (tb *tab) login(token string) {
 // who sees no button that writes and is refused a write, and a hostile
 // job name shown as text. It saves a screenshot of each page.
 func TestBrowser(t *testing.T) {
-	exe := chromium(t)
-	shots := screenshotDir(t)
+	exe := testenv.Chromium(t)
+	shots := testenv.ScreenshotDir(t)
 	f := newFixture(t, fixtureOpts{auth: true, console: Config{RefreshInterval: 300 * time.Millisecond}})
 	admin := newTab(t, exe, f.base, shots)
 	admin.login(adminToken)

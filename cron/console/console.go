@@ -173,32 +173,11 @@ func newConsole(r *cron.Runner, cfg Config) (*Console, error) {
 	}
 	c.csrf = websec.NewCSRF(secret, csrfCookie, "ksana-console-csrf")
 	var err error
-	if c.tmpl, err = parseTemplates(); err != nil {
+	if c.tmpl, err = websec.ParsePages(templateFS, funcs); err != nil {
 		return nil, err
 	}
 	c.mux = c.newMux()
 	return c, nil
-}
-
-// parseTemplates parses each page with the shared layout.
-func parseTemplates() (map[string]*template.Template, error) {
-	pages, err := fs.Glob(templateFS, "templates/*.html")
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]*template.Template{}
-	for _, p := range pages {
-		name := strings.TrimSuffix(path.Base(p), ".html")
-		if name == "layout" {
-			continue
-		}
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", p)
-		if err != nil {
-			return nil, fmt.Errorf("console: template %s: %w", name, err)
-		}
-		out[name] = t
-	}
-	return out, nil
 }
 
 // newMux routes the console's pages; paths are relative to the mount

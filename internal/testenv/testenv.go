@@ -8,6 +8,8 @@ import (
 	"net"
 	neturl "net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -159,4 +161,40 @@ func RedisAddrs() (standalone string, cluster []string) {
 		}
 	}
 	return Addr(env("KSANA_TEST_REDIS_URL", DefaultRedisURL)), cluster
+}
+
+// Chromium returns the browser of the browser tests: KSANA_TEST_CHROMIUM,
+// else chromium on the PATH. Without one the test fails, but under
+// -short, where it is skipped.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no browser test")
+	}
+	if p := os.Getenv("KSANA_TEST_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no chromium: install it (apt-get install chromium; ./test.sh does) or set KSANA_TEST_CHROMIUM")
+	return ""
+}
+
+// ScreenshotDir is where the browser tests save their screenshots:
+// KSANA_SCREENSHOTS, else ksana-console-screenshots in the temporary
+// directory.
+func ScreenshotDir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("KSANA_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "ksana-console-screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots in %s", dir)
+	return dir
 }

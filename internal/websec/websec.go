@@ -6,8 +6,12 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
+	"html/template"
+	"io/fs"
 	"mime"
 	"net/http"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -205,4 +209,26 @@ func TokenMatches(tok string, want TokenHash) bool {
 	}
 	got := sha256.Sum256([]byte(tok))
 	return subtle.ConstantTimeCompare(got[:], want) == 1
+}
+
+// ParsePages parses each page templates/NAME.html of fsys with the shared
+// templates/layout.html and funcs, by NAME (the layout is no page).
+func ParsePages(fsys fs.FS, funcs template.FuncMap) (map[string]*template.Template, error) {
+	pages, err := fs.Glob(fsys, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*template.Template{}
+	for _, p := range pages {
+		name := strings.TrimSuffix(path.Base(p), ".html")
+		if name == "layout" {
+			continue
+		}
+		t, err := template.New(name).Funcs(funcs).ParseFS(fsys, "templates/layout.html", p)
+		if err != nil {
+			return nil, fmt.Errorf("console: template %s: %w", name, err)
+		}
+		out[name] = t
+	}
+	return out, nil
 }

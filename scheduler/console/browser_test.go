@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,43 +11,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/ksana-dev/ksana/internal/testenv"
 	"github.com/ksana-dev/ksana/scheduler/console"
 )
-
-// chromium returns the browser of the browser test: KSANA_TEST_CHROMIUM,
-// else chromium on the PATH. Without one the test fails, but under
-// -short, where it is skipped.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: no browser test")
-	}
-	if p := os.Getenv("KSANA_TEST_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("no chromium: install it (apt-get install chromium; ./test.sh does) or set KSANA_TEST_CHROMIUM")
-	return ""
-}
-
-// screenshotDir is where the browser test saves its screenshots:
-// KSANA_SCREENSHOTS, else ksana-console-screenshots in the temporary
-// directory. Their names start with "dispatch-".
-func screenshotDir(t *testing.T) string {
-	dir := os.Getenv("KSANA_SCREENSHOTS")
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "ksana-console-screenshots")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshots in %s", dir)
-	return dir
-}
 
 // tab is one browser (its own profile, so its own cookies) with one tab.
 type tab struct {
@@ -138,8 +103,8 @@ func (tb *tab) text(sel string) string {
 // with their session and CSRF token is refused; the hostile field of a
 // dead letter is shown as text.
 func TestBrowser(t *testing.T) {
-	exe := chromium(t)
-	shots := screenshotDir(t)
+	exe := testenv.Chromium(t)
+	shots := testenv.ScreenshotDir(t)
 	f := newFixture(t, console.Config{ReadToken: readToken, AdminToken: adminToken})
 	admin := newTab(t, exe, f.base, shots)
 	admin.open("/login")

@@ -150,31 +150,11 @@ func New(d *scheduler.Dispatcher, cfg Config) (*Console, error) {
 	}
 	c.guard = websec.NewGuard("console", c.log)
 	var err error
-	if c.tmpl, err = parseTemplates(); err != nil {
+	if c.tmpl, err = websec.ParsePages(templateFS, funcs); err != nil {
 		return nil, err
 	}
 	c.mux = c.routes()
 	return c, nil
-}
-
-func parseTemplates() (map[string]*template.Template, error) {
-	pages, err := fs.Glob(templateFS, "templates/*.html")
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]*template.Template{}
-	for _, p := range pages {
-		name := strings.TrimSuffix(path.Base(p), ".html")
-		if name == "layout" {
-			continue
-		}
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", p)
-		if err != nil {
-			return nil, fmt.Errorf("console: template %s: %w", name, err)
-		}
-		out[name] = t
-	}
-	return out, nil
 }
 
 func (c *Console) routes() *http.ServeMux {

@@ -56,14 +56,13 @@
 // strictly after after, or the zero time when there is none. [ScheduleSpec]
 // (kind "once", "every" or "cron") builds one with [ScheduleSpec.Build].
 //
-//   - [Once] runs a single time, at run_at.
-//   - [EverySchedule] runs on the grid start_at + k*every. The next slot is computed
+//   - kind "once" ([At]) runs a single time, at run_at.
+//   - kind "every" ([Every]) runs on the grid start_at + k*every. The next slot is computed
 //     from the grid, never from when a run finished, so a schedule does not
 //     drift however long its runs take. A job added without start_at gets
 //     the time of the Add. Jitter, below the interval, delays each run by an
 //     offset in [0, jitter) without moving the grid; the offset is a hash of
-//     the job id and the slot, so it is the same after a restart
-//     (seedFor).
+//     the job id and the slot, so it is the same after a restart.
 //   - [CronSchedule] runs at the times a cron expression matches (below).
 //
 // To see when a schedule will fire, [ScheduleSpec.Next] checks a spec and lists its times (in UTC,

@@ -445,7 +445,7 @@ func (e *entry) sameSchedule(c *entry) bool {
 func (e *entry) schedule() Schedule {
 	switch e.kind {
 	case kindOnceID:
-		return Once{At: fromNano(e.start)}
+		return onceSchedule{At: fromNano(e.start)}
 	case kindEveryID:
 		return e.every()
 	default:
@@ -453,8 +453,8 @@ func (e *entry) schedule() Schedule {
 	}
 }
 
-func (e *entry) every() EverySchedule {
-	ev := EverySchedule{Interval: time.Duration(e.interval), Start: fromNano(e.start)}
+func (e *entry) every() everySchedule {
+	ev := everySchedule{Interval: time.Duration(e.interval), Start: fromNano(e.start)}
 	if e.cad != nil && e.cad.jitter > 0 {
 		ev.Jitter = time.Duration(e.cad.jitter)
 		ev.Seed = seedFor(e.id)

@@ -30,12 +30,17 @@ func ExampleParseCron() {
 	// cron: hour field: 25 is out of range [0,23]
 }
 
-func ExampleEverySchedule() {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := cron.EverySchedule{Interval: 5 * time.Minute, Start: start}
+func ExampleEvery() {
+	spec := cron.Every(5 * time.Minute)
+	spec.StartAt = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	// A run that ends late does not shift the grid.
-	runEnd := start.Add(7 * time.Minute)
-	fmt.Println(s.Next(runEnd).Format(time.RFC3339))
+	runEnd := spec.StartAt.Add(7 * time.Minute)
+	next, err := spec.Next(runEnd, 1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(next[0].Format(time.RFC3339))
 	// Output:
 	// 2026-01-01T00:10:00Z
 }

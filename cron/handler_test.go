@@ -272,7 +272,7 @@ func TestTypedValidation(t *testing.T) {
 	}
 	j := base
 	j.Args = json.RawMessage(" null ")
-	if _, err := Prepare(&j, time.Now(), Rules{}); err != nil || j.Args != nil || j.Type != "report" || j.HTTP.Method != "" {
+	if _, err := j.Prepare(time.Now(), Rules{}); err != nil || j.Args != nil || j.Type != "report" || j.HTTP.Method != "" {
 		t.Errorf("Prepare: %v, args %q type %q method %q; want no error, null args dropped, no method", err, j.Args, j.Type, j.HTTP.Method)
 	}
 }

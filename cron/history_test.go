@@ -279,12 +279,12 @@ func TestPausedAtSystemField(t *testing.T) {
 
 		run := Job{ID: "x", HTTP: HTTPConfig{URL: "http://callback.test/hook"}, Schedule: ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute)},
 			PausedAt: t0}
-		if _, err := Prepare(&run, t0, Rules{}); err != nil || !run.PausedAt.IsZero() {
+		if _, err := run.Prepare(t0, Rules{}); err != nil || !run.PausedAt.IsZero() {
 			t.Errorf("Prepare of a running job: paused_at %v, err %v; want none", run.PausedAt, err)
 		}
 		paused := run
 		paused.Paused, paused.PausedAt = true, t0.In(time.FixedZone("x", 3600))
-		if _, err := Prepare(&paused, t0, Rules{}); err != nil || !paused.PausedAt.Equal(t0) || paused.PausedAt.Location() != time.UTC {
+		if _, err := paused.Prepare(t0, Rules{}); err != nil || !paused.PausedAt.Equal(t0) || paused.PausedAt.Location() != time.UTC {
 			t.Errorf("Prepare of a paused job: paused_at %v, err %v; want %v in UTC", paused.PausedAt, err, t0)
 		}
 	})

@@ -197,7 +197,7 @@ type Job struct {
 	Paused bool `json:"-"`
 	// PausedUntil, on a paused job, is when the runner resumes it by
 	// itself (the until of [Runner.Pause]); zero for a pause with no end.
-	// It is a system field of the pause: [Prepare] clears it on a job that
+	// It is a system field of the pause: [Job.Prepare] clears it on a job that
 	// is not paused, a [Runner.Pause] with a zero until and [Runner.Resume]
 	// clear it. Its JSON form is "paused_until", left out when zero.
 	PausedUntil time.Time `json:"-"`
@@ -209,7 +209,7 @@ type Job struct {
 	// or on another runner of a [SharedStore], records the slots passed
 	// since as one skipped run of reason [ReasonPaused]; zero (a job
 	// paused before it was kept) records none. It is a system field:
-	// [Prepare] clears it on a job that is not paused, and the runner
+	// [Job.Prepare] clears it on a job that is not paused, and the runner
 	// keeps it whatever [Runner.Add] (which stores none) or the change of
 	// [Runner.Update] gives. Its JSON form is "paused_at", left out when
 	// zero.
@@ -340,13 +340,13 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 func (j *Job) IsHTTP() bool { return j.Type == "" || j.Type == JobTypeHTTP }
 
 // WritesHTTP reports whether the JSON form of j holds its http object: for
-// an HTTP job, and for any job whose HTTP is not empty (which [Prepare]
+// an HTTP job, and for any job whose HTTP is not empty (which [Job.Prepare]
 // refuses on another type).
 func (j *Job) WritesHTTP() bool {
 	return j.IsHTTP() || j.HTTP.Method != "" || j.HTTP.URL != "" || j.HTTP.Headers != nil || j.HTTP.Body != ""
 }
 
-// Rules are the settings of a runner that [Prepare] applies: the values
+// Rules are the settings of a runner that [Job.Prepare] applies: the values
 // it gives to the unset fields of a job whose zero value means "the
 // default", and the shortest interval it accepts. The zero value is the
 // documented defaults.
@@ -404,16 +404,16 @@ func (d Rules) minInterval() time.Duration {
 // Transfer-Encoding are refused: the HTTP client sets them from the body.
 // Host is allowed: it names the virtual host the request asks for, while
 // the connection still goes to the URL's host.
-func Prepare(j *Job, now time.Time, d Rules) (Schedule, error) {
+func (j *Job) Prepare(now time.Time, d Rules) (Schedule, error) {
 	c, err := prepare(j, now, d, nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	switch j.Schedule.Kind {
 	case KindOnce:
-		return Once{At: j.Schedule.RunAt}, nil
+		return onceSchedule{At: j.Schedule.RunAt}, nil
 	case KindEvery:
-		return EverySchedule{Interval: j.Schedule.Every.D(), Start: j.Schedule.StartAt, Jitter: j.Schedule.Jitter.D(), Seed: seedFor(j.ID)}, nil
+		return everySchedule{Interval: j.Schedule.Every.D(), Start: j.Schedule.StartAt, Jitter: j.Schedule.Jitter.D(), Seed: seedFor(j.ID)}, nil
 	}
 	return c, nil
 }
@@ -581,7 +581,7 @@ func invalid(field, format string, a ...any) error {
 
 var allowedMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true}
 
-// Validate reports whether [Prepare] would accept the job under rules
+// Validate reports whether [Job.Prepare] would accept the job under rules
 // that set no minimum interval (the minimum is a runner's setting): it
 // checks a copy of j with the defaults filled, and returns a
 // *ValidationError naming the first bad field. It does not modify j, and
@@ -713,7 +713,7 @@ func validateBody(body string) error {
 // first bad field ("schedule.kind", "schedule.every", ...). A field the
 // kind does not use (tz on an every schedule) is an error. Times must lie
 // between the years 1679 and 2261. An every schedule with no start_at is
-// valid ([Prepare] gives it one).
+// valid ([Job.Prepare] gives it one).
 func (s *ScheduleSpec) Validate() error {
 	_, err := s.check(nil)
 	return err
@@ -808,7 +808,7 @@ func (s *ScheduleSpec) unused() []string {
 
 // ClearUnused clears the fields of s that its kind does not use (a tz on
 // an every schedule, a run_at on a cron one) and returns their JSON names.
-// [Prepare] refuses such fields; a store or loader may call ClearUnused
+// [Job.Prepare] refuses such fields; a store or loader may call ClearUnused
 // first, so that a job stored before that rule still loads, as it ran:
 // with those fields ignored. An unknown kind is left alone.
 func (s *ScheduleSpec) ClearUnused() []string {
@@ -867,9 +867,9 @@ func (s *ScheduleSpec) parseCron() (*CronSchedule, error) {
 func (s *ScheduleSpec) Build(seed uint64) (Schedule, error) {
 	switch s.Kind {
 	case KindOnce:
-		return Once{At: s.RunAt}, nil
+		return onceSchedule{At: s.RunAt}, nil
 	case KindEvery:
-		return EverySchedule{Interval: s.Every.D(), Start: s.StartAt, Jitter: s.Jitter.D(), Seed: seed}, nil
+		return everySchedule{Interval: s.Every.D(), Start: s.StartAt, Jitter: s.Jitter.D(), Seed: seed}, nil
 	case KindCron:
 		return s.parseCron()
 	}

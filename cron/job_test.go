@@ -100,7 +100,7 @@ func TestPrepare(t *testing.T) {
 			}
 			validateErr := j.Validate() // must agree with Prepare, and not modify j
 			before := j
-			_, err := Prepare(&j, now, tt.defaults)
+			_, err := j.Prepare(now, tt.defaults)
 			if tt.field != "" {
 				var ve *ValidationError
 				if !errors.As(err, &ve) || ve.Field != tt.field {
@@ -147,7 +147,7 @@ func TestPrepareSchedule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		j := Job{ID: "j", HTTP: HTTPConfig{URL: "http://svc.test/"}, Schedule: tt.spec}
-		s, err := Prepare(&j, now, Rules{})
+		s, err := j.Prepare(now, Rules{})
 		if err != nil {
 			t.Fatalf("Prepare(%s): %v", tt.spec.Kind, err)
 		}

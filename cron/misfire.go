@@ -43,7 +43,7 @@ const defaultCountLimit = 1000
 
 // countSlots returns how many run times of s fall in (after, until], counting
 // at most max (max <= 0: defaultCountLimit). The cost is constant for
-// [Once], [EverySchedule] and an @every [CronSchedule]; other schedules are stepped
+// once and every schedules and an @every [CronSchedule]; other schedules are stepped
 // through with Next, so max bounds the work.
 func countSlots(s Schedule, after, until time.Time, max int) int {
 	if max <= 0 {
@@ -54,15 +54,15 @@ func countSlots(s Schedule, after, until time.Time, max int) int {
 	}
 	var n int64
 	switch s := s.(type) {
-	case Once:
+	case onceSchedule:
 		if s.At.After(after) && !s.At.After(until) {
 			n = 1
 		}
-	case *Once:
+	case *onceSchedule:
 		return countSlots(*s, after, until, max)
-	case EverySchedule:
+	case everySchedule:
 		n = s.countUpTo(until) - s.countUpTo(after)
-	case *EverySchedule:
+	case *everySchedule:
 		return countSlots(*s, after, until, max)
 	case *CronSchedule:
 		if s == nil || s.every <= 0 {
@@ -95,7 +95,7 @@ func countByNext(s Schedule, after, until time.Time, max int) int {
 }
 
 // countUpTo returns how many run times of e are at or before t.
-func (e EverySchedule) countUpTo(t time.Time) int64 {
+func (e everySchedule) countUpTo(t time.Time) int64 {
 	if e.Interval <= 0 || t.Before(e.Start) {
 		return 0
 	}

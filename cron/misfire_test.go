@@ -11,7 +11,7 @@ import (
 func TestMisfire(t *testing.T) {
 	s0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return s0.Add(d) }
-	every := EverySchedule{Interval: 5 * time.Minute, Start: s0}
+	every := everySchedule{Interval: 5 * time.Minute, Start: s0}
 	hourly := mustParseCron("0 * * * *", nil)
 	tests := []struct {
 		name     string
@@ -20,15 +20,15 @@ func TestMisfire(t *testing.T) {
 		grace    time.Duration
 		want     misfireDecision
 	}{
-		{"once past due is missed", Once{At: at(time.Hour)}, at(time.Hour), at(time.Hour + time.Minute), 0,
+		{"once past due is missed", onceSchedule{At: at(time.Hour)}, at(time.Hour), at(time.Hour + time.Minute), 0,
 			misfireDecision{Status: StatusMissed}},
-		{"once within grace runs late", Once{At: at(time.Hour)}, at(time.Hour), at(time.Hour + time.Minute), 5 * time.Minute,
+		{"once within grace runs late", onceSchedule{At: at(time.Hour)}, at(time.Hour), at(time.Hour + time.Minute), 5 * time.Minute,
 			misfireDecision{Run: true}},
-		{"once missed by exactly the grace", Once{At: at(time.Hour)}, at(time.Hour), at(time.Hour + 5*time.Minute), 5 * time.Minute,
+		{"once missed by exactly the grace", onceSchedule{At: at(time.Hour)}, at(time.Hour), at(time.Hour + 5*time.Minute), 5 * time.Minute,
 			misfireDecision{Status: StatusMissed}},
-		{"once on time", Once{At: at(time.Hour)}, at(time.Hour), at(time.Hour), 0,
+		{"once on time", onceSchedule{At: at(time.Hour)}, at(time.Hour), at(time.Hour), 0,
 			misfireDecision{Run: true}},
-		{"once not yet due", Once{At: at(time.Hour)}, at(time.Hour), at(time.Minute), 0,
+		{"once not yet due", onceSchedule{At: at(time.Hour)}, at(time.Hour), at(time.Minute), 0,
 			misfireDecision{Next: at(time.Hour)}},
 		{"every rolls on without catch-up", every, at(10 * time.Minute), at(23 * time.Minute), 0,
 			misfireDecision{Next: at(25 * time.Minute)}},
@@ -58,7 +58,7 @@ func TestMisfire(t *testing.T) {
 func TestCountSlots(t *testing.T) {
 	s0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return s0.Add(d) }
-	every := EverySchedule{Interval: 5 * time.Minute, Start: s0}
+	every := everySchedule{Interval: 5 * time.Minute, Start: s0}
 	tests := []struct {
 		name         string
 		s            Schedule
@@ -74,9 +74,9 @@ func TestCountSlots(t *testing.T) {
 		{"every default cap", every, s0, at(240 * time.Hour), 0, defaultCountLimit},
 		{"empty span", every, at(time.Hour), at(time.Hour), 0, 0},
 		{"reversed span", every, at(time.Hour), at(0), 0, 0},
-		{"once inside", Once{At: at(time.Hour)}, s0, at(time.Hour), 0, 1},
-		{"once outside", Once{At: at(time.Hour)}, at(time.Hour), at(2 * time.Hour), 0, 0},
-		{"once pointer", &Once{At: at(time.Hour)}, s0, at(2 * time.Hour), 0, 1},
+		{"once inside", onceSchedule{At: at(time.Hour)}, s0, at(time.Hour), 0, 1},
+		{"once outside", onceSchedule{At: at(time.Hour)}, at(time.Hour), at(2 * time.Hour), 0, 0},
+		{"once pointer", &onceSchedule{At: at(time.Hour)}, s0, at(2 * time.Hour), 0, 1},
 		{"cron", mustParseCron("0 * * * *", nil), at(10 * time.Hour), at(13*time.Hour + 20*time.Minute), 0, 3},
 		{"cron capped", mustParseCron("* * * * *", nil), s0, at(24 * time.Hour), 100, 100},
 		{"@every", mustParseCron("@every 1h", nil), at(30 * time.Minute), at(3*time.Hour + 30*time.Minute), 0, 3},
@@ -97,7 +97,7 @@ func TestCountSlotsMatchesNext(t *testing.T) {
 	s0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for range 500 {
 		iv := time.Duration(1+rng.IntN(600)) * time.Second
-		e := EverySchedule{Interval: iv, Start: s0, Jitter: time.Duration(rng.Int64N(int64(iv))), Seed: rng.Uint64()}
+		e := everySchedule{Interval: iv, Start: s0, Jitter: time.Duration(rng.Int64N(int64(iv))), Seed: rng.Uint64()}
 		after := s0.Add(time.Duration(rng.Int64N(int64(100*iv))) - 10*iv)
 		until := after.Add(time.Duration(rng.Int64N(int64(50 * iv))))
 		want := countByNext(e, after, until, 1<<30)

@@ -89,7 +89,7 @@ const (
 	DefaultClaimAhead = 250 * time.Millisecond
 
 	// DefaultMinInterval is the shortest interval of an every schedule (and of
-	// a cron expression's @every) that [Prepare] accepts when
+	// a cron expression's @every) that [Job.Prepare] accepts when
 	// [Rules.MinInterval] is 0.
 	DefaultMinInterval = time.Second
 
@@ -133,7 +133,7 @@ const (
 	DefaultRunQueryLimit = 50
 	MaxRunQueryLimit     = 1000
 
-	// The defaults [Prepare] gives when a field is zero and [Rules] has none.
+	// The defaults [Job.Prepare] gives when a field is zero and [Rules] has none.
 
 	DefaultTimeout      = 10 * time.Second
 	DefaultMaxRetries   = 3

@@ -102,7 +102,7 @@ func TestRunnerNext(t *testing.T) {
 		if !got[0].Equal(j.NextRunAt) {
 			t.Errorf("first preview time %v, want the job's next_run_at %v", got[0], j.NextRunAt)
 		}
-		want := times(EverySchedule{Interval: time.Minute, Start: j.Schedule.StartAt, Jitter: 30 * time.Second, Seed: seedFor("jit")}, time.Now(), 3)
+		want := times(everySchedule{Interval: time.Minute, Start: j.Schedule.StartAt, Jitter: 30 * time.Second, Seed: seedFor("jit")}, time.Now(), 3)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("Next (-want +got):\n%s", diff)
 		}
@@ -176,7 +176,7 @@ func TestRunnerPreview(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := times(EverySchedule{Interval: time.Hour, Start: time.Now(), Jitter: time.Minute, Seed: seedFor("job-7")}, time.Now(), 1)
+		want := times(everySchedule{Interval: time.Hour, Start: time.Now(), Jitter: time.Minute, Seed: seedFor("job-7")}, time.Now(), 1)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("Preview with id (-want +got):\n%s", diff)
 		}

@@ -450,7 +450,7 @@ func TestEveryJitter(t *testing.T) {
 		time.Sleep(100 * time.Second)
 		synctest.Wait()
 		_ = stop()
-		ev := EverySchedule{Interval: interval, Start: t0, Jitter: jitter, Seed: seedFor("j")}
+		ev := everySchedule{Interval: interval, Start: t0, Jitter: jitter, Seed: seedFor("j")}
 		var want []time.Time
 		for at := ev.Next(t0); at.Before(t0.Add(100 * time.Second)); at = ev.Next(at) {
 			want = append(want, at)

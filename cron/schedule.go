@@ -11,20 +11,20 @@ type Schedule interface {
 	Next(after time.Time) time.Time
 }
 
-// Once runs a single time, at At.
-type Once struct {
+// onceSchedule runs a single time, at At.
+type onceSchedule struct {
 	At time.Time
 }
 
 // Next returns At when it lies after after, else the zero time.
-func (o Once) Next(after time.Time) time.Time {
+func (o onceSchedule) Next(after time.Time) time.Time {
 	if o.At.After(after) {
 		return o.At
 	}
 	return time.Time{}
 }
 
-// EverySchedule runs on the grid Start + k*Interval (k = 0, 1, 2, ...). The next slot
+// everySchedule runs on the grid Start + k*Interval (k = 0, 1, 2, ...). The next slot
 // is computed from the grid, never from when a run finished, so a schedule
 // does not drift however long its runs take.
 //
@@ -34,7 +34,7 @@ func (o Once) Next(after time.Time) time.Time {
 // is asked and a restart does not re-roll it. Jitter must be below Interval,
 // which keeps the run times strictly increasing ([ScheduleSpec.Validate]
 // checks it; a larger Jitter is clamped to Interval).
-type EverySchedule struct {
+type everySchedule struct {
 	Interval time.Duration
 	Start    time.Time
 	Jitter   time.Duration
@@ -45,7 +45,7 @@ type EverySchedule struct {
 // It returns the zero time when Interval is not positive. Before Start, the
 // first run is slot 0. The cost is constant, however far after lies from
 // Start.
-func (e EverySchedule) Next(after time.Time) time.Time {
+func (e everySchedule) Next(after time.Time) time.Time {
 	if e.Interval <= 0 {
 		return time.Time{}
 	}
@@ -62,7 +62,7 @@ func (e EverySchedule) Next(after time.Time) time.Time {
 // Slot returns the grid slot that run time t belongs to: t less its jitter.
 // Times before Start, and every t when Interval is not positive, are
 // returned unchanged.
-func (e EverySchedule) Slot(t time.Time) time.Time {
+func (e everySchedule) Slot(t time.Time) time.Time {
 	if e.Interval <= 0 || t.Before(e.Start) {
 		return t
 	}
@@ -71,7 +71,7 @@ func (e EverySchedule) Slot(t time.Time) time.Time {
 }
 
 // offset is the jitter of slot k: a hash of (Seed, k) reduced to [0, Jitter).
-func (e EverySchedule) offset(k int64) time.Duration {
+func (e everySchedule) offset(k int64) time.Duration {
 	j := min(e.Jitter, e.Interval) // a Jitter at or above Interval is clamped
 	if j <= 0 {
 		return 0

@@ -21,7 +21,7 @@ func TestOnceNext(t *testing.T) {
 		{"zero time", time.Time{}, at},
 	}
 	for _, tt := range tests {
-		if got := (Once{At: at}).Next(tt.after); !got.Equal(tt.want) {
+		if got := (onceSchedule{At: at}).Next(tt.after); !got.Equal(tt.want) {
 			t.Errorf("%s: Once.Next(%v) = %v, want %v", tt.name, tt.after, got, tt.want)
 		}
 	}
@@ -29,10 +29,10 @@ func TestOnceNext(t *testing.T) {
 
 func TestEveryNext(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	e := EverySchedule{Interval: 5 * time.Minute, Start: start}
+	e := everySchedule{Interval: 5 * time.Minute, Start: start}
 	tests := []struct {
 		name  string
-		e     EverySchedule
+		e     everySchedule
 		after time.Time
 		want  time.Time
 	}{
@@ -42,11 +42,11 @@ func TestEveryNext(t *testing.T) {
 		{"between slots", e, start.Add(7 * time.Minute), start.Add(10 * time.Minute)},
 		{"on a slot", e, start.Add(10 * time.Minute), start.Add(15 * time.Minute)},
 		{"just before a slot", e, start.Add(15*time.Minute - time.Nanosecond), start.Add(15 * time.Minute)},
-		{"odd interval", EverySchedule{Interval: 7 * time.Second, Start: start}, start.Add(time.Minute), start.Add(63 * time.Second)},
-		{"start not on a round time", EverySchedule{Interval: time.Hour, Start: start.Add(17 * time.Second)}, start.Add(90 * time.Minute), start.Add(2*time.Hour + 17*time.Second)},
-		{"far future keeps the grid", EverySchedule{Interval: time.Hour, Start: start}, time.Date(2400, 3, 4, 5, 6, 7, 0, time.UTC), time.Date(2400, 3, 4, 6, 0, 0, 0, time.UTC)},
-		{"zero interval", EverySchedule{Start: start}, start, time.Time{}},
-		{"negative interval", EverySchedule{Interval: -time.Second, Start: start}, start, time.Time{}},
+		{"odd interval", everySchedule{Interval: 7 * time.Second, Start: start}, start.Add(time.Minute), start.Add(63 * time.Second)},
+		{"start not on a round time", everySchedule{Interval: time.Hour, Start: start.Add(17 * time.Second)}, start.Add(90 * time.Minute), start.Add(2*time.Hour + 17*time.Second)},
+		{"far future keeps the grid", everySchedule{Interval: time.Hour, Start: start}, time.Date(2400, 3, 4, 5, 6, 7, 0, time.UTC), time.Date(2400, 3, 4, 6, 0, 0, 0, time.UTC)},
+		{"zero interval", everySchedule{Start: start}, start, time.Time{}},
+		{"negative interval", everySchedule{Interval: -time.Second, Start: start}, start, time.Time{}},
 	}
 	for _, tt := range tests {
 		if got := tt.e.Next(tt.after); !got.Equal(tt.want) {
@@ -60,7 +60,7 @@ func TestEveryNext(t *testing.T) {
 // stay on the grid start + k*interval.
 func TestEveryScheduleNoDrift(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
-	e := EverySchedule{Interval: time.Minute, Start: start}
+	e := everySchedule{Interval: time.Minute, Start: start}
 	var got, want []time.Time
 	t0 := e.Next(start.Add(-time.Second))
 	for k := range 100 {
@@ -78,7 +78,7 @@ func TestEveryScheduleJitter(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const interval, jitter = time.Minute, 20 * time.Second
 	runs := func(seed uint64, n int) []time.Time {
-		e := EverySchedule{Interval: interval, Start: start, Jitter: jitter, Seed: seed}
+		e := everySchedule{Interval: interval, Start: start, Jitter: jitter, Seed: seed}
 		var out []time.Time
 		for t0 := start.Add(-time.Nanosecond); len(out) < n; {
 			t0 = e.Next(t0)
@@ -87,7 +87,7 @@ func TestEveryScheduleJitter(t *testing.T) {
 		return out
 	}
 	for seed := uint64(0); seed < 20; seed++ {
-		e := EverySchedule{Interval: interval, Start: start, Jitter: jitter, Seed: seed}
+		e := everySchedule{Interval: interval, Start: start, Jitter: jitter, Seed: seed}
 		rs := runs(seed, 200)
 		offsets := map[time.Duration]bool{}
 		for k, r := range rs {
@@ -126,7 +126,7 @@ func TestEveryScheduleJitter(t *testing.T) {
 
 func TestEveryScheduleJitterClamped(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	e := EverySchedule{Interval: time.Second, Start: start, Jitter: 5 * time.Second, Seed: 42}
+	e := everySchedule{Interval: time.Second, Start: start, Jitter: 5 * time.Second, Seed: 42}
 	prev := start.Add(-time.Nanosecond)
 	for k := range 1000 {
 		r := e.Next(prev)
@@ -139,7 +139,7 @@ func TestEveryScheduleJitterClamped(t *testing.T) {
 
 func TestEverySlot(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	e := EverySchedule{Interval: time.Hour, Start: start}
+	e := everySchedule{Interval: time.Hour, Start: start}
 	tests := []struct {
 		t, want time.Time
 	}{
@@ -153,7 +153,7 @@ func TestEverySlot(t *testing.T) {
 			t.Errorf("Slot(%v) = %v, want %v", tt.t, got, tt.want)
 		}
 	}
-	if got := (EverySchedule{}).Slot(start); !got.Equal(start) {
+	if got := (everySchedule{}).Slot(start); !got.Equal(start) {
 		t.Errorf("zero Every: Slot(%v) = %v, want it unchanged", start, got)
 	}
 }
@@ -176,10 +176,10 @@ func BenchmarkEveryNext(b *testing.B) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, bc := range []struct {
 		name string
-		e    EverySchedule
+		e    everySchedule
 	}{
-		{"plain", EverySchedule{Interval: 5 * time.Second, Start: start}},
-		{"jitter", EverySchedule{Interval: 5 * time.Second, Start: start, Jitter: time.Second, Seed: seedFor("job")}},
+		{"plain", everySchedule{Interval: 5 * time.Second, Start: start}},
+		{"jitter", everySchedule{Interval: 5 * time.Second, Start: start, Jitter: time.Second, Seed: seedFor("job")}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			t := start

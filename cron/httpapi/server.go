@@ -548,7 +548,7 @@ func (s *Server) CreateJob(ctx context.Context, body []byte) (cron.Job, error) {
 	// Only the JSON shape can tell a field left out from a 0, so the
 	// default of max_retries is given here (a job left without enabled
 	// runs: Paused's zero value); every other default and every rule are
-	// cron.Prepare's, which the runner applies.
+	// cron.Job.Prepare's, which the runner applies.
 	j := cron.Job{ID: p.id, MaxRetries: s.cfg.DefaultMaxRetries}
 	p.apply(&j)
 	if rerr := s.checkCallback(&j); rerr != nil {

@@ -32,7 +32,7 @@ func Example() {
 	}
 	// Prepare fills the defaults (type, method, timeout, retry_backoff) and
 	// checks the job, as a Runner does before it saves one.
-	if _, err := cron.Prepare(&job, time.Now(), cron.Rules{}); err != nil {
+	if _, err := job.Prepare(time.Now(), cron.Rules{}); err != nil {
 		panic(err)
 	}
 	// Save returns once a rewrite of jobs.json holding the job is on disk.

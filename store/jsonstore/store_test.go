@@ -30,7 +30,7 @@ func testJob(id string) cron.Job {
 		Schedule: cron.ScheduleSpec{Kind: cron.KindEvery, Every: cron.Duration(time.Minute), StartAt: t0},
 	}
 	j.MaxRetries = 3
-	if _, err := cron.Prepare(&j, t0, cron.Rules{}); err != nil {
+	if _, err := j.Prepare(t0, cron.Rules{}); err != nil {
 		panic(err)
 	}
 	j.NextRunAt = t0.Add(time.Minute)

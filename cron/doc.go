@@ -229,7 +229,12 @@
 // ends), and those passed while the job was paused ([ReasonPaused],
 // recorded when this runner resumes a job it paused), and those held back
 // by a pause of the whole service ([ReasonServicePaused], recorded at the
-// job's first slot called after it).
+// job's first slot called after it, or when the runner stops; the slots
+// that pass while the runner is down during such a pause are the
+// pause's too, not missed). To check that every slot of a job is there,
+// add up its records from GET /jobs/{id}/runs (or [Runner.QueryRuns]),
+// counting each as max(slots, 1): the sum is the number of the
+// schedule's slots over that time.
 // It also answers [Runner.RunByID]: one record by its run id (the
 // id [Runner.RunNow] returns), whichever job it belongs to. A record of a
 // run that was called says what started it ([Run.Trigger]: a slot of the

@@ -289,3 +289,51 @@ func TestPausedAtSystemField(t *testing.T) {
 		}
 	})
 }
+
+// TestServicePauseAcrossRestart: the slots that pass while the service is
+// paused are skipped, reason service paused, also those held back before
+// a restart and those that pass while the runner is down during the
+// pause; only the slots after the pause's end run. Every slot is there
+// exactly once: the skipped records' slots add up to the slots passed.
+func TestServicePauseAcrossRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		t0 := time.Now()
+		st := NewMemStore()
+		ex := &fakeExec{}
+		r1 := newTestRunner(t, st, ex, Config{})
+		mustAdd(t, r1, httpJob("e", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: t0.Add(time.Minute)}))
+		stop := start(t, r1)
+		time.Sleep(90 * time.Second) // the slot of 1m runs
+		if _, err := r1.PauseAll(ctx, time.Time{}, "maintenance"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Minute) // slots 2m..6m held back by the pause
+		synctest.Wait()
+		_ = stop()
+		time.Sleep(10 * time.Minute) // down, still paused: slots 7m..16m
+		r2 := newTestRunner(t, st, ex, Config{})
+		stop = start(t, r2)
+		time.Sleep(3 * time.Minute) // paused again on r2: 17m..19m
+		if _, err := r2.ResumeAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute) // 20m runs
+		synctest.Wait()
+		_ = stop()
+		got := notCalledRuns(t, r2)
+		total := 0
+		for _, run := range got {
+			if run.Status != StatusSkipped || run.Reason != ReasonServicePaused {
+				t.Errorf("run %+v: want status skipped, reason %q", run, ReasonServicePaused)
+			}
+			total += max(run.Slots, 1)
+		}
+		if total != 18 {
+			t.Errorf("skipped records stand for %d slots, want 18 (2m..19m): %+v", total, got)
+		}
+		if n := len(ex.runs()); n != 2 {
+			t.Errorf("%d calls, want 2 (the slots of 1m and 20m)", n)
+		}
+	})
+}

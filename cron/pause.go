@@ -192,6 +192,25 @@ func (r *Runner) servicePaused(due int64) bool {
 	return p != nil && p.Paused && (p.Until.IsZero() || due < p.Until.UnixNano())
 }
 
+// pausedSpan returns the part [from, to] (Unix ns) of the slots from due
+// to now that the service pause covers: from its start (Since; a pause
+// that does not know its start covers them all) to now, or to its end
+// when it ended before now. ok is false when it covers none of them.
+func (r *Runner) pausedSpan(due, now int64) (from, to int64, ok bool) {
+	p := r.svc.Load()
+	if p == nil || !p.Paused {
+		return 0, 0, false
+	}
+	from, to = due, now
+	if !p.Since.IsZero() {
+		from = max(due, p.Since.UnixNano())
+	}
+	if !p.Until.IsZero() {
+		to = min(now, p.Until.UnixNano()-1)
+	}
+	return from, to, from <= to
+}
+
 // skipPaused records in e that its slot due, seen at now, is skipped
 // because the service is paused. The slots of one pause are gathered into
 // one record of reason [ReasonServicePaused] (see [Run.Slots]), handed to

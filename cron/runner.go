@@ -573,7 +573,11 @@ func (r *Runner) Load(ctx context.Context) error {
 			}
 		}
 		r.insert(idx, e)
-		if slot != 0 && !r.servicePaused(slot) {
+		switch {
+		case slot == 0:
+		case r.servicePaused(slot):
+			r.skipPaused(e, slot, nowNs)
+		default:
 			r.enqueue(e, task{scheduled: slot})
 		}
 		if fixStart {

@@ -53,9 +53,7 @@ func (r *Runner) misfire(idx int32, e *entry, due, now int64, reason string) (sl
 		r.log.Info("cron: once job missed", "job_id", e.id, "name", e.name, "scheduled_at", fromNano(due))
 	} else if !d.Run {
 		r.rolled.add(e, due, toNano(d.Next))
-		if run, ok := notCalled(e, fromNano(due-1), fromNano(now), StatusMissed, reason, fromNano(now)); ok {
-			ev = &run
-		}
+		ev = r.passed(e, due, now, reason)
 	}
 	r.markDirty(e)
 	if d.Run {
@@ -226,7 +224,7 @@ func (r *Runner) skipInFlight(e *entry, runID string, due, now int64) (run Run, 
 func (r *Runner) gatherSkip(e *entry, run Run) {
 	x := e.ext()
 	if x.skip != nil && x.skip.Reason == run.Reason {
-		x.skip.Slots = max(x.skip.Slots, 1) + 1
+		x.skip.Slots = max(x.skip.Slots, 1) + max(run.Slots, 1)
 		x.skip.TriggeredAt, x.skip.FinishedAt = run.TriggeredAt, run.FinishedAt
 		return
 	}
@@ -234,6 +232,69 @@ func (r *Runner) gatherSkip(e *entry, run Run) {
 		r.finish(*x.skip, false)
 	}
 	x.skip = &run
+}
+
+// endSkips hands the records of skipped slots gathered in every job to
+// the recorder, as the runner stops. mu is held.
+func (r *Runner) endSkips() {
+	for _, idx := range r.order {
+		if idx >= 0 {
+			r.endOverlap(r.tab.at(idx))
+		}
+	}
+	for e := range r.loose {
+		r.endOverlap(e)
+	}
+}
+
+// passed records the slots of e from due to now that were not called
+// (the runner was down or held up, or, over a shared store, no runner
+// held the job), and returns the record to emit: one missed record of
+// reason for the slots outside the service pause, while the slots the
+// pause covers are skipped, reason [ReasonServicePaused], gathered with
+// the others of the pause (see skipPaused) or recorded at once when the
+// pause has ended by now. A runner restarted during a service pause so
+// records the slots that passed while it was down as the pause's. mu is
+// held.
+func (r *Runner) passed(e *entry, due, now int64, reason string) *Run {
+	missed := func(after, until int64) *Run {
+		if run, ok := notCalled(e, fromNano(after), fromNano(until), StatusMissed, reason, fromNano(now)); ok {
+			return &run
+		}
+		return nil
+	}
+	from, to, ok := r.pausedSpan(due, now)
+	if !ok {
+		return missed(due-1, now)
+	}
+	var out []*Run
+	if from > due {
+		out = append(out, missed(due-1, from-1))
+	}
+	if run, ok := notCalled(e, fromNano(max(due, from)-1), fromNano(to), StatusSkipped, ReasonServicePaused, fromNano(now)); ok {
+		run.Error = ServicePausedError
+		e.status = statusID(StatusSkipped)
+		e.setLastErr(ServicePausedError)
+		if to < now {
+			out = append(out, &run)
+		} else {
+			r.gatherSkip(e, run)
+		}
+	}
+	if to < now {
+		out = append(out, missed(to, now))
+	}
+	var ev *Run
+	for _, run := range out {
+		switch {
+		case run == nil:
+		case ev == nil:
+			ev = run
+		default:
+			r.finish(*run, false)
+		}
+	}
+	return ev
 }
 
 // endOverlap hands the record of skipped slots gathered in e, if any, to

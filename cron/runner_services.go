@@ -95,6 +95,11 @@ func (s *services) stop() error {
 		s.cancelRuns()
 		s.workers.Wait()
 	}
+	// The skips gathered (a service pause or a run in flight that has not
+	// ended) are recorded now: a restarted runner would not know them.
+	r.mu.Lock()
+	r.endSkips()
+	r.mu.Unlock()
 	close(s.recStop)
 	s.recorder.Wait()
 	close(s.alertStop)

@@ -507,7 +507,11 @@ func (r *Runner) Hold(j Job, version int64) error {
 	if ev != nil {
 		r.finish(*ev, false)
 	}
-	if slot != 0 && r.state == stateRunning && !r.servicePaused(slot) {
+	switch {
+	case slot == 0:
+	case r.servicePaused(slot):
+		r.skipPaused(e, slot, nowNs)
+	case r.state == stateRunning:
 		r.enqueue(e, task{scheduled: slot})
 	}
 	return nil

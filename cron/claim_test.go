@@ -347,6 +347,53 @@ func TestDropKeepsClaimedSlots(t *testing.T) {
 	})
 }
 
+// TestDropDuringClaim: a job dropped while the claim of its slot is on
+// its way to the store (a slow database, or a process stopped between
+// the claim and its answer) still has the claimed slot called and
+// recorded: no claimed row is left without a status.
+func TestDropDuringClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &batchStore{sharedStore: newSharedStore()}
+		ex := &fakeExec{}
+		r := newTestRunner(t, st, ex, Config{})
+		t0 := time.Now()
+		mustAdd(t, r, httpJob("d", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)}))
+		st.bmu.Lock()
+		st.holdNext = 500 * time.Millisecond
+		st.bmu.Unlock()
+		stop := start(t, r)
+		// The slot at 1s is claimed from 0.75s on; its claim is held for
+		// 0.5s, and the partition moves away meanwhile.
+		time.Sleep(900 * time.Millisecond)
+		st.setOwned()
+		if !r.Drop("d") {
+			t.Fatal("Drop: the job was not held")
+		}
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		claimed := st.claimedAt()
+		runs, err := st.Runs(context.Background(), "d", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorded := map[string]Status{}
+		for _, run := range runs {
+			recorded[run.ID] = run.Status
+		}
+		for id := range claimed {
+			if recorded[id] == "" {
+				t.Errorf("claimed run %s has no record with a status; records %+v", id, runs)
+			}
+		}
+		if len(claimed) == 0 {
+			t.Fatal("no slot was claimed")
+		}
+	})
+}
+
 // TestRolledOnLoggedOnce: after a long downtime, the every jobs whose
 // slot passed are rolled on with one log record, not one per job.
 func TestRolledOnLoggedOnce(t *testing.T) {

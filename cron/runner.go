@@ -209,6 +209,7 @@ type Runner struct {
 	// Claiming ahead (Config.ClaimAhead), guarded by mu.
 	lead      int64         // ns before its time that a slot is taken; 0: claimed by the worker
 	ahead     []task        // slots taken, waiting for their claim
+	claiming  []task        // the slots whose claim is on its way to the store
 	ready     readyHeap     // slots claimed, waiting for their time
 	claimWake chan struct{} // ahead grew
 	claimNow  chan struct{} // a slot due within half the lead was taken

@@ -83,6 +83,9 @@ func (r *Runner) claimSlots(ctx context.Context, c *claimBufs) bool {
 		runs = append(runs, Run{ID: t.runID, JobID: t.e.id, ScheduledAt: fromNano(t.scheduled), TriggeredAt: now})
 		keep = append(keep, i)
 	}
+	// A job dropped while its claim is on its way stays pending (loose),
+	// so that the slot, if won, is still called and recorded.
+	r.claiming = batch
 	r.mu.Unlock()
 	defer func() {
 		clear(batch)
@@ -102,6 +105,7 @@ func (r *Runner) claimSlots(ctx context.Context, c *claimBufs) bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.claiming = nil
 	nowNs := toNano(r.now())
 	for k, i := range keep {
 		t, run := batch[i], runs[k]

@@ -155,6 +155,11 @@ func (r *Runner) pending(e *entry) bool {
 			return true
 		}
 	}
+	for _, t := range r.claiming {
+		if t.e == e && t.gen == e.gen {
+			return true
+		}
+	}
 	return false
 }
 

@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"flag"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/ksana-dev/ksana/cron"
 	"github.com/ksana-dev/ksana/internal/testenv"
+	"github.com/ksana-dev/ksana/store/sqlstore"
 )
 
 var schemaSeq atomic.Int64
@@ -392,6 +394,31 @@ func testClusterKillStopJoin(t *testing.T, bin, dbURL string) {
 		maxVisible = max(maxVisible, visible(t, live(), id, name, 5*time.Second))
 	}
 	time.Sleep(3 * time.Second)
+
+	// Every slot claimed before now is final within the bound, the ones b
+	// claimed ahead before its stop among them: b records them (missed,
+	// "holder stopped") when it wakes, or the next holders do (missed,
+	// "holder died").
+	end := time.Now()
+	db, err := sqlstore.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := end.Add(ttl + 2*ttl/3 + 5*time.Second)
+	var open int
+	for {
+		if err := db.SQL().QueryRow(fmt.Sprintf("SELECT count(*) FROM ksana_run WHERE status = '' AND triggered_at < %d", end.UnixNano())).Scan(&open); err != nil {
+			t.Fatal(err)
+		}
+		if open == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if open > 0 {
+		t.Errorf("%d run rows claimed before %v still without a status at %v", open, end.Format(time.TimeOnly), deadline.Format(time.TimeOnly))
+	}
 
 	dups, gaps, calls := cb.check(start)
 	if len(dups) > 0 {

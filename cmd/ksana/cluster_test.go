@@ -420,6 +420,34 @@ func testClusterKillStopJoin(t *testing.T, bin, dbURL string) {
 		t.Errorf("%d run rows claimed before %v still without a status at %v", open, end.Format(time.TimeOnly), deadline.Format(time.TimeOnly))
 	}
 
+	// Every slot is there: each job's history, read from any instance,
+	// counts each row as max(slots, 1) and adds up to the slots of its
+	// schedule from its first row to its last.
+	for i := range jobs {
+		id := fmt.Sprintf("job-%02d", i)
+		var runs []cron.Run
+		if code := call(t, "GET", live()[i%len(live())].url+"/jobs/"+id+"/runs?limit=1000", "", &runs); code != 200 {
+			t.Fatalf("GET /jobs/%s/runs: %d", id, code)
+		}
+		recorded, first, last := 0, time.Time{}, time.Time{}
+		for _, run := range runs {
+			if !run.ScheduledAt.Before(end) {
+				continue
+			}
+			n := max(run.Slots, 1)
+			recorded += n
+			if first.IsZero() || run.ScheduledAt.Before(first) {
+				first = run.ScheduledAt
+			}
+			if l := run.ScheduledAt.Add(time.Duration(n-1) * time.Second); l.After(last) {
+				last = l
+			}
+		}
+		if want := int(last.Sub(first)/time.Second) + 1; recorded != want {
+			t.Errorf("job %s: its rows stand for %d slots from %v to %v, want %d", id, recorded, first.Format(time.TimeOnly), last.Format(time.TimeOnly), want)
+		}
+	}
+
 	dups, gaps, calls := cb.check(start)
 	if len(dups) > 0 {
 		t.Errorf("slots called more than once: %v", dups)

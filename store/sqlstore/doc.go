@@ -162,7 +162,11 @@
 // Several processes (cmd/ksana with DATABASE_URL) share one database's
 // jobs. Each serves the whole API, and each holds in its runner and fires
 // only the jobs of the partitions it leases (about a third each with
-// three processes):
+// three processes). [DB.Shared] wires it for a program that embeds a
+// runner: it returns the store to pass to cron.New, whose Start loads
+// the runner and keeps the leases and the watcher going, and whose Stop
+// releases the leases once the runner's Run has returned (see its
+// example). Underneath:
 //
 //   - Partitions and leases. A job belongs to partition [Partition](id,
 //     1024) (FNV-1a). [Leases.Run] heartbeats the process in ksana_member

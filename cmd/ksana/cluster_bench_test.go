@@ -299,7 +299,7 @@ func BenchmarkSharedFiringLag(b *testing.B) {
 		share := runsByInstance(b, dbURL)
 		var held []string
 		for _, s := range svcs {
-			held = append(held, fmt.Sprint(len(s.db.leases.Owned())))
+			held = append(held, fmt.Sprint(len(s.db.st.Leases().Owned())))
 		}
 		for _, s := range stops {
 			s()

@@ -55,7 +55,7 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		if db, err = openDB(cfg, log); err != nil {
 			return nil, err
 		}
-		cstore = db.jobs
+		cstore = db.st
 	} else {
 		if store, err = jsonstore.New(cfg.DataDir, jsonstore.Config{Journal: true, Logger: log, OnFlush: m.Flush}); err != nil {
 			return nil, err
@@ -296,25 +296,20 @@ func (s *service) reportDisallowed() {
 func (s *service) run(ctx context.Context, ln net.Listener) error {
 	start := time.Now()
 	if s.db != nil {
-		// Follow the other instances' writes from before the load on.
-		if err := s.db.watch(ctx); err != nil {
-			s.log.Error("ksana: following the database's changes", "error", err)
+		// Start loads the runner, then keeps the leases and follows the
+		// other instances' writes until the store is closed.
+		if err := s.db.st.Start(ctx, s.runner); err != nil {
+			s.log.Error("ksana: loading jobs", "error", err)
 			s.closeStore()
 			return err
 		}
-	}
-	if err := s.runner.Load(ctx); err != nil {
-		s.log.Error("ksana: loading jobs", "error", err)
-	}
-	if s.db != nil {
-		s.log.Info("ksana: jobs loaded", "jobs", s.runner.Len(), "database", s.db.db.Dialect(), "instance", s.db.leases.Instance(),
+		s.log.Info("ksana: jobs loaded", "jobs", s.runner.Len(), "database", s.db.db.Dialect(), "instance", s.db.st.Leases().Instance(),
 			"ms", time.Since(start).Milliseconds())
 	} else {
+		if err := s.runner.Load(ctx); err != nil {
+			s.log.Error("ksana: loading jobs", "error", err)
+		}
 		s.log.Info("ksana: jobs loaded", "jobs", s.runner.Len(), "data_dir", s.cfg.DataDir, "ms", time.Since(start).Milliseconds())
-	}
-	stopShared := func() {}
-	if s.db != nil {
-		stopShared = s.db.start(ctx, s.runner)
 	}
 	s.reportRecovery()
 	s.reportDisallowed()
@@ -358,7 +353,6 @@ func (s *service) run(ctx context.Context, ln net.Listener) error {
 	if runErr != nil {
 		s.log.Error("ksana: runner", "error", runErr)
 	}
-	stopShared()
 	closeErr := s.closeStore()
 	if closeErr != nil {
 		s.log.Error("ksana: closing the store", "error", closeErr)

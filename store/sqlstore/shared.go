@@ -136,7 +136,8 @@ func (s *Shared) Start(ctx context.Context, r *cron.Runner) error {
 	return nil
 }
 
-// Stop ends what Start began and waits for it: the leases are released
+// Stop ends what Start began and waits for it (or, without Start, closes
+// the connection [DB.Shared] opened to follow the changes): the leases are released
 // and the heartbeat deleted, so that the other processes take this one's
 // partitions at their next round. Call it after the runner's Run has
 // returned (Run calls the slots it claimed before it returns). It returns
@@ -147,6 +148,11 @@ func (s *Shared) Stop() error {
 	cancel := s.cancel
 	s.mu.Unlock()
 	if cancel == nil {
+		// Never started: only the watcher's connection is open.
+		if c := s.watcher.conn; c != nil {
+			c.Close(context.Background())
+			s.watcher.conn = nil
+		}
 		return nil
 	}
 	cancel()

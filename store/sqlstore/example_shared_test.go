@@ -77,13 +77,15 @@ func ExampleDB_Shared() {
 		log.Fatal(err)
 	}
 	// Both list it; one of them holds and fires it once the leases are
-	// shared (within a few lease rounds).
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if len(ps[0].st.Leases().Members()) == 2 && len(ps[1].st.Leases().Members()) == 2 &&
-			ps[0].r.Len()+ps[1].r.Len() == 1 {
-			break
-		}
+	// shared (within a few lease rounds: each sees the other, and every
+	// partition has its holder).
+	settled := func() bool {
+		l0, l1 := ps[0].st.Leases(), ps[1].st.Leases()
+		return len(l0.Members()) == 2 && len(l1.Members()) == 2 &&
+			len(l0.Owned())+len(l1.Owned()) == l0.Partitions() &&
+			ps[0].st.Owns(job.ID) == (ps[0].r.Len() == 1) && ps[1].st.Owns(job.ID) == (ps[1].r.Len() == 1)
+	}
+	for deadline := time.Now().Add(time.Minute); !settled() && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
 	for _, p := range ps {

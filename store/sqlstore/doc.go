@@ -153,7 +153,7 @@
 // ([cron.Run.Trigger] and [cron.Run.TriggeredBy]; empty in the rows written
 // before). [Jobs.RunByID] reads one run by the unique index on its id.
 // Migration 15 adds attempt_log TEXT: the attempts of a run tried more
-// than once ([cron.Run.AttemptLog]) as a JSON array, ” otherwise.
+// than once ([cron.Run.AttemptLog]) as a JSON array, empty otherwise.
 //
 // Every write is durable when it returns (Flush has nothing to do). Save
 // is one upsert; Record, the bookkeeping of a run, is one UPDATE of four

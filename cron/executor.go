@@ -53,6 +53,25 @@ type Result struct {
 	Attempts   int
 	HTTPStatus int
 	Error      string
+	// AttemptLog has one entry per attempt when more than one was made,
+	// and is nil otherwise (see [Run.AttemptLog]).
+	AttemptLog []Attempt
+}
+
+// logAttempt adds the outcome of attempt n, started at start, to
+// res.AttemptLog, which it starts at the second attempt with the first
+// one (kept in first). res then holds attempt n's outcome.
+func (res *Result) logAttempt(n int, a attempt, start time.Time, first *Attempt) {
+	at := Attempt{StartedAt: start.UTC(), Duration: Duration(time.Since(start)), Status: a.status, HTTPStatus: a.httpStatus, Error: a.err}
+	switch n {
+	case 1:
+		*first = at
+	case 2:
+		res.AttemptLog = append(res.AttemptLog, *first, at)
+	default:
+		res.AttemptLog = append(res.AttemptLog, at)
+	}
+	res.Status, res.Attempts, res.HTTPStatus, res.Error = a.status, n, a.httpStatus, a.err
 }
 
 // sleep waits for d, or returns ctx.Err() as soon as ctx ends.
@@ -202,9 +221,11 @@ func (x *HTTPExecutor) Execute(ctx context.Context, j *Job, info RunInfo) Result
 	}
 	body := expandBody(j.HTTP.Body, info)
 	var res Result
+	var first Attempt
 	for n := 1; ; n++ {
+		start := time.Now()
 		a := x.try(ctx, j, info, body, timeout)
-		res = Result{Status: a.status, Attempts: n, HTTPStatus: a.httpStatus, Error: a.err}
+		res.logAttempt(n, a, start, &first)
 		if a.status == StatusSuccess || !a.retry || n > j.MaxRetries || ctx.Err() != nil {
 			return res
 		}

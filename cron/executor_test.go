@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // reply is one scripted answer of a test server.
@@ -135,9 +137,10 @@ func TestHTTPExecutorRetryClasses(t *testing.T) {
 					j.Timeout = Duration(tt.timeout)
 				}
 				got := x.Execute(context.Background(), j, RunInfo{RunID: "r1", JobID: j.ID})
-				if diff := cmp.Diff(tt.want, got); diff != "" {
+				if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Result{}, "AttemptLog")); diff != "" {
 					t.Errorf("result (-want +got):\n%s", diff)
 				}
+				checkAttemptLog(t, got, srv)
 				if diff := cmp.Diff(tt.wantWaits, srv.waits()); diff != "" {
 					t.Errorf("waits (-want +got):\n%s", diff)
 				}
@@ -147,6 +150,74 @@ func TestHTTPExecutorRetryClasses(t *testing.T) {
 			})
 		})
 	}
+}
+
+// checkAttemptLog checks that res lists each attempt the server saw when
+// there were several (none for one), each starting when its request
+// came, the last one with the run's outcome.
+func checkAttemptLog(t *testing.T, res Result, srv *scripted) {
+	t.Helper()
+	if res.Attempts < 2 {
+		if res.AttemptLog != nil {
+			t.Errorf("one attempt, attempt log %+v; want none", res.AttemptLog)
+		}
+		return
+	}
+	if len(res.AttemptLog) != res.Attempts {
+		t.Fatalf("%d attempts, %d in the log: %+v", res.Attempts, len(res.AttemptLog), res.AttemptLog)
+	}
+	srv.mu.Lock()
+	starts := slices.Clone(srv.starts)
+	srv.mu.Unlock()
+	for i, a := range res.AttemptLog {
+		if i < len(starts) && !a.StartedAt.Equal(starts[i].UTC()) {
+			t.Errorf("attempt %d started at %v, the server saw it at %v", i+1, a.StartedAt, starts[i])
+		}
+		if i < len(res.AttemptLog)-1 && a.Status == StatusSuccess {
+			t.Errorf("attempt %d succeeded but was retried: %+v", i+1, res.AttemptLog)
+		}
+	}
+	last := res.AttemptLog[len(res.AttemptLog)-1]
+	if last.Status != res.Status || last.HTTPStatus != res.HTTPStatus || last.Error != res.Error {
+		t.Errorf("last attempt %+v, run outcome %s %d %q", last, res.Status, res.HTTPStatus, res.Error)
+	}
+}
+
+// TestAttemptLogRecorded: a run retried keeps each attempt's start,
+// status, HTTP status and error in its record, secrets of the job
+// scrubbed from each error as from the run's.
+func TestAttemptLogRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &scripted{replies: []reply{{code: 500, body: "token s3cr3t-token-value"}, {code: 502}, {code: 200}}}
+		n := newPipeNet(t, srv)
+		ex := NewHTTPExecutor(HTTPExecutorConfig{Client: n.Client})
+		r := newTestRunner(t, nil, ex, Config{})
+		j := httpJob("retried", ScheduleSpec{Kind: KindOnce, RunAt: time.Now().Add(time.Second)})
+		j.HTTP.URL = "http://hooks.test/hook"
+		j.HTTP.Headers = map[string]string{"Authorization": "Bearer s3cr3t-token-value"}
+		j.MaxRetries, j.RetryBackoff = 3, Duration(5*time.Second)
+		mustAdd(t, r, j)
+		stop := start(t, r)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		_ = stop()
+		runs, err := r.Runs(context.Background(), "retried", 10)
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("runs %+v, %v; want one", runs, err)
+		}
+		t0 := time.Now().Add(-time.Minute).Add(time.Second).UTC()
+		want := []Attempt{
+			{StartedAt: t0, Status: StatusFailed, HTTPStatus: 500, Error: "http 500; reply: token " + Hidden},
+			{StartedAt: t0.Add(5 * time.Second), Status: StatusFailed, HTTPStatus: 502, Error: "http 502"},
+			{StartedAt: t0.Add(10 * time.Second), Status: StatusSuccess, HTTPStatus: 200},
+		}
+		if diff := cmp.Diff(want, runs[0].AttemptLog); diff != "" {
+			t.Errorf("attempt log (-want +got):\n%s", diff)
+		}
+		if v := runs[0].RedactedFor(RoleViewer).AttemptLog[0].Error; strings.Contains(v, "token") {
+			t.Errorf("a viewer reads the reply excerpt of an attempt: %q", v)
+		}
+	})
 }
 
 func (s *scripted) count() int {

@@ -240,10 +240,13 @@ func (r *Runner) runHandler(ctx context.Context, j *Job, info RunInfo) Result {
 		backoff = DefaultRetryBackoff
 	}
 	c := &Call{Job: *j, RunInfo: info}
+	var res Result
+	var first Attempt
 	for n := 1; ; n++ {
 		c.Attempt = n
+		start := time.Now()
 		a := r.attemptHandler(ctx, h, c, timeout)
-		res := Result{Status: a.status, Attempts: n, Error: a.err}
+		res.logAttempt(n, a, start, &first)
 		if a.status == StatusSuccess || !a.retry || n > j.MaxRetries || ctx.Err() != nil {
 			return res
 		}

@@ -154,6 +154,17 @@ func TestHandlerOutcomes(t *testing.T) {
 					t.Errorf("run: %s after %d attempts in %s, error %q; want %s after %d in %s, error containing %q",
 						run.Status, run.Attempts, run.Latency, run.Error, tt.want, tt.tries, tt.elapsed, tt.errHas)
 				}
+				if n := len(run.AttemptLog); (run.Attempts > 1 && n != run.Attempts) || (run.Attempts == 1 && n != 0) {
+					t.Errorf("%d attempts, attempt log %+v", run.Attempts, run.AttemptLog)
+				}
+				for i, a := range run.AttemptLog {
+					if i < len(run.AttemptLog)-1 && (a.Status == StatusSuccess || a.Error == "") {
+						t.Errorf("attempt %d of %+v: retried, so failed with an error", i+1, run.AttemptLog)
+					}
+					if i > 0 && !a.StartedAt.After(run.AttemptLog[i-1].StartedAt) {
+						t.Errorf("attempts not in order: %+v", run.AttemptLog)
+					}
+				}
 				if got := mustGet(t, r, "j"); got.LastStatus != tt.want || got.LastError != run.Error {
 					t.Errorf("job: last_status %q last_error %q; want %q %q", got.LastStatus, got.LastError, tt.want, run.Error)
 				}

@@ -63,8 +63,14 @@ type Actor struct {
 	Role Role `json:"role"`
 }
 
-// The actors a change has when its context names none ([WithActor]).
+// The actors a change has when its context names none ([WithActor]),
+// and the built-in [Authorizer].
 var (
+	// RoleRules is the built-in [Authorizer] (the default of
+	// [Config.Authorizer]): an action needs the role [Action.NeedRole]
+	// names, and an actor with that role or a higher one may make it on
+	// every job; a refusal is a *[ForbiddenError].
+	RoleRules Authorizer = roleRules{}
 	// ActorLocal is the embedding program itself: a Go call of a
 	// [Runner] method with a context that carries no actor. It may do
 	// everything.
@@ -153,13 +159,11 @@ type Authorizer interface {
 	Authorize(ctx context.Context, a Actor, act Action, jobID string) error
 }
 
-// RoleRules is the built-in [Authorizer]: an action needs the role
-// [Action.NeedRole] names, and an actor with that role or a higher one may make
-// it on every job.
-type RoleRules struct{}
+// roleRules is [RoleRules].
+type roleRules struct{}
 
 // Authorize allows act when a's role includes act.NeedRole().
-func (RoleRules) Authorize(_ context.Context, a Actor, act Action, _ string) error {
+func (roleRules) Authorize(_ context.Context, a Actor, act Action, _ string) error {
 	need := act.NeedRole()
 	if a.Role.Includes(need) {
 		return nil

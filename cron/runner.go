@@ -276,7 +276,7 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	r.sh, _ = store.(SharedStore)
 	r.authz = cfg.Authorizer
 	if r.authz == nil {
-		r.authz = RoleRules{}
+		r.authz = RoleRules
 	}
 	r.auditor.sink = cfg.AuditSink
 	r.auditor.log = cfg.AuditLog

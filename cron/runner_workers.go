@@ -100,10 +100,13 @@ func (r *Runner) execute(ctx context.Context, t task, j *Job) {
 	}
 	// A reply that echoes the request must not keep the job's secrets.
 	res.Error = j.ScrubText(res.Error)
+	for i := range res.AttemptLog {
+		res.AttemptLog[i].Error = j.ScrubText(res.AttemptLog[i].Error)
+	}
 	run := Run{
 		ID: t.runID, JobID: j.ID, ScheduledAt: info.ScheduledAt, TriggeredAt: info.TriggeredAt, FinishedAt: finished.UTC(),
 		Status: res.Status, Attempts: res.Attempts, HTTPStatus: res.HTTPStatus, Error: res.Error,
-		Latency: Duration(finished.Sub(triggered)),
+		Latency: Duration(finished.Sub(triggered)), AttemptLog: res.AttemptLog,
 		Trigger: TriggerSchedule,
 	}
 	if !slot {

@@ -137,10 +137,18 @@ func redactError(msg string, role Role) string {
 	return msg
 }
 
-// RedactedFor returns r as a holder of role may read it: its error
-// through redactError.
+// RedactedFor returns r as a holder of role may read it: its error, and
+// each attempt's, through redactError.
 func (r Run) RedactedFor(role Role) Run {
 	r.Error = redactError(r.Error, role)
+	if len(r.AttemptLog) > 0 {
+		log := make([]Attempt, len(r.AttemptLog))
+		for i, a := range r.AttemptLog {
+			a.Error = redactError(a.Error, role)
+			log[i] = a
+		}
+		r.AttemptLog = log
+	}
 	return r
 }
 

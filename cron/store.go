@@ -90,6 +90,24 @@ type Run struct {
 	// TriggeredBy names who asked for a run-now ([Actor.Name]: a token's
 	// name, "local" for a Go call); empty for other triggers.
 	TriggeredBy string `json:"triggered_by,omitempty"`
+	// AttemptLog lists each attempt of a run that was tried more than
+	// once (see [Job].MaxRetries), in order; the last one's outcome is the
+	// run's. Empty for a run tried once: the run's own fields say it all.
+	AttemptLog []Attempt `json:"attempt_log,omitempty"`
+}
+
+// Attempt is one try of a run (see [Run.AttemptLog]).
+type Attempt struct {
+	// StartedAt is when the try began.
+	StartedAt time.Time `json:"started_at"`
+	// Duration is how long it took.
+	Duration Duration `json:"duration"`
+	// Status is its outcome: success, failed or timeout.
+	Status Status `json:"status"`
+	// HTTPStatus is the callback's answer, 0 for none.
+	HTTPStatus int `json:"http_status,omitempty"`
+	// Error says why it failed, as [Run.Error] does.
+	Error string `json:"error,omitempty"`
 }
 
 // RunStore is an optional capability of a Store: a bounded history of runs

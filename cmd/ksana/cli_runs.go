@@ -138,6 +138,16 @@ func cmdRunGet(ctx context.Context, e *cmdEnv, args []string) error {
 	if run.Error != "" {
 		row("error", oneLine(run.Error))
 	}
+	for i, a := range run.AttemptLog {
+		v := fmt.Sprintf("%s at %s, %s", a.Status, timeText(a.StartedAt), a.Duration)
+		if a.HTTPStatus != 0 {
+			v += ", http " + strconv.Itoa(a.HTTPStatus)
+		}
+		if a.Error != "" {
+			v += ": " + oneLine(a.Error)
+		}
+		row("attempt "+strconv.Itoa(i+1), v)
+	}
 	return w.Flush()
 }
 

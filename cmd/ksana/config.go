@@ -36,6 +36,7 @@ type config struct {
 	// "" keeps the jobs in DataDir's JSON file.
 	DatabaseURL string
 	Instance    string        // this instance's name on the database; "" is host-pid-random
+	RunHistory  int           // runs kept per job (KSANA_RUN_HISTORY)
 	LeaseTTL    time.Duration // lease and heartbeat TTL on the database
 	// Alert is the default alert webhook (KSANA_ALERT_URL,
 	// KSANA_ALERT_SECRET); an empty URL: none.
@@ -64,6 +65,7 @@ var envVars = []envVar{
 	{"DEFAULT_TIMEOUT", "10s", "per-attempt timeout of jobs created without timeout"},
 	{"MAX_RETRIES", "3", "retries of jobs created without max_retries (0: none)"},
 	{"RETRY_BACKOFF", "5s", "wait between attempts of jobs created without retry_backoff"},
+	{"KSANA_RUN_HISTORY", "50", "runs kept in each job's history (the newest), in the JSON file or the database; from 1 to 100000"},
 	{"DRAIN_TIMEOUT", "30s", "on SIGINT/SIGTERM, how long runs in flight may finish before they are cancelled"},
 	{"MIN_INTERVAL", "1s", "the shortest interval an every job (or a cron @every) may have"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
@@ -162,6 +164,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	durVar("DEFAULT_TIMEOUT", "10s", &c.DefaultTimeout)
 	intVar("MAX_RETRIES", "3", 0, 1000, &c.MaxRetries)
 	durVar("RETRY_BACKOFF", "5s", &c.RetryBackoff)
+	intVar("KSANA_RUN_HISTORY", "50", 1, 100000, &c.RunHistory)
 	durVar("DRAIN_TIMEOUT", "30s", &c.DrainTimeout)
 	durVar("MIN_INTERVAL", "1s", &c.MinInterval)
 	durVar("KSANA_LEASE_TTL", "6s", &c.LeaseTTL)

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ksana-dev/ksana/cron"
 	"github.com/ksana-dev/ksana/store/jsonstore"
 )
 
@@ -20,7 +24,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config{Port: 7100, DataDir: "./data", Workers: 4, DefaultTimeout: 10 * time.Second, MaxRetries: 3,
-		RetryBackoff: 5 * time.Second, DrainTimeout: 30 * time.Second, MinInterval: time.Second, LogLevel: slog.LevelInfo, LogFormat: "text", LeaseTTL: 6 * time.Second}
+		RetryBackoff: 5 * time.Second, DrainTimeout: 30 * time.Second, MinInterval: time.Second, LogLevel: slog.LevelInfo, LogFormat: "text", LeaseTTL: 6 * time.Second, RunHistory: 50}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
@@ -47,6 +51,8 @@ func TestLoadConfig(t *testing.T) {
 		{env: map[string]string{"PORT": "70000"}, wantErr: `PORT="70000"`},
 		{env: map[string]string{"WORKERS": "0"}, wantErr: `WORKERS="0": must be an integer from 1`},
 		{env: map[string]string{"MAX_RETRIES": "-1"}, wantErr: `MAX_RETRIES="-1"`},
+		{env: map[string]string{"KSANA_RUN_HISTORY": "0"}, wantErr: `KSANA_RUN_HISTORY="0": must be an integer from 1 to 100000`},
+		{env: map[string]string{"KSANA_RUN_HISTORY": "7"}, check: func(c config) bool { return c.RunHistory == 7 }},
 		{env: map[string]string{"DEFAULT_TIMEOUT": "10"}, wantErr: `DEFAULT_TIMEOUT="10": must be a positive duration`},
 		{env: map[string]string{"RETRY_BACKOFF": "-5s"}, wantErr: `RETRY_BACKOFF="-5s"`},
 		{env: map[string]string{"DRAIN_TIMEOUT": "x"}, wantErr: `DRAIN_TIMEOUT="x"`},
@@ -297,5 +303,26 @@ func TestDataDir(t *testing.T) {
 		if got := dataDir(func(k string) string { return tt.env[k] }); got != tt.want {
 			t.Errorf("dataDir(%v) = %q, want %q", tt.env, got, tt.want)
 		}
+	}
+}
+
+// TestRunHistorySetting: KSANA_RUN_HISTORY bounds the runs each job
+// keeps in the JSON file.
+func TestRunHistorySetting(t *testing.T) {
+	ts := startService(t, t.TempDir(), map[string]string{"KSANA_RUN_HISTORY": "3"})
+	cb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer cb.Close()
+	body := fmt.Sprintf(`{"id":"h","schedule":{"kind":"every","every":"50ms"},"http":{"url":%q}}`, cb.URL)
+	if code := call(t, "POST", ts.url+"/jobs", body, nil); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	var runs []cron.Run
+	waitFor(t, "more runs than the history keeps", func() bool {
+		var j cron.Job
+		call(t, "GET", ts.url+"/jobs/h", "", &j)
+		return !j.LastRunAt.IsZero() && j.LastRunAt.Sub(j.Schedule.StartAt) > 400*time.Millisecond
+	})
+	if code := call(t, "GET", ts.url+"/jobs/h/runs?limit=100", "", &runs); code != 200 || len(runs) != 3 {
+		t.Fatalf("GET runs: %d, %d runs; want the 3 newest", code, len(runs))
 	}
 }

@@ -107,6 +107,7 @@
 // LISTEN_ADDR (every interface), PORT (7100), KSANA_DATA or DATA_DIR
 // (./data), WORKERS (4),
 // DEFAULT_TIMEOUT (10s), MAX_RETRIES (3), RETRY_BACKOFF (5s),
+// KSANA_RUN_HISTORY (50 runs kept per job),
 // DRAIN_TIMEOUT (30s), MIN_INTERVAL (1s, the shortest every interval),
 // LOG_LEVEL (info), LOG_FORMAT (text),
 // KSANA_API_TOKEN and KSANA_CALLBACK_ALLOW (unset), DATABASE_URL and

@@ -57,7 +57,7 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		}
 		cstore = db.st
 	} else {
-		if store, err = jsonstore.New(cfg.DataDir, jsonstore.Config{Journal: true, Logger: log, OnFlush: m.Flush}); err != nil {
+		if store, err = jsonstore.New(cfg.DataDir, jsonstore.Config{Journal: true, RunHistory: cfg.RunHistory, Logger: log, OnFlush: m.Flush}); err != nil {
 			return nil, err
 		}
 		cstore = store

@@ -35,7 +35,7 @@ func openDB(cfg config, log *slog.Logger) (*dbStore, error) {
 	// A second process with the name of a live one is refused
 	// (sqlstore.ErrInstanceInUse): both would hold every lease of that
 	// name.
-	st, err := db.Shared(ctx, sqlstore.SharedConfig{Instance: cfg.Instance, TTL: cfg.LeaseTTL, Logger: log})
+	st, err := db.Shared(ctx, sqlstore.SharedConfig{Instance: cfg.Instance, TTL: cfg.LeaseTTL, RunLimit: cfg.RunHistory, Logger: log})
 	if err != nil {
 		db.Close()
 		return nil, err

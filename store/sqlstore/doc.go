@@ -152,6 +152,8 @@
 // Migration 13 adds trigger_kind and triggered_by TEXT to ksana_run
 // ([cron.Run.Trigger] and [cron.Run.TriggeredBy]; empty in the rows written
 // before). [Jobs.RunByID] reads one run by the unique index on its id.
+// Migration 15 adds attempt_log TEXT: the attempts of a run tried more
+// than once ([cron.Run.AttemptLog]) as a JSON array, empty otherwise.
 //
 // Every write is durable when it returns (Flush has nothing to do). Save
 // is one upsert; Record, the bookkeeping of a run, is one UPDATE of four

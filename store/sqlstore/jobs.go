@@ -456,17 +456,17 @@ func (s *Jobs) AppendRun(ctx context.Context, r cron.Run) error {
 func (s *Jobs) appendRun(ctx context.Context, x sqlx.ExtContext, r cron.Run) (int64, error) {
 	var seqs []int64
 	if err := sqlx.SelectContext(ctx, x, &seqs, s.db.d.sql(`UPDATE ksana_run SET triggered_at = ?, finished_at = ?, status = ?, attempts = ?,
-		http_status = ?, error = ?, latency = ?, reason = ?, slots = ?, alert = ?, trigger_kind = ?, triggered_by = ? WHERE id = ? AND job_id = ? RETURNING seq`),
+		http_status = ?, error = ?, latency = ?, reason = ?, slots = ?, alert = ?, trigger_kind = ?, triggered_by = ?, attempt_log = ? WHERE id = ? AND job_id = ? RETURNING seq`),
 		nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus, r.Error, int64(r.Latency), r.Reason, r.Slots, r.Alert,
-		r.Trigger, r.TriggeredBy, r.ID, r.JobID); err != nil {
+		r.Trigger, r.TriggeredBy, attemptLog(r.AttemptLog), r.ID, r.JobID); err != nil {
 		return 0, fmt.Errorf("sqlstore: append run %q of job %q: %w", r.ID, r.JobID, err)
 	}
 	if len(seqs) == 0 {
 		err := sqlx.SelectContext(ctx, x, &seqs, s.db.d.sql(`INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, finished_at,
-			status, attempts, http_status, error, latency, instance, reason, slots, alert, trigger_kind, triggered_by)
-			VALUES (?, ?, TRUE, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq`),
+			status, attempts, http_status, error, latency, instance, reason, slots, alert, trigger_kind, triggered_by, attempt_log)
+			VALUES (?, ?, TRUE, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq`),
 			r.ID, r.JobID, nanos(r.ScheduledAt), nanos(r.TriggeredAt), nanos(r.FinishedAt), string(r.Status), r.Attempts, r.HTTPStatus,
-			r.Error, int64(r.Latency), s.cfg.Instance, r.Reason, r.Slots, r.Alert, r.Trigger, r.TriggeredBy)
+			r.Error, int64(r.Latency), s.cfg.Instance, r.Reason, r.Slots, r.Alert, r.Trigger, r.TriggeredBy, attemptLog(r.AttemptLog))
 		if isForeignKeyViolation(err) {
 			return 0, fmt.Errorf("sqlstore: append run of job %q: %w", r.JobID, cron.ErrNotFound)
 		}
@@ -506,19 +506,40 @@ type runRow struct {
 	Alert       string `db:"alert"`
 	Trigger     string `db:"trigger_kind"`
 	TriggeredBy string `db:"triggered_by"`
+	AttemptLog  string `db:"attempt_log"`
 }
 
-// run returns the run of row r.
+// run returns the run of row r. An attempt log that does not parse (a
+// row written by hand) is left out.
 func (r *runRow) run() cron.Run {
-	return cron.Run{ID: r.ID, JobID: r.JobID, ScheduledAt: fromNanos(r.ScheduledAt), TriggeredAt: fromNanos(r.TriggeredAt),
+	run := cron.Run{ID: r.ID, JobID: r.JobID, ScheduledAt: fromNanos(r.ScheduledAt), TriggeredAt: fromNanos(r.TriggeredAt),
 		FinishedAt: fromNanos(r.FinishedAt), Status: cron.Status(r.Status), Attempts: r.Attempts, HTTPStatus: r.HTTPStatus,
 		Error: r.Error, Latency: cron.Duration(r.Latency), Instance: r.Instance, Reason: r.Reason, Slots: r.Slots, Alert: r.Alert,
 		Trigger: r.Trigger, TriggeredBy: r.TriggeredBy}
+	if r.AttemptLog != "" {
+		if err := json.Unmarshal([]byte(r.AttemptLog), &run.AttemptLog); err != nil {
+			run.AttemptLog = nil
+		}
+	}
+	return run
+}
+
+// attemptLog is the attempt_log column of a run: its attempts as JSON, ”
+// for none.
+func attemptLog(log []cron.Attempt) string {
+	if len(log) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(log)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // runColumns are the columns of a runRow.
 const runColumns = `id, job_id, instance, scheduled_at, triggered_at, finished_at, status, attempts, http_status, error, latency, reason, slots, alert,
-	trigger_kind, triggered_by`
+	trigger_kind, triggered_by, attempt_log`
 
 // Runs returns up to limit of the newest finished runs of job id, newest
 // first (limit <= 0: all kept), each with the instance that claimed it. A

@@ -112,13 +112,14 @@ func (s *Jobs) AppendRuns(ctx context.Context, runs []cron.Run) error {
 	var updated []done
 	if err := x.SelectContext(ctx, &updated, `UPDATE ksana_run AS r SET triggered_at = v.triggered_at, finished_at = v.finished_at,
 		status = v.status, attempts = v.attempts, http_status = v.http_status, error = v.error, latency = v.latency,
-		reason = v.reason, slots = v.slots, alert = v.alert, trigger_kind = v.trigger_kind, triggered_by = v.triggered_by
+		reason = v.reason, slots = v.slots, alert = v.alert, trigger_kind = v.trigger_kind, triggered_by = v.triggered_by, attempt_log = v.attempt_log
 		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[], $7::integer[], $8::text[], $9::bigint[],
-			$10::text[], $11::integer[], $12::text[], $13::text[], $14::text[])
-			AS v(id, job_id, triggered_at, finished_at, status, attempts, http_status, error, latency, reason, slots, alert, trigger_kind, triggered_by)
+			$10::text[], $11::integer[], $12::text[], $13::text[], $14::text[], $15::text[])
+			AS v(id, job_id, triggered_at, finished_at, status, attempts, http_status, error, latency, reason, slots, alert, trigger_kind, triggered_by,
+				attempt_log)
 		WHERE r.id = v.id AND r.job_id = v.job_id RETURNING r.id, r.seq`,
 		a.id, a.jobID, a.triggered, a.finished, a.status, a.attempts, a.httpStatus, a.errs, a.latency, a.reason, a.slots, a.alert,
-		a.trigger, a.by); err != nil {
+		a.trigger, a.by, a.attemptLog); err != nil {
 		return fmt.Errorf("sqlstore: append %d runs: %w", len(runs), err)
 	}
 	seqs := make(map[string]int64, len(runs))
@@ -135,17 +136,17 @@ func (s *Jobs) AppendRuns(ctx context.Context, runs []cron.Run) error {
 		b := newRunArrays(rest)
 		var inserted []done
 		err := x.SelectContext(ctx, &inserted, `INSERT INTO ksana_run (id, job_id, slot, scheduled_at, triggered_at, finished_at,
-			status, attempts, http_status, error, latency, instance, reason, slots, alert, trigger_kind, triggered_by)
+			status, attempts, http_status, error, latency, instance, reason, slots, alert, trigger_kind, triggered_by, attempt_log)
 			SELECT v.id, v.job_id, TRUE, v.scheduled_at, v.triggered_at, v.finished_at, v.status, v.attempts, v.http_status, v.error, v.latency, $11,
-				v.reason, v.slots, v.alert, v.trigger_kind, v.triggered_by
+				v.reason, v.slots, v.alert, v.trigger_kind, v.triggered_by, v.attempt_log
 			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[], $7::integer[], $8::text[], $9::bigint[], $10::bigint[],
-				$12::text[], $13::integer[], $14::text[], $15::text[], $16::text[])
+				$12::text[], $13::integer[], $14::text[], $15::text[], $16::text[], $17::text[])
 				WITH ORDINALITY AS v(id, job_id, triggered_at, finished_at, status, attempts, http_status, error, latency, scheduled_at, reason, slots, alert,
-					trigger_kind, triggered_by, ord)
+					trigger_kind, triggered_by, attempt_log, ord)
 			ORDER BY v.ord
 			ON CONFLICT DO NOTHING RETURNING id, seq`,
 			b.id, b.jobID, b.triggered, b.finished, b.status, b.attempts, b.httpStatus, b.errs, b.latency, b.scheduled, s.cfg.Instance, b.reason, b.slots, b.alert,
-			b.trigger, b.by)
+			b.trigger, b.by, b.attemptLog)
 		if isForeignKeyViolation(err) {
 			// A job was deleted meanwhile: insert one by one, skipping its runs.
 			inserted, err = nil, nil
@@ -188,7 +189,7 @@ func jobsOf(runs []cron.Run) []string {
 // runArrays are runs as one array per column, the arguments of unnest.
 type runArrays struct {
 	id, jobID, status, errs, reason, alert  []string
-	trigger, by                             []string
+	trigger, by, attemptLog                 []string
 	triggered, finished, scheduled, latency []int64
 	attempts, httpStatus, slots             []int32
 }
@@ -199,14 +200,14 @@ func newRunArrays(runs []cron.Run) runArrays {
 		id: make([]string, n), jobID: make([]string, n), status: make([]string, n), errs: make([]string, n), alert: make([]string, n),
 		triggered: make([]int64, n), finished: make([]int64, n), scheduled: make([]int64, n), latency: make([]int64, n),
 		attempts: make([]int32, n), httpStatus: make([]int32, n), reason: make([]string, n), slots: make([]int32, n),
-		trigger: make([]string, n), by: make([]string, n),
+		trigger: make([]string, n), by: make([]string, n), attemptLog: make([]string, n),
 	}
 	for i, r := range runs {
 		a.id[i], a.jobID[i], a.status[i], a.errs[i] = r.ID, r.JobID, string(r.Status), r.Error
 		a.triggered[i], a.finished[i], a.scheduled[i], a.latency[i] = nanos(r.TriggeredAt), nanos(r.FinishedAt), nanos(r.ScheduledAt), int64(r.Latency)
 		a.attempts[i], a.httpStatus[i] = int32(r.Attempts), int32(r.HTTPStatus)
 		a.reason[i], a.slots[i], a.alert[i] = r.Reason, int32(r.Slots), r.Alert
-		a.trigger[i], a.by[i] = r.Trigger, r.TriggeredBy
+		a.trigger[i], a.by[i], a.attemptLog[i] = r.Trigger, r.TriggeredBy, attemptLog(r.AttemptLog)
 	}
 	return a
 }

@@ -136,6 +136,13 @@ func cronCaseRunByID(t *testing.T, s cron.Store) {
 			if i == 1 {
 				r.Status, r.Reason, r.Slots, r.Attempts, r.HTTPStatus, r.Error, r.Trigger = cron.StatusMissed, cron.ReasonDowntime, 4, 0, 0, "", ""
 			}
+			if i == 2 { // retried: each attempt is kept
+				r.Attempts = 2
+				r.AttemptLog = []cron.Attempt{
+					{StartedAt: r.TriggeredAt, Duration: cron.Duration(1500 * time.Millisecond), Status: cron.StatusFailed, HTTPStatus: 503, Error: "http 503; reply: busy"},
+					{StartedAt: r.TriggeredAt.Add(3 * time.Second), Duration: cron.Duration(time.Millisecond), Status: r.Status, HTTPStatus: r.HTTPStatus, Error: r.Error},
+				}
+			}
 			if err := rs.AppendRun(ctx, r); err != nil {
 				t.Fatalf("AppendRun: %v", err)
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -63,7 +64,8 @@ func TestSecretsEveryOutput(t *testing.T) {
 	m := startMember(t, bin, "secrets", "KSANA_DATA="+t.TempDir(), "KSANA_API_TOKENS_FILE="+file)
 
 	secrets := []string{"user-sec1", "pass-sec2", "qry-sec3", "hdr-sec4", "body-sec5", "alert-sec6", "alert-sec7", "sign-sec8", "hdr-sec9", "ovr-sec10"}
-	job := `{"id":"s","name":"s","max_retries":0,
+	// One retry: the run's attempt log holds the echoed replies too.
+	job := `{"id":"s","name":"s","max_retries":1,"retry_backoff":"100ms",
 		"http":{"method":"POST","url":"http://user-sec1:pass-sec2@` + host(echo.URL) + `/p?api_key=qry-sec3",
 			"headers":{"Authorization":"Bearer hdr-sec4","X-Api-Key":"hdr-sec9"},"body":"{\"password\":\"body-sec5\"}"},
 		"schedule":{"kind":"every","every":"1h"},
@@ -86,21 +88,28 @@ func TestSecretsEveryOutput(t *testing.T) {
 	if code, body := api("admin", "POST", "/jobs", job); code != 201 {
 		t.Fatalf("create: %d %s", code, body)
 	}
-	if code, body := api("admin", "POST", "/jobs/s/run-now", `{"headers":{"X-Extra":"ovr-sec10"}}`); code != 202 {
+	code, body := api("admin", "POST", "/jobs/s/run-now", `{"headers":{"X-Extra":"ovr-sec10"}}`)
+	if code != 202 {
 		t.Fatalf("run-now: %d %s", code, body)
+	}
+	var ticket struct {
+		RunID string `json:"run_id"`
+	}
+	if err := json.Unmarshal([]byte(body), &ticket); err != nil || ticket.RunID == "" {
+		t.Fatalf("run-now answer %s: %v", body, err)
 	}
 	waitFor(t, "the failed run and its alert", func() bool {
 		_, runs := api("admin", "GET", "/jobs/s/runs", "")
 		mu.Lock()
 		defer mu.Unlock()
-		return strings.Contains(runs, `"failed"`) && len(alerts) > 0
+		return strings.Contains(runs, `"failed"`) && strings.Contains(runs, `"attempt_log"`) && len(alerts) > 0
 	})
 
 	// Each output, as each role.
 	outputs := map[string]map[string]string{}
 	for role := range toks {
 		o := map[string]string{}
-		for _, p := range []string{"/jobs/s", "/jobs", "/jobs/s/runs", "/runs", "/audit", "/audit?job_id=s"} {
+		for _, p := range []string{"/jobs/s", "/jobs", "/jobs/s/runs", "/runs", "/runs/" + ticket.RunID, "/audit", "/audit?job_id=s"} {
 			code, body := api(role, "GET", p, "")
 			if code != 200 {
 				t.Fatalf("GET %s as %s: %d %s", p, role, code, body)
@@ -113,7 +122,8 @@ func TestSecretsEveryOutput(t *testing.T) {
 		env := []string{"KSANA_ADDR=" + m.url, "KSANA_API_TOKEN=" + toks[role]}
 		for _, args := range [][]string{
 			{"jobs", "get", "s"}, {"jobs", "get", "s", "-o", "json"}, {"jobs", "ls"}, {"jobs", "ls", "-o", "json"},
-			{"runs", "-job", "s"}, {"runs", "-job", "s", "-o", "json"}, {"audit"}, {"audit", "-o", "json"},
+			{"runs", "-job", "s"}, {"runs", "-job", "s", "-o", "json"}, {"runs", "get", ticket.RunID}, {"runs", "get", ticket.RunID, "-o", "json"},
+			{"audit"}, {"audit", "-o", "json"},
 		} {
 			code, out, errOut := cli(t, bin, env, "", args...)
 			if code != 0 {

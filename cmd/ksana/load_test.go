@@ -33,31 +33,37 @@ import (
 // No instance dies and none is stopped, so from the end of the warm-up to
 // the end of the quiet phase, at each TTL:
 //   - no slot is called twice (the whole run, warm-up included);
-//   - no slot is lost: every slot of every job scheduled in that time is
-//     called. A slot with a final row saying why it was not called
-//     (missed, "no holder" or "holder died"; skipped) is lost all the
-//     same, since a live instance held its partition throughout: the
-//     report tells those apart from the slots that left no row at all;
+//   - no slot is lost: with every instance alive, every slot of every job
+//     scheduled in that time is called. A slot not called is lost whether
+//     or not a final row says why: missed ("no holder", "holder died",
+//     "holder stopped", "downtime": a live holder lost the partition or its
+//     claim) or skipped ("overlap": the callback answers at once, so the
+//     previous call was still in flight only because its instance fell a
+//     second behind). The report counts the lost slots by phase and by the
+//     row that says why, or "no row" (such a row may also stand for
+//     several slots: its slots field);
 //   - no partition changes owner (the owners of ksana_lease, read every
 //     250ms; a lease that lapses and is freed or taken counts);
 //   - every ksana_run row claimed before the end has a status within the
 //     TTL, two renewal periods and 5s.
 //
 // It reports the calls, the duplicates, the lost slots, the owner changes
-// and the firing lag (the arrival of a call less its scheduled time), p50
-// and p99, of the loaded and of the quiet phase.
+// and the firing lag (the arrival of a call less its scheduled time), p50,
+// p99 and max, of the loaded and of the quiet phase.
 //
-// Each phase lasts 20s by default, -ksana.load sets it, and -ksana.loadttl
-// runs one TTL instead of loadTTLs. It needs KSANA_TEST_POSTGRES_URL (set
-// by test.sh), and keeps both cores busy: test.sh runs it alone, after
-// everything else. The short run and the long one:
+// Each phase lasts 20s by default; -ksana.load sets it, and -ksana.loadttl
+// runs one TTL instead of loadTTLs (any value KSANA_LEASE_TTL accepts). It needs
+// KSANA_TEST_POSTGRES_URL (test.sh sets it) and keeps both cores busy:
+// test.sh runs it alone, after everything else. The flags go after the
+// package. The short run, the long one, and one at another TTL:
 //
 //	go test -run 'TestSharedLoad$' -v ./cmd/ksana/
-//	go test -run 'TestSharedLoad$' -ksana.load=60s -timeout 30m -v ./cmd/ksana/
+//	go test -run 'TestSharedLoad$' -v ./cmd/ksana/ -ksana.load=60s -timeout 30m
+//	go test -run 'TestSharedLoad$' -v ./cmd/ksana/ -ksana.loadttl=300ms -ksana.load=10s
 //
-// and at another TTL (any KSANA_LEASE_TTL accepts), for example:
+// or with test.sh's servers (it passes its arguments on to go test):
 //
-//	go test -run 'TestSharedLoad$' -ksana.loadttl=300ms -ksana.load=10s -v ./cmd/ksana/
+//	./test.sh -run 'TestSharedLoad$' ./cmd/ksana/ -ksana.load=60s
 func TestSharedLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL, under load")
@@ -75,7 +81,9 @@ func TestSharedLoad(t *testing.T) {
 	}
 }
 
-// loadMinTTL is the smallest lease TTL TestSharedLoad runs at.
+// loadMinTTL is the smallest lease TTL TestSharedLoad runs at: that of
+// the other timing tests, the smallest shared mode is meant to hold its
+// leases at under load.
 const loadMinTTL = 2 * time.Second
 
 // loadTTLs are the lease TTLs TestSharedLoad runs at: the smallest and

@@ -146,14 +146,17 @@ func testSharedLoad(t *testing.T, bin, dbURL string, ttl, phase time.Duration) {
 	end := time.Now()
 	stillAlive(t, ms)
 
-	// Every run row claimed before the end finishes: with every holder
+	// Every run row of a slot before the end finishes: with every holder
 	// alive there is no reason for one to stay open; the bound is that of
 	// a holder that died (the TTL, then two renewal periods), with slack.
+	// The slots due just before the end are claimed and called within it
+	// too.
 	bound := ttl + 2*ttl/3 + 5*time.Second
 	deadline := end.Add(bound)
+	time.Sleep(3 * time.Second)
 	var open int
 	for {
-		if err := db.SQL().QueryRow("SELECT count(*) FROM ksana_run WHERE status = '' AND triggered_at < $1", end.UnixNano()).Scan(&open); err != nil {
+		if err := db.SQL().QueryRow("SELECT count(*) FROM ksana_run WHERE status = '' AND scheduled_at < $1", end.UnixNano()).Scan(&open); err != nil {
 			t.Fatal(err)
 		}
 		if open == 0 || time.Now().After(deadline) {
@@ -162,7 +165,7 @@ func testSharedLoad(t *testing.T, bin, dbURL string, ttl, phase time.Duration) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if open > 0 {
-		t.Errorf("%d run rows claimed before the end still without a status %v after it", open, bound)
+		t.Errorf("%d run rows of slots before the end still without a status %v after it", open, bound)
 	}
 	// The calls of the last slots have arrived by now (the rows above are
 	// written once a call has ended).
@@ -170,7 +173,7 @@ func testSharedLoad(t *testing.T, bin, dbURL string, ttl, phase time.Duration) {
 
 	dups := cb.duplicates()
 	if len(dups) > 0 {
-		t.Errorf("%d slots called more than once: %v", len(dups), first(dups, 20))
+		t.Errorf("%d slots called more than once: %v", len(dups), firstN(dups, 20))
 	}
 	changes := w.changesSince(start)
 	var loadedChanges int
@@ -181,7 +184,7 @@ func testSharedLoad(t *testing.T, bin, dbURL string, ttl, phase time.Duration) {
 	}
 	if len(changes) > 0 {
 		var s []string
-		for _, c := range first(changes, 10) {
+		for _, c := range firstN(changes, 10) {
 			s = append(s, fmt.Sprintf("%s partition %d %q -> %q", c.at.Format("15:04:05.000"), c.part, c.from, c.to))
 		}
 		t.Errorf("%d partition owner changes with every member alive (%d in the loaded phase), such as %v", len(changes), loadedChanges, s)
@@ -337,7 +340,9 @@ func startLoad(t *testing.T) (stop func()) {
 	}
 	t.Cleanup(stop)
 	for range 4 {
-		p := exec.Command("sh", "-c", "while :; do :; done")
+		// A loop that ends with the test process, should it die
+		// without its cleanup.
+		p := exec.Command("sh", "-c", `while kill -0 "$PPID" 2>/dev/null; do i=0; while [ "$i" -lt 10000 ]; do i=$((i + 1)); done; done`)
 		if err := startProcess(p); err != nil {
 			stop()
 			t.Fatalf("busy loop: %v", err)
@@ -611,7 +616,7 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	return ds[int(q*float64(len(ds)-1))].Round(time.Millisecond)
 }
 
-// first returns at most the first n of s.
-func first[T any](s []T, n int) []T {
+// firstN returns at most the first n of s.
+func firstN[T any](s []T, n int) []T {
 	return s[:min(len(s), n)]
 }

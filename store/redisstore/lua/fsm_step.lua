@@ -103,6 +103,9 @@ local function step(key, ev, attempt, node, max, ttl, outcome)
       redis.call('HSET', key, 'dispatched_at_ms', updated, 'tried', tried)
     end
   end
-  redis.call('PEXPIRE', key, ttl)
+  -- The record lives ttl after its last change; a release, which only
+  -- records that the node's slot is freed, follows the step that ended
+  -- the job and renewed it moments before, and leaves the expiry as it is.
+  if ev ~= RELEASE then redis.call('PEXPIRE', key, ttl) end
   return reply(OK, free)
 end

@@ -22,7 +22,7 @@ local DUPS = {
 -- FREES[event]: some move of the event takes the job off its node
 local FREES = {["job_result"] = true, ["timeout"] = true, ["failover"] = true, ["undelivered"] = true}
 local CREATED, FINISHED, FAILED = "CREATED", "FINISHED", "FAILED"
-local DISPATCH, UNDELIVERED = "dispatch", "undelivered"
+local DISPATCH, UNDELIVERED, RELEASE = "dispatch", "undelivered", "release"
 local OK, DUP, NOT_FOUND, CORRUPT, WRONG_NODE = "ok", "dup", "not_found", "corrupt", "wrong_node"
 local UNKNOWN_EVENT, INVALID_ATTEMPT, STALE_ATTEMPT, FUTURE_ATTEMPT, INVALID_TRANSITION = "unknown_event", "invalid_attempt", "stale_attempt", "future_attempt", "invalid_transition"
 -- The transition of one job, as package fsm's Machine.Apply makes it, on
@@ -130,12 +130,15 @@ local function step(key, ev, attempt, node, max, ttl, outcome)
       redis.call('HSET', key, 'dispatched_at_ms', updated, 'tried', tried)
     end
   end
-  redis.call('PEXPIRE', key, ttl)
+  -- The record lives ttl after its last change; a release, which only
+  -- records that the node's slot is freed, follows the step that ended
+  -- the job and renewed it moments before, and leaves the expiry as it is.
+  if ev ~= RELEASE then redis.call('PEXPIRE', key, ttl) end
   return reply(OK, free)
 end
--- One event on several jobs (a standalone Redis only, where a script may
--- touch keys of any slot), each as the one-job script would apply it; the
--- server's time is read once.
+-- One event on several jobs (on a cluster, jobs of one deadline shard,
+-- whose keys share its slot), each as the one-job script would apply it;
+-- the server's time is read once.
 --   KEYS    = the jobs' fsm keys
 --   ARGV    = event, max_attempts, ttl_ms, then the attempt of each job
 --   reply   = step's reply for each job, in order

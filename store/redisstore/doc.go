@@ -71,7 +71,7 @@
 // {prefix}:v1:jobs:{due:<n>}:{job:<job_id>}:fsm (state, attempt, node_id,
 // created_at_ms, updated_at_ms, dispatched_at_ms, queued_at_ms (when the
 // current attempt began to wait for a node; absent in the first attempt,
-// which waits since created_at_ms); a TTL renewed by every change but the release) and moves it
+// which waits since created_at_ms); a TTL of at least the configured one after every change, kept in expires_at_ms) and moves it
 // with one Lua script: lines generated from package fsm's table by
 // [GenerateFSMLua], then the static Lua of the step (lua/fsm_step.lua,
 // embedded; the whole script is kept in testdata/fsm_apply.lua), which

@@ -19,9 +19,11 @@ type JobsConfig struct {
 	// MaxAttempts is [fsm.Machine].MaxAttempts. Default (0):
 	// [fsm.DefaultMaxAttempts].
 	MaxAttempts int
-	// TTL is how long a job's hash lives after its last change (a
-	// release, which follows the step that ended the job, keeps the
-	// expiry that step set). Default (0): [scheduler.DefaultJobTTL].
+	// TTL is how long a job's hash lives at least after its last change:
+	// a step pushes the expiry to TTL and a sixteenth on (kept in the
+	// field expires_at_ms) when less than TTL is left, so a job's steps
+	// that follow each other within a sixteenth of TTL renew it once.
+	// Default (0): [scheduler.DefaultJobTTL].
 	TTL time.Duration
 	// OpHook observes every Redis operation ("job_open", "reserve" and
 	// "release" (OpenOnSlot on a cluster), "fsm_get", "fsm_release",
@@ -36,7 +38,7 @@ type JobsConfig struct {
 // queued_at_ms (milliseconds of the
 // server's clock), the book fields spec (JSON), tried and waiters (ids
 // separated by newlines, which ids never hold) and outcome (JSON), and a
-// TTL renewed by every change but the release. Every step is one Lua script call on that
+// TTL of at least JobsConfig.TTL after every change (expires_at_ms). Every step is one Lua script call on that
 // key: transitions run the static step of lua/fsm_step.lua after the
 // tables generated from package fsm's table ([GenerateFSMLua]), so they
 // are atomic and obey exactly the rules of

@@ -125,7 +125,7 @@ func fsmTablesLua() string {
 	w("-- FREES[event]: some move of the event takes the job off its node\n")
 	w("local FREES = {%s}\n", strings.Join(frees, ", "))
 	w("local CREATED, FINISHED, FAILED = %s, %s, %s\n", q(string(fsm.Created)), q(string(fsm.Finished)), q(string(fsm.Failed)))
-	w("local DISPATCH, UNDELIVERED, RELEASE = %s, %s, %s\n", q(string(fsm.Dispatch)), q(string(fsm.Undelivered)), q(string(fsm.Release)))
+	w("local DISPATCH, UNDELIVERED = %s, %s\n", q(string(fsm.Dispatch)), q(string(fsm.Undelivered)))
 	w("local OK, DUP, NOT_FOUND, CORRUPT, WRONG_NODE = %s, %s, %s, %s, %s\n", q(fsmOK), q(fsmDup), q(fsmNotFound), q(fsmCorrupt), q(fsmWrongNode))
 	w("local UNKNOWN_EVENT, INVALID_ATTEMPT, STALE_ATTEMPT, FUTURE_ATTEMPT, INVALID_TRANSITION = %s, %s, %s, %s, %s\n",
 		q(fsmUnknownEv), q(fsmBadAtt), q(fsmStale), q(fsmFuture), q(fsmInvalid))
@@ -135,7 +135,9 @@ func fsmTablesLua() string {
 // jobOpenLua opens a job unless it exists: its lifecycle in the initial
 // state, its spec and its first waiter, and, given a node, its first
 // dispatch to it (the state is then fsm's state after a dispatch, passed
-// by the caller). It returns the stored fields either way. It first adds
+// by the caller), with its expiry, ttl and a sixteenth on, in the field
+// expires_at_ms and as the key's (see lua/fsm_step.lua). It returns the
+// stored fields either way. It first adds
 // the job's deadline to its due shard (KEYS[2]) unless the job has one, in
 // the same atomic step: the record never exists without its deadline. On
 // a cluster the shard lies in the job's slot ([Keys.JobFSM]).
@@ -170,11 +172,13 @@ else
   now = t[1] .. string.sub('00000' .. t[2], -6, -4)
 end
 redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[8])
+local ttl = tonumber(ARGV[3])
+local exp = string.format('%d', tonumber(now) + ttl + math.floor(ttl / 16))
 if ARGV[6] ~= '' then
-  redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', ARGV[6], 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5], 'tried', ARGV[6], 'dispatched_at_ms', now)
+  redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', ARGV[6], 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5], 'expires_at_ms', exp, 'tried', ARGV[6], 'dispatched_at_ms', now)
 else
-  redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', ARGV[6], 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5])
+  redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', ARGV[6], 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5], 'expires_at_ms', exp)
 end
-redis.call('PEXPIRE', key, ARGV[3])
+redis.call('PEXPIREAT', key, exp)
 return {1, now}
 `

@@ -191,7 +191,8 @@ func dueShardOf(jobID string, shards int) int {
 }
 
 // DueShard returns the shard of jobID on a cluster: FNV-1a of the id
-// modulo [DueShards].
+// modulo [DueShards]. It also names the hash tag of the job's record on
+// every deployment ([Keys.JobFSM]).
 func DueShard(jobID string) int {
 	h := uint32(2166136261)
 	for i := 0; i < len(jobID); i++ {

@@ -127,17 +127,18 @@
 // # Steps that are more than one call
 //
 // A job's record moves by one atomic step each (open, dispatch, ack,
-// start, result, timeout, failover, fail, release), but its node's slot
-// ([ReservationStore]) and its deadline ([DueIndex]) live apart from it:
-// in Redis in other keys, and on a Redis Cluster in other hash slots,
-// which no script may join. These sequences are therefore several calls,
-// and a crash between two of them is repaired within a bound:
+// start, result, timeout, failover, fail, release), and [JobStore.Open]
+// stores its deadline in that step (store/redisstore keeps a job's record
+// and its deadline in one Redis Cluster hash slot), but its node's slot
+// ([ReservationStore]) lives apart from it, in Redis in the node's key,
+// which on a Redis Cluster is in another hash slot than the job's, which
+// no script may join. These sequences are therefore several calls, and a
+// crash between two of them is repaired within a bound:
 //
-//   - opening a job: its node's slot, then its deadline, then its record
-//     (on a standalone Redis, one script for all three: [SlotOpener]). A
-//     crash after the slot leaves it taken until its reservation expires
-//     (AckTimeout + RunTimeout + Lease); after the deadline, a deadline
-//     without a job, which the first sweep past it (AckTimeout) removes;
+//   - opening a job on a node: its node's slot, then its record with its
+//     deadline (on a standalone Redis, one script for both: [SlotOpener]).
+//     A crash after the slot leaves it taken until its reservation expires
+//     (AckTimeout + RunTimeout + Lease);
 //   - a dispatch by the sweeper (of a job that waited): the slot, the
 //     record's step, then the ack deadline. A crash after the slot: as
 //     above; after the record's step, the job keeps the deadline the

@@ -46,7 +46,7 @@ func checkID(name, id string) error {
 
 // JobRecord is a job's lifecycle state: in Redis the fields state,
 // attempt, node_id, created_at_ms, updated_at_ms, dispatched_at_ms and
-// queued_at_ms of the job's hash {prefix}:v1:jobs:{job:<job_id>}:fsm.
+// queued_at_ms of the job's hash {prefix}:v1:jobs:{due:<n>}:{job:<job_id>}:fsm.
 type JobRecord struct {
 	ID string
 	fsm.Job
@@ -95,7 +95,7 @@ type JobTransition struct {
 // method is one atomic step on that record, so concurrent instances agree
 // on every job, and no step leaves the record half written: a job is
 // never in [fsm.Finished] or [fsm.Failed] without its outcome. In Redis
-// the record is the hash {prefix}:v1:jobs:{job:<job_id>}:fsm and each
+// the record is the hash {prefix}:v1:jobs:{due:<n>}:{job:<job_id>}:fsm and each
 // step one script call. Implementations: [MemJobs]; store/redisstore.Jobs.
 // Each passes store/storetest.TestJobStore and store/storetest.TestJobBook.
 //

@@ -150,13 +150,11 @@ func (s *Jobs) rest(e scheduler.BookEntry, jobID, tried, waiters, outcome string
 	return e, nil
 }
 
-// Open implements [scheduler.JobStore]. The deadline goes to the due
-// shard that [Due] of the same prefix reads ({prefix}:v1:jobs:due:{due:<n>}).
-// On a standalone Redis the open script adds it (one call, atomic). On a
-// cluster the shard and the job's hash lie in different slots, which no
-// script may join: the deadline is added first (ZADD NX) and the job
-// opened only once it is stored, so that whatever stops the call in
-// between, the job a sweeper may find is never without a deadline.
+// Open implements [scheduler.JobStore] with one call of the open script,
+// which adds the job's deadline to the due shard that [Due] of the same
+// prefix reads ({prefix}:v1:jobs:due:{due:<n>}) and creates the job in one
+// atomic step. On a cluster the job's record lies in its deadline shard's
+// slot ([Keys.JobFSM]), so the step is one script there too.
 func (s *Jobs) Open(ctx context.Context, jobID string, spec scheduler.JobSpec, nodeID string, due time.Time) (scheduler.JobRecord, scheduler.BookEntry, bool, error) {
 	return s.open(ctx, jobID, spec, nodeID, due, nil)
 }
@@ -164,10 +162,15 @@ func (s *Jobs) Open(ctx context.Context, jobID string, spec scheduler.JobSpec, n
 // OpenOnSlot implements [scheduler.SlotOpener]. On a standalone Redis the
 // open script takes the slot in the node's reserved ZSET
 // ({prefix}:v1:nodes:{node:<node_id>}:reserved, as [Reservations] keeps
-// it) and creates the job in one call. On a cluster the ZSET lies in
-// another slot than the job: the slot is reserved first, then the job
-// opened, and the slot given back when the job existed or the open
-// failed (a crash in between leaves it to its expiry).
+// it) and creates the job with its deadline in one call. On a cluster the
+// ZSET lies in the node's slot, which a job's slot cannot share (a node
+// serves jobs of every deadline shard and pool, and its capacity is one
+// count over all of them): the slot is reserved first (one script on the
+// node's key), then the job opened with its deadline (one script on the
+// job's slot), and the slot given back when the job existed or the open
+// failed. A crash between the two leaves a slot that no job holds until
+// the reservation expires, at most the ttl passed after the reserve
+// script ran (the server's clock); no sweeper is needed for it.
 func (s *Jobs) OpenOnSlot(ctx context.Context, jobID string, spec scheduler.JobSpec, nodeID string, capacity int, ttl time.Duration, due time.Time) (scheduler.JobRecord, scheduler.BookEntry, bool, error) {
 	if err := scheduler.CheckReserve(nodeID, jobID, capacity, ttl); err != nil {
 		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, err
@@ -223,15 +226,6 @@ func (s *Jobs) open(ctx context.Context, jobID string, spec scheduler.JobSpec, n
 	keys := make([]string, 2, 3)
 	keys[0], keys[1] = key, s.keys.Due(dueShardOf(jobID, dueShards(s.c)))
 	dueMS := strconv.FormatInt(due.UnixMilli(), 10)
-	if s.c.Mode() == rueidis.ClientModeCluster {
-		start := time.Now()
-		err := s.c.Do(ctx, s.c.B().Zadd().Key(keys[1]).Nx().ScoreMember().ScoreMember(float64(due.UnixMilli()), jobID).Build()).Error()
-		s.hook.observe("due_add", start, err)
-		if err != nil {
-			return scheduler.JobRecord{}, scheduler.BookEntry{}, false, fmt.Errorf("redisstore: add deadline of job %q: %w", jobID, err)
-		}
-		keys = keys[:1]
-	}
 	args := append(make([]string, 0, 10), string(init.State), strconv.Itoa(init.Attempt), s.ttlMS, string(data), spec.SessionID, nodeID, dueMS, jobID)
 	if sl != nil {
 		keys, args = append(keys, sl.key), append(args, sl.capacity, sl.ttlMS)

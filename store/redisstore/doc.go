@@ -14,10 +14,11 @@
 // # Key layout
 //
 // [Keys] is the one place a key is spelled. Keys that one Lua script
-// touches together share a hash tag ({job:<id>}, {node:<id>},
-// {instance:<id>}, {model:<model>}), so every script runs in one Cluster
-// slot; operations over keys of different slots (the node snapshots) are
-// pipelines of single-key commands, which rueidis splits per node.
+// touches together share a hash tag ({due:<n>} for a job's record and its
+// deadline shard, {node:<id>}, {instance:<id>}, {model:<model>}), so every
+// script runs in one Cluster slot; operations over keys of different slots
+// (the node snapshots) are pipelines of single-key commands, which rueidis
+// splits per node.
 //
 // # Presence, owners and node snapshots
 //
@@ -67,22 +68,25 @@
 // # Jobs, reservations, requests and turns
 //
 // [Jobs] keeps each job's lifecycle in the hash
-// {prefix}:v1:jobs:{job:<job_id>}:fsm (state, attempt, node_id,
+// {prefix}:v1:jobs:{due:<n>}:{job:<job_id>}:fsm (state, attempt, node_id,
 // created_at_ms, updated_at_ms, dispatched_at_ms, queued_at_ms (when the
 // current attempt began to wait for a node; absent in the first attempt,
-// which waits since created_at_ms); a TTL renewed by every change) and moves it
+// which waits since created_at_ms); a TTL of at least the configured one after every change, kept in expires_at_ms) and moves it
 // with one Lua script: lines generated from package fsm's table by
 // [GenerateFSMLua], then the static Lua of the step (lua/fsm_step.lua,
 // embedded; the whole script is kept in testdata/fsm_apply.lua), which
 // replies with an array; so the rules exist once and each transition is atomic on
-// the job's key alone. [Reservations] holds each node's slots in the ZSET
+// the job's slot alone. [Reservations] holds each node's slots in the ZSET
 // {prefix}:v1:nodes:{node:<node_id>}:reserved scored by expiry on the
-// server's clock; Reserve is one script (drop expired, check capacity, add;
-// idempotent for a job). On a standalone Redis [Jobs.OpenOnSlot] runs the
-// same reservation inside the open script, so a new job and its node's
-// slot are one call, and [Jobs.ReleaseJobs] releases a sweep's finished
-// jobs in one call of a batch script generated from the same transition
-// script. Requests need no keys: the job id is derived
+// server's clock; Reserve is one script (add, check capacity, dropping
+// the expired members when they are in the way; idempotent for a job). On
+// a standalone Redis [Jobs.OpenOnSlot] runs the same reservation inside the
+// open script, so a new job and its node's slot are one call; on a cluster
+// the node's ZSET lies in the node's slot, and the reserve script runs
+// first, then the open script (two calls; a crash between them leaves the
+// slot taken until the reservation expires). [Jobs.ReleaseJobs] releases a
+// sweep's finished jobs in one call of a batch script generated from the
+// same transition script (on a cluster one call per deadline shard). Requests need no keys: the job id is derived
 // from the request id (scheduler.JobIDFor), so duplicates of a request on
 // any number of instances name one job and the job's own atomic creation
 // decides which of them made it; no lock key, no binding key (see [Keys]).
@@ -96,17 +100,20 @@
 // # The job record and the deadline index
 //
 // [Jobs] keeps each job's spec, tried nodes, waiting sessions and outcome
-// in the job's hash {prefix}:v1:jobs:{job:<job_id>}:fsm beside its
-// lifecycle, so that each step (open, dispatch, ack, start, result, fail
-// over, fail, release) is one script on one key. [Due] spreads the
+// in the job's hash {prefix}:v1:jobs:{due:<n>}:{job:<job_id>}:fsm beside
+// its lifecycle, so that each step (open, dispatch, ack, start, result,
+// fail over, fail, release) is one script on one key. [Due] spreads the
 // deadline index over [DueShards] sorted sets {prefix}:v1:jobs:due:{due:<n>}
 // on a cluster, so that the masters share the load, and keeps it in one,
 // {due:0}, on a standalone server; a claim reads each shard (one pipeline)
-// and runs one script per shard that holds a due job (a second one). Jobs.Open writes a new job's deadline to the shard of
-// the same prefix: on a standalone Redis inside the open script (one
-// call), on a cluster, where the shard and the job's hash lie in
-// different slots, with a ZADD NX that completes before the script runs
-// (two calls), so that no job is ever stored without its deadline.
+// and runs one script per shard that holds a due job (a second one). A
+// job's record carries the hash tag of its deadline shard on a cluster,
+// {due:<n>} with n = [DueShard] of its id, so the record and its deadline
+// share a slot: Jobs.Open writes a new job's deadline to its shard inside
+// the open script, one call on a cluster as on a standalone server, so
+// that no job is ever stored without its deadline. Records of an older
+// layout ({prefix}:v1:jobs:{job:<job_id>}:fsm) are not read: drain the
+// plane before upgrading.
 //
 // # Tests
 //

@@ -19,27 +19,32 @@ type JobsConfig struct {
 	// MaxAttempts is [fsm.Machine].MaxAttempts. Default (0):
 	// [fsm.DefaultMaxAttempts].
 	MaxAttempts int
-	// TTL is how long a job's hash lives after its last change. Default
-	// (0): [scheduler.DefaultJobTTL].
+	// TTL is how long a job's hash lives at least after its last change:
+	// a step pushes the expiry to TTL and a sixteenth on (kept in the
+	// field expires_at_ms) when less than TTL is left, so a job's steps
+	// that follow each other within a sixteenth of TTL renew it once.
+	// Default (0): [scheduler.DefaultJobTTL].
 	TTL time.Duration
-	// OpHook observes every Redis operation ("job_open", "due_add" (on a cluster), "fsm_get",
+	// OpHook observes every Redis operation ("job_open", "reserve" and
+	// "release" (OpenOnSlot on a cluster), "fsm_get", "fsm_release",
 	// "fsm_apply", "job_finish", "book_entry", "book_watch"). Default
 	// (nil): none.
 	OpHook OpHook
 }
 
 // Jobs is the Redis [scheduler.JobStore]: one hash per job,
-// {prefix}:v1:jobs:{job:<job_id>}:fsm, with the lifecycle fields state,
+// {prefix}:v1:jobs:{due:<n>}:{job:<job_id>}:fsm, with the lifecycle fields state,
 // attempt, node_id, created_at_ms, updated_at_ms, dispatched_at_ms and
 // queued_at_ms (milliseconds of the
 // server's clock), the book fields spec (JSON), tried and waiters (ids
 // separated by newlines, which ids never hold) and outcome (JSON), and a
-// TTL renewed by every change. Every step is one Lua script call on that
+// TTL of at least JobsConfig.TTL after every change (expires_at_ms). Every step is one Lua script call on that
 // key: transitions run the static step of lua/fsm_step.lua after the
 // tables generated from package fsm's table ([GenerateFSMLua]), so they
 // are atomic and obey exactly the rules of
-// [fsm.Machine.Apply]. The scripts touch only the job's key, so they work
-// unchanged on a Redis Cluster.
+// [fsm.Machine.Apply]. The scripts touch only the job's key and, to open
+// it, its deadline shard, which lies in the job's slot on a Redis Cluster
+// ([Keys.JobFSM]): each step is one script there too.
 type Jobs struct {
 	c     rueidis.Client
 	keys  Keys
@@ -227,60 +232,63 @@ func replyStrings(vals []rueidis.RedisMessage) []string {
 	return f
 }
 
-// ReleaseJobs implements [scheduler.JobStore]: on a standalone Redis one
-// call of the batch script (lua/fsm_batch.lua) for all the jobs, on a
-// cluster one call of the transition script per job, in one pipeline.
+// ReleaseJobs implements [scheduler.JobStore] with the batch script
+// (lua/fsm_batch.lua): on a standalone Redis one call for all the jobs; on
+// a cluster one call per deadline shard that holds any of them (the jobs
+// of a shard share its slot, [Keys.JobFSM]), in one pipeline.
 func (s *Jobs) ReleaseJobs(ctx context.Context, jobs []scheduler.JobAttempt) ([]scheduler.JobTransition, []error) {
 	trs, errs := make([]scheduler.JobTransition, len(jobs)), make([]error, len(jobs))
-	cluster := s.c.Mode() == rueidis.ClientModeCluster
-	var execs []rueidis.LuaExec // on a cluster
-	at := make([]int, 0, len(jobs))
-	keys := make([]string, 0, len(jobs))
-	args := append(make([]string, 0, 3+len(jobs)), string(fsm.Release), s.max, s.ttlMS)
+	shards := dueShards(s.c)
+	// The jobs of each shard, in order: their index in jobs and their key.
+	type batch struct {
+		at   []int
+		keys []string
+		args []string
+	}
+	var batches []*batch
+	byShard := map[int]*batch{}
 	for i, j := range jobs {
 		if errs[i] = scheduler.CheckJobEvent(j.ID, fsm.Release, ""); errs[i] != nil {
 			continue
 		}
-		attempt := strconv.Itoa(j.Attempt)
-		keys, args = append(keys, s.keys.JobFSM(j.ID)), append(args, attempt)
-		if cluster {
-			execs = append(execs, rueidis.LuaExec{Keys: keys[len(keys)-1:],
-				Args: []string{string(fsm.Release), attempt, "", s.max, s.ttlMS, ""}})
+		n := dueShardOf(j.ID, shards)
+		b := byShard[n]
+		if b == nil {
+			b = &batch{args: []string{string(fsm.Release), s.max, s.ttlMS}}
+			byShard[n] = b
+			batches = append(batches, b)
 		}
-		at = append(at, i)
+		b.at, b.keys, b.args = append(b.at, i), append(b.keys, s.keys.JobFSM(j.ID)), append(b.args, strconv.Itoa(j.Attempt))
 	}
-	if len(at) == 0 {
+	if len(batches) == 0 {
 		return trs, errs
 	}
-	start := time.Now()
-	replies, rerrs := make([][]string, len(at)), make([]error, len(at))
-	if cluster {
-		for k, r := range fsmApplyScript.execMulti(ctx, s.c, execs...) {
-			vals, err := r.ToArray()
-			replies[k], rerrs[k] = replyStrings(vals), err
-		}
-	} else {
-		lines, err := fsmBatchScript.Exec(ctx, s.c, keys, args).ToArray()
-		if err == nil && len(lines) != len(keys) {
-			err = fmt.Errorf("reply of %d elements for %d jobs", len(lines), len(keys))
-		}
-		for k := range replies {
-			if rerrs[k] = err; err == nil {
-				vals, err := lines[k].ToArray()
-				replies[k], rerrs[k] = replyStrings(vals), err
-			}
-		}
+	execs := make([]rueidis.LuaExec, len(batches))
+	for k, b := range batches {
+		execs[k] = rueidis.LuaExec{Keys: b.keys, Args: b.args}
 	}
+	start := time.Now()
 	var first error
-	for k, reply := range replies {
-		i, j := at[k], jobs[at[k]]
-		err := rerrs[k]
-		if err != nil {
-			first = cmpErr(first, err)
-			errs[i] = fmt.Errorf("redisstore: apply %s to job %q: %w", fsm.Release, j.ID, err)
-			continue
+	for k, r := range fsmBatchScript.execMulti(ctx, s.c, execs...) {
+		b := batches[k]
+		lines, err := r.ToArray()
+		if err == nil && len(lines) != len(b.keys) {
+			err = fmt.Errorf("reply of %d elements for %d jobs", len(lines), len(b.keys))
 		}
-		trs[i], errs[i] = decodeApply(j.ID, keys[k], fsm.Release, j.Attempt, reply)
+		for x, i := range b.at {
+			j := jobs[i]
+			var vals []rueidis.RedisMessage
+			rerr := err
+			if rerr == nil {
+				vals, rerr = lines[x].ToArray()
+			}
+			if rerr != nil {
+				first = cmpErr(first, rerr)
+				errs[i] = fmt.Errorf("redisstore: apply %s to job %q: %w", fsm.Release, j.ID, rerr)
+				continue
+			}
+			trs[i], errs[i] = decodeApply(j.ID, b.keys[x], fsm.Release, j.Attempt, replyStrings(vals))
+		}
 	}
 	s.hook.observe("fsm_release", start, first)
 	return trs, errs

@@ -42,7 +42,7 @@ func ExampleKeys_jobsAndTurns() {
 	fmt.Println(k.Session("s1"))
 	fmt.Println(k.NodePresence("n1"))
 	// Output:
-	// prod:v1:jobs:{job:j1}:fsm
+	// prod:v1:jobs:{due:4}:{job:j1}:fsm
 	// prod:v1:nodes:{node:n1}:reserved
 	// prod:scheduler:turn:t1
 	// prod:scheduler:session:s1

@@ -135,17 +135,19 @@ func fsmTablesLua() string {
 // jobOpenLua opens a job unless it exists: its lifecycle in the initial
 // state, its spec and its first waiter, and, given a node, its first
 // dispatch to it (the state is then fsm's state after a dispatch, passed
-// by the caller). It returns the stored fields either way. Given a second
-// key (a standalone Redis, where a script may touch keys of any slot), it
-// first adds the job's deadline to that due shard unless the job has one,
-// in the same atomic step: the record never exists without its deadline.
+// by the caller), with its expiry, ttl and a sixteenth on, in the field
+// expires_at_ms and as the key's (see lua/fsm_step.lua). It returns the
+// stored fields either way. It first adds
+// the job's deadline to its due shard (KEYS[2]) unless the job has one, in
+// the same atomic step: the record never exists without its deadline. On
+// a cluster the shard lies in the job's slot ([Keys.JobFSM]).
 //
-// Given a third key (the node's reserved ZSET; standalone only as well),
-// a job it creates first takes one of the node's slots, as the reserve
-// script does; when the node is full it stores nothing and returns {1 -
-// the count}.
+// Given a third key (the node's reserved ZSET; standalone only, where a
+// script may touch keys of any slot), a job it creates first takes one of
+// the node's slots, as the reserve script does; when the node is full it
+// stores nothing and returns {1 - the count}.
 //
-//	KEYS[1] = the job's fsm key; KEYS[2] = its due shard (optional);
+//	KEYS[1] = the job's fsm key; KEYS[2] = its due shard;
 //	KEYS[3] = the node's reserved ZSET (optional)
 //	ARGV    = state, attempt, ttl_ms, spec (JSON), session_id, node_id ("" for none),
 //	          due (Unix ms), job_id, capacity and reservation ttl_ms (with KEYS[3])
@@ -156,7 +158,7 @@ func fsmTablesLua() string {
 const jobOpenLua = reserveFn + `
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 1 then
-  if KEYS[2] then redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[8]) end
+  redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[8])
   local h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms', 'queued_at_ms', 'spec', 'tried', 'waiters', 'outcome')
   return {0, h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11]}
 end
@@ -169,12 +171,14 @@ else
   local t = redis.call('TIME')
   now = t[1] .. string.sub('00000' .. t[2], -6, -4)
 end
-if KEYS[2] then redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[8]) end
+redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[8])
+local ttl = tonumber(ARGV[3])
+local exp = string.format('%d', tonumber(now) + ttl + math.floor(ttl / 16))
 if ARGV[6] ~= '' then
-  redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', ARGV[6], 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5], 'tried', ARGV[6], 'dispatched_at_ms', now)
+  redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', ARGV[6], 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5], 'expires_at_ms', exp, 'tried', ARGV[6], 'dispatched_at_ms', now)
 else
-  redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', ARGV[6], 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5])
+  redis.call('HSET', key, 'state', ARGV[1], 'attempt', ARGV[2], 'node_id', ARGV[6], 'created_at_ms', now, 'updated_at_ms', now, 'spec', ARGV[4], 'waiters', ARGV[5], 'expires_at_ms', exp)
 end
-redis.call('PEXPIRE', key, ARGV[3])
+redis.call('PEXPIREAT', key, exp)
 return {1, now}
 `

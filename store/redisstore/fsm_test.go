@@ -147,9 +147,14 @@ func equivalent(t *testing.T, ctx context.Context, c rueidis.Client, s *Jobs, m 
 		"node_id": "node-old", "created_at_ms": "1000", "updated_at_ms": "2000"}
 	if werr == nil && !out.Duplicate {
 		wantStored["updated_at_ms"] = stored["updated_at_ms"] // the server's clock
-		if ms, _ := strconv.ParseInt(stored["updated_at_ms"], 10, 64); time.Since(time.UnixMilli(ms)).Abs() > time.Hour {
+		ms, _ := strconv.ParseInt(stored["updated_at_ms"], 10, 64)
+		if time.Since(time.UnixMilli(ms)).Abs() > time.Hour {
 			t.Errorf("%s: updated_at_ms %s is not the server's now", name, stored["updated_at_ms"])
 		}
+		// The fixture has no expiry: the step sets one, TTL and a
+		// sixteenth after its time.
+		ttl, _ := strconv.ParseInt(s.ttlMS, 10, 64)
+		wantStored["expires_at_ms"] = strconv.FormatInt(ms+ttl+ttl/16, 10)
 		switch {
 		case ev == fsm.Dispatch:
 			wantStored["node_id"] = "node-new"
@@ -238,10 +243,10 @@ func TestFSMKeyAndTTL(t *testing.T) {
 		if _, _, err := openJob(ctx, s, "j"); err != nil {
 			t.Fatal(err)
 		}
-		key := s.keys.Prefix() + ":v1:jobs:{job:j}:fsm"
+		key := s.keys.Prefix() + ":v1:jobs:{due:13}:{job:j}:fsm"
 		pttl, err := srv.client.Do(ctx, srv.client.B().Pttl().Key(key).Build()).AsInt64()
-		if err != nil || pttl <= 0 || pttl > time.Hour.Milliseconds() {
-			t.Errorf("%s: PTTL %s = %d, %v; want within 1h", srv.name, key, pttl, err)
+		if want := (time.Hour + time.Hour/16).Milliseconds(); err != nil || pttl <= time.Hour.Milliseconds() || pttl > want {
+			t.Errorf("%s: PTTL %s = %d, %v; want over 1h, within %dms", srv.name, key, pttl, err, want)
 		}
 	}
 }

@@ -14,8 +14,9 @@ const DefaultPrefix = "ksana"
 // prefix, in the layout listed below. It is the
 // only place a key is spelled out: call sites never concatenate keys.
 //
-// Keys that a Lua script touches together carry one hash tag ({job:<id>},
-// {node:<id>}, {instance:<id>}) so that they fall in one Redis Cluster slot.
+// Keys that a Lua script touches together carry one hash tag ({due:<n>}
+// for a job's record and its deadline shard, {node:<id>}, {instance:<id>},
+// {model:<model>}) so that they fall in one Redis Cluster slot.
 type Keys struct {
 	prefix string
 }
@@ -137,10 +138,25 @@ func (k Keys) NodeReserved(nodeID string) string {
 	return k.keyTag([]string{"v1", "nodes"}, "node", nodeID, "reserved")
 }
 
-// JobFSM is {prefix}:v1:jobs:{job:<job_id>}:fsm (hash with a TTL): the job's
-// whole record, its lifecycle and its book (spec, tried, waiters, outcome).
+// JobFSM is {prefix}:v1:jobs:{due:<n>}:{job:<job_id>}:fsm (hash with a
+// TTL): the job's whole record, its lifecycle and its book (spec, tried,
+// waiters, outcome). Its hash tag is the first one, {due:<n>} with n =
+// [DueShard] of the job id: the tag of the deadline shard that holds the
+// job's deadline on a cluster ([Keys.Due]), so that the record and its
+// deadline lie in one Cluster slot and one script may change both. The
+// {job:<job_id>} that follows is no hash tag (Redis hashes the first
+// braces only); it keeps the job's id readable in the key.
 func (k Keys) JobFSM(jobID string) string {
-	return k.keyTag([]string{"v1", "jobs"}, "job", jobID, "fsm")
+	n := strconv.Itoa(DueShard(jobID))
+	var b strings.Builder
+	b.Grow(len(k.prefix) + len(jobID) + len(n) + 26)
+	b.WriteString(k.prefix)
+	b.WriteString(":v1:jobs:{due:")
+	b.WriteString(n)
+	b.WriteString("}:{job:")
+	b.WriteString(jobID)
+	b.WriteString("}:fsm")
+	return b.String()
 }
 
 // DueShards is the number of sorted sets the deadline index is spread over
@@ -150,7 +166,8 @@ func (k Keys) JobFSM(jobID string) string {
 const DueShards = 16
 
 // Due is {prefix}:v1:jobs:due:{due:<n>} (zset: job id scored by Unix ms),
-// shard n of [DueShards] on a cluster, shard 0 on a standalone server.
+// shard n of [DueShards] on a cluster, shard 0 on a standalone server. On
+// a cluster it shares its slot with the records of its jobs ([Keys.JobFSM]).
 func (k Keys) Due(shard int) string {
 	return k.keyTag([]string{"v1", "jobs", "due"}, "due", strconv.Itoa(shard))
 }
@@ -174,7 +191,8 @@ func dueShardOf(jobID string, shards int) int {
 }
 
 // DueShard returns the shard of jobID on a cluster: FNV-1a of the id
-// modulo [DueShards].
+// modulo [DueShards]. It also names the hash tag of the job's record on
+// every deployment ([Keys.JobFSM]).
 func DueShard(jobID string) int {
 	h := uint32(2166136261)
 	for i := 0; i < len(jobID); i++ {

@@ -12,7 +12,7 @@ func TestKeysLayout(t *testing.T) {
 		{k.Inbox("a"), "p:streams:{instance:a}:inbox"},
 		{k.DLQ("a"), "p:streams:{instance:a}:dlq"},
 		{k.NodeReserved("n1"), "p:v1:nodes:{node:n1}:reserved"},
-		{k.JobFSM("j1"), "p:v1:jobs:{job:j1}:fsm"},
+		{k.JobFSM("j1"), "p:v1:jobs:{due:4}:{job:j1}:fsm"},
 		{k.Due(3), "p:v1:jobs:due:{due:3}"},
 		{k.StormWindow("m", "n1"), "p:v1:storm:{model:m}:window:n1"},
 		{k.StormUnavailable("m", "n1"), "p:v1:storm:{model:m}:unavailable:n1"},

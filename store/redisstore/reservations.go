@@ -37,14 +37,18 @@ var _ scheduler.ReservationStore = (*Reservations)(nil)
 // reserveLua: KEYS[1] = the node's reserved ZSET; ARGV = job id, capacity,
 // ttl_ms. Reply: 1 when reserved, or minus the count when the node is full.
 //
-// The expired members are removed, then the job is added with its new
-// expiry. ZADD's count tells a renewal (0: the job held a live
-// reservation, and the count is as it was) from a new member (1), whose
-// count is checked against the capacity and which is removed again when
-// it does not fit: a renewal costs four commands with TIME and PEXPIREAT,
-// a new reservation five, and a refusal five; the script is atomic, so no
-// one sees the member that did not fit. The key's expiry follows its
-// latest reservation: set on a new key, only ever pushed later (GT) on an
+// The job is added with its new expiry unless it is a member (ZADD NX). A
+// new member's count is checked against the capacity. Expired members stay
+// in the set until they are in the way: only when the count with them
+// exceeds the capacity are they removed (ZREMRANGEBYSCORE) and the count
+// taken again, and the new member is removed when it still does not fit.
+// A job that is a member already renews its reservation when it is live
+// (its score is after now), whatever the count; an expired one counts as
+// gone and is taken anew, as a new member, once the expired members are
+// removed. A new reservation costs four commands with TIME and PEXPIREAT,
+// a renewal five, a refusal up to six; the script is atomic, so no one
+// sees the member that did not fit. The key's expiry follows its latest
+// reservation: set on a new key, only ever pushed later (GT) on an
 // existing one. Times are built as strings, and the expiry is formatted
 // once: Lua formats numbers with sprintf, the dearest step of a script
 // this short.
@@ -61,12 +65,21 @@ local function reserve(key, job, cap, ttl)
 local t = redis.call('TIME')
 local nowms = t[1] .. string.sub('00000' .. t[2], -6, -4)
 local exp = string.format('%d', tonumber(nowms) + ttl)
-redis.call('ZREMRANGEBYSCORE', key, '-inf', nowms)
-if redis.call('ZADD', key, exp, job) == 0 then
-  redis.call('PEXPIREAT', key, exp, 'GT')
-  return 1, nowms
+local purged = false
+if redis.call('ZADD', key, 'NX', exp, job) == 0 then
+  if tonumber(redis.call('ZSCORE', key, job)) > tonumber(nowms) then
+    redis.call('ZADD', key, exp, job)
+    redis.call('PEXPIREAT', key, exp, 'GT')
+    return 1, nowms
+  end
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', nowms)
+  redis.call('ZADD', key, exp, job)
+  purged = true
 end
 local n = redis.call('ZCARD', key)
+if n > cap and not purged then
+  n = n - redis.call('ZREMRANGEBYSCORE', key, '-inf', nowms)
+end
 if n > cap then
   redis.call('ZREM', key, job)
   return 1 - n, nowms

@@ -1,6 +1,6 @@
--- One event on several jobs (a standalone Redis only, where a script may
--- touch keys of any slot), each as the one-job script would apply it; the
--- server's time is read once.
+-- One event on several jobs (on a cluster, jobs of one deadline shard,
+-- whose keys share its slot), each as the one-job script would apply it;
+-- the server's time is read once.
 --   KEYS    = the jobs' fsm keys
 --   ARGV    = event, max_attempts, ttl_ms, then the attempt of each job
 --   reply   = step's reply for each job, in order

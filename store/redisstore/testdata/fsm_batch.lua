@@ -56,12 +56,16 @@ end
 
 local function step(key, ev, attempt, node, max, ttl, outcome)
   local h
+  local expires
   if outcome == '' then
-    h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms')
+    h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms',
+      'expires_at_ms')
+    expires = h[7]
   else
     -- A finish reads the book with the record: one read for both.
     h = redis.call('HMGET', key, 'state', 'attempt', 'node_id', 'created_at_ms', 'updated_at_ms', 'dispatched_at_ms',
-      'outcome', 'spec', 'tried', 'waiters')
+      'outcome', 'spec', 'tried', 'waiters', 'expires_at_ms')
+    expires = h[11]
   end
   local state, cur, curnode, created, updated, dsp = h[1], h[2], h[3] or '', h[4], h[5], h[6]
   local book
@@ -108,12 +112,21 @@ local function step(key, ev, attempt, node, max, ttl, outcome)
   if frees then free = curnode end
   if ev == DISPATCH then curnode = node elseif to == CREATED then curnode = '' end
   state, updated = to, now()
+  -- The record lives at least ttl after its last change: the step pushes
+  -- its expiry (expires_at_ms, the key's PEXPIREAT) to ttl and a sixteenth
+  -- on only when less than ttl is left, so the steps of a job's life that
+  -- follow each other closely renew it once.
+  local fields = {'state', to, 'attempt', cur, 'node_id', curnode, 'updated_at_ms', updated}
   if outcome ~= '' and (to == FINISHED or to == FAILED) and book[4] == '' then
-    redis.call('HSET', key, 'state', to, 'attempt', cur, 'node_id', curnode, 'updated_at_ms', updated, 'outcome', outcome)
+    fields[9], fields[10] = 'outcome', outcome
     book[4] = '='
-  else
-    redis.call('HSET', key, 'state', to, 'attempt', cur, 'node_id', curnode, 'updated_at_ms', updated)
   end
+  local exp, ttln = '', tonumber(ttl)
+  if not tonumber(expires) or tonumber(expires) < tonumber(updated) + ttln then
+    exp = string.format('%d', tonumber(updated) + ttln + math.floor(ttln / 16))
+    fields[#fields + 1], fields[#fields + 2] = 'expires_at_ms', exp
+  end
+  redis.call('HSET', key, unpack(fields))
   if to == CREATED and ev ~= UNDELIVERED then
     -- A new attempt begins to wait for a node; an undelivered one waits on.
     redis.call('HSET', key, 'queued_at_ms', updated)
@@ -130,12 +143,12 @@ local function step(key, ev, attempt, node, max, ttl, outcome)
       redis.call('HSET', key, 'dispatched_at_ms', updated, 'tried', tried)
     end
   end
-  redis.call('PEXPIRE', key, ttl)
+  if exp ~= '' then redis.call('PEXPIREAT', key, exp) end
   return reply(OK, free)
 end
--- One event on several jobs (a standalone Redis only, where a script may
--- touch keys of any slot), each as the one-job script would apply it; the
--- server's time is read once.
+-- One event on several jobs (on a cluster, jobs of one deadline shard,
+-- whose keys share its slot), each as the one-job script would apply it;
+-- the server's time is read once.
 --   KEYS    = the jobs' fsm keys
 --   ARGV    = event, max_attempts, ttl_ms, then the attempt of each job
 --   reply   = step's reply for each job, in order

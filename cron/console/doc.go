@@ -23,6 +23,11 @@
 //	GET  /jobs/{id}/history   the history part of the job's page alone (the page reloads it)
 //	GET  /runs                the runs of every job, newest first, with the API's filters (job, status,
 //	                          since, until, instance) and a page at a time (?after=<cursor>)
+//	GET  /runs/{run_id}       one run: its status, trigger (a slot of the schedule, or a run-now and who
+//	                          asked), scheduled, triggered and finished times, lag, latency, attempts,
+//	                          HTTP status, error, instance, the reason and slots of a skipped or missed
+//	                          record, and the alert it sent; every run row of the other pages links to
+//	                          it, and marks a run-now as such
 //	GET  /new                 the form of a new job; POST creates it
 //	GET  /jobs/{id}/edit      the form of a job; POST saves it
 //	POST /jobs/{id}/run       run now, with optional overrides (body, headers as "Name: value" lines,
@@ -77,7 +82,12 @@
 //
 // # Times
 //
-// The server writes times in UTC inside <time datetime> elements; the
-// script shows them in the browser's zone, with UTC on hover. A job's
-// next times are listed in its own zone and in UTC.
+// A time is written as how far it is from now ("5 min ago", "in 3 s"),
+// computed by the server, with its absolute form on hover (its title):
+// "2026-11-27 22:57:25 UTC", the one absolute form of every page, the
+// zone named. The script keeps the relative times current. A job's next
+// times are listed in its own zone (and in UTC when that differs), and
+// a cron job's zone is shown in the jobs list and on its page. Durations
+// are written as the command line writes them ([cron.Duration]'s form:
+// "every 5m", "14h", "1.5s").
 package console

@@ -87,6 +87,8 @@ func pageTitle(name string, p any) string {
 	switch pg := p.(type) {
 	case *jobPage:
 		return "Job " + pg.Job.Name
+	case *runPage:
+		return "Run " + pg.Run.ID
 	case *formPage:
 		if pg.Edit {
 			return "Edit job " + pg.ID
@@ -480,7 +482,8 @@ type historyPart struct {
 
 type runRow struct {
 	cron.Run
-	Lag time.Duration
+	Lag  time.Duration
+	Base string // the mount point, for the link to the run's page
 }
 
 // historyRuns is how many runs the job page shows.
@@ -541,7 +544,7 @@ func (c *Console) historyOf(req *http.Request, u user, id string) *historyPart {
 	case err != nil:
 		h.Note = err.Error()
 	}
-	h.Runs = rows(runs, u.ID.Role)
+	h.Runs = rows(h.Base, runs, u.ID.Role)
 	return h
 }
 

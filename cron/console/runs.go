@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -82,24 +83,66 @@ func (c *Console) runs(w http.ResponseWriter, req *http.Request) {
 		fail(err)
 		return
 	}
-	p.Runs = rows(runs, u.ID.Role)
+	p.Runs = rows(mount(req), runs, u.ID.Role)
 	if !next.IsZero() {
 		p.Next = next.String()
 	}
 	c.render(w, req, http.StatusOK, "runs", p)
 }
 
-// rows are the table rows of runs, with their lag.
-func rows(runs []cron.Run, role cron.Role) []runRow {
+// rows are the table rows of runs, with their lag, as a holder of role
+// may read them, linked under the mount point base.
+func rows(base string, runs []cron.Run, role cron.Role) []runRow {
 	out := make([]runRow, 0, len(runs))
 	for _, r := range runs {
-		row := runRow{Run: r.RedactedFor(role)}
+		row := runRow{Run: r.RedactedFor(role), Base: base}
 		if !r.TriggeredAt.IsZero() && !r.ScheduledAt.IsZero() {
 			row.Lag = r.TriggeredAt.Sub(r.ScheduledAt)
 		}
 		out = append(out, row)
 	}
 	return out
+}
+
+// --- one run ---
+
+// runPage is the page of one run record.
+type runPage struct {
+	Run     runRow
+	JobName string // the job's name, "" when it has none or is gone
+	JobGone bool   // the job no longer exists
+}
+
+// run answers the page of one run: GET /runs/{id}, read with
+// [cron.Runner.RunByID] and shown as the user's role may read it.
+func (c *Console) run(w http.ResponseWriter, req *http.Request) {
+	u, ok := c.reader(w, req)
+	if !ok {
+		return
+	}
+	id := req.PathValue("id")
+	r, err := c.r.RunByID(req.Context(), id)
+	switch {
+	case errors.Is(err, cron.ErrNotFound):
+		c.fail(w, req, http.StatusNotFound, fmt.Sprintf("run %q not found: unknown, no longer kept, or still queued or in flight (its record is written when it ends)", short(id, 200)))
+		return
+	case errors.Is(err, cron.ErrUnsupported):
+		c.fail(w, req, http.StatusNotImplemented, "the store keeps no run history")
+		return
+	case errors.Is(err, cron.ErrUnavailable):
+		c.fail(w, req, http.StatusServiceUnavailable, err.Error())
+		return
+	case err != nil:
+		c.fail(w, req, http.StatusInternalServerError, err.Error())
+		return
+	}
+	p := &runPage{Run: rows(mount(req), []cron.Run{r}, u.ID.Role)[0]}
+	if j, err := c.r.Get(req.Context(), r.JobID); err == nil {
+		p.JobName = j.Name
+	} else if errors.Is(err, cron.ErrNotFound) {
+		p.JobGone = true
+	}
+	c.render(w, req, http.StatusOK, "run", p)
 }
 
 // --- one job's writes with arguments ---

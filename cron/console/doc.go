@@ -12,9 +12,15 @@
 //
 //	GET  /                    overview: jobs by state and kind, failing jobs, the next runs, the instance,
 //	                          and for an admin the service-wide pause (until, reason) or its resume
-//	GET  /jobs                the jobs, a page at a time (?after=<id>), with a search (?q= part of the
-//	                          id or the name, any case) and filters (status, kind, type, enabled,
-//	                          paused_until=true: the jobs paused until a time)
+//	GET  /jobs                the jobs, a page at a time, with a search (?q= part of the id or the name,
+//	                          any case), filters (status, kind, type, enabled, paused_until=true: the
+//	                          jobs paused until a time) and their totals ("1,234 jobs, 12 paused").
+//	                          In creation order it pages with ?after=<id>, and keeps the cursors of
+//	                          the pages before as repeated ?prev=, so that it links back and numbers
+//	                          its pages; ?sort=id, name, next (next run), last (last run) or status
+//	                          (last status, failures first), "-" before one to reverse it, sorts the
+//	                          jobs by the column and pages with ?page=<n>. A bad value is a 400
+//	                          naming the parameter
 //	GET  /jobs/{id}           one job: its schedule in words and as written, its next 10 times in its
 //	                          zone and in UTC, the end of its pause, its alert settings, failures in a
 //	                          row and last alert, its history (status, attempts, HTTP status, latency,
@@ -22,7 +28,8 @@
 //	                          alert a run sent) and the audit of its changes
 //	GET  /jobs/{id}/history   the history part of the job's page alone (the page reloads it)
 //	GET  /runs                the runs of every job, newest first, with the API's filters (job, status,
-//	                          since, until, instance) and a page at a time (?after=<cursor>)
+//	                          since, until, instance) and a page at a time (?after=<cursor>, with the
+//	                          cursors before as ?prev=, to page back)
 //	GET  /runs/{run_id}       one run: its status, trigger (a slot of the schedule, or a run-now and who
 //	                          asked), scheduled, triggered and finished times, lag, latency, attempts,
 //	                          HTTP status, error, instance, the reason and slots of a skipped or missed
@@ -45,7 +52,10 @@
 // stays fast with a million jobs (a filter that few jobs pass reads
 // further; the search tests each id and name in place, with
 // [cron.JobQuery.Text], before any other filter). The overview reads every job, a page at a time, and keeps the
-// counts for Config.OverviewMaxAge.
+// counts for Config.OverviewMaxAge; the jobs list takes its totals from
+// them, counts the jobs a filter keeps with a scan while the service
+// holds at most 100,000 jobs, and sorts at most 100,000 jobs (a sort of
+// more says so, and the list stays in creation order).
 //
 // # Writes go through the runner
 //

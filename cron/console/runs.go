@@ -34,6 +34,10 @@ type runsPage struct {
 	Next   string // the cursor of the next page, "" when none
 	States []string
 	Error  string
+
+	Number  int    // the page's number from 1; 0 when unknown
+	Back    string // the path of the previous page, below the mount point; "" on the first
+	Forward string // the path of the next page, below the mount point; "" on the last
 }
 
 // Query is the filter as a query string, with the cursor after when set.
@@ -62,7 +66,6 @@ func (c *Console) runs(w http.ResponseWriter, req *http.Request) {
 	p := &runsPage{States: []string{"success", "failed", "timeout", "skipped", "missed"}}
 	p.F = runsFilter{Job: strings.TrimSpace(q.Get("job")), Status: q.Get("status"), Since: strings.TrimSpace(q.Get("since")),
 		Until: strings.TrimSpace(q.Get("until")), Instance: strings.TrimSpace(q.Get("instance"))}
-	p.After = q.Get("after")
 	fail := func(err error) {
 		pr := httpapi.Problem(err, "")
 		p.Error = pr.Msg
@@ -70,6 +73,14 @@ func (c *Console) runs(w http.ResponseWriter, req *http.Request) {
 			p.Error = pr.Field + ": " + pr.Msg
 		}
 		c.render(w, req, pr.Status, "runs", p)
+	}
+	pg, err := parsePager(q)
+	p.After = pg.After
+	if err != nil {
+		p.After = ""
+		p.Error = err.Error()
+		c.render(w, req, http.StatusBadRequest, "runs", p)
+		return
 	}
 	vals, _ := url.ParseQuery(p.F.Query(p.After))
 	rq, err := httpapi.ParseRunQuery(vals)
@@ -87,7 +98,25 @@ func (c *Console) runs(w http.ResponseWriter, req *http.Request) {
 	if !next.IsZero() {
 		p.Next = next.String()
 	}
+	pg.Next = p.Next
+	p.Number = pg.Number()
+	base, _ := url.ParseQuery(p.F.Query(""))
+	if v := clone(base); pg.backValues(v) {
+		p.Back = pathQuery("/runs", v)
+	}
+	if v := clone(base); pg.nextValues(v) {
+		p.Forward = pathQuery("/runs", v)
+	}
 	c.render(w, req, http.StatusOK, "runs", p)
+}
+
+// clone copies v.
+func clone(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
 }
 
 // rows are the table rows of runs, with their lag, as a holder of role

@@ -103,6 +103,9 @@ type Console struct {
 
 	ovMu sync.Mutex
 	ov   *overviewStats
+
+	chMu sync.Mutex
+	ch   *chartsCache
 }
 
 //go:embed templates/*.html

@@ -10,8 +10,10 @@
 //
 // The paths below are relative to where the console is mounted.
 //
-//	GET  /                    overview: jobs by state and kind, failing jobs, the next runs, the instance,
-//	                          and for an admin the service-wide pause (until, reason) or its resume
+//	GET  /                    overview: jobs by state and kind, charts of the runs of every job by status
+//	                          (per minute over the last hour, per hour over the last day), failing
+//	                          jobs, the next runs, the instance, and for an admin the service-wide
+//	                          pause (until, reason) or its resume
 //	GET  /jobs                the jobs, a page at a time, with a search (?q= part of the id or the name,
 //	                          any case), filters (status, kind, type, enabled, paused_until=true: the
 //	                          jobs paused until a time) and their totals ("1,234 jobs, 12 paused").
@@ -25,7 +27,8 @@
 //	                          zone and in UTC, the end of its pause, its alert settings, failures in a
 //	                          row and last alert, its history (status, attempts, HTTP status, latency,
 //	                          lag, error, the reason and slots of a skipped or missed record, the
-//	                          alert a run sent) and the audit of its changes
+//	                          alert a run sent), a chart of the duration and the lag of its latest
+//	                          100 runs, and the audit of its changes
 //	GET  /jobs/{id}/history   the history part of the job's page alone (the page reloads it)
 //	GET  /runs                the runs of every job, newest first, with the API's filters (job, status,
 //	                          since, until, instance) and a page at a time (?after=<cursor>, with the
@@ -56,6 +59,17 @@
 // them, counts the jobs a filter keeps with a scan while the service
 // holds at most 100,000 jobs, and sorts at most 100,000 jobs (a sort of
 // more says so, and the list stays in creation order).
+//
+// # Charts
+//
+// The charts are inline SVG drawn by the server: no script, nothing
+// loaded, so they pass the Content-Security-Policy. Each has a title and
+// an aria-label that sum it up, a <title> per bar (its numbers on hover
+// and for screen readers) and a table of the same numbers below. They
+// are read from [cron.Runner.QueryRuns] with bounded reads: the
+// overview's read at most 10,000 runs each (a chart capped so says it)
+// and are computed at most once per Config.OverviewMaxAge; a job's reads
+// its latest 100 runs.
 //
 // # Writes go through the runner
 //

@@ -161,9 +161,10 @@ const (
 )
 
 type overviewPage struct {
-	Stats *overviewStats
-	Notes []note
-	Error string
+	Stats  *overviewStats
+	Charts []*runsChart
+	Notes  []note
+	Error  string
 }
 
 type note struct{ Name, Value string }
@@ -177,7 +178,7 @@ func (c *Console) overview(w http.ResponseWriter, req *http.Request) {
 	// as this user's role may read them.
 	st := *c.stats()
 	st.Failing, st.Next = shownJobs(st.Failing, u.ID.Role), shownJobs(st.Next, u.ID.Role)
-	p := &overviewPage{Stats: &st}
+	p := &overviewPage{Stats: &st, Charts: c.overviewCharts(req.Context())}
 	if c.cfg.Notes != nil {
 		for k, v := range c.cfg.Notes() {
 			p.Notes = append(p.Notes, note{k, fmt.Sprint(v)})
@@ -649,6 +650,7 @@ type jobPage struct {
 	Next      []time.Time
 	NextError string
 	History   *historyPart
+	Chart     *jobChart
 	Audit     []httpapi.AuditEntry
 	AuditNote string
 	RunKey    string // the Idempotency-Key of the run-now form
@@ -693,6 +695,7 @@ func (c *Console) job(w http.ResponseWriter, req *http.Request) {
 	}
 	p.Next = next
 	p.History = c.historyOf(req, u, id)
+	p.Chart = c.jobChartOf(req.Context(), mount(req), id, u.ID.Role)
 	if audit, _, err := c.r.Audit(req.Context(), cron.AuditQuery{JobID: id, Limit: 50}); err == nil {
 		p.Audit = audit
 		slices.Reverse(p.Audit)

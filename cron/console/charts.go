@@ -224,10 +224,12 @@ type jobChart struct {
 }
 
 // jobChartOf reads the latest jobChartRuns runs of job id (one bounded
-// read) and draws them.
+// read of [cron.Runner.Runs]) and draws them.
 func (c *Console) jobChartOf(ctx context.Context, base, id string, role cron.Role) *jobChart {
 	jc := &jobChart{}
-	runs, next, err := c.r.QueryRuns(ctx, cron.RunQuery{JobIDs: []string{id}, Limit: jobChartRuns})
+	// The job's own history, newest first: the read of its history part,
+	// one more run to know whether older ones are left out.
+	runs, err := c.r.Runs(ctx, id, jobChartRuns+1)
 	switch {
 	case errors.Is(err, cron.ErrUnsupported):
 		jc.Note = "the store keeps no run history"
@@ -236,7 +238,8 @@ func (c *Console) jobChartOf(ctx context.Context, base, id string, role cron.Rol
 		jc.Note = "reading the runs: " + err.Error()
 		return jc
 	}
-	if !next.IsZero() {
+	if len(runs) > jobChartRuns {
+		runs = runs[:jobChartRuns]
 		jc.Note = fmt.Sprintf("the latest %d runs; older ones are not drawn", jobChartRuns)
 	}
 	// Only the runs that were called have a duration and a lag.

@@ -106,6 +106,10 @@ type Console struct {
 
 	chMu sync.Mutex
 	ch   *chartsCache
+
+	cntMu sync.Mutex
+	cnt   [2]int // enabled, paused: the runner's count at cntAt
+	cntAt time.Time
 }
 
 //go:embed templates/*.html

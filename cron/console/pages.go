@@ -535,8 +535,8 @@ func (c *Console) sortedJobs(w http.ResponseWriter, req *http.Request, u user, p
 		c.render(w, req, http.StatusBadRequest, "jobs", p)
 		return true
 	}
-	if st := c.stats(); p.F.empty() && st.Enabled+st.Paused > sortMax {
-		p.Note = fmt.Sprintf("not sorted: a sort reads at most %s jobs, and the service holds %s; filter the list to sort it", thousands(sortMax), thousands(st.Enabled+st.Paused))
+	if enabled, paused, err := c.count(req.Context()); err == nil && p.F.empty() && enabled+paused > sortMax {
+		p.Note = fmt.Sprintf("not sorted: a sort reads at most %s jobs, and the service holds %s; filter the list to sort it", thousands(sortMax), thousands(enabled+paused))
 		return false
 	}
 	var all []cron.Job
@@ -596,14 +596,17 @@ func (c *Console) sortedJobs(w http.ResponseWriter, req *http.Request, u user, p
 }
 
 // countJobs is the total line of a jobs list in creation order: the
-// counts of the overview (at most Config.OverviewMaxAge old) for every
-// job, a scan for a filter while the service holds at most countMax
-// jobs, else the number of every job.
+// runner's count ([cron.Runner.Count]) for every job, a scan for a
+// filter while the service holds at most countMax jobs, else the number
+// of every job.
 func (c *Console) countJobs(req *http.Request, f filter) string {
-	st := c.stats()
-	all := st.Enabled + st.Paused
+	enabled, paused, err := c.count(req.Context())
+	if err != nil {
+		return ""
+	}
+	all := enabled + paused
 	if f.empty() {
-		return totalText(all, st.Paused, false)
+		return totalText(all, paused, false)
 	}
 	if all > countMax {
 		return fmt.Sprintf("%s jobs in all; the matching ones are counted only while the service holds at most %s", thousands(all), thousands(countMax))
@@ -618,6 +621,22 @@ func (c *Console) countJobs(req *http.Request, f filter) string {
 		return ""
 	}
 	return totalText(n, paused, true)
+}
+
+// count returns the runner's count of its jobs ([cron.Runner.Count]),
+// read at most once per Config.OverviewMaxAge: over a million jobs it
+// costs a scan.
+func (c *Console) count(ctx context.Context) (enabled, paused int, err error) {
+	c.cntMu.Lock()
+	defer c.cntMu.Unlock()
+	if !c.cntAt.IsZero() && time.Since(c.cntAt) < c.cfg.OverviewMaxAge {
+		return c.cnt[0], c.cnt[1], nil
+	}
+	enabled, paused, err = c.r.Count(ctx)
+	if err == nil {
+		c.cnt, c.cntAt = [2]int{enabled, paused}, time.Now()
+	}
+	return enabled, paused, err
 }
 
 // totalText writes a count of jobs: "1,234 jobs, 12 paused".

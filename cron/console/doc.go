@@ -55,10 +55,11 @@
 // stays fast with a million jobs (a filter that few jobs pass reads
 // further; the search tests each id and name in place, with
 // [cron.JobQuery.Text], before any other filter). The overview reads every job, a page at a time, and keeps the
-// counts for Config.OverviewMaxAge; the jobs list takes its totals from
-// them, counts the jobs a filter keeps with a scan while the service
-// holds at most 100,000 jobs, and sorts at most 100,000 jobs (a sort of
-// more says so, and the list stays in creation order).
+// counts for Config.OverviewMaxAge. The jobs list's totals are the
+// runner's count ([cron.Runner.Count], reused for Config.OverviewMaxAge);
+// it counts the jobs a filter keeps with a scan while the service holds
+// at most 100,000 jobs, and sorts at most 100,000 jobs (a sort of more
+// says so, and the list stays in creation order).
 //
 // # Charts
 //
@@ -66,10 +67,10 @@
 // loaded, so they pass the Content-Security-Policy. Each has a title and
 // an aria-label that sum it up, a <title> per bar (its numbers on hover
 // and for screen readers) and a table of the same numbers below. They
-// are read from [cron.Runner.QueryRuns] with bounded reads: the
-// overview's read at most 10,000 runs each (a chart capped so says it)
-// and are computed at most once per Config.OverviewMaxAge; a job's reads
-// its latest 100 runs.
+// are read with bounded reads: the overview's from
+// [cron.Runner.QueryRuns], at most 10,000 runs each (a chart capped so
+// says it), computed at most once per Config.OverviewMaxAge; a job's
+// from its history ([cron.Runner.Runs]), its latest 100 runs.
 //
 // # Writes go through the runner
 //

@@ -261,6 +261,12 @@ type pauseConfirmPage struct {
 	Reason string
 }
 
+// UntilTime is Until as a time; zero for no end.
+func (p *pauseConfirmPage) UntilTime() time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, p.Until)
+	return t
+}
+
 // pauseAll pauses the whole service through the API's POST /pause: a
 // first POST asks for a confirmation; the POST with confirm=yes pauses.
 func (c *Console) pauseAll(w http.ResponseWriter, req *http.Request, u user) {

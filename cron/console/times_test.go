@@ -1,7 +1,9 @@
 package console
 
 import (
+	"context"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,5 +72,58 @@ func TestThousands(t *testing.T) {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+var timeElemRE = regexp.MustCompile(`<time datetime="[^"]+"(?: title="([^"]*)")?( data-rel)?>([^<]*)</time>`)
+
+// TestOneTimeForm checks every time of the pages: its text relative
+// (its title the absolute form) or the absolute form itself.
+func TestOneTimeForm(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.add(t, cron.Job{ID: "c", Schedule: cron.ScheduleSpec{Kind: cron.KindCron, Cron: "0 9 * * *", TZ: "Asia/Tokyo"}})
+	f.add(t, cron.Job{ID: "e", Schedule: cron.Every(14 * time.Hour)})
+	if _, err := f.runner.Pause(context.Background(), "e", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.runner.RunNow(context.Background(), "c", cron.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	run := waitRun(t, f)
+	b := f.browser(t)
+	for _, page := range []string{"/", "/jobs", "/jobs/c", "/jobs/e", "/runs", "/runs/" + run.ID} {
+		code, body, _ := b.get(page)
+		if code != 200 {
+			t.Fatalf("GET %s: %d", page, code)
+		}
+		n := 0
+		for _, m := range timeElemRE.FindAllStringSubmatch(body, -1) {
+			n++
+			title, rel, text := m[1], m[2] != "", m[3]
+			switch {
+			case rel && (!absTimeRE.MatchString(title) || !relTimeRE.MatchString(text)):
+				t.Errorf("%s: relative time %q titled %q", page, text, title)
+			case !rel && !absTimeRE.MatchString(text):
+				t.Errorf("%s: absolute time %q", page, text)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s shows no time", page)
+		}
+		if strings.Contains(body, "0m0s") || strings.Contains(body, "h0m") {
+			t.Errorf("%s writes a duration in Go's form", page)
+		}
+	}
+	if _, body, _ := b.get("/jobs"); !strings.Contains(body, "every 14h") || !strings.Contains(body, "(Asia/Tokyo)") {
+		t.Errorf("the jobs list lacks the CLI's duration or the cron job's zone\n%s", body)
+	}
+	_, body, _ := b.get("/jobs/c")
+	for _, want := range []string{"<th>In Asia/Tokyo</th><th>UTC</th><th>In</th>", " JST</td>", `id="zone">Asia/Tokyo<`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the cron job's page lacks %q", want)
+		}
+	}
+	if _, body, _ := b.get("/jobs/e"); !strings.Contains(body, "<th>Time (UTC)</th><th>In</th>") || strings.Contains(body, "<th>UTC</th>") {
+		t.Error("a UTC job's next runs show UTC twice")
 	}
 }

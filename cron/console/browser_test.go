@@ -169,9 +169,12 @@ func TestBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		admin.do("live history", chromedp.WaitVisible(chromedp.CSS("#history tr.run:nth-child(2)")))
-		// Times are shown in the browser's zone with UTC on hover.
-		if title := eval[string](admin, `document.querySelector("#history time").title`); !strings.HasSuffix(title, "Z (UTC)") {
-			t.Errorf("time title %q", title)
+		// Times show how far from now, the absolute time in UTC on hover.
+		if title := eval[string](admin, `document.querySelector("#history time").title`); !absTimeRE.MatchString(title) {
+			t.Errorf("time title %q, want the form 2026-11-27 22:57:25 UTC", title)
+		}
+		if text := eval[string](admin, `document.querySelector("#history time").textContent`); !relTimeRE.MatchString(text) {
+			t.Errorf("time text %q, want a relative time such as 5 min ago", text)
 		}
 		admin.screenshot("job")
 	})

@@ -103,6 +103,13 @@ type Console struct {
 
 	ovMu sync.Mutex
 	ov   *overviewStats
+
+	chMu sync.Mutex
+	ch   *chartsCache
+
+	cntMu sync.Mutex
+	cnt   [2]int // enabled, paused: the runner's count at cntAt
+	cntAt time.Time
 }
 
 //go:embed templates/*.html
@@ -195,6 +202,7 @@ func (c *Console) newMux() *http.ServeMux {
 	mux.HandleFunc("POST /jobs/{id}/{action}", c.write(c.action))
 	mux.HandleFunc("POST /bulk", c.write(c.bulk))
 	mux.HandleFunc("GET /runs", c.runs)
+	mux.HandleFunc("GET /runs/{id}", c.run)
 	mux.HandleFunc("POST /pause-all", c.write(c.pauseAll))
 	mux.HandleFunc("POST /resume-all", c.write(c.resumeAll))
 	mux.HandleFunc("GET /login", c.loginForm)

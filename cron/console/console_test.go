@@ -456,7 +456,7 @@ func TestRunNowShowsInHistory(t *testing.T) {
 	if strings.Contains(body, "<html") {
 		t.Error("the history part is a whole page")
 	}
-	if !strings.Contains(body, `<span class="small trigger">run-now by `) {
+	if !strings.Contains(body, `class="tag runnow"`) || !strings.Contains(body, `<span class="small trigger">by `) {
 		t.Errorf("the history does not say the run was a run-now, and by whom:\n%s", body)
 	}
 }

@@ -192,7 +192,67 @@ func durString(d cron.Duration) string {
 	if d == 0 {
 		return ""
 	}
-	return time.Duration(d).String()
+	return d.String()
+}
+
+// absLayout is the one absolute form of a time on every page, its zone
+// named: "2026-11-27 22:57:25 UTC".
+const absLayout = "2006-01-02 15:04:05 MST"
+
+// abs writes t in UTC in the console's one absolute form; "" for the
+// zero time.
+func abs(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(absLayout)
+}
+
+// relative writes how far t is from now in one unit, rounded down: "now",
+// "5 min ago", "in 3 s", "2 h ago", "in 4 d". The page's script uses
+// the same rule to keep it current.
+func relative(t, now time.Time) string {
+	d := now.Sub(t)
+	future := d < 0
+	if future {
+		d = -d
+	}
+	var n int64
+	var unit string
+	switch {
+	case d < time.Second:
+		return "now"
+	case d < time.Minute:
+		n, unit = int64(d/time.Second), "s"
+	case d < time.Hour:
+		n, unit = int64(d/time.Minute), "min"
+	case d < 48*time.Hour:
+		n, unit = int64(d/time.Hour), "h"
+	default:
+		n, unit = int64(d/(24*time.Hour)), "d"
+	}
+	if future {
+		return fmt.Sprintf("in %d %s", n, unit)
+	}
+	return fmt.Sprintf("%d %s ago", n, unit)
+}
+
+// durText writes a duration as the command line does ([cron.Duration]'s
+// form: "5m", "14h", "1h30m", "1.5s"), a time.Duration rounded to the
+// millisecond first (to the microsecond below a millisecond).
+func durText(d any) string {
+	switch v := d.(type) {
+	case cron.Duration:
+		return v.String()
+	case time.Duration:
+		if v >= time.Millisecond || v <= -time.Millisecond {
+			v = v.Round(time.Millisecond)
+		} else {
+			v = v.Round(time.Microsecond)
+		}
+		return cron.Duration(v).String()
+	}
+	return fmt.Sprint(d)
 }
 
 // inZone formats t in the IANA zone name (UTC when unknown).
@@ -201,7 +261,7 @@ func inZone(t time.Time, zone string) string {
 	if err != nil {
 		loc = time.UTC
 	}
-	return t.In(loc).Format("2006-01-02 15:04:05 MST")
+	return t.In(loc).Format(absLayout)
 }
 
 // short cuts s to n bytes (at a rune boundary) with an ellipsis.
@@ -217,27 +277,43 @@ func short(s string, n int) string {
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
+// thousands writes n with a comma between groups of three digits:
+// "1,234,567".
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
 // funcs are the template functions.
 var funcs = template.FuncMap{
 	"rfc": rfc,
-	"utc": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"abs": abs,
+	"ago": func(t time.Time) string { return relative(t, time.Now()) },
 	"jobURL": func(base, id string) string {
 		return base + "/jobs/" + url.PathEscape(id)
 	},
+	"runURL": func(base, id string) string {
+		return base + "/runs/" + url.PathEscape(id)
+	},
 	"inZone": inZone,
-	"dur": func(d any) string {
-		switch v := d.(type) {
-		case cron.Duration:
-			return time.Duration(v).String()
-		case time.Duration:
-			return v.Round(time.Millisecond).String()
-		}
-		return fmt.Sprint(d)
-	},
-	"ms": func(d cron.Duration) string {
-		return strconv.FormatInt(time.Duration(d).Milliseconds(), 10) + " ms"
-	},
-	"short": short,
+	"zone":   zoneName,
+	"dur":    durText,
+	"num":    thousands,
+	"short":  short,
 	"typeOf": func(j cron.Job) string {
 		if j.IsHTTP() {
 			return cron.JobTypeHTTP

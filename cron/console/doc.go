@@ -10,19 +10,34 @@
 //
 // The paths below are relative to where the console is mounted.
 //
-//	GET  /                    overview: jobs by state and kind, failing jobs, the next runs, the instance,
-//	                          and for an admin the service-wide pause (until, reason) or its resume
-//	GET  /jobs                the jobs, a page at a time (?after=<id>), with a search (?q= part of the
-//	                          id or the name, any case) and filters (status, kind, type, enabled,
-//	                          paused_until=true: the jobs paused until a time)
+//	GET  /                    overview: jobs by state and kind, charts of the runs of every job by status
+//	                          (per minute over the last hour, per hour over the last day), failing
+//	                          jobs, the next runs, the instance, and for an admin the service-wide
+//	                          pause (until, reason) or its resume
+//	GET  /jobs                the jobs, a page at a time, with a search (?q= part of the id or the name,
+//	                          any case), filters (status, kind, type, enabled, paused_until=true: the
+//	                          jobs paused until a time) and their totals ("1,234 jobs, 12 paused").
+//	                          In creation order it pages with ?after=<id>, and keeps the cursors of
+//	                          the pages before as repeated ?prev=, so that it links back and numbers
+//	                          its pages; ?sort=id, name, next (next run), last (last run) or status
+//	                          (last status, failures first), "-" before one to reverse it, sorts the
+//	                          jobs by the column and pages with ?page=<n>. A bad value is a 400
+//	                          naming the parameter
 //	GET  /jobs/{id}           one job: its schedule in words and as written, its next 10 times in its
 //	                          zone and in UTC, the end of its pause, its alert settings, failures in a
 //	                          row and last alert, its history (status, attempts, HTTP status, latency,
 //	                          lag, error, the reason and slots of a skipped or missed record, the
-//	                          alert a run sent) and the audit of its changes
+//	                          alert a run sent), a chart of the duration and the lag of its latest
+//	                          100 runs, and the audit of its changes
 //	GET  /jobs/{id}/history   the history part of the job's page alone (the page reloads it)
 //	GET  /runs                the runs of every job, newest first, with the API's filters (job, status,
-//	                          since, until, instance) and a page at a time (?after=<cursor>)
+//	                          since, until, instance) and a page at a time (?after=<cursor>, with the
+//	                          cursors before as ?prev=, to page back)
+//	GET  /runs/{run_id}       one run: its status, trigger (a slot of the schedule, or a run-now and who
+//	                          asked), scheduled, triggered and finished times, lag, latency, attempts,
+//	                          HTTP status, error, instance, the reason and slots of a skipped or missed
+//	                          record, and the alert it sent; every run row of the other pages links to
+//	                          it, and marks a run-now as such
 //	GET  /new                 the form of a new job; POST creates it
 //	GET  /jobs/{id}/edit      the form of a job; POST saves it
 //	POST /jobs/{id}/run       run now, with optional overrides (body, headers as "Name: value" lines,
@@ -40,7 +55,22 @@
 // stays fast with a million jobs (a filter that few jobs pass reads
 // further; the search tests each id and name in place, with
 // [cron.JobQuery.Text], before any other filter). The overview reads every job, a page at a time, and keeps the
-// counts for Config.OverviewMaxAge.
+// counts for Config.OverviewMaxAge. The jobs list's totals are the
+// runner's count ([cron.Runner.Count], reused for Config.OverviewMaxAge);
+// it counts the jobs a filter keeps with a scan while the service holds
+// at most 100,000 jobs, and sorts at most 100,000 jobs (a sort of more
+// says so, and the list stays in creation order).
+//
+// # Charts
+//
+// The charts are inline SVG drawn by the server: no script, nothing
+// loaded, so they pass the Content-Security-Policy. Each has a title and
+// an aria-label that sum it up, a <title> per bar (its numbers on hover
+// and for screen readers) and a table of the same numbers below. They
+// are read with bounded reads: the overview's from
+// [cron.Runner.QueryRuns], at most 10,000 runs each (a chart capped so
+// says it), computed at most once per Config.OverviewMaxAge; a job's
+// from its history ([cron.Runner.Runs]), its latest 100 runs.
 //
 // # Writes go through the runner
 //
@@ -77,7 +107,12 @@
 //
 // # Times
 //
-// The server writes times in UTC inside <time datetime> elements; the
-// script shows them in the browser's zone, with UTC on hover. A job's
-// next times are listed in its own zone and in UTC.
+// A time is written as how far it is from now ("5 min ago", "in 3 s"),
+// computed by the server, with its absolute form on hover (its title):
+// "2026-11-27 22:57:25 UTC", the one absolute form of every page, the
+// zone named. The script keeps the relative times current. A job's next
+// times are listed in its own zone (and in UTC when that differs), and
+// a cron job's zone is shown in the jobs list and on its page. Durations
+// are written as the command line writes them ([cron.Duration]'s form:
+// "every 5m", "14h", "1.5s").
 package console

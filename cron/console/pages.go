@@ -87,6 +87,8 @@ func pageTitle(name string, p any) string {
 	switch pg := p.(type) {
 	case *jobPage:
 		return "Job " + pg.Job.Name
+	case *runPage:
+		return "Run " + pg.Run.ID
 	case *formPage:
 		if pg.Edit {
 			return "Edit job " + pg.ID
@@ -159,9 +161,10 @@ const (
 )
 
 type overviewPage struct {
-	Stats *overviewStats
-	Notes []note
-	Error string
+	Stats  *overviewStats
+	Charts []*runsChart
+	Notes  []note
+	Error  string
 }
 
 type note struct{ Name, Value string }
@@ -175,7 +178,7 @@ func (c *Console) overview(w http.ResponseWriter, req *http.Request) {
 	// as this user's role may read them.
 	st := *c.stats()
 	st.Failing, st.Next = shownJobs(st.Failing, u.ID.Role), shownJobs(st.Next, u.ID.Role)
-	p := &overviewPage{Stats: &st}
+	p := &overviewPage{Stats: &st, Charts: c.overviewCharts(req.Context())}
 	if c.cfg.Notes != nil {
 		for k, v := range c.cfg.Notes() {
 			p.Notes = append(p.Notes, note{k, fmt.Sprint(v)})
@@ -407,6 +410,7 @@ func (f filter) keep() func(*cron.Job) bool {
 
 type jobsPage struct {
 	F      filter
+	Sort   string // the sort parameter, "" for the creation order
 	Jobs   []cron.Job
 	After  string // the cursor of this page, "" for the first
 	Next   string // the cursor of the next page, "" when none
@@ -414,7 +418,33 @@ type jobsPage struct {
 	Kinds  []string
 	States []string
 	Error  string
+	Note   string // why the list is not as asked, when it is not
+
+	Total    string     // "1,234 jobs, 12 paused"; "" when not counted
+	Number   int        // the page's number from 1; 0 when unknown
+	Pages    int        // the number of pages of a sorted list; 0 when unknown
+	First    string     // the path of the first page, below the mount point
+	Back     string     // the path of the previous page; "" on the first
+	Forward  string     // the path of the next page; "" on the last
+	Numbers  []pageLink // links to nearby pages of a sorted list
+	Headers  map[string]sortHeader
+	Filtered bool
 }
+
+// pageLink is a link to a page of a sorted list by its number.
+type pageLink struct {
+	N    int
+	Href string // the path of the page, below the mount point
+	On   bool   // the page shown
+}
+
+// countMax is the most jobs a service may hold for the jobs list to
+// count the jobs a filter keeps (with a scan) on every load.
+const countMax = 100_000
+
+// sortMax is the most jobs a sorted list reads and sorts; a sort over
+// more is refused with a note, and the list stays in creation order.
+const sortMax = 100_000
 
 func (c *Console) jobs(w http.ResponseWriter, req *http.Request) {
 	u, ok := c.reader(w, req)
@@ -424,18 +454,52 @@ func (c *Console) jobs(w http.ResponseWriter, req *http.Request) {
 	q := req.URL.Query()
 	p := &jobsPage{Types: c.types(), Kinds: []string{cron.KindOnce, cron.KindEvery, cron.KindCron}, States: statuses}
 	f, err := parseFilter(q)
-	p.F = f
+	p.F, p.Filtered = f, !f.empty()
+	p.Sort = q.Get("sort")
+	if err == nil {
+		err = parseSort(p.Sort)
+	}
+	if err != nil {
+		p.Sort = ""
+	}
+	p.Headers = map[string]sortHeader{}
+	for col, label := range map[string]string{"id": "id", "name": "Job", "next": "Next run", "last": "time", "status": "Last run"} {
+		p.Headers[col] = header(f, p.Sort, col, label)
+	}
+	first := f.values()
+	if p.Sort != "" {
+		first.Set("sort", p.Sort)
+	}
+	p.First = pathQuery("/jobs", first)
 	if err != nil {
 		p.Error = err.Error()
 		c.render(w, req, http.StatusBadRequest, "jobs", p)
 		return
 	}
-	p.After = q.Get("after")
+	if p.Sort != "" {
+		if c.sortedJobs(w, req, u, p, q) {
+			return
+		}
+		// Too many jobs to sort: the first page in creation order.
+		q = f.values()
+	}
+	if q.Get("page") != "" {
+		p.Error = "page is only given with sort (a sorted list has page numbers; the creation order pages with after and prev)"
+		c.render(w, req, http.StatusBadRequest, "jobs", p)
+		return
+	}
+	pg, err := parsePager(q)
+	if err != nil {
+		p.Error = err.Error()
+		c.render(w, req, http.StatusBadRequest, "jobs", p)
+		return
+	}
+	p.After = pg.After
 	jobs, more, err := c.r.List(req.Context(), cron.JobQuery{After: p.After, Limit: c.cfg.PageSize, Text: f.Q, Keep: f.keep()})
 	status := http.StatusOK
 	switch {
 	case errors.Is(err, cron.ErrNotFound):
-		p.Error = "the job that ended the previous page was removed: start again from the first page"
+		p.Error = "the job that ended the previous page was removed, or after names no job: start again from the first page"
 		status = http.StatusBadRequest
 	case err != nil:
 		p.Error = err.Error()
@@ -445,7 +509,149 @@ func (c *Console) jobs(w http.ResponseWriter, req *http.Request) {
 	if more && len(jobs) > 0 {
 		p.Next = jobs[len(jobs)-1].ID
 	}
+	pg.Next = p.Next
+	p.Number = pg.Number()
+	if v := f.values(); pg.backValues(v) {
+		p.Back = pathQuery("/jobs", v)
+	}
+	if v := f.values(); pg.nextValues(v) {
+		p.Forward = pathQuery("/jobs", v)
+	}
+	p.Total = c.countJobs(req, f)
 	c.render(w, req, status, "jobs", p)
+}
+
+// sortedJobs answers a jobs list sorted by p.Sort: it reads every job
+// the filter keeps (at most sortMax), sorts them and shows page ?page=.
+// It returns false, with a note in p, when more jobs match than it
+// sorts: the caller lists them in creation order.
+func (c *Console) sortedJobs(w http.ResponseWriter, req *http.Request, u user, p *jobsPage, q url.Values) bool {
+	n, err := pageNumber(q.Get("page"))
+	if err == nil && (q.Get("after") != "" || len(q["prev"]) > 0) {
+		err = errors.New("after and prev page the creation order; a sorted list pages with page")
+	}
+	if err != nil {
+		p.Error = err.Error()
+		c.render(w, req, http.StatusBadRequest, "jobs", p)
+		return true
+	}
+	if enabled, paused, err := c.count(req.Context()); err == nil && p.F.empty() && enabled+paused > sortMax {
+		p.Note = fmt.Sprintf("not sorted: a sort reads at most %s jobs, and the service holds %s; filter the list to sort it", thousands(sortMax), thousands(enabled+paused))
+		return false
+	}
+	var all []cron.Job
+	paused, over := 0, false
+	err = scan(req.Context(), c.r, p.F, func(j *cron.Job) {
+		if len(all) == sortMax {
+			over = true
+			return
+		}
+		all = append(all, *j)
+		if j.Paused {
+			paused++
+		}
+	})
+	if err != nil {
+		p.Error = err.Error()
+		c.render(w, req, http.StatusServiceUnavailable, "jobs", p)
+		return true
+	}
+	if over {
+		p.Note = fmt.Sprintf("not sorted: a sort reads at most %s jobs, and more match; narrow the filter to sort them", thousands(sortMax))
+		return false
+	}
+	size := c.cfg.PageSize
+	p.Pages = max(1, (len(all)+size-1)/size)
+	if n > p.Pages {
+		p.Error = fmt.Sprintf("page %d is past the last page, %d", n, p.Pages)
+		c.render(w, req, http.StatusBadRequest, "jobs", p)
+		return true
+	}
+	sortJobs(all, p.Sort)
+	from := (n - 1) * size
+	p.Jobs = shownJobs(all[from:min(from+size, len(all))], u.ID.Role)
+	p.Number = n
+	p.Total = totalText(len(all), paused, p.Filtered)
+	link := func(k int) string {
+		v := p.F.values()
+		v.Set("sort", p.Sort)
+		if k > 1 {
+			v.Set("page", strconv.Itoa(k))
+		}
+		return pathQuery("/jobs", v)
+	}
+	if n > 1 {
+		p.Back = link(n - 1)
+	}
+	if n < p.Pages {
+		p.Forward = link(n + 1)
+	}
+	if p.Pages > 1 {
+		for k := max(1, n-3); k <= min(p.Pages, n+3); k++ {
+			p.Numbers = append(p.Numbers, pageLink{k, link(k), k == n})
+		}
+	}
+	c.render(w, req, http.StatusOK, "jobs", p)
+	return true
+}
+
+// countJobs is the total line of a jobs list in creation order: the
+// runner's count ([cron.Runner.Count]) for every job, a scan for a
+// filter while the service holds at most countMax jobs, else the number
+// of every job.
+func (c *Console) countJobs(req *http.Request, f filter) string {
+	enabled, paused, err := c.count(req.Context())
+	if err != nil {
+		return ""
+	}
+	all := enabled + paused
+	if f.empty() {
+		return totalText(all, paused, false)
+	}
+	if all > countMax {
+		return fmt.Sprintf("%s jobs in all; the matching ones are counted only while the service holds at most %s", thousands(all), thousands(countMax))
+	}
+	n, paused := 0, 0
+	if err := scan(req.Context(), c.r, f, func(j *cron.Job) {
+		n++
+		if j.Paused {
+			paused++
+		}
+	}); err != nil {
+		return ""
+	}
+	return totalText(n, paused, true)
+}
+
+// count returns the runner's count of its jobs ([cron.Runner.Count]),
+// read at most once per Config.OverviewMaxAge: over a million jobs it
+// costs a scan.
+func (c *Console) count(ctx context.Context) (enabled, paused int, err error) {
+	c.cntMu.Lock()
+	defer c.cntMu.Unlock()
+	if !c.cntAt.IsZero() && time.Since(c.cntAt) < c.cfg.OverviewMaxAge {
+		return c.cnt[0], c.cnt[1], nil
+	}
+	enabled, paused, err = c.r.Count(ctx)
+	if err == nil {
+		c.cnt, c.cntAt = [2]int{enabled, paused}, time.Now()
+	}
+	return enabled, paused, err
+}
+
+// totalText writes a count of jobs: "1,234 jobs, 12 paused".
+func totalText(n, paused int, filtered bool) string {
+	s := thousands(n) + " jobs"
+	if n == 1 {
+		s = "1 job"
+	}
+	if filtered {
+		s += " match"
+		if n == 1 {
+			s += "es"
+		}
+	}
+	return s + ", " + thousands(paused) + " paused"
 }
 
 // types are the job types a job may have: http and the runner's.
@@ -463,6 +669,7 @@ type jobPage struct {
 	Next      []time.Time
 	NextError string
 	History   *historyPart
+	Chart     *jobChart
 	Audit     []httpapi.AuditEntry
 	AuditNote string
 	RunKey    string // the Idempotency-Key of the run-now form
@@ -480,7 +687,8 @@ type historyPart struct {
 
 type runRow struct {
 	cron.Run
-	Lag time.Duration
+	Lag  time.Duration
+	Base string // the mount point, for the link to the run's page
 }
 
 // historyRuns is how many runs the job page shows.
@@ -506,6 +714,7 @@ func (c *Console) job(w http.ResponseWriter, req *http.Request) {
 	}
 	p.Next = next
 	p.History = c.historyOf(req, u, id)
+	p.Chart = c.jobChartOf(req.Context(), mount(req), id, u.ID.Role)
 	if audit, _, err := c.r.Audit(req.Context(), cron.AuditQuery{JobID: id, Limit: 50}); err == nil {
 		p.Audit = audit
 		slices.Reverse(p.Audit)
@@ -541,7 +750,7 @@ func (c *Console) historyOf(req *http.Request, u user, id string) *historyPart {
 	case err != nil:
 		h.Note = err.Error()
 	}
-	h.Runs = rows(runs, u.ID.Role)
+	h.Runs = rows(h.Base, runs, u.ID.Role)
 	return h
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -33,6 +34,10 @@ type runsPage struct {
 	Next   string // the cursor of the next page, "" when none
 	States []string
 	Error  string
+
+	Number  int    // the page's number from 1; 0 when unknown
+	Back    string // the path of the previous page, below the mount point; "" on the first
+	Forward string // the path of the next page, below the mount point; "" on the last
 }
 
 // Query is the filter as a query string, with the cursor after when set.
@@ -61,7 +66,6 @@ func (c *Console) runs(w http.ResponseWriter, req *http.Request) {
 	p := &runsPage{States: []string{"success", "failed", "timeout", "skipped", "missed"}}
 	p.F = runsFilter{Job: strings.TrimSpace(q.Get("job")), Status: q.Get("status"), Since: strings.TrimSpace(q.Get("since")),
 		Until: strings.TrimSpace(q.Get("until")), Instance: strings.TrimSpace(q.Get("instance"))}
-	p.After = q.Get("after")
 	fail := func(err error) {
 		pr := httpapi.Problem(err, "")
 		p.Error = pr.Msg
@@ -69,6 +73,14 @@ func (c *Console) runs(w http.ResponseWriter, req *http.Request) {
 			p.Error = pr.Field + ": " + pr.Msg
 		}
 		c.render(w, req, pr.Status, "runs", p)
+	}
+	pg, err := parsePager(q)
+	p.After = pg.After
+	if err != nil {
+		p.After = ""
+		p.Error = err.Error()
+		c.render(w, req, http.StatusBadRequest, "runs", p)
+		return
 	}
 	vals, _ := url.ParseQuery(p.F.Query(p.After))
 	rq, err := httpapi.ParseRunQuery(vals)
@@ -82,24 +94,84 @@ func (c *Console) runs(w http.ResponseWriter, req *http.Request) {
 		fail(err)
 		return
 	}
-	p.Runs = rows(runs, u.ID.Role)
+	p.Runs = rows(mount(req), runs, u.ID.Role)
 	if !next.IsZero() {
 		p.Next = next.String()
+	}
+	pg.Next = p.Next
+	p.Number = pg.Number()
+	base, _ := url.ParseQuery(p.F.Query(""))
+	if v := clone(base); pg.backValues(v) {
+		p.Back = pathQuery("/runs", v)
+	}
+	if v := clone(base); pg.nextValues(v) {
+		p.Forward = pathQuery("/runs", v)
 	}
 	c.render(w, req, http.StatusOK, "runs", p)
 }
 
-// rows are the table rows of runs, with their lag.
-func rows(runs []cron.Run, role cron.Role) []runRow {
+// clone copies v.
+func clone(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+// rows are the table rows of runs, with their lag, as a holder of role
+// may read them, linked under the mount point base.
+func rows(base string, runs []cron.Run, role cron.Role) []runRow {
 	out := make([]runRow, 0, len(runs))
 	for _, r := range runs {
-		row := runRow{Run: r.RedactedFor(role)}
+		row := runRow{Run: r.RedactedFor(role), Base: base}
 		if !r.TriggeredAt.IsZero() && !r.ScheduledAt.IsZero() {
 			row.Lag = r.TriggeredAt.Sub(r.ScheduledAt)
 		}
 		out = append(out, row)
 	}
 	return out
+}
+
+// --- one run ---
+
+// runPage is the page of one run record.
+type runPage struct {
+	Run     runRow
+	JobName string // the job's name, "" when it has none or is gone
+	JobGone bool   // the job no longer exists
+}
+
+// run answers the page of one run: GET /runs/{id}, read with
+// [cron.Runner.RunByID] and shown as the user's role may read it.
+func (c *Console) run(w http.ResponseWriter, req *http.Request) {
+	u, ok := c.reader(w, req)
+	if !ok {
+		return
+	}
+	id := req.PathValue("id")
+	r, err := c.r.RunByID(req.Context(), id)
+	switch {
+	case errors.Is(err, cron.ErrNotFound):
+		c.fail(w, req, http.StatusNotFound, fmt.Sprintf("run %q not found: unknown, no longer kept, or still queued or in flight (its record is written when it ends)", short(id, 200)))
+		return
+	case errors.Is(err, cron.ErrUnsupported):
+		c.fail(w, req, http.StatusNotImplemented, "the store keeps no run history")
+		return
+	case errors.Is(err, cron.ErrUnavailable):
+		c.fail(w, req, http.StatusServiceUnavailable, err.Error())
+		return
+	case err != nil:
+		c.fail(w, req, http.StatusInternalServerError, err.Error())
+		return
+	}
+	p := &runPage{Run: rows(mount(req), []cron.Run{r}, u.ID.Role)[0]}
+	if j, err := c.r.Get(req.Context(), r.JobID); err == nil {
+		p.JobName = j.Name
+	} else if errors.Is(err, cron.ErrNotFound) {
+		p.JobGone = true
+	}
+	c.render(w, req, http.StatusOK, "run", p)
 }
 
 // --- one job's writes with arguments ---
@@ -187,6 +259,12 @@ var pauseAllNeeds = cron.ActionPauseAll.NeedRole()
 type pauseConfirmPage struct {
 	Until  string // RFC 3339, "" for no end
 	Reason string
+}
+
+// UntilTime is Until as a time; zero for no end.
+func (p *pauseConfirmPage) UntilTime() time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, p.Until)
+	return t
 }
 
 // pauseAll pauses the whole service through the API's POST /pause: a

@@ -59,7 +59,7 @@ func TestRunsPage(t *testing.T) {
 }
 
 func TestHistoryShowsReasonSlotsAndAlert(t *testing.T) {
-	h := &historyPart{JobID: "j", Runs: rows([]cron.Run{
+	h := &historyPart{JobID: "j", Runs: rows("", []cron.Run{
 		{ID: "r1", JobID: "j", Status: cron.StatusSkipped, Reason: "paused", Slots: 4, ScheduledAt: time.Now()},
 		{ID: "r2", JobID: "j", Status: cron.StatusFailed, Alert: "failing_streak", ScheduledAt: time.Now()},
 	}, cron.RoleAdmin)}

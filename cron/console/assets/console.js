@@ -3,16 +3,26 @@
 // pages work without them.
 "use strict";
 (function () {
+  // A time marked data-rel shows how far it is from now ("5 min ago",
+  // "in 3 s"), as the server wrote it; this keeps it current. Its title
+  // holds the absolute time.
+  function relative(ms) {
+    var d = Math.abs(ms), future = ms < 0, n, unit;
+    if (d < 1000) return "now";
+    if (d < 60000) { n = Math.floor(d / 1000); unit = "s"; }
+    else if (d < 3600000) { n = Math.floor(d / 60000); unit = "min"; }
+    else if (d < 48 * 3600000) { n = Math.floor(d / 3600000); unit = "h"; }
+    else { n = Math.floor(d / 86400000); unit = "d"; }
+    return future ? "in " + n + " " + unit : n + " " + unit + " ago";
+  }
   function localTimes(root) {
-    root.querySelectorAll("time[datetime]").forEach(function (el) {
-      if (el.dataset.local) return;
+    root.querySelectorAll("time[datetime][data-rel]").forEach(function (el) {
       var d = new Date(el.getAttribute("datetime"));
       if (isNaN(d)) return;
-      el.title = el.textContent + " (UTC)";
-      el.textContent = d.toLocaleString();
-      el.dataset.local = "1";
+      el.textContent = relative(Date.now() - d);
     });
   }
+  setInterval(function () { if (!document.hidden) localTimes(document); }, 10000);
 
   function flash(msg, bad) {
     var f = document.getElementById("flash");

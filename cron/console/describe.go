@@ -314,6 +314,7 @@ var funcs = template.FuncMap{
 	"dur":    durText,
 	"num":    thousands,
 	"short":  short,
+	"inc":    func(i int) int { return i + 1 },
 	"typeOf": func(j cron.Job) string {
 		if j.IsHTTP() {
 			return cron.JobTypeHTTP

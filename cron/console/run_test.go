@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ksana-dev/ksana/cron"
 )
@@ -15,7 +16,12 @@ import (
 // reply (which may echo the request) only to the roles that may read it.
 func TestRunPage(t *testing.T) {
 	f := newFixture(t, fixtureOpts{auth: true, exec: cron.ExecutorFunc(func(ctx context.Context, j *cron.Job, info cron.RunInfo) cron.Result {
-		return cron.Result{Status: cron.StatusFailed, Attempts: 3, HTTPStatus: 500, Error: "http 500; reply: echo token-in-reply"}
+		log := []cron.Attempt{
+			{StartedAt: time.Now(), Duration: cron.Duration(time.Second), Status: cron.StatusTimeout, Error: "timeout after 1s"},
+			{StartedAt: time.Now(), Status: cron.StatusFailed, HTTPStatus: 503, Error: "http 503; reply: echo token-in-attempt"},
+			{StartedAt: time.Now(), Status: cron.StatusFailed, HTTPStatus: 500, Error: "http 500; reply: echo token-in-reply"},
+		}
+		return cron.Result{Status: cron.StatusFailed, Attempts: 3, HTTPStatus: 500, Error: "http 500; reply: echo token-in-reply", AttemptLog: log}
 	})})
 	f.add(t, cron.Job{ID: "j", Name: "Nightly"})
 	op := f.browser(t)
@@ -40,8 +46,11 @@ func TestRunPage(t *testing.T) {
 				t.Errorf("run page with %s lacks %q\n%s", tok, want, body)
 			}
 		}
-		if strings.Contains(body, "token-in-reply") != seesReply {
-			t.Errorf("run page with %s: shows the reply = %v, want %v", tok, !seesReply, seesReply)
+		if strings.Contains(body, "token-in-reply") != seesReply || strings.Contains(body, "token-in-attempt") != seesReply {
+			t.Errorf("run page with %s: shows the replies = %v, want %v", tok, !seesReply, seesReply)
+		}
+		if !strings.Contains(body, `id="run-attempt-log"`) || strings.Count(body, "timeout after 1s") != 1 || !strings.Contains(body, ">503<") {
+			t.Errorf("run page with %s lacks the attempt log\n%s", tok, body)
 		}
 		// Every run row links to the run's page.
 		for _, page := range []string{"/runs", "/jobs/j", "/jobs/j/history"} {

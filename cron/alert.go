@@ -99,9 +99,10 @@ type Alert struct {
 }
 
 // AlertObserver is an optional capability of a [Config.Observer]: it is
-// told of each alert once its delivery is over, with the attempts made
-// and the last error (nil: delivered). It is called from the goroutine
-// that delivered it.
+// told of each alert once its delivery is over (delivered, or dead: see
+// [Config.AlertHorizon]), with the attempts made and the last error (nil:
+// delivered). It is called from the goroutine that made the last
+// attempt; over a shared store, on the runner that made it.
 type AlertObserver interface {
 	AlertDelivered(a Alert, attempts int, err error)
 }

@@ -96,6 +96,16 @@ func (s *Jobs) TakeAlerts(ctx context.Context, now, until time.Time, max int) ([
 		lock = " FOR UPDATE SKIP LOCKED"
 	}
 	n := nanos(now)
+	// A read first: most polls find nothing due, and take no write lock
+	// (on SQLite, the database's one writer) for it.
+	var due []int
+	if err := s.db.x.SelectContext(ctx, &due, s.db.d.sql(`SELECT 1 FROM ksana_alert_outbox
+		WHERE dead = 0 AND next_at <= ? AND lease_until <= ? LIMIT 1`), n, n); err != nil {
+		return nil, fmt.Errorf("sqlstore: take alerts: %w", err)
+	}
+	if len(due) == 0 {
+		return nil, nil
+	}
 	var rows []alertRow
 	err := s.db.x.SelectContext(ctx, &rows, s.db.d.sql(`UPDATE ksana_alert_outbox SET lease_until = ?
 		WHERE id IN (SELECT id FROM ksana_alert_outbox WHERE dead = 0 AND next_at <= ? AND lease_until <= ?

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // AlertConfig names the webhook that is told when a job's health changes,
@@ -39,6 +41,11 @@ type AlertConfig struct {
 	// through the API does) once it has failed that many times in a row,
 	// and alerts paused. Default 0: never.
 	PauseAfter int `json:"pause_after,omitempty"`
+	// MissedEvery is the least time between two missed alerts of a job
+	// (see [AlertMissed]): the slots recorded missed sooner after one
+	// are not alerted. Default (0) [DefaultAlertMissedEvery]; negative:
+	// no missed alerts.
+	MissedEvery Duration `json:"missed_every,omitempty"`
 }
 
 // validate checks c as the alert of a job (job: the URL may be empty) or
@@ -69,18 +76,17 @@ func (c *AlertConfig) same(d *AlertConfig) bool {
 	return *c == *d
 }
 
-// AlertJob identifies the job of an [Alert].
-type AlertJob struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	Type string `json:"type"`
-}
-
 // Alert is the JSON body of an alert request.
 type Alert struct {
-	// Transition is failing, failing_streak, recovered or paused.
-	Transition string   `json:"transition"`
-	Job        AlertJob `json:"job"`
+	// Transition is failing, failing_streak, recovered, paused or
+	// missed.
+	Transition string `json:"transition"`
+	// Job identifies the job: its id, name and type.
+	Job struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+		Type string `json:"type"`
+	} `json:"job"`
 	// Run is the run that changed the job's health.
 	Run Run `json:"run"`
 	// Error is the run's error ("" for recovered).
@@ -93,9 +99,10 @@ type Alert struct {
 }
 
 // AlertObserver is an optional capability of a [Config.Observer]: it is
-// told of each alert once its delivery is over, with the attempts made
-// and the last error (nil: delivered). It is called from the goroutine
-// that delivered it.
+// told of each alert once its delivery is over (delivered, or dead: see
+// [Config.AlertHorizon]), with the attempts made and the last error (nil:
+// delivered). It is called from the goroutine that made the last
+// attempt; over a shared store, on the runner that made it.
 type AlertObserver interface {
 	AlertDelivered(a Alert, attempts int, err error)
 }
@@ -203,112 +210,232 @@ func (r *Runner) alertFor(c *AlertConfig) *AlertConfig {
 	return &m
 }
 
-// alertTask is an alert waiting for delivery.
-type alertTask struct {
-	alert Alert
-	cfg   AlertConfig
-	pause bool
-}
+// The alert loop takes up to alertBatch due alerts from the outbox at a
+// time, delivers up to alertSenders of them at the same time, and holds
+// each under a lease of alertLease (longer than an attempt) against the
+// other runners of a shared store.
+const (
+	alertBatch   = 64
+	alertSenders = 8
+	alertLease   = 6 * alertTimeout
+)
 
-// alertQueueLen bounds the alerts waiting for delivery; more are dropped,
-// with an error logged.
-const alertQueueLen = 1024
-
-// alertSenders is the number of alerts delivered at the same time.
-const alertSenders = 4
-
-// raiseAlert queues an alert about run of the job in e. mu is held.
+// raiseAlert makes the alert tr about run of the job in e and queues it
+// for the recorder, which writes it to the outbox with the run. mu is
+// held.
 func (r *Runner) raiseAlert(e *entry, run Run, tr string, cfg *AlertConfig, failures int, pause bool) {
 	typ := JobTypeHTTP
 	if fn := e.fn(); fn != nil {
 		typ = fn.typ
 	}
-	a := Alert{
-		Transition: tr, Job: AlertJob{ID: e.id, Name: e.name, Type: typ}, Run: run, Error: run.Error,
-		ConsecutiveFailures: failures, Time: r.now().UTC(),
-	}
-	select {
-	case r.alerts <- alertTask{alert: a, cfg: *cfg, pause: pause}:
-	default:
-		r.log.Error("cron: alert dropped: too many alerts wait for delivery", "job_id", e.id, "transition", tr, "run_id", run.ID)
+	now := r.now().UTC()
+	a := Alert{Transition: tr, Run: run, Error: run.Error, ConsecutiveFailures: failures, Time: now}
+	a.Job.ID, a.Job.Name, a.Job.Type = e.id, e.name, typ
+	r.raised = append(r.raised, AlertDelivery{ID: newID(), Alert: a, URL: cfg.URL, Secret: cfg.Secret, CreatedAt: now, NextAt: now})
+	if pause {
+		r.pauses = append(r.pauses, a)
 	}
 }
 
-// alertSender delivers queued alerts until stop is closed, then those
-// still queued, until ctx ends.
-func (r *Runner) alertSender(ctx context.Context, stop <-chan struct{}) {
-	for {
-		select {
-		case t := <-r.alerts:
-			r.deliver(ctx, t)
+// raiseMissed raises a missed alert for each run of runs that is a missed
+// record of a held job with an alert, at most once per its MissedEvery.
+// mu is held.
+func (r *Runner) raiseMissed(runs []ended) {
+	for _, ev := range runs {
+		if ev.drop || ev.run.Status != StatusMissed {
 			continue
-		default:
 		}
-		select {
-		case t := <-r.alerts:
-			r.deliver(ctx, t)
-		case <-stop:
-			for {
-				select {
-				case t := <-r.alerts:
-					r.deliver(ctx, t)
-				default:
-					return
-				}
+		_, e, ok := r.lookup(ev.run.JobID)
+		if !ok {
+			continue
+		}
+		cfg := r.alertFor(e.cfg.alert)
+		if cfg == nil || cfg.MissedEvery < 0 {
+			continue
+		}
+		every := cfg.MissedEvery.D()
+		if every == 0 {
+			every = DefaultAlertMissedEvery
+		}
+		now := r.now()
+		if last, ok := r.missedAt[e.id]; ok && now.Sub(last) < every && !now.Before(last) {
+			continue
+		}
+		if r.missedAt == nil || len(r.missedAt) >= 1<<16 {
+			r.missedAt = make(map[string]time.Time)
+		}
+		r.missedAt[e.id] = now
+		r.raiseAlert(e, ev.run, AlertMissed, cfg, e.health().failures, false)
+	}
+}
+
+// takeAlerts returns the alerts raised since the last call, for the
+// recorder, and raises the missed alerts of runs. mu is held.
+func (r *Runner) takeAlerts(runs []ended) []AlertDelivery {
+	r.raiseMissed(runs)
+	ds := r.raised
+	r.raised = nil
+	return ds
+}
+
+// enqueueAlerts writes the alerts the recorder took to the outbox, once
+// their runs are recorded, and wakes the alert loop.
+func (r *Runner) enqueueAlerts(ctx context.Context, ds []AlertDelivery) {
+	if len(ds) > 0 {
+		if err := r.outbox.EnqueueAlerts(ctx, ds); err != nil {
+			for _, d := range ds {
+				r.log.Error("cron: alert lost: writing it to the outbox failed", "job_id", d.Alert.Job.ID,
+					"transition", d.Alert.Transition, "run_id", d.Alert.Run.ID, "error", err)
 			}
 		}
 	}
+	r.mu.Lock()
+	pauses := len(r.pauses) > 0
+	r.mu.Unlock()
+	if len(ds) > 0 || pauses {
+		select {
+		case r.alertWake <- struct{}{}:
+		default:
+		}
+	}
 }
 
-// deliver pauses the job when the alert says so, then posts the alert,
-// retrying a network error, a 5xx or a 429 with a doubling backoff.
-func (r *Runner) deliver(ctx context.Context, t alertTask) {
-	a := &t.alert
-	if t.pause {
+// Alerts returns up to limit of the alerts waiting for delivery (dead
+// false) or given up (dead true), oldest first, and how many there are
+// of that kind: those of the store's [AlertOutbox], or, over a store
+// without one, those of this runner's memory. Their secrets are left out.
+func (r *Runner) Alerts(ctx context.Context, dead bool, limit int) ([]AlertDelivery, int, error) {
+	ds, n, err := r.outbox.ListAlerts(ctx, dead, limit)
+	for i := range ds {
+		ds[i].Secret = ""
+		ds[i].URL = RedactURL(ds[i].URL)
+	}
+	return ds, n, err
+}
+
+// alertLoop delivers the alerts of the outbox as they fall due, and makes
+// the pauses of pause_after, until stop is closed; then it makes one
+// more attempt at those due, until ctx ends.
+func (r *Runner) alertLoop(ctx context.Context, stop <-chan struct{}) {
+	poll := min(time.Second, r.cfg.AlertBackoff)
+	t := time.NewTimer(poll)
+	defer t.Stop()
+	for {
+		r.doPauses(ctx)
+		if r.sendDue(ctx) == alertBatch {
+			continue
+		}
+		t.Reset(poll)
+		select {
+		case <-r.alertWake:
+		case <-t.C:
+		case <-stop:
+			r.doPauses(ctx)
+			for r.sendDue(ctx) == alertBatch && ctx.Err() == nil {
+			}
+			return
+		}
+	}
+}
+
+// doPauses pauses the jobs whose alert said so.
+func (r *Runner) doPauses(ctx context.Context) {
+	r.mu.Lock()
+	pauses := r.pauses
+	r.pauses = nil
+	r.mu.Unlock()
+	for _, a := range pauses {
 		if _, err := r.Pause(WithActor(ctx, ActorRunner), a.Job.ID, time.Time{}); err != nil && !errors.Is(err, ErrNotFound) {
 			r.log.Error("cron: pause after failures", "job_id", a.Job.ID, "failures", a.ConsecutiveFailures, "error", err)
 		} else if err == nil {
 			r.log.Warn("cron: job paused after failures in a row", "job_id", a.Job.ID, "failures", a.ConsecutiveFailures)
 		}
 	}
-	body, err := json.Marshal(a)
+}
+
+// sendDue makes an attempt at each alert of the outbox that is due now,
+// up to alertBatch, and returns how many it took.
+func (r *Runner) sendDue(ctx context.Context) int {
+	if ctx.Err() != nil {
+		return 0
+	}
+	now := r.now()
+	ds, err := r.outbox.TakeAlerts(ctx, now, now.Add(alertLease), alertBatch)
 	if err != nil {
-		r.log.Error("cron: encode alert", "job_id", a.Job.ID, "error", err)
+		r.log.Error("cron: take alerts from the outbox", "error", err)
+		return 0
+	}
+	var g errgroup.Group
+	g.SetLimit(alertSenders)
+	for _, d := range ds {
+		g.Go(func() error { r.attempt(ctx, d); return nil })
+	}
+	_ = g.Wait()
+	return len(ds)
+}
+
+// attempt posts the alert d once and records the outcome in the outbox:
+// delivered, retried later (a network error, a 5xx or a 429 answer, with
+// a doubling backoff up to MaxAlertBackoff, while the next attempt falls
+// within the horizon and the retries allowed), or dead.
+func (r *Runner) attempt(ctx context.Context, d AlertDelivery) {
+	a := &d.Alert
+	body, err := json.Marshal(a)
+	retry := false
+	if err == nil {
+		d.Attempts++
+		retry, err = r.postAlert(ctx, d, body)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err == nil {
+		if serr := r.outbox.SettleAlert(sctx, d, true); serr != nil {
+			r.log.Error("cron: record an alert delivered", "job_id", a.Job.ID, "delivery_id", d.ID, "error", serr)
+		}
+		r.log.Info("cron: alert delivered", "job_id", a.Job.ID, "transition", a.Transition, "run_id", a.Run.ID,
+			"delivery_id", d.ID, "attempts", d.Attempts)
+		if o, ok := r.cfg.Observer.(AlertObserver); ok {
+			o.AlertDelivered(*a, d.Attempts, nil)
+		}
 		return
 	}
-	backoff := r.cfg.AlertBackoff
-	attempts := 0
-	for {
-		attempts++
-		var retry bool
-		retry, err = r.postAlert(ctx, t.cfg, body)
-		if err == nil || !retry || attempts > r.cfg.AlertRetries || ctx.Err() != nil {
-			break
-		}
-		tm := time.NewTimer(backoff)
-		select {
-		case <-tm.C:
-		case <-ctx.Done():
-			tm.Stop()
-		}
-		backoff *= 2
+	now := r.now()
+	d.LastError = err.Error()
+	wait := MaxAlertBackoff
+	if n := d.Attempts - 1; n < 30 {
+		wait = min(r.cfg.AlertBackoff<<n, MaxAlertBackoff)
 	}
-	if err != nil {
-		r.log.Error("cron: alert delivery failed", "job_id", a.Job.ID, "transition", a.Transition, "run_id", a.Run.ID,
-			"attempts", attempts, "error", err)
-	} else {
-		r.log.Info("cron: alert delivered", "job_id", a.Job.ID, "transition", a.Transition, "run_id", a.Run.ID, "attempts", attempts)
+	d.NextAt = now.Add(wait).UTC()
+	retries := r.cfg.AlertRetries
+	switch {
+	case ctx.Err() != nil:
+		// Cut short by the runner's stop: tried again at the next start.
+		d.NextAt = now.UTC()
+	case !retry, retries < 0, retries > 0 && d.Attempts > retries,
+		d.NextAt.After(d.CreatedAt.Add(r.cfg.AlertHorizon)):
+		d.Dead, d.NextAt = true, time.Time{}
 	}
+	if serr := r.outbox.SettleAlert(sctx, d, false); serr != nil {
+		r.log.Error("cron: record an alert attempt", "job_id", a.Job.ID, "delivery_id", d.ID, "error", serr)
+	}
+	if !d.Dead {
+		r.log.Warn("cron: alert delivery failed; it will be tried again", "job_id", a.Job.ID, "transition", a.Transition,
+			"run_id", a.Run.ID, "delivery_id", d.ID, "attempts", d.Attempts, "next_at", d.NextAt, "error", err)
+		return
+	}
+	r.log.Error("cron: alert delivery failed; the alert is dead", "job_id", a.Job.ID, "transition", a.Transition,
+		"run_id", a.Run.ID, "delivery_id", d.ID, "attempts", d.Attempts, "error", err)
 	if o, ok := r.cfg.Observer.(AlertObserver); ok {
-		o.AlertDelivered(*a, attempts, err)
+		o.AlertDelivered(*a, d.Attempts, err)
 	}
 }
 
-// postAlert makes one attempt, and says whether a failure may be retried.
-func (r *Runner) postAlert(ctx context.Context, cfg AlertConfig, body []byte) (retry bool, err error) {
+// postAlert makes one attempt, signed now, and says whether a failure may
+// be retried.
+func (r *Runner) postAlert(ctx context.Context, d AlertDelivery, body []byte) (retry bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, alertTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
 	if err != nil {
 		return false, err
 	}
@@ -316,8 +443,9 @@ func (r *Runner) postAlert(ctx context.Context, cfg AlertConfig, body []byte) (r
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "ksana-alert")
 	req.Header.Set(AlertTimestampHeader, ts)
-	if cfg.Secret != "" {
-		req.Header.Set(AlertSignatureHeader, SignAlert(cfg.Secret, ts, body))
+	req.Header.Set(AlertDeliveryHeader, d.ID)
+	if d.Secret != "" {
+		req.Header.Set(AlertSignatureHeader, SignAlert(d.Secret, ts, body))
 	}
 	client := r.cfg.AlertClient
 	if client == nil {

@@ -265,7 +265,7 @@ func TestAlertDialsOnlyWhereAllowed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			retry, err := r.postAlert(context.Background(), AlertConfig{URL: tt.url}, []byte(`{}`))
+			retry, err := r.postAlert(context.Background(), AlertDelivery{URL: tt.url}, []byte(`{}`))
 			var got string
 			if err != nil {
 				got = err.Error()

@@ -332,16 +332,31 @@
 // [AlertConfig.After] failures in a row, recovered on the success that
 // follows alerted failures, and paused when [AlertConfig.PauseAfter]
 // failures in a row have paused the job (durably, as [Runner.Pause]
-// does). The alert is a POST of an [Alert] as JSON, signed with
-// HMAC-SHA256 ([SignAlert], [VerifyAlert]) and retried with a doubling
-// backoff ([Config.AlertRetries], [Config.AlertBackoff]) by goroutines of
-// their own: neither the timer nor the workers wait for it. The failures
+// does); and missed when slots of the job are recorded missed (the
+// runner was down, no runner held the job, a once job was past due, its
+// holder died or stopped), with their count and reason, at most once per
+// [AlertConfig.MissedEvery] for a job. The alert is a POST of an [Alert]
+// as JSON, signed with HMAC-SHA256 ([SignAlert], [VerifyAlert]) anew at
+// each attempt, and naming its delivery in the [AlertDeliveryHeader],
+// the same on every attempt, so that a receiver drops a repeat. Neither
+// the timer nor the workers wait for it: the recorder writes each alert
+// to the store's [AlertOutbox] with the run that raised it, and a
+// goroutine of its own delivers it, retried with a doubling backoff
+// ([Config.AlertBackoff], up to [MaxAlertBackoff] between attempts) for
+// [Config.AlertHorizon] (a day by default): a webhook down for hours
+// gets its alerts when it is up, and a runner started again on the store
+// delivers what its predecessor did not. An alert past its horizon, or
+// refused for good (a 4xx but 429), is dead: kept in the outbox and
+// listed by [Runner.Alerts], up to [MaxDeadAlerts]. Over a store without
+// an outbox the alerts wait in the runner's memory, with the same
+// retries, and are lost when it stops. The failures
 // in a row and the last transition alerted are bookkeeping
 // ([Job.Failures], [Job.LastAlert]) that the stores keep, so that a
 // change is alerted once, across restarts; the run that caused it
-// carries it in [Run.Alert]. Over a shared store the runner that ran the
-// run (it claimed it) sends its alert. A delivery that fails for good is
-// logged, and told to a [Config.Observer] that is an [AlertObserver].
+// carries it in [Run.Alert]. Over a shared store every runner delivers
+// from the one outbox; each delivery is taken by one runner at a time,
+// under a lease. A delivery that ends (delivered or dead) is logged, and
+// told to a [Config.Observer] that is an [AlertObserver].
 //
 // # Who may do what: actors, the audit log and secrets
 //

@@ -162,11 +162,11 @@ func compareRuns(a, b *Run) int {
 	return cmp.Compare(b.ID, a.ID)
 }
 
-// PageRuns returns the page of q from runs, in any order, as a store that
+// Page returns the page of q from runs, in any order, as a store that
 // holds its runs in memory answers [RunStore.QueryRuns]: the runs that
 // match q and come after q.After, newest first, up to q's page size, and
 // the cursor of the next page (zero when none follows).
-func PageRuns(runs []Run, q RunQuery) ([]Run, RunCursor) {
+func (q RunQuery) Page(runs []Run) ([]Run, RunCursor) {
 	out := []Run{}
 	for i := range runs {
 		if q.Match(&runs[i]) && q.After.Before(&runs[i]) {
@@ -207,7 +207,7 @@ func (r *Runner) QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor, e
 			}
 		}
 		r.mu.Unlock()
-		runs, next := PageRuns(all, q)
+		runs, next := q.Page(all)
 		return runs, next, nil
 	}
 	if r.runs == nil {

@@ -97,7 +97,7 @@ func TestQueryRunsPaging(t *testing.T) {
 	}
 	for _, q := range []RunQuery{{Limit: 7}, {Limit: 3, JobIDs: []string{"b"}}, {Limit: 4, Statuses: []Status{StatusFailed}},
 		{Limit: 5, Since: t0.Add(2 * time.Minute), Until: t0.Add(6 * time.Minute)}} {
-		want, _ := PageRuns(all, RunQuery{JobIDs: q.JobIDs, Statuses: q.Statuses, Since: q.Since, Until: q.Until, Limit: MaxRunQueryLimit})
+		want, _ := RunQuery{JobIDs: q.JobIDs, Statuses: q.Statuses, Since: q.Since, Until: q.Until, Limit: MaxRunQueryLimit}.Page(all)
 		var got []Run
 		for page := 0; ; page++ {
 			runs, next, err := st.QueryRuns(ctx, q)

@@ -215,7 +215,7 @@ func (s *MemStore) QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor,
 		}
 	}
 	s.mu.RUnlock()
-	runs, next := PageRuns(all, q)
+	runs, next := q.Page(all)
 	return runs, next, nil
 }
 
@@ -240,13 +240,36 @@ type memExtras struct {
 	pause PauseState
 	audit AuditBuffer
 	idem  idempotencyMemory
+	alert alertMemory
 }
 
 var (
 	_ PauseStore       = (*MemStore)(nil)
 	_ AuditLog         = (*MemStore)(nil)
 	_ IdempotencyStore = (*MemStore)(nil)
+	_ AlertOutbox      = (*MemStore)(nil)
 )
+
+// EnqueueAlerts adds alerts to the store's outbox (see [AlertOutbox]),
+// in memory.
+func (s *MemStore) EnqueueAlerts(ctx context.Context, ds []AlertDelivery) error {
+	return s.extras.alert.EnqueueAlerts(ctx, ds)
+}
+
+// TakeAlerts takes the alerts due at now until until.
+func (s *MemStore) TakeAlerts(ctx context.Context, now, until time.Time, max int) ([]AlertDelivery, error) {
+	return s.extras.alert.TakeAlerts(ctx, now, until, max)
+}
+
+// SettleAlert records the end of an attempt at an alert.
+func (s *MemStore) SettleAlert(ctx context.Context, d AlertDelivery, delivered bool) error {
+	return s.extras.alert.SettleAlert(ctx, d, delivered)
+}
+
+// ListAlerts lists the pending or the dead alerts, oldest first.
+func (s *MemStore) ListAlerts(ctx context.Context, dead bool, limit int) ([]AlertDelivery, int, error) {
+	return s.extras.alert.ListAlerts(ctx, dead, limit)
+}
 
 // LoadPause returns the service pause saved last.
 func (s *MemStore) LoadPause(ctx context.Context) (PauseState, error) {

@@ -121,12 +121,21 @@ const (
 	// recorder of a runner over a [SharedStore].
 	BatchEvery = 100 * time.Millisecond
 
-	// DefaultAlertRetries and DefaultAlertBackoff are the retries of an alert
-	// delivery and the wait before the first (doubled for each next one) when
-	// [Config.AlertRetries] and [Config.AlertBackoff] are 0.
-
-	DefaultAlertRetries = 4
+	// DefaultAlertBackoff is the wait before the first retry of an alert
+	// delivery (doubled for each next one, up to MaxAlertBackoff) when
+	// [Config.AlertBackoff] is 0.
 	DefaultAlertBackoff = time.Second
+	// MaxAlertBackoff is the longest wait between two attempts at an alert.
+	MaxAlertBackoff = 5 * time.Minute
+	// DefaultAlertHorizon is how long an alert is retried when
+	// [Config.AlertHorizon] is 0; then it is dead.
+	DefaultAlertHorizon = 24 * time.Hour
+	// MaxDeadAlerts is how many dead alerts an [AlertOutbox] keeps (the
+	// youngest).
+	MaxDeadAlerts = 1000
+	// DefaultAlertMissedEvery is the least time between two missed alerts
+	// of one job when [AlertConfig.MissedEvery] is 0.
+	DefaultAlertMissedEvery = 5 * time.Minute
 
 	// Default and largest page of [RunQuery].
 
@@ -191,6 +200,13 @@ const (
 	// AlertPaused: the job failed [AlertConfig.PauseAfter] times in a row
 	// and the runner paused it.
 	AlertPaused = "paused"
+	// AlertMissed: slots of the job were recorded missed (not called:
+	// the runner was down, no runner held the job, a once job was past
+	// due, or its holder died or stopped); the alert's Run is the missed
+	// record, with the count of slots ([Run.Slots], 0 meaning 1) and the
+	// reason ([Run.Reason]). It leaves the job's health as it was, and is
+	// sent at most once per [AlertConfig.MissedEvery] for a job.
+	AlertMissed = "missed"
 
 	// The headers of an alert request.
 
@@ -201,6 +217,10 @@ const (
 	// by the secret, of the timestamp, a '.', and the body (see
 	// [SignAlert]). It is left out when the alert has no secret.
 	AlertSignatureHeader = "X-Ksana-Signature"
+	// AlertDeliveryHeader holds the id of the delivery
+	// ([AlertDelivery.ID]): the same on every attempt at one alert, so
+	// that a receiver can drop a repeat of an alert it already got.
+	AlertDeliveryHeader = "X-Ksana-Delivery"
 
 	// The request headers every callback carries.
 

@@ -91,14 +91,21 @@ type Config struct {
 	// has no URL. Its URL must be an absolute http or https URL. Default
 	// (empty URL): only jobs with an alert URL of their own alert.
 	Alert AlertConfig
-	// AlertRetries is how many times a failed alert delivery (a network
-	// error, a 5xx or a 429 answer) is tried again. Default (0)
-	// [DefaultAlertRetries]; negative: none.
+	// AlertRetries, when positive, is the most times a failed alert
+	// delivery (a network error, a 5xx or a 429 answer) is tried again
+	// before the alert is dead, if its horizon has not come first.
+	// Default (0): tried again until AlertHorizon; negative: never.
 	AlertRetries int
 	// AlertBackoff is the wait before the first retry of an alert
-	// delivery, doubled for each next one. Default (0)
-	// [DefaultAlertBackoff].
+	// delivery, doubled for each next one up to [MaxAlertBackoff].
+	// Default (0) [DefaultAlertBackoff].
 	AlertBackoff time.Duration
+	// AlertHorizon is how long after it was raised an alert is retried:
+	// an attempt that fails after it makes the alert dead (kept, to be
+	// seen, in the [AlertOutbox]). Each attempt is signed anew and
+	// carries the same [AlertDeliveryHeader]. Default (0)
+	// [DefaultAlertHorizon].
+	AlertHorizon time.Duration
 	// AlertClient posts the alerts. Default nil: an http.Client with no
 	// timeout of its own (each attempt is bounded to 10s).
 	AlertClient *http.Client
@@ -202,9 +209,16 @@ type Runner struct {
 	cfgs *configs // the configurations compiled last (see compile)
 	cads cadences // jitters and cron expressions (see compile)
 
-	wake    chan struct{}  // the earliest deadline moved
-	recWake chan struct{}  // dirty grew
-	alerts  chan alertTask // alerts waiting for delivery (alert.go)
+	wake    chan struct{} // the earliest deadline moved
+	recWake chan struct{} // dirty grew
+	// Alerts (alert.go): the outbox they wait in, the alerts raised under
+	// mu that wait for the recorder, the pauses that wait for the alert
+	// loop, and its wake-up.
+	outbox    AlertOutbox
+	raised    []AlertDelivery
+	pauses    []Alert
+	missedAt  map[string]time.Time // job id -> its last missed alert
+	alertWake chan struct{}
 
 	// Claiming ahead (Config.ClaimAhead), guarded by mu.
 	lead      int64         // ns before its time that a slot is taken; 0: claimed by the worker
@@ -270,7 +284,7 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 		pauseWake: make(chan struct{}, 1),
 		wakeAt:    math.MaxInt64,
 		cfgs:      newConfigs(),
-		alerts:    make(chan alertTask, alertQueueLen),
+		alertWake: make(chan struct{}, 1),
 	}
 	r.runs, _ = store.(RunStore)
 	r.sh, _ = store.(SharedStore)
@@ -292,6 +306,10 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	}
 	if r.sh != nil {
 		r.fly, _ = store.(RunCounter)
+	}
+	r.outbox, _ = store.(AlertOutbox)
+	if r.outbox == nil {
+		r.outbox = &alertMemory{}
 	}
 	r.loose = make(map[*entry]loose)
 	if r.sh != nil && cfg.ClaimAhead > 0 {
@@ -319,6 +337,7 @@ func (cfg *Config) validate() error {
 		{"RunLimit", int64(cfg.RunLimit)},
 		{"PauseRefresh", int64(cfg.PauseRefresh)},
 		{"AlertBackoff", int64(cfg.AlertBackoff)},
+		{"AlertHorizon", int64(cfg.AlertHorizon)},
 	} {
 		if f.v < 0 {
 			return fmt.Errorf("cron: New: Config.%s must not be negative, got %d", f.name, f.v)
@@ -347,12 +366,6 @@ func (cfg Config) withDefaults() Config {
 			*v = d
 		}
 	}
-	switch {
-	case cfg.AlertRetries == 0:
-		cfg.AlertRetries = DefaultAlertRetries
-	case cfg.AlertRetries < 0:
-		cfg.AlertRetries = 0
-	}
 	if cfg.Workers == 0 {
 		cfg.Workers = DefaultWorkers
 	}
@@ -360,6 +373,7 @@ func (cfg Config) withDefaults() Config {
 		cfg.RunLimit = DefaultRunLimit
 	}
 	def(&cfg.AlertBackoff, DefaultAlertBackoff)
+	def(&cfg.AlertHorizon, DefaultAlertHorizon)
 	def(&cfg.ClaimAhead, DefaultClaimAhead)
 	def(&cfg.DrainTimeout, DefaultDrainTimeout)
 	def(&cfg.DefaultTimeout, DefaultTimeout)

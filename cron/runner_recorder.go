@@ -168,6 +168,7 @@ func (r *Runner) flushDirty(ctx context.Context, w *recorderBufs) {
 	// Take the run records, leaving r.ended an empty buffer to fill.
 	runs := r.ended
 	r.ended = w.ended[:0]
+	alerts := r.takeAlerts(runs)
 	if r.store == nil {
 		for _, ev := range runs {
 			if _, e, ok := r.lookup(ev.run.JobID); ok && !ev.drop {
@@ -188,6 +189,7 @@ func (r *Runner) flushDirty(ctx context.Context, w *recorderBufs) {
 			}
 		}
 	}
+	r.enqueueAlerts(ctx, alerts)
 	for _, ev := range runs {
 		if r.cfg.Observer != nil {
 			r.cfg.Observer.RunFinished(ev.run)

@@ -48,9 +48,7 @@ func (r *Runner) startServices(ctx context.Context) *services {
 	s.recorder.Go(func() { r.recorder(bg, s.recStop) })
 	alertCtx, cancelAlerts := context.WithCancel(bg)
 	s.cancelAlerts = cancelAlerts
-	for range alertSenders {
-		s.senders.Go(func() { r.alertSender(alertCtx, s.alertStop) })
-	}
+	s.senders.Go(func() { r.alertLoop(alertCtx, s.alertStop) })
 	s.loops = &errgroup.Group{}
 	if r.lead > 0 {
 		s.loops.Go(func() error { r.claimLoop(ctx); return nil })
@@ -104,7 +102,7 @@ func (s *services) stop() error {
 	s.recorder.Wait()
 	close(s.alertStop)
 	if !waitFor(&s.senders, r.cfg.DrainTimeout) {
-		r.log.Warn("cron: drain timeout: alerts not delivered are dropped")
+		r.log.Warn("cron: drain timeout: alerts not delivered are left in the outbox")
 		s.cancelAlerts()
 		s.senders.Wait()
 	}

@@ -964,7 +964,7 @@ func TestNewConfig(t *testing.T) {
 	}
 	r, _ := New(NewMemStore(), &fakeExec{}, Config{})
 	want := Config{Workers: 4, DrainTimeout: 30 * time.Second, DefaultTimeout: 10 * time.Second, DefaultRetryBackoff: 5 * time.Second, MisfireTolerance: time.Second, RunLimit: DefaultRunLimit, ClaimAhead: DefaultClaimAhead,
-		AlertRetries: DefaultAlertRetries, AlertBackoff: DefaultAlertBackoff, PauseRefresh: DefaultPauseRefresh}
+		AlertBackoff: DefaultAlertBackoff, AlertHorizon: DefaultAlertHorizon, PauseRefresh: DefaultPauseRefresh}
 	if diff := cmp.Diff(want, r.cfg, cmp.Comparer(func(a, b Observer) bool { return a == b })); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}

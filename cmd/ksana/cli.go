@@ -58,6 +58,7 @@ type cmdOpts struct {
 	forDur              string
 	reason, who         string
 	all, reverse        bool            // jobs ls -all, audit -reverse
+	dead                bool            // alerts ls -dead
 	wait                string          // runs get -wait
 	run                 runFlags        // jobs run
 	set                 map[string]bool // the flags given
@@ -137,6 +138,7 @@ func commands() []command {
 		}, cmdRunGet, nil},
 		{"audit", "", "show the audit log of changes (who, what, when, the fields changed), oldest first (-reverse: newest first)", auditFlags, cmdAudit,
 			map[string]string{"job_id": "job"}},
+		{"alerts ls", "", "show the alerts waiting for delivery (-dead: those given up), oldest first, and how many of each there are", alertsFlags, cmdAlerts, nil},
 		{"pause", "", "pause the whole service (maintenance): no job fires until resume or -until/-for; admin role", func(fs *flag.FlagSet, o *cmdOpts) {
 			untilFlags(fs, o)
 			fs.StringVar(&o.reason, "reason", "", "the `text` GET /health shows while paused")
@@ -220,7 +222,7 @@ func fileFlag(fs *flag.FlagSet, o *cmdOpts) {
 
 // isCommand reports whether arg starts a command rather than the service.
 func isCommand(arg string) bool {
-	return arg == "jobs" || arg == "runs" || arg == "health" || arg == "audit" || arg == "pause" || arg == "resume"
+	return arg == "jobs" || arg == "runs" || arg == "health" || arg == "audit" || arg == "alerts" || arg == "pause" || arg == "resume"
 }
 
 // commandsUsage lists the commands, for ksana -h.
@@ -731,7 +733,7 @@ func typoOf(args []string) string {
 		}
 	}
 	best, bestD := "", 3
-	for _, w := range []string{"jobs", "runs", "audit", "pause", "resume", "health"} {
+	for _, w := range []string{"jobs", "runs", "audit", "alerts", "pause", "resume", "health"} {
 		if d := editDistance(args[0], w); d < bestD && d < len(args[0]) {
 			best, bestD = w, d
 		}

@@ -41,6 +41,9 @@ type config struct {
 	// Alert is the default alert webhook (KSANA_ALERT_URL,
 	// KSANA_ALERT_SECRET); an empty URL: none.
 	Alert cron.AlertConfig
+	// AlertHorizon is how long an alert is retried before it is dead
+	// (KSANA_ALERT_HORIZON).
+	AlertHorizon time.Duration
 	// ConsoleOff stops serving the web console (KSANA_CONSOLE=off);
 	// ConsoleReadOnly hides its writes (KSANA_CONSOLE_READONLY=true);
 	// ConsoleSecret keys its forms' CSRF tokens (KSANA_CONSOLE_SECRET),
@@ -77,6 +80,7 @@ var envVars = []envVar{
 	{"KSANA_INSTANCE", "", "this instance's name among those on one DATABASE_URL; a name a live instance uses is refused at start, exit 2 (unset: host-pid-random)"},
 	{"KSANA_ALERT_URL", "", "the webhook told when a job's health changes (failing, failing_streak, recovered, paused), for the jobs whose alert names no url of their own (unset: only those jobs alert)"},
 	{"KSANA_ALERT_SECRET", "", "keys the HMAC-SHA256 signature of the alerts to KSANA_ALERT_URL (header X-Ksana-Signature); at most 256 bytes"},
+	{"KSANA_ALERT_HORIZON", "24h", "how long an alert the webhook does not take is retried (at most 5m apart, kept in the store across restarts) before it is dead (listed by ksana alerts ls -dead)"},
 	{"KSANA_CONSOLE", "on", "off: do not serve the web console at /ui/ (GET / is then the API's 404)"},
 	{"KSANA_CONSOLE_READONLY", "false", "true: the web console shows no button that writes and refuses every write"},
 	{"KSANA_CONSOLE_SECRET", "", "keys the web console's form tokens, at least 32 bytes; give the same one to every instance behind one address (unset: random per process)"},
@@ -168,6 +172,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	durVar("DRAIN_TIMEOUT", "30s", &c.DrainTimeout)
 	durVar("MIN_INTERVAL", "1s", &c.MinInterval)
 	durVar("KSANA_LEASE_TTL", "6s", &c.LeaseTTL)
+	durVar("KSANA_ALERT_HORIZON", "24h", &c.AlertHorizon)
 	if err == nil && c.LeaseTTL < 300*time.Millisecond {
 		err = &ConfigError{Var: "KSANA_LEASE_TTL", Value: getenv("KSANA_LEASE_TTL"), Want: "must be at least 300ms"}
 	}

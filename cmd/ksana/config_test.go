@@ -24,7 +24,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config{Port: 7100, DataDir: "./data", Workers: 4, DefaultTimeout: 10 * time.Second, MaxRetries: 3,
-		RetryBackoff: 5 * time.Second, DrainTimeout: 30 * time.Second, MinInterval: time.Second, LogLevel: slog.LevelInfo, LogFormat: "text", LeaseTTL: 6 * time.Second, RunHistory: 50}
+		RetryBackoff: 5 * time.Second, DrainTimeout: 30 * time.Second, MinInterval: time.Second, LogLevel: slog.LevelInfo, LogFormat: "text", LeaseTTL: 6 * time.Second, RunHistory: 50,
+		AlertHorizon: 24 * time.Hour}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}

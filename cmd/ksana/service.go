@@ -75,6 +75,7 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		DefaultRetryBackoff: cfg.RetryBackoff,
 		MinInterval:         cfg.MinInterval,
 		Alert:               cfg.Alert,
+		AlertHorizon:        cfg.AlertHorizon,
 		AlertAllowHosts:     cron.HostAllowList(cfg.CallbackAllow),
 		Observer:            m,
 		Logger:              log,
@@ -88,8 +89,15 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 	if store != nil {
 		storeNotes = func() map[string]any { return recoveryNotes(store.Recovered()) }
 	}
+	reg.MustRegister(alertCollector{runner})
 	notes := func() map[string]any {
 		n := storeNotes()
+		if a := alertNotes(runner); a != nil {
+			if n == nil {
+				n = map[string]any{}
+			}
+			maps.Copy(n, a)
+		}
 		if u := unhandledNote(runner.Unhandled()); u != "" {
 			if n == nil {
 				n = map[string]any{}

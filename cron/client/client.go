@@ -718,3 +718,32 @@ func (c *Client) Audit(ctx context.Context, opts AuditOptions) (AuditPage, error
 	}
 	return p, nil
 }
+
+// Alerts is the service's alert outbox, as GET /alerts answers it: the
+// counts of pending and dead alerts, when the oldest of each was raised,
+// and the oldest alerts of the state asked for.
+type Alerts struct {
+	Pending       int                  `json:"pending"`
+	Dead          int                  `json:"dead"`
+	OldestPending *time.Time           `json:"oldest_pending,omitempty"`
+	OldestDead    *time.Time           `json:"oldest_dead,omitempty"`
+	Alerts        []cron.AlertDelivery `json:"alerts"`
+}
+
+// Alerts returns the alert outbox: up to limit (0: the API's default,
+// 100) of the oldest pending alerts, or of the dead ones when dead is
+// set, with the counts of both.
+func (c *Client) Alerts(ctx context.Context, dead bool, limit int) (Alerts, error) {
+	q := url.Values{}
+	if dead {
+		q.Set("state", "dead")
+	}
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var a Alerts
+	if _, err := c.do(ctx, http.MethodGet, "/alerts", q, nil, &a, false); err != nil {
+		return Alerts{}, err
+	}
+	return a, nil
+}

@@ -269,6 +269,8 @@ type alertBody struct {
 	Secret     string `json:"secret"`
 	After      int    `json:"after"`
 	PauseAfter int    `json:"pause_after"`
+	// MissedEvery is a duration such as "5m"; negative: no missed alerts.
+	MissedEvery string `json:"missed_every"`
 }
 
 // decodeAlert reads the alert object; null is no alert of the job's own.
@@ -282,6 +284,13 @@ func decodeAlert(v json.RawMessage, dst **cron.AlertConfig) *RequestError {
 		return err
 	}
 	*dst = &cron.AlertConfig{URL: a.URL, Secret: a.Secret, After: a.After, PauseAfter: a.PauseAfter}
+	if a.MissedEvery != "" {
+		d, err := time.ParseDuration(a.MissedEvery)
+		if err != nil {
+			return badField("alert.missed_every", "must be a duration such as \"5m\" (negative: no missed alerts), got %q", a.MissedEvery)
+		}
+		(*dst).MissedEvery = cron.Duration(d)
+	}
 	return nil
 }
 

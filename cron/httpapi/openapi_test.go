@@ -65,7 +65,7 @@ func TestOpenAPI(t *testing.T) {
 	// Routes: each documented path matches the route of the same pattern,
 	// with the same methods (HEAD aside); each route the handler serves is
 	// documented.
-	served := []string{"/health", "/metrics", "/openapi.json", "/jobs", "/jobs/x", "/jobs/x/run-now", "/jobs/x/pause", "/jobs/x/resume", "/jobs/x/runs", "/jobs/x/next", "/runs", "/runs/x", "/schedules/preview", "/audit", "/pause", "/resume"}
+	served := []string{"/health", "/metrics", "/openapi.json", "/jobs", "/jobs/x", "/jobs/x/run-now", "/jobs/x/pause", "/jobs/x/resume", "/jobs/x/runs", "/jobs/x/next", "/runs", "/runs/x", "/schedules/preview", "/audit", "/alerts", "/pause", "/resume"}
 	var servedPatterns []string
 	for _, p := range served {
 		pattern, ok := f.api.routeOf(p)
@@ -138,6 +138,8 @@ func TestOpenAPI(t *testing.T) {
 		{"Alert", jsonNames(reflect.TypeFor[alertBody]())},
 		{"AlertPayload", jsonNames(reflect.TypeFor[cron.Alert]())},
 		{"RunNowInput", jsonNames(reflect.TypeFor[runNowBody]())},
+		{"Alerts", jsonNames(reflect.TypeFor[AlertsAnswer]())},
+		{"AlertDelivery", jsonNames(reflect.TypeFor[cron.AlertDelivery]())},
 		{"Error", jsonNames(reflect.TypeFor[errorBody]())},
 	} {
 		if diff := cmp.Diff(tc.want, schema(tc.schema)); diff != "" {
@@ -154,7 +156,7 @@ func TestOpenAPI(t *testing.T) {
 	if diff := cmp.Diff(wantWritten, keys(written)); diff != "" {
 		t.Errorf("fields of a written job (-documented +written):\n%s", diff)
 	}
-	for path, want := range map[string][]string{"/jobs": listParams, "/audit": auditParams, "/runs": historyParams} {
+	for path, want := range map[string][]string{"/jobs": listParams, "/audit": auditParams, "/runs": historyParams, "/alerts": alertsParams} {
 		var get struct {
 			Parameters []struct {
 				Name string `json:"name"`

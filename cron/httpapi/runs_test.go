@@ -87,7 +87,7 @@ func TestHistory(t *testing.T) {
 			Since: t0.Add(10 * time.Minute), Until: t0.Add(20 * time.Minute)}},
 	} {
 		c.q.Limit = cron.MaxRunQueryLimit
-		want, _ := cron.PageRuns(all, c.q)
+		want, _ := c.q.Page(all)
 		var got []cron.Run
 		query := c.query
 		for page := 0; page < 100; page++ {

@@ -196,6 +196,7 @@ func (s *Server) routes() []route {
 		{"/runs/{id}", "GET, HEAD", false, map[string]handler{"GET": s.run}},
 		{"/schedules/preview", "POST", false, map[string]handler{"POST": s.preview}},
 		{"/audit", "GET, HEAD", false, map[string]handler{"GET": s.audit}},
+		{"/alerts", "GET, HEAD", false, map[string]handler{"GET": s.alerts}},
 		{"/pause", "POST", false, map[string]handler{"POST": s.pauseAll}},
 		{"/resume", "POST", false, map[string]handler{"POST": s.resumeAll}},
 	}

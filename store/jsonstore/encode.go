@@ -126,6 +126,11 @@ func appendAlert(b []byte, a *cron.AlertConfig) []byte {
 		b = append(b, `"pause_after":`...)
 		b = strconv.AppendInt(b, int64(a.PauseAfter), 10)
 	}
+	if a.MissedEvery != 0 {
+		sep()
+		b = append(b, `"missed_every":`...)
+		b = appendDuration(b, a.MissedEvery)
+	}
 	return append(b, '}')
 }
 

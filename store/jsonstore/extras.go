@@ -102,7 +102,7 @@ func (s *Store) loadExtras() error {
 		s.log.Warn("jsonstore: skipped audit entries that do not parse or are out of order", "file", apath, "entries", bad)
 	}
 	x.af = af
-	return nil
+	return s.loadAlerts()
 }
 
 // LoadPause returns the service pause kept in pause.json.
@@ -249,8 +249,9 @@ func (s *Store) Audit(ctx context.Context, q cron.AuditQuery) ([]cron.AuditEntry
 	return s.extras.audit.Audit(ctx, q)
 }
 
-// closeExtras closes audit.jsonl.
+// closeExtras closes audit.jsonl and alerts.jsonl.
 func (s *Store) closeExtras() {
+	s.closeAlerts()
 	s.extras.mu.Lock()
 	defer s.extras.mu.Unlock()
 	if s.extras.af != nil {

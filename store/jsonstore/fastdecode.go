@@ -3,6 +3,7 @@ package jsonstore
 import (
 	"bytes"
 	"encoding/json"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -576,6 +577,14 @@ func (s *scanner) job(j *fileJob) bool {
 					v, ok := s.int()
 					a.PauseAfter = v
 					return ok
+				case "missed_every":
+					var v string
+					if !s.into(&v) {
+						return false
+					}
+					d, err := time.ParseDuration(v)
+					a.MissedEvery = cron.Duration(d)
+					return err == nil
 				}
 				return false
 			})

@@ -367,7 +367,7 @@ func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cro
 		all = append(all, rl.Run)
 	}
 	q.After = cron.RunCursor{}
-	runs, next := cron.PageRuns(all, q)
+	runs, next := q.Page(all)
 	return runs, next, nil
 }
 
@@ -418,7 +418,7 @@ func (s *Store) queryChains(q cron.RunQuery, pending []cron.Run) ([]cron.Run, cr
 			head = rl.Prev
 		}
 	}
-	runs, next := cron.PageRuns(all, q)
+	runs, next := q.Page(all)
 	return runs, next, nil
 }
 

@@ -158,6 +158,7 @@ type Store struct {
 	// Owned by the flushing goroutine.
 	lastStart time.Time // of the last flush
 	buf       []byte
+	alerts    alerts // the alert outbox (alerts.go)
 }
 
 // newEntryLocked allocates an entry for j (from a slab: no object per job

@@ -369,6 +369,25 @@
 // rows past the window, oldest first. A row outlives its job until then:
 // it only stands for a key already used.
 //
+// # Alert outbox
+//
+// [Jobs] is a [cron.AlertOutbox]: the alerts waiting for delivery, in one
+// table that every instance on the database delivers from (migration
+// 16), so that an alert outlives a webhook outage and a restart:
+//
+//	ksana_alert_outbox (id TEXT PRIMARY KEY (the delivery id), job_id, body TEXT (the alert, JSON),
+//	    url, secret TEXT, attempts INTEGER, last_error TEXT, created_at, next_at,
+//	    lease_until BIGINT (Unix ns), dead INTEGER (0 or 1))
+//	    INDEX (dead, next_at), INDEX (dead, created_at, id)
+//
+// The runner writes the alerts of a recorder's pass in one transaction.
+// Each instance takes the alerts due with one UPDATE ... RETURNING that
+// sets lease_until (on PostgreSQL over rows picked FOR UPDATE SKIP
+// LOCKED): a delivery is made by one instance at a time, and by another
+// once the lease (a minute) of an instance that died with it is over.
+// A delivered alert is deleted; a dead one is kept, the newest
+// [cron.MaxDeadAlerts] of them.
+//
 // # Errors
 //
 // Adapters return [ErrNotFound], [ErrExists] and [ErrInvalidURL] (wrapped,

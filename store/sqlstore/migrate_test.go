@@ -46,7 +46,7 @@ func migrationRows(t *testing.T, db *DB) []string {
 	return out
 }
 
-var wantMigrations = []string{"1 deployment", "2 deployment_type", "3 node_unit_and_indexes", "4 updated_at", "5 address_counts", "6 cron_jobs", "7 shared_order", "8 runs_history", "9 alerts", "10 pause", "11 idempotency", "12 audit_actions", "13 run_trigger", "14 run_status_index", "15 run_attempts"}
+var wantMigrations = []string{"1 deployment", "2 deployment_type", "3 node_unit_and_indexes", "4 updated_at", "5 address_counts", "6 cron_jobs", "7 shared_order", "8 runs_history", "9 alerts", "10 pause", "11 idempotency", "12 audit_actions", "13 run_trigger", "14 run_status_index", "15 run_attempts", "16 alert_outbox"}
 
 func TestMigrateFresh(t *testing.T) {
 	t.Parallel()
@@ -62,7 +62,7 @@ func TestMigrateFresh(t *testing.T) {
 			if diff := cmp.Diff(wantMigrations, migrationRows(t, db)); diff != "" {
 				t.Errorf("ksana_schema_migrations mismatch (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([]string{"deployment", "deployment_address_count", "ksana_audit", "ksana_idempotency", "ksana_job", "ksana_job_change", "ksana_job_count", "ksana_lease", "ksana_member", "ksana_run", "ksana_schema_migrations", "ksana_settings", "node_unit"}, tableNames(t, db, "table")); diff != "" {
+			if diff := cmp.Diff([]string{"deployment", "deployment_address_count", "ksana_alert_outbox", "ksana_audit", "ksana_idempotency", "ksana_job", "ksana_job_change", "ksana_job_count", "ksana_lease", "ksana_member", "ksana_run", "ksana_schema_migrations", "ksana_settings", "node_unit"}, tableNames(t, db, "table")); diff != "" {
 				t.Errorf("tables mismatch (-want +got):\n%s", diff)
 			}
 			wantIdx := map[string]bool{"deployment_address_idx": true, "deployment_enabled_order_idx": true, "node_unit_last_seen_idx": true,

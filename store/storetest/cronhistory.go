@@ -55,7 +55,7 @@ func cronCaseQueryRuns(t *testing.T, s cron.Store) {
 	if err != nil {
 		t.Fatalf("QueryRuns: %v", err)
 	}
-	want, _ := cron.PageRuns(kept, cron.RunQuery{Limit: cron.MaxRunQueryLimit})
+	want, _ := cron.RunQuery{Limit: cron.MaxRunQueryLimit}.Page(kept)
 	if len(want) < len(ids) {
 		t.Fatalf("%d runs kept of %d", len(want), len(all))
 	}
@@ -79,8 +79,8 @@ func cronCaseQueryRuns(t *testing.T, s cron.Store) {
 		{JobIDs: []string{"nope"}},
 		{After: cron.RunCursor{ScheduledAt: mid, RunID: "r99"}, Limit: 3}, // a run gone: after its place
 	} {
-		want, _ := cron.PageRuns(stored, cron.RunQuery{JobIDs: q.JobIDs, Statuses: q.Statuses, Since: q.Since, Until: q.Until,
-			Instance: q.Instance, After: q.After, Limit: cron.MaxRunQueryLimit})
+		want, _ := cron.RunQuery{JobIDs: q.JobIDs, Statuses: q.Statuses, Since: q.Since, Until: q.Until,
+			Instance: q.Instance, After: q.After, Limit: cron.MaxRunQueryLimit}.Page(stored)
 		got := []cron.Run{}
 		for page := 0; ; page++ {
 			runs, next, err := qr.QueryRuns(ctx, q)

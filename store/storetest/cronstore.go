@@ -29,7 +29,11 @@ import (
 // [cron.AuditLog], IDs in order, the filters and keyset paging; when it
 // implements [cron.IdempotencyStore], that the first reservation of a key
 // wins (of concurrent ones too) and later ones get its entry, keys per
-// job, Complete and Forget of one reservation only, and the window.
+// job, Complete and Forget of one reservation only, and the window;
+// when it implements [cron.AlertOutbox], the round trip of an alert,
+// that each due alert is taken once (by concurrent takers too) and again
+// once its lease is over, settling (delivered, retried, dead) and the
+// listing of the pending and the dead.
 // Persistence across a reopen is the adapter's own test.
 func TestCronStore(t *testing.T, open func(t *testing.T) cron.Store) {
 	t.Helper()
@@ -50,6 +54,7 @@ func TestCronStore(t *testing.T, open func(t *testing.T) cron.Store) {
 		{"Pause", cronCasePause},
 		{"Audit", cronCaseAudit},
 		{"Idempotency", cronCaseIdempotency},
+		{"AlertOutbox", cronCaseAlertOutbox},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })

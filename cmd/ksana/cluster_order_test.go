@@ -296,17 +296,7 @@ func testClusterNoSlotLost(t *testing.T, bin, dbURL string) {
 	// out, then the next round of the partition's holder), with slack for
 	// a loaded machine (the suite runs packages side by side under -race).
 	bound := ttl + 2*ttl/3 + 5*time.Second
-	deadline := end.Add(bound)
-	var open int
-	for {
-		if err := db.SQL().QueryRow(fmt.Sprintf("SELECT count(*) FROM ksana_run WHERE status = '' AND triggered_at < %d", end.UnixNano())).Scan(&open); err != nil {
-			t.Fatal(err)
-		}
-		if open == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	open := openRuns(t, db, end, end.Add(bound))
 	if open > 0 {
 		t.Errorf("%d run rows claimed before the end still without a status %v after it", open, bound)
 	}
@@ -476,4 +466,20 @@ func TestSharedStartAndOutage(t *testing.T) {
 			t.Errorf("GET /jobs once the database answers again: %d, %d jobs", code, len(list))
 		}
 	})
+}
+
+// openRuns waits until no run row claimed (triggered) before end is
+// without a status, or until deadline, and returns how many still are.
+func openRuns(t *testing.T, db *sqlstore.DB, end, deadline time.Time) int {
+	t.Helper()
+	for {
+		var open int
+		if err := db.SQL().QueryRow(fmt.Sprintf("SELECT count(*) FROM ksana_run WHERE status = '' AND triggered_at < %d", end.UnixNano())).Scan(&open); err != nil {
+			t.Fatal(err)
+		}
+		if open == 0 || time.Now().After(deadline) {
+			return open
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

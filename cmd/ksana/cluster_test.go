@@ -406,17 +406,7 @@ func testClusterKillStopJoin(t *testing.T, bin, dbURL string) {
 	}
 	defer db.Close()
 	deadline := end.Add(ttl + 2*ttl/3 + 5*time.Second)
-	var open int
-	for {
-		if err := db.SQL().QueryRow(fmt.Sprintf("SELECT count(*) FROM ksana_run WHERE status = '' AND triggered_at < %d", end.UnixNano())).Scan(&open); err != nil {
-			t.Fatal(err)
-		}
-		if open == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if open > 0 {
+	if open := openRuns(t, db, end, deadline); open > 0 {
 		t.Errorf("%d run rows claimed before %v still without a status at %v", open, end.Format(time.TimeOnly), deadline.Format(time.TimeOnly))
 	}
 

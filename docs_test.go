@@ -142,6 +142,7 @@ func stableText(s string) string {
 		{regexp.MustCompile(`\bpid[ =]\d+`), "pid N"},
 		{regexp.MustCompile(`\bms=\d+|_ms=\d+`), "ms=N"},
 		{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:PORT"},
+		{regexp.MustCompile(`"(lease_[a-z_]+|partitions_gained|partitions_lost)":-?\d+`), `"$1":N`},
 		{regexp.MustCompile(`[ \t]+`), " "},
 	} {
 		s = r.re.ReplaceAllString(s, r.with)
@@ -579,7 +580,7 @@ func (s *session) ksanaShared() {
 				out.WriteString(h)
 			}
 			now := out.String()
-			settled := parts == 1024 && jobs == 12 && now == last
+			settled := parts == 1024 && jobs == 12 && stableText(now) == stableText(last)
 			last = now
 			if !settled {
 				time.Sleep(500 * time.Millisecond)

@@ -348,8 +348,9 @@ for pid in "${check_pids[@]}"; do wait "$pid" || true; done
 if [ "$given" -eq 0 ]; then
   log "go test -race -p 1 -run '$alone_tests' ${alone_pkgs[*]} (alone)"
   start=$SECONDS
-  go test -race -p 1 -timeout 10m -run "$alone_tests" "${alone_pkgs[@]}" || failed+=("the lease-timing tests, alone")
-  log "the lease-timing tests: $( [ "${#failed[@]}" -eq 0 ] && echo ok || echo FAILED ) in $(elapsed $((SECONDS - start)))"
+  alone=ok
+  go test -race -p 1 -timeout 10m -run "$alone_tests" "${alone_pkgs[@]}" || { alone=FAILED; failed+=("the lease-timing tests, alone"); }
+  log "the lease-timing tests: $alone in $(elapsed $((SECONDS - start)))"
 fi
 for n in "${!checks[@]}"; do
   read -r rc took <"$run_dir/check$n.rc" || { rc=1; took=0; }

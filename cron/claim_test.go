@@ -394,6 +394,90 @@ func TestDropDuringClaim(t *testing.T) {
 	})
 }
 
+// TestNextRunAtWaitsForClaim: over a shared store, the next_run_at a
+// runner writes never passes a slot it took whose claim is not written
+// yet. A runner that dies (or stops, or loses the job's partition) with
+// a claim on its way leaves that slot to the runner that takes the job
+// over, instead of a next_run_at after it and a slot that no runner
+// records.
+func TestNextRunAtWaitsForClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &batchStore{sharedStore: newSharedStore()}
+		r := newTestRunner(t, st, &fakeExec{}, Config{})
+		t0 := time.Now()
+		slot := t0.Add(time.Second)
+		mustAdd(t, r, httpJob("n", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: slot}))
+		st.bmu.Lock()
+		st.holdNext = 500 * time.Millisecond
+		st.bmu.Unlock()
+		stop := start(t, r)
+		defer stop()
+		stored := func() time.Time {
+			synctest.Wait()
+			j, _, err := st.Read(context.Background(), "n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return j.NextRunAt
+		}
+		// The slot at 1s is taken at 0.75s; its claim takes until 1.25s.
+		time.Sleep(900 * time.Millisecond)
+		if got := stored(); got.After(slot) {
+			t.Errorf("while the claim of the slot at %v is on its way, next_run_at is %v: a runner taking the job over would skip it",
+				slot.Sub(t0), got.Sub(t0))
+		}
+		// Once claimed, next_run_at moves on.
+		time.Sleep(500 * time.Millisecond)
+		if got := stored(); !got.Equal(slot.Add(time.Second)) {
+			t.Errorf("after the claim, next_run_at is %v, want %v", got.Sub(t0), 2*time.Second)
+		}
+	})
+}
+
+// TestLapsedLeaseKeepsSlots: a runner whose lease on a job lapses for a
+// while (renewals held up) and then comes back does not roll the job on
+// past the slots of the lapse without a record: each slot is called or
+// recorded, and next_run_at is not written past them meanwhile.
+func TestLapsedLeaseKeepsSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSharedStore()
+		ex := &fakeExec{}
+		r := newTestRunner(t, st, ex, Config{})
+		t0 := time.Now()
+		first := t0.Add(time.Second)
+		mustAdd(t, r, httpJob("l", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: first}))
+		stop := start(t, r)
+		time.Sleep(500 * time.Millisecond)
+		st.setOwned() // the lease lapses: slots 1s and 2s come meanwhile
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if j, _, err := st.Read(context.Background(), "l"); err != nil || j.NextRunAt.After(first) {
+			t.Errorf("during the lapse next_run_at is %v (%v), want at most %v", j.NextRunAt.Sub(t0), err, time.Second)
+		}
+		st.setOwned("l") // back at 2.5s
+		time.Sleep(2*time.Second + 100*time.Millisecond)
+		synctest.Wait()
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := st.Runs(context.Background(), "l", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		covered := map[time.Duration]string{}
+		for _, run := range runs {
+			for k := range max(run.Slots, 1) {
+				covered[run.ScheduledAt.Add(time.Duration(k)*time.Second).Sub(t0)] = string(run.Status) + " " + run.Reason
+			}
+		}
+		for at := time.Second; at <= 4*time.Second; at += time.Second {
+			if covered[at] == "" {
+				t.Errorf("slot %v has no record; records: %v", at, covered)
+			}
+		}
+	})
+}
+
 // TestRolledOnLoggedOnce: after a long downtime, the every jobs whose
 // slot passed are rolled on with one log record, not one per job.
 func TestRolledOnLoggedOnce(t *testing.T) {

@@ -221,9 +221,13 @@ type Runner struct {
 	alertWake chan struct{}
 
 	// Claiming ahead (Config.ClaimAhead), guarded by mu.
-	lead      int64         // ns before its time that a slot is taken; 0: claimed by the worker
-	ahead     []task        // slots taken, waiting for their claim
-	claiming  []task        // the slots whose claim is on its way to the store
+	lead     int64  // ns before its time that a slot is taken; 0: claimed by the worker
+	ahead    []task // slots taken, waiting for their claim
+	claiming []task // the slots whose claim is on its way to the store
+	// holds maps each entry with a slot taken but not yet claimed in
+	// the store to the earliest such slot: the next_run_at the recorder
+	// writes never passes it (see holdSlot).
+	holds     map[*entry]slotHold
 	ready     readyHeap     // slots claimed, waiting for their time
 	claimWake chan struct{} // ahead grew
 	claimNow  chan struct{} // a slot due within half the lead was taken
@@ -312,6 +316,7 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 		r.outbox = &alertMemory{}
 	}
 	r.loose = make(map[*entry]loose)
+	r.holds = make(map[*entry]slotHold)
 	if r.sh != nil && cfg.ClaimAhead > 0 {
 		r.lead = int64(cfg.ClaimAhead)
 		r.claimWake = make(chan struct{}, 1)

@@ -11,6 +11,7 @@ import (
 // goroutine: the timer goroutine takes it r.lead before its time, and a
 // slot due within half of that is urgent. mu is held.
 func (r *Runner) takeAhead(e *entry, due, now int64) {
+	r.holdSlot(e, due)
 	r.ahead = append(r.ahead, task{e: e, gen: e.gen, runID: newID(), scheduled: due, claimed: true})
 	if len(r.ahead) == 1 {
 		select {
@@ -106,6 +107,18 @@ func (r *Runner) claimSlots(ctx context.Context, c *claimBufs) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.claiming = nil
+	if err == nil || ctx.Err() == nil {
+		// Each slot of the batch now has its row (won here, won by
+		// another runner, or the skipped run of a failed claim, recorded
+		// below): the next_run_at written may pass it. A slot taken ahead
+		// since bounds its entry's in turn.
+		for _, t := range batch {
+			r.claimedSlot(t.e, t.gen, t.scheduled)
+		}
+		for _, t := range r.ahead {
+			r.holdSlot(t.e, t.scheduled)
+		}
+	}
 	nowNs := toNano(r.now())
 	for k, i := range keep {
 		t, run := batch[i], runs[k]
@@ -231,5 +244,45 @@ func (r *Runner) finishClaimed() {
 			return
 		}
 		time.Sleep(wait)
+	}
+}
+
+// holdSlot notes that slot due of e is taken but has no row in the shared
+// store yet: until its claim is written, the next_run_at the recorder
+// writes for e is at most due, so that a runner that takes e over after
+// this one dies, stops or loses e's partition starts at that slot (one of
+// the two wins its claim) instead of after it. mu is held.
+func (r *Runner) holdSlot(e *entry, due int64) {
+	if r.sh == nil {
+		return
+	}
+	if h, ok := r.holds[e]; !ok || h.gen != e.gen {
+		r.holds[e] = slotHold{at: due, gen: e.gen}
+	}
+}
+
+// claimedSlot ends the hold of slot due of e, taken at generation gen
+// (see holdSlot): its row is written. mu is held.
+func (r *Runner) claimedSlot(e *entry, gen uint32, due int64) {
+	if h, ok := r.holds[e]; ok && (h.gen != e.gen || h.gen == gen && h.at == due) {
+		delete(r.holds, e)
+		r.markDirty(e)
+	}
+}
+
+// slotHold is the earliest slot of an entry taken but not yet claimed,
+// and the entry's generation then (an entry's memory is reused once its
+// job is removed).
+type slotHold struct {
+	at  int64
+	gen uint32
+}
+
+// storedNext returns the next_run_at to write for e over a shared store:
+// e's, or the earliest slot taken and not yet claimed when that is
+// earlier. mu is held.
+func (r *Runner) storedNext(e *entry, b *Bookkeeping) {
+	if h, ok := r.holds[e]; ok && h.gen == e.gen && (e.next == 0 || h.at < e.next) {
+		b.NextRunAt = fromNano(h.at)
 	}
 }

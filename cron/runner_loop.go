@@ -157,8 +157,11 @@ func (r *Runner) fireDue(now int64, events *[]Run) (wait time.Duration, more boo
 // dispatches the run, records a skip when the previous run is still in
 // flight, or applies the misfire rules when the slot is late. mu is held.
 func (r *Runner) fire(idx int32, e *entry, due, now int64, events *[]Run) {
+	if e.next != 0 && e.next < due {
+		due = e.next // a slot that waited for its owner (see awaitOwner)
+	}
 	if !r.mine(e.id) {
-		r.passOver(idx, e, due, now)
+		r.awaitOwner(idx, e, due, now)
 		return
 	}
 	if now-due > int64(r.cfg.MisfireTolerance) {
@@ -182,8 +185,8 @@ func (r *Runner) fire(idx int32, e *entry, due, now int64, events *[]Run) {
 	}
 	if r.lead > 0 {
 		// Taken ahead: the skip of a slot whose previous run is still in
-		// flight is decided at its time (see release).
-		r.markDirty(e)
+		// flight is decided at its time (see release). The bookkeeping is
+		// written once the slot is claimed (see holdSlot).
 		r.takeAhead(e, due, now)
 		return
 	}

@@ -156,7 +156,9 @@ func (r *Runner) flushDirty(ctx context.Context, w *recorderBufs) {
 			r.lastRuns = append(r.lastRuns, Recorded{ID: e.id, Bookkeeping: e.bookkeeping(), Version: r.version(e), LastOnly: true})
 			continue
 		}
-		recs = append(recs, record{id: e.id, bk: e.bookkeeping(), ver: r.version(e)})
+		rec := record{id: e.id, bk: e.bookkeeping(), ver: r.version(e)}
+		r.storedNext(e, &rec.bk)
+		recs = append(recs, rec)
 	}
 	clear(r.dirty)
 	r.dirty = r.dirty[:0]

@@ -28,6 +28,9 @@ func (r *Runner) dropTask(t task) {
 // enqueue hands a run of e to the worker pool. mu is held.
 func (r *Runner) enqueue(e *entry, t task) {
 	t.e, t.gen, t.counted = e, e.gen, true
+	if t.runID == "" {
+		r.holdSlot(e, t.scheduled) // its worker claims it
+	}
 	e.inflight++
 	r.queue = append(r.queue, t)
 	r.work.Signal()
@@ -89,9 +92,17 @@ func (r *Runner) execute(ctx context.Context, t task, j *Job) {
 	}
 	triggered := r.now()
 	info := RunInfo{RunID: t.runID, JobID: j.ID, ScheduledAt: fromNano(t.scheduled), TriggeredAt: triggered.UTC()}
-	if !t.claimed && !r.claim(ctx, t, slot, info) {
-		r.unclaimed(t)
-		return
+	if !t.claimed {
+		ok := r.claim(ctx, t, slot, info)
+		if slot && r.sh != nil {
+			r.mu.Lock()
+			r.claimedSlot(t.e, t.gen, t.scheduled)
+			r.mu.Unlock()
+		}
+		if !ok {
+			r.unclaimed(t)
+			return
+		}
 	}
 	res := r.call(ctx, j, info)
 	finished := r.now()

@@ -348,12 +348,22 @@ func (r *Runner) markRan(e *entry, slot bool) {
 	r.wakeRecorder()
 }
 
-// passOver handles the slot due of a job this runner does not own: it
-// rolls e on to its first slot after now, with no run and no bookkeeping.
+// ownerRetry is how often a runner looks again whether it owns a job it
+// holds whose slot came while it did not (see awaitOwner).
+const ownerRetry = 100 * time.Millisecond
+
+// awaitOwner handles the slot due of a job the runner holds but does not
+// own at now: its lease lapsed (renewals held up by a slow database, or
+// the process stopped) or is not taken yet. The job stays at due, neither
+// called nor rolled on, and is looked at again after ownerRetry: the
+// runner calls the slot (or records it missed) if it owns the job by
+// then, and when the partition went to another runner, that one starts at
+// due (the job's next_run_at written is not past it). Rolling the job on
+// here would lose the slot whenever the lease comes back to this runner.
 // mu is held.
-func (r *Runner) passOver(idx int32, e *entry, due, now int64) {
-	e.next = e.nextAfter(max(due, now))
-	r.schedule(idx, e, e.next)
+func (r *Runner) awaitOwner(idx int32, e *entry, due, now int64) {
+	e.next = due
+	r.schedule(idx, e, max(due, now+r.lead+int64(ownerRetry)))
 }
 
 // claim asks the shared store for run t of job j before it is called (a
@@ -501,11 +511,9 @@ func (r *Runner) Hold(j Job, version int64) error {
 		due = e.nextAfter(nowNs)
 	}
 	if !r.mine(j.ID) {
-		if due != 0 && due < nowNs {
-			due = e.nextAfter(nowNs)
+		if due != 0 {
+			r.awaitOwner(idx, e, due, nowNs)
 		}
-		e.next = due
-		r.schedule(idx, e, due)
 		return nil
 	}
 	slot, ev := r.settle(idx, e, due, nowNs)

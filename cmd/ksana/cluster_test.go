@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -379,6 +380,18 @@ func testClusterKillStopJoin(t *testing.T, bin, dbURL string) {
 	}
 	t.Log("continued b")
 	time.Sleep(3 * time.Second)
+	// b's /health and /metrics show the stop: a gap between renewals
+	// past the TTL, and partitions run out (and taken again).
+	hb := ms[1].health(t)
+	if gap, lost := hb["lease_gap_max_ms"], hb["partitions_lost"]; gap.(float64) < float64((2*ttl).Milliseconds()) || lost.(float64) == 0 {
+		t.Errorf("b after a stop of %v: lease_gap_max_ms %v, partitions_lost %v; want the stop shown", 2*ttl+time.Second, gap, lost)
+	}
+	if hc := ms[2].health(t); hc["lease_failures"] != float64(0) || hc["lease_gap_max_ms"].(float64) >= float64(ttl.Milliseconds()) {
+		t.Errorf("c, never held up: lease_failures %v, lease_gap_max_ms %v; want none, and gaps under the TTL", hc["lease_failures"], hc["lease_gap_max_ms"])
+	}
+	if m, err := httpGet(ms[1].url + "/metrics"); err != nil || !strings.Contains(m, "ksana_lease_gap_max_seconds ") || !strings.Contains(m, `ksana_partitions_moved_total{direction="lost"}`) {
+		t.Errorf("b's /metrics lacks the lease stats (%v)", err)
+	}
 
 	// d joins and takes its share.
 	ms = append(ms, startMember(t, bin, "d", env...))
@@ -434,7 +447,7 @@ func testClusterKillStopJoin(t *testing.T, bin, dbURL string) {
 			}
 		}
 		if want := int(last.Sub(first)/time.Second) + 1; recorded != want {
-			t.Errorf("job %s: its rows stand for %d slots from %v to %v, want %d", id, recorded, first.Format(time.TimeOnly), last.Format(time.TimeOnly), want)
+			t.Errorf("job %s: its rows stand for %d slots from %v to %v, want %d; rows:\n%s", id, recorded, first.Format(time.TimeOnly), last.Format(time.TimeOnly), want, describeRuns(runs, end))
 		}
 	}
 
@@ -543,4 +556,21 @@ func alive(ms []*member) []*member {
 		}
 	}
 	return out
+}
+
+// describeRuns lists the rows of one job scheduled before end, oldest
+// first, one per line, for a failure's message.
+func describeRuns(runs []cron.Run, end time.Time) string {
+	rows := slices.Clone(runs)
+	slices.SortFunc(rows, func(a, b cron.Run) int { return a.ScheduledAt.Compare(b.ScheduledAt) })
+	var b strings.Builder
+	for _, r := range rows {
+		if !r.ScheduledAt.Before(end) {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s slots=%d %s instance=%s reason=%q trigger=%q triggered=%s finished=%s\n",
+			r.ScheduledAt.Format("15:04:05.000"), r.Slots, r.Status, r.Instance, r.Reason, r.Trigger,
+			r.TriggeredAt.Format("15:04:05.000"), r.FinishedAt.Format("15:04:05.000"))
+	}
+	return b.String()
 }

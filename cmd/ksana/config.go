@@ -12,6 +12,7 @@ import (
 
 	"github.com/ksana-dev/ksana/cron"
 	"github.com/ksana-dev/ksana/cron/httpapi"
+	"github.com/ksana-dev/ksana/store/sqlstore"
 )
 
 // config is the service's configuration, read from the environment.
@@ -84,7 +85,7 @@ var envVars = []envVar{
 	{"KSANA_CONSOLE", "on", "off: do not serve the web console at /ui/ (GET / is then the API's 404)"},
 	{"KSANA_CONSOLE_READONLY", "false", "true: the web console shows no button that writes and refuses every write"},
 	{"KSANA_CONSOLE_SECRET", "", "keys the web console's form tokens, at least 32 bytes; give the same one to every instance behind one address (unset: random per process)"},
-	{"KSANA_LEASE_TTL", "6s", "with DATABASE_URL: how long an instance's leases last without renewal; a dead instance's jobs fire again elsewhere within it plus a third"},
+	{"KSANA_LEASE_TTL", "6s", "with DATABASE_URL: how long an instance's leases last without renewal (at least 2s); a dead instance's jobs fire again elsewhere within it plus a third"},
 }
 
 // ConfigError names the environment variable that is wrong.
@@ -173,8 +174,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	durVar("MIN_INTERVAL", "1s", &c.MinInterval)
 	durVar("KSANA_LEASE_TTL", "6s", &c.LeaseTTL)
 	durVar("KSANA_ALERT_HORIZON", "24h", &c.AlertHorizon)
-	if err == nil && c.LeaseTTL < 300*time.Millisecond {
-		err = &ConfigError{Var: "KSANA_LEASE_TTL", Value: getenv("KSANA_LEASE_TTL"), Want: "must be at least 300ms"}
+	if err == nil && c.LeaseTTL < sqlstore.MinLeaseTTL {
+		err = &ConfigError{Var: "KSANA_LEASE_TTL", Value: getenv("KSANA_LEASE_TTL"), Want: fmt.Sprintf("must be at least %v (shorter leases move partitions when commits slow down)", sqlstore.MinLeaseTTL)}
 	}
 	if err != nil {
 		return c, err

@@ -130,7 +130,7 @@ func TestRunExitCodes(t *testing.T) {
 			[]string{`ksana: bad configuration: DATABASE_URL="mysql://db/ksana": sqlstore: invalid database url: unsupported scheme "mysql"`}},
 		{"database unreachable", nil, map[string]string{"DATABASE_URL": "postgres://nobody:pw@127.0.0.1:1/ksana?connect_timeout=1"}, 2, nil,
 			[]string{`ksana: bad configuration: DATABASE_URL="postgres://nobody:xxxxx@127.0.0.1:1/ksana?connect_timeout=1": sqlstore: connect postgres`}},
-		{"lease ttl", nil, map[string]string{"KSANA_LEASE_TTL": "100ms"}, 2, nil, []string{`KSANA_LEASE_TTL="100ms": must be at least 300ms`}},
+		{"lease ttl", nil, map[string]string{"KSANA_LEASE_TTL": "1500ms"}, 2, nil, []string{`KSANA_LEASE_TTL="1500ms": must be at least 2s`}},
 		{"instance", nil, map[string]string{"KSANA_INSTANCE": "a b"}, 2, nil, []string{`KSANA_INSTANCE="a b": must not contain white space`}},
 		{"console secret", nil, map[string]string{"KSANA_CONSOLE_SECRET": "short"}, 2, nil, []string{`KSANA_CONSOLE_SECRET (a secret of 5 bytes, not shown): must hold at least 32 bytes`}},
 	}

@@ -80,7 +80,9 @@
 // jobs.json, and every instance on it shares them: each serves the whole
 // API; each holds in memory and fires only the jobs of the partitions it
 // leases ([github.com/ksana-dev/ksana/store/sqlstore.Leases], renewed every
-// KSANA_LEASE_TTL/3, default TTL 6s), loading a partition's jobs from the
+// KSANA_LEASE_TTL/3, default TTL 6s, at least 2s: shorter leases move
+// partitions between live instances when the database's commits slow
+// down), loading a partition's jobs from the
 // database when it gains the lease; the API reads and writes the jobs
 // another instance holds through the database, and the list, its pages
 // and the ksana_jobs metric come from the database; a change made through any instance
@@ -99,7 +101,12 @@
 // start with exit status 2. GET /jobs while the database cannot answer
 // is a 503 with Retry-After. GET /health adds the instance name, the live
 // members, the partitions held and jobs_held (the jobs in memory), counts
-// as JSON numbers. The data directory is not used.
+// as JSON numbers, and how the lease renewals go: lease_age_ms (since the
+// last), lease_gap_max_ms (the longest time between two, a third of the
+// TTL while all is well), lease_round_max_ms, lease_failures,
+// partitions_gained and partitions_lost; a gap near the TTL means commits
+// too slow for it. /metrics has them as ksana_lease_* and
+// ksana_partitions_moved_total. The data directory is not used.
 //
 // # Configuration
 //

@@ -90,6 +90,9 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		storeNotes = func() map[string]any { return recoveryNotes(store.Recovered()) }
 	}
 	reg.MustRegister(alertCollector{runner})
+	if db != nil {
+		reg.MustRegister(leaseCollector{db.st.Leases()})
+	}
 	notes := func() map[string]any {
 		n := storeNotes()
 		if a := alertNotes(runner); a != nil {

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ksana-dev/ksana/cron"
 	"github.com/ksana-dev/ksana/store/sqlstore"
 )
@@ -53,16 +55,71 @@ func redactURL(s string) string {
 }
 
 // notes are the /health fields of an instance on a database; jobs_held
-// is the number of jobs r holds (those of the partitions held).
+// is the number of jobs r holds (those of the partitions held). The
+// lease_* fields show how the lease renewals go: lease_age_ms (since the
+// last renewal) and lease_gap_max_ms near KSANA_LEASE_TTL, or a
+// lease_round_max_ms of seconds, mean the database commits too slowly
+// for the TTL and the instance's partitions move although it is alive.
 func (d *dbStore) notes(r *cron.Runner) map[string]any {
 	l := d.st.Leases()
-	return map[string]any{
-		"jobs_held":       r.Len(),
-		"store":           d.db.Dialect(),
-		"instance":        l.Instance(),
-		"partitions_held": len(l.Owned()),
-		"members":         len(l.Members()),
+	s := l.Stats()
+	age := int64(-1)
+	if !s.LastRenewed.IsZero() {
+		age = time.Since(s.LastRenewed).Milliseconds()
 	}
+	return map[string]any{
+		"jobs_held":          r.Len(),
+		"store":              d.db.Dialect(),
+		"instance":           l.Instance(),
+		"partitions_held":    len(l.Owned()),
+		"members":            len(l.Members()),
+		"lease_failures":     s.Failures,
+		"lease_age_ms":       age,
+		"lease_round_max_ms": s.MaxRound.Milliseconds(),
+		"lease_gap_max_ms":   s.MaxGap.Milliseconds(),
+		"partitions_gained":  s.Gained,
+		"partitions_lost":    s.Lost,
+	}
+}
+
+// leaseCollector exports the lease keeper's stats, read at each scrape.
+type leaseCollector struct{ l *sqlstore.Leases }
+
+var (
+	leaseRoundsDesc = prometheus.NewDesc("ksana_lease_rounds_total",
+		"Lease renewal rounds, by result (ok, failed).", []string{"result"}, nil)
+	leaseAgeDesc = prometheus.NewDesc("ksana_lease_age_seconds",
+		"Time since the last lease renewal; near KSANA_LEASE_TTL the instance is about to lose its partitions.", nil, nil)
+	leaseRoundDesc = prometheus.NewDesc("ksana_lease_round_seconds",
+		"How long the last lease renewal round took.", nil, nil)
+	leaseRoundMaxDesc = prometheus.NewDesc("ksana_lease_round_max_seconds",
+		"The longest lease renewal round since start.", nil, nil)
+	leaseGapMaxDesc = prometheus.NewDesc("ksana_lease_gap_max_seconds",
+		"The longest time between two lease renewals since start (a third of KSANA_LEASE_TTL while all is well).", nil, nil)
+	partitionMovesDesc = prometheus.NewDesc("ksana_partitions_moved_total",
+		"Partitions this instance took (gained) or gave up (lost: released, or run out) since start.", []string{"direction"}, nil)
+)
+
+func (leaseCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{leaseRoundsDesc, leaseAgeDesc, leaseRoundDesc, leaseRoundMaxDesc, leaseGapMaxDesc, partitionMovesDesc} {
+		ch <- d
+	}
+}
+
+func (c leaseCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.l.Stats()
+	age := 0.0
+	if !s.LastRenewed.IsZero() {
+		age = time.Since(s.LastRenewed).Seconds()
+	}
+	ch <- prometheus.MustNewConstMetric(leaseRoundsDesc, prometheus.CounterValue, float64(s.Rounds), "ok")
+	ch <- prometheus.MustNewConstMetric(leaseRoundsDesc, prometheus.CounterValue, float64(s.Failures), "failed")
+	ch <- prometheus.MustNewConstMetric(leaseAgeDesc, prometheus.GaugeValue, age)
+	ch <- prometheus.MustNewConstMetric(leaseRoundDesc, prometheus.GaugeValue, s.LastRound.Seconds())
+	ch <- prometheus.MustNewConstMetric(leaseRoundMaxDesc, prometheus.GaugeValue, s.MaxRound.Seconds())
+	ch <- prometheus.MustNewConstMetric(leaseGapMaxDesc, prometheus.GaugeValue, s.MaxGap.Seconds())
+	ch <- prometheus.MustNewConstMetric(partitionMovesDesc, prometheus.CounterValue, float64(s.Gained), "gained")
+	ch <- prometheus.MustNewConstMetric(partitionMovesDesc, prometheus.CounterValue, float64(s.Lost), "lost")
 }
 
 // close stops sharing (the leases released) and closes the database.

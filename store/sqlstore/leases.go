@@ -22,6 +22,17 @@ const (
 	DefaultPartitions = 1024
 )
 
+// MinLeaseTTL is the smallest LeasesConfig.TTL [DB.Leases] accepts. A
+// lease is renewed every third of its TTL by one committed write; when
+// commits slow down (the database host's disk busy with other writers'
+// fsyncs, a loaded machine) a renewal that lands past the TTL hands the
+// member's partitions to the others although it is alive, and the slots
+// it had taken are recorded as missed. Three instances with 300 jobs every
+// second beside four busy loops and two fsync-heavy writers on two cores
+// lose no slot and move no partition at 2s; at 300ms they lost most of
+// their slots to partitions moving back and forth.
+const MinLeaseTTL = 2 * time.Second
+
 // LeasesConfig tunes [DB.Leases]. Instance is required; every other zero
 // value is a documented default.
 type LeasesConfig struct {
@@ -34,7 +45,7 @@ type LeasesConfig struct {
 	// leases of a process that stops renewing (killed, paused, cut off
 	// from the database) are taken by the others within TTL plus one
 	// renewal period (TTL/3). Default 6s ([DefaultLeaseTTL]); at least
-	// 300ms.
+	// 2s ([MinLeaseTTL]).
 	TTL time.Duration
 	// Partitions is the number of partitions the job ids are hashed into;
 	// every process on one database must use the same number. Default 1024
@@ -62,6 +73,7 @@ type Leases struct {
 	token string // this process among those that might use the instance name
 
 	mu         sync.Mutex
+	stats      LeaseStats
 	members    []string
 	pending    bool // the last round left partitions of the share to take
 	registered bool
@@ -77,14 +89,20 @@ var ErrInstanceInUse = errors.New("sqlstore: instance name in use by a live proc
 
 // Leases returns the lease keeper of one process.
 func (db *DB) Leases(cfg LeasesConfig) (*Leases, error) {
+	return db.leases(cfg, MinLeaseTTL)
+}
+
+// leases is [DB.Leases] with minTTL as the smallest TTL: the package's
+// tests of the lease rounds use shorter ones.
+func (db *DB) leases(cfg LeasesConfig, minTTL time.Duration) (*Leases, error) {
 	if cfg.Instance == "" {
 		return nil, errors.New("sqlstore: leases: LeasesConfig.Instance is required")
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = DefaultLeaseTTL
 	}
-	if cfg.TTL < 300*time.Millisecond {
-		return nil, fmt.Errorf("sqlstore: leases: LeasesConfig.TTL must be at least 300ms, got %v", cfg.TTL)
+	if cfg.TTL < minTTL {
+		return nil, fmt.Errorf("sqlstore: leases: LeasesConfig.TTL must be at least %v, got %v", minTTL, cfg.TTL)
 	}
 	if cfg.Partitions == 0 {
 		cfg.Partitions = DefaultPartitions
@@ -186,7 +204,7 @@ func (l *Leases) Run(ctx context.Context) error {
 			return l.Leave(rctx)
 		case <-t.C:
 		}
-		if err := l.Renew(ctx); err != nil && ctx.Err() == nil {
+		if err := l.round(ctx); err != nil && ctx.Err() == nil {
 			l.log.Warn("sqlstore: lease renewal failed; leases run out by the local clock", "instance", l.cfg.Instance, "error", err)
 		}
 		// Renew every TTL/3; while part of the share is still held by
@@ -341,6 +359,57 @@ func mix(z uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
+// LeaseStats are what a lease keeper's rounds (see [Leases.Run]) have
+// done since it was made, for health pages and metrics. A healthy keeper
+// renews every third of its TTL and each round takes milliseconds; a
+// round that takes long, or a gap between renewals near the TTL, shows
+// that commits are slow and its partitions are about to move although
+// it is alive.
+type LeaseStats struct {
+	// Rounds and Failures count the rounds that renewed and those that
+	// failed (their error is logged).
+	Rounds, Failures int64
+	// LastRenewed is when the last round that renewed started (zero:
+	// none yet).
+	LastRenewed time.Time
+	// LastRound and MaxRound are how long the last round that renewed
+	// took, and the longest one.
+	LastRound, MaxRound time.Duration
+	// MaxGap is the longest time between the starts of two rounds that
+	// renewed: a third of the TTL while all is well, the TTL or more when
+	// the leases ran out in between.
+	MaxGap time.Duration
+	// Gained and Lost count the partitions taken and given up (released
+	// to a member that joined, or run out) in all.
+	Gained, Lost int64
+}
+
+// Stats returns what the keeper's rounds have done so far.
+func (l *Leases) Stats() LeaseStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats
+}
+
+// round is one renewal of Run, counted in the keeper's stats.
+func (l *Leases) round(ctx context.Context) error {
+	start := time.Now()
+	err := l.Renew(ctx)
+	took := time.Since(start)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.stats.Failures++
+		return err
+	}
+	if !l.stats.LastRenewed.IsZero() {
+		l.stats.MaxGap = max(l.stats.MaxGap, start.Sub(l.stats.LastRenewed))
+	}
+	l.stats.Rounds++
+	l.stats.LastRenewed, l.stats.LastRound, l.stats.MaxRound = start, took, max(l.stats.MaxRound, took)
+	return nil
+}
+
 // Renew runs one round: the heartbeat, the list of live processes, then
 // the leases of this process's fair share (rendezvous hashing over the
 // live processes): it renews those it holds, takes those that are free or
@@ -411,10 +480,13 @@ func (l *Leases) Renew(ctx context.Context) error {
 			held[p] = true
 		}
 	}
-	var gained, lost int
+	var gained, lost, ranOut int
 	exp := int64(start + l.cfg.TTL)
 	for p := range l.exp {
 		was := l.holds(p)
+		if !was && l.exp[p].Load() != 0 {
+			ranOut++ // held at the last round, run out by the local clock since
+		}
 		if held[p] {
 			l.exp[p].Store(exp)
 			if !was {
@@ -429,6 +501,8 @@ func (l *Leases) Renew(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	l.pending = len(got) < len(want)
+	l.stats.Gained += int64(gained)
+	l.stats.Lost += int64(lost + ranOut)
 	l.mu.Unlock()
 	if gained > 0 || lost > 0 {
 		l.signal()

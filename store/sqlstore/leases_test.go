@@ -15,7 +15,7 @@ import (
 
 func mustLeases(t *testing.T, db *DB, name string) *Leases {
 	t.Helper()
-	l, err := db.Leases(LeasesConfig{Instance: name, TTL: 600 * time.Millisecond, Partitions: 64})
+	l, err := db.leases(LeasesConfig{Instance: name, TTL: 600 * time.Millisecond, Partitions: 64}, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,8 @@ func TestLeasesConfig(t *testing.T) {
 		want string
 	}{
 		{LeasesConfig{}, "sqlstore: leases: LeasesConfig.Instance is required"},
-		{LeasesConfig{Instance: "a", TTL: time.Millisecond}, "sqlstore: leases: LeasesConfig.TTL must be at least 300ms, got 1ms"},
+		{LeasesConfig{Instance: "a", TTL: time.Millisecond}, "sqlstore: leases: LeasesConfig.TTL must be at least 2s, got 1ms"},
+		{LeasesConfig{Instance: "a", TTL: MinLeaseTTL - time.Millisecond}, "sqlstore: leases: LeasesConfig.TTL must be at least 2s, got 1.999s"},
 		{LeasesConfig{Instance: "a", Partitions: -1}, "sqlstore: leases: LeasesConfig.Partitions must be from 1 to 65536, got -1"},
 	} {
 		if _, err := db.Leases(tt.cfg); err == nil || err.Error() != tt.want {
@@ -284,4 +285,67 @@ func TestLeasesRunKeepsShare(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLeaseStatsShowStall: a keeper's stats count its rounds and the
+// partitions it took, and a heartbeat held up (the member table locked by
+// another transaction, as a commit stuck behind a slow disk) shows as a
+// long round and a long gap between renewals, the first signs that the
+// keeper is about to lose its leases although it is alive.
+func TestLeaseStatsShowStall(t *testing.T) {
+	t.Parallel()
+	u := postgresTestURL(t)
+	db := mustOpen(t, u)
+	l, err := db.leases(LeasesConfig{Instance: "s", TTL: 600 * time.Millisecond, Partitions: 64}, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	waitFor(t, "three rounds", 10*time.Second, func() (bool, string) {
+		s := l.Stats()
+		return s.Rounds >= 3, fmt.Sprintf("%+v", s)
+	})
+	before := l.Stats()
+	if before.Gained != 64 || before.Lost != 0 || before.Failures != 0 {
+		t.Errorf("alone: stats %+v, want 64 partitions gained, none lost, no failure", before)
+	}
+	if before.MaxGap >= 600*time.Millisecond {
+		t.Errorf("unhindered rounds: longest gap between renewals %v, want under the 600ms TTL (about a third of it)", before.MaxGap)
+	}
+
+	const stall = 900 * time.Millisecond
+	tx, err := mustOpen(t, u).SQL().BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("LOCK TABLE ksana_member IN EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(stall)
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a round after the stall", 10*time.Second, func() (bool, string) {
+		s := l.Stats()
+		return s.Rounds > before.Rounds+1, fmt.Sprintf("%+v", s)
+	})
+	after := l.Stats()
+	if after.MaxRound < stall/2 {
+		t.Errorf("after a heartbeat held %v: longest round %v, want it to show the wait", stall, after.MaxRound)
+	}
+	if after.Lost != 64 || after.Gained != 128 {
+		t.Errorf("after a stall past the TTL: %d partitions gained and %d lost, want 128 and 64 (each ran out and was taken again)", after.Gained, after.Lost)
+	}
+	if after.MaxGap < stall {
+		t.Errorf("after a heartbeat held %v: longest gap between renewals %v, want at least that", stall, after.MaxGap)
+	}
+	t.Logf("before %+v; after %+v", before, after)
 }

@@ -455,18 +455,27 @@ func TestSQLiteSharedFile(t *testing.T) {
 	if err := admin.Deployments().Add(ctx, claim.Deployment{ID: "agent", Type: claim.TypeDaemon, Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	runCtx, cancel := context.WithCancel(ctx)
+	// Every loop is made before any starts: opening a connection can take
+	// seconds on a loaded machine, and a loop that runs alone that long
+	// claims everything. Rebalancing is on, as for node-units that join
+	// one by one, so the counts end within 1 whatever the order of start.
 	runners := make([]*claimtest.Runner, nodes)
+	loops := make([]*claim.Loop, nodes)
 	for i := range nodes {
 		db := mustOpen(t, u)
 		runners[i] = claimtest.NewRunner()
 		l, err := claim.New(db.Deployments(), db.Membership(), runners[i], nil, claim.Config{
 			Address: fmt.Sprintf("node-%d", i), Interval: 50 * time.Millisecond, MembershipTTL: 10 * time.Second,
+			Rebalance: claim.Rebalance{Enabled: true},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
+		loops[i] = l
+	}
+	var wg sync.WaitGroup
+	runCtx, cancel := context.WithCancel(ctx)
+	for i, l := range loops {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -8,8 +8,9 @@
 # suite; beside it, one after the other at the lowest priority, go vet, a
 # pinned staticcheck and the builds for macOS and Windows. Their output
 # follows the tests', each
-# under its name. Then, alone on the machine, it runs the tests of shared
-# mode's lease timing that the first phase skipped. At the end it checks that the tests left no schema and
+# under its name. Then, alone among the tests (the checks may still run,
+# at the lowest CPU and I/O priority), it runs the tests of shared mode's
+# lease timing that the first phase skipped. At the end it checks that the tests left no schema and
 # no Redis key of their own behind, then stops the servers it started and
 # drops its database. It fails if any of this fails, and says which.
 #
@@ -280,10 +281,14 @@ check() {
   check_cmds+=("$(printf '%q ' "$@")")
 }
 run_checks() {
+  # The lowest CPU priority, and the idle I/O class where there is one:
+  # the lease-timing tests run beside them once the others are done.
+  local low="nice -n 19"
+  if command -v ionice >/dev/null 2>&1 && ionice -c 3 true 2>/dev/null; then low="ionice -c 3 $low"; fi
   (
     for n in "${!checks[@]}"; do
       start=$SECONDS; rc=0
-      eval "nice -n 19 ${check_cmds[$n]}" >"$run_dir/check$n.out" 2>&1 || rc=$?
+      eval "$low ${check_cmds[$n]}" >"$run_dir/check$n.out" 2>&1 || rc=$?
       echo "$rc $((SECONDS - start))" >"$run_dir/check$n.rc"
     done
   ) &
@@ -327,10 +332,9 @@ done
 run_checks
 log "beside the tests, one after the other: $(printf '%s; ' "${checks[@]}")"
 
-# The tests of shared mode's lease timing run alone, once the rest and
-# the checks are done: on the 2 cores, beside the other packages, their
-# members miss heartbeats and the leases flap (a known fault of shared
-# mode under load, not of the tests). TestSharedLoad makes that load
+# The tests of shared mode's lease timing run alone, once the rest is
+# done (the checks yield to them): on the 2 cores, beside the other
+# packages, their members miss heartbeats and the leases flap. TestSharedLoad makes that load
 # itself, on purpose, and must not make it beside the others. A full run
 # skips them in the first phase and runs them last; a run of given
 # packages runs them in place.
@@ -344,7 +348,8 @@ start=$SECONDS
 go test -race -timeout 30m "${args[@]}" || failed+=("go test -race")
 log "go test -race: $( [ "${#failed[@]}" -eq 0 ] && echo ok || echo FAILED ) in $(elapsed $((SECONDS - start)))"
 
-for pid in "${check_pids[@]}"; do wait "$pid" || true; done
+# The checks may still run, at the lowest priorities: they take the CPU
+# only when the lease-timing tests leave it idle.
 if [ "$given" -eq 0 ]; then
   log "go test -race -p 1 -run '$alone_tests' ${alone_pkgs[*]} (alone)"
   start=$SECONDS
@@ -352,6 +357,7 @@ if [ "$given" -eq 0 ]; then
   go test -race -p 1 -timeout 10m -run "$alone_tests" "${alone_pkgs[@]}" || { alone=FAILED; failed+=("the lease-timing tests, alone"); }
   log "the lease-timing tests: $alone in $(elapsed $((SECONDS - start)))"
 fi
+for pid in "${check_pids[@]}"; do wait "$pid" || true; done
 for n in "${!checks[@]}"; do
   read -r rc took <"$run_dir/check$n.rc" || { rc=1; took=0; }
   if [ "$rc" = 0 ]; then

@@ -17,6 +17,13 @@ var (
 	// ErrExists is returned when a job is added with an id already in use.
 	ErrExists = errors.New("cron: job id already exists")
 
+	// ErrConflict is returned (wrapped) by [SharedStore.Write] when the
+	// stored job is no longer at the version the write was made from:
+	// another runner wrote it first. The runner then reads the job again
+	// and applies its change to that; it reaches a caller only when the
+	// job keeps changing under it.
+	ErrConflict = errors.New("cron: the job changed meanwhile")
+
 	// ErrInvalidJob matches every *ValidationError with errors.Is.
 	ErrInvalidJob = errors.New("cron: invalid job")
 

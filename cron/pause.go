@@ -354,8 +354,10 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 			return Job{}, false, nil
 		}
 	}
-	if !ok {
-		r.mu.Unlock()
+	// stored pauses or resumes the job as stored, for a job this runner
+	// does not hold, or holds at a version another runner's write has
+	// passed (see [SharedStore.Write]).
+	stored := func() (Job, bool, error) {
 		j, _, ok, err := r.readStored(ctx, id)
 		if !ok {
 			return Job{}, false, fmt.Errorf("%w: %q", ErrNotFound, id)
@@ -363,14 +365,23 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 		if err != nil || (j.Paused == paused && j.PausedUntil.Equal(until)) {
 			return j, false, err
 		}
+		changed := false
 		j, _, err = r.updateStored(ctx, id, func(j *Job) error {
+			changed = j.Paused != paused || !j.PausedUntil.Equal(until)
+			if !changed {
+				return nil // another runner did it first
+			}
 			if j.Paused && !paused {
 				j.Failures, j.LastAlert = 0, "" // a new episode of its health
 			}
 			j.Paused, j.PausedUntil = paused, until
 			return nil
 		}, true)
-		return j, err == nil, err
+		return j, err == nil && changed, err
+	}
+	if !ok {
+		r.mu.Unlock()
+		return stored()
 	}
 	was := e.enabled
 	if was == !paused && e.pausedUntil() == untilNs {
@@ -379,6 +390,7 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 		return j, false, nil
 	}
 	j := e.job(false)
+	held := r.vers.get(idx)
 	c := entry{kind: e.kind, start: e.start, interval: e.interval, cad: e.cad, id: e.id, last: e.last, next: e.next, status: e.status, enabled: !paused}
 	r.mu.Unlock()
 	if was != c.enabled {
@@ -402,7 +414,15 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 		// failure alerts failing again.
 		j.Failures, j.LastAlert = 0, ""
 	}
-	ver, err := r.save(ctx, j)
+	ver, err := r.save(ctx, j, held)
+	if errors.Is(err, ErrConflict) {
+		if timed != 0 {
+			return Job{}, false, nil // another runner resumed it, or paused it again
+		}
+		// Another runner wrote the job since this one read it: the
+		// watcher brings that write here; the pause applies to it.
+		return stored()
+	}
 	if err != nil {
 		return Job{}, false, err
 	}
@@ -435,7 +455,7 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 	out := e.job(true)
 	r.mu.Unlock()
 	if again {
-		if ver, err := r.save(ctx, out); err != nil {
+		if ver, err := r.save(ctx, out, ver); err != nil {
 			r.log.Warn("cron: saving the start of a pause after a slot taken ahead failed; a resume by another runner may count that slot again",
 				"job_id", id, "paused_at", out.PausedAt, "error", err)
 		} else {

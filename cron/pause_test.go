@@ -264,3 +264,38 @@ func TestAuditBuffer(t *testing.T) {
 		t.Errorf("Restore of an old id: no error")
 	}
 }
+
+// TestPauseOutlivesRunInFlight: a slot that ends after its job was paused
+// leaves last_status paused (the pause is the last word until a resume),
+// while its own record keeps its outcome.
+func TestPauseOutlivesRunInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := NewMemStore()
+		ex := &fakeExec{fn: func(ctx context.Context, j *Job, info RunInfo) Result {
+			time.Sleep(2 * time.Second)
+			return Result{Status: StatusSuccess, Attempts: 1}
+		}}
+		r := newTestRunner(t, st, ex, Config{})
+		ctx := context.Background()
+		mustAdd(t, r, httpJob("f", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: time.Now().Add(time.Second)}))
+		stop := start(t, r)
+		defer stop()
+		time.Sleep(1500 * time.Millisecond) // the run of 1s is in flight
+		if _, err := r.Pause(ctx, "f", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		j, err := r.Get(ctx, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !j.Paused || j.LastStatus != StatusPaused {
+			t.Errorf("after a run that ended past the pause: paused %v, last_status %q; want paused", j.Paused, j.LastStatus)
+		}
+		runs, err := r.Runs(ctx, "f", 10)
+		if err != nil || len(runs) != 1 || runs[0].Status != StatusSuccess {
+			t.Errorf("the run's own record: %+v (%v), want one success", runs, err)
+		}
+	})
+}

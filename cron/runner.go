@@ -610,14 +610,19 @@ func (r *Runner) Load(ctx context.Context) error {
 	r.loaded = true
 	r.logRolled()
 	saves := make([]Job, len(toSave))
+	held := make([]int64, len(toSave))
 	for i, idx := range toSave {
 		saves[i] = r.tab.at(idx).job(false)
+		held[i] = r.vers.get(idx)
 	}
 	r.mu.Unlock()
 
 	var errs []error
 	for i, j := range saves {
-		ver, err := r.save(ctx, j)
+		ver, err := r.save(ctx, j, held[i])
+		if errors.Is(err, ErrConflict) {
+			continue // another runner wrote it since: the watcher brings that
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -856,7 +861,7 @@ func (r *Runner) Update(ctx context.Context, id string, change func(*Job) error)
 func (r *Runner) update(ctx context.Context, id string, change func(*Job) error) (Job, error) {
 	defer r.lockJob(id)()
 	r.mu.Lock()
-	_, cur, ok := r.lookup(id)
+	idx, cur, ok := r.lookup(id)
 	if !ok {
 		r.mu.Unlock()
 		if j, ok, err := r.updateStored(ctx, id, change, false); ok {
@@ -865,6 +870,7 @@ func (r *Runner) update(ctx context.Context, id string, change func(*Job) error)
 		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	j := cur.job(true)
+	held := r.vers.get(idx)
 	r.mu.Unlock()
 	typ := j.Type
 	if err := change(&j); err != nil {
@@ -899,7 +905,13 @@ func (r *Runner) update(ctx context.Context, id string, change func(*Job) error)
 			resumedStatus(c, false, r.statusBeforePause(ctx, id))
 		}
 	}
-	ver, err := r.save(ctx, c.job(false))
+	ver, err := r.save(ctx, c.job(false), held)
+	if errors.Is(err, ErrConflict) {
+		// Another runner wrote the job since this one read it: the change
+		// applies to that write (the watcher brings it here).
+		j, _, err := r.updateStored(ctx, id, change, false)
+		return j, err
+	}
 	if err != nil {
 		return Job{}, err
 	}
@@ -944,20 +956,25 @@ func (r *Runner) reschedulePlan(c *entry, was bool, now int64) {
 }
 
 // save writes j to the store durably, when there is one, and returns
-// its version in a [SharedStore] (0 otherwise).
-func (r *Runner) save(ctx context.Context, j Job) (int64, error) {
-	var ver int64
+// its version in a [SharedStore] (0 otherwise): there only while the
+// stored job is at version ver (see [SharedStore.Write]; 0 or negative:
+// at any version).
+func (r *Runner) save(ctx context.Context, j Job, ver int64) (int64, error) {
+	var out int64
 	var err error
 	switch {
 	case r.sh != nil:
-		ver, err = r.sh.Write(ctx, j, false)
+		if ver == 0 {
+			ver = -1 // no version known: not a create
+		}
+		out, err = r.sh.Write(ctx, j, ver)
 	case r.store != nil:
 		err = r.store.Save(ctx, j)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("cron: save job %q: %w", j.ID, err)
 	}
-	return ver, nil
+	return out, nil
 }
 
 // Remove deletes job id from the runner and the store. A run in flight

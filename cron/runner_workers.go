@@ -132,8 +132,13 @@ func (r *Runner) execute(ctx context.Context, t task, j *Job) {
 			r.endOverlap(e)
 		}
 		e.last = toNano(triggered)
-		e.status = statusID(res.Status)
-		e.setLastErr(res.Error)
+		if e.enabled || !slot {
+			// A slot that ends after its job was paused (taken ahead of
+			// the pause, or in flight) leaves last_status paused: the
+			// pause is the last word until a resume.
+			e.status = statusID(res.Status)
+			e.setLastErr(res.Error)
+		}
 		cfg := r.alertFor(e.cfg.alert)
 		h, tr, pause := nextHealth(e.health(), res.Status, cfg)
 		e.setHealth(h)

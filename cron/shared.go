@@ -38,10 +38,18 @@ type SharedStore interface {
 	// version; an unknown id is [ErrNotFound].
 	Read(ctx context.Context, id string) (Job, int64, error)
 	// Write stores j durably, its bookkeeping included, and returns the
-	// job's new version, higher than any it had. With create, an id
-	// already stored (by any runner) fails with an error wrapping
-	// [ErrExists]; otherwise j replaces the stored job, or is added.
-	Write(ctx context.Context, j Job, create bool) (version int64, err error)
+	// job's new version, higher than any it had. It compares and sets:
+	// with version 0 it creates j, and an id already stored (by any
+	// runner) fails with an error wrapping [ErrExists]; with a version
+	// above 0 it replaces the stored job only while that is its version,
+	// and fails with an error wrapping [ErrConflict] when another write
+	// came first ([ErrNotFound] when the job is gone); with a negative
+	// version it replaces the stored job whatever its version, or adds j.
+	// The runner writes a change with the version it read, and on a
+	// conflict reads the job again and applies the change to what another
+	// runner wrote: two runners that pause, resume or update one job at
+	// once leave one outcome, and one record of it.
+	Write(ctx context.Context, j Job, version int64) (newVersion int64, err error)
 	// PageJobs pages through every stored job as [Runner.List] does
 	// through the jobs of a runner: up to limit jobs (limit <= 0: no
 	// limit) that keep returns true for, in creation order, after the job
@@ -199,14 +207,29 @@ func (r *Runner) readStored(ctx context.Context, id string) (j Job, ver int64, o
 // updateStored is [Runner.Update] of a job the runner does not hold: it
 // reads the job from the store, applies change, validates the result as
 // Update does, recomputes the bookkeeping and paused_at as Update would
-// and saves the job durably; a job it resumes has its pause recorded
-// here, as a run of this runner. The runner that fires the job takes the
-// change from the store (see [Runner.Hold]). ok is false when the store
+// and saves the job durably. The runner that fires the job takes the
+// change from the store (see [Runner.Hold]), and records the pause of a
+// job resumed. ok is false when the store
 // is not shared. The result is held to MinInterval unless stored (a
 // pause or resume, which changes nothing else). The caller holds the
 // job's lock.
 func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) error, stored bool) (Job, bool, error) {
-	j, _, ok, err := r.readStored(ctx, id)
+	for try := 1; ; try++ {
+		j, ok, err := r.updateStoredOnce(ctx, id, change, stored)
+		if !errors.Is(err, ErrConflict) || try == conflictTries {
+			return j, ok, err
+		}
+	}
+}
+
+// conflictTries bounds the read, change and write of a job that another
+// runner keeps writing first (see [SharedStore.Write]).
+const conflictTries = 8
+
+// updateStoredOnce is one try of updateStored: the write fails with
+// [ErrConflict] when another runner wrote the job since it was read.
+func (r *Runner) updateStoredOnce(ctx context.Context, id string, change func(*Job) error, stored bool) (Job, bool, error) {
+	j, ver, ok, err := r.readStored(ctx, id)
 	if !ok || err != nil {
 		return Job{}, ok, err
 	}
@@ -241,18 +264,12 @@ func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) 
 			resumedStatus(c, false, r.statusBeforePause(ctx, id))
 		}
 	}
-	if _, err := r.save(ctx, c.job(false)); err != nil {
+	if _, err := r.save(ctx, c.job(false), ver); err != nil {
 		return Job{}, true, err
 	}
-	if !old.enabled && c.enabled {
-		// This runner resumed the job: the runner that holds it sees a
-		// job with no paused_at, and records nothing.
-		if run, ok := pausedRun(c, old.pausedAt(), nowNs); ok {
-			r.mu.Lock()
-			r.finish(run, false)
-			r.mu.Unlock()
-		}
-	}
+	// A resume is recorded by the runner that holds the job (see
+	// [Runner.Hold]): it alone knows which slots it did not call, the
+	// ones it took ahead of the pause having run.
 	return c.job(true), true, nil
 }
 
@@ -312,9 +329,9 @@ func (r *Runner) runStored(id, runID, by string, now int64, over *RunOptions, fo
 // store, an id stored by any runner is [ErrExists].
 func (r *Runner) create(ctx context.Context, j Job) (int64, error) {
 	if r.sh == nil {
-		return r.save(ctx, j)
+		return r.save(ctx, j, 0)
 	}
-	ver, err := r.sh.Write(ctx, j, true)
+	ver, err := r.sh.Write(ctx, j, 0)
 	if errors.Is(err, ErrExists) {
 		return 0, fmt.Errorf("%w: %q", ErrExists, j.ID)
 	}
@@ -451,8 +468,10 @@ func (r *Runner) pageStored(ctx context.Context, after string, limit int, keep f
 // the runner has while the runner owns it (it is the one writing it; but
 // for j's last run when that is later: a run-now another runner called),
 // and takes j's otherwise; when its version changed, the runner writes
-// that bookkeeping again at the new version. A job the runner fires is scheduled at j's next_run_at,
-// through the misfire rules when that has passed. An invalid j is an
+// that bookkeeping again at the new version. A job the runner fires is
+// scheduled at j's next_run_at, through the misfire rules when that has
+// passed; one it held paused that j resumes has its pause recorded here
+// (the slots it did not call, as one skipped run). An invalid j is an
 // error and changes nothing. Hold is how a runner over a [SharedStore]
 // learns of the other runners' writes (see store/sqlstore); an
 // application that writes through the runner never needs it.
@@ -477,6 +496,12 @@ func (r *Runner) Hold(j Job, version int64) error {
 		// resume the job) starts after them.
 		c.setPausedAt(r.pauseStart(e, c.pausedAt(), nowNs))
 	}
+	var resumedFrom int64
+	if ok && !e.enabled && c.enabled && r.mine(j.ID) {
+		// Resumed by another runner: this one, which held the job paused,
+		// knows which slots it did not call, and records them.
+		resumedFrom = e.pausedAt()
+	}
 	if ok {
 		held := r.vers.get(idx)
 		r.vers.set(idx, version)
@@ -493,6 +518,9 @@ func (r *Runner) Hold(j Job, version int64) error {
 		e.setConfig(&c)
 		e.setBookkeeping(c.bookkeeping())
 		r.notePause(e)
+		if resumedFrom != 0 {
+			r.endPause(e, resumedFrom, nowNs)
+		}
 	} else {
 		var ne *entry
 		idx, ne = r.tab.alloc()

@@ -3,6 +3,7 @@ package cron
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -23,6 +24,9 @@ type sharedStore struct {
 	records  int
 	vers     map[string]int64
 	refused  int // bookkeeping records refused for their version
+	// beforeWrite, when set, is called at the start of each Write, outside
+	// the store's lock (a test lines up concurrent writers there).
+	beforeWrite func()
 }
 
 var _ SharedStore = (*sharedStore)(nil)
@@ -97,11 +101,20 @@ func (s *sharedStore) Read(ctx context.Context, id string) (Job, int64, error) {
 	return Job{}, 0, ErrNotFound
 }
 
-func (s *sharedStore) Write(ctx context.Context, j Job, create bool) (int64, error) {
+func (s *sharedStore) Write(ctx context.Context, j Job, version int64) (int64, error) {
+	if s.beforeWrite != nil {
+		s.beforeWrite()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.vers[j.ID]; ok && create {
+	cur, ok := s.vers[j.ID]
+	switch {
+	case ok && version == 0:
 		return 0, ErrExists
+	case !ok && version > 0:
+		return 0, ErrNotFound
+	case version > 0 && cur != version:
+		return 0, ErrConflict
 	}
 	if err := s.MemStore.Save(ctx, j); err != nil {
 		return 0, err
@@ -334,6 +347,174 @@ func TestHoldAndDrop(t *testing.T) {
 		}
 		if r.Len() != 0 {
 			t.Errorf("Len after Drop = %d", r.Len())
+		}
+	})
+}
+
+// TestConcurrentResumeRecordsOnce: two runners over one shared store
+// that resume one paused job at the same instant (both read it paused
+// before either writes) leave one outcome and one record of the pause:
+// the write of the second is a conflict (SharedStore.Write compares the
+// version), and on reading the job again it finds it resumed. The record
+// is the holder's, made when it learns of the resume (Hold), whether
+// the holder is one of the two or a third runner.
+func TestConcurrentResumeRecordsOnce(t *testing.T) {
+	for _, holderResumes := range []bool{false, true} {
+		t.Run(fmt.Sprintf("holder_resumes=%v", holderResumes), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := newSharedStore()
+				h := newTestRunner(t, &ownerView{st, "c"}, &fakeExec{}, Config{})
+				other := newTestRunner(t, &ownerView{st, ""}, &fakeExec{}, Config{})
+				ctx := context.Background()
+				mustAdd(t, h, httpJob("c", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: time.Now().Add(time.Second)}))
+				// deliver hands the stored job to the holder, as its
+				// watcher does.
+				deliver := func() {
+					j, ver, err := st.Read(ctx, "c")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := h.Hold(j, ver); err != nil {
+						t.Fatal(err)
+					}
+				}
+				resumers := []*Runner{other, h}
+				stops := []func() error{start(t, h), start(t, other)}
+				if !holderResumes {
+					resumers[1] = newTestRunner(t, &ownerView{st, ""}, &fakeExec{}, Config{})
+					stops = append(stops, start(t, resumers[1]))
+				}
+				if _, err := other.Pause(ctx, "c", time.Time{}); err != nil {
+					t.Fatal(err)
+				}
+				deliver()
+				time.Sleep(time.Minute)
+				// Both resumes read the job paused, then write.
+				var mu sync.Mutex
+				arrived, both := 0, make(chan struct{})
+				st.beforeWrite = func() {
+					mu.Lock()
+					arrived++
+					if arrived == 2 {
+						close(both)
+					}
+					mu.Unlock()
+					select {
+					case <-both:
+					case <-time.After(time.Second):
+					}
+				}
+				var wg sync.WaitGroup
+				for _, r := range resumers {
+					wg.Go(func() {
+						if _, err := r.Resume(ctx, "c"); err != nil {
+							t.Errorf("Resume: %v", err)
+						}
+					})
+				}
+				wg.Wait()
+				st.beforeWrite = nil
+				if arrived < 2 {
+					t.Fatalf("only %d writes lined up: the test did not race the resumes", arrived)
+				}
+				deliver()
+				synctest.Wait()
+				for _, stop := range stops {
+					if err := stop(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got, _, _ := st.Read(ctx, "c")
+				if got.Paused {
+					t.Errorf("after two resumes the job is paused")
+				}
+				runs, err := st.Runs(ctx, "c", 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var pauses []Run
+				for _, run := range runs {
+					if run.Reason == ReasonPaused {
+						pauses = append(pauses, run)
+					}
+				}
+				if len(pauses) != 1 || pauses[0].Slots < 59 {
+					t.Errorf("%d records of the pause, want 1 that stands for the slots of the minute: %+v", len(pauses), pauses)
+				}
+			})
+		})
+	}
+}
+
+// ownerView is one runner's view of a sharedStore shared by several: it
+// owns the one job id mine ("": none), whatever the store's owned says,
+// as each process on a database holds the leases of its own partitions.
+type ownerView struct {
+	*sharedStore
+	mine string
+}
+
+func (v *ownerView) Owns(id string) bool { return id == v.mine }
+
+func (v *ownerView) LoadHeld(ctx context.Context) ([]Job, []int64, error) {
+	j, ver, err := v.Read(ctx, v.mine)
+	if v.mine == "" || errors.Is(err, ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return []Job{j}, []int64{ver}, nil
+}
+
+// TestConcurrentWritesBothApply: a rename through one runner and a pause
+// through another, at the same instant (both read the job before either
+// writes), both hold: the second write is a conflict, and that runner
+// applies its change to the first one's write instead of overwriting it.
+func TestConcurrentWritesBothApply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSharedStore()
+		h := newTestRunner(t, &ownerView{st, "w"}, &fakeExec{}, Config{})
+		r1 := newTestRunner(t, &ownerView{st, ""}, &fakeExec{}, Config{})
+		r2 := newTestRunner(t, &ownerView{st, ""}, &fakeExec{}, Config{})
+		ctx := context.Background()
+		mustAdd(t, h, httpJob("w", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: time.Now().Add(time.Minute)}))
+		var mu sync.Mutex
+		arrived, both := 0, make(chan struct{})
+		st.beforeWrite = func() {
+			mu.Lock()
+			arrived++
+			if arrived == 2 {
+				close(both)
+			}
+			mu.Unlock()
+			select {
+			case <-both:
+			case <-time.After(time.Second):
+			}
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if _, err := r1.Update(ctx, "w", func(j *Job) error { j.Name = "renamed"; return nil }); err != nil {
+				t.Errorf("Update: %v", err)
+			}
+		})
+		wg.Go(func() {
+			if _, err := r2.Pause(ctx, "w", time.Time{}); err != nil {
+				t.Errorf("Pause: %v", err)
+			}
+		})
+		wg.Wait()
+		st.beforeWrite = nil
+		if arrived < 2 {
+			t.Fatalf("only %d writes lined up: the test did not race the writes", arrived)
+		}
+		got, _, err := st.Read(ctx, "w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != "renamed" || !got.Paused {
+			t.Errorf("after a rename and a pause at once: name %q, paused %v; want both", got.Name, got.Paused)
 		}
 	})
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -228,5 +230,132 @@ func TestPauseShared(t *testing.T) {
 	}
 	if creates != jobs || pauses != 1 {
 		t.Errorf("audit read through b: %d creates and %d service pauses, want %d and 1", creates, pauses, jobs)
+	}
+
+	// Every job paused through a, then resumed through a and b at the same
+	// instant: one outcome, and one record of the pause for each job (the
+	// job writes compare and set their version).
+	pausedAt := time.Now()
+	for i := range jobs {
+		if code := call(t, "POST", fmt.Sprintf("%s/jobs/j%d/pause", a.url, i), "", nil); code != 200 {
+			t.Fatalf("pause j%d through a: %d", i, code)
+		}
+	}
+	time.Sleep(time.Second)
+	var wg sync.WaitGroup
+	for i := range jobs {
+		for _, m := range []*member{a, b} {
+			wg.Go(func() {
+				if code := call(t, "POST", fmt.Sprintf("%s/jobs/j%d/resume", m.url, i), "", nil); code != 200 {
+					t.Errorf("resume j%d through %s: %d", i, m.name, code)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	time.Sleep(time.Second)
+	for i := range jobs {
+		var runs []cron.Run
+		if code := call(t, "GET", fmt.Sprintf("%s/jobs/j%d/runs?limit=1000", b.url, i), "", &runs); code != 200 {
+			t.Fatalf("runs of j%d: %d", i, code)
+		}
+		var job cron.Job
+		call(t, "GET", fmt.Sprintf("%s/jobs/j%d", a.url, i), "", &job)
+		records := 0
+		for _, run := range runs {
+			if run.Reason == cron.ReasonPaused && !run.ScheduledAt.Before(pausedAt) {
+				records++
+			}
+		}
+		if records != 1 || job.Paused {
+			t.Errorf("j%d resumed through both at once: %d records of its pause, paused %v; want 1, resumed; paused at %s, runs:\n%s",
+				i, records, job.Paused, pausedAt.Format("15:04:05.000"), describeRuns(runs, time.Now()))
+		}
+	}
+}
+
+// TestPauseStopsAtOnce: two instances on one database, jobs every
+// 200ms; each job is paused through the instance that does not hold it.
+// Once the pause is acknowledged the holder calls no slot later than the
+// ones it claimed ahead of their time (250ms) and the delay of its
+// watcher (LISTEN/NOTIFY on PostgreSQL; a poll every 250ms on SQLite),
+// and both instances show the job paused (enabled false, last_status
+// paused) within a second.
+func TestPauseStopsAtOnce(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("processes on PostgreSQL and SQLite")
+	}
+	runAs(t, timingTest)
+	bin := buildKsana(t)
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		testPauseStopsAtOnce(t, bin, postgresSchemaURL(t, "ksana_pause_once_test"), 100*time.Millisecond)
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		testPauseStopsAtOnce(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db"), 350*time.Millisecond)
+	})
+}
+
+// testPauseStopsAtOnce is TestPauseStopsAtOnce on the database of dbURL,
+// whose watcher brings a write to the other instance within watch.
+func testPauseStopsAtOnce(t *testing.T, bin, dbURL string, watch time.Duration) {
+	env := []string{"DATABASE_URL=" + dbURL, "KSANA_LEASE_TTL=2s"}
+	a, b := startMember(t, bin, "a", env...), startMember(t, bin, "b", env...)
+	cb := newSlotCounter(t)
+	const jobs = 16
+	for i := range jobs {
+		body := fmt.Sprintf(`{"id":"p%02d","http":{"method":"POST","url":%q},"schedule":{"kind":"every","every":"200ms"}}`, i, cb.URL)
+		if code := call(t, "POST", a.url+"/jobs", body, nil); code != 201 {
+			t.Fatalf("create p%02d: %d", i, code)
+		}
+	}
+	waitFor(t, "both instances holding jobs", func() bool {
+		na, _ := a.health(t)["jobs_held"].(float64)
+		nb, _ := b.health(t)["jobs_held"].(float64)
+		return na > 0 && nb > 0 && na+nb == jobs
+	})
+	time.Sleep(time.Second)
+	bound := cron.DefaultClaimAhead + watch
+	acked := map[string]time.Time{}
+	for i := range jobs {
+		id := fmt.Sprintf("p%02d", i)
+		var runs []cron.Run
+		call(t, "GET", a.url+"/jobs/"+id+"/runs?limit=1", "", &runs)
+		if len(runs) == 0 {
+			t.Fatalf("%s has no run yet", id)
+		}
+		other := a // pause through the instance that does not hold the job
+		if runs[0].Instance == "a" {
+			other = b
+		}
+		if code := call(t, "POST", other.url+"/jobs/"+id+"/pause", "", nil); code != 200 {
+			t.Fatalf("pause %s through %s: %d", id, other.name, code)
+		}
+		acked[id] = time.Now()
+	}
+	time.Sleep(time.Second)
+	cb.mu.Lock()
+	for id, at := range acked {
+		var late []string
+		for _, s := range cb.times[id] {
+			if s.After(at.Add(bound)) {
+				late = append(late, s.Sub(at).Round(time.Millisecond).String())
+			}
+		}
+		if len(late) > 0 {
+			t.Errorf("%s: %d calls of slots more than %v after its pause was acknowledged: %v after the ack", id, len(late), bound, late)
+		}
+	}
+	cb.mu.Unlock()
+	for id := range acked {
+		for _, m := range []*member{a, b} {
+			var j cron.Job
+			call(t, "GET", m.url+"/jobs/"+id, "", &j)
+			if !j.Paused || j.LastStatus != cron.StatusPaused {
+				t.Errorf("%s through %s a second after its pause: paused %v, last_status %q; want paused", id, m.name, j.Paused, j.LastStatus)
+			}
+		}
 	}
 }

@@ -244,6 +244,14 @@
 //     next. [Jobs.Runs] (GET /jobs/{id}/runs) lists them with the instance
 //     that claimed them. A process held up that wakes and finishes such a
 //     run itself replaces the status with its own.
+//   - One outcome per write. A write of a job's configuration (PATCH,
+//     pause, resume) is made from the version the process read, and
+//     [Jobs.Write] replaces the row only while it still has that version
+//     (UPDATE ... WHERE version = ?): when two processes change one job at
+//     once, the second write fails with [cron.ErrConflict], and the runner
+//     reads the job again and applies its change to the first one's. Two
+//     resumes at the same instant so leave one resumed job and one record
+//     of its pause.
 //   - Bookkeeping in order. Every acknowledged write of a job's
 //     configuration (create, PATCH, pause, resume) raises the version
 //     column of its row; the runner writes the bookkeeping of a job with

@@ -94,7 +94,7 @@ func TestJobsHeldByPartition(t *testing.T) {
 				if !j.Paused {
 					j.NextRunAt = far
 				}
-				if _, err := seed.Write(ctx, j, true); err != nil {
+				if _, err := seed.Write(ctx, j, 0); err != nil {
 					t.Fatal(err)
 				}
 			}

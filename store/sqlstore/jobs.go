@@ -269,15 +269,20 @@ func (s *Jobs) Read(ctx context.Context, id string) (cron.Job, int64, error) {
 // Save creates or replaces job j, durably, in one statement. A replaced
 // job keeps its place in the creation order. An empty id is an error.
 func (s *Jobs) Save(ctx context.Context, j cron.Job) error {
-	_, err := s.Write(ctx, j, false)
+	_, err := s.Write(ctx, j, -1)
 	return err
 }
 
 // Write stores job j durably, in one statement, and returns its version:
 // 1 for a new job, one more than it had for a replaced one, which keeps
-// its place in the creation order. With create, an id already stored (by
-// any process) is [cron.ErrExists]. An empty id is an error.
-func (s *Jobs) Write(ctx context.Context, j cron.Job, create bool) (int64, error) {
+// its place in the creation order. With version 0 it creates j, and an id
+// already stored (by any process) is [cron.ErrExists]; with a version
+// above 0 it replaces the job only while the row has that version
+// (UPDATE ... WHERE version = ?), else [cron.ErrConflict], or
+// [cron.ErrNotFound] when the job is gone; with a negative version it
+// replaces the job whatever its version, or adds it. An empty id is an
+// error.
+func (s *Jobs) Write(ctx context.Context, j cron.Job, version int64) (int64, error) {
 	if j.ID == "" {
 		return 0, errors.New("sqlstore: save job: empty id")
 	}
@@ -287,20 +292,40 @@ func (s *Jobs) Write(ctx context.Context, j cron.Job, create bool) (int64, error
 	if err != nil {
 		return 0, fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
 	}
+	var vers []int64
+	if version > 0 {
+		err := s.db.x.SelectContext(ctx, &vers, s.db.d.sql(`UPDATE ksana_job SET config = ?, enabled = ?, last_run_at = ?, next_run_at = ?,
+			last_status = ?, last_error = ?, failures = ?, last_alert = ?, version = version + 1
+			WHERE id = ? AND version = ? RETURNING version`), string(cfg), !j.Paused,
+			nanos(b.LastRunAt), nanos(b.NextRunAt), string(b.LastStatus), b.LastError, b.Failures, b.LastAlert, j.ID, version)
+		if err != nil {
+			return 0, fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
+		}
+		if len(vers) == 0 {
+			var n int
+			if err := s.db.x.GetContext(ctx, &n, s.db.d.sql("SELECT COUNT(*) FROM ksana_job WHERE id = ?"), j.ID); err != nil {
+				return 0, fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
+			}
+			if n == 0 {
+				return 0, fmt.Errorf("sqlstore: save job %q: %w", j.ID, cron.ErrNotFound)
+			}
+			return 0, fmt.Errorf("sqlstore: save job %q at version %d: %w", j.ID, version, cron.ErrConflict)
+		}
+		return vers[0], nil
+	}
 	q := `INSERT INTO ksana_job (id, part, enabled, config, last_run_at, next_run_at, last_status, last_error, failures, last_alert)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	if s.db.d != postgresDialect {
 		q = `INSERT INTO ksana_job (id, part, enabled, seq, config, last_run_at, next_run_at, last_status, last_error, failures, last_alert)
 			VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ksana_job), ?, ?, ?, ?, ?, ?, ?)`
 	}
-	if create {
+	if version == 0 {
 		q += " ON CONFLICT (id) DO NOTHING"
 	} else {
 		q += ` ON CONFLICT (id) DO UPDATE SET config = excluded.config, enabled = excluded.enabled, last_run_at = excluded.last_run_at,
 			next_run_at = excluded.next_run_at, last_status = excluded.last_status, last_error = excluded.last_error,
 			failures = excluded.failures, last_alert = excluded.last_alert, version = ksana_job.version + 1`
 	}
-	var vers []int64
 	if err := s.db.x.SelectContext(ctx, &vers, s.db.d.sql(q+" RETURNING version"), j.ID, Partition(j.ID, s.partitions()), !j.Paused, string(cfg),
 		nanos(b.LastRunAt), nanos(b.NextRunAt), string(b.LastStatus), b.LastError, b.Failures, b.LastAlert); err != nil {
 		return 0, fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)

@@ -150,12 +150,12 @@ func TestInsertExists(t *testing.T) {
 			ctx := context.Background()
 			u := b.url(t)
 			s1, s2 := mustJobs(t, mustOpen(t, u), JobsConfig{}), mustJobs(t, mustOpen(t, u), JobsConfig{})
-			if _, err := s1.Write(ctx, testJob("x"), true); err != nil {
+			if _, err := s1.Write(ctx, testJob("x"), 0); err != nil {
 				t.Fatal(err)
 			}
 			j := testJob("x")
 			j.Name = "other"
-			if _, err := s2.Write(ctx, j, true); !errors.Is(err, cron.ErrExists) {
+			if _, err := s2.Write(ctx, j, 0); !errors.Is(err, cron.ErrExists) {
 				t.Errorf("second Insert error = %v, want cron.ErrExists", err)
 			}
 			r, err := cron.New(s2, cron.ExecutorFunc(func(context.Context, *cron.Job, cron.RunInfo) cron.Result { return cron.Result{} }), cron.Config{})

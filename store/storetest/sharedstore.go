@@ -16,7 +16,8 @@ import (
 // against the stores that open returns: each subtest opens a fresh, empty
 // store shared by two runners (two processes on one database), a and b,
 // each owning every job. It checks versions (a write raises them, a
-// create of an id the other stored is ErrExists), the version check of
+// create of an id the other stored is ErrExists, a write at a version
+// another write passed is ErrConflict and changes nothing), the version check of
 // RecordBatch (the bookkeeping of an older version is refused, the
 // last-run fields of an older run are kept, LastOnly keeps next_run_at),
 // claims (one winner per slot across the two, a run-now by its id, a
@@ -42,11 +43,13 @@ func TestSharedStore(t *testing.T, open func(t *testing.T) (a, b cron.SharedStor
 	}
 }
 
-func sharedWrite(t *testing.T, s cron.SharedStore, j cron.Job, create bool) int64 {
+// sharedWrite writes j at version (0: create; negative: at any
+// version) and returns its new version.
+func sharedWrite(t *testing.T, s cron.SharedStore, j cron.Job, version int64) int64 {
 	t.Helper()
-	v, err := s.Write(context.Background(), j, create)
+	v, err := s.Write(context.Background(), j, version)
 	if err != nil {
-		t.Fatalf("Write(%s, create %v): %v", j.ID, create, err)
+		t.Fatalf("Write(%s, version %d): %v", j.ID, version, err)
 	}
 	return v
 }
@@ -63,8 +66,8 @@ func sharedRead(t *testing.T, s cron.SharedStore, id string) (cron.Job, int64) {
 func sharedCaseVersions(t *testing.T, a, b cron.SharedStore) {
 	ctx := context.Background()
 	j := cronJobs()[0]
-	v1 := sharedWrite(t, a, j, true)
-	if _, err := b.Write(ctx, j, true); !errors.Is(err, cron.ErrExists) {
+	v1 := sharedWrite(t, a, j, 0)
+	if _, err := b.Write(ctx, j, 0); !errors.Is(err, cron.ErrExists) {
 		t.Errorf("create through b of an id a stored: %v, want ErrExists", err)
 	}
 	if _, _, err := b.Read(ctx, "nope"); !errors.Is(err, cron.ErrNotFound) {
@@ -78,12 +81,34 @@ func sharedCaseVersions(t *testing.T, a, b cron.SharedStore) {
 		t.Errorf("Read through b (-want +got):\n%s", diff)
 	}
 	j.Name = "renamed"
-	v2 := sharedWrite(t, b, j, false)
+	v2 := sharedWrite(t, b, j, -1)
 	if v2 <= v1 {
 		t.Errorf("version after a replace = %d, want more than %d", v2, v1)
 	}
 	if _, v := sharedRead(t, a, j.ID); v != v2 {
 		t.Errorf("Read through a after b's write: version %d, want %d", v, v2)
+	}
+	// Compare and set: a write at the version read lands; a second one
+	// from that same version is a conflict and changes nothing.
+	j.Name = "by a"
+	v3 := sharedWrite(t, a, j, v2)
+	if v3 <= v2 {
+		t.Errorf("version after a write at version %d = %d, want more", v2, v3)
+	}
+	late := j
+	late.Name = "by b, from the version before a's"
+	if _, err := b.Write(ctx, late, v2); !errors.Is(err, cron.ErrConflict) {
+		t.Errorf("write through b at version %d after a wrote version %d: %v, want ErrConflict", v2, v3, err)
+	}
+	if got, v := sharedRead(t, b, j.ID); got.Name != "by a" || v != v3 {
+		t.Errorf("after a refused write: name %q, version %d; want a's write, %q at %d", got.Name, v, "by a", v3)
+	}
+	gone := cronJobs()[1]
+	if _, err := a.Write(ctx, gone, 7); !errors.Is(err, cron.ErrNotFound) {
+		t.Errorf("write at version 7 of an id never stored: %v, want ErrNotFound", err)
+	}
+	if _, _, err := a.Read(ctx, gone.ID); !errors.Is(err, cron.ErrNotFound) {
+		t.Errorf("a write at a version must not add the job: Read gives %v", err)
 	}
 }
 
@@ -91,12 +116,12 @@ func sharedCaseRecordOrder(t *testing.T, a, b cron.SharedStore) {
 	ctx := context.Background()
 	j := cronJobs()[0]
 	j.LastRunAt, j.NextRunAt, j.LastStatus, j.LastError = time.Time{}, cronTime, "", ""
-	v1 := sharedWrite(t, a, j, true)
+	v1 := sharedWrite(t, a, j, 0)
 	run1 := cron.Bookkeeping{LastRunAt: cronTime, NextRunAt: cronTime.Add(5 * time.Minute), LastStatus: cron.StatusSuccess}
 	// The pause, acknowledged, through b.
 	paused := j
 	paused.Paused, paused.NextRunAt, paused.LastStatus = true, time.Time{}, cron.StatusPaused
-	v2 := sharedWrite(t, b, paused, false)
+	v2 := sharedWrite(t, b, paused, -1)
 	// a's bookkeeping of a run that ended before the pause: refused.
 	if err := a.RecordBatch(ctx, []cron.Recorded{{ID: j.ID, Bookkeeping: run1, Version: v1}}); err != nil {
 		t.Fatal(err)
@@ -144,7 +169,7 @@ func sharedCaseRecordOrder(t *testing.T, a, b cron.SharedStore) {
 func sharedCaseClaims(t *testing.T, a, b cron.SharedStore) {
 	ctx := context.Background()
 	j := cronJobs()[0]
-	sharedWrite(t, a, j, true)
+	sharedWrite(t, a, j, 0)
 	slot := func(id string, i int) cron.Run {
 		at := cronTime.Add(time.Duration(i) * time.Minute)
 		return cron.Run{ID: id, JobID: j.ID, ScheduledAt: at, TriggeredAt: at}
@@ -207,7 +232,7 @@ func sharedCasePageAndCount(t *testing.T, a, b cron.SharedStore) {
 	ctx := context.Background()
 	js := cronJobs()
 	for _, j := range js {
-		sharedWrite(t, a, j, true)
+		sharedWrite(t, a, j, 0)
 	}
 	on, off, err := b.CountJobs(ctx)
 	if err != nil || on != 2 || off != 1 {
@@ -231,10 +256,10 @@ func sharedCasePageAndCount(t *testing.T, a, b cron.SharedStore) {
 	// The counts follow a pause, a resume and a delete, by any runner.
 	p := js[0]
 	p.Paused = true
-	sharedWrite(t, b, p, false)
+	sharedWrite(t, b, p, -1)
 	r := js[1]
 	r.Paused = false
-	sharedWrite(t, a, r, false)
+	sharedWrite(t, a, r, -1)
 	if err := b.Delete(ctx, js[2].ID); err != nil {
 		t.Fatal(err)
 	}
@@ -248,9 +273,9 @@ func sharedCaseLoadHeld(t *testing.T, a, b cron.SharedStore) {
 	ctx := context.Background()
 	js := cronJobs()
 	for _, j := range js {
-		sharedWrite(t, b, j, true)
+		sharedWrite(t, b, j, 0)
 	}
-	v := sharedWrite(t, b, js[1], false)
+	v := sharedWrite(t, b, js[1], -1)
 	jobs, vers, err := a.LoadHeld(ctx)
 	if err != nil {
 		t.Fatal(err)

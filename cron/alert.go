@@ -46,6 +46,12 @@ type AlertConfig struct {
 	// are not alerted. Default (0) [DefaultAlertMissedEvery]; negative:
 	// no missed alerts.
 	MissedEvery Duration `json:"missed_every,omitempty"`
+	// Notify asks for an alert of each run beside the transitions: "" (the
+	// default) alerts the transitions only; "failure" also each failed or
+	// timed-out run that is no transition; "always" also each run that is
+	// none, successes included. Such an alert's transition is [AlertRun];
+	// it leaves the job's health and last_alert as they were.
+	Notify string `json:"notify,omitempty"`
 }
 
 // validate checks c as the alert of a job (job: the URL may be empty) or
@@ -65,7 +71,30 @@ func (c *AlertConfig) validate(prefix string, job bool) error {
 	if c.PauseAfter < 0 {
 		return invalid(prefix+".pause_after", "must be >= 0 (0: never pause), got %d", c.PauseAfter)
 	}
+	switch c.Notify {
+	case "", notifyFailure, notifyAlways:
+	default:
+		return invalid(prefix+".notify", "must be %q, %q or empty (transitions only), got %q", notifyFailure, notifyAlways, c.Notify)
+	}
 	return nil
+}
+
+// The values of [AlertConfig.Notify].
+const (
+	notifyFailure = "failure"
+	notifyAlways  = "always"
+)
+
+// notifies reports whether a run that ended with status and raised no
+// transition is alerted under c ([AlertConfig.Notify]).
+func (c *AlertConfig) notifies(status Status) bool {
+	switch c.Notify {
+	case notifyAlways:
+		return status == StatusSuccess || status == StatusFailed || status == StatusTimeout
+	case notifyFailure:
+		return status == StatusFailed || status == StatusTimeout
+	}
+	return false
 }
 
 // same reports whether c and d are equal (both nil included).
@@ -78,8 +107,8 @@ func (c *AlertConfig) same(d *AlertConfig) bool {
 
 // Alert is the JSON body of an alert request.
 type Alert struct {
-	// Transition is failing, failing_streak, recovered, paused or
-	// missed.
+	// Transition is failing, failing_streak, recovered, paused, missed
+	// or run.
 	Transition string `json:"transition"`
 	// Job identifies the job: its id, name and type.
 	Job struct {

@@ -150,6 +150,45 @@ func TestAlerts(t *testing.T) {
 	})
 }
 
+// TestAlertNotify: with alert.notify, each run that is no transition is
+// alerted too (transition run), every failed one under "failure" and
+// every one under "always"; the transitions and the job's health are as
+// without it.
+func TestAlertNotify(t *testing.T) {
+	for _, tt := range []struct {
+		notify string
+		want   []string
+	}{
+		{"", []string{AlertFailing, AlertFailingStreak, AlertRecovered}},
+		{"failure", []string{AlertFailing, AlertRun, AlertFailingStreak, AlertRun, AlertRecovered}},
+		{"always", []string{AlertFailing, AlertRun, AlertFailingStreak, AlertRun, AlertRecovered, AlertRun}},
+	} {
+		t.Run("notify="+tt.notify, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				hook := &webhook{t: t}
+				pn := newPipeNet(t, hook)
+				plan := &outcomes{plan: []bool{false, false, false, false, true, true}}
+				r := newTestRunner(t, NewMemStore(), nil, Config{Handlers: map[string]Handler{"flaky": plan}, AlertClient: pn.Client})
+				j := goJob("n", "flaky", Every(time.Minute))
+				j.Alert = &AlertConfig{URL: "http://hooks.example/alert", After: 3, Notify: tt.notify}
+				mustAdd(t, r, j)
+				stop := start(t, r)
+				time.Sleep(6*time.Minute + time.Second)
+				synctest.Wait()
+				if err := stop(); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tt.want, hook.transitions()); diff != "" {
+					t.Errorf("alerts received (-want +got):\n%s", diff)
+				}
+				if got := mustGet(t, r, "n"); got.Failures != 0 || got.LastAlert != AlertRecovered {
+					t.Errorf("job's health: failures %d, last_alert %q; want 0, recovered (a run alert leaves it)", got.Failures, got.LastAlert)
+				}
+			})
+		})
+	}
+}
+
 // TestAlertsOnceAcrossRestart: the failures in a row and the last alert
 // are kept with the job's bookkeeping, so that a runner started again on
 // the same store sends no second failing alert for the same streak, and
@@ -224,6 +263,9 @@ func TestAlertValidation(t *testing.T) {
 		{AlertConfig{URL: "http://x", After: -1}, "alert.after"},
 		{AlertConfig{URL: "http://x", PauseAfter: -2}, "alert.pause_after"},
 		{AlertConfig{URL: "http://x", Secret: string(make([]byte, MaxAlertSecretLen+1))}, "alert.secret"},
+		{AlertConfig{URL: "http://x", Notify: "sometimes"}, "alert.notify"},
+		{AlertConfig{URL: "http://x", Notify: "failure"}, ""},
+		{AlertConfig{URL: "http://x", Notify: "always"}, ""},
 		{AlertConfig{After: 2}, ""}, // the runner's URL
 	}
 	for _, tt := range tests {

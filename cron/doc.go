@@ -335,7 +335,9 @@
 // does); and missed when slots of the job are recorded missed (the
 // runner was down, no runner held the job, a once job was past due, its
 // holder died or stopped), with their count and reason, at most once per
-// [AlertConfig.MissedEvery] for a job. The alert is a POST of an [Alert]
+// [AlertConfig.MissedEvery] for a job. A job that asks for it
+// ([AlertConfig.Notify]) is also told of each run that is no transition
+// ([AlertRun]): each failed one, or each one. The alert is a POST of an [Alert]
 // as JSON, signed with HMAC-SHA256 ([SignAlert], [VerifyAlert]) anew at
 // each attempt, and naming its delivery in the [AlertDeliveryHeader],
 // the same on every attempt, so that a receiver drops a repeat. Neither

@@ -214,6 +214,10 @@ const (
 	// reason ([Run.Reason]). It leaves the job's health as it was, and is
 	// sent at most once per [AlertConfig.MissedEvery] for a job.
 	AlertMissed = "missed"
+	// AlertRun: a run ended that is no transition, alerted because its
+	// job asks for it ([AlertConfig.Notify]: every failure, or every
+	// run). It leaves the job's health as it was.
+	AlertRun = "run"
 
 	// The headers of an alert request.
 

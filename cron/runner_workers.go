@@ -142,6 +142,9 @@ func (r *Runner) execute(ctx context.Context, t task, j *Job) {
 		cfg := r.alertFor(e.cfg.alert)
 		h, tr, pause := nextHealth(e.health(), res.Status, cfg)
 		e.setHealth(h)
+		if tr == "" && cfg != nil && cfg.notifies(res.Status) {
+			tr = AlertRun
+		}
 		if tr != "" {
 			run.Alert = tr
 			r.raiseAlert(e, run, tr, cfg, h.failures, pause)

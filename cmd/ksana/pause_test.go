@@ -286,7 +286,6 @@ func TestPauseStopsAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL and SQLite")
 	}
-	runAs(t, timingTest)
 	bin := buildKsana(t)
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
@@ -301,6 +300,7 @@ func TestPauseStopsAtOnce(t *testing.T) {
 // testPauseStopsAtOnce is TestPauseStopsAtOnce on the database of dbURL,
 // whose watcher brings a write to the other instance within watch.
 func testPauseStopsAtOnce(t *testing.T, bin, dbURL string, watch time.Duration) {
+	runAs(t, timingTest) // here, in the subtest: see runAs
 	env := []string{"DATABASE_URL=" + dbURL, "KSANA_LEASE_TTL=2s"}
 	a, b := startMember(t, bin, "a", env...), startMember(t, bin, "b", env...)
 	cb := newSlotCounter(t)

@@ -66,6 +66,8 @@ func (c *Console) newFields(edit bool) []formField {
 		{Name: "alert.secret", Label: "Alert secret", Kind: "text", Help: "signs each alert with HMAC-SHA256 (empty: unsigned)"},
 		{Name: "alert.after", Label: "Alert after", Kind: "text", Help: "failures in a row that send failing_streak (empty: the default)"},
 		{Name: "alert.pause_after", Label: "Pause after", Kind: "text", Help: "failures in a row that pause the job (empty: never)"},
+		{Name: "alert.missed_every", Label: "Missed alerts every", Kind: "text", Help: "the least time between two alerts of missed slots (empty: 5m; negative: none)"},
+		{Name: "alert.notify", Label: "Notify each run", Kind: "text", Help: "failure: an alert of each failed run; always: of each run (empty: the transitions only)"},
 	}
 	if edit {
 		fs = fs[1:]
@@ -95,6 +97,7 @@ func jobValues(j cron.Job) map[string]string {
 		if a.PauseAfter != 0 {
 			v["alert.pause_after"] = strconv.Itoa(a.PauseAfter)
 		}
+		v["alert.missed_every"], v["alert.notify"] = durString(a.MissedEvery), a.Notify
 	}
 	if !j.Paused {
 		v["enabled"] = "on"
@@ -307,9 +310,9 @@ func jobBody(val func(string) string, old *cron.Job) (body []byte, field string,
 	}
 	number(doc, "max_retries", val("max_retries"))
 	alert, given := map[string]any{}, false
-	for _, k := range []string{"url", "secret", "after", "pause_after"} {
+	for _, k := range []string{"url", "secret", "after", "pause_after", "missed_every", "notify"} {
 		v := val("alert." + k)
-		if k == "url" {
+		if k == "url" || k == "missed_every" || k == "notify" {
 			v = strings.TrimSpace(v)
 		}
 		given = given || v != ""

@@ -271,6 +271,7 @@ type alertBody struct {
 	PauseAfter int    `json:"pause_after"`
 	// MissedEvery is a duration such as "5m"; negative: no missed alerts.
 	MissedEvery string `json:"missed_every"`
+	Notify      string `json:"notify"`
 }
 
 // decodeAlert reads the alert object; null is no alert of the job's own.
@@ -283,7 +284,7 @@ func decodeAlert(v json.RawMessage, dst **cron.AlertConfig) *RequestError {
 	if err := strictObject("alert", v, &a); err != nil {
 		return err
 	}
-	*dst = &cron.AlertConfig{URL: a.URL, Secret: a.Secret, After: a.After, PauseAfter: a.PauseAfter}
+	*dst = &cron.AlertConfig{URL: a.URL, Secret: a.Secret, After: a.After, PauseAfter: a.PauseAfter, Notify: a.Notify}
 	if a.MissedEvery != "" {
 		d, err := time.ParseDuration(a.MissedEvery)
 		if err != nil {

@@ -189,7 +189,7 @@ func TestRunNowIdempotent(t *testing.T) {
 func TestAlertField(t *testing.T) {
 	_, srv, _ := gateServer(t)
 	a := post(t, srv, "/jobs", `{"id": "al", "http": {"url": "http://cb.test/x"}, "schedule": {"kind": "every", "every": "1h"},
-		"alert": {"url": "https://hooks.test/a", "secret": "s", "after": 2, "pause_after": 5}}`, nil)
+		"alert": {"url": "https://hooks.test/a", "secret": "s", "after": 2, "pause_after": 5, "missed_every": "15m", "notify": "failure"}}`, nil)
 	if a.status != 201 {
 		t.Fatalf("create with an alert: %d %v", a.status, a.body)
 	}
@@ -200,7 +200,7 @@ func TestAlertField(t *testing.T) {
 	var j cron.Job
 	_ = json.NewDecoder(res.Body).Decode(&j)
 	res.Body.Close()
-	if diff := cmp.Diff(&cron.AlertConfig{URL: "https://hooks.test/a", Secret: "s", After: 2, PauseAfter: 5}, j.Alert); diff != "" {
+	if diff := cmp.Diff(&cron.AlertConfig{URL: "https://hooks.test/a", Secret: "s", After: 2, PauseAfter: 5, MissedEvery: cron.Duration(15 * time.Minute), Notify: "failure"}, j.Alert); diff != "" {
 		t.Errorf("alert read back (-want +got):\n%s", diff)
 	}
 	for _, tt := range []struct{ alert, field string }{
@@ -209,6 +209,8 @@ func TestAlertField(t *testing.T) {
 		{`{"url": "http://x", "pause_after": -1}`, "alert.pause_after"},
 		{`{"url": "http://x", "secret": "` + strings.Repeat("s", 257) + `"}`, "alert.secret"},
 		{`{"url": "http://x", "every": 1}`, "alert.every"},
+		{`{"url": "http://x", "notify": "sometimes"}`, "alert.notify"},
+		{`{"url": "http://x", "missed_every": "often"}`, "alert.missed_every"},
 		{`"x"`, "alert"},
 	} {
 		body := `{"http": {"url": "http://cb.test/x"}, "schedule": {"kind": "every", "every": "1h"}, "alert": ` + tt.alert + `}`

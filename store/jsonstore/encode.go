@@ -131,6 +131,11 @@ func appendAlert(b []byte, a *cron.AlertConfig) []byte {
 		b = append(b, `"missed_every":`...)
 		b = appendDuration(b, a.MissedEvery)
 	}
+	if a.Notify != "" {
+		sep()
+		b = append(b, `"notify":`...)
+		b = appendString(b, a.Notify)
+	}
 	return append(b, '}')
 }
 

@@ -585,6 +585,8 @@ func (s *scanner) job(j *fileJob) bool {
 					d, err := time.ParseDuration(v)
 					a.MissedEvery = cron.Duration(d)
 					return err == nil
+				case "notify":
+					return s.into(&a.Notify)
 				}
 				return false
 			})

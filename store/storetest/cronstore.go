@@ -77,7 +77,7 @@ func cronJobs() []cron.Job {
 			MisfireGrace: cron.Duration(90 * time.Second),
 			LastRunAt:    cronTime.Add(-time.Hour), NextRunAt: cronTime.Add(time.Hour),
 			LastStatus: cron.StatusTimeout, LastError: "timeout after 10s",
-			Alert:    &cron.AlertConfig{URL: "https://hooks.example.com/ksana", Secret: "s3cret", After: 2, PauseAfter: 5},
+			Alert:    &cron.AlertConfig{URL: "https://hooks.example.com/ksana", Secret: "s3cret", After: 2, PauseAfter: 5, Notify: "failure"},
 			Failures: 2, LastAlert: cron.AlertFailingStreak,
 		},
 		{

@@ -2,12 +2,14 @@ package cron
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -517,4 +519,74 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// switchView is one runner's view of a shared store in which it owns
+// every job or none, as the test switches it.
+type switchView struct {
+	*sharedStore
+	owns atomic.Bool
+}
+
+func (v *switchView) Owns(id string) bool { return v.owns.Load() }
+
+func (v *switchView) LoadHeld(ctx context.Context) ([]Job, []int64, error) {
+	if !v.owns.Load() {
+		return nil, nil, nil
+	}
+	return v.sharedStore.LoadHeld(ctx)
+}
+
+// TestLapsedLeaseTakenOver: a runner whose lease lapses while another
+// runner takes the job over, calls its slots and moves next_run_at on,
+// and whose lease then comes back, resumes where the other got to: each
+// slot has one row (called, or recorded missed once), none two.
+func TestLapsedLeaseTakenOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSharedStore()
+		bv, cv := &switchView{sharedStore: st}, &switchView{sharedStore: st}
+		bv.owns.Store(true)
+		b := newTestRunner(t, bv, &fakeExec{}, Config{})
+		c := newTestRunner(t, cv, &fakeExec{}, Config{})
+		ctx := context.Background()
+		t0 := time.Now()
+		mustAdd(t, b, httpJob("l", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)}))
+		stopB, stopC := start(t, b), start(t, c)
+		time.Sleep(2500 * time.Millisecond)
+		bv.owns.Store(false) // b's lease lapses: the slots at 3s and 4s come
+		time.Sleep(2 * time.Second)
+		cv.owns.Store(true) // c takes the job over at 4.5s, as its watcher does
+		j, ver, err := st.Read(ctx, "l")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Hold(j, ver); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		cv.owns.Store(false) // and gives it back at 7.5s
+		c.Drop("l")
+		bv.owns.Store(true)
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if err := errors.Join(stopB(), stopC()); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := st.Runs(ctx, "l", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		covered := map[time.Duration][]string{}
+		for _, run := range runs {
+			for k := range max(run.Slots, 1) {
+				at := run.ScheduledAt.Add(time.Duration(k) * time.Second).Sub(t0)
+				covered[at] = append(covered[at], string(run.Status)+" "+run.Reason)
+			}
+		}
+		for at := time.Second; at <= 10*time.Second; at += time.Second {
+			if len(covered[at]) != 1 {
+				t.Errorf("slot %v has %d rows, want 1: %v", at, len(covered[at]), covered[at])
+			}
+		}
+	})
 }

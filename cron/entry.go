@@ -33,6 +33,7 @@ type entry struct {
 	status   uint8
 	dirty    bool // bookkeeping waits for the recorder
 	enabled  bool
+	lapsed   bool     // waited for its owner (see awaitOwner)
 	pos      int32    // index in Runner.order
 	cad      *cadence // cron, and every with jitter; else nil
 	last     int64    // last_run_at (Unix ns, 0 = never)

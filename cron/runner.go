@@ -227,7 +227,10 @@ type Runner struct {
 	// holds maps each entry with a slot taken but not yet claimed in
 	// the store to the earliest such slot: the next_run_at the recorder
 	// writes never passes it (see holdSlot).
-	holds     map[*entry]slotHold
+	holds map[*entry]slotHold
+	// resync are the ids of the jobs whose lease came back after a lapse,
+	// for the claiming goroutine to read as stored (see resyncLapsed).
+	resync    []string
 	ready     readyHeap     // slots claimed, waiting for their time
 	claimWake chan struct{} // ahead grew
 	claimNow  chan struct{} // a slot due within half the lead was taken

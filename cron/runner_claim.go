@@ -71,6 +71,12 @@ type claimBufs struct {
 // is recorded as a skipped run that says why. It reports whether there
 // was any slot to claim.
 func (r *Runner) claimSlots(ctx context.Context, c *claimBufs) bool {
+	r.mu.Lock()
+	resync := len(r.resync) > 0
+	r.mu.Unlock()
+	if resync {
+		r.resyncLapsed(ctx)
+	}
 	now := r.now().UTC()
 	r.mu.Lock()
 	batch := r.ahead

@@ -164,6 +164,9 @@ func (r *Runner) fire(idx int32, e *entry, due, now int64, events *[]Run) {
 		r.awaitOwner(idx, e, due, now)
 		return
 	}
+	if e.lapsed && !r.ownerBack(idx, e, due, now) {
+		return
+	}
 	if now-due > int64(r.cfg.MisfireTolerance) {
 		slot, ev := r.misfire(idx, e, due, now, ReasonDowntime)
 		if ev != nil {

@@ -380,7 +380,56 @@ const ownerRetry = 100 * time.Millisecond
 // mu is held.
 func (r *Runner) awaitOwner(idx int32, e *entry, due, now int64) {
 	e.next = due
+	e.lapsed = true
 	r.schedule(idx, e, max(due, now+r.lead+int64(ownerRetry)))
+}
+
+// ownerBack handles the slot due of e, seen at now, when the runner owns
+// the job again after a lapse (see awaitOwner). Another runner may have
+// held the job meanwhile, called its slots and moved its next_run_at on:
+// a slot late past MisfireTolerance is neither called nor recorded from
+// memory, but the job is read as stored first (by the claiming
+// goroutine, resyncLapsed), and resumes at the stored next_run_at when
+// that is later. It reports whether fire goes on with the slot. mu is
+// held.
+func (r *Runner) ownerBack(idx int32, e *entry, due, now int64) bool {
+	e.lapsed = false
+	if r.lead <= 0 || now-due <= int64(r.cfg.MisfireTolerance) {
+		return true
+	}
+	r.resync = append(r.resync, e.id)
+	select {
+	case r.claimWake <- struct{}{}:
+	default:
+	}
+	e.next = due
+	r.schedule(idx, e, now+r.lead+int64(ownerRetry))
+	return false
+}
+
+// resyncLapsed reads as stored the jobs whose lease came back after a
+// lapse (see ownerBack), and moves each on to its stored next_run_at
+// when another runner got further; otherwise the job goes on from the
+// slot it waited at (called late or recorded missed, by the misfire
+// rules). It runs in the claiming goroutine.
+func (r *Runner) resyncLapsed(ctx context.Context) {
+	r.mu.Lock()
+	ids := r.resync
+	r.resync = nil
+	r.mu.Unlock()
+	for _, id := range ids {
+		rctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		j, _, err := r.sh.Read(rctx, id)
+		cancel()
+		r.mu.Lock()
+		if idx, e, ok := r.lookup(id); ok && e.enabled && !e.lapsed {
+			if err == nil && toNano(j.NextRunAt) > e.next {
+				e.next = toNano(j.NextRunAt)
+			}
+			r.schedule(idx, e, e.next)
+		}
+		r.mu.Unlock()
+	}
 }
 
 // claim asks the shared store for run t of job j before it is called (a

@@ -183,7 +183,14 @@ func startMember(t *testing.T, bin, name string, env ...string) *member {
 			m.cmd.Wait()
 		}
 		if t.Failed() {
-			t.Logf("logs of %s:\n%s", name, tail(m.logs.String(), 40))
+			// The lines that say more than that a run finished well.
+			var keep []string
+			for _, l := range strings.Split(m.logs.String(), "\n") {
+				if !strings.Contains(l, `"msg":"cron: run finished"`) || !strings.Contains(l, `"status":"success"`) {
+					keep = append(keep, l)
+				}
+			}
+			t.Logf("logs of %s:\n%s", name, tail(strings.Join(keep, "\n"), 60))
 		}
 	})
 	return m
@@ -386,7 +393,10 @@ func testClusterKillStopJoin(t *testing.T, bin, dbURL string) {
 	if gap, lost := hb["lease_gap_max_ms"], hb["partitions_lost"]; gap.(float64) < float64((2*ttl).Milliseconds()) || lost.(float64) == 0 {
 		t.Errorf("b after a stop of %v: lease_gap_max_ms %v, partitions_lost %v; want the stop shown", 2*ttl+time.Second, gap, lost)
 	}
-	if hc := ms[2].health(t); hc["lease_failures"] != float64(0) || hc["lease_gap_max_ms"].(float64) >= float64(ttl.Milliseconds()) {
+	// On PostgreSQL c was never held up. On SQLite it may have been: b,
+	// stopped while it held the file's write lock, holds up every writer
+	// of the file until it continues.
+	if hc := ms[2].health(t); !strings.HasPrefix(dbURL, "sqlite:") && (hc["lease_failures"] != float64(0) || hc["lease_gap_max_ms"].(float64) >= float64(ttl.Milliseconds())) {
 		t.Errorf("c, never held up: lease_failures %v, lease_gap_max_ms %v; want none, and gaps under the TTL", hc["lease_failures"], hc["lease_gap_max_ms"])
 	}
 	if m, err := httpGet(ms[1].url + "/metrics"); err != nil || !strings.Contains(m, "ksana_lease_gap_max_seconds ") || !strings.Contains(m, `ksana_partitions_moved_total{direction="lost"}`) {

@@ -271,7 +271,18 @@ func (r *Runner) passed(e *entry, due, now int64, reason string) *Run {
 	}
 	from, to, ok := r.pausedSpan(due, now)
 	if !ok {
-		return missed(due-1, now)
+		run := missed(due-1, now)
+		if r.sh != nil && run != nil && run.Slots > 1 {
+			// Over a shared store the first of these slots may have a
+			// row already: the runner that held the job before claimed
+			// it and died before it wrote the next_run_at past it. It is
+			// recorded on its own, so that a record of it that loses to
+			// that row does not take the others with it.
+			rest, _ := notCalled(e, run.ScheduledAt, fromNano(now), StatusMissed, reason, fromNano(now))
+			run.Slots = 0
+			r.finish(rest, false)
+		}
+		return run
 	}
 	var out []*Run
 	if from > due {

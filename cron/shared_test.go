@@ -23,7 +23,8 @@ type sharedStore struct {
 	claimErr error
 	records  int
 	vers     map[string]int64
-	refused  int // bookkeeping records refused for their version
+	refused  int               // bookkeeping records refused for their version
+	rows     map[string]string // job id + scheduled_at -> the run id that claimed the slot
 	// beforeWrite, when set, is called at the start of each Write, outside
 	// the store's lock (a test lines up concurrent writers there).
 	beforeWrite func()
@@ -60,6 +61,12 @@ func (s *sharedStore) ClaimRun(ctx context.Context, r Run, slot bool) (bool, err
 		return false, nil
 	}
 	s.claimed[key] = true
+	if slot {
+		if s.rows == nil {
+			s.rows = map[string]string{}
+		}
+		s.rows[key] = r.ID
+	}
 	return true, nil
 }
 
@@ -196,6 +203,14 @@ func (s *sharedStore) RecordBatch(ctx context.Context, recs []Recorded) error {
 
 func (s *sharedStore) AppendRuns(ctx context.Context, runs []Run) error {
 	for _, r := range runs {
+		s.mu.Lock()
+		id, taken := s.rows[r.JobID+" "+r.ScheduledAt.Format(time.RFC3339Nano)]
+		s.mu.Unlock()
+		if taken && id != r.ID {
+			// The row of that slot is another run's: dropped, as a SQL
+			// store's unique (job, scheduled_at) drops it.
+			continue
+		}
 		s.AppendRun(ctx, r)
 	}
 	return nil
@@ -515,6 +530,56 @@ func TestConcurrentWritesBothApply(t *testing.T) {
 		}
 		if got.Name != "renamed" || !got.Paused {
 			t.Errorf("after a rename and a pause at once: name %q, paused %v; want both", got.Name, got.Paused)
+		}
+	})
+}
+
+// TestTakeoverAfterClaimedSlot: a runner takes a job over whose stored
+// next_run_at is a slot that the runner before it claimed (and died
+// before it wrote next_run_at past it), with later slots passed too: the
+// record of the slots passed without a holder does not lose them to
+// that slot's row (a shared store keeps one row per slot).
+func TestTakeoverAfterClaimedSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSharedStore()
+		ctx := context.Background()
+		t0 := time.Now()
+		j := httpJob("t", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)})
+		j.NextRunAt = t0.Add(time.Second)
+		if _, err := st.Write(ctx, j, 0); err != nil {
+			t.Fatal(err)
+		}
+		// The dead holder's claim of the slot at 1s, finished as missed
+		// (holder died) by the store.
+		if ok, err := st.ClaimRun(ctx, Run{ID: "dead", JobID: "t", ScheduledAt: t0.Add(time.Second)}, true); !ok || err != nil {
+			t.Fatalf("claim: %v %v", ok, err)
+		}
+		st.AppendRun(ctx, Run{ID: "dead", JobID: "t", ScheduledAt: t0.Add(time.Second), Status: StatusMissed, Reason: ReasonHolderDied})
+		view := &switchView{sharedStore: st}
+		r := newTestRunner(t, view, &fakeExec{}, Config{})
+		stop := start(t, r)
+		time.Sleep(3500 * time.Millisecond) // the slots at 2s and 3s pass with no holder
+		view.owns.Store(true)
+		stored, ver, _ := st.Read(ctx, "t")
+		if err := r.Hold(stored, ver); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		runs, _ := st.Runs(ctx, "t", 100)
+		covered := map[time.Duration]int{}
+		for _, run := range runs {
+			for k := range max(run.Slots, 1) {
+				covered[run.ScheduledAt.Add(time.Duration(k)*time.Second).Sub(t0)]++
+			}
+		}
+		for at := time.Second; at <= 4*time.Second; at += time.Second {
+			if covered[at] != 1 {
+				t.Errorf("slot %v has %d rows, want 1; runs %+v", at, covered[at], runs)
+			}
 		}
 	})
 }

@@ -57,10 +57,11 @@ func pauseRunners(t *testing.T, ctx context.Context, wg *sync.WaitGroup, u strin
 // TestPauseRecordedOnceShared: over a shared store, a job's pause is
 // recorded once, as one skipped run of reason paused whose slots are
 // those that passed between paused_at and the resume, whichever runner
-// resumes it: b, which does not hold the job, resuming a pause made on
-// a (the record is b's, and a, seeing the resume, records nothing);
-// a, the holder, resuming a pause made on b; a's pause timer ending a
-// timed pause set on b.
+// resumes it, and the record is the holder's (it alone knows which slots
+// it did not call): b, which does not hold the job, resuming a pause
+// made on a (a records it when it sees the resume); a, the holder,
+// resuming a pause made on b; a's pause timer ending a timed pause set
+// on b.
 func TestPauseRecordedOnceShared(t *testing.T) {
 	t.Parallel()
 	for _, be := range backends {
@@ -149,7 +150,7 @@ func TestPauseRecordedOnceShared(t *testing.T) {
 			if j.Paused || !j.PausedAt.IsZero() {
 				t.Fatalf("resumed on b: paused %v paused_at %v", j.Paused, j.PausedAt)
 			}
-			check("p1", p.PausedAt, time.Now(), "b")
+			check("p1", p.PausedAt, time.Now(), "a")
 
 			// Paused on b, resumed on the holder.
 			p, err = b.Pause(ctx, "p2", time.Time{})

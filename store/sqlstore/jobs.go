@@ -274,8 +274,10 @@ func (s *Jobs) Save(ctx context.Context, j cron.Job) error {
 }
 
 // Write stores job j durably, in one statement, and returns its version:
-// 1 for a new job, one more than it had for a replaced one, which keeps
-// its place in the creation order. With version 0 it creates j, and an id
+// for a new job the time of its creation in nanoseconds (so that a job
+// deleted and created again never takes up a version of the one before),
+// one more than it had for a replaced one, which keeps its place in the
+// creation order. With version 0 it creates j, and an id
 // already stored (by any process) is [cron.ErrExists]; with a version
 // above 0 it replaces the job only while the row has that version
 // (UPDATE ... WHERE version = ?), else [cron.ErrConflict], or
@@ -313,11 +315,15 @@ func (s *Jobs) Write(ctx context.Context, j cron.Job, version int64) (int64, err
 		}
 		return vers[0], nil
 	}
-	q := `INSERT INTO ksana_job (id, part, enabled, config, last_run_at, next_run_at, last_status, last_error, failures, last_alert)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// A new job's first version is the time of its creation in
+	// nanoseconds: a job deleted and created again never takes up a
+	// version the one before had, so a write made from a read of that
+	// one is a conflict.
+	q := `INSERT INTO ksana_job (id, part, enabled, version, config, last_run_at, next_run_at, last_status, last_error, failures, last_alert)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	if s.db.d != postgresDialect {
-		q = `INSERT INTO ksana_job (id, part, enabled, seq, config, last_run_at, next_run_at, last_status, last_error, failures, last_alert)
-			VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ksana_job), ?, ?, ?, ?, ?, ?, ?)`
+		q = `INSERT INTO ksana_job (id, part, enabled, version, seq, config, last_run_at, next_run_at, last_status, last_error, failures, last_alert)
+			VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ksana_job), ?, ?, ?, ?, ?, ?, ?)`
 	}
 	if version == 0 {
 		q += " ON CONFLICT (id) DO NOTHING"
@@ -326,7 +332,7 @@ func (s *Jobs) Write(ctx context.Context, j cron.Job, version int64) (int64, err
 			next_run_at = excluded.next_run_at, last_status = excluded.last_status, last_error = excluded.last_error,
 			failures = excluded.failures, last_alert = excluded.last_alert, version = ksana_job.version + 1`
 	}
-	if err := s.db.x.SelectContext(ctx, &vers, s.db.d.sql(q+" RETURNING version"), j.ID, Partition(j.ID, s.partitions()), !j.Paused, string(cfg),
+	if err := s.db.x.SelectContext(ctx, &vers, s.db.d.sql(q+" RETURNING version"), j.ID, Partition(j.ID, s.partitions()), !j.Paused, time.Now().UnixNano(), string(cfg),
 		nanos(b.LastRunAt), nanos(b.NextRunAt), string(b.LastStatus), b.LastError, b.Failures, b.LastAlert); err != nil {
 		return 0, fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
 	}

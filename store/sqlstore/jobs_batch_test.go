@@ -109,7 +109,15 @@ func TestBatchRecord(t *testing.T) {
 				return cron.Bookkeeping{LastRunAt: t0.Add(time.Duration(i) * time.Second), NextRunAt: t0.Add(time.Duration(i+1) * time.Second),
 					LastStatus: cron.StatusFailed, LastError: fmt.Sprint("error ", i)}
 			}
-			if err := s.RecordBatch(ctx, []cron.Recorded{{ID: "p", Bookkeeping: bk(1), Version: 1}, {ID: "nope", Bookkeeping: bk(2)}, {ID: "q", Bookkeeping: bk(3), Version: 1}}); err != nil {
+			_, vp, err := s.Read(ctx, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, vq, err := s.Read(ctx, "q")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RecordBatch(ctx, []cron.Recorded{{ID: "p", Bookkeeping: bk(1), Version: vp}, {ID: "nope", Bookkeeping: bk(2)}, {ID: "q", Bookkeeping: bk(3), Version: vq}}); err != nil {
 				t.Fatal(err)
 			}
 			for id, want := range map[string]cron.Bookkeeping{"p": bk(1), "q": bk(3)} {

@@ -17,7 +17,8 @@ import (
 // store shared by two runners (two processes on one database), a and b,
 // each owning every job. It checks versions (a write raises them, a
 // create of an id the other stored is ErrExists, a write at a version
-// another write passed is ErrConflict and changes nothing), the version check of
+// another write passed is ErrConflict and changes nothing, also after
+// the job was deleted and created again), the version check of
 // RecordBatch (the bookkeeping of an older version is refused, the
 // last-run fields of an older run are kept, LastOnly keeps next_run_at),
 // claims (one winner per slot across the two, a run-now by its id, a
@@ -102,6 +103,15 @@ func sharedCaseVersions(t *testing.T, a, b cron.SharedStore) {
 	}
 	if got, v := sharedRead(t, b, j.ID); got.Name != "by a" || v != v3 {
 		t.Errorf("after a refused write: name %q, version %d; want a's write, %q at %d", got.Name, v, "by a", v3)
+	}
+	// A job deleted and created again takes up no version of the one
+	// before: a write made from a read of that one is a conflict.
+	if err := a.Delete(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	again := sharedWrite(t, b, j, 0)
+	if _, err := a.Write(ctx, late, v1); again == v1 || !errors.Is(err, cron.ErrConflict) {
+		t.Errorf("write at version %d (the first of the job deleted) after it was created again at version %d: %v, want ErrConflict", v1, again, err)
 	}
 	gone := cronJobs()[1]
 	if _, err := a.Write(ctx, gone, 7); !errors.Is(err, cron.ErrNotFound) {

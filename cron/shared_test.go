@@ -405,20 +405,7 @@ func TestConcurrentResumeRecordsOnce(t *testing.T) {
 				deliver()
 				time.Sleep(time.Minute)
 				// Both resumes read the job paused, then write.
-				var mu sync.Mutex
-				arrived, both := 0, make(chan struct{})
-				st.beforeWrite = func() {
-					mu.Lock()
-					arrived++
-					if arrived == 2 {
-						close(both)
-					}
-					mu.Unlock()
-					select {
-					case <-both:
-					case <-time.After(time.Second):
-					}
-				}
+				arrived := lineUpWrites(st)
 				var wg sync.WaitGroup
 				for _, r := range resumers {
 					wg.Go(func() {
@@ -429,8 +416,8 @@ func TestConcurrentResumeRecordsOnce(t *testing.T) {
 				}
 				wg.Wait()
 				st.beforeWrite = nil
-				if arrived < 2 {
-					t.Fatalf("only %d writes lined up: the test did not race the resumes", arrived)
+				if arrived() < 2 {
+					t.Fatalf("only %d writes lined up: the test did not race the resumes", arrived())
 				}
 				deliver()
 				synctest.Wait()
@@ -494,20 +481,7 @@ func TestConcurrentWritesBothApply(t *testing.T) {
 		r2 := newTestRunner(t, &ownerView{st, ""}, &fakeExec{}, Config{})
 		ctx := context.Background()
 		mustAdd(t, h, httpJob("w", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: time.Now().Add(time.Minute)}))
-		var mu sync.Mutex
-		arrived, both := 0, make(chan struct{})
-		st.beforeWrite = func() {
-			mu.Lock()
-			arrived++
-			if arrived == 2 {
-				close(both)
-			}
-			mu.Unlock()
-			select {
-			case <-both:
-			case <-time.After(time.Second):
-			}
-		}
+		arrived := lineUpWrites(st)
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			if _, err := r1.Update(ctx, "w", func(j *Job) error { j.Name = "renamed"; return nil }); err != nil {
@@ -521,8 +495,8 @@ func TestConcurrentWritesBothApply(t *testing.T) {
 		})
 		wg.Wait()
 		st.beforeWrite = nil
-		if arrived < 2 {
-			t.Fatalf("only %d writes lined up: the test did not race the writes", arrived)
+		if arrived() < 2 {
+			t.Fatalf("only %d writes lined up: the test did not race the writes", arrived())
 		}
 		got, _, err := st.Read(ctx, "w")
 		if err != nil {
@@ -582,4 +556,30 @@ func TestTakeoverAfterClaimedSlot(t *testing.T) {
 			}
 		}
 	})
+}
+
+// lineUpWrites makes the next two Writes of st wait for each other (for a
+// second at most), so that both are made from what was read before
+// either: two runners writing one job at once. arrived counts the Writes
+// that came.
+func lineUpWrites(st *sharedStore) (arrived func() int) {
+	var mu sync.Mutex
+	n, both := 0, make(chan struct{})
+	st.beforeWrite = func() {
+		mu.Lock()
+		n++
+		if n == 2 {
+			close(both)
+		}
+		mu.Unlock()
+		select {
+		case <-both:
+		case <-time.After(time.Second):
+		}
+	}
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
 }

@@ -466,14 +466,9 @@ func TestLapsedLeaseKeepsSlots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		covered := map[time.Duration]string{}
-		for _, run := range runs {
-			for k := range max(run.Slots, 1) {
-				covered[run.ScheduledAt.Add(time.Duration(k)*time.Second).Sub(t0)] = string(run.Status) + " " + run.Reason
-			}
-		}
+		covered := slotRecords(runs, t0, time.Second)
 		for at := time.Second; at <= 4*time.Second; at += time.Second {
-			if covered[at] == "" {
+			if len(covered[at]) == 0 {
 				t.Errorf("slot %v has no record; records: %v", at, covered)
 			}
 		}
@@ -576,17 +571,25 @@ func TestLapsedLeaseTakenOver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		covered := map[time.Duration][]string{}
-		for _, run := range runs {
-			for k := range max(run.Slots, 1) {
-				at := run.ScheduledAt.Add(time.Duration(k) * time.Second).Sub(t0)
-				covered[at] = append(covered[at], string(run.Status)+" "+run.Reason)
-			}
-		}
+		covered := slotRecords(runs, t0, time.Second)
 		for at := time.Second; at <= 10*time.Second; at += time.Second {
 			if len(covered[at]) != 1 {
 				t.Errorf("slot %v has %d rows, want 1: %v", at, len(covered[at]), covered[at])
 			}
 		}
 	})
+}
+
+// slotRecords maps each slot of a job every interval, as its offset from
+// t0, to the records of runs that stand for it ("status reason" each), a
+// run standing for max(Slots, 1) slots from its ScheduledAt.
+func slotRecords(runs []Run, t0 time.Time, every time.Duration) map[time.Duration][]string {
+	out := map[time.Duration][]string{}
+	for _, run := range runs {
+		for k := range max(run.Slots, 1) {
+			at := run.ScheduledAt.Add(time.Duration(k) * every).Sub(t0)
+			out[at] = append(out[at], string(run.Status)+" "+run.Reason)
+		}
+	}
+	return out
 }

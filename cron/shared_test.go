@@ -544,15 +544,10 @@ func TestTakeoverAfterClaimedSlot(t *testing.T) {
 			t.Fatal(err)
 		}
 		runs, _ := st.Runs(ctx, "t", 100)
-		covered := map[time.Duration]int{}
-		for _, run := range runs {
-			for k := range max(run.Slots, 1) {
-				covered[run.ScheduledAt.Add(time.Duration(k)*time.Second).Sub(t0)]++
-			}
-		}
+		covered := slotRecords(runs, t0, time.Second)
 		for at := time.Second; at <= 4*time.Second; at += time.Second {
-			if covered[at] != 1 {
-				t.Errorf("slot %v has %d rows, want 1; runs %+v", at, covered[at], runs)
+			if len(covered[at]) != 1 {
+				t.Errorf("slot %v has %d rows, want 1; runs %+v", at, len(covered[at]), runs)
 			}
 		}
 	})

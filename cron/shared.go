@@ -132,8 +132,9 @@ func (v *versions) set(idx int32, ver int64) {
 // loose is an entry the runner does not hold but still runs: a job
 // dropped (its partition moved to another runner) while some of its
 // slots were claimed, queued or running, which this runner still calls
-// and records; or the copy of a stored job that a run-now of a job not
-// held runs (idx -1). Its pos is -1.
+// and records, or while the bookkeeping of its last run waited for the
+// recorder, which this runner still writes; or the copy of a stored job
+// that a run-now of a job not held runs (idx -1). Its pos is -1.
 type loose struct {
 	idx int32 // its slot in the table, -1 for none
 	ver int64
@@ -612,8 +613,8 @@ func (r *Runner) Hold(j Job, version int64) error {
 // another runner. The slots of the job this runner has claimed, queued
 // or started are still called (or recorded as missed) and recorded, so
 // that no claimed slot is left without a status: the runner that takes
-// the job over cannot claim them. It reports whether the runner held the
-// job.
+// the job over cannot claim them, and the last run's bookkeeping not
+// yet written is written. It reports whether the runner held the job.
 func (r *Runner) Drop(id string) bool {
 	defer r.lockJob(id)()
 	r.mu.Lock()
@@ -622,7 +623,9 @@ func (r *Runner) Drop(id string) bool {
 	if !ok {
 		return false
 	}
-	if !r.pending(e) {
+	// A job whose bookkeeping waits for the recorder stays too (loose),
+	// until the recorder has written its last-run fields.
+	if !r.pending(e) && !e.dirty {
 		r.unlink(idx, e)
 		return true
 	}

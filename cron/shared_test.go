@@ -28,6 +28,9 @@ type sharedStore struct {
 	// beforeWrite, when set, is called at the start of each Write, outside
 	// the store's lock (a test lines up concurrent writers there).
 	beforeWrite func()
+	// beforeRecord, when set, is called at the start of each RecordBatch,
+	// outside the store's lock (a test holds the recorder up there).
+	beforeRecord func()
 }
 
 var _ SharedStore = (*sharedStore)(nil)
@@ -176,6 +179,9 @@ func (s *sharedStore) CountJobs(ctx context.Context) (enabled, paused int, err e
 }
 
 func (s *sharedStore) RecordBatch(ctx context.Context, recs []Recorded) error {
+	if s.beforeRecord != nil {
+		s.beforeRecord()
+	}
 	for _, rec := range recs {
 		s.mu.Lock()
 		s.records++
@@ -549,6 +555,58 @@ func TestTakeoverAfterClaimedSlot(t *testing.T) {
 			if len(covered[at]) != 1 {
 				t.Errorf("slot %v has %d rows, want 1; runs %+v", at, len(covered[at]), runs)
 			}
+		}
+	})
+}
+
+// TestDropKeepsRunBookkeeping: a job whose run has ended but whose
+// bookkeeping the recorder has not written yet, dropped then (its
+// partition moved to another runner), still has its run's last-run
+// fields written: the next holder loads the job from the store and shows
+// what is stored.
+func TestDropKeepsRunBookkeeping(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSharedStore()
+		ctx := context.Background()
+		t0 := time.Now()
+		j := httpJob("o", ScheduleSpec{Kind: KindOnce, RunAt: t0.Add(time.Second)})
+		j.Type, j.HTTP.Method, j.Timeout, j.RetryBackoff = JobTypeHTTP, "POST", Duration(DefaultTimeout), Duration(DefaultRetryBackoff)
+		j.NextRunAt = t0.Add(time.Second)
+		if _, err := st.Write(ctx, j, 0); err != nil {
+			t.Fatal(err)
+		}
+		// The recorder is held up in its first write until the job is
+		// dropped, so that the run's bookkeeping waits in memory.
+		gate := make(chan struct{})
+		st.beforeRecord = func() { <-gate }
+		ex := &fakeExec{fn: func(ctx context.Context, j *Job, info RunInfo) Result {
+			time.Sleep(200 * time.Millisecond)
+			return Result{Status: StatusSuccess, Attempts: 1, HTTPStatus: 200}
+		}}
+		r := newTestRunner(t, st, ex, Config{})
+		stop := start(t, r)
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		if n := len(ex.runs()); n != 1 {
+			t.Fatalf("%d calls, want 1", n)
+		}
+		st.setOwned()
+		if !r.Drop("o") {
+			t.Fatal("Drop: the runner did not hold the job")
+		}
+		close(gate)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := st.Read(ctx, "o")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.LastStatus != StatusSuccess || !got.LastRunAt.Equal(t0.Add(time.Second)) || !got.NextRunAt.IsZero() {
+			t.Errorf("stored: last_status %q, last_run_at %v, next_run_at %v; want success, %v, none",
+				got.LastStatus, got.LastRunAt, got.NextRunAt, t0.Add(time.Second))
 		}
 	})
 }

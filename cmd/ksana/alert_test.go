@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,5 +97,136 @@ func TestClusterAlertOnce(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"failing", "failing_streak", "paused"}, marked); diff != "" {
 		t.Errorf("runs marked with their alert (-want +got):\n%s", diff)
+	}
+}
+
+// outageSink is a webhook that answers 503 until it is opened, then
+// takes the alerts, verifying each; it keeps every attempt's delivery id.
+type outageSink struct {
+	*httptest.Server
+	mu       sync.Mutex
+	open     bool
+	tried    map[string]int        // delivery id -> attempts refused
+	accepted map[string]cron.Alert // delivery id -> the alert taken
+	repeats  []string              // delivery ids taken more than once
+}
+
+func newOutageSink(t *testing.T, secret string) *outageSink {
+	s := &outageSink{tried: map[string]int{}, accepted: map[string]cron.Alert{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		id := r.Header.Get(cron.AlertDeliveryHeader)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.open {
+			s.tried[id]++
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		if err := cron.VerifyAlert(secret, r.Header, body, time.Now(), time.Minute); err != nil {
+			t.Errorf("alert %s: %v", id, err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var a cron.Alert
+		if err := json.Unmarshal(body, &a); err != nil {
+			t.Errorf("alert body %s: %v", body, err)
+		}
+		if _, ok := s.accepted[id]; ok {
+			s.repeats = append(s.repeats, id)
+		}
+		s.accepted[id] = a
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestClusterAlertOutage: two ksana processes on one PostgreSQL database,
+// whose alert webhook is down while a job fails and is paused. The
+// instance that holds the job is killed (kill -9) during the outage and
+// started again. Once the webhook is back, each alert raised (failing,
+// failing_streak, paused) arrives once, under the delivery id its
+// refused attempts carried; /health shows the three pending during the
+// outage, and none once delivered.
+func TestClusterAlertOutage(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("processes on PostgreSQL")
+	}
+	dbURL := postgresSchemaURL(t, "ksana_alert_outage_test")
+	bin := buildKsana(t)
+	sink := newOutageSink(t, "k3y")
+	cb := newCallback(t, http.StatusInternalServerError, 0)
+	env := []string{"DATABASE_URL=" + dbURL, "KSANA_LEASE_TTL=2s", "KSANA_ALERT_URL=" + sink.URL, "KSANA_ALERT_SECRET=k3y"}
+	ms := []*member{startMember(t, bin, "a", env...), startMember(t, bin, "b", env...)}
+	body := fmt.Sprintf(`{"id":"f","schedule":{"kind":"every","every":"500ms"},"http":{"url":%q},"timeout":"2s","max_retries":0,
+		"alert":{"after":2,"pause_after":4}}`, cb.URL)
+	if code := call(t, "POST", ms[0].url+"/jobs", body, nil); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	// refusedEach reports whether each of three alerts was refused n
+	// times at least.
+	refusedEach := func(n int) bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		for _, k := range sink.tried {
+			if k < n {
+				return false
+			}
+		}
+		return len(sink.tried) == 3
+	}
+	waitFor(t, "three alerts refused twice by the webhook", func() bool { return refusedEach(2) })
+	// Kill the holder of the job, and start it again, during the outage.
+	holder := 0
+	if ms[1].health(t)["jobs"] == float64(1) {
+		holder = 1
+	}
+	m := ms[holder]
+	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	m.cmd.Wait()
+	m.dead = true
+	ms[holder] = startMember(t, bin, m.name, env...)
+	// The retries go on after the restart (their times are stored), then
+	// the webhook is back: the next retries, some seconds later, arrive.
+	waitFor(t, "three alerts refused four times", func() bool { return refusedEach(4) })
+	for _, m := range ms {
+		if h := m.health(t); h["alerts_pending"] != float64(3) || h["alerts_oldest_pending"] == nil {
+			t.Errorf("/health of %s during the outage: alerts_pending %v, alerts_oldest_pending %v; want 3 and a time",
+				m.name, h["alerts_pending"], h["alerts_oldest_pending"])
+		}
+	}
+	sink.mu.Lock()
+	refused := maps.Clone(sink.tried)
+	sink.open = true
+	sink.mu.Unlock()
+	waitFor(t, "the three alerts delivered", func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return len(sink.accepted) == 3
+	})
+	time.Sleep(2 * time.Second) // a delivery sent twice would come now
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.repeats) > 0 {
+		t.Errorf("deliveries taken more than once: %v", sink.repeats)
+	}
+	var got []string
+	for id, a := range sink.accepted {
+		if refused[id] == 0 {
+			t.Errorf("delivery %s (%s) taken under an id no refused attempt carried; refused: %v", id, a.Transition, refused)
+		}
+		got = append(got, a.Transition+"@"+strconv.Itoa(a.ConsecutiveFailures))
+	}
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"failing@1", "failing_streak@2", "paused@4"}, got); diff != "" {
+		t.Errorf("alerts delivered (-want +got):\n%s", diff)
+	}
+	for _, m := range ms {
+		if h := m.health(t); h["alerts_pending"] != nil || h["alerts_dead"] != nil {
+			t.Errorf("/health of %s once delivered: alerts_pending %v, alerts_dead %v; want none", m.name, h["alerts_pending"], h["alerts_dead"])
+		}
 	}
 }

@@ -187,10 +187,13 @@
 //   - One process per instance name. Leases are held by name, so a
 //     process registers its name first ([Leases.Register], with a random
 //     token of its own in ksana_member): while another process that goes
-//     by the name has a heartbeat within the TTL, it is refused with
-//     [ErrInstanceInUse] (cmd/ksana exits with status 2). The name is
-//     free again a TTL after its process stopped renewing, or at once
-//     after a clean stop. A process held up past the TTL whose name was
+//     by the name has a heartbeat within the TTL, it waits to see that
+//     heartbeat renewed, and is then refused with [ErrInstanceInUse]
+//     (cmd/ksana exits with status 2). A heartbeat not renewed (its
+//     process was killed) lapses a TTL after its last renewal, and the
+//     waiting process takes the name then: a process restarted at once
+//     after a crash starts within a TTL. A clean stop frees the name at
+//     once. A process held up past the TTL whose name was
 //     taken meanwhile finds its token gone at its next heartbeat and
 //     holds nothing from then on.
 //   - Time fencing. [Jobs.Owns] (which the runner asks at each slot it

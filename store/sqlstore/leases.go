@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -221,28 +222,47 @@ func (l *Leases) Run(ctx context.Context) error {
 	}
 }
 
-// Register claims the instance name for this process in ksana_member:
-// it fails with an error wrapping [ErrInstanceInUse] while another
-// process that goes by the name has a heartbeat within the TTL (two
-// processes with one name would both hold every lease of that name). The
-// name is free again a TTL after its process stopped renewing, or at once
+// Register claims the instance name for this process in ksana_member.
+// While another process that goes by the name has a heartbeat within the
+// TTL, Register waits (up to a TTL) to see whether that heartbeat is
+// renewed: a live process renews it every TTL/3, and Register then
+// fails with an error wrapping [ErrInstanceInUse] (two processes with
+// one name would both hold every lease of that name); the heartbeat of a
+// process that was killed is not renewed, and Register takes the name as
+// soon as it lapses, so that a process restarted at once after a crash
+// starts within a TTL instead of being refused. The name is free at once
 // after a clean stop ([Leases.Leave]). Then the runs that an earlier
 // process of the same name claimed and left unfinished (it was killed)
 // are finished as missed, "holder died". [Leases.Run] registers first
 // when Register was not called.
 func (l *Leases) Register(ctx context.Context) error {
 	d := l.db.d
-	res, err := l.db.x.ExecContext(ctx, d.sql(`INSERT INTO ksana_member (instance, token) VALUES (?, ?)
-		ON CONFLICT (instance) DO UPDATE SET token = excluded.token, started_at = {now}, last_seen = {now}
-		WHERE ksana_member.token = excluded.token OR ksana_member.last_seen < {since}`), l.cfg.Instance, l.token, d.sinceArg(l.cfg.TTL))
-	if err != nil {
-		return fmt.Errorf("sqlstore: register instance %q: %w", l.cfg.Instance, err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		var seen string
-		_ = l.db.x.GetContext(ctx, &seen, d.sql("SELECT CAST(last_seen AS TEXT) FROM ksana_member WHERE instance = ?"), l.cfg.Instance)
-		return fmt.Errorf("%w: another process on this database goes by %q (its last heartbeat: %s, lease TTL %v); "+
-			"give each instance its own name, or wait until the other one has stopped", ErrInstanceInUse, l.cfg.Instance, seen, l.cfg.TTL)
+	var first string
+	deadline := time.Now().Add(l.cfg.TTL + l.cfg.TTL/3)
+	for {
+		taken, seen, err := l.claimName(ctx)
+		if err != nil {
+			return err
+		}
+		if !taken {
+			break
+		}
+		switch {
+		case first == "":
+			first = seen
+			l.log.Info("sqlstore: instance name held by a heartbeat; waiting to see whether it is renewed (a live process) or lapses (a process that was killed)",
+				"instance", l.cfg.Instance, "last_heartbeat", seen, "ttl", l.cfg.TTL)
+		case seen != first || time.Now().After(deadline):
+			return fmt.Errorf("%w: another process on this database goes by %q (its heartbeat was renewed at %s, lease TTL %v); "+
+				"give each instance its own name, or wait until the other one has stopped", ErrInstanceInUse, l.cfg.Instance, seen, l.cfg.TTL)
+		}
+		t := time.NewTimer(l.cfg.TTL / 8)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("sqlstore: register instance %q: %w", l.cfg.Instance, ctx.Err())
+		case <-t.C:
+		}
 	}
 	if _, err := l.db.x.ExecContext(ctx, d.sql(`UPDATE ksana_run SET status = 'missed', finished_at = ?,
 		reason = 'holder died', error = 'holder died: instance ' || instance || ' stopped (it was started again) before this run ended; the run was not called, or the outcome of its call is unknown'
@@ -253,6 +273,25 @@ func (l *Leases) Register(ctx context.Context) error {
 	l.registered = true
 	l.mu.Unlock()
 	return nil
+}
+
+// claimName is one try of Register: taken reports that another process
+// holds the name with a heartbeat within the TTL, whose time is seen.
+func (l *Leases) claimName(ctx context.Context) (taken bool, seen string, err error) {
+	d := l.db.d
+	res, err := l.db.x.ExecContext(ctx, d.sql(`INSERT INTO ksana_member (instance, token) VALUES (?, ?)
+		ON CONFLICT (instance) DO UPDATE SET token = excluded.token, started_at = {now}, last_seen = {now}
+		WHERE ksana_member.token = excluded.token OR ksana_member.last_seen < {since}`), l.cfg.Instance, l.token, d.sinceArg(l.cfg.TTL))
+	if err != nil {
+		return false, "", fmt.Errorf("sqlstore: register instance %q: %w", l.cfg.Instance, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return false, "", nil
+	}
+	if err := l.db.x.GetContext(ctx, &seen, d.sql("SELECT CAST(last_seen AS TEXT) FROM ksana_member WHERE instance = ?"), l.cfg.Instance); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return false, "", fmt.Errorf("sqlstore: register instance %q: %w", l.cfg.Instance, err)
+	}
+	return true, seen, nil
 }
 
 // init registers the instance and creates the lease rows of the

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -351,4 +352,43 @@ func TestLeaseStatsShowStall(t *testing.T) {
 		t.Errorf("after a heartbeat held %v: longest gap between renewals %v, want at least that", stall, after.MaxGap)
 	}
 	t.Logf("before %+v; after %+v", before, after)
+}
+
+// TestRegisterWaitsForLapse: a second keeper of a name whose heartbeat is
+// not renewed (its process was killed) waits for the heartbeat to lapse
+// and takes the name; one whose name is renewed meanwhile (a live
+// process) is refused with ErrInstanceInUse, without waiting out a TTL.
+func TestRegisterWaitsForLapse(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			u := b.url(t)
+			ctx := context.Background()
+			// The killed one: registered, never renewed.
+			mustLeases(t, mustOpen(t, u), "n")
+			start := time.Now()
+			again := mustLeases(t, mustOpen(t, u), "n") // registers, or fails the test
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("registering took %v, want about the TTL (600ms)", took)
+			}
+			// The live one renews: a third is refused.
+			rctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- again.Run(rctx) }()
+			defer func() { cancel(); <-done }()
+			third, err := mustOpen(t, u).leases(LeasesConfig{Instance: "n", TTL: 600 * time.Millisecond, Partitions: 64}, 300*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start = time.Now()
+			err = third.Register(ctx)
+			if !errors.Is(err, ErrInstanceInUse) {
+				t.Fatalf("register the name of a live process: %v, want ErrInstanceInUse", err)
+			}
+			if took := time.Since(start); took > 500*time.Millisecond {
+				t.Errorf("refused after %v, want within about a renewal period (200ms)", took)
+			}
+		})
+	}
 }

@@ -56,6 +56,7 @@ type jobConfig struct {
 	headers map[string]string
 	fn      *fnJob       // a Go function job's type and args; nil for http
 	alert   *AlertConfig // the job's own alert; nil for none
+	keep    uint32       // keep_runs; 0 for the store's
 }
 
 // same reports whether c and d hold the same values (header maps equal in
@@ -63,7 +64,7 @@ type jobConfig struct {
 func (c *jobConfig) same(d *jobConfig) bool {
 	return c.method == d.method && c.retries == d.retries && c.timeout == d.timeout && c.backoff == d.backoff &&
 		c.url == d.url && c.body == d.body && (c.headers == nil) == (d.headers == nil) && maps.Equal(c.headers, d.headers) &&
-		c.fn.same(d.fn) && c.alert.same(d.alert)
+		c.fn.same(d.fn) && c.alert.same(d.alert) && c.keep == d.keep
 }
 
 // configs keeps the jobConfigs built last, one per slot chosen by a hash
@@ -219,10 +220,9 @@ type entryExt struct {
 	until   int64 // paused_until (Unix ns), 0 = none
 	lastErr string
 	health  health // the failures in a row and the last transition alerted
-	// hist is the run history of a runner without a store: a ring of up
-	// to Config.RunLimit runs, oldest at histHead once it is full.
-	hist     []Run
-	histHead int
+	// hist is the run history of a runner without a store: up to the
+	// job's keep_runs, or Config.RunLimit, runs.
+	hist runRing
 	// skip gathers the slots skipped while a run was in flight, recorded
 	// as one run when it ends.
 	skip *Run
@@ -387,10 +387,9 @@ func (e *entry) setConfig(c *entry) {
 	e.start, e.interval = c.start, c.interval
 	e.kind, e.enabled = c.kind, c.enabled
 	lastErr, h := e.lastErr(), e.health()
-	var hist []Run
-	var histHead int
+	var hist runRing
 	if e.x != nil {
-		hist, histHead = e.x.hist, e.x.histHead
+		hist = e.x.hist
 	}
 	e.x = nil
 	if c.x != nil {
@@ -399,38 +398,27 @@ func (e *entry) setConfig(c *entry) {
 	}
 	e.setLastErr(lastErr)
 	e.setHealth(h)
-	if hist != nil {
-		x := e.ext()
-		x.hist, x.histHead = hist, histHead
+	if hist.buf != nil {
+		e.ext().hist = hist
 	}
 }
 
-// addRun adds run to the entry's history, dropping the oldest beyond limit.
+// addRun adds run to the entry's history, dropping the oldest beyond
+// the job's keep_runs, or limit when it has none.
 func (e *entry) addRun(run Run, limit int) {
-	x := e.ext()
-	if len(x.hist) < limit {
-		x.hist = append(x.hist, run)
-		return
+	if e.cfg.keep > 0 {
+		limit = int(e.cfg.keep)
 	}
-	x.hist[x.histHead] = run
-	x.histHead = (x.histHead + 1) % len(x.hist)
+	e.ext().hist.add(run, limit)
 }
 
 // runs returns up to limit of the entry's newest runs, newest first
 // (limit <= 0: all).
 func (e *entry) runs(limit int) []Run {
-	if e.x == nil || len(e.x.hist) == 0 {
+	if e.x == nil || len(e.x.hist.buf) == 0 {
 		return []Run{}
 	}
-	h, n := e.x.hist, len(e.x.hist)
-	if limit <= 0 || limit > n {
-		limit = n
-	}
-	out := make([]Run, 0, limit)
-	for i := range limit {
-		out = append(out, h[(e.x.histHead+n-1-i)%n])
-	}
-	return out
+	return e.x.hist.newest(limit)
 }
 
 // sameSchedule reports whether e and c run at the same times.
@@ -533,5 +521,6 @@ func (e *entry) job(cloneHeaders bool) Job {
 		a := *c.alert
 		j.Alert = &a
 	}
+	j.KeepRuns = int(c.keep)
 	return j
 }

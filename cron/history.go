@@ -200,9 +200,9 @@ func (r *Runner) QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor, e
 			if e.x == nil || (len(q.JobIDs) > 0 && !slices.Contains(q.JobIDs, e.id)) {
 				continue
 			}
-			for i := range e.x.hist {
-				if q.Match(&e.x.hist[i]) && q.After.Before(&e.x.hist[i]) {
-					all = append(all, e.x.hist[i])
+			for i := range e.x.hist.buf {
+				if h := &e.x.hist.buf[i]; q.Match(h) && q.After.Before(h) {
+					all = append(all, *h)
 				}
 			}
 		}
@@ -240,9 +240,9 @@ func (r *Runner) RunByID(ctx context.Context, runID string) (Run, error) {
 				continue
 			}
 			if e := r.tab.at(idx); e.x != nil {
-				for i := range e.x.hist {
-					if e.x.hist[i].ID == runID {
-						return e.x.hist[i], nil
+				for _, h := range e.x.hist.buf {
+					if h.ID == runID {
+						return h, nil
 					}
 				}
 			}

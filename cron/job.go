@@ -237,6 +237,11 @@ type Job struct {
 	// health (see [AlertConfig]). Nil: the runner's [Config.Alert], if
 	// any.
 	Alert *AlertConfig `json:"alert,omitempty"`
+	// KeepRuns is how many of the job's runs its history keeps, the
+	// newest, from 1 to 100000. Zero keeps the store's number (50 unless
+	// it was told otherwise, as by KSANA_RUN_HISTORY in cmd/ksana).
+	// Lowering it drops the oldest runs beyond it at the job's next run.
+	KeepRuns int `json:"keep_runs,omitempty"`
 
 	LastRunAt time.Time `json:"last_run_at"`
 	NextRunAt time.Time `json:"next_run_at"`
@@ -273,6 +278,7 @@ type jobWire struct {
 	RetryBackoff Duration        `json:"retry_backoff"`
 	MisfireGrace Duration        `json:"misfire_grace,omitempty"`
 	Alert        *AlertConfig    `json:"alert,omitempty"`
+	KeepRuns     int             `json:"keep_runs,omitempty"`
 	LastRunAt    string          `json:"last_run_at"`
 	NextRunAt    string          `json:"next_run_at"`
 	LastStatus   Status          `json:"last_status"`
@@ -292,7 +298,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 	return json.Marshal(jobWire{
 		ID: j.ID, Name: j.Name, Enabled: !j.Paused, PausedUntil: formatTime(j.PausedUntil), PausedAt: formatTime(j.PausedAt), Type: j.Type, HTTP: h, Args: j.Args, Schedule: j.Schedule,
 		Timeout: j.Timeout, MaxRetries: j.MaxRetries, RetryBackoff: j.RetryBackoff, MisfireGrace: j.MisfireGrace, Alert: j.Alert,
-		LastRunAt: formatTime(j.LastRunAt), NextRunAt: formatTime(j.NextRunAt), LastStatus: j.LastStatus, LastError: j.LastError,
+		KeepRuns: j.KeepRuns, LastRunAt: formatTime(j.LastRunAt), NextRunAt: formatTime(j.NextRunAt), LastStatus: j.LastStatus, LastError: j.LastError,
 		Failures: j.Failures, LastAlert: j.LastAlert,
 	})
 }
@@ -329,11 +335,14 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	*j = Job{
 		ID: w.ID, Name: w.Name, Paused: !w.Enabled, PausedUntil: until, PausedAt: pausedAt, Type: w.Type, HTTP: h, Args: w.Args, Schedule: w.Schedule,
 		Timeout: w.Timeout, MaxRetries: w.MaxRetries, RetryBackoff: w.RetryBackoff, MisfireGrace: w.MisfireGrace, Alert: w.Alert,
-		LastRunAt: last, NextRunAt: next, LastStatus: w.LastStatus, LastError: w.LastError,
+		KeepRuns: w.KeepRuns, LastRunAt: last, NextRunAt: next, LastStatus: w.LastStatus, LastError: w.LastError,
 		Failures: w.Failures, LastAlert: w.LastAlert,
 	}
 	return nil
 }
+
+// maxKeepRuns is the most runs a job's keep_runs may ask to keep.
+const maxKeepRuns = 100000
 
 // IsHTTP reports whether j is an HTTP callback job: its type is "http" or
 // empty.
@@ -388,7 +397,8 @@ func (d Rules) minInterval() time.Duration {
 // http, and args that are JSON (compacted here). Whether a handler is
 // registered for the type is the runner's check, not Prepare's. Then, for
 // every job: timeout > 0, max_retries between 0
-// and 65535, retry_backoff and misfire_grace >= 0, the schedule
+// and 65535, retry_backoff and misfire_grace >= 0, keep_runs between 0
+// and 100000, the schedule
 // ([ScheduleSpec.Validate]) and an interval no shorter than the rules'
 // minimum (1s by default); an alert's url (http or https with a host;
 // empty: the runner's), secret (at most [MaxAlertSecretLen] bytes), after
@@ -484,6 +494,9 @@ func prepare(j *Job, now time.Time, d Rules, known *jobConfig, parsed *CronSched
 	}
 	if j.MisfireGrace < 0 {
 		return nil, invalid("misfire_grace", "must be >= 0, got %s", j.MisfireGrace)
+	}
+	if j.KeepRuns < 0 || j.KeepRuns > maxKeepRuns {
+		return nil, invalid("keep_runs", "must be from 1 to %d (0: the store's number), got %d", maxKeepRuns, j.KeepRuns)
 	}
 	if j.Alert != nil {
 		if err := j.Alert.validate("alert", true); err != nil {

@@ -31,7 +31,7 @@ type MemStore struct {
 	chunks []*[memChunk]Job // jobs by position, in creation order; ID "" marks a hole
 	n      int32            // positions handed out
 	holes  int
-	runs   map[string]*memRuns // only for jobs that have runs
+	runs   map[string]*runRing // only for jobs that have runs
 	extras memExtras           // the service pause and the audit log
 }
 
@@ -39,11 +39,6 @@ type MemStore struct {
 // fixed chunks, not one allocation each, which keeps a store of a million
 // jobs cheap to build and to garbage-collect.
 const memChunk = 256
-
-type memRuns struct {
-	buf  []Run // ring of up to RunLimit runs
-	head int   // index of the oldest run once the ring is full
-}
 
 func (s *MemStore) at(i int32) *Job { return &s.chunks[i/memChunk][i%memChunk] }
 
@@ -148,28 +143,29 @@ func (s *MemStore) Record(ctx context.Context, id string, b Bookkeeping) error {
 	return nil
 }
 
-// AppendRun adds r to the history of r.JobID, dropping the oldest run
-// beyond RunLimit; an unknown job is [ErrNotFound].
+// AppendRun adds r to the history of r.JobID, dropping the oldest runs
+// beyond the job's KeepRuns, or RunLimit when it has none; an unknown job
+// is [ErrNotFound].
 func (s *MemStore) AppendRun(ctx context.Context, r Run) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.index[r.JobID]; !ok {
+	i, ok := s.index[r.JobID]
+	if !ok {
 		return fmt.Errorf("%w: %q", ErrNotFound, r.JobID)
 	}
 	m := s.runs[r.JobID]
 	if m == nil {
 		if s.runs == nil {
-			s.runs = make(map[string]*memRuns)
+			s.runs = make(map[string]*runRing)
 		}
-		m = &memRuns{}
+		m = &runRing{}
 		s.runs[r.JobID] = m
 	}
-	if limit := s.limit(); len(m.buf) < limit {
-		m.buf = append(m.buf, r)
-	} else {
-		m.buf[m.head] = r
-		m.head = (m.head + 1) % len(m.buf)
+	limit := s.limit()
+	if k := s.at(i).KeepRuns; k > 0 {
+		limit = k
 	}
+	m.add(r, limit)
 	return nil
 }
 
@@ -185,15 +181,7 @@ func (s *MemStore) Runs(ctx context.Context, id string, limit int) ([]Run, error
 	if m == nil {
 		return []Run{}, nil
 	}
-	n := len(m.buf)
-	if limit <= 0 || limit > n {
-		limit = n
-	}
-	out := make([]Run, 0, limit)
-	for i := range limit {
-		out = append(out, m.buf[(m.head+n-1-i)%n])
-	}
-	return out, nil
+	return m.newest(limit), nil
 }
 
 // Flush does nothing: a MemStore has nothing to make durable.

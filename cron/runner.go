@@ -454,7 +454,7 @@ func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	}
 	cfg := &jobConfig{
 		method: methodID(j.HTTP.Method), retries: uint16(j.MaxRetries), timeout: int64(j.Timeout), backoff: int64(j.RetryBackoff),
-		url: j.HTTP.URL, body: j.HTTP.Body, headers: j.HTTP.Headers,
+		url: j.HTTP.URL, body: j.HTTP.Body, headers: j.HTTP.Headers, keep: uint32(j.KeepRuns),
 	}
 	if !isHTTP {
 		cfg.fn = &fnJob{typ: j.Type, args: j.Args}

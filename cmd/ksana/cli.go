@@ -495,6 +495,9 @@ func (e *cmdEnv) printJob(j cron.Job) error {
 	if j.MisfireGrace > 0 {
 		row("misfire_grace", j.MisfireGrace.String())
 	}
+	if j.KeepRuns > 0 {
+		row("keep_runs", strconv.Itoa(j.KeepRuns))
+	}
 	row("next_run_at", timeText(j.NextRunAt))
 	row("last_run_at", timeText(j.LastRunAt))
 	row("last_status", dash(string(j.LastStatus)))

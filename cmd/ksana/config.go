@@ -69,7 +69,7 @@ var envVars = []envVar{
 	{"DEFAULT_TIMEOUT", "10s", "per-attempt timeout of jobs created without timeout"},
 	{"MAX_RETRIES", "3", "retries of jobs created without max_retries (0: none)"},
 	{"RETRY_BACKOFF", "5s", "wait between attempts of jobs created without retry_backoff"},
-	{"KSANA_RUN_HISTORY", "50", "runs kept in each job's history (the newest), in the JSON file or the database; from 1 to 100000"},
+	{"KSANA_RUN_HISTORY", "50", "runs kept in each job's history (the newest), in the JSON file or the database, for a job without keep_runs; from 1 to 100000"},
 	{"DRAIN_TIMEOUT", "30s", "on SIGINT/SIGTERM, how long runs in flight may finish before they are cancelled"},
 	{"MIN_INTERVAL", "1s", "the shortest interval an every job (or a cron @every) may have"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},

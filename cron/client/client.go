@@ -366,6 +366,9 @@ type JobPatch struct {
 	MisfireGrace *cron.Duration     `json:"misfire_grace,omitempty"`
 	// Alert replaces the job's alert webhook.
 	Alert *cron.AlertConfig `json:"alert,omitempty"`
+	// KeepRuns sets how many runs the job's history keeps (0: the
+	// service's number).
+	KeepRuns *int `json:"keep_runs,omitempty"`
 }
 
 // HTTPPatch changes the callback of an HTTP job in a [JobPatch]: each

@@ -62,6 +62,7 @@ func (c *Console) newFields(edit bool) []formField {
 		{Name: "max_retries", Label: "Max retries", Kind: "text", Help: "an integer (empty: the service's default)"},
 		{Name: "retry_backoff", Label: "Retry backoff", Kind: "text", Help: "a duration (empty: the service's default)"},
 		{Name: "misfire_grace", Label: "Misfire grace", Kind: "text", Help: "a duration: how late a missed slot may still run (empty: none)"},
+		{Name: "keep_runs", Label: "Runs kept", Kind: "text", Help: "how many of the job's runs its history keeps, the newest, up to 100000 (empty: the service's number)"},
 		{Name: "alert.url", Label: "Alert webhook", Kind: "text", Help: "http:// or https:// URL told when the job starts failing, keeps failing, recovers or is paused (empty: the service's, if any)"},
 		{Name: "alert.secret", Label: "Alert secret", Kind: "text", Help: "signs each alert with HMAC-SHA256 (empty: unsigned)"},
 		{Name: "alert.after", Label: "Alert after", Kind: "text", Help: "failures in a row that send failing_streak (empty: the default)"},
@@ -85,6 +86,9 @@ func jobValues(j cron.Job) map[string]string {
 		"http.body": j.HTTP.Body, "args": string(j.Args), "timeout": durString(j.Timeout),
 		"max_retries": strconv.Itoa(j.MaxRetries), "retry_backoff": durString(j.RetryBackoff),
 		"misfire_grace": durString(j.MisfireGrace),
+	}
+	if j.KeepRuns != 0 {
+		v["keep_runs"] = strconv.Itoa(j.KeepRuns)
 	}
 	if j.IsHTTP() {
 		v["type"] = cron.JobTypeHTTP
@@ -309,6 +313,7 @@ func jobBody(val func(string) string, old *cron.Job) (body []byte, field string,
 		}
 	}
 	number(doc, "max_retries", val("max_retries"))
+	number(doc, "keep_runs", val("keep_runs"))
 	alert, given := map[string]any{}, false
 	for _, k := range []string{"url", "secret", "after", "pause_after", "missed_every", "notify"} {
 		v := val("alert." + k)

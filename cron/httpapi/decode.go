@@ -55,6 +55,7 @@ type patch struct {
 	schedule      cron.ScheduleSpec
 	timeout       cron.Duration
 	maxRetries    int
+	keepRuns      int
 	retryBackoff  cron.Duration
 	misfireGrace  cron.Duration
 	alert         *cron.AlertConfig
@@ -108,6 +109,10 @@ func decodeJobBody(body []byte) (*patch, *RequestError) {
 			if err := json.Unmarshal(v, &p.maxRetries); err != nil || string(v) == "null" {
 				rerr = badField(field, "must be an integer, got %s", short(v))
 			}
+		case "keep_runs":
+			if err := json.Unmarshal(v, &p.keepRuns); err != nil || string(v) == "null" {
+				rerr = badField(field, "must be an integer, got %s", short(v))
+			}
 		case "timeout":
 			rerr = decodeDuration(field, v, &p.timeout)
 		case "retry_backoff":
@@ -136,7 +141,7 @@ func decodeJobBody(body []byte) (*patch, *RequestError) {
 }
 
 var jobFieldOrder = []string{"id", "name", "enabled", "paused_until", "paused_at", "type", "http", "args", "schedule", "timeout", "max_retries",
-	"retry_backoff", "misfire_grace", "alert", "last_run_at", "next_run_at", "last_status", "last_error", "failures", "last_alert"}
+	"retry_backoff", "misfire_grace", "alert", "keep_runs", "last_run_at", "next_run_at", "last_status", "last_error", "failures", "last_alert"}
 
 func fieldOrder(raw map[string]json.RawMessage) []string {
 	out := make([]string, 0, len(raw))
@@ -360,6 +365,9 @@ func (p *patch) apply(j *cron.Job) {
 	}
 	if p.has("alert") {
 		j.Alert = p.alert
+	}
+	if p.has("keep_runs") {
+		j.KeepRuns = p.keepRuns
 	}
 }
 

@@ -824,3 +824,53 @@ func listJobs(t testing.TB, r *cron.Runner) []cron.Job {
 	}
 	return jobs
 }
+
+// TestKeepRuns: keep_runs is set by POST and PATCH, shown by GET, removed
+// by a PATCH of null, and bounds the job's history (GET /jobs/{id}/runs);
+// a value out of range or of another type is a 400 naming the field, and
+// leaves the job as it was.
+func TestKeepRuns(t *testing.T) {
+	f := newFixture(t, Config{})
+	if r := f.do(t, "POST", "/jobs", `{"id":"k","http":{"url":"http://svc.internal/"},"schedule":{"kind":"every","every":"1h"},"keep_runs":2}`, nil); r.status != 201 {
+		t.Fatal(r.body)
+	}
+	if got := decodeJob(t, f.do(t, "GET", "/jobs/k", "", nil).body); got.KeepRuns != 2 {
+		t.Errorf("GET after POST: keep_runs %d, want 2", got.KeepRuns)
+	}
+	var runs []cron.Run
+	for i := range 4 {
+		if r := f.do(t, "POST", "/jobs/k/run-now", "", nil); r.status != 202 {
+			t.Fatalf("run-now: %d %s", r.status, r.body)
+		}
+		// Its record is in the history before the next run-now (which
+		// the overlap rule would refuse while it runs).
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			runs = nil
+			if err := json.Unmarshal([]byte(f.do(t, "GET", "/jobs/k/runs", "", nil).body), &runs); err != nil {
+				t.Fatal(err)
+			}
+			if len(runs) == min(i+1, 2) && f.calls.Load() == int64(i+1) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	if len(runs) != 2 || f.calls.Load() != 4 {
+		t.Errorf("GET /jobs/k/runs after %d runs: %d runs, want the 2 kept", f.calls.Load(), len(runs))
+	}
+	for _, body := range []string{`{"keep_runs":100001}`, `{"keep_runs":-1}`, `{"keep_runs":"5"}`, `{"keep_runs":2.5}`} {
+		if r := f.do(t, "PATCH", "/jobs/k", body, nil); r.status != 400 || !strings.Contains(r.body, `"field":"keep_runs"`) {
+			t.Errorf("PATCH %s: %d %s, want 400 naming keep_runs", body, r.status, r.body)
+		}
+	}
+	if r := f.do(t, "PATCH", "/jobs/k", `{"keep_runs":500}`, nil); r.status != 200 {
+		t.Fatalf("PATCH keep_runs 500: %d %s", r.status, r.body)
+	}
+	if got := decodeJob(t, f.do(t, "GET", "/jobs/k", "", nil).body); got.KeepRuns != 500 {
+		t.Errorf("after PATCH: keep_runs %d, want 500", got.KeepRuns)
+	}
+	if r := f.do(t, "PATCH", "/jobs/k", `{"keep_runs":null}`, nil); r.status != 200 || strings.Contains(r.body, "keep_runs") {
+		t.Errorf("PATCH keep_runs null: %d %s, want 200 and no keep_runs", r.status, r.body)
+	}
+}

@@ -78,6 +78,10 @@ func appendJob(b []byte, j *cron.Job) []byte {
 	if a := j.Alert; a != nil {
 		b = appendAlert(b, a)
 	}
+	if j.KeepRuns != 0 {
+		b = append(b, `,"keep_runs":`...)
+		b = strconv.AppendInt(b, int64(j.KeepRuns), 10)
+	}
 	b = append(b, `,"last_run_at":`...)
 	b = appendTime(b, j.LastRunAt)
 	b = append(b, `,"next_run_at":`...)

@@ -48,6 +48,7 @@ type entryExt struct {
 	// The alert bookkeeping.
 	failures  int
 	lastAlert string
+	keepRuns  int
 }
 
 // set makes e hold j (the run fields stay).
@@ -61,10 +62,10 @@ func (e *entry) set(j *cron.Job) {
 	e.x = nil
 	if !j.Schedule.RunAt.IsZero() || !j.PausedUntil.IsZero() || !j.PausedAt.IsZero() || j.Schedule.Jitter != 0 || j.MisfireGrace != 0 || j.Schedule.Cron != "" ||
 		j.Schedule.TZ != "" || j.LastError != "" || int(e.retries) != j.MaxRetries || len(j.Args) > 0 ||
-		j.Alert != nil || j.Failures != 0 || j.LastAlert != "" {
+		j.Alert != nil || j.Failures != 0 || j.LastAlert != "" || j.KeepRuns != 0 {
 		x := &entryExt{runAt: j.Schedule.RunAt, pausedUntil: j.PausedUntil, pausedAt: j.PausedAt, jitter: j.Schedule.Jitter, misfireGrace: j.MisfireGrace,
 			cron: j.Schedule.Cron, tz: j.Schedule.TZ, lastError: j.LastError, args: string(j.Args),
-			failures: j.Failures, lastAlert: j.LastAlert}
+			failures: j.Failures, lastAlert: j.LastAlert, keepRuns: j.KeepRuns}
 		if j.Alert != nil {
 			a := *j.Alert
 			x.alert = &a
@@ -89,6 +90,7 @@ func (e *entry) job() cron.Job {
 	if x := e.x; x != nil {
 		j.Schedule.RunAt, j.Schedule.Jitter, j.MisfireGrace = x.runAt, x.jitter, x.misfireGrace
 		j.PausedUntil, j.PausedAt = x.pausedUntil, x.pausedAt
+		j.KeepRuns = x.keepRuns
 		j.Schedule.Cron, j.Schedule.TZ, j.LastError = x.cron, x.tz, x.lastError
 		if x.args != "" {
 			j.Args = []byte(x.args)
@@ -118,4 +120,12 @@ func (e *entry) apply(b *cron.Bookkeeping) {
 	if *e.x == (entryExt{}) {
 		e.x = nil
 	}
+}
+
+// keepRuns returns the job's keep_runs, 0 for none.
+func (e *entry) keepRuns() int {
+	if e.x == nil {
+		return 0
+	}
+	return e.x.keepRuns
 }

@@ -539,6 +539,10 @@ func (s *scanner) job(j *fileJob) bool {
 			v, ok := s.int()
 			j.MaxRetries = v
 			return ok
+		case "keep_runs":
+			v, ok := s.int()
+			j.KeepRuns = v
+			return ok
 		case "retry_backoff":
 			return s.shared(&j.RetryBackoff)
 		case "misfire_grace":

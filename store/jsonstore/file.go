@@ -45,6 +45,7 @@ type fileJob struct {
 	RetryBackoff string            `json:"retry_backoff"`
 	MisfireGrace string            `json:"misfire_grace"`
 	Alert        *cron.AlertConfig `json:"alert"`
+	KeepRuns     int               `json:"keep_runs"`
 	LastRunAt    string            `json:"last_run_at"`
 	NextRunAt    string            `json:"next_run_at"`
 	LastStatus   string            `json:"last_status"`
@@ -337,7 +338,7 @@ func (f *fileJob) job() (j cron.Job, field string, err error) {
 	j = cron.Job{
 		ID: f.ID, Name: f.Name, Paused: !f.Enabled, Type: f.Type,
 		HTTP:       cron.HTTPConfig{Method: f.HTTP.Method, URL: f.HTTP.URL, Headers: f.HTTP.Headers, Body: f.HTTP.Body},
-		MaxRetries: f.MaxRetries, LastStatus: cron.Status(f.LastStatus), LastError: f.LastError,
+		MaxRetries: f.MaxRetries, KeepRuns: f.KeepRuns, LastStatus: cron.Status(f.LastStatus), LastError: f.LastError,
 		Alert: f.Alert, Failures: f.Failures, LastAlert: f.LastAlert,
 	}
 	if len(f.Args) > 0 && string(f.Args) != "null" {

@@ -211,14 +211,25 @@ func (s *Store) addRef(ref runRef) {
 }
 
 // keptRef reports whether ref is a line the store keeps: of a job still
-// stored, among its newest RunHistory lines. mu is held.
+// stored, among its newest lines that it keeps (histOf). mu is held.
 func (s *Store) keptRef(ref *runRef) bool {
 	e := ref.e
 	if e.deleted || e.rcount == 0 {
 		return false
 	}
-	hist := uint32(max(s.cfg.RunHistory, 0))
-	return e.rcount-ref.seq <= hist
+	return e.rcount-ref.seq <= s.histOf(e)
+}
+
+// histOf returns how many runs of e's job the store keeps: its
+// keep_runs, else Config.RunHistory (none when that is negative).
+func (s *Store) histOf(e *entry) uint32 {
+	if s.cfg.RunHistory < 0 {
+		return 0
+	}
+	if k := e.keepRuns(); k > 0 {
+		return uint32(k)
+	}
+	return uint32(s.cfg.RunHistory)
 }
 
 // refHeap holds the best refs found so far, the worst (the oldest) at
@@ -372,7 +383,7 @@ func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cro
 }
 
 // chainJobs is the most jobs of a query that [Store.QueryRuns] reads
-// through their chains in runs.jsonl (each at most RunHistory lines)
+// through their chains in runs.jsonl (each at most the lines it keeps)
 // rather than by a scan of the index.
 const chainJobs = 16
 
@@ -386,11 +397,10 @@ func (s *Store) queryChains(q cron.RunQuery, pending []cron.Run) ([]cron.Run, cr
 		head, first int64
 		n           uint32
 	}
-	hist := uint32(max(s.cfg.RunHistory, 0))
 	var chains []chain
 	for _, id := range q.JobIDs {
 		if e := s.index[id]; e != nil && e.rcount > 0 {
-			chains = append(chains, chain{id: id, head: e.rhead, first: e.rfirst, n: min(e.rcount, hist)})
+			chains = append(chains, chain{id: id, head: e.rhead, first: e.rfirst, n: min(e.rcount, s.histOf(e))})
 		}
 	}
 	f := s.rf

@@ -89,7 +89,7 @@ func (s *Store) Runs(ctx context.Context, id string, limit int) ([]cron.Run, err
 		s.mu.Unlock()
 		return nil, cron.ErrNotFound
 	}
-	hist := max(s.cfg.RunHistory, 0)
+	hist := int(s.histOf(e))
 	if limit <= 0 || limit > hist {
 		limit = hist
 	}
@@ -201,7 +201,6 @@ func (s *Store) appendRuns() error {
 			_ = f.Truncate(s.rsize)
 		}
 	}
-	hist := uint32(max(s.cfg.RunHistory, 0))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err == nil && s.refsBuilt {
@@ -217,6 +216,7 @@ func (s *Store) appendRuns() error {
 	for _, e := range touched {
 		c := scr[e]
 		if err == nil && !e.deleted {
+			hist := s.histOf(e)
 			before := min(e.rcount, hist)
 			e.rhead = c.head
 			if e.rfirst == 0 {
@@ -283,7 +283,6 @@ func lineBody(line []byte) []byte {
 // decode are dropped (the file came from disk, not from this store);
 // else the job id is all that is read.
 func (s *Store) compactRuns(strict bool) error {
-	hist := uint32(max(s.cfg.RunHistory, 0))
 	s.mu.Lock()
 	scr := make(map[*entry]*runScratch, len(s.index))
 	for _, e := range s.index {
@@ -334,6 +333,7 @@ func (s *Store) compactRuns(strict bool) error {
 				}
 				e := s.index[id]
 				if c := scr[e]; c != nil && e.rcount > 0 && lineOff+1 >= e.rfirst {
+					hist := s.histOf(e)
 					keep := e.rcount <= hist || c.seen >= e.rcount-hist
 					c.seen++
 					if keep {
@@ -387,7 +387,7 @@ func (s *Store) compactRuns(strict bool) error {
 			c = *p
 		}
 		e.rhead, e.rfirst, e.rcount = c.head, c.first, c.kept
-		kept += int(min(c.kept, hist))
+		kept += int(min(c.kept, s.histOf(e)))
 		keptLines += int(c.kept)
 	}
 	s.runKept, s.runLines = kept, keptLines
@@ -444,10 +444,9 @@ func (s *Store) loadRuns() error {
 	// index until Close writes it again.
 	_ = os.Remove(filepath.Join(s.dir, RunsIndexFile))
 	s.rsize = good
-	hist := uint32(s.cfg.RunHistory)
 	s.runKept = 0
 	for _, e := range s.index {
-		s.runKept += int(min(e.rcount, hist))
+		s.runKept += int(min(e.rcount, s.histOf(e)))
 	}
 	if compact || s.runLines > 2*s.runKept+4096 {
 		if err := s.compactRuns(compact); err != nil {

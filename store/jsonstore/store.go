@@ -428,7 +428,9 @@ func (s *Store) Save(ctx context.Context, j cron.Job) error {
 	}
 	j = cloneJob(&j)
 	if e, ok := s.index[j.ID]; ok {
+		before := min(e.rcount, s.histOf(e))
 		e.set(&j)
+		s.runKept += int(min(e.rcount, s.histOf(e))) - int(before)
 	} else {
 		s.newEntryLocked(j)
 	}

@@ -125,7 +125,9 @@
 //
 //	ksana_job (id TEXT PRIMARY KEY, seq (creation order), config TEXT (the job's JSON
 //	    without bookkeeping), last_run_at, next_run_at BIGINT (Unix ns, 0 = none),
-//	    last_status, last_error TEXT, failures INTEGER, last_alert TEXT (migration 9))
+//	    last_status, last_error TEXT, failures INTEGER, last_alert TEXT (migration 9),
+//	    keep_runs INTEGER (migration 17: the job's keep_runs, also in config, read by
+//	    the trim of its history))
 //	ksana_run (seq, id TEXT UNIQUE, job_id REFERENCES ksana_job ON DELETE CASCADE,
 //	    slot BOOLEAN, scheduled_at, triggered_at, finished_at BIGINT, status, attempts,
 //	    http_status, error, latency, instance, alert (migration 9))

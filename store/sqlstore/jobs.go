@@ -22,8 +22,9 @@ var (
 
 // JobsConfig tunes [DB.Jobs]. The zero value is ready to use.
 type JobsConfig struct {
-	// RunLimit is how many runs per job the history keeps.
-	// Default (0) [cron.DefaultRunLimit].
+	// RunLimit is how many runs per job the history keeps, for a job
+	// whose keep_runs ([cron.Job.KeepRuns]) is 0. Default (0)
+	// [cron.DefaultRunLimit].
 	RunLimit int
 	// Instance names this process in the runs it claims (column instance
 	// of ksana_run). Default "" (none).
@@ -297,9 +298,9 @@ func (s *Jobs) Write(ctx context.Context, j cron.Job, version int64) (int64, err
 	var vers []int64
 	if version > 0 {
 		err := s.db.x.SelectContext(ctx, &vers, s.db.d.sql(`UPDATE ksana_job SET config = ?, enabled = ?, last_run_at = ?, next_run_at = ?,
-			last_status = ?, last_error = ?, failures = ?, last_alert = ?, version = version + 1
+			last_status = ?, last_error = ?, failures = ?, last_alert = ?, keep_runs = ?, version = version + 1
 			WHERE id = ? AND version = ? RETURNING version`), string(cfg), !j.Paused,
-			nanos(b.LastRunAt), nanos(b.NextRunAt), string(b.LastStatus), b.LastError, b.Failures, b.LastAlert, j.ID, version)
+			nanos(b.LastRunAt), nanos(b.NextRunAt), string(b.LastStatus), b.LastError, b.Failures, b.LastAlert, j.KeepRuns, j.ID, version)
 		if err != nil {
 			return 0, fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
 		}
@@ -319,21 +320,21 @@ func (s *Jobs) Write(ctx context.Context, j cron.Job, version int64) (int64, err
 	// nanoseconds: a job deleted and created again never takes up a
 	// version the one before had, so a write made from a read of that
 	// one is a conflict.
-	q := `INSERT INTO ksana_job (id, part, enabled, version, config, last_run_at, next_run_at, last_status, last_error, failures, last_alert)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	q := `INSERT INTO ksana_job (id, part, enabled, version, config, last_run_at, next_run_at, last_status, last_error, failures, last_alert, keep_runs)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	if s.db.d != postgresDialect {
-		q = `INSERT INTO ksana_job (id, part, enabled, version, seq, config, last_run_at, next_run_at, last_status, last_error, failures, last_alert)
-			VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ksana_job), ?, ?, ?, ?, ?, ?, ?)`
+		q = `INSERT INTO ksana_job (id, part, enabled, version, seq, config, last_run_at, next_run_at, last_status, last_error, failures, last_alert, keep_runs)
+			VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ksana_job), ?, ?, ?, ?, ?, ?, ?, ?)`
 	}
 	if version == 0 {
 		q += " ON CONFLICT (id) DO NOTHING"
 	} else {
 		q += ` ON CONFLICT (id) DO UPDATE SET config = excluded.config, enabled = excluded.enabled, last_run_at = excluded.last_run_at,
 			next_run_at = excluded.next_run_at, last_status = excluded.last_status, last_error = excluded.last_error,
-			failures = excluded.failures, last_alert = excluded.last_alert, version = ksana_job.version + 1`
+			failures = excluded.failures, last_alert = excluded.last_alert, keep_runs = excluded.keep_runs, version = ksana_job.version + 1`
 	}
 	if err := s.db.x.SelectContext(ctx, &vers, s.db.d.sql(q+" RETURNING version"), j.ID, Partition(j.ID, s.partitions()), !j.Paused, time.Now().UnixNano(), string(cfg),
-		nanos(b.LastRunAt), nanos(b.NextRunAt), string(b.LastStatus), b.LastError, b.Failures, b.LastAlert); err != nil {
+		nanos(b.LastRunAt), nanos(b.NextRunAt), string(b.LastStatus), b.LastError, b.Failures, b.LastAlert, j.KeepRuns); err != nil {
 		return 0, fmt.Errorf("sqlstore: save job %q: %w", j.ID, err)
 	}
 	if len(vers) == 0 {
@@ -470,7 +471,8 @@ func (s *Jobs) claimWith(ctx context.Context, x sqlx.ExecerContext, r cron.Run, 
 // AppendRun stores the finished run r: it completes the row that
 // [Jobs.ClaimRun] inserted, or inserts one (a skipped or missed slot, which
 // is not called), unless a run of the same slot exists already. Then it
-// drops the job's oldest runs beyond RunLimit. An unknown job is
+// drops the job's oldest runs beyond its keep_runs, or RunLimit when it
+// has none. An unknown job is
 // [cron.ErrNotFound]. Like Record, it need not be durable when it
 // returns: on PostgreSQL it commits with synchronous_commit off. A runner
 // writes its runs through [Jobs.AppendRuns] instead, in batches.
@@ -511,10 +513,12 @@ func (s *Jobs) appendRun(ctx context.Context, x sqlx.ExtContext, r cron.Run) (in
 	return seqs[0], nil
 }
 
-// trim drops the oldest runs of job id beyond RunLimit.
+// trim drops the oldest runs of job id beyond its keep_runs, or
+// RunLimit when it has none.
 func (s *Jobs) trim(ctx context.Context, x sqlx.ExecerContext, id string) error {
 	if _, err := x.ExecContext(ctx, s.db.d.sql(`DELETE FROM ksana_run WHERE job_id = ? AND seq <= (
-			SELECT seq FROM ksana_run WHERE job_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`), id, id, s.cfg.RunLimit); err != nil {
+			SELECT seq FROM ksana_run WHERE job_id = ? ORDER BY seq DESC LIMIT 1
+			OFFSET COALESCE((SELECT CASE WHEN keep_runs > 0 THEN keep_runs END FROM ksana_job WHERE id = ?), ?))`), id, id, id, s.cfg.RunLimit); err != nil {
 		return fmt.Errorf("sqlstore: trim runs of job %q: %w", id, err)
 	}
 	return nil
@@ -579,7 +583,21 @@ const runColumns = `id, job_id, instance, scheduled_at, triggered_at, finished_a
 // missed) is left out. An unknown id is [cron.ErrNotFound].
 func (s *Jobs) Runs(ctx context.Context, id string, limit int) ([]cron.Run, error) {
 	if limit <= 0 || limit > s.cfg.RunLimit {
-		limit = s.cfg.RunLimit
+		// At most what the job keeps: its keep_runs, or RunLimit.
+		var keep int
+		err := s.db.x.GetContext(ctx, &keep, s.db.d.sql("SELECT keep_runs FROM ksana_job WHERE id = ?"), id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("%w: %q", cron.ErrNotFound, id)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: runs of job %q: %w", id, err)
+		}
+		if keep <= 0 {
+			keep = s.cfg.RunLimit
+		}
+		if limit <= 0 || limit > keep {
+			limit = keep
+		}
 	}
 	var rows []runRow
 	if err := s.db.x.SelectContext(ctx, &rows, s.db.d.sql(`SELECT `+runColumns+` FROM ksana_run WHERE job_id = ? AND status <> '' ORDER BY seq DESC LIMIT ?`), id, limit); err != nil {

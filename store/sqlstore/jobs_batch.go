@@ -82,7 +82,7 @@ func (s *Jobs) RecordBatch(ctx context.Context, recs []cron.Recorded) error {
 // does; a run of a job no longer stored is skipped. On PostgreSQL the
 // claimed runs are completed by one UPDATE, the runs never claimed (a
 // skipped or missed slot) inserted by one INSERT, and the histories of
-// the jobs of runs trimmed to RunLimit by one DELETE, each committed with
+// the jobs of runs trimmed to their keep_runs (or RunLimit) by one DELETE, each committed with
 // synchronous_commit off; on SQLite it is one transaction.
 func (s *Jobs) AppendRuns(ctx context.Context, runs []cron.Run) error {
 	if len(runs) == 0 {
@@ -168,8 +168,9 @@ func (s *Jobs) AppendRuns(ctx context.Context, runs []cron.Run) error {
 		}
 	}
 	trim := jobsOf(runs)
-	if _, err := x.ExecContext(ctx, `DELETE FROM ksana_run AS r USING unnest($1::text[]) AS j(id),
-		LATERAL (SELECT seq FROM ksana_run WHERE job_id = j.id ORDER BY seq DESC LIMIT 1 OFFSET $2) AS c
+	if _, err := x.ExecContext(ctx, `DELETE FROM ksana_run AS r USING unnest($1::text[]) AS j(id) JOIN ksana_job AS k ON k.id = j.id,
+		LATERAL (SELECT seq FROM ksana_run WHERE job_id = j.id ORDER BY seq DESC LIMIT 1
+			OFFSET CASE WHEN k.keep_runs > 0 THEN k.keep_runs ELSE $2 END) AS c
 		WHERE r.job_id = j.id AND r.seq <= c.seq`, trim, s.cfg.RunLimit); err != nil {
 		return fmt.Errorf("sqlstore: trim runs of %d jobs: %w", len(trim), err)
 	}

@@ -85,7 +85,7 @@ func migrations(d *dialect) ([]migration, error) {
 // SchemaVersion is the newest schema version this package knows, the
 // number of its migrations. A database migrated by [DB.Migrate] reports it
 // from [DB.SchemaVersion].
-const SchemaVersion = 16
+const SchemaVersion = 17
 
 const createVersionTable = `CREATE TABLE IF NOT EXISTS ksana_schema_migrations (
     version    INTEGER PRIMARY KEY,

@@ -46,7 +46,7 @@ func migrationRows(t *testing.T, db *DB) []string {
 	return out
 }
 
-var wantMigrations = []string{"1 deployment", "2 deployment_type", "3 node_unit_and_indexes", "4 updated_at", "5 address_counts", "6 cron_jobs", "7 shared_order", "8 runs_history", "9 alerts", "10 pause", "11 idempotency", "12 audit_actions", "13 run_trigger", "14 run_status_index", "15 run_attempts", "16 alert_outbox"}
+var wantMigrations = []string{"1 deployment", "2 deployment_type", "3 node_unit_and_indexes", "4 updated_at", "5 address_counts", "6 cron_jobs", "7 shared_order", "8 runs_history", "9 alerts", "10 pause", "11 idempotency", "12 audit_actions", "13 run_trigger", "14 run_status_index", "15 run_attempts", "16 alert_outbox", "17 job_keep_runs"}
 
 func TestMigrateFresh(t *testing.T) {
 	t.Parallel()

@@ -49,6 +49,7 @@ func TestCronStore(t *testing.T, open func(t *testing.T) cron.Store) {
 		{"Concurrent", cronCaseConcurrent},
 		{"Runs", cronCaseRuns},
 		{"RunLimit", cronCaseRunLimit},
+		{"KeepRuns", cronCaseKeepRuns},
 		{"QueryRuns", cronCaseQueryRuns},
 		{"RunByID", cronCaseRunByID},
 		{"Pause", cronCasePause},
@@ -93,7 +94,7 @@ func cronJobs() []cron.Job {
 			HTTP:     cron.HTTPConfig{Method: "PUT", URL: "https://example.com/report"},
 			Schedule: cron.ScheduleSpec{Kind: cron.KindCron, Cron: "0 30 9 * * MON-FRI", TZ: "Europe/Berlin"},
 			Timeout:  cron.Duration(30 * time.Second), MaxRetries: 1, RetryBackoff: cron.Duration(250 * time.Millisecond),
-			NextRunAt: cronTime,
+			NextRunAt: cronTime, KeepRuns: 120,
 		},
 	}
 }
@@ -325,6 +326,60 @@ func cronCaseRuns(t *testing.T, s cron.Store) {
 	if got, err := rs.Runs(ctx, "job-every", 10); err != nil || len(got) != 0 {
 		t.Errorf("Runs of a re-created job = %d runs, %v; want none", len(got), err)
 	}
+}
+
+// cronCaseKeepRuns: a job's KeepRuns bounds its history in place of the
+// store's number, also when it is raised or lowered later; a job without
+// one keeps the store's number.
+func cronCaseKeepRuns(t *testing.T, s cron.Store) {
+	rs := cronRunStore(t, s)
+	ctx := context.Background()
+	jobs := cronJobs()
+	jobs[0].KeepRuns = 3
+	cronSave(t, s, jobs...)
+	appendRuns := func(from, to int, ids ...string) {
+		t.Helper()
+		for i := from; i <= to; i++ {
+			for _, id := range ids {
+				if err := rs.AppendRun(ctx, cronRun(id, i)); err != nil {
+					t.Fatalf("AppendRun: %v", err)
+				}
+			}
+		}
+	}
+	check := func(what string, newest, n int) {
+		t.Helper()
+		var want []string
+		for i := newest; i > newest-n; i-- {
+			want = append(want, cronRun("job-every", i).ID)
+		}
+		for _, limit := range []int{0, 1000} {
+			got, err := rs.Runs(ctx, "job-every", limit)
+			if err != nil {
+				t.Fatalf("Runs: %v", err)
+			}
+			var ids []string
+			for _, r := range got {
+				ids = append(ids, r.ID)
+			}
+			if diff := cmp.Diff(want, ids); diff != "" {
+				t.Errorf("%s: Runs(limit %d) (-want +got):\n%s", what, limit, diff)
+			}
+		}
+	}
+	appendRuns(0, 9, "job-every", "job-once")
+	check("keep_runs 3", 9, 3)
+	if other, err := rs.Runs(ctx, "job-once", 0); err != nil || len(other) == 0 || other[0].ID != cronRun("job-once", 9).ID {
+		t.Errorf("a job without keep_runs: %d runs, %v; want its newest first", len(other), err)
+	}
+	jobs[0].KeepRuns = 5
+	cronSave(t, s, jobs[0])
+	appendRuns(10, 12, "job-every")
+	check("keep_runs raised to 5", 12, 5)
+	jobs[0].KeepRuns = 2
+	cronSave(t, s, jobs[0])
+	appendRuns(13, 13, "job-every")
+	check("keep_runs lowered to 2", 13, 2)
 }
 
 func cronCaseRunLimit(t *testing.T, s cron.Store) {

@@ -176,3 +176,30 @@ func jobScanKeep(q, kind string) func(*cron.Job) bool {
 func containsFold(s, sub string) bool {
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
 }
+
+// BenchmarkOverview1M renders the overview over a runner with 1M jobs,
+// with counts that are always stale (OverviewMaxAge 1ms): each request
+// is answered from the last counts while they are computed again in the
+// background, at most every ten times a scan takes. It reports the p99
+// of a render and, as the baseline, the time of one scan of every job
+// that the counts take (scan-ms), as ratio_vs_scan.
+//
+//	go test -run '^$' -bench Overview1M -benchtime 200x ./cron/console/
+func BenchmarkOverview1M(b *testing.B) {
+	f := benchRunner(b)
+	c := New(f.r, Config{API: f.api, OverviewMaxAge: time.Millisecond})
+	start := time.Now()
+	c.overviewCounts()
+	scan := time.Since(start)
+	timeGet(b, c, "/") // the first, which waits for the counts
+	runtime.GC()
+	var page []time.Duration
+	for b.Loop() {
+		d, _ := timeGet(b, c, "/")
+		page = append(page, d)
+		time.Sleep(5 * time.Millisecond) // requests spread over the scans
+	}
+	b.ReportMetric(float64(p99(page).Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(scan.Microseconds())/1000, "scan-ms")
+	b.ReportMetric(float64(p99(page))/float64(scan), "ratio_vs_scan")
+}

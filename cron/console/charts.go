@@ -47,30 +47,20 @@ type runsChart struct {
 	SVG     template.HTML
 }
 
-// chartsCache holds the overview's charts for Config.OverviewMaxAge.
-type chartsCache struct {
-	at     time.Time
-	charts []*runsChart
-}
-
 // overviewCharts returns the overview's charts: the runs of every job
 // per minute over the last hour and per hour over the last day, computed
-// at most once per Config.OverviewMaxAge (for every user: they hold
-// counts only), read with ctx's values but not its end.
+// again in the background once older than Config.OverviewMaxAge (see
+// cached; for every user: they hold counts only), read with ctx's values
+// but not its end.
 func (c *Console) overviewCharts(ctx context.Context) []*runsChart {
 	ctx = context.WithoutCancel(ctx)
-	c.chMu.Lock()
-	defer c.chMu.Unlock()
-	if c.ch != nil && time.Since(c.ch.at) < c.cfg.OverviewMaxAge {
-		return c.ch.charts
-	}
-	now := time.Now().UTC()
-	charts := []*runsChart{
-		c.runsOver(ctx, "chart-minute", "Runs per minute, last hour", now, time.Minute, 60, chartMaxRuns),
-		c.runsOver(ctx, "chart-hour", "Runs per hour, last day", now, time.Hour, 24, chartMaxRuns),
-	}
-	c.ch = &chartsCache{at: time.Now(), charts: charts}
-	return charts
+	return c.ch.get(c.cfg.OverviewMaxAge, func() []*runsChart {
+		now := time.Now().UTC()
+		return []*runsChart{
+			c.runsOver(ctx, "chart-minute", "Runs per minute, last hour", now, time.Minute, 60, chartMaxRuns),
+			c.runsOver(ctx, "chart-hour", "Runs per hour, last day", now, time.Hour, 24, chartMaxRuns),
+		}
+	})
 }
 
 // runsOver counts the runs of every job scheduled in the n steps up to

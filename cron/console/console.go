@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
@@ -75,9 +74,11 @@ type Config struct {
 	// RefreshInterval is how often an open job page reloads its history.
 	// Default [DefaultRefreshInterval]; negative: never.
 	RefreshInterval time.Duration
-	// OverviewMaxAge is how long the counts of the overview (which read
-	// every job) are reused before they are computed again. Default
-	// [DefaultOverviewMaxAge].
+	// OverviewMaxAge is how long the counts of the overview and the
+	// totals of the jobs list (which read every job) are shown before
+	// they are computed again, in the background: a page never waits for
+	// them but the first, and they are computed at most every ten times
+	// the last computation took. Default [DefaultOverviewMaxAge].
 	OverviewMaxAge time.Duration
 	// Logger receives the errors of rendering. Default nil: discard.
 	Logger *slog.Logger
@@ -101,15 +102,11 @@ type Console struct {
 	// again. A restart ends every session.
 	sessions websec.Sessions
 
-	ovMu sync.Mutex
-	ov   *overviewStats
-
-	chMu sync.Mutex
-	ch   *chartsCache
-
-	cntMu sync.Mutex
-	cnt   [2]int // enabled, paused: the runner's count at cntAt
-	cntAt time.Time
+	// What the overview and the jobs list's totals read from a scan of
+	// the service, shared by every request (see cached).
+	ov  cached[*overviewStats]
+	ch  cached[[]*runsChart]
+	cnt cached[jobCount]
 }
 
 //go:embed templates/*.html

@@ -54,9 +54,15 @@
 // A jobs page reads at most Config.PageSize jobs past its cursor, so it
 // stays fast with a million jobs (a filter that few jobs pass reads
 // further; the search tests each id and name in place, with
-// [cron.JobQuery.Text], before any other filter). The overview reads every job, a page at a time, and keeps the
-// counts for Config.OverviewMaxAge. The jobs list's totals are the
-// runner's count ([cron.Runner.Count], reused for Config.OverviewMaxAge);
+// [cron.JobQuery.Text], before any other filter). The overview's counts
+// and charts and the jobs list's totals read every job (a page at a
+// time) or the runs of the last day: they are shared by every request
+// and computed again in the background once older than
+// Config.OverviewMaxAge, so that a page is answered from the last ones
+// and never waits for a scan (but the very first), and at most every ten
+// times a scan took, so that the scans of a million jobs take at most a
+// tenth of a core. The jobs list's totals are the runner's count
+// ([cron.Runner.Count]);
 // it counts the jobs a filter keeps with a scan while the service holds
 // at most 100,000 jobs, and sorts at most 100,000 jobs (a sort of more
 // says so, and the list stays in creation order).

@@ -188,15 +188,15 @@ func (c *Console) overview(w http.ResponseWriter, req *http.Request) {
 	c.render(w, req, http.StatusOK, "overview", p)
 }
 
-// stats returns the overview's counts, computing them at most once per
-// Config.OverviewMaxAge. The jobs are read a page at a time, so the
-// runner is never held for long.
+// stats returns the overview's counts, computed again in the background
+// once older than Config.OverviewMaxAge (see cached). The jobs are read
+// a page at a time, so the runner is never held for long.
 func (c *Console) stats() *overviewStats {
-	c.ovMu.Lock()
-	defer c.ovMu.Unlock()
-	if c.ov != nil && time.Since(c.ov.At) < c.cfg.OverviewMaxAge {
-		return c.ov
-	}
+	return c.ov.get(c.cfg.OverviewMaxAge, c.overviewCounts)
+}
+
+// overviewCounts computes the overview's counts from a scan of every job.
+func (c *Console) overviewCounts() *overviewStats {
 	st := &overviewStats{At: time.Now().UTC()}
 	byStatus := map[string]int{}
 	byKind := map[string]int{}
@@ -232,7 +232,6 @@ func (c *Console) stats() *overviewStats {
 			st.ByKind = append(st.ByKind, count{k, template.URL("kind=" + url.QueryEscape(k)), n})
 		}
 	}
-	c.ov = st
 	return st
 }
 
@@ -624,19 +623,22 @@ func (c *Console) countJobs(req *http.Request, f filter) string {
 }
 
 // count returns the runner's count of its jobs ([cron.Runner.Count]),
-// read at most once per Config.OverviewMaxAge: over a million jobs it
-// costs a scan.
+// read again in the background once older than Config.OverviewMaxAge
+// (see cached): over a million jobs it costs a scan.
 func (c *Console) count(ctx context.Context) (enabled, paused int, err error) {
-	c.cntMu.Lock()
-	defer c.cntMu.Unlock()
-	if !c.cntAt.IsZero() && time.Since(c.cntAt) < c.cfg.OverviewMaxAge {
-		return c.cnt[0], c.cnt[1], nil
-	}
-	enabled, paused, err = c.r.Count(ctx)
-	if err == nil {
-		c.cnt, c.cntAt = [2]int{enabled, paused}, time.Now()
-	}
-	return enabled, paused, err
+	ctx = context.WithoutCancel(ctx)
+	n := c.cnt.get(c.cfg.OverviewMaxAge, func() jobCount {
+		var n jobCount
+		n.enabled, n.paused, n.err = c.r.Count(ctx)
+		return n
+	})
+	return n.enabled, n.paused, n.err
+}
+
+// jobCount is a count of the runner's jobs, or why it failed.
+type jobCount struct {
+	enabled, paused int
+	err             error
 }
 
 // totalText writes a count of jobs: "1,234 jobs, 12 paused".

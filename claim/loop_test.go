@@ -103,10 +103,10 @@ func TestMaxClaimsPerCycleOneStatement(t *testing.T) {
 	}
 }
 
-// TestSpec000_FetchResourceUsageConcurrentlyWithTimeout: every active node
+// TestFetchResourceUsageConcurrentlyWithTimeout: every active node
 // is probed at once under the timeout; a failed probe counts as 0 (or, with
 // the opt-in, leaves the node out).
-func TestSpec000_FetchResourceUsageConcurrentlyWithTimeout(t *testing.T) {
+func TestFetchResourceUsageConcurrentlyWithTimeout(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name         string
@@ -360,10 +360,10 @@ func TestRunnerRefusalLoggedOnce(t *testing.T) {
 	}
 }
 
-// TestSpec000_RespectsSchedulerInterval: Run cycles at once and then every
+// TestRespectsSchedulerInterval: Run cycles at once and then every
 // Interval (NODE_UNIT_SCHEDULER_INTERVAL_MS), reports each cycle to the
 // Observer, and on shutdown stops its deployments and leaves.
-func TestSpec000_RespectsSchedulerInterval(t *testing.T) {
+func TestRespectsSchedulerInterval(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()

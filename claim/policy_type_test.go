@@ -31,7 +31,7 @@ func seed(s *claimtest.Store) {
 	s.Put(daemon("dm"))
 }
 
-func TestR1_NoneNeverWritesAddress(t *testing.T) {
+func TestNoneNeverWritesAddress(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
@@ -52,7 +52,7 @@ func TestR1_NoneNeverWritesAddress(t *testing.T) {
 	})
 }
 
-func TestR2_NoneKeepsReadingAndDrivingTheRunner(t *testing.T) {
+func TestNoneKeepsReadingAndDrivingTheRunner(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
@@ -77,7 +77,7 @@ func TestR2_NoneKeepsReadingAndDrivingTheRunner(t *testing.T) {
 	})
 }
 
-func TestR3_TypeIsDaemonOrDeployment(t *testing.T) {
+func TestTypeIsDaemonOrDeployment(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		t    claim.Type
@@ -92,7 +92,7 @@ func TestR3_TypeIsDaemonOrDeployment(t *testing.T) {
 	}
 }
 
-func TestR5_DaemonNeverClaimed(t *testing.T) {
+func TestDaemonNeverClaimed(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
@@ -119,7 +119,7 @@ func TestR5_DaemonNeverClaimed(t *testing.T) {
 	})
 }
 
-func TestR6_DaemonAddressIsNoBindingCondition(t *testing.T) {
+func TestDaemonAddressIsNoBindingCondition(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
@@ -141,7 +141,7 @@ func TestR6_DaemonAddressIsNoBindingCondition(t *testing.T) {
 	})
 }
 
-func TestR7_DaemonRunsOncePerNode(t *testing.T) {
+func TestDaemonRunsOncePerNode(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
@@ -175,7 +175,7 @@ func TestR7_DaemonRunsOncePerNode(t *testing.T) {
 	})
 }
 
-func TestR8_DeploymentBindingAndTakeoverUnchanged(t *testing.T) {
+func TestDeploymentBindingAndTakeoverUnchanged(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
@@ -211,7 +211,7 @@ func TestR8_DeploymentBindingAndTakeoverUnchanged(t *testing.T) {
 	})
 }
 
-func TestR9_LostRecoveryIgnoresDaemons(t *testing.T) {
+func TestLostRecoveryIgnoresDaemons(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
@@ -232,7 +232,7 @@ func TestR9_LostRecoveryIgnoresDaemons(t *testing.T) {
 	})
 }
 
-func TestR10_DeploymentHasTypeField(t *testing.T) {
+func TestDeploymentHasTypeField(t *testing.T) {
 	t.Parallel()
 	in := claim.Deployment{ID: "d", Type: claim.TypeDaemon, Enabled: true, Args: []string{"a"}, Env: map[string]string{"K": "V"}, CreatedAt: t0, UpdatedAt: t0}
 	b, err := json.Marshal(in)
@@ -255,7 +255,7 @@ func TestR10_DeploymentHasTypeField(t *testing.T) {
 	}
 }
 
-func TestR11_InvalidTypeLoggedAndSkipped(t *testing.T) {
+func TestInvalidTypeLoggedAndSkipped(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
@@ -294,7 +294,7 @@ func TestR11_InvalidTypeLoggedAndSkipped(t *testing.T) {
 	})
 }
 
-func TestR12_DaemonAddressLoggedAndIgnored(t *testing.T) {
+func TestDaemonAddressLoggedAndIgnored(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
@@ -317,7 +317,7 @@ func TestR12_DaemonAddressLoggedAndIgnored(t *testing.T) {
 	})
 }
 
-func TestR13_NoneBlocksEveryAddressWritePath(t *testing.T) {
+func TestNoneBlocksEveryAddressWritePath(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()
@@ -435,10 +435,10 @@ func TestErrDaemonMissing_Restarted(t *testing.T) {
 	})
 }
 
-// TestR2_NoneDoesNotFence: under none nobody takes deployments over, so a
+// TestNoneDoesNotFence: under none nobody takes deployments over, so a
 // node that cannot renew its membership keeps running them (SelfFence has
 // no effect).
-func TestR2_NoneDoesNotFence(t *testing.T) {
+func TestNoneDoesNotFence(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()

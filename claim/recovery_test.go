@@ -28,7 +28,7 @@ func daemon(id string) claim.Deployment {
 	return claim.Deployment{ID: id, Type: claim.TypeDaemon, Enabled: true, CreatedAt: t0, UpdatedAt: t0}
 }
 
-func TestSpec000_IdentifiesLostAddressesWhenNodeUnitDisappears(t *testing.T) {
+func TestIdentifiesLostAddressesWhenNodeUnitDisappears(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
@@ -51,7 +51,7 @@ func TestSpec000_IdentifiesLostAddressesWhenNodeUnitDisappears(t *testing.T) {
 	}
 }
 
-func TestSpec000_CountsDeploymentsPerAddressIgnoringEmptyAddress(t *testing.T) {
+func TestCountsDeploymentsPerAddressIgnoringEmptyAddress(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
@@ -89,7 +89,7 @@ func snaps(key string, values map[string]float64) map[string][]claim.MetricSnaps
 	return out
 }
 
-func TestSpec000_DeploymentCountPolicyPicksNodeUnitsWithMinimumDeployment(t *testing.T) {
+func TestDeploymentCountPolicyPicksNodeUnitsWithMinimumDeployment(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
@@ -112,7 +112,7 @@ func TestSpec000_DeploymentCountPolicyPicksNodeUnitsWithMinimumDeployment(t *tes
 	}
 }
 
-func TestSpec000_ResourceUsagePolicyPicksNodeUnitsWithMinimumWeightedScore(t *testing.T) {
+func TestResourceUsagePolicyPicksNodeUnitsWithMinimumWeightedScore(t *testing.T) {
 	t.Parallel()
 	p := claim.ResourceUsagePolicy(claim.DefaultWeights)
 	got := p.PickEligible([]string{"addr1", "addr2"}, snaps("resource_usage", map[string]float64{"addr1": 45.2, "addr2": 22.1}))
@@ -142,7 +142,7 @@ func TestSpec000_ResourceUsagePolicyPicksNodeUnitsWithMinimumWeightedScore(t *te
 	}
 }
 
-func TestSpec000_MissingResourceUsageReturnsZero(t *testing.T) {
+func TestMissingResourceUsageReturnsZero(t *testing.T) {
 	t.Parallel()
 	prov := claim.ResourceUsageProvider{Weights: claim.DefaultWeights}
 	c := claim.MetricContext{ResourceUsage: map[string]claim.Usage{"other": {CPUPercent: 90, MemoryMB: 9000}}}
@@ -154,7 +154,7 @@ func TestSpec000_MissingResourceUsageReturnsZero(t *testing.T) {
 	}
 }
 
-func TestSpec000_BuildSnapshots(t *testing.T) {
+func TestBuildSnapshots(t *testing.T) {
 	t.Parallel()
 	c := claim.MetricContext{
 		DeploymentCounts: map[string]int{"a": 2, "b": 0},
@@ -176,7 +176,7 @@ func TestSpec000_BuildSnapshots(t *testing.T) {
 	}
 }
 
-func TestSpec000_PicksDeploymentCandidatesInDeterministicOrder(t *testing.T) {
+func TestPicksDeploymentCandidatesInDeterministicOrder(t *testing.T) {
 	t.Parallel()
 	day := func(d int) time.Time { return time.Date(2025, 1, d, 0, 0, 0, 0, time.UTC) }
 	mk := func(id, addr string, updated, created int) claim.Deployment {
@@ -223,11 +223,11 @@ func ids(ds []claim.Deployment) []string {
 	return out
 }
 
-// TestSpec000_ReleasesLostDeploymentsAndClaimsOnePerCycle: the integration
+// TestReleasesLostDeploymentsAndClaimsOnePerCycle: the integration
 // case of 000. A lost node's deployments are taken over one claim per cycle
 // (the specification's rule), each by a single-row conditional update: the
 // ones not yet taken stay bound to the lost node, never blanked in bulk.
-func TestSpec000_ReleasesLostDeploymentsAndClaimsOnePerCycle(t *testing.T) {
+func TestReleasesLostDeploymentsAndClaimsOnePerCycle(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := claimtest.NewStore()

@@ -112,7 +112,7 @@ func FuzzParseInterval(f *testing.F) {
 	})
 }
 
-func TestSpec000_UsesEnvironmentVariableToSelectPolicy(t *testing.T) {
+func TestUsesEnvironmentVariableToSelectPolicy(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		env     map[string]string

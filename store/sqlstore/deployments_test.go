@@ -140,9 +140,9 @@ func TestUpdatedAtOnEveryUpdate(t *testing.T) {
 	}
 }
 
-// TestR10_DeploymentTypeRoundTrip: the type column reads back into
+// TestDeploymentTypeRoundTrip: the type column reads back into
 // Deployment.Type.
-func TestR10_DeploymentTypeRoundTrip(t *testing.T) {
+func TestDeploymentTypeRoundTrip(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
@@ -170,9 +170,9 @@ func TestR10_DeploymentTypeRoundTrip(t *testing.T) {
 	}
 }
 
-// TestR11_InvalidTypeRowIsReturned: a row whose type was set by hand to a
+// TestInvalidTypeRowIsReturned: a row whose type was set by hand to a
 // value that is not a type is returned as it is, with the other rows.
-func TestR11_InvalidTypeRowIsReturned(t *testing.T) {
+func TestInvalidTypeRowIsReturned(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
@@ -201,10 +201,10 @@ func TestR11_InvalidTypeRowIsReturned(t *testing.T) {
 	}
 }
 
-// TestR5_ClaimSQLRequiresTypeDeployment checks the statements the claim
+// TestClaimSQLRequiresTypeDeployment checks the statements the claim
 // methods send: each is one conditional UPDATE whose condition requires
 // type = 'deployment' (R5, R6, R9), and none of them binds a daemon.
-func TestR5_ClaimSQLRequiresTypeDeployment(t *testing.T) {
+func TestClaimSQLRequiresTypeDeployment(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {

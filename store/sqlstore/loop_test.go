@@ -19,11 +19,11 @@ import (
 
 var addressWrite = regexp.MustCompile(`(?is)update\s+deployment\s+set\s+address`)
 
-// TestR1_NoneIssuesNoAddressUpdate: under policy none, loops over the SQL
+// TestNoneIssuesNoAddressUpdate: under policy none, loops over the SQL
 // store send no statement that writes deployment.address, although there
 // is work to claim and a lost node to take over from (R1, R13), and they
 // still run their own deployments and every daemon (R2).
-func TestR1_NoneIssuesNoAddressUpdate(t *testing.T) {
+func TestNoneIssuesNoAddressUpdate(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {

@@ -184,10 +184,10 @@ func rawExec(t *testing.T, backend, u string, stmts ...string) {
 	}
 }
 
-// TestR4_MigrationBackfillsType: a deployment table of the old schema,
+// TestMigrationBackfillsType: a deployment table of the old schema,
 // without type, holding rows, migrates so that every old row reads
 // type "deployment"; running the migration again changes nothing.
-func TestR4_MigrationBackfillsType(t *testing.T) {
+func TestMigrationBackfillsType(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
@@ -253,9 +253,9 @@ func TestMigrateKeepsExistingTypeColumn(t *testing.T) {
 	}
 }
 
-// TestR3_TypeColumnText: deployment.type is TEXT NOT NULL DEFAULT
+// TestTypeColumnText: deployment.type is TEXT NOT NULL DEFAULT
 // 'deployment'; a row inserted without a type reads back "deployment".
-func TestR3_TypeColumnText(t *testing.T) {
+func TestTypeColumnText(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {

@@ -428,6 +428,10 @@ func TestBulk(t *testing.T) {
 	if !strings.Contains(body, "pause: 4 of 4 jobs") {
 		t.Errorf("no outcome shown after the bulk action:\n%s", body)
 	}
+	// No filter: every job, counted by the runner.
+	if code, body, _ := b.post("/bulk", url.Values{"action": {"resume"}}); code != http.StatusOK || !strings.Contains(body, `<b id="confirm-count">10</b>`) {
+		t.Errorf("bulk of every job without confirm: %d, want the confirmation of 10 jobs\n%s", code, body)
+	}
 	if code, _, _ := b.post("/bulk", url.Values{"action": {"explode"}}); code != http.StatusBadRequest {
 		t.Errorf("unknown action: %d, want 400", code)
 	}

@@ -903,13 +903,26 @@ func (c *Console) bulk(w http.ResponseWriter, req *http.Request, u user) {
 		c.fail(w, req, http.StatusBadRequest, err.Error())
 		return
 	}
+	if req.PostFormValue("confirm") != "yes" {
+		// Every job: the runner's count, without a scan.
+		n, err := 0, error(nil)
+		if f.empty() {
+			var enabled, paused int
+			enabled, paused, err = c.r.Count(req.Context())
+			n = enabled + paused
+		} else {
+			err = scan(req.Context(), c.r, f, func(*cron.Job) { n++ })
+		}
+		if err != nil {
+			c.fail(w, req, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		c.render(w, req, http.StatusOK, "confirm", &confirmPage{Action: name, F: f, Count: n})
+		return
+	}
 	var ids []string
 	if err := scan(req.Context(), c.r, f, func(j *cron.Job) { ids = append(ids, j.ID) }); err != nil {
 		c.fail(w, req, http.StatusServiceUnavailable, err.Error())
-		return
-	}
-	if req.PostFormValue("confirm") != "yes" {
-		c.render(w, req, http.StatusOK, "confirm", &confirmPage{Action: name, F: f, Count: len(ids)})
 		return
 	}
 	act := actions[name]

@@ -72,7 +72,8 @@ func insertHistory(b *testing.B, dbURL string) {
 // 1M jobs, on the JSON file and on PostgreSQL (where 100k jobs have a
 // history of 50 runs), and reports the p99 of each page and its weight;
 // the baseline is the API's answer for the same page (GET /jobs?limit=50
-// with the same filter; GET /jobs/{id}/runs for the job page) in the same
+// with the same filter; GET /jobs/{id}/runs for the job page; /health for
+// the overview, whose counts are computed in the background) in the same
 // run, as ratio_vs_api. Loading 1M jobs takes a while: run it alone.
 //
 //	go test -run '^$' -bench Console1M -benchtime 200x -timeout 30m ./cmd/ksana/
@@ -121,6 +122,7 @@ func BenchmarkConsole1M(b *testing.B) {
 			b.Logf("%s: service up with %d jobs in %s", st, n, time.Since(began).Round(time.Millisecond))
 			mid := jobs[n/2].ID
 			pages := []struct{ name, page, api string }{
+				{"overview", "/ui/", "/health"},
 				{"jobs", "/ui/jobs", "/jobs?limit=50"},
 				{"jobs-deep", "/ui/jobs?after=" + mid, "/jobs?limit=50&after=" + mid},
 				{"jobs-filtered", "/ui/jobs?kind=cron&enabled=true", "/jobs?limit=50&kind=cron&enabled=true"},

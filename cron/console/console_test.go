@@ -591,3 +591,42 @@ func TestSecretsHidden(t *testing.T) {
 		}
 	}
 }
+
+// TestBulkConfirmBeyondCountMax: over more than countMax jobs, the
+// confirmation of a bulk action with a filter does not scan them to count
+// the matching ones (it says so), and the action still applies to exactly
+// those, saying how many.
+func TestBulkConfirmBeyondCountMax(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100k jobs")
+	}
+	f := newFixture(t, fixtureOpts{})
+	ctx := context.Background()
+	for i := range countMax + 1 {
+		name := "other"
+		if i%25000 == 0 {
+			name = "Batch"
+		}
+		if _, err := f.runner.Add(ctx, cron.Job{ID: fmt.Sprintf("j%06d", i), Name: name,
+			HTTP: cron.HTTPConfig{URL: "https://example.com/hook"}, Schedule: cron.Every(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := f.browser(t)
+	b.get("/jobs?q=batch")
+	code, body, _ := b.post("/bulk", url.Values{"action": {"pause"}, "q": {"batch"}})
+	if code != http.StatusOK || strings.Contains(body, `id="confirm-count"`) || !strings.Contains(body, "100,001 jobs") {
+		t.Fatalf("bulk confirmation over 100,001 jobs: %d, want one that names every job matching, not counted\n%s", code, body)
+	}
+	code, _, resp := b.post("/bulk", url.Values{"action": {"pause"}, "q": {"batch"}, "confirm": {"yes"}})
+	if code != http.StatusSeeOther {
+		t.Fatalf("bulk: %d", code)
+	}
+	_, body, _ = b.get(strings.TrimPrefix(resp.Header.Get("Location"), "/jobs-ui"))
+	if !strings.Contains(body, "pause: 5 of 5 jobs") {
+		t.Errorf("no outcome of 5 jobs shown after the bulk action:\n%s", body)
+	}
+	if code, body, _ := b.post("/bulk", url.Values{"action": {"resume"}}); code != http.StatusOK || !strings.Contains(body, `<b id="confirm-count">100001</b>`) {
+		t.Errorf("bulk of every job: %d, want the confirmation of 100001 jobs", code)
+	}
+}

@@ -65,7 +65,10 @@
 // ([cron.Runner.Count]);
 // it counts the jobs a filter keeps with a scan while the service holds
 // at most 100,000 jobs, and sorts at most 100,000 jobs (a sort of more
-// says so, and the list stays in creation order).
+// says so, and the list stays in creation order). The confirmation of a
+// bulk action counts the jobs it would act on the same way (beyond
+// 100,000 jobs, the jobs a filter keeps are counted as they are acted
+// on, and the outcome says how many).
 //
 // # Charts
 //

@@ -873,7 +873,8 @@ func (c *Console) back(req *http.Request, def string) string {
 type confirmPage struct {
 	Action string
 	F      filter
-	Count  int
+	Count  int // the jobs that match; -1: not counted (see bulk)
+	All    int // every job, when the matching ones are not counted
 }
 
 // bulkActions are the actions a bulk write may take, and the role each
@@ -904,20 +905,25 @@ func (c *Console) bulk(w http.ResponseWriter, req *http.Request, u user) {
 		return
 	}
 	if req.PostFormValue("confirm") != "yes" {
-		// Every job: the runner's count, without a scan.
-		n, err := 0, error(nil)
-		if f.empty() {
-			var enabled, paused int
-			enabled, paused, err = c.r.Count(req.Context())
-			n = enabled + paused
-		} else {
-			err = scan(req.Context(), c.r, f, func(*cron.Job) { n++ })
+		// The runner's count of every job, without a scan; the jobs a
+		// filter keeps are counted with a scan while the service holds at
+		// most countMax jobs (as the jobs list counts them), and as they
+		// are acted on beyond.
+		enabled, paused, err := c.r.Count(req.Context())
+		p := &confirmPage{Action: name, F: f, Count: enabled + paused}
+		if err == nil && !f.empty() {
+			if p.Count > countMax {
+				p.All, p.Count = p.Count, -1
+			} else {
+				p.Count = 0
+				err = scan(req.Context(), c.r, f, func(*cron.Job) { p.Count++ })
+			}
 		}
 		if err != nil {
 			c.fail(w, req, http.StatusServiceUnavailable, err.Error())
 			return
 		}
-		c.render(w, req, http.StatusOK, "confirm", &confirmPage{Action: name, F: f, Count: n})
+		c.render(w, req, http.StatusOK, "confirm", p)
 		return
 	}
 	var ids []string

@@ -61,11 +61,11 @@
 // Config.OverviewMaxAge, so that a page is answered from the last ones
 // and never waits for a scan (but the very first), and at most every ten
 // times a scan took, so that the scans of a million jobs take at most a
-// tenth of a core. The jobs list's totals are the runner's count
-// ([cron.Runner.Count]);
-// it counts the jobs a filter keeps with a scan while the service holds
-// at most 100,000 jobs, and sorts at most 100,000 jobs (a sort of more
-// says so, and the list stays in creation order). The confirmation of a
+// tenth of a core. The jobs list's total is the runner's count
+// ([cron.Runner.Count]); the jobs a filter keeps are counted with a scan
+// while the service holds at most 100,000 jobs, and sorted while they
+// are at most 100,000 (a sort of more says so, and the list stays in
+// creation order). The confirmation of a
 // bulk action counts the jobs it would act on the same way (beyond
 // 100,000 jobs, the jobs a filter keeps are counted as they are acted
 // on, and the outcome says how many).

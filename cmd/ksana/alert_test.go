@@ -191,7 +191,9 @@ func TestClusterAlertOutage(t *testing.T) {
 	ms[holder] = startMember(t, bin, m.name, env...)
 	// The retries go on after the restart (their times are stored), then
 	// the webhook is back: the next retries, some seconds later, arrive.
-	waitFor(t, "three alerts refused four times", func() bool { return refusedEach(4) })
+	// A delivery the killed instance held in an attempt waits for its
+	// lease (a minute) first.
+	waitWithin(t, 90*time.Second, "three alerts refused four times", func() bool { return refusedEach(4) })
 	for _, m := range ms {
 		if h := m.health(t); h["alerts_pending"] != float64(3) || h["alerts_oldest_pending"] == nil {
 			t.Errorf("/health of %s during the outage: alerts_pending %v, alerts_oldest_pending %v; want 3 and a time",
@@ -202,7 +204,7 @@ func TestClusterAlertOutage(t *testing.T) {
 	refused := maps.Clone(sink.tried)
 	sink.open = true
 	sink.mu.Unlock()
-	waitFor(t, "the three alerts delivered", func() bool {
+	waitWithin(t, 40*time.Second, "the three alerts delivered", func() bool {
 		sink.mu.Lock()
 		defer sink.mu.Unlock()
 		return len(sink.accepted) == 3

@@ -18,19 +18,33 @@ import (
 	"github.com/ksana-dev/ksana/cron"
 )
 
-// alertSink is a webhook that verifies and keeps the alerts it gets.
+// alertSink is a webhook that verifies and keeps the alerts it gets,
+// with the delivery id of each; while down it answers 503 instead and
+// counts the attempts refused, by delivery id.
 type alertSink struct {
 	*httptest.Server
-	mu  sync.Mutex
-	got []cron.Alert
+	mu      sync.Mutex
+	got     []cron.Alert
+	ids     map[string]cron.Alert // delivery id -> the alert taken
+	repeats []string              // delivery ids taken more than once
+	down    bool
+	tried   map[string]int // delivery id -> attempts refused while down
 }
 
 func newAlertSink(t *testing.T, secret string) *alertSink {
-	s := &alertSink{}
+	s := &alertSink{ids: map[string]cron.Alert{}, tried: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		id := r.Header.Get(cron.AlertDeliveryHeader)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.down {
+			s.tried[id]++
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		if err := cron.VerifyAlert(secret, r.Header, body, time.Now(), time.Minute); err != nil {
-			t.Errorf("alert: %v", err)
+			t.Errorf("alert %s: %v", id, err)
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
@@ -38,12 +52,20 @@ func newAlertSink(t *testing.T, secret string) *alertSink {
 		if err := json.Unmarshal(body, &a); err != nil {
 			t.Errorf("alert body %s: %v", body, err)
 		}
-		s.mu.Lock()
+		if _, ok := s.ids[id]; ok {
+			s.repeats = append(s.repeats, id)
+		}
+		s.ids[id] = a
 		s.got = append(s.got, a)
-		s.mu.Unlock()
 	}))
 	t.Cleanup(s.Close)
 	return s
+}
+
+func (s *alertSink) setDown(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = down
 }
 
 func (s *alertSink) transitions() []string {
@@ -56,6 +78,27 @@ func (s *alertSink) transitions() []string {
 	return out
 }
 
+// startFailingJob starts two ksana processes, a and b, on a PostgreSQL
+// schema of their own with sink as the service's alert webhook (secret
+// k3y), and creates job f through a: a callback that fails every 500ms,
+// alerting failing_streak after 2 failures and paused after 4. restart
+// starts a process of the name again, as the first ones were.
+func startFailingJob(t *testing.T, schema string, sink *alertSink) (ms []*member, restart func(name string) *member) {
+	t.Helper()
+	dbURL := postgresSchemaURL(t, schema)
+	bin := buildKsana(t)
+	cb := newCallback(t, http.StatusInternalServerError, 0)
+	env := []string{"DATABASE_URL=" + dbURL, "KSANA_LEASE_TTL=2s", "KSANA_ALERT_URL=" + sink.URL, "KSANA_ALERT_SECRET=k3y"}
+	restart = func(name string) *member { return startMember(t, bin, name, env...) }
+	ms = []*member{restart("a"), restart("b")}
+	body := fmt.Sprintf(`{"id":"f","schedule":{"kind":"every","every":"500ms"},"http":{"url":%q},"timeout":"2s","max_retries":0,
+		"alert":{"after":2,"pause_after":4}}`, cb.URL)
+	if code := call(t, "POST", ms[0].url+"/jobs", body, nil); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	return ms, restart
+}
+
 // TestClusterAlertOnce: two ksana processes on one PostgreSQL database,
 // with the service's alert webhook (KSANA_ALERT_URL, KSANA_ALERT_SECRET):
 // a job whose callback fails raises failing, failing_streak and paused
@@ -65,17 +108,8 @@ func TestClusterAlertOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL")
 	}
-	dbURL := postgresSchemaURL(t, "ksana_alert_test")
-	bin := buildKsana(t)
 	sink := newAlertSink(t, "k3y")
-	cb := newCallback(t, http.StatusInternalServerError, 0)
-	env := []string{"DATABASE_URL=" + dbURL, "KSANA_LEASE_TTL=2s", "KSANA_ALERT_URL=" + sink.URL, "KSANA_ALERT_SECRET=k3y"}
-	ms := []*member{startMember(t, bin, "a", env...), startMember(t, bin, "b", env...)}
-	body := fmt.Sprintf(`{"id":"f","schedule":{"kind":"every","every":"500ms"},"http":{"url":%q},"timeout":"2s","max_retries":0,
-		"alert":{"after":2,"pause_after":4}}`, cb.URL)
-	if code := call(t, "POST", ms[1].url+"/jobs", body, nil); code != 201 {
-		t.Fatalf("create: %d", code)
-	}
+	ms, _ := startFailingJob(t, "ksana_alert_test", sink)
 	for _, m := range ms {
 		waitFor(t, "the job paused on "+m.name, func() bool {
 			var j cron.Job
@@ -100,47 +134,6 @@ func TestClusterAlertOnce(t *testing.T) {
 	}
 }
 
-// outageSink is a webhook that answers 503 until it is opened, then
-// takes the alerts, verifying each; it keeps every attempt's delivery id.
-type outageSink struct {
-	*httptest.Server
-	mu       sync.Mutex
-	open     bool
-	tried    map[string]int        // delivery id -> attempts refused
-	accepted map[string]cron.Alert // delivery id -> the alert taken
-	repeats  []string              // delivery ids taken more than once
-}
-
-func newOutageSink(t *testing.T, secret string) *outageSink {
-	s := &outageSink{tried: map[string]int{}, accepted: map[string]cron.Alert{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		id := r.Header.Get(cron.AlertDeliveryHeader)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if !s.open {
-			s.tried[id]++
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		if err := cron.VerifyAlert(secret, r.Header, body, time.Now(), time.Minute); err != nil {
-			t.Errorf("alert %s: %v", id, err)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		var a cron.Alert
-		if err := json.Unmarshal(body, &a); err != nil {
-			t.Errorf("alert body %s: %v", body, err)
-		}
-		if _, ok := s.accepted[id]; ok {
-			s.repeats = append(s.repeats, id)
-		}
-		s.accepted[id] = a
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
 // TestClusterAlertOutage: two ksana processes on one PostgreSQL database,
 // whose alert webhook is down while a job fails and is paused. The
 // instance that holds the job is killed (kill -9) during the outage and
@@ -153,17 +146,9 @@ func TestClusterAlertOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL")
 	}
-	dbURL := postgresSchemaURL(t, "ksana_alert_outage_test")
-	bin := buildKsana(t)
-	sink := newOutageSink(t, "k3y")
-	cb := newCallback(t, http.StatusInternalServerError, 0)
-	env := []string{"DATABASE_URL=" + dbURL, "KSANA_LEASE_TTL=2s", "KSANA_ALERT_URL=" + sink.URL, "KSANA_ALERT_SECRET=k3y"}
-	ms := []*member{startMember(t, bin, "a", env...), startMember(t, bin, "b", env...)}
-	body := fmt.Sprintf(`{"id":"f","schedule":{"kind":"every","every":"500ms"},"http":{"url":%q},"timeout":"2s","max_retries":0,
-		"alert":{"after":2,"pause_after":4}}`, cb.URL)
-	if code := call(t, "POST", ms[0].url+"/jobs", body, nil); code != 201 {
-		t.Fatalf("create: %d", code)
-	}
+	sink := newAlertSink(t, "k3y")
+	sink.setDown(true)
+	ms, restart := startFailingJob(t, "ksana_alert_outage_test", sink)
 	// refusedEach reports whether each of three alerts was refused n
 	// times at least.
 	refusedEach := func(n int) bool {
@@ -188,7 +173,7 @@ func TestClusterAlertOutage(t *testing.T) {
 	}
 	m.cmd.Wait()
 	m.dead = true
-	ms[holder] = startMember(t, bin, m.name, env...)
+	ms[holder] = restart(m.name)
 	// The retries go on after the restart (their times are stored), then
 	// the webhook is back: the next retries, some seconds later, arrive.
 	// A delivery the killed instance held in an attempt waits for its
@@ -202,12 +187,12 @@ func TestClusterAlertOutage(t *testing.T) {
 	}
 	sink.mu.Lock()
 	refused := maps.Clone(sink.tried)
-	sink.open = true
+	sink.down = false
 	sink.mu.Unlock()
 	waitWithin(t, 40*time.Second, "the three alerts delivered", func() bool {
 		sink.mu.Lock()
 		defer sink.mu.Unlock()
-		return len(sink.accepted) == 3
+		return len(sink.ids) == 3
 	})
 	time.Sleep(2 * time.Second) // a delivery sent twice would come now
 	sink.mu.Lock()
@@ -216,7 +201,7 @@ func TestClusterAlertOutage(t *testing.T) {
 		t.Errorf("deliveries taken more than once: %v", sink.repeats)
 	}
 	var got []string
-	for id, a := range sink.accepted {
+	for id, a := range sink.ids {
 		if refused[id] == 0 {
 			t.Errorf("delivery %s (%s) taken under an id no refused attempt carried; refused: %v", id, a.Transition, refused)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ksana-dev/ksana/cron"
+	"github.com/ksana-dev/ksana/internal/browsertest"
 	"github.com/ksana-dev/ksana/internal/testenv"
 )
 
@@ -49,52 +50,52 @@ func TestBrowserPages(t *testing.T) {
 			runNow = r
 		}
 	}
-	tb := newTab(t, exe, f.base, shots)
-	tb.login(adminToken)
+	tb := browsertest.New(t, exe, f.base, shots, "")
+	tb.Login(adminToken)
 
-	tb.open("/")
-	tb.do("charts", chromedp.WaitVisible(chromedp.CSS("#chart-minute svg")))
-	if n := eval[int](tb, `document.querySelectorAll("#chart-minute svg rect.bar").length`); n == 0 {
+	tb.Open("/")
+	tb.Do("charts", chromedp.WaitVisible(chromedp.CSS("#chart-minute svg")))
+	if n := browsertest.Eval[int](tb, `document.querySelectorAll("#chart-minute svg rect.bar").length`); n == 0 {
 		t.Error("the runs-per-minute chart has no bar")
 	}
-	tb.screenshot("overview-charts")
+	tb.Screenshot("overview-charts")
 
-	tb.open("/jobs/report-00")
-	tb.do("job charts", chromedp.WaitVisible(chromedp.CSS("#chart-durations svg")))
-	if zone := eval[string](tb, `document.querySelector("#zone").textContent`); zone != "Europe/Paris" {
+	tb.Open("/jobs/report-00")
+	tb.Do("job charts", chromedp.WaitVisible(chromedp.CSS("#chart-durations svg")))
+	if zone := browsertest.Eval[string](tb, `document.querySelector("#zone").textContent`); zone != "Europe/Paris" {
 		t.Errorf("the job's zone: %q", zone)
 	}
-	if n := eval[int](tb, `document.querySelectorAll("#next th").length`); n != 3 {
+	if n := browsertest.Eval[int](tb, `document.querySelectorAll("#next th").length`); n != 3 {
 		t.Errorf("the next runs table has %d columns, want 3 (Paris, UTC, relative)", n)
 	}
-	tb.screenshot("job-charts")
+	tb.Screenshot("job-charts")
 
-	tb.open("/runs/" + url.PathEscape(runNow.ID))
-	if got := eval[string](tb, `document.querySelector("#run-trigger").textContent`); !strings.Contains(got, "ada") {
+	tb.Open("/runs/" + url.PathEscape(runNow.ID))
+	if got := browsertest.Eval[string](tb, `document.querySelector("#run-trigger").textContent`); !strings.Contains(got, "ada") {
 		t.Errorf("the run's trigger: %q", got)
 	}
-	if eval[bool](tb, `document.querySelector("#run-now-mark") === null`) {
+	if browsertest.Eval[bool](tb, `document.querySelector("#run-now-mark") === null`) {
 		t.Error("the run-now is not marked")
 	}
-	tb.screenshot("run")
+	tb.Screenshot("run")
 
-	tb.do("narrow", chromedp.EmulateViewport(420, 900))
-	tb.open("/jobs")
-	if eval[int](tb, `document.querySelectorAll("#jobs tbody tr").length`) != 10 {
+	tb.Do("narrow", chromedp.EmulateViewport(420, 900))
+	tb.Open("/jobs")
+	if browsertest.Eval[int](tb, `document.querySelectorAll("#jobs tbody tr").length`) != 10 {
 		t.Error("the jobs page does not show 10 jobs")
 	}
-	overflow := eval[int](tb, `document.body.scrollWidth - document.documentElement.clientWidth`)
+	overflow := browsertest.Eval[int](tb, `document.body.scrollWidth - document.documentElement.clientWidth`)
 	if overflow > 0 {
 		t.Errorf("at 420 px the page body overflows by %d px", overflow)
 	}
-	if w := eval[int](tb, `document.documentElement.scrollWidth`); w > 420 {
+	if w := browsertest.Eval[int](tb, `document.documentElement.scrollWidth`); w > 420 {
 		t.Errorf("at 420 px the page is %d px wide", w)
 	}
-	tb.screenshot("jobs-420")
-	tb.open("/")
-	if overflow := eval[int](tb, `document.documentElement.scrollWidth - document.documentElement.clientWidth`); overflow > 0 {
+	tb.Screenshot("jobs-420")
+	tb.Open("/")
+	if overflow := browsertest.Eval[int](tb, `document.documentElement.scrollWidth - document.documentElement.clientWidth`); overflow > 0 {
 		t.Errorf("at 420 px the overview overflows by %d px", overflow)
 	}
-	tb.screenshot("overview-420")
-	tb.do("desktop", chromedp.EmulateViewport(1280, 900))
+	tb.Screenshot("overview-420")
+	tb.Do("desktop", chromedp.EmulateViewport(1280, 900))
 }

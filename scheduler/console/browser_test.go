@@ -3,99 +3,15 @@ package console_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/ksana-dev/ksana/internal/browsertest"
 	"github.com/ksana-dev/ksana/internal/testenv"
 	"github.com/ksana-dev/ksana/scheduler/console"
 )
-
-// tab is one browser (its own profile, so its own cookies) with one tab.
-type tab struct {
-	t    *testing.T
-	ctx  context.Context
-	base string
-	shot string
-}
-
-func newTab(t *testing.T, exe, base, shots string) *tab {
-	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	)
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelA() })
-	tb := &tab{t: t, ctx: ctx, base: base, shot: shots}
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting %s: %v", exe, err)
-	}
-	return tb
-}
-
-// do runs steps, each within 20s, failing the test on an error.
-func (tb *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
-	tb.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		loc, _ := chromedp.Run(tb.ctx, chromedp.Location())
-		html, _ := chromedp.Run(tb.ctx, chromedp.OuterHTML(chromedp.CSS("main")))
-		tb.t.Fatalf("%s: %v\nat %s\n%s", what, err, loc, html)
-	}
-}
-
-// eval returns the value of a JavaScript expression in the page.
-func eval[T any](tb *tab, expr string) T {
-	tb.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
-	if err != nil {
-		tb.t.Fatalf("eval %s: %v", expr, err)
-	}
-	return v
-}
-
-func (tb *tab) open(path string) {
-	tb.t.Helper()
-	tb.do("open "+path, chromedp.Navigate(tb.base+path), chromedp.WaitReady(chromedp.CSS("main")))
-}
-
-func (tb *tab) screenshot(name string) {
-	tb.t.Helper()
-	png, err := chromedp.Run(tb.ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		tb.t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.WriteFile(filepath.Join(tb.shot, "dispatch-"+name+".png"), png, 0o644); err != nil {
-		tb.t.Fatal(err)
-	}
-}
-
-func (tb *tab) login(token string) {
-	tb.t.Helper()
-	tb.open("/login")
-	tb.do("sign in", chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Submit(chromedp.CSS("#token")),
-		chromedp.WaitVisible(chromedp.CSS("#role")))
-}
-
-func (tb *tab) text(sel string) string {
-	tb.t.Helper()
-	return eval[string](tb, fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent`, sel))
-}
 
 // TestBrowser drives the console in headless Chromium: the admin signs
 // in, opens every page (a screenshot of each) and requeues a dead letter
@@ -106,11 +22,11 @@ func TestBrowser(t *testing.T) {
 	exe := testenv.Chromium(t)
 	shots := testenv.ScreenshotDir(t)
 	f := newFixture(t, console.Config{ReadToken: readToken, AdminToken: adminToken})
-	admin := newTab(t, exe, f.base, shots)
-	admin.open("/login")
-	admin.screenshot("login")
-	admin.login(adminToken)
-	if got := admin.text("#role"); got != "admin" {
+	admin := browsertest.New(t, exe, f.base, shots, "dispatch-")
+	admin.Open("/login")
+	admin.Screenshot("login")
+	admin.Login(adminToken)
+	if got := admin.Text("#role"); got != "admin" {
 		t.Errorf("role shown: %q, want admin", got)
 	}
 
@@ -123,25 +39,25 @@ func TestBrowser(t *testing.T) {
 		{"/dlq?instance=" + other, "dlq", "#dlq", "malformed: test"},
 	}
 	for _, p := range pages {
-		admin.open(p.path)
-		if got := strings.Join(strings.Fields(admin.text(p.sel)), " "); !strings.Contains(got, p.want) {
+		admin.Open(p.path)
+		if got := strings.Join(strings.Fields(admin.Text(p.sel)), " "); !strings.Contains(got, p.want) {
 			t.Errorf("%s: %s shows %q, want it to hold %q", p.path, p.sel, got, p.want)
 		}
-		admin.screenshot(p.name)
+		admin.Screenshot(p.name)
 	}
 	// The hostile field is text, and ran no script.
-	if !strings.Contains(admin.text("#dlq"), "<script>alert(1)</script>") || eval[bool](admin, `document.querySelectorAll("#dlq script").length > 0`) {
+	if !strings.Contains(admin.Text("#dlq"), "<script>alert(1)</script>") || browsertest.Eval[bool](admin, `document.querySelectorAll("#dlq script").length > 0`) {
 		t.Error("the dead letter's hostile field is not shown as text")
 	}
 
-	reader := newTab(t, exe, f.base, shots)
-	reader.login(readToken)
-	reader.open("/dlq?instance=" + other)
-	if n := eval[int](reader, `document.querySelectorAll("button.requeue, button.delete").length`); n != 0 {
+	reader := browsertest.New(t, exe, f.base, shots, "dispatch-")
+	reader.Login(readToken)
+	reader.Open("/dlq?instance=" + other)
+	if n := browsertest.Eval[int](reader, `document.querySelectorAll("button.requeue, button.delete").length`); n != 0 {
 		t.Errorf("the read-only user sees %d buttons that write", n)
 	}
-	reader.screenshot("dlq-read-only")
-	status := eval[int](reader, fmt.Sprintf(`fetch("dlq/requeue", {method: "POST", body: new URLSearchParams({
+	reader.Screenshot("dlq-read-only")
+	status := browsertest.Eval[int](reader, fmt.Sprintf(`fetch("dlq/requeue", {method: "POST", body: new URLSearchParams({
 		csrf: document.querySelector('input[name="csrf"]').value, instance: %q, id: %q})}).then(r => r.status)`, other, f.dead[0].ID))
 	if status != 403 {
 		t.Errorf("a requeue by the read-only user: status %d, want 403", status)
@@ -150,13 +66,13 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("after the refused requeue the queue holds %d dead letters, want 2", len(dls))
 	}
 
-	admin.open("/dlq?instance=" + other)
-	admin.do("requeue", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[id="dl-%s"] button.requeue`, f.dead[0].ID))),
+	admin.Open("/dlq?instance=" + other)
+	admin.Do("requeue", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[id="dl-%s"] button.requeue`, f.dead[0].ID))),
 		chromedp.WaitVisible(chromedp.CSS("#flash:not(.hidden)")))
-	if got := admin.text("#flash"); !strings.Contains(got, "requeued") {
+	if got := admin.Text("#flash"); !strings.Contains(got, "requeued") {
 		t.Errorf("flash after the requeue: %q", got)
 	}
-	admin.screenshot("dlq-requeued")
+	admin.Screenshot("dlq-requeued")
 	dls, _ := f.inbox.DeadLetters(context.Background(), 10)
 	if len(dls) != 1 || dls[0].ID != f.dead[1].ID {
 		t.Errorf("after the requeue the queue holds %v, want only %s", dls, f.dead[1].ID)

@@ -264,8 +264,10 @@ func (s *Store) compareRefs(a, b *runRef) int {
 // QueryRuns returns a page of the runs kept of every job, as
 // [cron.RunStore.QueryRuns] describes. The store keeps an index of runs.jsonl
 // in memory (48 bytes a run), built by one read of the file when the
-// history is first asked for after a start or a compaction; a page scans
-// it, newest appended first, and reads its runs from the file.
+// history of more than 16 jobs is first asked for after a start or a
+// compaction; a page scans it, newest appended first, and reads its runs
+// from the file. A query of at most 16 jobs needs no index: it reads
+// their runs along each job's chain in the file, newest first.
 func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cron.RunCursor, error) {
 	s.rmu.RLock()
 	defer s.rmu.RUnlock()
@@ -275,7 +277,9 @@ func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cro
 	if closed {
 		return nil, cron.RunCursor{}, ErrClosed
 	}
-	if !built {
+	// A query of a few jobs reads their chains and needs no index.
+	chains := len(q.JobIDs) > 0 && len(q.JobIDs) <= chainJobs
+	if !built && !chains {
 		if err := s.buildRefs(); err != nil {
 			return nil, cron.RunCursor{}, fmt.Errorf("jsonstore: index %s: %w", RunsFile, err)
 		}
@@ -295,7 +299,7 @@ func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cro
 			}
 		}
 	}
-	if len(q.JobIDs) > 0 && len(q.JobIDs) <= chainJobs {
+	if chains {
 		return s.queryChains(q, pending)
 	}
 	// The filters, as the index holds them.

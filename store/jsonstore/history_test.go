@@ -119,3 +119,58 @@ func TestQueryRunsAfterReopen(t *testing.T) {
 		}
 	}
 }
+
+// TestJobQueryNeedsNoIndex: after a start, a history query of one job
+// reads that job's chain in runs.jsonl and builds no index of the whole
+// file; a query of every job builds it.
+func TestJobQueryNeedsNoIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := Config{FlushInterval: time.Millisecond}
+	s, err := New(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if err := s.Save(ctx, testJob(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		r := cron.Run{ID: fmt.Sprintf("%032x", i), JobID: []string{"a", "b"}[i%2], ScheduledAt: t0.Add(time.Duration(i) * time.Second),
+			Status: []cron.Status{cron.StatusSuccess, cron.StatusFailed}[i%4/2]}
+		if err := s.AppendRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = New(dir, cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	runs, _, err := s.QueryRuns(ctx, cron.RunQuery{JobIDs: []string{"a"}, Statuses: []cron.Status{cron.StatusFailed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 5 || runs[0].ID != fmt.Sprintf("%032x", 18) {
+		t.Errorf("failed runs of a: %d, newest %v; want 5, the 18th", len(runs), runs)
+	}
+	s.mu.Lock()
+	built := s.refsBuilt
+	s.mu.Unlock()
+	if built {
+		t.Errorf("a query of one job built the index of every run")
+	}
+	if runs, _, err = s.QueryRuns(ctx, cron.RunQuery{}); err != nil || len(runs) != 20 {
+		t.Fatalf("every run: %d, %v; want 20", len(runs), err)
+	}
+	s.mu.Lock()
+	built = s.refsBuilt
+	s.mu.Unlock()
+	if !built {
+		t.Errorf("a query of every job built no index")
+	}
+}

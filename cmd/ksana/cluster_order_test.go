@@ -362,18 +362,8 @@ func testClusterNoSlotLost(t *testing.T, bin, dbURL string) {
 // with exit status 2 and an error naming the variable; once the first has
 // stopped, the name is free again.
 func TestClusterDuplicateInstance(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("processes on PostgreSQL and SQLite")
-	}
-	bin := buildKsana(t)
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		testClusterDuplicateInstance(t, bin, postgresSchemaURL(t, "ksana_dup_test"))
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		testClusterDuplicateInstance(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db"))
+	onDatabases(t, "ksana_dup_test", func(t *testing.T, dbURL string) {
+		testClusterDuplicateInstance(t, buildKsana(t), dbURL)
 	})
 }
 

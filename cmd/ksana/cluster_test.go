@@ -321,18 +321,8 @@ func visible(t *testing.T, ms []*member, id, name string, limit time.Duration) t
 // renewal period plus one interval, and every acknowledged API write is
 // visible from every live instance.
 func TestClusterKillStopJoin(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("processes on PostgreSQL and SQLite")
-	}
-	bin := buildKsana(t)
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		testClusterKillStopJoin(t, bin, postgresSchemaURL(t, "ksana_cluster_test"))
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		testClusterKillStopJoin(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db"))
+	onDatabases(t, "ksana_cluster_test", func(t *testing.T, dbURL string) {
+		testClusterKillStopJoin(t, buildKsana(t), dbURL)
 	})
 }
 

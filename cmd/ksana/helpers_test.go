@@ -99,6 +99,25 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// onDatabases runs fn as two subtests side by side, on a PostgreSQL
+// schema of its own named after schema and on an SQLite file of its own;
+// the test runs beside the others, and -short skips it.
+func onDatabases(t *testing.T, schema string, fn func(t *testing.T, dbURL string)) {
+	t.Helper()
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("PostgreSQL and SQLite")
+	}
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		fn(t, postgresSchemaURL(t, schema))
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		fn(t, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db"))
+	})
+}
+
 // waitFor polls cond every 10ms for up to 20s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,18 +25,8 @@ import (
 // PATCH, pause, resume, run-now, runs, delete) answers as the instance
 // that holds it does.
 func TestClusterHoldsAThird(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("processes on PostgreSQL and SQLite")
-	}
-	bin := buildKsana(t)
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		testClusterHoldsAThird(t, bin, postgresSchemaURL(t, "ksana_hold_test"))
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		testClusterHoldsAThird(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db"))
+	onDatabases(t, "ksana_hold_test", func(t *testing.T, dbURL string) {
+		testClusterHoldsAThird(t, buildKsana(t), dbURL)
 	})
 }
 

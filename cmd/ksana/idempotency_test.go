@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -26,18 +25,7 @@ import (
 // still knows the keys; and a database that cannot answer for the keys is
 // a 503 (a hostile key still a 400, a run-now without a key still runs).
 func TestIdempotencyShared(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("PostgreSQL and SQLite")
-	}
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		testIdempotencyShared(t, postgresSchemaURL(t, "ksana_idem_test"))
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		testIdempotencyShared(t, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db"))
-	})
+	onDatabases(t, "ksana_idem_test", testIdempotencyShared)
 }
 
 // runNowAnswer is the answer of a run-now.

@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -14,18 +13,7 @@ import (
 // the job is in flight on the other is 409 run_in_flight, both ways, and
 // runs when forced; once the runs have ended, a run-now runs again.
 func TestRunNowOverlapShared(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("PostgreSQL and SQLite")
-	}
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		testRunNowOverlapShared(t, postgresSchemaURL(t, "ksana_overlap_test"))
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		testRunNowOverlapShared(t, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db"))
-	})
+	onDatabases(t, "ksana_overlap_test", testRunNowOverlapShared)
 }
 
 func testRunNowOverlapShared(t *testing.T, dbURL string) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -282,18 +281,12 @@ func TestPauseShared(t *testing.T) {
 // and both instances show the job paused (enabled false, last_status
 // paused) within a second.
 func TestPauseStopsAtOnce(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("processes on PostgreSQL and SQLite")
-	}
-	bin := buildKsana(t)
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		testPauseStopsAtOnce(t, bin, postgresSchemaURL(t, "ksana_pause_once_test"), 100*time.Millisecond)
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		testPauseStopsAtOnce(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "ksana.db"), 350*time.Millisecond)
+	onDatabases(t, "ksana_pause_once_test", func(t *testing.T, dbURL string) {
+		watch := 100 * time.Millisecond
+		if strings.HasPrefix(dbURL, "sqlite:") {
+			watch = 350 * time.Millisecond
+		}
+		testPauseStopsAtOnce(t, buildKsana(t), dbURL, watch)
 	})
 }
 

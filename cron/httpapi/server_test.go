@@ -864,6 +864,9 @@ func TestKeepRuns(t *testing.T) {
 			t.Errorf("PATCH %s: %d %s, want 400 naming keep_runs", body, r.status, r.body)
 		}
 	}
+	if got := decodeJob(t, f.do(t, "GET", "/jobs/k", "", nil).body); got.KeepRuns != 2 {
+		t.Errorf("after refused PATCHes: keep_runs %d, want 2 still", got.KeepRuns)
+	}
 	if r := f.do(t, "PATCH", "/jobs/k", `{"keep_runs":500}`, nil); r.status != 200 {
 		t.Fatalf("PATCH keep_runs 500: %d %s", r.status, r.body)
 	}

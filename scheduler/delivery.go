@@ -160,7 +160,9 @@ type Inbox interface {
 type Handler func(ctx context.Context, m Message) error
 
 // Deliverer consumes one inbox: it reads new entries with the blocking
-// [Inbox.Read], runs the handler, acks what succeeded in one call per batch,
+// [Inbox.Read], runs the handler, acks what succeeded (gathered for up to
+// 100 ms, or a quarter of Inbox.ClaimMinIdle when that is shorter, or
+// until Inbox.Count entries are handled, then one call),
 // takes over entries idle with dead consumers with [Inbox.Reclaim], and
 // every Inbox.ScanInterval moves entries delivered too often to the
 // dead-letter queue and reports the pending count. Delivery is at least
@@ -248,9 +250,21 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	now := time.Now()
 	nextClaim := now.Add(d.claimIdl / 2)
 	nextScan := now.Add(d.dlqEvery)
+	acks := &acker{d: d}
+	// What was handled is acknowledged also when Run returns.
+	defer func() {
+		if err := acks.flush(context.WithoutCancel(ctx)); err != nil {
+			d.log.Warn("scheduler: inbox ack", "consumer", d.consumer, "err", err)
+		}
+	}()
 	for ctx.Err() == nil {
 		if now = time.Now(); !now.Before(nextClaim) {
 			nextClaim = now.Add(max(d.claimIdl/2, time.Millisecond))
+			// The entries handled are acknowledged first, so that none
+			// of them is taken over again.
+			if err := acks.flush(ctx); err != nil {
+				wait(err, "ack")
+			}
 			// Entries delivered too often go to the dead-letter queue
 			// rather than back to a handler.
 			if d.dlqOn {
@@ -271,7 +285,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 				for i := range msgs {
 					msgs[i].Redelivered = true
 				}
-				if err := d.handle(ctx, msgs); err != nil {
+				if err := d.handle(ctx, msgs, acks); err != nil {
 					wait(err, "ack")
 					break
 				}
@@ -286,7 +300,15 @@ func (d *Deliverer) Run(ctx context.Context) error {
 				wait(err, "dead-letter scan")
 			}
 		}
+		if acks.due(time.Now()) {
+			if err := acks.flush(ctx); err != nil && !wait(err, "ack") {
+				return nil
+			}
+		}
 		block := min(d.block, max(time.Until(nextClaim), time.Millisecond), max(time.Until(nextScan), time.Millisecond))
+		if len(acks.ids) > 0 {
+			block = min(block, max(time.Until(acks.by), time.Millisecond))
+		}
 		msgs, err := d.in.Read(ctx, d.consumer, d.count, block)
 		if err != nil {
 			if !wait(err, "read") {
@@ -295,15 +317,63 @@ func (d *Deliverer) Run(ctx context.Context) error {
 			continue
 		}
 		pause = 0
-		if err := d.handle(ctx, msgs); err != nil && !wait(err, "ack") {
+		if err := d.handle(ctx, msgs, acks); err != nil && !wait(err, "ack") {
 			return nil
 		}
 	}
 	return nil
 }
 
-// handle runs the handler on each message and acks the successes at once.
-func (d *Deliverer) handle(ctx context.Context, msgs []Message) error {
+// ackDelay is how long the ids of handled entries wait to be acknowledged
+// together (a quarter of Inbox.ClaimMinIdle when that is shorter): an
+// inbox that receives a steady stream of messages costs one XACK and one
+// XDEL per ackDelay rather than per message.
+const ackDelay = 100 * time.Millisecond
+
+// acker gathers the ids of the entries one Run handled until they are
+// acknowledged in one call: when Inbox.Count of them are gathered, when
+// the first of them has waited ackDelay, before idle entries are taken
+// over, and when Run returns.
+type acker struct {
+	d   *Deliverer
+	ids []string
+	by  time.Time // when the gathered ids are due
+}
+
+// add gathers ids, and acknowledges what is gathered when it is enough.
+func (a *acker) add(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if len(a.ids) == 0 {
+		a.by = time.Now().Add(min(ackDelay, a.d.claimIdl/4))
+	}
+	a.ids = append(a.ids, ids...)
+	if len(a.ids) >= a.d.count {
+		return a.flush(ctx)
+	}
+	return nil
+}
+
+// due reports whether the gathered ids are due at now.
+func (a *acker) due(now time.Time) bool { return len(a.ids) > 0 && !now.Before(a.by) }
+
+// flush acknowledges the gathered ids. On an error they are dropped: the
+// entries stay pending and are delivered again after Inbox.ClaimMinIdle,
+// as a handler's failure would leave them.
+func (a *acker) flush(ctx context.Context) error {
+	if len(a.ids) == 0 {
+		return nil
+	}
+	err := a.d.in.Ack(context.WithoutCancel(ctx), a.ids...)
+	clear(a.ids)
+	a.ids = a.ids[:0]
+	return err
+}
+
+// handle runs the handler on each message and gathers the successes in
+// acks.
+func (d *Deliverer) handle(ctx context.Context, msgs []Message, acks *acker) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -328,10 +398,7 @@ func (d *Deliverer) handle(ctx context.Context, msgs []Message) error {
 			d.log.Debug("scheduler: handler failed; the entry stays pending", "id", m.ID, "err", err)
 		}
 	}
-	if len(done) == 0 {
-		return nil
-	}
-	return d.in.Ack(context.WithoutCancel(ctx), done...)
+	return acks.add(ctx, done)
 }
 
 var errPanic = errors.New(ReasonPanic)

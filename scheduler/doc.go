@@ -143,7 +143,9 @@
 //     record's step, then the ack deadline. A crash after the slot: as
 //     above; after the record's step, the job keeps the deadline the
 //     sweeper's claim gave it (5 seconds on), and a sweeper takes it off its
-//     node (timeout) within SweepInterval of that;
+//     node (timeout) within SweepInterval of that (plus the time a
+//     [DueIndex] may take to see a deadline another process wrote:
+//     store/redisstore's DueRefresh, 2 s);
 //   - the end of a job: its result's step is one atomic step that stores
 //     the outcome; the release of the job, of its slot and of its deadline
 //     follow at once on the instance that took the result, one call each
@@ -152,7 +154,8 @@
 //     instance's sweeper claims it at the deadline it had (its ack
 //     deadline, or its lease's end, whichever was written last) and
 //     releases it, answering its waiters again (they drop a second
-//     answer), within SweepInterval of that deadline;
+//     answer), within SweepInterval of that deadline (plus, as above,
+//     store/redisstore's DueRefresh);
 //   - a timeout or failover: the step that takes the job off its node,
 //     then the release of the node's slot. A crash in between leaves the
 //     slot until its reservation expires.

@@ -490,3 +490,79 @@ func TestBindingsDisconnectDuringRenewal(t *testing.T) {
 		}
 	})
 }
+
+// ackCounter counts the calls of Ack and the ids they acknowledge.
+type ackCounter struct {
+	scheduler.Inbox
+	calls, ids atomic.Int32
+}
+
+func (a *ackCounter) Ack(ctx context.Context, ids ...string) error {
+	a.calls.Add(1)
+	a.ids.Add(int32(len(ids)))
+	return a.Inbox.Ack(ctx, ids...)
+}
+
+// TestDelivererGathersAcks: messages handled one at a time, 10ms apart,
+// are acknowledged together, in one call per 100ms, each within 100ms of
+// being handled, and what is handled when Run returns is acknowledged
+// before it does.
+func TestDelivererGathersAcks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms := scheduler.NewMemStreams(0, 0)
+		in := &ackCounter{Inbox: ms.Inbox("a", "g")}
+		var handled atomic.Int32
+		d, err := scheduler.NewDeliverer(in, "c1", func(ctx context.Context, m scheduler.Message) error {
+			handled.Add(1)
+			return nil
+		}, deliveryCfg())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		send := func(i int) {
+			if _, err := ms.Send(context.Background(), "a", scheduler.Fields{{Name: "i", Value: fmt.Sprint(i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pending := func() int64 {
+			n, err := in.Pending(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		for i := range 50 {
+			send(i)
+			time.Sleep(10 * time.Millisecond)
+			synctest.Wait()
+			if p := pending(); p > 10 {
+				t.Fatalf("after message %d: %d pending, want at most the 10 of the last 100ms", i, p)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		if handled.Load() != 50 || pending() != 0 || in.ids.Load() != 50 {
+			t.Errorf("handled %d, acknowledged %d, %d pending; want 50, 50, 0", handled.Load(), in.ids.Load(), pending())
+		}
+		// 500ms of messages: about one call per 100ms, not one a message.
+		if c := in.calls.Load(); c > 7 {
+			t.Errorf("%d calls of Ack for 50 messages over 500ms, want one per 100ms (about 5)", c)
+		}
+		// Handled just before Run returns: acknowledged on the way out.
+		send(50)
+		synctest.Wait()
+		if pending() != 1 || handled.Load() != 51 {
+			t.Fatalf("the last message: handled %d, %d pending; want 51 and 1 (not yet acknowledged)", handled.Load(), pending())
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+		if p := pending(); p != 0 {
+			t.Errorf("after Run returned: %d pending, want 0", p)
+		}
+	})
+}

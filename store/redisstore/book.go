@@ -231,6 +231,7 @@ func (s *Jobs) open(ctx context.Context, jobID string, spec scheduler.JobSpec, n
 		keys, args = append(keys, sl.key), append(args, sl.capacity, sl.ttlMS)
 	}
 	start := time.Now()
+	s.due.wrote(jobID)
 	vals, err := jobOpenScript.Exec(ctx, s.c, keys, args).ToArray()
 	s.hook.observe("job_open", start, err)
 	if err != nil {

@@ -308,12 +308,18 @@ func commandStats(b *testing.B, c rueidis.Client) storetest.CommandStats {
 // round a window of 5 seconds. It reports the commands (INFO
 // commandstats, scripts' commands included) and scripts the server
 // executed per second and per instance, and the client calls (a pipeline
-// counts once). Run it on a Redis nothing else uses
-// (KSANA_TEST_REDIS_URL): the server's counts are everyone's.
+// counts once), on the standalone server and on the cluster. Run it on
+// servers nothing else uses (KSANA_TEST_REDIS_URL,
+// KSANA_TEST_REDIS_CLUSTER_URLS): the servers' counts are everyone's.
 //
 //	go test -run '^$' -bench IdleInstance -benchtime 3x ./store/redisstore/
 func BenchmarkIdleInstance(b *testing.B) {
-	c := newTestClient(b, []string{testenv.Addr(testenv.RedisURL(b))}, false)
+	for _, srv := range testServers(b) {
+		b.Run(srv.name, func(b *testing.B) { benchIdleInstance(b, srv.client) })
+	}
+}
+
+func benchIdleInstance(b *testing.B, c rueidis.Client) {
 	ctx := context.Background()
 	var ops atomic.Int64
 	prefix := testPrefix(b)

@@ -36,14 +36,17 @@
 //
 // # Streams and the dead-letter queue
 //
-// [Streams] appends to {prefix}:streams:{instance:<instance_id>}:inbox with
-// one script (XLEN, then XADD) that refuses a message to an inbox holding
-// [StoresConfig].InboxMaxLen entries ([scheduler.ErrInboxFull]): entries leave an inbox
-// only when handled or dead-lettered, never by trimming. Messages sent to
-// one inbox while a call for it is under way wait for it and go together
-// in the next call (an XADD each). [Streams.Inbox] gives the consumer side: XGROUP CREATE
-// MKSTREAM, XREADGROUP with BLOCK on rueidis's dedicated blocking
-// connections, XACK + XDEL, XAUTOCLAIM, the XPENDING summary and extended
+// [Streams] appends to {prefix}:streams:{instance:<instance_id>}:inbox
+// with one script (XLEN, then XADD) that refuses a message to an inbox
+// holding [StoresConfig].InboxMaxLen entries ([scheduler.ErrInboxFull]),
+// or, while its last reading of the inbox's length is under 100 ms old
+// and showed the inbox under a quarter full, with a bare XADD: entries
+// leave an inbox only when handled or dead-lettered, never by trimming.
+// Messages sent to one inbox while a call for it is under way wait for it
+// and go together in the next call (an XADD each). [Streams.Inbox] gives
+// the consumer side: XGROUP CREATE MKSTREAM, XREADGROUP with BLOCK on
+// rueidis's dedicated blocking connections, XACK + XDEL (of the entries
+// handled within 100 ms, together), XAUTOCLAIM, the XPENDING summary and extended
 // forms, and the move to {prefix}:streams:{instance:<instance_id>}:dlq as
 // one script over the inbox and the DLQ (same slot): XPENDING, XCLAIM with
 // the idle minimum, XADD MAXLEN ~ with the original fields followed by
@@ -105,8 +108,10 @@
 // fail over, fail, release) is one script on one key. [Due] spreads the
 // deadline index over [DueShards] sorted sets {prefix}:v1:jobs:due:{due:<n>}
 // on a cluster, so that the masters share the load, and keeps it in one,
-// {due:0}, on a standalone server; a claim reads each shard (one pipeline)
-// and runs one script per shard that holds a due job (a second one). A
+// {due:0}, on a standalone server; a claim reads the earliest entry of
+// each shard it needs to (one pipeline: a shard this process wrote to
+// since, whose earliest deadline is due, or unread for [DueRefresh]) and
+// runs one script per shard that holds a due job (a second one). A
 // job's record carries the hash tag of its deadline shard on a cluster,
 // {due:<n>} with n = [DueShard] of its id, so the record and its deadline
 // share a slot: Jobs.Open writes a new job's deadline to its shard inside

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/ksana-dev/ksana/scheduler"
@@ -25,11 +27,42 @@ type DueConfig struct {
 // on a cluster [DueShards] of them, a job's set chosen by [DueShard], so
 // that the index's load is spread over the masters; on a standalone server
 // one, shard 0.
+//
+// A claim does not read every shard every time. It reads a shard when
+// this process wrote a deadline to it since its last read (through this
+// Due, or the open step of the [Jobs] that [NewStores] made with it), when
+// the earliest deadline that read saw is due, and at least every
+// [DueRefresh]: a deadline that another process wrote, and that process
+// did not sweep because it died, is found within DueRefresh of the sweep
+// that would have found it. An idle instance's sweeps cost the server one
+// command per shard every DueRefresh.
 type Due struct {
-	c    rueidis.Client
-	keys Keys
-	hook OpHook
-	all  []string
+	c     rueidis.Client
+	keys  Keys
+	hook  OpHook
+	all   []string
+	marks []dueMark // what this process knows of each shard of all
+}
+
+// DueRefresh is how often a [Due] reads every shard of the deadline index
+// even when it knows of no deadline there that is due.
+const DueRefresh = 2 * time.Second
+
+// dueMark is what a Due knows of one shard.
+type dueMark struct {
+	// written is set when this process wrote a deadline to the shard
+	// since the last read.
+	written atomic.Bool
+	// next is the earliest deadline the last read saw (Unix ms;
+	// math.MaxInt64 for an empty shard), and readAt when it read.
+	next, readAt atomic.Int64
+}
+
+// wrote notes that this process wrote a deadline of jobID.
+func (d *Due) wrote(jobID string) {
+	if d != nil {
+		d.marks[dueShardOf(jobID, len(d.all))].written.Store(true)
+	}
 }
 
 var _ scheduler.DueIndex = (*Due)(nil)
@@ -43,6 +76,7 @@ func NewDue(c rueidis.Client, cfg DueConfig) (*Due, error) {
 	for i := range dueShards(c) {
 		d.all = append(d.all, d.keys.Due(i))
 	}
+	d.marks = make([]dueMark, len(d.all))
 	return d, nil
 }
 
@@ -68,6 +102,7 @@ func (d *Due) Set(ctx context.Context, jobID string, at time.Time) error {
 		return err
 	}
 	start := time.Now()
+	d.wrote(jobID)
 	err := d.c.Do(ctx, d.c.B().Zadd().Key(d.key(jobID)).ScoreMember().ScoreMember(float64(at.UnixMilli()), jobID).Build()).Error()
 	d.hook.observe("due_set", start, err)
 	if err != nil {
@@ -123,33 +158,58 @@ func (d *Due) Due(ctx context.Context, jobID string) (time.Time, bool, error) {
 	return time.UnixMilli(int64(ms)), true, nil
 }
 
-// Claim implements [scheduler.DueIndex]: a pipeline of one read per shard
-// (ZRANGEBYSCORE ... LIMIT 0 1: is anything due?), then, for the shards
-// that hold a due job, one script each taking up to n over the number of
-// shards (at least one) jobs, in a second pipeline. A sweep that finds nothing due,
-// which is what an idle instance's sweeps find, costs the server one
-// command per shard and no script.
+// Claim implements [scheduler.DueIndex]: a pipeline of one read of the
+// earliest entry (ZRANGE ... 0 0 WITHSCORES) of each shard that needs it
+// (see [Due]), then, for the shards whose earliest entry is due, one
+// script each taking up to n over the number of shards (at least one)
+// jobs, in a second pipeline. A sweep that reads nothing costs the server
+// nothing; one that finds nothing due costs one command per shard read and
+// no script.
 func (d *Due) Claim(ctx context.Context, now time.Time, lease time.Duration, n int) ([]string, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	nowMS := strconv.FormatInt(now.UnixMilli(), 10)
+	nowMS := now.UnixMilli()
+	var read []int
+	for i := range d.marks {
+		m := &d.marks[i]
+		// Swap first: a write noted after the read is read next time.
+		if m.written.Swap(false) || m.next.Load() <= nowMS || nowMS-m.readAt.Load() >= DueRefresh.Milliseconds() {
+			read = append(read, i)
+		}
+	}
+	if len(read) == 0 {
+		return nil, nil
+	}
 	start := time.Now()
-	peeks := make(rueidis.Commands, len(d.all))
-	for i, k := range d.all {
-		peeks[i] = d.c.B().Zrangebyscore().Key(k).Min("-inf").Max(nowMS).Limit(0, 1).Build()
+	peeks := make(rueidis.Commands, len(read))
+	for k, i := range read {
+		peeks[k] = d.c.B().Zrange().Key(d.all[i]).Min("0").Max("0").Withscores().Build()
 	}
 	per := strconv.Itoa(max(1, (n+len(d.all)-1)/len(d.all)))
-	args := []string{nowMS, strconv.FormatInt(now.Add(lease).UnixMilli(), 10), per}
+	args := []string{strconv.FormatInt(nowMS, 10), strconv.FormatInt(now.Add(lease).UnixMilli(), 10), per}
 	var execs []rueidis.LuaExec
 	var firstErr error
-	for i, r := range d.c.DoMulti(ctx, peeks...) {
-		ids, err := r.AsStrSlice()
+	for k, r := range d.c.DoMulti(ctx, peeks...) {
+		m := &d.marks[read[k]]
+		zs, err := r.AsZScores()
 		switch {
 		case err != nil:
+			// Read again next time.
+			m.written.Store(true)
 			firstErr = cmpErr(firstErr, err)
-		case len(ids) > 0:
-			execs = append(execs, rueidis.LuaExec{Keys: d.all[i : i+1], Args: args})
+		case len(zs) == 0:
+			m.next.Store(math.MaxInt64)
+			m.readAt.Store(nowMS)
+		default:
+			next := int64(zs[0].Score)
+			m.next.Store(next)
+			m.readAt.Store(nowMS)
+			if next <= nowMS {
+				execs = append(execs, rueidis.LuaExec{Keys: d.all[read[k] : read[k]+1], Args: args})
+				// The claim moves what it takes: read the shard again.
+				m.written.Store(true)
+			}
 		}
 	}
 	var out []string

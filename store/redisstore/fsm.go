@@ -52,6 +52,8 @@ type Jobs struct {
 	max   string // maxN, formatted once
 	ttlMS string
 	hook  OpHook
+	// due, when set (by NewStores), learns of the deadlines Open writes.
+	due *Due
 }
 
 var _ scheduler.JobStore = (*Jobs)(nil)

@@ -71,6 +71,7 @@ func planeAdapter(c rueidis.Client) storetest.PlaneAdapter {
 			must(t, err)
 			d, err := NewDue(c, DueConfig{Prefix: prefix})
 			must(t, err)
+			j.due = d // as NewStores wires them
 			return j, d
 		},
 		// The server's clock runs: expiry is waited for.

@@ -67,12 +67,16 @@ func NewStores(c rueidis.Client, plane scheduler.Config, cfg StoresConfig) (sche
 	group := cfg.Group
 	st.Sender = streams
 	st.Inbox = func(id string) scheduler.Inbox { return streams.Inbox(id, group) }
-	if st.Jobs, err = NewJobs(c, JobsConfig{Prefix: prefix, MaxAttempts: dc.MaxAttempts, TTL: dc.JobTTL, OpHook: hook}); err != nil {
+	jobs, err := NewJobs(c, JobsConfig{Prefix: prefix, MaxAttempts: dc.MaxAttempts, TTL: dc.JobTTL, OpHook: hook})
+	if err != nil {
 		return st, wrap("jobs", err)
 	}
-	if st.Due, err = NewDue(c, DueConfig{Prefix: prefix, OpHook: hook}); err != nil {
+	due, err := NewDue(c, DueConfig{Prefix: prefix, OpHook: hook})
+	if err != nil {
 		return st, wrap("due", err)
 	}
+	jobs.due = due
+	st.Jobs, st.Due = jobs, due
 	if st.Reservations, err = NewReservations(c, ReservationsConfig{Prefix: prefix, OpHook: hook}); err != nil {
 		return st, wrap("reservations", err)
 	}

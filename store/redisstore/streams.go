@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,12 @@ type StreamsConfig struct {
 	Prefix string
 	// MaxLen bounds each inbox: a message to an inbox
 	// holding MaxLen entries is refused with [scheduler.ErrInboxFull].
+	// A sender reads an inbox's length with the messages it appends
+	// (XLEN and XADD in one script) whenever its last reading is older
+	// than 100 ms or showed the inbox a quarter full; between readings it
+	// appends with a bare XADD. An inbox can therefore exceed MaxLen by
+	// what senders append within 100 ms while it is under a quarter
+	// full, and is never trimmed: entries not yet handled are kept.
 	// Default (0): [DefaultInboxMaxLen].
 	MaxLen int64
 	// DLQMaxLen trims each dead-letter stream with MAXLEN ~.
@@ -47,8 +54,12 @@ type Streams struct {
 	c      rueidis.Client
 	keys   Keys
 	maxLen string
-	dlqMax string
-	hook   OpHook
+	maxN   int64 // MaxLen
+	// lenEvery is how old a sender's reading of its inbox's length may
+	// be for it to append with a bare XADD (see [StreamsConfig.MaxLen]).
+	lenEvery time.Duration
+	dlqMax   string
+	hook     OpHook
 	// senders maps each instance this process sent to lately to the
 	// sender of its inbox. The map is copied on write (instances are
 	// few), so a lookup takes no lock and, unlike a sync.Map keyed by
@@ -80,14 +91,15 @@ func NewStreams(c rueidis.Client, cfg StreamsConfig) (*Streams, error) {
 	}
 	return &Streams{
 		c: c, keys: NewKeys(cfg.Prefix), hook: cfg.OpHook,
-		maxLen: strconv.FormatInt(cfg.MaxLen, 10), dlqMax: strconv.FormatInt(cfg.DLQMaxLen, 10),
+		maxLen: strconv.FormatInt(cfg.MaxLen, 10), maxN: cfg.MaxLen, lenEvery: 100 * time.Millisecond, dlqMax: strconv.FormatInt(cfg.DLQMaxLen, 10),
 	}, nil
 }
 
 // sendScript appends messages to the inbox KEYS[1], each unless the inbox
 // holds ARGV[1] entries by then. ARGV[2:] are the messages, each as its
 // count of field-value arguments followed by them. It returns one reply per
-// message: the new id, or false when the inbox was full.
+// message (the new id, or false when the inbox was full), then the
+// inbox's length.
 var sendScript = rueidis.NewLuaScript(`
 local n, max, out, i = redis.call('XLEN', KEYS[1]), tonumber(ARGV[1]), {}, 2
 while i <= #ARGV do
@@ -100,6 +112,7 @@ while i <= #ARGV do
   end
   i = i + 1 + c
 end
+out[#out + 1] = n
 return out`)
 
 // maxSendBatch bounds the messages one call of the send script appends.
@@ -115,8 +128,12 @@ type sender struct {
 	busy  bool
 	queue []*sendReq
 	// args is the buffer of the script's arguments, used by the caller
-	// that set busy until it clears it.
+	// that set busy until it clears it; so are the three below.
 	args []string
+	// The inbox's length as the send script last read it (after its
+	// appends), when (Unix nanoseconds), and the messages appended
+	// since with a bare XADD.
+	seen, seenAt, since int64
 }
 
 // sendReq is one message waiting for its turn.
@@ -136,8 +153,10 @@ var sendReqs = sync.Pool{New: func() any { return &sendReq{done: make(chan struc
 
 // Send implements [scheduler.Sender]: XLEN and XADD in one script, so an
 // inbox holding MaxLen entries refuses the message with
-// [scheduler.ErrInboxFull] instead of trimming entries not yet handled.
-// Messages sent to one inbox concurrently share a call of the script.
+// [scheduler.ErrInboxFull] instead of trimming entries not yet handled;
+// while the sender's last reading of the length is fresh and low, a bare
+// XADD (see [StreamsConfig.MaxLen]). Messages sent to one inbox
+// concurrently share one call.
 // The fields are written in their order.
 func (s *Streams) Send(ctx context.Context, instanceID string, fields scheduler.Fields) (string, error) {
 	if len(fields) == 0 {
@@ -230,6 +249,11 @@ func (s *Streams) sender(instanceID string) *sender {
 // in one call of the send script, and sets each one's id or error. The
 // caller holds q.busy, and with it q.args.
 func (s *Streams) sendBatch(ctx context.Context, instanceID string, q *sender, batch []*sendReq) {
+	now := time.Now().UnixNano()
+	if now-q.seenAt < int64(s.lenEvery) && 4*(q.seen+q.since+int64(len(batch))) <= s.maxN {
+		s.sendBare(ctx, instanceID, q, batch)
+		return
+	}
 	args := append(q.args[:0], s.maxLen)
 	for _, r := range batch {
 		args = append(args, strconv.Itoa(2*len(r.fields)))
@@ -246,8 +270,13 @@ func (s *Streams) sendBatch(ctx context.Context, instanceID string, q *sender, b
 	if cap(args) <= maxSendArgs {
 		q.args = args[:0]
 	}
-	if err == nil && len(ids) != len(batch) {
+	if err == nil && len(ids) != len(batch)+1 {
 		err = fmt.Errorf("%d replies for %d messages", len(ids), len(batch))
+	}
+	if err == nil {
+		if n, lerr := ids[len(batch)].AsInt64(); lerr == nil {
+			q.seen, q.seenAt, q.since = n, now, 0
+		}
 	}
 	s.hook.observe("xadd", start, err)
 	for i, r := range batch {
@@ -263,6 +292,34 @@ func (s *Streams) sendBatch(ctx context.Context, instanceID string, q *sender, b
 			r.err = fmt.Errorf("redisstore: send to %s: %w", instanceID, r.err)
 		}
 	}
+}
+
+// sendBare appends the messages of batch to the inbox of q with one XADD
+// each, in one round trip, and sets each one's id or error. The caller
+// holds q.busy.
+func (s *Streams) sendBare(ctx context.Context, instanceID string, q *sender, batch []*sendReq) {
+	cmds := make(rueidis.Commands, len(batch))
+	for i, r := range batch {
+		b := s.c.B().Xadd().Key(q.keys[0]).Id("*").FieldValue()
+		for _, f := range r.fields {
+			b = b.FieldValue(f.Name, f.Value)
+		}
+		cmds[i] = b.Build()
+		r.fields = nil
+	}
+	start := time.Now()
+	res := s.c.DoMulti(ctx, cmds...)
+	var first error
+	for i, r := range batch {
+		r.id, r.err = res[i].ToString()
+		if r.err != nil {
+			first = cmp.Or(first, r.err)
+			r.err = fmt.Errorf("redisstore: send to %s: %w", instanceID, r.err)
+		} else {
+			q.since++
+		}
+	}
+	s.hook.observe("xadd", start, first)
 }
 
 // senderIdle is how long a sender unused is kept.

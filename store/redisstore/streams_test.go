@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -201,5 +202,58 @@ func TestSendersForgetIdleInstances(t *testing.T) {
 	}
 	if n, err := st.Inbox("old-0", "g").Len(ctx); err != nil || n != 2 {
 		t.Errorf("inbox of old-0 holds %d, %v; want 2", n, err)
+	}
+}
+
+// TestSendBound: a sender appends with a bare XADD while its last reading
+// of the inbox's length is fresh and under a quarter of MaxLen, and with
+// the script that reads the length otherwise, so that one sender fills an
+// inbox to exactly MaxLen, never past it, and is refused after.
+func TestSendBound(t *testing.T) {
+	ctx := context.Background()
+	for _, srv := range testServers(t) {
+		t.Run(srv.name, func(t *testing.T) {
+			const maxLen = 100
+			st, err := NewStreams(srv.client, StreamsConfig{Prefix: testPrefix(t), MaxLen: maxLen})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A reading stays fresh through the test, however slow the
+			// machine: which sends are bare depends on the counts alone.
+			st.lenEvery = time.Hour
+			send := func(i int) error {
+				_, err := st.Send(ctx, "i1", scheduler.Fields{{Name: "n", Value: strconv.Itoa(i)}})
+				return err
+			}
+			q := st.sender("i1")
+			for i := range maxLen / 4 {
+				if err := send(i); err != nil {
+					t.Fatalf("send %d: %v", i, err)
+				}
+			}
+			// The first send read the length (1 after it); the 24 after it
+			// were bare, until one more would reach a quarter.
+			if q.seen != 1 || q.since != maxLen/4-1 {
+				t.Errorf("after %d sends: the script saw %d, %d bare sends since; want 1 and %d", maxLen/4, q.seen, q.since, maxLen/4-1)
+			}
+			accepted := maxLen / 4
+			for i := maxLen / 4; i < 2*maxLen; i++ {
+				err := send(i)
+				if errors.Is(err, scheduler.ErrInboxFull) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("send %d: %v", i, err)
+				}
+				accepted++
+			}
+			n, err := srv.client.Do(ctx, srv.client.B().Xlen().Key(st.keys.Inbox("i1")).Build()).AsInt64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if accepted != maxLen || n != maxLen {
+				t.Errorf("accepted %d messages, the inbox holds %d; want both %d (MaxLen)", accepted, n, maxLen)
+			}
+		})
 	}
 }

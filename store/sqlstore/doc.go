@@ -181,11 +181,16 @@
 //     joins or dies moves only its own share. In one UPDATE ... RETURNING
 //     it renews the leases of its share that it holds and takes those
 //     that are free or expired; in another it releases the leases beyond
-//     its share. A process whose share is not all free yet tries again
-//     every TTL/12 until it is, so a partition handed over from one live
-//     process to another (on a join) goes without an owner for about
-//     TTL/12 (500 ms by default). A process that stops (SIGTERM) releases
-//     everything at once.
+//     its share, a sixteenth of the partitions a round (64 of 1024),
+//     renewing the rest of them until their turn: a join, or a member
+//     the others saw gone for a moment, moves partitions a few at a
+//     time. A process whose share is not all free yet, or that still
+//     holds partitions beyond it, runs a round every TTL/12 until that
+//     is over, so a partition handed over from one live process to
+//     another (on a join) goes without an owner for about TTL/12 (500 ms
+//     by default), and a third of 1024 partitions moves to a process
+//     that joins two others within about four seconds. A process that
+//     stops (SIGTERM) releases everything at once.
 //   - One process per instance name. Leases are held by name, so a
 //     process registers its name first ([Leases.Register], with a random
 //     token of its own in ksana_member): while another process that goes

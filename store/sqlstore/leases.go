@@ -210,8 +210,10 @@ func (l *Leases) Run(ctx context.Context) error {
 		}
 		// Renew every TTL/3; while part of the share is still held by
 		// another process (which releases it at its own next round) or
-		// not yet expired, every TTL/12, so that a partition handed over
-		// is without an owner for about TTL/12 at most.
+		// not yet expired, or partitions beyond the share are still
+		// held (released a sixteenth a round), every TTL/12, so that a
+		// partition handed over is without an owner for about TTL/12 at
+		// most.
 		wait := l.cfg.TTL / 3
 		l.mu.Lock()
 		if l.pending {
@@ -452,8 +454,11 @@ func (l *Leases) round(ctx context.Context) error {
 // Renew runs one round: the heartbeat, the list of live processes, then
 // the leases of this process's fair share (rendezvous hashing over the
 // live processes): it renews those it holds, takes those that are free or
-// expired, and releases those beyond its share so that a process that
-// joined takes them at its next round. Run calls it every TTL/3.
+// expired, and releases those beyond its share, a sixteenth of the
+// partitions a round (renewing the rest of them meanwhile), so that a
+// process that joined takes them at its next round. Run calls it every
+// TTL/3, and every TTL/12 while part of the share is not yet taken or
+// partitions beyond it are still held.
 func (l *Leases) Renew(ctx context.Context) error {
 	d := l.db.d
 	res, err := l.db.x.ExecContext(ctx, d.sql(`INSERT INTO ksana_member (instance, token) VALUES (?, ?)
@@ -488,13 +493,24 @@ func (l *Leases) Renew(ctx context.Context) error {
 	l.members = members
 	l.mu.Unlock()
 	want := Share(l.cfg.Instance, members, l.cfg.Partitions)
+	// The partitions held beyond the share go gradually, moveStep a
+	// round; the rest of them are renewed meanwhile (keep).
+	var keep []int
+	if excess := slices.DeleteFunc(l.Owned(), func(p int) bool { _, in := slices.BinarySearch(want, p); return in }); len(excess) > l.moveStep() {
+		keep = excess[l.moveStep():]
+	}
+	renew := want
+	if len(keep) > 0 {
+		renew = append(slices.Clone(want), keep...)
+		slices.Sort(renew)
+	}
 
 	start := time.Since(l.base) // before the statement: the local expiry is never later than the database's
 	var got []int
-	if len(want) > 0 {
+	if len(renew) > 0 {
 		q, args, err := d.in("UPDATE ksana_lease SET owner = ?, expires_at = "+l.until()+
 			" WHERE part IN (?) AND (owner = ? OR owner = '' OR expires_at < {now}) RETURNING part",
-			l.cfg.Instance, l.untilArg(l.cfg.TTL), want, l.cfg.Instance)
+			l.cfg.Instance, l.untilArg(l.cfg.TTL), renew, l.cfg.Instance)
 		if err != nil {
 			return err
 		}
@@ -503,9 +519,9 @@ func (l *Leases) Renew(ctx context.Context) error {
 		}
 	}
 	q, args := "UPDATE ksana_lease SET owner = '', expires_at = {now} WHERE owner = ? RETURNING part", []any{l.cfg.Instance}
-	if len(want) > 0 {
+	if len(renew) > 0 {
 		var err error
-		q, args, err = d.in("UPDATE ksana_lease SET owner = '', expires_at = {now} WHERE owner = ? AND part NOT IN (?) RETURNING part", l.cfg.Instance, want)
+		q, args, err = d.in("UPDATE ksana_lease SET owner = '', expires_at = {now} WHERE owner = ? AND part NOT IN (?) RETURNING part", l.cfg.Instance, renew)
 		if err != nil {
 			return err
 		}
@@ -539,7 +555,7 @@ func (l *Leases) Renew(ctx context.Context) error {
 		}
 	}
 	l.mu.Lock()
-	l.pending = len(got) < len(want)
+	l.pending = len(got) < len(renew) || len(keep) > 0
 	l.stats.Gained += int64(gained)
 	l.stats.Lost += int64(lost + ranOut)
 	l.mu.Unlock()
@@ -567,6 +583,13 @@ func (l *Leases) Renew(ctx context.Context) error {
 	}
 	return nil
 }
+
+// moveStep is how many partitions beyond its share a keeper releases in
+// one round: a sixteenth of them (at least one), so that a join, or a
+// member that others saw gone for a moment, moves the partitions a few at
+// a time, each without an owner only until the next round of the member
+// whose share it is.
+func (l *Leases) moveStep() int { return max(1, l.cfg.Partitions/16) }
 
 // finishOrphans finishes, as missed with the reason "holder died", the
 // runs of the partitions held (parts) that a process claimed and did not

@@ -29,12 +29,84 @@ func mustLeases(t *testing.T, db *DB, name string) *Leases {
 // renewAll runs rounds of every keeper until their holdings stop changing.
 func renewAll(t *testing.T, ls ...*Leases) {
 	t.Helper()
-	for range 3 {
+	held := func() (out [][]int) {
+		for _, l := range ls {
+			out = append(out, l.Owned())
+		}
+		return out
+	}
+	for range 64 {
+		before := held()
 		for _, l := range ls {
 			if err := l.Renew(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		}
+		if cmp.Equal(before, held()) {
+			return
+		}
+	}
+	t.Fatalf("holdings still change after 64 rounds: %v", held())
+}
+
+// TestLeasesMoveGradually: a keeper that holds every partition when
+// another joins releases them a sixteenth a round (4 of 64), renewing the
+// rest until their turn, and rounds often (pending) until it holds its
+// share alone; every partition is held by one of the two at every point,
+// but the few released in that round.
+func TestLeasesMoveGradually(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			u := b.url(t)
+			ctx := context.Background()
+			a := mustLeases(t, mustOpen(t, u), "a")
+			renewAll(t, a)
+			if n := len(a.Owned()); n != 64 {
+				t.Fatalf("alone, a holds %d partitions, want 64", n)
+			}
+			bb := mustLeases(t, mustOpen(t, u), "b")
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			must(bb.Renew(ctx)) // sees a; its share is a's still
+			wantB := Share("b", []string{"a", "b"}, 64)
+			rounds := 0
+			for len(bb.Owned()) < len(wantB) {
+				if rounds++; rounds > 20 {
+					t.Fatalf("after 20 rounds b holds %d of its %d", len(bb.Owned()), len(wantB))
+				}
+				before := len(a.Owned())
+				must(a.Renew(ctx))
+				released := before - len(a.Owned())
+				if released > 4 || released < 0 {
+					t.Fatalf("round %d: a released %d partitions, want at most 4", rounds, released)
+				}
+				if len(a.Owned())+len(bb.Owned()) < 64-4 {
+					t.Fatalf("round %d: a holds %d and b %d: more than the 4 of the round without an owner", rounds, len(a.Owned()), len(bb.Owned()))
+				}
+				a.mu.Lock()
+				pending := a.pending
+				a.mu.Unlock()
+				if beyond := len(a.Owned()) - len(Share("a", []string{"a", "b"}, 64)); (beyond > 0) != pending {
+					t.Errorf("round %d: a holds %d beyond its share, pending %v; want pending while it does", rounds, beyond, pending)
+				}
+				must(bb.Renew(ctx))
+				if len(a.Owned())+len(bb.Owned()) != 64 {
+					t.Fatalf("round %d: a holds %d and b %d after b's round, want all 64", rounds, len(a.Owned()), len(bb.Owned()))
+				}
+			}
+			if min := (len(wantB) + 3) / 4; rounds < min {
+				t.Errorf("b took its %d partitions in %d rounds, want at least %d (4 a round)", len(wantB), rounds, min)
+			}
+			if !cmp.Equal(bb.Owned(), wantB) || !cmp.Equal(a.Owned(), Share("a", []string{"a", "b"}, 64)) {
+				t.Errorf("at the end: a holds %v, b %v; want their shares", a.Owned(), bb.Owned())
+			}
+		})
 	}
 }
 

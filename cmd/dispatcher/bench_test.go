@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -371,4 +373,47 @@ func BenchmarkRedisWork(b *testing.B) {
 	b.ReportMetric(float64(work.Scripts())/float64(b.N), "scripts/job")
 	b.Logf("idle, two instances, %v: %v", idleFor.Round(time.Millisecond), idle)
 	b.Logf("%d jobs at 150/s: %v", b.N, work)
+}
+
+// BenchmarkNodeConnMemory measures what an idle node connection costs the
+// dispatcher process: one process (in memory), then 500 nodes of capacity
+// 4 attached over WebSocket and registered; the process's resident memory
+// (VmRSS) before and after, per connection. b.N is ignored: one round.
+//
+//	go test -run '^$' -bench NodeConnMemory -benchtime 1x ./cmd/dispatcher/
+func BenchmarkNodeConnMemory(b *testing.B) {
+	const nodes = 500
+	dispatcherBin, _ := binaries(b)
+	dir := b.TempDir()
+	p := startProc(b, dir, "a", true, dispatcherBin, "-listen", "127.0.0.1:0")
+	rss := func() int64 {
+		s, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+		if err != nil {
+			b.Skipf("no /proc: %v", err)
+		}
+		for _, l := range strings.Split(string(s), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+				kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return kb << 10
+			}
+		}
+		b.Fatal("no VmRSS")
+		return 0
+	}
+	time.Sleep(time.Second)
+	before := rss()
+	for b.Loop() {
+		for i := range nodes {
+			w := mustDial(b, wsURL(p.addr, "/ws/node"), "")
+			w.send(wire{Type: "register", NodeID: fmt.Sprintf("n%d", i), Pools: []string{"p"}, Capacity: 4})
+			w.expect("registered")
+		}
+	}
+	time.Sleep(2 * time.Second) // the fleet refreshes, goroutines settle
+	after := rss()
+	b.ReportMetric(float64(after-before)/nodes/1024, "KiB/conn")
+	b.Logf("RSS %d MiB before, %d MiB with %d nodes", before>>20, after>>20, nodes)
 }

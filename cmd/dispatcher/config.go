@@ -203,7 +203,7 @@ var settings = []setting{
 	{"dispatcher.console_read_token", "", "", "when set (or " + envConsoleReadToken + "), the console at /ui/ needs a sign-in; this token sees every page; at least 16 bytes"},
 	{"dispatcher.console_admin_token", "", "", "when set (or " + envConsoleAdminToken + "), the console at /ui/ needs a sign-in; this token may also requeue and delete dead letters; at least 16 bytes"},
 	{"dispatcher.drain_timeout_ms", "", fmt.Sprint(defaultDrainTimeoutMS), "on SIGTERM, how long queued messages may take to reach their peers"},
-	{"dispatcher.workers", "", fmt.Sprint(defaultWorkers), "messages of one connection handled at once (one job's or one turn's messages keep their order)"},
+	{"dispatcher.workers", "", fmt.Sprint(defaultWorkers), "messages of one connection handled at once (one job's or one turn's messages keep their order; a goroutine runs only while there are messages to handle)"},
 	{"dispatcher.ping_interval_ms", "", fmt.Sprint(defaultPingIntervalMS), "the dispatcher pings every peer this often; a peer that does not answer within it is disconnected"},
 	{"dispatcher.log_level", "", "info", "debug, info, warn or error"},
 	{"dispatcher.log_format", "", "text", "text or json (logs go to stderr)"},

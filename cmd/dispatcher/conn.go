@@ -26,8 +26,16 @@ var (
 // stored answers).
 type wsConn struct {
 	ws           *websocket.Conn
-	out          chan []byte
 	writeTimeout time.Duration
+
+	// The messages queued for the writer: at most max, in a slice that
+	// grows only as far as it is used; wake has a value when the writer
+	// has something to write.
+	qmu     sync.Mutex
+	q       [][]byte
+	writing int // taken by the writer and not yet written: they count too
+	max     int
+	wake    chan struct{}
 
 	once       sync.Once
 	stop       chan struct{} // closed by close
@@ -44,7 +52,7 @@ var (
 
 func newConn(ws *websocket.Conn, queue int, writeTimeout time.Duration) *wsConn {
 	c := &wsConn{
-		ws: ws, out: make(chan []byte, queue), writeTimeout: writeTimeout,
+		ws: ws, max: queue, wake: make(chan struct{}, 1), writeTimeout: writeTimeout,
 		stop: make(chan struct{}), writerDone: make(chan struct{}),
 	}
 	go c.writer()
@@ -75,15 +83,36 @@ func (c *wsConn) enqueue(b []byte) error {
 		return errClosed
 	default:
 	}
-	select {
-	case c.out <- b:
-		return nil
-	case <-c.stop:
-		return errClosed
-	default:
+	c.qmu.Lock()
+	if len(c.q)+c.writing >= c.max {
+		c.qmu.Unlock()
 		c.close(websocket.StatusPolicyViolation, "send queue full", false)
 		return errQueueFull
 	}
+	c.q = append(c.q, b)
+	c.qmu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// take returns the messages queued so far and empties the queue; they
+// count against the bound until written (see wrote).
+func (c *wsConn) take() [][]byte {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	q := c.q
+	c.q, c.writing = nil, len(q)
+	return q
+}
+
+// wrote notes that one message taken was written.
+func (c *wsConn) wrote() {
+	c.qmu.Lock()
+	c.writing--
+	c.qmu.Unlock()
 }
 
 // close ends the connection once: with flush, the messages queued so far
@@ -108,23 +137,21 @@ func (c *wsConn) writer() {
 	defer close(c.writerDone)
 	for {
 		select {
-		case b := <-c.out:
-			if err := c.write(b); err != nil {
-				c.close(websocket.StatusGoingAway, "write failed", false)
-				c.ws.CloseNow()
-				return
+		case <-c.wake:
+			for _, b := range c.take() {
+				if err := c.write(b); err != nil {
+					c.close(websocket.StatusGoingAway, "write failed", false)
+					c.ws.CloseNow()
+					return
+				}
+				c.wrote()
 			}
 		case <-c.stop:
 			if c.flush {
-				for more := true; more; {
-					select {
-					case b := <-c.out:
-						if c.write(b) != nil {
-							c.ws.CloseNow()
-							return
-						}
-					default:
-						more = false
+				for _, b := range c.take() {
+					if c.write(b) != nil {
+						c.ws.CloseNow()
+						return
 					}
 				}
 			}
@@ -184,42 +211,69 @@ func readFrame(ctx context.Context, ws *websocket.Conn, limit int64) (b []byte, 
 	return b, false, nil
 }
 
-// shards runs a connection's message handlers on a fixed set of
-// goroutines: messages with one key (a job id, a turn id) run in the order
-// they arrived, others at once.
+// shards runs a connection's message handlers: messages with one key (a
+// job id, a turn id) run in the order they arrived, others at once, on up
+// to n goroutines (a key's lane is its hash modulo n). A lane has a
+// goroutine only while it has handlers to run, and its queue grows only as
+// far as it is used, so an idle connection costs no goroutine and next to
+// no memory.
 type shards struct {
-	chans []chan func()
+	mu    sync.Mutex
+	cond  sync.Cond // signalled when a lane's queue shrinks
+	lanes []lane
+	depth int
 	wg    sync.WaitGroup
 }
 
+// lane is one key hash's queue of handlers; busy while its goroutine runs.
+type lane struct {
+	q    []func()
+	busy bool
+}
+
 func newShards(n, depth int) *shards {
-	s := &shards{chans: make([]chan func(), n)}
-	for i := range s.chans {
-		ch := make(chan func(), depth)
-		s.chans[i] = ch
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			for f := range ch {
-				f()
-			}
-		}()
-	}
+	s := &shards{lanes: make([]lane, n), depth: depth}
+	s.cond.L = &s.mu
 	return s
 }
 
-// run queues f on the goroutine of key; it blocks while that queue is
-// full, which slows the connection's reader (back pressure).
+// run queues f on the lane of key; it blocks while that lane holds depth
+// handlers, which slows the connection's reader (back pressure).
 func (s *shards) run(key string, f func()) {
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	s.chans[h.Sum32()%uint32(len(s.chans))] <- f
+	i := int(h.Sum32() % uint32(len(s.lanes)))
+	s.mu.Lock()
+	l := &s.lanes[i]
+	for len(l.q) >= s.depth {
+		s.cond.Wait()
+	}
+	l.q = append(l.q, f)
+	if !l.busy {
+		l.busy = true
+		s.wg.Add(1)
+		go s.drain(l)
+	}
+	s.mu.Unlock()
+}
+
+// drain runs the handlers of l until its queue is empty, then lets the
+// queue's memory go and ends.
+func (s *shards) drain(l *lane) {
+	defer s.wg.Done()
+	s.mu.Lock()
+	for len(l.q) > 0 {
+		f := l.q[0]
+		l.q[0] = nil
+		l.q = l.q[1:]
+		s.cond.Broadcast()
+		s.mu.Unlock()
+		f()
+		s.mu.Lock()
+	}
+	l.q, l.busy = nil, false
+	s.mu.Unlock()
 }
 
 // stop waits for every queued handler.
-func (s *shards) stop() {
-	for _, ch := range s.chans {
-		close(ch)
-	}
-	s.wg.Wait()
-}
+func (s *shards) stop() { s.wg.Wait() }

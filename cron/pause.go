@@ -217,8 +217,10 @@ func (r *Runner) pausedSpan(due, now int64) (from, to int64, ok bool) {
 // the recorder at the job's first slot called after the pause, or when
 // another reason of skipping comes first. mu is held.
 func (r *Runner) skipPaused(e *entry, due, now int64) {
-	e.status = statusID(StatusSkipped)
-	e.setLastErr(ServicePausedError)
+	if e.enabled { // a paused job's last_status stays paused
+		e.status = statusID(StatusSkipped)
+		e.setLastErr(ServicePausedError)
+	}
 	r.markDirty(e)
 	t := fromNano(now)
 	r.gatherSkip(e, Run{JobID: e.id, ScheduledAt: fromNano(due), TriggeredAt: t, FinishedAt: t, Status: StatusSkipped,

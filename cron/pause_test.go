@@ -299,3 +299,57 @@ func TestPauseOutlivesRunInFlight(t *testing.T) {
 		}
 	})
 }
+
+// TestPauseOutlivesSkipInFlight: over a shared store, a slot claimed ahead
+// of a pause is still taken at its time; when the job's previous run is
+// in flight then, the slot is skipped, and its record says so, but the
+// job's last_status stays paused (the pause is the last word), also as
+// stored.
+func TestPauseOutlivesSkipInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSharedStore()
+		ex := &fakeExec{fn: func(ctx context.Context, j *Job, info RunInfo) Result {
+			time.Sleep(2500 * time.Millisecond) // longer than the interval: the next slot finds it in flight
+			return Result{Status: StatusSuccess, Attempts: 1}
+		}}
+		r := newTestRunner(t, st, ex, Config{})
+		ctx := context.Background()
+		t0 := time.Now()
+		mustAdd(t, r, httpJob("f", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)}))
+		stop := start(t, r)
+		defer stop()
+		// At 1s the first run starts; the slot at 2s is claimed ahead
+		// (a ClaimAhead before it). Pause just before that slot.
+		time.Sleep(2*time.Second - time.Millisecond)
+		if _, err := r.Pause(ctx, "f", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		runs, err := r.Runs(ctx, "f", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		skipped := false
+		for _, run := range runs {
+			skipped = skipped || (run.Status == StatusSkipped && run.Reason == ReasonOverlap)
+		}
+		if !skipped {
+			t.Fatalf("no slot skipped for the run in flight: %+v; the test does not reach the case", runs)
+		}
+		j, err := r.Get(ctx, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !j.Paused || j.LastStatus != StatusPaused {
+			t.Errorf("after a slot claimed ahead of the pause was skipped: paused %v, last_status %q; want paused", j.Paused, j.LastStatus)
+		}
+		stored, _, err := st.Read(ctx, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored.LastStatus != StatusPaused {
+			t.Errorf("stored last_status %q, want paused", stored.LastStatus)
+		}
+	})
+}

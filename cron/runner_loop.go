@@ -210,8 +210,13 @@ func (r *Runner) fire(idx int32, e *entry, due, now int64, events *[]Run) {
 // [Run.Slots]), which the end of the run in flight hands to the
 // recorder (endOverlap): then ok is false. mu is held.
 func (r *Runner) skipInFlight(e *entry, runID string, due, now int64) (run Run, ok bool) {
-	e.status = statusID(StatusSkipped)
-	e.setLastErr("previous run still in flight")
+	if e.enabled {
+		// A slot claimed ahead of the job's pause is still taken at its
+		// time; its skip leaves last_status paused, as a run would (the
+		// pause is the last word until a resume).
+		e.status = statusID(StatusSkipped)
+		e.setLastErr("previous run still in flight")
+	}
 	r.markDirty(e)
 	t := fromNano(now)
 	run = Run{ID: runID, JobID: e.id, ScheduledAt: fromNano(due), TriggeredAt: t, FinishedAt: t, Status: StatusSkipped,
@@ -290,8 +295,10 @@ func (r *Runner) passed(e *entry, due, now int64, reason string) *Run {
 	}
 	if run, ok := notCalled(e, fromNano(max(due, from)-1), fromNano(to), StatusSkipped, ReasonServicePaused, fromNano(now)); ok {
 		run.Error = ServicePausedError
-		e.status = statusID(StatusSkipped)
-		e.setLastErr(ServicePausedError)
+		if e.enabled { // a paused job's last_status stays paused
+			e.status = statusID(StatusSkipped)
+			e.setLastErr(ServicePausedError)
+		}
 		if to < now {
 			out = append(out, &run)
 		} else {

@@ -14,6 +14,14 @@
 // from a start_at at the job's second), ksana's own form of a fixed
 // interval, which needs no parse.
 //
+// The rows "robfig-once" and "ksana-once" are the other workload: n jobs
+// that each run once, at a time of their own (job i at base + i/Rate
+// seconds + (i mod Rate)/Rate of a second). robfig/cron has no one-time
+// job: each is a value that is both the robfig.Schedule (its Next gives
+// the job's time once, then the zero time, which robfig reads as never)
+// and the robfig.Job, 16 bytes made per job by the caller and counted in
+// its bytes per job. ksana's is a once schedule (run_at).
+//
 // # What is measured
 //
 //   - Add: the seconds taken by the n add calls (before the scheduler
@@ -51,7 +59,10 @@ import (
 )
 
 // Libs are the schedulers measured, in the order they run.
-var Libs = []string{"robfig", "gocron", "ksana", "ksana-every"}
+var Libs = []string{"robfig", "gocron", "ksana", "ksana-every", "robfig-once", "ksana-once"}
+
+// once reports whether lib runs the workload of one-time jobs.
+func once(lib string) bool { return lib == "robfig-once" || lib == "ksana-once" }
 
 // Params set a measurement. The zero value takes the defaults.
 type Params struct {
@@ -173,9 +184,15 @@ func Measure(lib string, n int, p Params) (Result, error) {
 	before := liveHeap()
 	cpu := cpuTime()
 	began := time.Now()
+	oneTime := once(lib)
+	step := time.Second / time.Duration(p.Rate)
 	for i := range n {
 		off := i / p.Rate
-		if err := sch.add(specs[off], secOf(off), starts[off]); err != nil {
+		at := starts[off]
+		if oneTime {
+			at = at.Add(time.Duration(i%p.Rate) * step)
+		}
+		if err := sch.add(specs[off], secOf(off), at); err != nil {
 			return res, fmt.Errorf("%s: add job %d: %w", lib, i, err)
 		}
 	}
@@ -253,6 +270,15 @@ func open(lib string, rec *recorder, p Params) (scheduler, error) {
 		return newKsana(rec, p, false)
 	case "ksana-every":
 		return newKsana(rec, p, true)
+	case "robfig-once":
+		return &robfigOnceSched{c: robfig.New(robfig.WithSeconds()), rec: rec}, nil
+	case "ksana-once":
+		k, err := newKsana(rec, p, false)
+		if err == nil {
+			k.once = true
+			k.job.Schedule = cron.ScheduleSpec{Kind: cron.KindOnce}
+		}
+		return k, err
 	}
 	return nil, fmt.Errorf("unknown lib %q (want one of %v)", lib, Libs)
 }
@@ -288,6 +314,38 @@ func (s *robfigSched) start() error { s.c.Start(); return nil }
 
 func (s *robfigSched) stop() { <-s.c.Stop().Done() }
 
+// robfig/cron v3 with one-time jobs: each is its own Schedule and Job.
+type robfigOnceSched struct {
+	c   *robfig.Cron
+	rec *recorder
+}
+
+type robfigOnce struct {
+	at  int64 // Unix ns
+	rec *recorder
+}
+
+// Next returns the job's time while it is after t, then the zero time
+// (never again).
+func (o *robfigOnce) Next(t time.Time) time.Time {
+	if t.UnixNano() < o.at {
+		return time.Unix(0, o.at)
+	}
+	return time.Time{}
+}
+
+func (o *robfigOnce) Run() { o.rec.hit(o.at) }
+
+func (s *robfigOnceSched) add(_ string, _ int, at time.Time) error {
+	o := &robfigOnce{at: at.UnixNano(), rec: s.rec}
+	s.c.Schedule(o, o)
+	return nil
+}
+
+func (s *robfigOnceSched) start() error { s.c.Start(); return nil }
+
+func (s *robfigOnceSched) stop() { <-s.c.Stop().Done() }
+
 // go-co-op/gocron v2, a CronJob with seconds. Each job's task is the
 // function of its second, made once.
 type gocronSched struct {
@@ -321,6 +379,7 @@ func (g *gocronSched) stop() { _ = g.s.Shutdown() }
 type ksanaSched struct {
 	r      *cron.Runner
 	every  bool // every 1h from a start_at, not a cron expression
+	once   bool // once at its run_at
 	job    cron.Job
 	cancel context.CancelFunc
 	done   chan error
@@ -347,9 +406,12 @@ func newKsana(rec *recorder, p Params, every bool) (*ksanaSched, error) {
 
 func (k *ksanaSched) add(spec string, _ int, start time.Time) error {
 	j := k.job
-	if k.every {
+	switch {
+	case k.once:
+		j.Schedule.RunAt = start
+	case k.every:
 		j.Schedule.StartAt = start
-	} else {
+	default:
 		j.Schedule.Cron = spec
 	}
 	_, err := k.r.Add(context.Background(), j)

@@ -19,7 +19,10 @@ type StoresConfig struct {
 	Group string
 	// InboxMaxLen bounds each inbox: a message to an inbox holding this
 	// many unhandled entries is refused ([scheduler.ErrInboxFull]) rather
-	// than an unhandled entry trimmed. Default [DefaultInboxMaxLen].
+	// than an unhandled entry trimmed (the length is read with the
+	// appends while the inbox is over a quarter full, and at least every
+	// 100 ms otherwise: see [StreamsConfig].MaxLen). Default
+	// [DefaultInboxMaxLen].
 	InboxMaxLen int64
 	// DLQMaxLen trims each dead-letter stream. Default [DefaultInboxMaxLen].
 	DLQMaxLen int64

@@ -36,6 +36,16 @@ func BenchmarkPeers(b *testing.B) {
 
 	// asynq: a client enqueues, a server with inFlight workers handles.
 	queue := randomName("ksana-bench-")
+	prefix := randomName("ksana-bench-")
+	// Both systems' keys go when the benchmark ends (the cleanups run
+	// last to first: the keys are deleted, then the client closed).
+	keys, err := redisstore.NewClient(redisstore.ClientConfig{URL: url})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(keys.Close)
+	storetest.CleanupRedisKeys(b, prefix, keys)
+	storetest.CleanupRedisKeys(b, "asynq:{"+queue+"}", keys)
 	opt := asynq.RedisClientOpt{Addr: addr}
 	client := asynq.NewClient(opt)
 	defer client.Close()
@@ -94,7 +104,6 @@ func BenchmarkPeers(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer rc.Close()
-	prefix := randomName("ksana-bench-")
 	cfg := storetest.DispatchTestConfig("x")
 	cfg.Dispatch.AckTimeout = 30 * time.Second // a loaded machine must not fail attempts over
 	cfg.Dispatch.DefaultCapacity = scheduler.MaxCapacity

@@ -252,19 +252,13 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	nextScan := now.Add(d.dlqEvery)
 	acks := &acker{d: d}
 	// What was handled is acknowledged also when Run returns.
-	defer func() {
-		if err := acks.flush(context.WithoutCancel(ctx)); err != nil {
-			d.log.Warn("scheduler: inbox ack", "consumer", d.consumer, "err", err)
-		}
-	}()
+	defer acks.flush(context.WithoutCancel(ctx))
 	for ctx.Err() == nil {
 		if now = time.Now(); !now.Before(nextClaim) {
 			nextClaim = now.Add(max(d.claimIdl/2, time.Millisecond))
 			// The entries handled are acknowledged first, so that none
 			// of them is taken over again.
-			if err := acks.flush(ctx); err != nil {
-				wait(err, "ack")
-			}
+			acks.flush(ctx)
 			// Entries delivered too often go to the dead-letter queue
 			// rather than back to a handler.
 			if d.dlqOn {
@@ -285,10 +279,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 				for i := range msgs {
 					msgs[i].Redelivered = true
 				}
-				if err := d.handle(ctx, msgs, acks); err != nil {
-					wait(err, "ack")
-					break
-				}
+				d.handle(ctx, msgs, acks)
 				if len(msgs) < d.count {
 					break
 				}
@@ -301,9 +292,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 			}
 		}
 		if acks.due(time.Now()) {
-			if err := acks.flush(ctx); err != nil && !wait(err, "ack") {
-				return nil
-			}
+			acks.flush(ctx)
 		}
 		block := min(d.block, max(time.Until(nextClaim), time.Millisecond), max(time.Until(nextScan), time.Millisecond))
 		if len(acks.ids) > 0 {
@@ -317,9 +306,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 			continue
 		}
 		pause = 0
-		if err := d.handle(ctx, msgs, acks); err != nil && !wait(err, "ack") {
-			return nil
-		}
+		d.handle(ctx, msgs, acks)
 	}
 	return nil
 }
@@ -341,41 +328,43 @@ type acker struct {
 }
 
 // add gathers ids, and acknowledges what is gathered when it is enough.
-func (a *acker) add(ctx context.Context, ids []string) error {
+func (a *acker) add(ctx context.Context, ids []string) {
 	if len(ids) == 0 {
-		return nil
+		return
 	}
 	if len(a.ids) == 0 {
 		a.by = time.Now().Add(min(ackDelay, a.d.claimIdl/4))
 	}
 	a.ids = append(a.ids, ids...)
 	if len(a.ids) >= a.d.count {
-		return a.flush(ctx)
+		a.flush(ctx)
 	}
-	return nil
 }
 
 // due reports whether the gathered ids are due at now.
 func (a *acker) due(now time.Time) bool { return len(a.ids) > 0 && !now.Before(a.by) }
 
-// flush acknowledges the gathered ids. On an error they are dropped: the
-// entries stay pending and are delivered again after Inbox.ClaimMinIdle,
-// as a handler's failure would leave them.
-func (a *acker) flush(ctx context.Context) error {
+// flush acknowledges the gathered ids. On an error they are dropped, with
+// a warning: the entries stay pending and are delivered again after
+// Inbox.ClaimMinIdle, as a handler's failure would leave them. An error
+// makes no pause of its own: the store's errors pause the reads, and an
+// ack that waited as well would double the pause after an outage.
+func (a *acker) flush(ctx context.Context) {
 	if len(a.ids) == 0 {
-		return nil
+		return
 	}
-	err := a.d.in.Ack(context.WithoutCancel(ctx), a.ids...)
+	if err := a.d.in.Ack(context.WithoutCancel(ctx), a.ids...); err != nil && ctx.Err() == nil {
+		a.d.log.Warn("scheduler: inbox ack", "consumer", a.d.consumer, "entries", len(a.ids), "err", err)
+	}
 	clear(a.ids)
 	a.ids = a.ids[:0]
-	return err
 }
 
 // handle runs the handler on each message and gathers the successes in
 // acks.
-func (d *Deliverer) handle(ctx context.Context, msgs []Message, acks *acker) error {
+func (d *Deliverer) handle(ctx context.Context, msgs []Message, acks *acker) {
 	if len(msgs) == 0 {
-		return nil
+		return
 	}
 	done := make([]string, 0, len(msgs))
 	for _, m := range msgs {
@@ -398,7 +387,7 @@ func (d *Deliverer) handle(ctx context.Context, msgs []Message, acks *acker) err
 			d.log.Debug("scheduler: handler failed; the entry stays pending", "id", m.ID, "err", err)
 		}
 	}
-	return acks.add(ctx, done)
+	acks.add(ctx, done)
 }
 
 var errPanic = errors.New(ReasonPanic)

@@ -231,8 +231,8 @@ func (s *Jobs) open(ctx context.Context, jobID string, spec scheduler.JobSpec, n
 		keys, args = append(keys, sl.key), append(args, sl.capacity, sl.ttlMS)
 	}
 	start := time.Now()
-	s.due.wrote(jobID)
 	vals, err := jobOpenScript.Exec(ctx, s.c, keys, args).ToArray()
+	s.due.wrote(jobID)
 	s.hook.observe("job_open", start, err)
 	if err != nil {
 		return scheduler.JobRecord{}, scheduler.BookEntry{}, false, fmt.Errorf("redisstore: open job %q: %w", jobID, err)

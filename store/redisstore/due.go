@@ -58,7 +58,10 @@ type dueMark struct {
 	next, readAt atomic.Int64
 }
 
-// wrote notes that this process wrote a deadline of jobID.
+// wrote notes that this process wrote a deadline of jobID. It is called
+// once the write is done (or failed), never before: a claim clears the
+// mark before it reads, so a claim under way while the deadline was
+// written either reads it or leaves this mark for the next claim.
 func (d *Due) wrote(jobID string) {
 	if d != nil {
 		d.marks[dueShardOf(jobID, len(d.all))].written.Store(true)
@@ -102,8 +105,8 @@ func (d *Due) Set(ctx context.Context, jobID string, at time.Time) error {
 		return err
 	}
 	start := time.Now()
-	d.wrote(jobID)
 	err := d.c.Do(ctx, d.c.B().Zadd().Key(d.key(jobID)).ScoreMember().ScoreMember(float64(at.UnixMilli()), jobID).Build()).Error()
+	d.wrote(jobID)
 	d.hook.observe("due_set", start, err)
 	if err != nil {
 		return fmt.Errorf("redisstore: set deadline of job %q: %w", jobID, err)

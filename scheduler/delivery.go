@@ -327,15 +327,12 @@ type acker struct {
 	by  time.Time // when the gathered ids are due
 }
 
-// add gathers ids, and acknowledges what is gathered when it is enough.
-func (a *acker) add(ctx context.Context, ids []string) {
-	if len(ids) == 0 {
-		return
-	}
+// add gathers id, and acknowledges what is gathered when it is enough.
+func (a *acker) add(ctx context.Context, id string) {
 	if len(a.ids) == 0 {
 		a.by = time.Now().Add(min(ackDelay, a.d.claimIdl/4))
 	}
-	a.ids = append(a.ids, ids...)
+	a.ids = append(a.ids, id)
 	if len(a.ids) >= a.d.count {
 		a.flush(ctx)
 	}
@@ -363,10 +360,6 @@ func (a *acker) flush(ctx context.Context) {
 // handle runs the handler on each message and gathers the successes in
 // acks.
 func (d *Deliverer) handle(ctx context.Context, msgs []Message, acks *acker) {
-	if len(msgs) == 0 {
-		return
-	}
-	done := make([]string, 0, len(msgs))
 	for _, m := range msgs {
 		start := time.Now()
 		err := d.call(ctx, m)
@@ -375,10 +368,10 @@ func (d *Deliverer) handle(ctx context.Context, msgs []Message, acks *acker) {
 		}
 		switch {
 		case err == nil:
-			done = append(done, m.ID)
+			acks.add(ctx, m.ID)
 		case (errors.Is(err, ErrMalformed) || errors.Is(err, errPanic)) && !d.dlqOn:
 			d.log.Error("scheduler: dropping a message that cannot be handled (dead letters are off)", "id", m.ID, "err", err)
-			done = append(done, m.ID)
+			acks.add(ctx, m.ID)
 		case errors.Is(err, ErrMalformed), errors.Is(err, errPanic):
 			if _, derr := d.deadLetter(ctx, m.ID, 0, err.Error()); derr != nil && ctx.Err() == nil {
 				d.log.Warn("scheduler: dead-letter", "id", m.ID, "err", derr)
@@ -387,7 +380,6 @@ func (d *Deliverer) handle(ctx context.Context, msgs []Message, acks *acker) {
 			d.log.Debug("scheduler: handler failed; the entry stays pending", "id", m.ID, "err", err)
 		}
 	}
-	acks.add(ctx, done)
 }
 
 var errPanic = errors.New(ReasonPanic)

@@ -280,11 +280,15 @@
 // # Sharing a store among runners
 //
 // Several runners (several processes) may share one store, such as
-// store/sqlstore's Jobs on one database. Such a store is a [SharedStore],
-// detected once by [New]; the runner then works in shared mode, and a
-// runner over any other store never asks what it owns.
+// store/sqlstore's Jobs on one database. Such a store is a [SharedStore].
+// The runner works through that one contract whatever its store: any
+// other store (or none) is, to the runner, a shared store with one
+// member, which holds every job, owns every partition and wins every
+// claim at once, so that nothing is claimed ahead and the reads of every
+// job are answered from the runner's own table. What follows is what
+// changes when there are several members.
 //
-// In shared mode each runner holds only the jobs it fires
+// Over a shared store each runner holds only the jobs it fires
 // ([SharedStore.Owns]): the store's side loads them into the runner with
 // [Runner.Hold] as it gains them and forgets them with [Runner.Drop] as it
 // loses them (also how the other runners' writes reach this one, without
@@ -317,8 +321,8 @@
 // calls the slots it has taken before Run returns, and so does a runner
 // that drops a job (its partition moved to another runner): every slot
 // claimed is called or recorded by its claimer. The recorder writes the
-// bookkeeping and runs in one call per kind, every [BatchEvery], and
-// writes each job's bookkeeping with the version of the job it was
+// bookkeeping and runs in one call per kind, every [BatchEvery] (over
+// any store), and writes each job's bookkeeping with the version of the job it was
 // computed from, which the store checks, so that an acknowledged write
 // of a job is never overwritten by the bookkeeping of an earlier run.
 // Over such a store the database costs a firing no round trip, and fewer

@@ -189,32 +189,8 @@ func (r *Runner) QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor, e
 	if err := q.Check(); err != nil {
 		return nil, RunCursor{}, err
 	}
-	if r.store == nil {
-		var all []Run
-		r.mu.Lock()
-		for _, idx := range r.order {
-			if idx < 0 {
-				continue
-			}
-			e := r.tab.at(idx)
-			if e.x == nil || (len(q.JobIDs) > 0 && !slices.Contains(q.JobIDs, e.id)) {
-				continue
-			}
-			for i := range e.x.hist.buf {
-				if h := &e.x.hist.buf[i]; q.Match(h) && q.After.Before(h) {
-					all = append(all, *h)
-				}
-			}
-		}
-		r.mu.Unlock()
-		runs, next := q.Page(all)
-		return runs, next, nil
-	}
-	if r.runs == nil {
-		return nil, RunCursor{}, ErrUnsupported
-	}
-	runs, next, err := r.runs.QueryRuns(ctx, q)
-	if err != nil && r.sh != nil {
+	runs, next, err := r.sh.QueryRuns(ctx, q)
+	if err != nil && !errors.Is(err, ErrUnsupported) {
 		return nil, RunCursor{}, unavailable("query runs", err)
 	}
 	return runs, next, err
@@ -232,28 +208,11 @@ func (r *Runner) RunByID(ctx context.Context, runID string) (Run, error) {
 	if runID == "" {
 		return Run{}, fmt.Errorf("%w: run %q", ErrNotFound, runID)
 	}
-	if r.store == nil {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for _, idx := range r.order {
-			if idx < 0 {
-				continue
-			}
-			if e := r.tab.at(idx); e.x != nil {
-				for _, h := range e.x.hist.buf {
-					if h.ID == runID {
-						return h, nil
-					}
-				}
-			}
-		}
+	run, err := r.sh.RunByID(ctx, runID)
+	if errors.Is(err, ErrNotFound) {
 		return Run{}, fmt.Errorf("%w: run %q", ErrNotFound, runID)
 	}
-	if r.runs == nil {
-		return Run{}, ErrUnsupported
-	}
-	run, err := r.runs.RunByID(ctx, runID)
-	if err != nil && r.sh != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, ErrUnsupported) {
 		return Run{}, unavailable(fmt.Sprintf("run %q", runID), err)
 	}
 	return run, err

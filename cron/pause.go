@@ -337,13 +337,13 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 		r.mu.Unlock()
 		return Job{}, false, nil
 	}
-	if timed != 0 && r.sh != nil {
+	if timed != 0 {
 		// Another runner may have resumed the job, or paused it again,
 		// in a write this runner has not seen yet: resume only a job
 		// still stored paused until timed, so that the pause is ended,
 		// and recorded, once.
 		r.mu.Unlock()
-		sj, _, _, err := r.readStored(ctx, id)
+		sj, _, err := r.readStored(ctx, id)
 		if errors.Is(err, ErrNotFound) || (err == nil && (!sj.Paused || toNano(sj.PausedUntil) != timed)) {
 			return Job{}, false, nil
 		}
@@ -360,15 +360,12 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 	// does not hold, or holds at a version another runner's write has
 	// passed (see [SharedStore.Write]).
 	stored := func() (Job, bool, error) {
-		j, _, ok, err := r.readStored(ctx, id)
-		if !ok {
-			return Job{}, false, fmt.Errorf("%w: %q", ErrNotFound, id)
-		}
+		j, _, err := r.readStored(ctx, id)
 		if err != nil || (j.Paused == paused && j.PausedUntil.Equal(until)) {
 			return j, false, err
 		}
 		changed := false
-		j, _, err = r.updateStored(ctx, id, func(j *Job) error {
+		j, err = r.updateStored(ctx, id, func(j *Job) error {
 			changed = j.Paused != paused || !j.PausedUntil.Equal(until)
 			if !changed {
 				return nil // another runner did it first
@@ -476,16 +473,7 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 // read: the resume does not wait on it).
 func (r *Runner) statusBeforePause(ctx context.Context, id string) Status {
 	const look = 8
-	var runs []Run
-	if r.store == nil {
-		r.mu.Lock()
-		if _, e, ok := r.lookup(id); ok {
-			runs = e.runs(look)
-		}
-		r.mu.Unlock()
-	} else if r.runs != nil {
-		runs, _ = r.runs.Runs(ctx, id, look)
-	}
+	runs, _ := r.sh.Runs(ctx, id, look)
 	for i := range runs {
 		if runs[i].Reason != ReasonPaused {
 			return runs[i].Status
@@ -562,7 +550,7 @@ const pauseRetry = time.Second
 // pause it reads that pause every PauseRefresh, until ctx ends.
 func (r *Runner) pauseLoop(ctx context.Context) {
 	refresh := time.Duration(0)
-	if r.sh != nil && r.pauseStore() != nil {
+	if r.pauseStore() != nil {
 		refresh = r.cfg.PauseRefresh
 	}
 	var nextRefresh time.Time
@@ -653,19 +641,17 @@ func (r *Runner) endServicePause(ctx context.Context) time.Duration {
 	if wait := p.Until.Sub(r.now()); wait > 0 {
 		return wait
 	}
-	if r.sh != nil {
-		if !r.mine("") {
-			return maxPauseWait // its holder records the end; the refresh reads it
-		}
-		rctx, cancel := context.WithTimeout(ctx, storeTimeout)
-		err := r.loadPause(rctx)
-		cancel()
-		if err != nil {
-			return pauseRetry
-		}
-		if q := r.svc.Load(); !q.Paused || !q.Until.Equal(p.Until) || !q.Since.Equal(p.Since) {
-			return 0 // changed meanwhile: look again
-		}
+	if !r.mine("") {
+		return maxPauseWait // its holder records the end; the refresh reads it
+	}
+	rctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	err := r.loadPause(rctx)
+	cancel()
+	if err != nil {
+		return pauseRetry
+	}
+	if q := r.svc.Load(); !q.Paused || !q.Until.Equal(p.Until) || !q.Since.Equal(p.Since) {
+		return 0 // changed meanwhile: look again
 	}
 	if err := r.changeService(ctx, ActorRunner, ActionResumeAll, PauseState{}); err != nil {
 		if ctx.Err() == nil {

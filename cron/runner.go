@@ -152,8 +152,12 @@ type Config struct {
 // package documentation, section "The runner".
 type Runner struct {
 	store   Store       // nil: the jobs live in the runner alone
-	runs    RunStore    // nil when the store keeps no history
-	sh      SharedStore // nil unless the store is shared (shared.go)
+	// sh is the store as the runner works through it: the store itself
+	// when it is a SharedStore, or the solo view of any other store (or of
+	// none: solo.go). alone is true for the solo view: the store has no
+	// other member, so slots are neither claimed ahead nor held.
+	sh      SharedStore
+	alone   bool
 	fly     RunCounter  // the store's count of runs in flight; nil when it has none
 	authz   Authorizer  // who may make which change (manage.go)
 	idem    IdempotencyStore
@@ -293,8 +297,11 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 		cfgs:      newConfigs(),
 		alertWake: make(chan struct{}, 1),
 	}
-	r.runs, _ = store.(RunStore)
 	r.sh, _ = store.(SharedStore)
+	if r.sh == nil {
+		runs, _ := store.(RunStore)
+		r.sh, r.alone = solo{st: store, runs: runs, r: r}, true
+	}
 	r.authz = cfg.Authorizer
 	if r.authz == nil {
 		r.authz = RoleRules
@@ -311,16 +318,14 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	if r.idem == nil {
 		r.idem = &idempotencyMemory{}
 	}
-	if r.sh != nil {
-		r.fly, _ = store.(RunCounter)
-	}
+	r.fly, _ = store.(RunCounter)
 	r.outbox, _ = store.(AlertOutbox)
 	if r.outbox == nil {
 		r.outbox = &alertMemory{}
 	}
 	r.loose = make(map[*entry]loose)
 	r.holds = make(map[*entry]slotHold)
-	if r.sh != nil && cfg.ClaimAhead > 0 {
+	if !r.alone && cfg.ClaimAhead > 0 {
 		r.lead = int64(cfg.ClaimAhead)
 		r.claimWake = make(chan struct{}, 1)
 		r.claimNow = make(chan struct{}, 1)
@@ -517,22 +522,11 @@ func (r *Runner) Load(ctx context.Context) error {
 	if r.loaded {
 		return errors.New("cron: Load: the store was already loaded")
 	}
-	var jobs []Job
-	var vers []int64
-	var err error
-	switch {
-	case r.sh != nil:
-		jobs, vers, err = r.sh.LoadHeld(ctx)
-	case r.store != nil:
-		jobs, err = r.store.Load(ctx)
-	}
+	jobs, vers, err := r.sh.LoadHeld(ctx)
 	if err != nil {
 		return fmt.Errorf("cron: load jobs: %w", err)
 	}
 	if err := r.loadPause(ctx); err != nil {
-		if r.sh == nil {
-			return err
-		}
 		// The pause timer reads it again within PauseRefresh.
 		r.log.Warn("cron: reading the service pause failed; trying again", "error", err)
 	}
@@ -630,13 +624,11 @@ func (r *Runner) Load(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		if r.sh != nil {
-			r.mu.Lock()
-			if e := r.tab.at(toSave[i]); e.id == j.ID {
-				r.vers.set(toSave[i], ver)
-			}
-			r.mu.Unlock()
+		r.mu.Lock()
+		if e := r.tab.at(toSave[i]); e.id == j.ID {
+			r.vers.set(toSave[i], ver)
 		}
+		r.mu.Unlock()
 	}
 	r.log.Info("cron: jobs loaded", "jobs", len(jobs), "scheduled", r.scheduled())
 	return errors.Join(errs...)
@@ -867,10 +859,7 @@ func (r *Runner) update(ctx context.Context, id string, change func(*Job) error)
 	idx, cur, ok := r.lookup(id)
 	if !ok {
 		r.mu.Unlock()
-		if j, ok, err := r.updateStored(ctx, id, change, false); ok {
-			return j, err
-		}
-		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return r.updateStored(ctx, id, change, false)
 	}
 	j := cur.job(true)
 	held := r.vers.get(idx)
@@ -912,8 +901,7 @@ func (r *Runner) update(ctx context.Context, id string, change func(*Job) error)
 	if errors.Is(err, ErrConflict) {
 		// Another runner wrote the job since this one read it: the change
 		// applies to that write (the watcher brings it here).
-		j, _, err := r.updateStored(ctx, id, change, false)
-		return j, err
+		return r.updateStored(ctx, id, change, false)
 	}
 	if err != nil {
 		return Job{}, err
@@ -963,17 +951,10 @@ func (r *Runner) reschedulePlan(c *entry, was bool, now int64) {
 // stored job is at version ver (see [SharedStore.Write]; 0 or negative:
 // at any version).
 func (r *Runner) save(ctx context.Context, j Job, ver int64) (int64, error) {
-	var out int64
-	var err error
-	switch {
-	case r.sh != nil:
-		if ver == 0 {
-			ver = -1 // no version known: not a create
-		}
-		out, err = r.sh.Write(ctx, j, ver)
-	case r.store != nil:
-		err = r.store.Save(ctx, j)
+	if ver == 0 {
+		ver = -1 // no version known: not a create
 	}
+	out, err := r.sh.Write(ctx, j, ver)
 	if err != nil {
 		return 0, fmt.Errorf("cron: save job %q: %w", j.ID, err)
 	}
@@ -1008,23 +989,14 @@ func (r *Runner) remove(ctx context.Context, id string) error {
 	r.mu.Lock()
 	idx, e, ok := r.lookup(id)
 	r.mu.Unlock()
-	if !ok {
-		if r.sh != nil {
-			// A job of a shared store that another runner holds.
-			if err := r.store.Delete(ctx, id); err != nil {
-				if errors.Is(err, ErrNotFound) {
-					return fmt.Errorf("%w: %q", ErrNotFound, id)
-				}
-				return fmt.Errorf("cron: delete job %q: %w", id, err)
-			}
-			return nil
-		}
+	err := r.sh.Delete(ctx, id)
+	switch {
+	case !ok && errors.Is(err, ErrNotFound):
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
-	}
-	if r.store != nil {
-		if err := r.store.Delete(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("cron: delete job %q: %w", id, err)
-		}
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return fmt.Errorf("cron: delete job %q: %w", id, err)
+	case !ok:
+		return nil // a job another runner holds
 	}
 	r.mu.Lock()
 	r.unlink(idx, e)
@@ -1047,13 +1019,7 @@ func (r *Runner) Get(ctx context.Context, id string) (Job, error) {
 		j = e.job(true)
 	}
 	r.mu.Unlock()
-	if r.sh == nil {
-		if !held {
-			return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
-		}
-		return j, nil
-	}
-	s, _, _, err := r.readStored(ctx, id)
+	s, _, err := r.readStored(ctx, id)
 	switch {
 	case err != nil && held:
 		return j, nil // the held copy answers
@@ -1114,23 +1080,19 @@ type JobQuery struct {
 // bookkeeping it holds, as [Runner.Get] does. A failed read of the store
 // wraps [ErrUnavailable]. [Runner.IDs] lists the jobs the runner holds.
 func (r *Runner) List(ctx context.Context, q JobQuery) (jobs []Job, more bool, err error) {
+	return r.pageStored(ctx, q)
+}
+
+// pageHeld is [Runner.List] of the jobs the runner holds.
+func (r *Runner) pageHeld(q JobQuery) (jobs []Job, more bool, err error) {
 	after, limit, text, keep := q.After, q.Limit, q.Text, q.Keep
-	if r.sh != nil {
-		if text != "" {
-			inner := keep
-			keep = func(j *Job) bool {
-				return (containsFold(j.ID, text) || containsFold(j.Name, text)) && (inner == nil || inner(j))
-			}
-		}
-		return r.pageStored(ctx, after, limit, keep)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	from := 0
 	if after != "" {
 		_, e, ok := r.lookup(after)
 		if !ok {
-			return nil, false, fmt.Errorf("%w: %q", ErrNotFound, after)
+			return nil, false, ErrNotFound
 		}
 		from = int(e.pos) + 1
 	}
@@ -1170,13 +1132,15 @@ func (r *Runner) Len() int {
 // or, over a [SharedStore], of every stored job (then a failed read of
 // the store wraps [ErrUnavailable]).
 func (r *Runner) Count(ctx context.Context) (enabled, paused int, err error) {
-	if r.sh != nil {
-		enabled, paused, err = r.sh.CountJobs(ctx)
-		if err != nil {
-			return 0, 0, unavailable("count jobs", err)
-		}
-		return enabled, paused, nil
+	enabled, paused, err = r.sh.CountJobs(ctx)
+	if err != nil {
+		return 0, 0, unavailable("count jobs", err)
 	}
+	return enabled, paused, nil
+}
+
+// countHeld counts the jobs the runner holds, enabled and paused.
+func (r *Runner) countHeld() (enabled, paused int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, idx := range r.order {
@@ -1189,7 +1153,7 @@ func (r *Runner) Count(ctx context.Context) (enabled, paused int, err error) {
 			paused++
 		}
 	}
-	return enabled, paused, nil
+	return enabled, paused
 }
 
 // Runs returns up to limit of the newest runs of job id, newest first
@@ -1197,24 +1161,11 @@ func (r *Runner) Count(ctx context.Context) (enabled, paused int, err error) {
 // the runner itself when it has no store. An unknown id is [ErrNotFound];
 // a store without history gives an error wrapping [ErrUnsupported].
 func (r *Runner) Runs(ctx context.Context, id string, limit int) ([]Run, error) {
-	r.mu.Lock()
-	_, e, ok := r.lookup(id)
-	var out []Run
-	if ok && r.store == nil {
-		out = e.runs(limit)
-	}
-	r.mu.Unlock()
-	if !ok && r.sh == nil {
+	runs, err := r.sh.Runs(ctx, id, limit)
+	if errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	if r.store == nil {
-		return out, nil
-	}
-	if r.runs == nil {
-		return nil, ErrUnsupported
-	}
-	runs, err := r.runs.Runs(ctx, id, limit)
-	if err != nil && r.sh != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, ErrUnsupported) {
 		return nil, unavailable(fmt.Sprintf("runs of job %q", id), err)
 	}
 	return runs, err

@@ -259,8 +259,8 @@ func (r *Runner) finishClaimed() {
 // this one dies, stops or loses e's partition starts at that slot (one of
 // the two wins its claim) instead of after it. mu is held.
 func (r *Runner) holdSlot(e *entry, due int64) {
-	if r.sh == nil {
-		return
+	if r.alone {
+		return // no other runner takes the job over
 	}
 	if h, ok := r.holds[e]; !ok || h.gen != e.gen {
 		r.holds[e] = slotHold{at: due, gen: e.gen}

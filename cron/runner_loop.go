@@ -30,7 +30,7 @@ func (r *Runner) settle(idx int32, e *entry, due, now int64) (slot int64, ev *Ru
 		return 0, nil
 	}
 	reason := ReasonDowntime
-	if r.sh != nil {
+	if !r.alone {
 		// A job this runner just took over: its slots passed while no
 		// runner held it.
 		reason = ReasonNoHolder
@@ -277,7 +277,7 @@ func (r *Runner) passed(e *entry, due, now int64, reason string) *Run {
 	from, to, ok := r.pausedSpan(due, now)
 	if !ok {
 		run := missed(due-1, now)
-		if r.sh != nil && run != nil && run.Slots > 1 {
+		if !r.alone && run != nil && run.Slots > 1 {
 			// Over a shared store the first of these slots may have a
 			// row already: the runner that held the job before claimed
 			// it and died before it wrote the next_run_at past it. It is

@@ -16,7 +16,7 @@ type ended struct {
 
 // markDirty queues e's bookkeeping for the recorder. mu is held.
 func (r *Runner) markDirty(e *entry) {
-	if e.dirty || e.id == "" || r.store == nil || (r.sh != nil && (e.pos < 0 || !r.sh.Owns(e.id))) {
+	if e.dirty || e.id == "" || r.store == nil || e.pos < 0 || !r.mine(e.id) {
 		return
 	}
 	e.dirty = true
@@ -50,16 +50,16 @@ func (r *Runner) wakeRecorder() {
 
 // recorder is the one goroutine that writes to the store while the runner
 // runs (but for the durable writes of the API): the bookkeeping of the
-// jobs marked dirty through Store.Record, and the run records that the
-// workers and the timer goroutine hand it through RunStore.AppendRun (or
-// into the runner's own history when it has no store); then it shows each
-// run to the observer. It goes on until stop is closed, then writes what
+// jobs marked dirty, and the run records that the workers and the timer
+// goroutine hand it (into the runner's own history when it has no
+// store); then it shows each run to the observer. It goes on until stop is closed, then writes what
 // is left. Being the only writer of bookkeeping, and reading it when it
 // writes, it never puts an older state after a newer one.
 //
-// Over a [SharedStore], a pass starts at most every [BatchEvery], so
-// that it writes in one call what ended in that time, and the
-// bookkeeping carries the version of the job it was computed from.
+// A pass starts at most every [BatchEvery], so that it writes in one
+// call what ended in that time ([SharedStore.RecordBatch] and
+// AppendRuns), and the bookkeeping carries the version of the job it
+// was computed from.
 func (r *Runner) recorder(ctx context.Context, stop <-chan struct{}) {
 	var w recorderBufs
 	var last time.Time
@@ -70,17 +70,15 @@ func (r *Runner) recorder(ctx context.Context, stop <-chan struct{}) {
 			r.flushDirty(ctx, &w)
 			return
 		}
-		if r.sh != nil {
-			if wait := BatchEvery - time.Since(last); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-stop:
-					t.Stop()
-				}
+		if wait := BatchEvery - time.Since(last); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-stop:
+				t.Stop()
 			}
-			last = time.Now()
 		}
+		last = time.Now()
 		r.flushDirty(ctx, &w)
 	}
 }
@@ -88,7 +86,7 @@ func (r *Runner) recorder(ctx context.Context, stop <-chan struct{}) {
 type record struct {
 	id  string
 	bk  Bookkeeping
-	ver int64 // over a SharedStore
+	ver int64
 }
 
 // recorderBufs are the recorder's buffers, reused from one pass to the
@@ -96,8 +94,8 @@ type record struct {
 type recorderBufs struct {
 	recs  []record
 	ended []ended
-	batch []Recorded          // the recs of a pass over a SharedStore
-	runs  []Run               // the runs of a pass over a SharedStore
+	batch []Recorded          // the recs of a pass
+	runs  []Run               // the runs of a pass
 	skips map[string]*skipLog // job id -> its last "slot skipped" warning
 }
 
@@ -146,10 +144,6 @@ func (r *Runner) flushDirty(ctx context.Context, w *recorderBufs) {
 		if e.id == "" { // a freed slot
 			continue
 		}
-		if r.sh == nil {
-			recs = append(recs, record{id: e.id, bk: e.bookkeeping()})
-			continue
-		}
 		if e.pos < 0 {
 			// Dropped since: its partition moved to another runner,
 			// which writes next_run_at now.
@@ -171,26 +165,8 @@ func (r *Runner) flushDirty(ctx context.Context, w *recorderBufs) {
 	runs := r.ended
 	r.ended = w.ended[:0]
 	alerts := r.takeAlerts(runs)
-	if r.store == nil {
-		for _, ev := range runs {
-			if _, e, ok := r.lookup(ev.run.JobID); ok && !ev.drop {
-				e.addRun(ev.run, r.cfg.RunLimit)
-			}
-		}
-	}
 	r.mu.Unlock()
-	if r.sh != nil {
-		r.writeBatch(ctx, w, recs, last, runs)
-	} else {
-		for _, rec := range recs {
-			r.record(ctx, rec)
-		}
-		for _, ev := range runs {
-			if r.runs != nil && !ev.drop {
-				r.appendRun(ctx, ev.run)
-			}
-		}
-	}
+	r.writeBatch(ctx, w, recs, last, runs)
 	r.enqueueAlerts(ctx, alerts)
 	for _, ev := range runs {
 		if r.cfg.Observer != nil {
@@ -205,14 +181,8 @@ func (r *Runner) flushDirty(ctx context.Context, w *recorderBufs) {
 	w.recs, w.ended = recs, runs[:0]
 }
 
-func (r *Runner) record(ctx context.Context, rec record) {
-	if err := r.store.Record(ctx, rec.id, rec.bk); err != nil && !errors.Is(err, ErrNotFound) {
-		r.log.Error("cron: record bookkeeping", "job_id", rec.id, "error", err)
-	}
-}
-
 func (r *Runner) appendRun(ctx context.Context, run Run) {
-	if err := r.runs.AppendRun(ctx, run); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := r.sh.AppendRun(ctx, run); err != nil && !errors.Is(err, ErrNotFound) {
 		r.log.Error("cron: append run", "job_id", run.JobID, "run_id", run.ID, "error", err)
 	}
 }
@@ -257,9 +227,6 @@ func (r *Runner) writeBatch(ctx context.Context, w *recorderBufs, recs []record,
 	}
 	clear(batch)
 	w.batch = batch[:0]
-	if r.runs == nil {
-		return
-	}
 	list := w.runs[:0]
 	for _, ev := range runs {
 		if !ev.drop {

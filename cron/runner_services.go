@@ -106,10 +106,8 @@ func (s *services) stop() error {
 		s.cancelAlerts()
 		s.senders.Wait()
 	}
-	if r.store != nil {
-		if err := r.store.Flush(s.bg); err != nil {
-			return fmt.Errorf("cron: flush store: %w", err)
-		}
+	if err := r.sh.Flush(s.bg); err != nil {
+		return fmt.Errorf("cron: flush store: %w", err)
 	}
 	return nil
 }

@@ -94,7 +94,7 @@ func (r *Runner) execute(ctx context.Context, t task, j *Job) {
 	info := RunInfo{RunID: t.runID, JobID: j.ID, ScheduledAt: fromNano(t.scheduled), TriggeredAt: triggered.UTC()}
 	if !t.claimed {
 		ok := r.claim(ctx, t, slot, info)
-		if slot && r.sh != nil {
+		if slot && !r.alone {
 			r.mu.Lock()
 			r.claimedSlot(t.e, t.gen, t.scheduled)
 			r.mu.Unlock()

@@ -257,13 +257,10 @@ func (r *Runner) runNow(ctx context.Context, id string, opts RunOptions) (string
 	}
 	_, e, ok := r.lookup(id)
 	if !ok {
-		if ok, err := r.runStored(id, runID, by, now, over, opts.Force, elsewhere); ok {
-			if err != nil {
-				return "", err
-			}
-			return runID, nil
+		if err := r.runStored(id, runID, by, now, over, opts.Force, elsewhere); err != nil {
+			return "", err
 		}
-		return "", fmt.Errorf("%w: %q", ErrNotFound, id)
+		return runID, nil
 	}
 	if over != nil {
 		if err := over.check(e.fn() == nil); err != nil {

@@ -8,9 +8,11 @@ import (
 )
 
 // SharedStore is the capability of a [Store] shared by several runners
-// (several processes on one database, as store/sqlstore's Jobs): the
-// runner detects it once, in [New], and then works in shared mode. Each
-// runner holds and fires only the jobs the store says it owns, claims
+// (several processes on one database, as store/sqlstore's Jobs). It is
+// the one contract the runner works through: [New] sees any other store
+// (or none) as a SharedStore with one member, which owns every job and
+// wins every claim. Each runner holds and fires only the jobs the store
+// says it owns, claims
 // every run in the store before it is called, so that each slot is called
 // at most once across the runners, and writes its bookkeeping and runs in
 // batches. Every adapter passes store/storetest.TestSharedStore.
@@ -51,11 +53,12 @@ type SharedStore interface {
 	// once leave one outcome, and one record of it.
 	Write(ctx context.Context, j Job, version int64) (newVersion int64, err error)
 	// PageJobs pages through every stored job as [Runner.List] does
-	// through the jobs of a runner: up to limit jobs (limit <= 0: no
-	// limit) that keep returns true for, in creation order, after the job
-	// with id after ("": from the first), and whether more follow; an
-	// after that names no job is [ErrNotFound].
-	PageJobs(ctx context.Context, after string, limit int, keep func(*Job) bool) (jobs []Job, more bool, err error)
+	// through the jobs of a runner: up to q.Limit jobs (0 or less: no
+	// limit) whose id or name contains q.Text ignoring case and that
+	// q.Keep (when not nil) returns true for, in creation order, after
+	// the job with id q.After ("": from the first), and whether more
+	// follow; an After that names no job is [ErrNotFound].
+	PageJobs(ctx context.Context, q JobQuery) (jobs []Job, more bool, err error)
 	// CountJobs counts every stored job, enabled and paused.
 	CountJobs(ctx context.Context) (enabled, paused int, err error)
 	// ClaimRun records run r as started, before it is called, with
@@ -189,20 +192,17 @@ func (r *Runner) reap() {
 // its loops, or for a run-now, beside its caller's context).
 const storeTimeout = 10 * time.Second
 
-// readStored reads job id from a shared store, for a job the runner does
-// not hold. ok is false when the store is not shared.
-func (r *Runner) readStored(ctx context.Context, id string) (j Job, ver int64, ok bool, err error) {
-	if r.sh == nil {
-		return Job{}, 0, false, nil
-	}
+// readStored reads job id from the store, for a job the runner does
+// not hold, or to compare with what it holds.
+func (r *Runner) readStored(ctx context.Context, id string) (j Job, ver int64, err error) {
 	j, ver, err = r.sh.Read(ctx, id)
 	if errors.Is(err, ErrNotFound) {
-		return Job{}, 0, true, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return Job{}, 0, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	if err != nil {
-		return Job{}, 0, true, unavailable(fmt.Sprintf("read job %q", id), err)
+		return Job{}, 0, unavailable(fmt.Sprintf("read job %q", id), err)
 	}
-	return j, ver, true, nil
+	return j, ver, nil
 }
 
 // updateStored is [Runner.Update] of a job the runner does not hold: it
@@ -210,15 +210,14 @@ func (r *Runner) readStored(ctx context.Context, id string) (j Job, ver int64, o
 // Update does, recomputes the bookkeeping and paused_at as Update would
 // and saves the job durably. The runner that fires the job takes the
 // change from the store (see [Runner.Hold]), and records the pause of a
-// job resumed. ok is false when the store
-// is not shared. The result is held to MinInterval unless stored (a
+// job resumed. The result is held to MinInterval unless stored (a
 // pause or resume, which changes nothing else). The caller holds the
 // job's lock.
-func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) error, stored bool) (Job, bool, error) {
+func (r *Runner) updateStored(ctx context.Context, id string, change func(*Job) error, stored bool) (Job, error) {
 	for try := 1; ; try++ {
-		j, ok, err := r.updateStoredOnce(ctx, id, change, stored)
+		j, err := r.updateStoredOnce(ctx, id, change, stored)
 		if !errors.Is(err, ErrConflict) || try == conflictTries {
-			return j, ok, err
+			return j, err
 		}
 	}
 }
@@ -229,31 +228,31 @@ const conflictTries = 8
 
 // updateStoredOnce is one try of updateStored: the write fails with
 // [ErrConflict] when another runner wrote the job since it was read.
-func (r *Runner) updateStoredOnce(ctx context.Context, id string, change func(*Job) error, stored bool) (Job, bool, error) {
-	j, ver, ok, err := r.readStored(ctx, id)
-	if !ok || err != nil {
-		return Job{}, ok, err
+func (r *Runner) updateStoredOnce(ctx context.Context, id string, change func(*Job) error, stored bool) (Job, error) {
+	j, ver, err := r.readStored(ctx, id)
+	if err != nil {
+		return Job{}, err
 	}
 	now := r.now()
 	var old entry
 	if err := r.compile(&j, now, &old, true); err != nil {
-		return Job{}, true, fmt.Errorf("cron: stored job %q: %w", id, err)
+		return Job{}, fmt.Errorf("cron: stored job %q: %w", id, err)
 	}
 	old.setBookkeeping(j.Bookkeeping())
 	typ := j.Type
 	if err := change(&j); err != nil {
-		return Job{}, true, err
+		return Job{}, err
 	}
 	if j.ID != id {
-		return Job{}, true, invalid("id", "cannot be changed (the job is %q, got %q)", id, j.ID)
+		return Job{}, invalid("id", "cannot be changed (the job is %q, got %q)", id, j.ID)
 	}
 	c := &entry{}
 	if err := r.compile(&j, now, c, stored); err != nil {
-		return Job{}, true, err
+		return Job{}, err
 	}
 	if !stored {
 		if err := r.checkRetyped(&j, typ); err != nil {
-			return Job{}, true, err
+			return Job{}, err
 		}
 	}
 	c.setBookkeeping(old.bookkeeping())
@@ -266,12 +265,12 @@ func (r *Runner) updateStoredOnce(ctx context.Context, id string, change func(*J
 		}
 	}
 	if _, err := r.save(ctx, c.job(false), ver); err != nil {
-		return Job{}, true, err
+		return Job{}, err
 	}
 	// A resume is recorded by the runner that holds the job (see
 	// [Runner.Hold]): it alone knows which slots it did not call, the
 	// ones it took ahead of the pause having run.
-	return c.job(true), true, nil
+	return c.job(true), nil
 }
 
 // runStored is [Runner.RunNow] of a job the runner does not hold: the run
@@ -281,13 +280,10 @@ func (r *Runner) updateStoredOnce(ctx context.Context, id string, change func(*J
 // the job's runs in flight on the runners of the store ([RunCounter]),
 // refused as the runs in flight here are unless force. mu is held on
 // entry and exit. by names who asked.
-func (r *Runner) runStored(id, runID, by string, now int64, over *RunOptions, force bool, elsewhere int) (bool, error) {
-	if r.sh == nil {
-		return false, nil
-	}
+func (r *Runner) runStored(id, runID, by string, now int64, over *RunOptions, force bool, elsewhere int) error {
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	j, ver, _, err := r.readStored(ctx, id)
+	j, ver, err := r.readStored(ctx, id)
 	cancel()
 	var c entry
 	if err == nil {
@@ -298,24 +294,24 @@ func (r *Runner) runStored(id, runID, by string, now int64, over *RunOptions, fo
 	}
 	r.mu.Lock()
 	if err != nil {
-		return true, err
+		return err
 	}
 	if r.state >= stateStopping {
-		return true, ErrClosed
+		return ErrClosed
 	}
 	if over != nil {
 		if err := over.check(c.fn() == nil); err != nil {
-			return true, err
+			return err
 		}
 	}
 	if !force {
 		for l := range r.loose {
 			if l.id == id && l.inflight > 0 {
-				return true, fmt.Errorf("%w: job %q has %d run(s) queued or running", ErrInFlight, id, l.inflight)
+				return fmt.Errorf("%w: job %q has %d run(s) queued or running", ErrInFlight, id, l.inflight)
 			}
 		}
 		if elsewhere > 0 {
-			return true, inFlightElsewhere(id, elsewhere)
+			return inFlightElsewhere(id, elsewhere)
 		}
 	}
 	e := new(entry)
@@ -323,15 +319,12 @@ func (r *Runner) runStored(id, runID, by string, now int64, over *RunOptions, fo
 	e.pos = -1
 	r.loose[e] = loose{idx: -1, ver: ver}
 	r.enqueue(e, task{runID: runID, scheduled: now, over: over, by: by})
-	return true, nil
+	return nil
 }
 
 // create stores the new job j and returns its version: over a shared
 // store, an id stored by any runner is [ErrExists].
 func (r *Runner) create(ctx context.Context, j Job) (int64, error) {
-	if r.sh == nil {
-		return r.save(ctx, j, 0)
-	}
 	ver, err := r.sh.Write(ctx, j, 0)
 	if errors.Is(err, ErrExists) {
 		return 0, fmt.Errorf("%w: %q", ErrExists, j.ID)
@@ -342,10 +335,9 @@ func (r *Runner) create(ctx context.Context, j Job) (int64, error) {
 	return ver, nil
 }
 
-// mine reports whether this runner fires job id: always, unless the
-// store is shared.
+// mine reports whether this runner fires job id.
 func (r *Runner) mine(id string) bool {
-	return r.sh == nil || r.sh.Owns(id)
+	return r.sh.Owns(id)
 }
 
 // markRan queues the bookkeeping of e after a run. Over a shared store, a
@@ -355,7 +347,7 @@ func (r *Runner) mine(id string) bool {
 // last_run_at and last_status show it as they would on one runner. mu is
 // held.
 func (r *Runner) markRan(e *entry, slot bool) {
-	if r.sh == nil || (e.pos >= 0 && r.mine(e.id)) {
+	if e.pos >= 0 && r.mine(e.id) {
 		r.markDirty(e)
 		return
 	}
@@ -439,9 +431,6 @@ func (r *Runner) resyncLapsed(ctx context.Context) {
 // no longer owns the job, or the claim failed (then a skipped run says
 // why).
 func (r *Runner) claim(ctx context.Context, t task, slot bool, info RunInfo) bool {
-	if r.sh == nil {
-		return true
-	}
 	if slot && !r.mine(info.JobID) {
 		return false
 	}
@@ -487,14 +476,14 @@ func newerRun(mem, stored Bookkeeping) Bookkeeping {
 	return mem
 }
 
-// pageStored is [Runner.List] from a shared store: the jobs this runner
+// pageStored is [Runner.List] from the store: the jobs this runner
 // holds and fires show the bookkeeping it has in memory, as [Runner.Get]
 // does.
-func (r *Runner) pageStored(ctx context.Context, after string, limit int, keep func(*Job) bool) ([]Job, bool, error) {
-	jobs, more, err := r.sh.PageJobs(ctx, after, limit, keep)
+func (r *Runner) pageStored(ctx context.Context, q JobQuery) ([]Job, bool, error) {
+	jobs, more, err := r.sh.PageJobs(ctx, q)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return nil, false, fmt.Errorf("%w: %q", ErrNotFound, after)
+			return nil, false, fmt.Errorf("%w: %q", ErrNotFound, q.After)
 		}
 		return nil, false, unavailable("page jobs", err)
 	}

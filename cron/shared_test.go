@@ -140,7 +140,13 @@ func (s *sharedStore) Delete(ctx context.Context, id string) error {
 	return s.MemStore.Delete(ctx, id)
 }
 
-func (s *sharedStore) PageJobs(ctx context.Context, after string, limit int, keep func(*Job) bool) ([]Job, bool, error) {
+func (s *sharedStore) PageJobs(ctx context.Context, q JobQuery) ([]Job, bool, error) {
+	after, limit, keep := q.After, q.Limit, q.Keep
+	if q.Text != "" {
+		keep = func(j *Job) bool {
+			return (containsFold(j.ID, q.Text) || containsFold(j.Name, q.Text)) && (q.Keep == nil || q.Keep(j))
+		}
+	}
 	all, _ := s.Load(ctx)
 	from := 0
 	if after != "" {

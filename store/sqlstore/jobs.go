@@ -158,14 +158,21 @@ func (s *Jobs) loadPartitions(ctx context.Context, parts []int) ([]cron.Job, []i
 	return out, vers, nil
 }
 
-// PageJobs returns up to limit stored jobs (limit <= 0: no limit) that
-// keep returns true for, in creation order, after the job with id after
-// ("": from the first), and whether more jobs follow the last one
-// returned; an after that names no job is [cron.ErrNotFound]. It reads
+// PageJobs returns up to q.Limit stored jobs (0 or less: no limit) whose
+// id or name contains q.Text, ignoring case, and that q.Keep (when not
+// nil) returns true for, in creation order, after the job with id
+// q.After ("": from the first), and whether more jobs follow the last one
+// returned; an After that names no job is [cron.ErrNotFound]. It reads
 // the table in batches of rows by seq, so a filter that matches few jobs
 // reads many rows: cron's Runner.List calls it for a runner that holds
 // only its share of the jobs.
-func (s *Jobs) PageJobs(ctx context.Context, after string, limit int, keep func(*cron.Job) bool) ([]cron.Job, bool, error) {
+func (s *Jobs) PageJobs(ctx context.Context, q cron.JobQuery) ([]cron.Job, bool, error) {
+	after, limit, keep := q.After, q.Limit, q.Keep
+	if text := q.Text; text != "" {
+		keep = func(j *cron.Job) bool {
+			return (containsFold(j.ID, text) || containsFold(j.Name, text)) && (q.Keep == nil || q.Keep(j))
+		}
+	}
 	var from int64
 	if after != "" {
 		err := s.db.x.GetContext(ctx, &from, s.db.d.sql("SELECT seq FROM ksana_job WHERE id = ?"), after)
@@ -617,4 +624,14 @@ func (s *Jobs) Runs(ctx context.Context, id string, limit int) ([]cron.Run, erro
 		out[i] = rows[i].run()
 	}
 	return out, nil
+}
+
+// containsFold reports whether sub is within s, ignoring case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }

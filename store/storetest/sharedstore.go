@@ -248,19 +248,28 @@ func sharedCasePageAndCount(t *testing.T, a, b cron.SharedStore) {
 	if err != nil || on != 2 || off != 1 {
 		t.Errorf("CountJobs = %d, %d, %v; want 2 enabled, 1 paused", on, off, err)
 	}
-	page, more, err := b.PageJobs(ctx, "", 2, nil)
+	page, more, err := b.PageJobs(ctx, cron.JobQuery{Limit: 2})
 	if err != nil || !more || len(page) != 2 || page[0].ID != js[0].ID || page[1].ID != js[1].ID {
 		t.Errorf("first page of 2: %v, more %v, %v", cronIDs(page), more, err)
 	}
-	page, more, err = b.PageJobs(ctx, js[1].ID, 2, nil)
+	page, more, err = b.PageJobs(ctx, cron.JobQuery{After: js[1].ID, Limit: 2})
 	if err != nil || more || len(page) != 1 || page[0].ID != js[2].ID {
 		t.Errorf("page after %s: %v, more %v, %v", js[1].ID, cronIDs(page), more, err)
 	}
-	page, _, err = b.PageJobs(ctx, "", 0, func(j *cron.Job) bool { return j.Paused })
+	page, _, err = b.PageJobs(ctx, cron.JobQuery{Keep: func(j *cron.Job) bool { return j.Paused }})
 	if err != nil || len(page) != 1 || page[0].ID != "job-once" {
 		t.Errorf("page of the paused jobs: %v, %v", cronIDs(page), err)
 	}
-	if _, _, err := b.PageJobs(ctx, "nope", 2, nil); !errors.Is(err, cron.ErrNotFound) {
+	// Text matches the id or the name, ignoring case, before Keep.
+	page, _, err = b.PageJobs(ctx, cron.JobQuery{Text: "RePo"})
+	if err != nil || len(page) != 1 || page[0].ID != "job-cron" {
+		t.Errorf("page of the jobs matching %q: %v, %v", "RePo", cronIDs(page), err)
+	}
+	page, _, err = b.PageJobs(ctx, cron.JobQuery{Text: "JOB-", Keep: func(j *cron.Job) bool { return !j.Paused }, Limit: 1})
+	if err != nil || len(page) != 1 || page[0].ID != js[0].ID {
+		t.Errorf("first page of 1 of the enabled jobs matching %q: %v, %v", "JOB-", cronIDs(page), err)
+	}
+	if _, _, err := b.PageJobs(ctx, cron.JobQuery{After: "nope", Limit: 2}); !errors.Is(err, cron.ErrNotFound) {
 		t.Errorf("page after an unknown id: %v, want ErrNotFound", err)
 	}
 	// The counts follow a pause, a resume and a delete, by any runner.

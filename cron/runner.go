@@ -151,15 +151,15 @@ type Config struct {
 // that execute the runs. All methods are safe for concurrent use. See the
 // package documentation, section "The runner".
 type Runner struct {
-	store   Store       // nil: the jobs live in the runner alone
+	store Store // nil: the jobs live in the runner alone
 	// sh is the store as the runner works through it: the store itself
 	// when it is a SharedStore, or the solo view of any other store (or of
 	// none: solo.go). alone is true for the solo view: the store has no
 	// other member, so slots are neither claimed ahead nor held.
 	sh      SharedStore
 	alone   bool
-	fly     RunCounter  // the store's count of runs in flight; nil when it has none
-	authz   Authorizer  // who may make which change (manage.go)
+	fly     RunCounter // the store's count of runs in flight; nil when it has none
+	authz   Authorizer // who may make which change (manage.go)
 	idem    IdempotencyStore
 	idemT   idemTimes // tests shorten the waits of idempotent run-nows
 	auditor auditor

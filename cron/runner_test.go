@@ -1386,3 +1386,54 @@ func TestMinInterval(t *testing.T) {
 		}
 	})
 }
+
+// brokenHistory is a MemStore whose history cannot be read.
+type brokenHistory struct{ *MemStore }
+
+var errDiskGone = errors.New("disk gone")
+
+func (brokenHistory) Runs(context.Context, string, int) ([]Run, error) { return nil, errDiskGone }
+func (brokenHistory) QueryRuns(context.Context, RunQuery) ([]Run, RunCursor, error) {
+	return nil, RunCursor{}, errDiskGone
+}
+func (brokenHistory) RunByID(context.Context, string) (Run, error) { return Run{}, errDiskGone }
+
+// TestOneStoreContract checks that a store that is not shared answers
+// through the contract of a shared one: a failed read of its history
+// wraps ErrUnavailable (the API's 503) and the store's error, as over a
+// shared store; and the reads of every job (Count, List with Text, a
+// removal of an unknown id) answer from the runner, which holds them all.
+func TestOneStoreContract(t *testing.T) {
+	ctx := context.Background()
+	r := newTestRunner(t, brokenHistory{NewMemStore()}, &fakeExec{}, Config{})
+	mustAdd(t, r, httpJob("alpha", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute)}))
+	mustAdd(t, r, httpJob("beta", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute)}))
+	for name, err := range map[string]error{
+		"Runs":      func() error { _, err := r.Runs(ctx, "alpha", 1); return err }(),
+		"QueryRuns": func() error { _, _, err := r.QueryRuns(ctx, RunQuery{}); return err }(),
+		"RunByID":   func() error { _, err := r.RunByID(ctx, "x"); return err }(),
+	} {
+		if !errors.Is(err, ErrUnavailable) || !errors.Is(err, errDiskGone) {
+			t.Errorf("%s: error %v, want ErrUnavailable wrapping the store's", name, err)
+		}
+	}
+	if _, err := r.Pause(ctx, "beta", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if on, off, err := r.Count(ctx); on != 1 || off != 1 || err != nil {
+		t.Errorf("Count = %d, %d, %v; want 1 enabled, 1 paused", on, off, err)
+	}
+	jobs, more, err := r.List(ctx, JobQuery{Text: "ALP"})
+	if err != nil || more || len(jobs) != 1 || jobs[0].ID != "alpha" {
+		t.Errorf("List(Text ALP) = %d jobs, more %v, %v; want alpha", len(jobs), more, err)
+	}
+	if err := r.Remove(ctx, "gamma"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Remove(unknown) = %v, want ErrNotFound", err)
+	}
+	if _, err := r.Update(ctx, "gamma", func(*Job) error { return nil }); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Update(unknown) = %v, want ErrNotFound", err)
+	}
+	if _, err := r.RunNow(ctx, "gamma", RunOptions{}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("RunNow(unknown) = %v, want ErrNotFound", err)
+	}
+}

@@ -233,11 +233,14 @@ func (r *Runner) loadPause(ctx context.Context) error {
 	if ps == nil {
 		return nil
 	}
+	// The read is under pmu, as changeService's write: a read that a
+	// change overtook would put the state before it back.
+	r.pmu.Lock()
 	p, err := ps.LoadPause(ctx)
 	if err != nil {
+		r.pmu.Unlock()
 		return fmt.Errorf("cron: load the service pause: %w", err)
 	}
-	r.pmu.Lock()
 	old := r.svc.Load()
 	r.svc.Store(&p)
 	r.pmu.Unlock()

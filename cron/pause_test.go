@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -352,4 +353,55 @@ func TestPauseOutlivesSkipInFlight(t *testing.T) {
 			t.Errorf("stored last_status %q, want paused", stored.LastStatus)
 		}
 	})
+}
+
+// slowPauseRead is a MemStore whose reads of the service pause, from the
+// armed one on, announce themselves and wait to be let go.
+type slowPauseRead struct {
+	*MemStore
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *slowPauseRead) LoadPause(ctx context.Context) (PauseState, error) {
+	p, err := s.MemStore.LoadPause(ctx)
+	if s.armed.CompareAndSwap(true, false) {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	return p, err
+}
+
+// TestPauseRefreshKeepsNewerPause: the pause timer's refresh reads the
+// service pause from the store; a PauseAll made while that read is out
+// must not be undone by it (the read saw the state before the pause).
+// It runs on the wall clock: PauseAll waits on a mutex, which a synctest
+// bubble does not count as blocked.
+func TestPauseRefreshKeepsNewerPause(t *testing.T) {
+	ctx := context.Background()
+	st := &slowPauseRead{MemStore: NewMemStore(), entered: make(chan struct{}), release: make(chan struct{})}
+	r := newTestRunner(t, st, &fakeExec{}, Config{PauseRefresh: time.Second})
+	stop := start(t, r)
+	defer stop()
+	st.armed.Store(true)
+	select {
+	case <-st.entered: // the refresh read the store: not paused
+	case <-time.After(10 * time.Second):
+		t.Fatal("no refresh of the service pause within 10s")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.PauseAll(ctx, time.Time{}, "maintenance")
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // PauseAll saves the pause, or waits for the read
+	close(st.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the refresh, let go, stores what it read
+	if p := r.Paused(); !p.Paused {
+		t.Errorf("Paused() = %+v after PauseAll; a refresh read before it undid the pause", p)
+	}
 }

@@ -73,9 +73,9 @@ type Config struct {
 	// registered with [Runner.Handle]. A name must pass validType and
 	// not be "http". Default nil: HTTP jobs only.
 	Handlers map[string]Handler
-	// PauseRefresh is how often a runner over a [SharedStore] that is a
-	// [PauseStore] reads the service-wide pause ([Runner.PauseAll]) from
-	// the store: a pause or resume made through another runner takes
+	// PauseRefresh is how often a runner over a [PauseStore] reads the
+	// service-wide pause ([Runner.PauseAll]) from the store: over a
+	// [SharedStore], a pause or resume made through another runner takes
 	// effect here within this time. Default (0) 1s
 	// ([DefaultPauseRefresh]).
 	PauseRefresh time.Duration

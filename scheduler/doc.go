@@ -36,7 +36,13 @@
 //     less loaded of two random nodes with [SelectTwoChoices]. The fleet
 //     is each instance's own nodes plus the shared node snapshots
 //     (node_snapshot.enabled; without them an instance sees only its own
-//     nodes), refreshed every [FleetConfig].RefreshInterval.
+//     nodes), refreshed every [FleetConfig].RefreshInterval. Selection
+//     reads an index of that view: per (pool, model), the sorted ids of
+//     the nodes online there, built once after each change of who is
+//     eligible and shared by every job until the next; a job costs the
+//     same at 100 nodes as at 10,000 (the draw and, with two choices,
+//     two loads), and filters its pool's list only in a retry that
+//     leaves nodes out.
 //  3. One of the node's slots is reserved ([ReservationStore]), the
 //     dispatch is recorded with the attempt checked (DISPATCHED; a new
 //     job's first dispatch is its open step, which a [SlotOpener] store

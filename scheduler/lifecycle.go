@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -295,8 +294,7 @@ func (d *Dispatcher) place(ctx context.Context, jobID string, spec JobSpec, trie
 		}
 	}
 	for {
-		fleet := d.fleetView()
-		dec, ok := d.choose(fleet, spec, skip, tried, turnNode)
+		dec, cands, ok := d.choose(spec, skip, tried, turnNode)
 		if !ok {
 			if d.hooks.SelectionMiss != nil {
 				d.hooks.SelectionMiss(spec.Pool, spec.Model)
@@ -324,12 +322,12 @@ func (d *Dispatcher) place(ctx context.Context, jobID string, spec JobSpec, trie
 				switch {
 				case err != nil:
 					d.log.Warn("scheduler: turn affinity", "turn_id", spec.TurnID, "err", err)
-				case !wrote && aff != "" && aff != node && !tried[aff] && slices.ContainsFunc(fleet, func(n NodeSnapshot) bool { return n.NodeID == aff && eligible(n, spec, skip) }):
+				case !wrote && aff != "" && aff != node && !tried[aff] && !skip[aff] && inSorted(cands, aff):
 					node = aff
 				}
 			}
 		}
-		if err := reserve(ctx, node, jobID, capacityOf(fleet, node, d.dc.DefaultCapacity), d.reserveTTL()); err != nil {
+		if err := reserve(ctx, node, jobID, d.capacity(node, d.dc.DefaultCapacity), d.reserveTTL()); err != nil {
 			if errors.Is(err, ErrNodeFull) {
 				skip[node] = true
 				continue

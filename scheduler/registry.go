@@ -17,9 +17,10 @@ import (
 // markOffline takes a node out of this instance's view of the fleet until
 // the next refresh; d.mu is held.
 func (d *Dispatcher) markOffline(nodeID string) {
-	if s, ok := d.fleet[nodeID]; ok {
+	if s, ok := d.fleet[nodeID]; ok && s.Online {
 		s.Online = false
 		d.fleet[nodeID] = s
+		d.fleetChanged()
 	}
 }
 
@@ -108,6 +109,9 @@ func (d *Dispatcher) AttachNode(ctx context.Context, info NodeInfo, conn NodeCon
 		d.nodes[info.NodeID] = n
 	}
 	n.info, n.conn = info, conn
+	if old, ok := d.fleet[info.NodeID]; !ok || !sameEligibility(old, snap) {
+		d.fleetChanged()
+	}
 	d.fleet[info.NodeID] = snap
 	var known []string
 	var steps []progressKey
@@ -362,6 +366,16 @@ func (d *Dispatcher) applyFleet(fleet []NodeSnapshot) {
 		if s.Online && (!ok || !old.Online || s.MaxConcurrency > old.MaxConcurrency || s.Running < old.Running) {
 			more = true
 			break
+		}
+	}
+	if len(next) != len(d.fleet) {
+		d.fleetChanged()
+	} else {
+		for id, s := range next {
+			if old, ok := d.fleet[id]; !ok || !sameEligibility(old, s) {
+				d.fleetChanged()
+				break
+			}
 		}
 	}
 	d.fleet = next

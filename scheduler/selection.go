@@ -8,53 +8,118 @@ import (
 	"github.com/ksana-dev/ksana/affinity"
 )
 
-// selectNode is the Dispatcher's choice of a node for a job, a pure
-// function of a fleet snapshot, the job, the nodes to leave out, the
-// turn's node and a random source:
+// The selection of a node for a job reads an index of the fleet, not the
+// fleet: for each (pool, model) a job asks for, the ids of the nodes that
+// are online, serve the pool and have the model, sorted. A list is built
+// from this instance's fleet view the first time a job asks for its key
+// after the view changed (a node attached or went offline here, or a
+// refresh of the shared view changed a node's presence, pools or
+// models), and is then shared, unchanged, by every selection until the
+// next change. A selection holds the Dispatcher's lock only to fetch the
+// list and to read the load of the two nodes of [SelectTwoChoices]: its
+// cost does not grow with the fleet, nor with the pool, while no node is
+// to be left out; a retry that leaves nodes out (refused in this round,
+// or tried in earlier attempts) filters the pool's list once.
+
+// poolModel is the key of a list of candidates.
+type poolModel struct{ pool, model string }
+
+// fleetIndex is the candidates of each key asked for since the fleet view
+// last changed. Guarded by Dispatcher.mu; its lists are never modified.
+type fleetIndex map[poolModel][]string
+
+// candidates returns the sorted ids of the nodes eligible for spec by
+// presence, pool and model, from the index. d.mu is held.
+func (d *Dispatcher) candidates(spec JobSpec) []string {
+	k := poolModel{spec.Pool, spec.Model}
+	if c, ok := d.index[k]; ok {
+		return c
+	}
+	c := []string{}
+	for id, n := range d.fleet {
+		if eligible(n, spec, nil) {
+			c = append(c, id)
+		}
+	}
+	sort.Strings(c)
+	if d.index == nil {
+		d.index = fleetIndex{}
+	}
+	d.index[k] = c
+	return c
+}
+
+// fleetChanged drops the index after a change of the fleet view that may
+// change who is eligible. d.mu is held.
+func (d *Dispatcher) fleetChanged() { d.index = nil }
+
+// sameEligibility reports whether a and b are eligible for the same jobs.
+func sameEligibility(a, b NodeSnapshot) bool {
+	return a.Online == b.Online && slices.Equal(a.Pools, b.Pools) && slices.Equal(a.Models, b.Models)
+}
+
+// selectFrom is the Dispatcher's choice of a node for a job, a pure
+// function of the sorted candidates (the nodes online, in the job's pool
+// and with its model), the job, the nodes to leave out, the turn's node,
+// the load of a node (for [SelectTwoChoices]) and a random source:
 //
-//   - a node is eligible when it is online, serves the job's pool and has
-//     its model, and is not in skip (refused in this round: full, or the
-//     model marked unavailable there);
+//   - the nodes in skip (refused in this round: full, or the model marked
+//     unavailable there) are left out;
 //   - the nodes of earlier attempts (tried) are passed over while another
-//     node is eligible, and taken again when none is;
-//   - the turn's node (turnNode) is taken while it is eligible
+//     node is left, and taken again when none is;
+//   - the turn's node (turnNode) is taken while it is left
 //     ([affinity.Select]);
-//   - otherwise one eligible node is drawn from rnd, uniformly
+//   - otherwise one node left is drawn from rnd, uniformly
 //     ([SelectRandom]) or as the less loaded of two drawn
-//     ([SelectTwoChoices]: Running / MaxConcurrency of the snapshot).
+//     ([SelectTwoChoices]: Running / MaxConcurrency).
 //
-// ok is false when no node is eligible.
-func selectNode(fleet []NodeSnapshot, spec JobSpec, skip, tried map[string]bool, turnNode, strategy string, rnd *rand.Rand) (d affinity.Decision, ok bool) {
-	var byID map[string]NodeSnapshot // the loads two choices compare
-	if strategy == SelectTwoChoices {
-		byID = make(map[string]NodeSnapshot, len(fleet))
-	}
-	var cands, fresh []string
-	for _, n := range fleet {
-		if !eligible(n, spec, skip) {
-			continue
+// ok is false when no node is left.
+func selectFrom(cands []string, spec JobSpec, skip, tried map[string]bool, turnNode, strategy string, load func(nodeID string) float64, rnd *rand.Rand) (d affinity.Decision, ok bool) {
+	left := cands
+	if len(skip) > 0 || len(tried) > 0 {
+		var all, fresh []string
+		for _, id := range cands {
+			if skip[id] {
+				continue
+			}
+			all = append(all, id)
+			if !tried[id] {
+				fresh = append(fresh, id)
+			}
 		}
-		if byID != nil {
-			byID[n.NodeID] = n
-		}
-		cands = append(cands, n.NodeID)
-		if !tried[n.NodeID] {
-			fresh = append(fresh, n.NodeID)
+		left = all
+		if len(fresh) > 0 {
+			left = fresh
 		}
 	}
-	if len(fresh) > 0 {
-		cands = fresh
-	}
-	if len(cands) == 0 {
+	if len(left) == 0 {
 		return affinity.Decision{}, false
 	}
-	sort.Strings(cands) // the draw depends on the fleet, not on its order
 	var s affinity.Strategy = affinity.Random{IntN: rnd.IntN}
 	if strategy == SelectTwoChoices {
-		s = twoChoices{rnd: rnd, fleet: byID}
+		s = twoChoices{rnd: rnd, load: load}
 	}
-	d, err := affinity.Select(spec.TurnID, turnNode, cands, func(string) bool { return true }, s)
-	return d, err == nil
+	// The rule of affinity.Select, without its scan: left is sorted, and
+	// every node in it is up.
+	if turnNode != "" && inSorted(left, turnNode) {
+		return affinity.Decision{NodeID: turnNode, Affinity: true}, true
+	}
+	return affinity.Decision{NodeID: s.Choose(spec.TurnID, left)}, true
+}
+
+// selectNode is selectFrom over a fleet given whole: the rules of
+// selection on their own, as its tests check them.
+func selectNode(fleet []NodeSnapshot, spec JobSpec, skip, tried map[string]bool, turnNode, strategy string, rnd *rand.Rand) (affinity.Decision, bool) {
+	byID := make(map[string]NodeSnapshot, len(fleet))
+	var cands []string
+	for _, n := range fleet {
+		byID[n.NodeID] = n
+		if eligible(n, spec, nil) {
+			cands = append(cands, n.NodeID)
+		}
+	}
+	sort.Strings(cands) // the draw depends on the fleet, not on its order
+	return selectFrom(cands, spec, skip, tried, turnNode, strategy, func(id string) float64 { return load(byID[id]) }, rnd)
 }
 
 // eligible reports whether node n may take the job: online, in its pool,
@@ -68,8 +133,8 @@ func eligible(n NodeSnapshot, spec JobSpec, skip map[string]bool) bool {
 // twoChoices draws two nodes and takes the one with the lower share of its
 // capacity in use.
 type twoChoices struct {
-	rnd   *rand.Rand
-	fleet map[string]NodeSnapshot
+	rnd  *rand.Rand
+	load func(nodeID string) float64
 }
 
 func (c twoChoices) Choose(_ string, online []string) string {
@@ -81,42 +146,51 @@ func (c twoChoices) Choose(_ string, online []string) string {
 	if j >= i {
 		j++
 	}
-	a, b := c.fleet[online[i]], c.fleet[online[j]]
-	if load(b) < load(a) {
-		return b.NodeID
+	a, b := online[i], online[j]
+	if c.load(b) < c.load(a) {
+		return b
 	}
-	return a.NodeID
+	return a
 }
 
 func load(n NodeSnapshot) float64 { return float64(n.Running) / float64(max(n.MaxConcurrency, 1)) }
 
-// fleetView returns the fleet as selection sees it: the shared view, with
-// the live load of the nodes attached here.
-func (d *Dispatcher) fleetView() []NodeSnapshot {
+// nodeLoad is the share of node id's capacity in use: the live count of
+// a node attached here, the shared view's of another.
+func (d *Dispatcher) nodeLoad(id string) float64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]NodeSnapshot, 0, len(d.fleet))
-	for id, s := range d.fleet {
-		if n := d.nodes[id]; n != nil {
-			s.Running = len(n.jobs)
-		}
-		out = append(out, s)
+	s := d.fleet[id]
+	if n := d.nodes[id]; n != nil {
+		s.Running = len(n.jobs)
 	}
-	return out
+	return load(s)
 }
 
-// choose runs selectNode with the Dispatcher's random source.
-func (d *Dispatcher) choose(fleet []NodeSnapshot, spec JobSpec, skip, tried map[string]bool, turnNode string) (affinity.Decision, bool) {
+// choose runs selectFrom over the index, with the Dispatcher's random
+// source, and returns the candidates it chose from.
+func (d *Dispatcher) choose(spec JobSpec, skip, tried map[string]bool, turnNode string) (affinity.Decision, []string, bool) {
+	d.mu.Lock()
+	cands := d.candidates(spec)
+	d.mu.Unlock()
 	d.rndMu.Lock()
 	defer d.rndMu.Unlock()
-	return selectNode(fleet, spec, skip, tried, turnNode, d.dc.Selection, d.rnd)
+	dec, ok := selectFrom(cands, spec, skip, tried, turnNode, d.dc.Selection, d.nodeLoad, d.rnd)
+	return dec, cands, ok
 }
 
-func capacityOf(fleet []NodeSnapshot, nodeID string, def int) int {
-	for _, n := range fleet {
-		if n.NodeID == nodeID && n.MaxConcurrency > 0 {
-			return n.MaxConcurrency
-		}
+// capacity is node id's capacity as the fleet view has it, or def.
+func (d *Dispatcher) capacity(id string, def int) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if n, ok := d.fleet[id]; ok && n.MaxConcurrency > 0 {
+		return n.MaxConcurrency
 	}
 	return def
+}
+
+// inSorted reports whether id is in the sorted list ids.
+func inSorted(ids []string, id string) bool {
+	_, found := slices.BinarySearch(ids, id)
+	return found
 }

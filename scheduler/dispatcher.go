@@ -180,7 +180,7 @@ type Dispatcher struct {
 	nodes    map[string]*localNode
 	sessions map[string]*localSession
 	fleet    map[string]NodeSnapshot
-	index    fleetIndex // the candidates of selection (selection.go)
+	index    fleetIndex                // the candidates of selection (selection.go)
 	alive    map[string]time.Time      // instances found alive, and when
 	pending  map[pendingKey]pendingReq // requests waiting for their answer
 	stopped  bool

@@ -53,20 +53,30 @@ func BenchmarkAdd(b *testing.B) {
 // memory per job (runtime.MemStats before and after, after a GC, with the
 // runner alive): store=null, a store that keeps nothing (the baseline: the
 // runner's own cost); store=nil, the runner without a store, the in-memory
-// choice; store=mem, over a MemStore, which keeps a second copy of each
-// job. The ratios are against store=null in the same op; the goal for
+// choice; store=mem, over a MemStore, which keeps a second record of each
+// job, and the newest [DefaultAuditKeep] audit entries (one per add);
+// store=mem-audit1, over a MemStore with an audit log that keeps one
+// entry ([Config.AuditLog]): the cost of the MemStore's records. The ratios are against store=null in the same op; the goal for
 // store=nil is at most 1.15 times the bytes and 1.2 times the time, and
 // under 250 bytes a job. Each op takes several seconds: run it with
 // -benchtime=1x.
-func BenchmarkAdd1M(b *testing.B) {
-	const n = 1_000_000
+func BenchmarkAdd1M(b *testing.B) { benchAddMany(b, 1_000_000) }
+
+// BenchmarkAdd100k is BenchmarkAdd1M at 100,000 jobs, the size at which
+// a runner over a MemStore must cost at most 250 bytes a job.
+func BenchmarkAdd100k(b *testing.B) { benchAddMany(b, 100_000) }
+
+// benchAddMany is BenchmarkAdd1M with n jobs.
+func benchAddMany(b *testing.B, n int) {
 	cases := []struct {
 		name string
 		open func() Store
+		log  bool // a log of one audit entry
 	}{
-		{"null", func() Store { return nullStore{} }},
-		{"nil", func() Store { return nil }},
-		{"mem", func() Store { return NewMemStore() }},
+		{"null", func() Store { return nullStore{} }, false},
+		{"nil", func() Store { return nil }, false},
+		{"mem", func() Store { return NewMemStore() }, false},
+		{"mem-audit1", func() Store { return NewMemStore() }, true},
 	}
 	ctx := context.Background()
 	j := sharedJob()
@@ -89,7 +99,11 @@ func BenchmarkAdd1M(b *testing.B) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			st := tc.open()
-			r, err := New(st, noopExec, Config{})
+			var cfg Config
+			if tc.log {
+				cfg.AuditLog = &AuditBuffer{Keep: 1}
+			}
+			r, err := New(st, noopExec, cfg)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -102,7 +116,7 @@ func BenchmarkAdd1M(b *testing.B) {
 			secs[i] += time.Since(began).Seconds()
 			runtime.GC()
 			runtime.ReadMemStats(&after)
-			perJob[i] += float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+			perJob[i] += float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
 			runtime.KeepAlive(r)
 			runtime.KeepAlive(st)
 		}
@@ -112,7 +126,7 @@ func BenchmarkAdd1M(b *testing.B) {
 		perJob[i] /= float64(ops)
 	}
 	for i, tc := range cases {
-		b.ReportMetric(secs[i], "s/1M-adds-"+tc.name)
+		b.ReportMetric(secs[i], "s/"+count(n)+"-adds-"+tc.name)
 		b.ReportMetric(perJob[i], "bytes/job-"+tc.name)
 		if i > 0 {
 			b.ReportMetric(perJob[i]/perJob[0], "bytes-ratio-"+tc.name+"/null")

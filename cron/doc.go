@@ -321,8 +321,8 @@
 // calls the slots it has taken before Run returns, and so does a runner
 // that drops a job (its partition moved to another runner): every slot
 // claimed is called or recorded by its claimer. The recorder writes the
-// bookkeeping and runs in one call per kind, every [BatchEvery] (over
-// any store), and writes each job's bookkeeping with the version of the job it was
+// bookkeeping and runs in one call per kind, every [BatchEvery], and
+// writes each job's bookkeeping with the version of the job it was
 // computed from, which the store checks, so that an acknowledged write
 // of a job is never overwritten by the bookkeeping of an earlier run.
 // Over such a store the database costs a firing no round trip, and fewer

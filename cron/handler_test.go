@@ -226,7 +226,6 @@ func TestUnhandledType(t *testing.T) {
 		if _, err := r.RunNow(ctx, "orphan", RunOptions{Force: true}); err != nil {
 			t.Fatalf("RunNow: %v", err)
 		}
-		time.Sleep(BatchEvery) // the recorder's next pass
 		synctest.Wait()
 		runs, _ := st.Runs(ctx, "orphan", 0)
 		if len(runs) != 1 || runs[0].Status != StatusFailed || !strings.Contains(runs[0].Error, `no handler for type "gone"`) {

@@ -156,16 +156,19 @@ type Runner struct {
 	// when it is a SharedStore, or the solo view of any other store (or of
 	// none: solo.go). alone is true for the solo view: the store has no
 	// other member, so slots are neither claimed ahead nor held.
-	sh      SharedStore
-	alone   bool
-	fly     RunCounter // the store's count of runs in flight; nil when it has none
-	authz   Authorizer // who may make which change (manage.go)
-	idem    IdempotencyStore
-	idemT   idemTimes // tests shorten the waits of idempotent run-nows
-	auditor auditor
-	exec    Executor // runs the HTTP jobs
-	cfg     Config
-	log     *slog.Logger
+	sh    SharedStore
+	alone bool
+	// batchEvery is the least time between two passes of the recorder:
+	// BatchEvery over a shared store, 0 alone.
+	batchEvery time.Duration
+	fly        RunCounter // the store's count of runs in flight; nil when it has none
+	authz      Authorizer // who may make which change (manage.go)
+	idem       IdempotencyStore
+	idemT      idemTimes // tests shorten the waits of idempotent run-nows
+	auditor    auditor
+	exec       Executor // runs the HTTP jobs
+	cfg        Config
+	log        *slog.Logger
 
 	hmu      sync.RWMutex
 	handlers map[string]Handler // the Go function jobs' handlers, by type
@@ -301,6 +304,8 @@ func New(store Store, exec Executor, cfg Config) (*Runner, error) {
 	if r.sh == nil {
 		runs, _ := store.(RunStore)
 		r.sh, r.alone = solo{st: store, runs: runs, r: r}, true
+	} else {
+		r.batchEvery = BatchEvery
 	}
 	r.authz = cfg.Authorizer
 	if r.authz == nil {

@@ -56,10 +56,12 @@ func (r *Runner) wakeRecorder() {
 // is left. Being the only writer of bookkeeping, and reading it when it
 // writes, it never puts an older state after a newer one.
 //
-// A pass starts at most every [BatchEvery], so that it writes in one
-// call what ended in that time ([SharedStore.RecordBatch] and
-// AppendRuns), and the bookkeeping carries the version of the job it
-// was computed from.
+// Over a store of several members, a pass starts at most every
+// [BatchEvery], so that it writes in one call what ended in that time
+// ([SharedStore.RecordBatch] and AppendRuns); alone on its store, the
+// runner writes at once (a store such as store/jsonstore groups the
+// writes itself). The bookkeeping carries the version of the job it was
+// computed from.
 func (r *Runner) recorder(ctx context.Context, stop <-chan struct{}) {
 	var w recorderBufs
 	var last time.Time
@@ -70,7 +72,7 @@ func (r *Runner) recorder(ctx context.Context, stop <-chan struct{}) {
 			r.flushDirty(ctx, &w)
 			return
 		}
-		if wait := BatchEvery - time.Since(last); wait > 0 {
+		if wait := r.batchEvery - time.Since(last); wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:

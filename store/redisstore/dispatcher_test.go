@@ -38,8 +38,8 @@ func TestDispatcherSurvivesRedisRestart(t *testing.T) {
 	// The jobs in flight at the restart vanish with Redis and are
 	// answered job_failed once RequestTimeout passes: short, but with
 	// room for the loops' back-off after the outage on a loaded machine
-	// (4s failed the first request after the restart about once in 40
-	// runs beside the whole suite on 2 cores).
+	// (at 4s, the first request after the restart once timed out in a
+	// run of the whole suite on 2 cores with other work beside it).
 	short := func(c *scheduler.Config) { c.Dispatch.RequestTimeout = 8 * time.Second }
 	a := p.Start("inst-a", false, short)
 	b := p.Start("inst-b", false, short)

@@ -54,10 +54,7 @@ func (s solo) Save(ctx context.Context, j Job) error {
 
 // Delete deletes a job the runner holds; any other id is unknown.
 func (s solo) Delete(ctx context.Context, id string) error {
-	s.r.mu.Lock()
-	_, _, held := s.r.lookup(id)
-	s.r.mu.Unlock()
-	if !held {
+	if !s.held(id) {
 		return ErrNotFound
 	}
 	if s.st == nil {
@@ -81,6 +78,14 @@ func (s solo) Flush(ctx context.Context) error {
 }
 
 func (s solo) Owns(string) bool { return true }
+
+// held reports whether the runner holds job id: whether it exists.
+func (s solo) held(id string) bool {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	_, _, ok := s.r.lookup(id)
+	return ok
+}
 
 // Read is the job as the runner holds it.
 func (s solo) Read(ctx context.Context, id string) (Job, int64, error) {
@@ -172,8 +177,8 @@ func (s solo) Runs(ctx context.Context, id string, limit int) ([]Run, error) {
 		return e.runs(limit), nil
 	}
 	if s.runs == nil {
-		if _, _, err := s.Read(ctx, id); err != nil {
-			return nil, err
+		if !s.held(id) {
+			return nil, ErrNotFound
 		}
 		return nil, ErrUnsupported
 	}
@@ -200,18 +205,17 @@ func (s solo) QueryRuns(ctx context.Context, q RunQuery) ([]Run, RunCursor, erro
 
 func (s solo) RunByID(ctx context.Context, runID string) (Run, error) {
 	if s.st == nil {
-		var found *Run
+		var found Run
 		s.r.eachRun(nil, func(h *Run) bool {
 			if h.ID == runID {
-				found = new(Run)
-				*found = *h
+				found = *h
 			}
-			return found == nil
+			return found.ID == ""
 		})
-		if found == nil {
+		if found.ID == "" {
 			return Run{}, ErrNotFound
 		}
-		return *found, nil
+		return found, nil
 	}
 	if s.runs == nil {
 		return Run{}, ErrUnsupported

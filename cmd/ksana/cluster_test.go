@@ -105,7 +105,7 @@ var built struct {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	parallelByDefault(1)
+	parallelByDefault(2)
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
@@ -116,10 +116,9 @@ func TestMain(m *testing.M) {
 // parallelByDefault sets -parallel to n unless it was given. The process
 // tests spend most of their time waiting (for a slot, a lease, a callback
 // that answers in 6s, a process to start), not running on the CPU, and
-// may run side by side (-parallel 4 halves the package's time). By
-// default they run one at a time: on a 2-core machine, the load of four
-// at once made the timing tests of other packages running beside them
-// (leases, placement) miss their bounds.
+// may run side by side. By default two run at once: with four, on a
+// 2-core machine, the timing tests of other packages running beside them
+// (leases, placement) missed their bounds.
 func parallelByDefault(n int) {
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })

@@ -55,7 +55,7 @@ import (
 // and the firing lag (the arrival of a call less its scheduled time), p50,
 // p99 and max, of the loaded and of the quiet phase.
 //
-// Each phase lasts 20s by default; -ksana.load sets it, and -ksana.loadttl
+// Each phase lasts 10s by default (five of the short TTL); -ksana.load sets it, and -ksana.loadttl
 // runs one TTL instead of loadTTLs (any value KSANA_LEASE_TTL accepts). It needs
 // KSANA_TEST_POSTGRES_URL (test.sh sets it) and keeps both cores busy:
 // test.sh runs it alone, after everything else. The flags go after the
@@ -91,7 +91,7 @@ func TestSharedLoad(t *testing.T) {
 var loadTTLs = []time.Duration{sqlstore.MinLeaseTTL, sqlstore.DefaultLeaseTTL}
 
 var (
-	loadPhase   = flag.Duration("ksana.load", 20*time.Second, "how long each phase of TestSharedLoad (loaded, quiet) lasts")
+	loadPhase   = flag.Duration("ksana.load", 10*time.Second, "how long each phase of TestSharedLoad (loaded, quiet) lasts")
 	loadTTLFlag = flag.Duration("ksana.loadttl", 0, "the one lease TTL TestSharedLoad runs at (0: each of loadTTLs)")
 )
 

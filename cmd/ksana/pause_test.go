@@ -177,7 +177,12 @@ func TestPauseShared(t *testing.T) {
 		jsonOut(t, bin, onB, &ls, "jobs", "ls", "-enabled", "true", "-o", "json")
 		return len(ls) == jobs
 	})
+	// A member logs a resume after it wrote it, so the last lines may reach
+	// the logs a moment after the store shows every job resumed.
 	resumedBy := func(m *member) int { return strings.Count(m.logs.String(), "job resumed: its pause ended") }
+	for deadline := time.Now().Add(5 * time.Second); resumedBy(a)+resumedBy(b) < jobs && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if ra, rb := resumedBy(a), resumedBy(b); rb == 0 || ra+rb != jobs {
 		t.Errorf("timed resumes: %d by a, %d by b; want all %d, some by b (the holder)", ra, rb, jobs)
 	}

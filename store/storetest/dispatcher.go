@@ -83,6 +83,7 @@ var dispatchCases = []struct {
 	{"RestartWithSameID", testDispatchRestartSameID},
 	{"NodesGoingAwaySpendNoAttempts", testDispatchNodesGoingAway},
 	{"QueueTimeoutSpansRequeues", testDispatchQueueTimeoutSpansRequeues},
+	{"Overload", testDispatchOverload},
 	{"Soak", testDispatchSoak},
 }
 

@@ -381,6 +381,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.releaseOver(sctx)
 	d.storeProgress(sctx)
 	d.storeProgress(sctx)
+	d.handOver(sctx)
 	for _, id := range nodes {
 		d.st.Snapshots.Offline(sctx, id, d.id)
 	}

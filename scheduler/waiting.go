@@ -17,7 +17,7 @@ import (
 // per waiting job. A job waiting longer than QueueTimeout fails with
 // no_node. Its deadline in the DueIndex is the end of its wait plus
 // SweepInterval, so that if this instance stops, another one's sweeper
-// dispatches or fails it.
+// dispatches or fails it (a clean stop hands them over at once).
 
 // waitingJob is a job in a queue: its record and book as they were when
 // it began to wait. A step refused on that record means the job moved on.
@@ -29,7 +29,7 @@ type waitingJob struct {
 // waitQueue is one pool's queue on this instance. Guarded by Dispatcher.mu.
 type waitQueue struct {
 	jobs   []waitingJob   // oldest first
-	models map[string]int // jobs of jobs per model
+	models map[string]int // number of jobs per model
 	// admitting counts the requests admitted to the pool and still
 	// being submitted: they are counted against QueueLimit until they
 	// are placed or queued.
@@ -144,6 +144,24 @@ func (d *Dispatcher) unqueue(ids map[string]bool) {
 		clear(q.jobs[len(kept):])
 		q.jobs = kept
 		d.dropIdle(pool)
+	}
+}
+
+// handOver makes the jobs waiting here due now, as Run ends, so that
+// the sweepers of the other instances carry them on at once rather than
+// at the end of their wait.
+func (d *Dispatcher) handOver(ctx context.Context) {
+	d.mu.Lock()
+	ids := make([]string, 0, len(d.queued))
+	for id := range d.queued {
+		ids = append(ids, id)
+	}
+	d.mu.Unlock()
+	now := time.Now()
+	for _, id := range ids {
+		if err := d.st.Due.Set(ctx, id, now); err != nil {
+			return // their deadlines stand: the end of their wait
+		}
 	}
 }
 

@@ -361,7 +361,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	// A job that ends here is released at once (its slot freed), without
 	// a sweep's reads of the deadline index, which the interval paces.
 	g.Go(func() error { d.loop(gctx, d.dc.SweepInterval, d.ended, d.releaseOver); return nil })
-	g.Go(func() error { d.loop(gctx, d.dc.RetryInterval, d.slots, d.runQueues); return nil })
+	g.Go(func() error { d.queueLoop(gctx); return nil })
 	g.Go(func() error { d.loop(gctx, d.dc.Lease/3, nil, d.renewLeases); return nil })
 	g.Go(func() error { d.loop(gctx, d.progressTick(), nil, d.storeProgress); return nil })
 	g.Go(func() error { d.loop(gctx, d.cfg.OwnerTTL/3, nil, d.adoptDead); return nil })

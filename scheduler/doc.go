@@ -191,7 +191,12 @@
 // or has more room, and every [DispatchConfig].RetryInterval otherwise
 // (slots freed on other instances). A round tries each (pool, model) in
 // its queue's order until its first miss, so a full pool costs one
-// selection per round, not one per waiting job, and a new job of a
+// selection per round, not one per waiting job. A woken round tries only
+// the nodes this instance does not believe full (from the jobs it sent
+// to its own nodes, and the running counts the other instances publish),
+// so its miss tries no reservation; the round of every RetryInterval
+// tries every eligible node, so a belief gone stale delays a job by at
+// most RetryInterval. A new job of a
 // (pool, model) that has jobs waiting here queues behind them without a
 // selection of its own.
 //

@@ -149,7 +149,7 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 	var node string
 	if !behind {
 		var err error
-		if node, err = d.place(ctx, jobID, spec, nil, reserve); err != nil {
+		if node, err = d.place(ctx, jobID, spec, nil, reserve, false); err != nil {
 			d.log.Warn("scheduler: place job", "job_id", jobID, "err", err)
 			node = "" // opened to wait
 		}
@@ -270,7 +270,7 @@ func (d *Dispatcher) reserveTTL() time.Duration {
 // in its pool's queue here, or fails with no_node once it waited
 // QueueTimeout.
 func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntry) error {
-	done, err := d.tryDispatch(ctx, rec, entry)
+	done, err := d.tryDispatch(ctx, rec, entry, false)
 	switch {
 	case err != nil || done:
 		return err
@@ -284,8 +284,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntr
 // tryDispatch sends a job in CREATED to a node: select, reserve, record
 // the dispatch, write or clear the turn's affinity, send job_assign. done
 // is false when no node could take the job; true when it went to a node,
-// or another instance had moved it first.
-func (d *Dispatcher) tryDispatch(ctx context.Context, rec JobRecord, entry BookEntry) (done bool, err error) {
+// or another instance had moved it first. skipFull leaves out the nodes
+// this instance believes full (see place).
+func (d *Dispatcher) tryDispatch(ctx context.Context, rec JobRecord, entry BookEntry, skipFull bool) (done bool, err error) {
 	spec := entry.Spec
 	unlock := d.lockTurn(spec.TurnID)
 	locked := true
@@ -294,7 +295,7 @@ func (d *Dispatcher) tryDispatch(ctx context.Context, rec JobRecord, entry BookE
 			unlock()
 		}
 	}()
-	node, err := d.place(ctx, rec.ID, spec, entry.Tried, d.st.Reservations.Reserve)
+	node, err := d.place(ctx, rec.ID, spec, entry.Tried, d.st.Reservations.Reserve, skipFull)
 	if err != nil || node == "" {
 		return false, err
 	}
@@ -322,10 +323,16 @@ func (d *Dispatcher) tryDispatch(ctx context.Context, rec JobRecord, entry BookE
 // returns the node, or "" when no node can take the job now. Nodes
 // refused in this round (storm-marked, full) stay out; the nodes of
 // earlier attempts (tried) are passed over while another node can take
-// the job, and tried again when none can. The caller holds the turn's
-// lock.
-func (d *Dispatcher) place(ctx context.Context, jobID string, spec JobSpec, triedNodes []string, reserve func(ctx context.Context, nodeID, jobID string, capacity int, ttl time.Duration) error) (string, error) {
+// the job, and tried again when none can. With skipFull, the nodes this
+// instance believes full (their jobs as this instance last knew them, at
+// their capacity) are left out from the start: no reservation is tried
+// on them, so a belief gone stale costs a job a wait, never a slot. The
+// caller holds the turn's lock.
+func (d *Dispatcher) place(ctx context.Context, jobID string, spec JobSpec, triedNodes []string, reserve func(ctx context.Context, nodeID, jobID string, capacity int, ttl time.Duration) error, skipFull bool) (string, error) {
 	skip := map[string]bool{}
+	if skipFull {
+		d.believedFull(spec, skip)
+	}
 	tried := map[string]bool{}
 	for _, n := range triedNodes {
 		tried[n] = true
@@ -559,9 +566,11 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 		}
 		// The step's time in the record is the lease's start: a sweeper
 		// that claims the job at its ack deadline finds the lease there
-		// (see settleRecord); from here on this instance renews it.
+		// (see settleRecord); from here on this instance renews it. An
+		// ack that comes after the job's result (a replay, the job over)
+		// tracks nothing: the node's count of jobs stays what it runs.
 		d.mu.Lock()
-		if n := d.nodes[nodeID]; n != nil {
+		if n := d.nodes[nodeID]; n != nil && tr.Job.State.Active() {
 			j := n.jobs[m.JobID]
 			if j == nil || j.attempt != m.Attempt {
 				j = &localJob{attempt: m.Attempt, assigned: tr.Job.DispatchedAt}

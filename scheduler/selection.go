@@ -167,6 +167,23 @@ func (d *Dispatcher) nodeLoad(id string) float64 {
 	return load(s)
 }
 
+// believedFull adds to skip the candidates of spec that this instance
+// believes full: those attached here with as many jobs as their capacity,
+// and the others whose last published snapshot said so.
+func (d *Dispatcher) believedFull(spec JobSpec, skip map[string]bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range d.candidates(spec) {
+		s := d.fleet[id]
+		if n := d.nodes[id]; n != nil {
+			s.Running = len(n.jobs)
+		}
+		if s.Running >= max(s.MaxConcurrency, 1) {
+			skip[id] = true
+		}
+	}
+}
+
 // choose runs selectFrom over the index, with the Dispatcher's random
 // source, and returns the candidates it chose from.
 func (d *Dispatcher) choose(spec JobSpec, skip, tried map[string]bool, turnNode string) (affinity.Decision, []string, bool) {

@@ -174,13 +174,33 @@ func (d *Dispatcher) wakeQueues() {
 	}
 }
 
+// queueLoop runs the queues every RetryInterval, and when woken.
+func (d *Dispatcher) queueLoop(ctx context.Context) {
+	t := time.NewTicker(max(d.dc.RetryInterval, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d.runQueues(ctx, false)
+		case <-d.slots:
+			d.runQueues(ctx, true)
+		}
+	}
+}
+
 // runQueues fails the jobs that waited QueueTimeout with no_node and
 // tries to place the others, oldest first in each pool. A (pool, model)
 // is tried until its first miss; the jobs it places in a row are tried
 // in growing batches (1, 2, 4, up to sweepSettlers at once), so that a
 // round that frees many slots fills them quickly and a full pool costs
-// one selection.
-func (d *Dispatcher) runQueues(ctx context.Context) {
+// one selection. A round that was woken (a slot freed, a node came)
+// tries only the nodes this instance does not believe full, so its miss
+// costs no reservation; the round of every RetryInterval tries every
+// eligible node, so that a belief gone stale delays a job by at most
+// RetryInterval.
+func (d *Dispatcher) runQueues(ctx context.Context, woken bool) {
 	now := time.Now()
 	var expired, todo []waitingJob
 	d.mu.Lock()
@@ -230,7 +250,7 @@ func (d *Dispatcher) runQueues(ctx context.Context) {
 			}
 			n++
 			g.Go(func() {
-				placed, err := d.tryDispatch(ctx, w.rec, w.entry)
+				placed, err := d.tryDispatch(ctx, w.rec, w.entry, woken)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {

@@ -136,7 +136,7 @@ type DispatchConfig struct {
 	Lease time.Duration
 	// QueueTimeout: how long a job may wait for an eligible node (online,
 	// in its pool, with its model and a free slot) before it fails with
-	// "no_node". Default 10s.
+	// "no_node", within RetryInterval after it. Default 10s.
 	QueueTimeout time.Duration
 	// QueueLimit bounds the jobs of one pool that wait on this instance
 	// for a node (a free slot on an eligible node). A request that arrives

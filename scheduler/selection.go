@@ -19,7 +19,10 @@ import (
 // list and to read the load of the two nodes of [SelectTwoChoices]: its
 // cost does not grow with the fleet, nor with the pool, while no node is
 // to be left out; a retry that leaves nodes out (refused in this round,
-// or tried in earlier attempts) filters the pool's list once.
+// or tried in earlier attempts) filters the pool's list once. The woken
+// rounds of the queues of waiting jobs leave out the nodes believed full
+// (believedFull): one pass over the pool's list under the lock, which
+// spares a reservation tried on each of them.
 
 // poolModel is the key of a list of candidates.
 type poolModel struct{ pool, model string }

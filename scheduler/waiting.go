@@ -297,7 +297,7 @@ func (d *Dispatcher) refuse(ctx context.Context, sessionID, jobID string, req Re
 	d.mu.Unlock()
 	m := Envelope{
 		Type: TypeJobFailed, JobID: jobID, SessionID: sessionID, RequestID: req.RequestID, TurnID: req.TurnID,
-		Error: fmt.Sprintf("%s: %d jobs of pool %q wait for a node on this instance, the most it queues", FailQueueFull, depth, req.Pool),
+		Error: fmt.Sprintf("%s: the queue of pool %q on this instance is full (%d jobs waiting for a node)", FailQueueFull, req.Pool, depth),
 	}
 	if d.hooks.Shed != nil {
 		d.hooks.Shed(req.Pool, FailQueueFull)

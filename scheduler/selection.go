@@ -181,7 +181,11 @@ func (d *Dispatcher) believedFull(spec JobSpec, skip map[string]bool) {
 		if n := d.nodes[id]; n != nil {
 			s.Running = len(n.jobs)
 		}
-		if s.Running >= max(s.MaxConcurrency, 1) {
+		limit := s.MaxConcurrency
+		if limit <= 0 {
+			limit = d.dc.DefaultCapacity // as capacity reads it
+		}
+		if s.Running >= limit {
 			skip[id] = true
 		}
 	}

@@ -176,8 +176,9 @@
 // its capacity, or none is eligible) waits on the instance that tried to
 // place it, in a queue per pool ([Request].Pool; the jobs without a pool
 // share one), oldest first. What is bounded is that queue, per pool and
-// per instance: [DispatchConfig].QueueLimit jobs (default 1000), counting
-// the requests being submitted to the pool. A new request that arrives
+// per instance: [DispatchConfig].QueueLimit jobs (default 1000; requests
+// that miss a node at the same instant may pass it by their number). A
+// new request that arrives
 // while its pool's queue on its instance is full is refused: the session
 // gets job_failed with the error "queue_full: ..." ([FailQueueFull])
 // before [Dispatcher.Submit] returns, nothing is stored, and the same

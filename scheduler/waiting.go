@@ -30,10 +30,10 @@ type waitingJob struct {
 type waitQueue struct {
 	jobs   []waitingJob   // oldest first
 	models map[string]int // number of jobs per model
-	// admitting counts the requests admitted to the pool and still
-	// being submitted: they are counted against QueueLimit until they
-	// are placed or queued.
-	admitting int
+	// joining counts the requests admitted to queue behind the jobs
+	// waiting (see admit) and not yet queued: they count against
+	// QueueLimit already.
+	joining int
 }
 
 // QueueStat describes the queue of one pool on this instance
@@ -56,30 +56,38 @@ func (d *Dispatcher) queue(pool string) *waitQueue {
 
 // dropIdle forgets pool's queue once nothing is in it. d.mu is held.
 func (d *Dispatcher) dropIdle(pool string) {
-	if q := d.waiting[pool]; q != nil && len(q.jobs) == 0 && q.admitting == 0 {
+	if q := d.waiting[pool]; q != nil && len(q.jobs) == 0 && q.joining == 0 {
 		delete(d.waiting, pool)
 	}
 }
 
-// admit counts a new request against its pool's QueueLimit. ok is false
-// when the pool's queue is full; behind is true when jobs of the same
-// pool and model already wait here, which the new job then queues
-// behind without trying to place itself. When ok, the caller calls done
+// admit checks a new request against its pool's QueueLimit. ok is false
+// when the pool's queue is full. behind is true when jobs of the same
+// pool and model already wait here: the new job queues behind them
+// without trying to place itself, and counts against the bound from now
+// on. A request that tries a selection counts once it found no node, so
+// that requests submitted at the same instant, which nodes with room
+// take, are never refused; the bound may thus be passed by as many
+// requests as miss a node at the same instant. The caller calls done
 // once the job is placed or queued (done may be called more than once).
 func (d *Dispatcher) admit(pool, model string) (ok, behind bool, done func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	q := d.queue(pool)
-	if len(q.jobs)+q.admitting >= d.dc.QueueLimit {
+	if len(q.jobs)+q.joining >= d.dc.QueueLimit {
 		d.dropIdle(pool)
 		return false, false, nil
 	}
-	q.admitting++
+	if q.models[model] == 0 {
+		d.dropIdle(pool)
+		return true, false, func() {}
+	}
+	q.joining++
 	var once sync.Once
-	return true, q.models[model] > 0, func() {
+	return true, true, func() {
 		once.Do(func() {
 			d.mu.Lock()
-			q.admitting--
+			q.joining--
 			d.dropIdle(pool)
 			d.mu.Unlock()
 		})

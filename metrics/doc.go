@@ -52,6 +52,9 @@
 //	scheduler_phase2_job_state_total{state}       counter: jobs moved into each state here
 //	scheduler_phase2_failover_total{reason}       counter: attempts taken off their node
 //	scheduler_phase2_connected_nodes, _sessions   gauges: connections to this instance
+//	scheduler_phase2_queue_depth{pool}            gauge: jobs waiting here for a node ([Scheduler.ReadQueues])
+//	scheduler_phase2_queue_oldest_seconds{pool}   gauge: how long the oldest of them has waited
+//	scheduler_phase2_shed_total{reason}           counter: jobs refused (queue_full) or failed (no_node) for want of a node
 //
 // and more; [Scheduler] lists them all.
 //

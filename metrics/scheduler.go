@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/ksana-dev/ksana/fsm"
@@ -22,11 +23,17 @@ import (
 //	scheduler_phase2_answered_total{type}          counter: answers handed to sessions here (job_result, job_failed)
 //	scheduler_phase2_storm_total{action}           counter: model_not_available decisions (marked, debounced, rate_limited)
 //	scheduler_phase2_adopted_total                 counter: dead instances' inboxes drained here
+//	scheduler_phase2_shed_total{reason}            counter: jobs refused or failed for want of a node (queue_full, no_node)
 //	scheduler_phase2_connected_nodes               gauge: nodes connected to this instance
 //	scheduler_phase2_connected_sessions            gauge: sessions connected to this instance
+//	scheduler_phase2_queue_depth{pool}             gauge: jobs waiting on this instance for a node, per pool
+//	scheduler_phase2_queue_oldest_seconds{pool}    gauge: how long the oldest of them has waited, per pool
 //
 // The two connection gauges are read when scraped, from the function given
-// to [NewScheduler]. A Scheduler is safe for concurrent use.
+// to [NewScheduler]; the two queue gauges likewise, from the function
+// given to [Scheduler.ReadQueues], and only for the pools that have jobs
+// waiting (a pool whose queue empties has no series until jobs wait
+// again). A Scheduler is safe for concurrent use.
 type Scheduler struct {
 	redisOps      *prometheus.CounterVec
 	inboxPending  prometheus.Gauge
@@ -39,8 +46,10 @@ type Scheduler struct {
 	answered      *prometheus.CounterVec
 	storm         *prometheus.CounterVec
 	adopted       prometheus.Counter
+	shed          *prometheus.CounterVec
 	nodes         prometheus.Collector
 	sessions      prometheus.Collector
+	queues        *queueCollector
 }
 
 var _ prometheus.Collector = (*Scheduler)(nil)
@@ -96,6 +105,11 @@ func NewScheduler(connected func() (nodes, sessions int)) *Scheduler {
 			Name: "scheduler_phase2_adopted_total",
 			Help: "Inboxes of dead instances drained by this instance.",
 		}),
+		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scheduler_phase2_shed_total",
+			Help: "Jobs refused or failed for want of a node, by reason (queue_full: refused on arrival; no_node: waited the queue timeout).",
+		}, []string{"reason"}),
+		queues: newQueueCollector(),
 	}
 	if connected != nil {
 		m.nodes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -113,7 +127,7 @@ func NewScheduler(connected func() (nodes, sessions int)) *Scheduler {
 func (m *Scheduler) collectors() []prometheus.Collector {
 	cs := []prometheus.Collector{
 		m.redisOps, m.inboxPending, m.dlqMoved, m.lost, m.jobState, m.failover, m.rejected,
-		m.selectionMiss, m.answered, m.storm, m.adopted,
+		m.selectionMiss, m.answered, m.storm, m.adopted, m.shed, m.queues,
 	}
 	if m.nodes != nil {
 		cs = append(cs, m.nodes, m.sessions)
@@ -151,6 +165,50 @@ func (m *Scheduler) Hooks() scheduler.Hooks {
 		Answered:      func(t scheduler.MessageType) { m.answered.WithLabelValues(string(t)).Inc() },
 		Storm:         func(_, _ string, d scheduler.StormDecision) { m.storm.WithLabelValues(string(d.Action)).Inc() },
 		Adopted:       func(string) { m.adopted.Inc() },
+		Shed:          func(_, reason string) { m.shed.WithLabelValues(reason).Inc() },
+	}
+}
+
+// ReadQueues sets the function the queue gauges read at each scrape: the
+// queues of jobs waiting on the instance for a node, such as
+// [scheduler.Dispatcher.Queues]. It must be safe for concurrent use.
+// Until it is set (or with nil) the queue gauges have no series.
+func (m *Scheduler) ReadQueues(f func() []scheduler.QueueStat) {
+	m.queues.read.Store(&f)
+}
+
+// queueCollector reports the queue gauges from a snapshot taken at each
+// scrape.
+type queueCollector struct {
+	depth, oldest *prometheus.Desc
+	read          atomic.Pointer[func() []scheduler.QueueStat]
+	now           func() time.Time
+}
+
+func newQueueCollector() *queueCollector {
+	return &queueCollector{
+		depth: prometheus.NewDesc("scheduler_phase2_queue_depth",
+			"Jobs waiting on this instance for a node (a free slot on an eligible node), per pool.", []string{"pool"}, nil),
+		oldest: prometheus.NewDesc("scheduler_phase2_queue_oldest_seconds",
+			"How long the oldest job waiting on this instance for a node has waited, per pool.", []string{"pool"}, nil),
+		now: time.Now,
+	}
+}
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.depth
+	ch <- c.oldest
+}
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	f := c.read.Load()
+	if f == nil || *f == nil {
+		return
+	}
+	now := c.now()
+	for _, q := range (*f)() {
+		ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(q.Depth), q.Pool)
+		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, max(now.Sub(q.Oldest).Seconds(), 0), q.Pool)
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/ksana-dev/ksana/fsm"
@@ -76,6 +78,9 @@ func TestSchedulerMetrics(t *testing.T) {
 	h.Answered(scheduler.TypeJobResult)
 	h.Storm("n1", "m", scheduler.StormDecision{Action: scheduler.StormMarked})
 	h.Adopted("dead")
+	h.Shed("zh-en", scheduler.FailQueueFull)
+	h.Shed("zh-en", scheduler.FailQueueFull)
+	h.Shed("en-de", scheduler.FailNoNode)
 
 	got := gather(t, reg)
 	want := map[string]family{
@@ -90,6 +95,7 @@ func TestSchedulerMetrics(t *testing.T) {
 		"scheduler_phase2_answered_total":       {"COUNTER", []string{"{type=job_result} 1"}},
 		"scheduler_phase2_storm_total":          {"COUNTER", []string{"{action=marked} 1"}},
 		"scheduler_phase2_adopted_total":        {"COUNTER", []string{"{} 1"}},
+		"scheduler_phase2_shed_total":           {"COUNTER", []string{"{reason=no_node} 1", "{reason=queue_full} 2"}},
 		"scheduler_phase2_connected_nodes":      {"GAUGE", []string{"{} 3"}},
 		"scheduler_phase2_connected_sessions":   {"GAUGE", []string{"{} 5"}},
 	}
@@ -113,5 +119,52 @@ func TestSchedulerWithoutConnected(t *testing.T) {
 		if _, ok := got[name]; !ok {
 			t.Errorf("%s missing before any event", name)
 		}
+	}
+}
+
+// TestSchedulerQueues: the queue gauges report, per pool, the snapshot
+// read at the scrape: its depth and the age of its oldest job; a pool
+// whose queue emptied has no series, and without ReadQueues there are
+// none.
+func TestSchedulerQueues(t *testing.T) {
+	t.Parallel()
+	m := NewScheduler(nil)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	m.queues.now = func() time.Time { return now }
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	names := []string{"scheduler_phase2_queue_depth", "scheduler_phase2_queue_oldest_seconds"}
+	for _, name := range names {
+		if _, ok := gather(t, reg)[name]; ok {
+			t.Errorf("%s gathered before ReadQueues", name)
+		}
+	}
+	var (
+		mu     sync.Mutex
+		queues = []scheduler.QueueStat{
+			{Pool: "en-de", Depth: 1, Oldest: now.Add(-1500 * time.Millisecond)},
+			{Pool: "zh-en", Depth: 40, Oldest: now.Add(-7 * time.Second)},
+		}
+	)
+	m.ReadQueues(func() []scheduler.QueueStat {
+		mu.Lock()
+		defer mu.Unlock()
+		return queues
+	})
+	got := gather(t, reg)
+	want := map[string]family{
+		"scheduler_phase2_queue_depth":          {"GAUGE", []string{"{pool=en-de} 1", "{pool=zh-en} 40"}},
+		"scheduler_phase2_queue_oldest_seconds": {"GAUGE", []string{"{pool=en-de} 1.5", "{pool=zh-en} 7"}},
+	}
+	for _, name := range names {
+		if diff := cmp.Diff(want[name], got[name]); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+	mu.Lock()
+	queues = queues[1:]
+	mu.Unlock()
+	if got, want := gather(t, reg)["scheduler_phase2_queue_depth"].Series, []string{"{pool=zh-en} 40"}; !cmp.Equal(got, want) {
+		t.Errorf("queue_depth after en-de emptied = %v; want %v", got, want)
 	}
 }

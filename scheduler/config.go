@@ -114,6 +114,9 @@ const (
 // MaxCapacity bounds a node's capacity.
 const MaxCapacity = 10000
 
+// MaxQueueLimit bounds [DispatchConfig].QueueLimit.
+const MaxQueueLimit = 1_000_000
+
 // DispatchConfig tunes a [Dispatcher]: its deadlines, its retries and its
 // node selection. A zero field means the default named on it.
 type DispatchConfig struct {
@@ -133,10 +136,20 @@ type DispatchConfig struct {
 	Lease time.Duration
 	// QueueTimeout: how long a job may wait for an eligible node (online,
 	// in its pool, with its model and a free slot) before it fails with
-	// "no_node". Default 10s.
+	// "no_node", within RetryInterval after it. Default 10s.
 	QueueTimeout time.Duration
-	// RetryInterval: how often a waiting job looks for a node again.
-	// Default 200ms.
+	// QueueLimit bounds the jobs of one pool that wait on this instance
+	// for a node (a free slot on an eligible node). A request that arrives
+	// while its pool has QueueLimit jobs waiting here is not queued: its
+	// session gets job_failed with "queue_full" at once, and nothing is
+	// stored, so that the same request id may be sent again later. Jobs
+	// that already wait (a failover, an undeliverable job_assign) join
+	// the queue whatever its length. Default 1000, at most
+	// [MaxQueueLimit].
+	QueueLimit int
+	// RetryInterval: how often the jobs waiting on this instance look for
+	// a node again when nothing woke them sooner (a slot freed here or a
+	// node attached or showed more room). Default 200ms.
 	RetryInterval time.Duration
 	// SweepInterval: how often an instance looks for jobs whose deadline
 	// passed. Default 500ms.
@@ -184,6 +197,7 @@ func (c Config) WithDefaults() Config {
 	def(&d.RunTimeout, 5*time.Minute)
 	def(&d.Lease, 15*time.Second)
 	def(&d.QueueTimeout, 10*time.Second)
+	def(&d.QueueLimit, 1000)
 	def(&d.RetryInterval, 200*time.Millisecond)
 	def(&d.SweepInterval, 500*time.Millisecond)
 	def(&d.MaxAttempts, 3)
@@ -241,6 +255,7 @@ func (c Config) Validate() error {
 		{"Dispatch.RunTimeout", int64(d.RunTimeout)},
 		{"Dispatch.Lease", int64(d.Lease)},
 		{"Dispatch.QueueTimeout", int64(d.QueueTimeout)},
+		{"Dispatch.QueueLimit", int64(d.QueueLimit)},
 		{"Dispatch.RetryInterval", int64(d.RetryInterval)},
 		{"Dispatch.SweepInterval", int64(d.SweepInterval)},
 		{"Dispatch.MaxAttempts", int64(d.MaxAttempts)},
@@ -258,6 +273,9 @@ func (c Config) Validate() error {
 	}
 	if d.MaxAttempts > 100 {
 		return fieldErr("Dispatch.MaxAttempts", "%d is more than 100", d.MaxAttempts)
+	}
+	if d.QueueLimit > MaxQueueLimit {
+		return fieldErr("Dispatch.QueueLimit", "%d is more than %d", d.QueueLimit, MaxQueueLimit)
 	}
 	if d.DefaultCapacity > MaxCapacity {
 		return fieldErr("Dispatch.DefaultCapacity", "%d is more than %d", d.DefaultCapacity, MaxCapacity)

@@ -20,7 +20,7 @@ func TestConfigWithDefaults(t *testing.T) {
 		Storm: scheduler.StormWindows{Debounce: 5 * time.Second, Cooldown: 30 * time.Second, ActionsPerSecond: 20},
 		Dispatch: scheduler.DispatchConfig{
 			AckTimeout: 10 * time.Second, RunTimeout: 5 * time.Minute, Lease: 15 * time.Second,
-			QueueTimeout: 10 * time.Second, RetryInterval: 200 * time.Millisecond, SweepInterval: 500 * time.Millisecond,
+			QueueTimeout: 10 * time.Second, QueueLimit: 1000, RetryInterval: 200 * time.Millisecond, SweepInterval: 500 * time.Millisecond,
 			MaxAttempts: 3, DefaultCapacity: 4, Selection: "random", TurnTTL: 24 * time.Hour, JobTTL: 24 * time.Hour,
 			// queue + 3 × (ack + run) + lease
 			RequestTimeout: 10*time.Second + 3*(10*time.Second+5*time.Minute) + 15*time.Second,
@@ -59,6 +59,10 @@ func TestConfigValidate(t *testing.T) {
 			"scheduler: Config.Dispatch.MaxAttempts: 101 is more than 100"},
 		{"capacity", func(c *scheduler.Config) { c.Dispatch.DefaultCapacity = scheduler.MaxCapacity + 1 },
 			"scheduler: Config.Dispatch.DefaultCapacity: 10001 is more than 10000"},
+		{"queue limit", func(c *scheduler.Config) { c.Dispatch.QueueLimit = scheduler.MaxQueueLimit + 1 },
+			"scheduler: Config.Dispatch.QueueLimit: 1000001 is more than 1000000"},
+		{"negative queue limit", func(c *scheduler.Config) { c.Dispatch.QueueLimit = -1 },
+			"scheduler: Config.Dispatch.QueueLimit: must not be negative"},
 		{"selection", func(c *scheduler.Config) { c.Dispatch.Selection = "best" },
 			`scheduler: Config.Dispatch.Selection: unknown strategy "best" (random|two_choices)`},
 	}

@@ -129,6 +129,7 @@ var (
 // Reasons written in job_failed and job_cancel messages.
 const (
 	FailNoNode      = "no_node"      // no eligible node took the job within Dispatch.QueueTimeout
+	FailQueueFull   = "queue_full"   // the job's pool had Dispatch.QueueLimit jobs waiting on the instance
 	FailAttempts    = "max_attempts" // every attempt timed out or failed over
 	FailTimeout     = "timeout"      // no answer reached the session within Dispatch.RequestTimeout
 	CancelFailover  = "failover"     // the job went to another node
@@ -175,6 +176,7 @@ type Dispatcher struct {
 	deliv *Deliverer
 	kick  chan struct{} // wakes the sweeper: a whole sweep
 	ended chan struct{} // wakes the release of the jobs that ended here
+	slots chan struct{} // wakes the queues of waiting jobs: a slot may be free
 
 	mu       sync.Mutex
 	nodes    map[string]*localNode
@@ -183,6 +185,8 @@ type Dispatcher struct {
 	index    fleetIndex                // the candidates of selection (selection.go)
 	alive    map[string]time.Time      // instances found alive, and when
 	pending  map[pendingKey]pendingReq // requests waiting for their answer
+	waiting  map[string]*waitQueue     // jobs waiting here for a node, by pool (waiting.go)
+	queued   map[string]string         // the pool of each job in waiting
 	stopped  bool
 	// over are the jobs that ended here, answered: the next sweep frees
 	// their slots, releases those FINISHED and takes every one's deadline
@@ -308,9 +312,10 @@ func NewDispatcher(st Stores, cfg Config) (*Dispatcher, error) {
 	}
 	d := &Dispatcher{
 		st: st, cfg: cfg, dc: cfg.Dispatch, id: cfg.InstanceID, log: logger(cfg.Logger), hooks: cfg.Hooks,
-		kick: make(chan struct{}, 1), ended: make(chan struct{}, 1),
+		kick: make(chan struct{}, 1), ended: make(chan struct{}, 1), slots: make(chan struct{}, 1),
 		nodes: map[string]*localNode{}, sessions: map[string]*localSession{}, fleet: map[string]NodeSnapshot{},
 		alive: map[string]time.Time{}, pending: map[pendingKey]pendingReq{},
+		waiting: map[string]*waitQueue{}, queued: map[string]string{},
 		turns: map[string]*turnLock{},
 		rnd:   rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
@@ -338,8 +343,9 @@ func (d *Dispatcher) Config() Config { return d.cfg }
 
 // Run runs the instance's loops until ctx ends: the presence heartbeat,
 // the renewal of owner bindings, the node snapshot sync, the inbox
-// deliverer, the deadline sweeper, the lease renewal, the adoption of dead
-// instances' inboxes and the request timeouts. It returns nil after a
+// deliverer, the deadline sweeper, the queues of jobs waiting for a node,
+// the lease renewal, the adoption of dead instances' inboxes and the
+// request timeouts. It returns nil after a
 // clean stop, or the error that kept it from starting (the first presence
 // announcement failed). Errors of the stores while running are logged and
 // retried, so a Redis restart or failover needs no restart of Run.
@@ -355,6 +361,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	// A job that ends here is released at once (its slot freed), without
 	// a sweep's reads of the deadline index, which the interval paces.
 	g.Go(func() error { d.loop(gctx, d.dc.SweepInterval, d.ended, d.releaseOver); return nil })
+	g.Go(func() error { d.queueLoop(gctx); return nil })
 	g.Go(func() error { d.loop(gctx, d.dc.Lease/3, nil, d.renewLeases); return nil })
 	g.Go(func() error { d.loop(gctx, d.progressTick(), nil, d.storeProgress); return nil })
 	g.Go(func() error { d.loop(gctx, d.cfg.OwnerTTL/3, nil, d.adoptDead); return nil })
@@ -374,6 +381,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.releaseOver(sctx)
 	d.storeProgress(sctx)
 	d.storeProgress(sctx)
+	d.handOver(sctx)
 	for _, id := range nodes {
 		d.st.Snapshots.Offline(sctx, id, d.id)
 	}

@@ -121,7 +121,7 @@
 //     replays the job from its stored state; every step is idempotent (a
 //     replayed result frees the slot again, the outcome is stored once);
 //   - a job no node takes within [DispatchConfig].QueueTimeout fails with
-//     "no_node"; the wait counts from when the attempt began to wait
+//     "no_node" (see Overload); the wait counts from when the attempt began to wait
 //     ([JobRecord].QueuedAt), not from its last return after an
 //     undeliverable job_assign, so a job sent again and again to nodes
 //     going away still ends;
@@ -169,6 +169,52 @@
 // Every request is answered exactly once per session connection. Answers
 // are delivered at least once between instances and deduplicated by the
 // session's instance.
+//
+// # Overload
+//
+// A job that finds no node with a free slot (every eligible node is at
+// its capacity, or none is eligible) waits on the instance that tried to
+// place it, in a queue per pool ([Request].Pool; the jobs without a pool
+// share one), oldest first. What is bounded is that queue, per pool and
+// per instance: [DispatchConfig].QueueLimit jobs (default 1000; requests
+// that miss a node at the same instant may pass it by their number). A
+// new request that arrives
+// while its pool's queue on its instance is full is refused: the session
+// gets job_failed with the error "queue_full: ..." ([FailQueueFull])
+// before [Dispatcher.Submit] returns, nothing is stored, and the same
+// request id may be sent again later. A request whose job exists (a
+// duplicate) is never refused: it adds no job. Jobs that already wait
+// (a failover, an undeliverable job_assign) join the queue whatever its
+// length; they were admitted.
+//
+// The queues are tried again when a slot frees on this instance, when a
+// node attaches here, when the fleet view shows a node that came online
+// or has more room, and every [DispatchConfig].RetryInterval otherwise
+// (slots freed on other instances). A round tries each (pool, model) in
+// its queue's order until its first miss, so a full pool costs one
+// selection per round, not one per waiting job. A woken round tries only
+// the nodes this instance does not believe full (from the jobs it sent
+// to its own nodes, and the running counts the other instances publish),
+// so its miss tries no reservation; the round of every RetryInterval
+// tries every eligible node, so a belief gone stale delays a job by at
+// most RetryInterval. A new job of a
+// (pool, model) that has jobs waiting here queues behind them without a
+// selection of its own.
+//
+// A job that waited [DispatchConfig].QueueTimeout (default 10s) for a
+// free slot fails with job_failed "no_node: ..." ([FailNoNode]), within
+// RetryInterval after the timeout while its instance runs. Its deadline
+// in the [DueIndex] is the end of its wait plus SweepInterval, so that if
+// its instance dies, a sweeper of another instance dispatches or fails
+// it then; an instance whose Run ends makes its waiting jobs due at once,
+// for the others to carry on. When the plane is overloaded a session thus waits for an
+// answer at most: nothing for a refused request (queue_full comes with
+// the return of Submit), QueueTimeout + RetryInterval for a waiting job
+// that gets no node (QueueTimeout + 2 × SweepInterval plus one sweep if
+// its instance died), and, once the job is on a node, what its attempts
+// take (AckTimeout, RunTimeout, MaxAttempts), bounded by RequestTimeout.
+// [Hooks].Shed counts both kinds of shedding; [Dispatcher.Queues] gives
+// the depth and the oldest wait of each pool's queue.
 //
 // # Configuration
 //
@@ -239,7 +285,10 @@
 // [InboxConfig].ScanInterval) and scheduler_phase2_dlq_moved_total
 // ([Hooks].DLQMoved, once per move), and the Dispatcher's jobs by state,
 // failovers, refused node events, selection misses, answers, storm
-// decisions and adopted inboxes; store/redisstore's OpHook gives
+// decisions, adopted inboxes and shed jobs ([Hooks].Shed: queue_full,
+// no_node); [Dispatcher.Queues] is the snapshot behind the queue gauges
+// (scheduler_phase2_queue_depth{pool} and
+// scheduler_phase2_queue_oldest_seconds{pool}); store/redisstore's OpHook gives
 // scheduler_phase2_redis_op_total{op,result}. Package metrics turns them
 // into Prometheus collectors.
 //

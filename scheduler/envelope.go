@@ -63,7 +63,9 @@ type Envelope struct {
 	// Payload is opaque to the dispatcher: the job's input on job_assign,
 	// its output on job_result.
 	Payload []byte `json:"payload,omitempty"`
-	// Error says why, on job_failed and model_not_available.
+	// Error says why, on job_failed and model_not_available. On
+	// job_failed it begins with the reason's code and a colon:
+	// [FailNoNode], [FailQueueFull], [FailAttempts] or [FailTimeout].
 	Error string `json:"error,omitempty"`
 	// Hops counts how often instances passed the message on; an instance
 	// that gets a message it cannot deliver passes it on at most once more,

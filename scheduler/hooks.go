@@ -48,4 +48,9 @@ type Hooks struct {
 	Storm func(nodeID, model string, d StormDecision)
 	// Adopted is called when this instance drained a dead instance's inbox.
 	Adopted func(instanceID string)
+	// Shed is called for each job refused or failed for want of a node:
+	// reason is "queue_full" (refused on arrival, its pool's queue on this
+	// instance being full) or "no_node" (it waited Dispatch.QueueTimeout
+	// without a free slot on an eligible node).
+	Shed func(pool, reason string)
 }

@@ -76,6 +76,12 @@ func CheckRequest(r Request) error {
 // is over, answered at once. Such a duplicate that keeps a turn going
 // returns once the turn has its node (at most Dispatch.QueueTimeout later), so
 // that the session's next request of the turn finds the affinity.
+//
+// A job that no node can take now waits in its pool's queue on this
+// instance (see the package documentation, "Overload"). A new request
+// whose pool has Dispatch.QueueLimit jobs waiting here is refused: the
+// session gets job_failed with [FailQueueFull] before Submit returns,
+// and nothing is stored.
 func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) (string, error) {
 	if err := CheckRequest(req); err != nil {
 		return "", err
@@ -93,6 +99,21 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 	}
 	d.pending[pendingKey{sessionID, jobID}] = pendingReq{req.RequestID, now.Add(d.dc.RequestTimeout)}
 	d.mu.Unlock()
+	admitted, behind, admitDone := d.admit(req.Pool, req.Model)
+	if !admitted {
+		// The pool's queue is full. A request whose job exists (a
+		// duplicate) adds no load and joins its job; a new one is refused.
+		_, err := d.st.Jobs.Job(ctx, jobID)
+		switch {
+		case errors.Is(err, ErrJobNotFound):
+			d.refuse(ctx, sessionID, jobID, req, d.dc.QueueLimit)
+			return jobID, nil
+		case err != nil:
+			return "", d.submitFailed(sessionID, jobID, err)
+		}
+		behind, admitDone = true, func() {}
+	}
+	defer admitDone()
 	spec := JobSpec{
 		RequestID: req.RequestID, SessionID: sessionID, TurnID: req.TurnID, Pool: req.Pool,
 		Model: req.Model, Reason: req.Reason, Payload: req.Payload, Instance: d.id,
@@ -105,6 +126,11 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 	// carries it on. A store that opens the job with its node's slot
 	// (SlotOpener) does so in the step that takes the slot.
 	due := now.Add(min(d.dc.AckTimeout, d.dc.RunTimeout))
+	if behind {
+		// Jobs of its pool and model wait here already: it waits behind
+		// them, without a selection that would find no free slot.
+		due = d.queueDue(now)
+	}
 	var (
 		rec     JobRecord
 		entry   BookEntry
@@ -120,11 +146,18 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 			return err
 		}
 	}
-	node, err := d.place(ctx, jobID, spec, nil, reserve)
-	if err != nil {
-		d.log.Warn("scheduler: place job", "job_id", jobID, "err", err)
-		node = "" // opened to wait; the sweeper dispatches it
+	var node string
+	if !behind {
+		var err error
+		if node, err = d.place(ctx, jobID, spec, nil, reserve, false); err != nil {
+			d.log.Warn("scheduler: place job", "job_id", jobID, "err", err)
+			node = "" // opened to wait
+		}
+		if node == "" {
+			due = d.queueDue(now)
+		}
 	}
+	var err error
 	if !opened {
 		rec, entry, created, err = d.st.Jobs.Open(ctx, jobID, spec, node, due)
 		// The slot is given back unless the job is ours, or already runs on
@@ -139,6 +172,7 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 	}
 	if !created {
 		unlock()
+		admitDone()
 		out, done, err := d.st.Jobs.Watch(ctx, jobID, sessionID)
 		if err != nil {
 			return "", d.submitFailed(sessionID, jobID, err)
@@ -152,11 +186,10 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 	}
 	d.enter(fsm.Created)
 	if node == "" {
-		// No node can take it now: the sweeper tries again soon.
+		// No node can take it now: it waits in its pool's queue here, and
+		// Open gave it the queue's deadline.
 		unlock()
-		if err := d.st.Due.Set(ctx, jobID, time.Now().Add(d.dc.RetryInterval)); err != nil {
-			d.log.Warn("scheduler: set deadline", "job_id", jobID, "err", err)
-		}
+		d.hold(rec, entry)
 		return jobID, nil
 	}
 	d.enter(fsm.Dispatched)
@@ -233,9 +266,27 @@ func (d *Dispatcher) reserveTTL() time.Duration {
 	return d.dc.AckTimeout + d.dc.RunTimeout + d.dc.Lease
 }
 
-// dispatch sends a job in CREATED to a node: select, reserve, record the
-// dispatch, write or clear the turn's affinity, send job_assign.
+// dispatch sends a job in CREATED to a node; a job that finds none waits
+// in its pool's queue here, or fails with no_node once it waited
+// QueueTimeout.
 func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntry) error {
+	done, err := d.tryDispatch(ctx, rec, entry, false)
+	switch {
+	case err != nil || done:
+		return err
+	case time.Since(rec.WaitingSince()) >= d.dc.QueueTimeout:
+		d.unqueue(map[string]bool{rec.ID: true})
+		return d.failNoNode(ctx, rec, entry.Spec)
+	}
+	return d.wait(ctx, rec, entry)
+}
+
+// tryDispatch sends a job in CREATED to a node: select, reserve, record
+// the dispatch, write or clear the turn's affinity, send job_assign. done
+// is false when no node could take the job; true when it went to a node,
+// or another instance had moved it first. skipFull leaves out the nodes
+// this instance believes full (see place).
+func (d *Dispatcher) tryDispatch(ctx context.Context, rec JobRecord, entry BookEntry, skipFull bool) (done bool, err error) {
 	spec := entry.Spec
 	unlock := d.lockTurn(spec.TurnID)
 	locked := true
@@ -244,32 +295,26 @@ func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntr
 			unlock()
 		}
 	}()
-	node, err := d.place(ctx, rec.ID, spec, entry.Tried, d.st.Reservations.Reserve)
-	switch {
-	case err != nil:
-		return err
-	case node == "":
-		if time.Since(rec.WaitingSince()) >= d.dc.QueueTimeout {
-			return d.fail(ctx, rec, FailNoNode, fmt.Sprintf("no node in pool %q with model %q took the job within %v", spec.Pool, spec.Model, d.dc.QueueTimeout))
-		}
-		return d.st.Due.Set(ctx, rec.ID, time.Now().Add(d.dc.RetryInterval))
+	node, err := d.place(ctx, rec.ID, spec, entry.Tried, d.st.Reservations.Reserve, skipFull)
+	if err != nil || node == "" {
+		return false, err
 	}
 	tr, err := d.st.Jobs.ApplyJob(ctx, rec.ID, fsm.Dispatch, rec.Attempt, node)
 	if err != nil || tr.Duplicate {
 		// Another instance moved the job first.
 		d.st.Reservations.Release(ctx, node, rec.ID)
 		var te *fsm.TransitionError
-		if errors.As(err, &te) {
-			return nil
+		if err == nil || errors.As(err, &te) || errors.Is(err, ErrJobNotFound) {
+			return true, nil
 		}
-		return err
+		return false, err
 	}
 	d.enter(fsm.Dispatched)
 	if err := d.st.Due.Set(ctx, rec.ID, time.Now().Add(min(d.dc.AckTimeout, d.dc.RunTimeout))); err != nil {
 		d.log.Warn("scheduler: set deadline", "job_id", rec.ID, "err", err)
 	}
 	locked = false
-	return d.dispatched(ctx, tr.Job, spec, unlock)
+	return true, d.dispatched(ctx, tr.Job, spec, unlock)
 }
 
 // place selects a node for a job and reserves one of its slots there
@@ -278,10 +323,16 @@ func (d *Dispatcher) dispatch(ctx context.Context, rec JobRecord, entry BookEntr
 // returns the node, or "" when no node can take the job now. Nodes
 // refused in this round (storm-marked, full) stay out; the nodes of
 // earlier attempts (tried) are passed over while another node can take
-// the job, and tried again when none can. The caller holds the turn's
-// lock.
-func (d *Dispatcher) place(ctx context.Context, jobID string, spec JobSpec, triedNodes []string, reserve func(ctx context.Context, nodeID, jobID string, capacity int, ttl time.Duration) error) (string, error) {
+// the job, and tried again when none can. With skipFull, the nodes this
+// instance believes full (their jobs as this instance last knew them, at
+// their capacity) are left out from the start: no reservation is tried
+// on them, so a belief gone stale costs a job a wait, never a slot. The
+// caller holds the turn's lock.
+func (d *Dispatcher) place(ctx context.Context, jobID string, spec JobSpec, triedNodes []string, reserve func(ctx context.Context, nodeID, jobID string, capacity int, ttl time.Duration) error, skipFull bool) (string, error) {
 	skip := map[string]bool{}
+	if skipFull {
+		d.believedFull(spec, skip)
+	}
 	tried := map[string]bool{}
 	for _, n := range triedNodes {
 		tried[n] = true
@@ -386,6 +437,7 @@ func (d *Dispatcher) endAttempt(ctx context.Context, rec JobRecord, ev fsm.Event
 		}
 		d.toNode(ctx, Envelope{Type: TypeJobCancel, JobID: rec.ID, Attempt: rec.Attempt, NodeID: tr.FreeNode, Reason: why})
 		d.wakeSweeper()
+		d.wakeQueues()
 	}
 	d.enter(tr.Job.State)
 	if tr.Job.State == fsm.Failed {
@@ -406,6 +458,9 @@ func (d *Dispatcher) fail(ctx context.Context, rec JobRecord, code, detail strin
 	}
 	if !tr.Duplicate {
 		d.enter(fsm.Failed)
+		if d.hooks.Shed != nil {
+			d.hooks.Shed(entry.Spec.Pool, code)
+		}
 	}
 	return d.finishStored(ctx, tr.Job, entry)
 }
@@ -511,9 +566,11 @@ func (d *Dispatcher) NodeEvent(ctx context.Context, nodeID string, m Envelope) e
 		}
 		// The step's time in the record is the lease's start: a sweeper
 		// that claims the job at its ack deadline finds the lease there
-		// (see settleRecord); from here on this instance renews it.
+		// (see settleRecord); from here on this instance renews it. An
+		// ack that comes after the job's result (a replay, the job over)
+		// tracks nothing: the node's count of jobs stays what it runs.
 		d.mu.Lock()
-		if n := d.nodes[nodeID]; n != nil {
+		if n := d.nodes[nodeID]; n != nil && tr.Job.State.Active() {
 			j := n.jobs[m.JobID]
 			if j == nil || j.attempt != m.Attempt {
 				j = &localJob{attempt: m.Attempt, assigned: tr.Job.DispatchedAt}

@@ -129,6 +129,7 @@ func (d *Dispatcher) AttachNode(ctx context.Context, info NodeInfo, conn NodeCon
 		d.takeJobs(ctx, info.NodeID, n, known, info.Jobs)
 	}
 	d.wakeSweeper() // jobs waiting for a node may take this one
+	d.wakeQueues()
 	return nil
 }
 
@@ -389,6 +390,7 @@ func (d *Dispatcher) applyFleet(fleet []NodeSnapshot) {
 	}
 	if more {
 		d.wakeSweeper()
+		d.wakeQueues()
 	}
 }
 

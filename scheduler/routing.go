@@ -111,6 +111,7 @@ func (d *Dispatcher) requeueLogged(ctx context.Context, rec JobRecord, msg strin
 			d.log.Warn("scheduler: release", "job_id", rec.ID, "node_id", tr.FreeNode, "err", err)
 		}
 		d.untrack(tr.FreeNode, rec.ID)
+		d.wakeQueues()
 	}
 	return d.st.Due.Set(ctx, rec.ID, time.Now().Add(d.dc.RetryInterval))
 }

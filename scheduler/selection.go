@@ -19,7 +19,10 @@ import (
 // list and to read the load of the two nodes of [SelectTwoChoices]: its
 // cost does not grow with the fleet, nor with the pool, while no node is
 // to be left out; a retry that leaves nodes out (refused in this round,
-// or tried in earlier attempts) filters the pool's list once.
+// or tried in earlier attempts) filters the pool's list once. The woken
+// rounds of the queues of waiting jobs leave out the nodes believed full
+// (believedFull): one pass over the pool's list under the lock, which
+// spares a reservation tried on each of them.
 
 // poolModel is the key of a list of candidates.
 type poolModel struct{ pool, model string }
@@ -165,6 +168,27 @@ func (d *Dispatcher) nodeLoad(id string) float64 {
 		s.Running = len(n.jobs)
 	}
 	return load(s)
+}
+
+// believedFull adds to skip the candidates of spec that this instance
+// believes full: those attached here with as many jobs as their capacity,
+// and the others whose last published snapshot said so.
+func (d *Dispatcher) believedFull(spec JobSpec, skip map[string]bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range d.candidates(spec) {
+		s := d.fleet[id]
+		if n := d.nodes[id]; n != nil {
+			s.Running = len(n.jobs)
+		}
+		limit := s.MaxConcurrency
+		if limit <= 0 {
+			limit = d.dc.DefaultCapacity // as capacity reads it
+		}
+		if s.Running >= limit {
+			skip[id] = true
+		}
+	}
 }
 
 // choose runs selectFrom over the index, with the Dispatcher's random

@@ -88,6 +88,7 @@ func (d *Dispatcher) releaseOver(ctx context.Context) {
 			// The slots expire with their reservations' TTL.
 			d.log.Warn("scheduler: free slots", "slots", len(slots), "err", err)
 		}
+		d.wakeQueues()
 	}
 	failed := map[string]bool{}
 	if len(rel) > 0 {

@@ -149,6 +149,7 @@ type dispatchTable struct {
 	RunTimeoutMS     int64  `toml:"run_timeout_ms"`
 	LeaseMS          int64  `toml:"lease_ms"`
 	QueueTimeoutMS   int64  `toml:"queue_timeout_ms"`
+	QueueLimit       int    `toml:"queue_limit"`
 	RetryIntervalMS  int64  `toml:"retry_interval_ms"`
 	SweepIntervalMS  int64  `toml:"sweep_interval_ms"`
 	MaxAttempts      int    `toml:"max_attempts"`
@@ -211,7 +212,8 @@ var settings = []setting{
 	{"dispatcher.run_timeout_ms", "Dispatch.RunTimeout", "300000", "bound of one attempt from dispatch to result (overshoot at most sweep_interval_ms plus one sweep)"},
 	{"dispatcher.lease_ms", "Dispatch.Lease", "15000", "lease of an acknowledged job, renewed every third; a dead instance's jobs are rescued after it"},
 	{"dispatcher.queue_timeout_ms", "Dispatch.QueueTimeout", "10000", "how long a job may wait for an eligible node before it fails with no_node"},
-	{"dispatcher.retry_interval_ms", "Dispatch.RetryInterval", "200", "how often a waiting job looks for a node again"},
+	{"dispatcher.queue_limit", "Dispatch.QueueLimit", "1000", "jobs of one pool that may wait on this instance for a node; a new job beyond it gets job_failed queue_full at once (at most 1000000)"},
+	{"dispatcher.retry_interval_ms", "Dispatch.RetryInterval", "200", "how often waiting jobs look for a node again when no freed slot or new node woke them"},
 	{"dispatcher.sweep_interval_ms", "Dispatch.SweepInterval", "500", "how often overdue jobs are looked for"},
 	{"dispatcher.max_attempts", "Dispatch.MaxAttempts", "3", "nodes a job is tried on before it fails"},
 	{"dispatcher.default_capacity", "Dispatch.DefaultCapacity", "4", "jobs at once on a node that registers without a capacity"},
@@ -341,7 +343,7 @@ func parseConfig(data []byte) (config, error) {
 		Storm: scheduler.StormWindows{Debounce: ms(p.Storm.DebounceWindowMS), Cooldown: ms(p.Storm.CooldownMS), ActionsPerSecond: p.Storm.MaxActionsPerSecond},
 		Dispatch: scheduler.DispatchConfig{
 			AckTimeout: ms(d.AckTimeoutMS), RunTimeout: ms(d.RunTimeoutMS), Lease: ms(d.LeaseMS),
-			QueueTimeout: ms(d.QueueTimeoutMS), RetryInterval: ms(d.RetryIntervalMS), SweepInterval: ms(d.SweepIntervalMS),
+			QueueTimeout: ms(d.QueueTimeoutMS), QueueLimit: d.QueueLimit, RetryInterval: ms(d.RetryIntervalMS), SweepInterval: ms(d.SweepIntervalMS),
 			MaxAttempts: d.MaxAttempts, DefaultCapacity: d.DefaultCapacity, Selection: d.Selection,
 			TurnTTL: sec(d.TurnTTLSeconds), JobTTL: sec(d.JobTTLSeconds), RequestTimeout: ms(d.RequestTimeoutMS),
 		},

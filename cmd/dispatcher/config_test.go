@@ -59,6 +59,30 @@ func TestParseConfigExample(t *testing.T) {
 	}
 }
 
+// TestParseConfigQueueLimit: dispatcher.queue_limit sets
+// Dispatch.QueueLimit; absent, the default applies.
+func TestParseConfigQueueLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml string
+		want       int
+	}{
+		{"absent", "", 1000},
+		{"zero is the default", "[dispatcher]\nqueue_limit = 0\n", 1000},
+		{"set", "[dispatcher]\nqueue_limit = 50\n", 50},
+		{"largest", "[dispatcher]\nqueue_limit = 1000000\n", scheduler.MaxQueueLimit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := parseConfig([]byte(tc.toml))
+			if err != nil {
+				t.Fatalf("parseConfig(%q): %v", tc.toml, err)
+			}
+			if got := cfg.Plane.Dispatch.QueueLimit; got != tc.want {
+				t.Errorf("Dispatch.QueueLimit = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestSettingsComplete checks that -h and config.example.toml name every
 // key a config.toml may hold, and nothing else.
 func TestSettingsComplete(t *testing.T) {
@@ -152,6 +176,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad listen", "[dispatcher]\nlisten = \"7200\"\n", "dispatcher.listen", ""},
 		{"bad selection", "[dispatcher]\nselection = \"best\"\n", "dispatcher.selection", `unknown strategy "best" (random|two_choices)`},
 		{"negative timeout", "[dispatcher]\nack_timeout_ms = -1\n", "dispatcher.ack_timeout_ms", "must not be negative"},
+		{"negative queue limit", "[dispatcher]\nqueue_limit = -1\n", "dispatcher.queue_limit", "must not be negative"},
+		{"queue limit too large", "[dispatcher]\nqueue_limit = 1000001\n", "dispatcher.queue_limit", "1000001 is more than 1000000"},
 		{"negative stale", "[scheduler.phase2.node_snapshot]\nremove_stale_after_seconds = -5\n", "scheduler.phase2.node_snapshot.remove_stale_after_seconds", "must not be negative"},
 		{"braces in instance id", "[scheduler.phase2]\ninstance_id = \"a{b}\"\n", "scheduler.phase2.instance_id", ""},
 		{"tiny frames", "[dispatcher]\nmax_frame_bytes = 10\n", "dispatcher.max_frame_bytes", ""},

@@ -46,6 +46,11 @@
 //     request id. Request ids are idempotent across instances: a request
 //     sent again, on any instance, gets the one answer of its job. A
 //     newer connection with the same session_id replaces the old one.
+//     When the request's pool already has dispatcher.queue_limit jobs
+//     waiting on this instance for a node, the answer is job_failed with
+//     "queue_full: ..." at once, and the request id may be sent again
+//     later; a job that waits dispatcher.queue_timeout_ms for a free slot
+//     gets job_failed with "no_node: ...".
 //   - /metrics: Prometheus metrics of the instance (see
 //     [github.com/ksana-dev/ksana/metrics.Scheduler]). When
 //     dispatcher.metrics_token is set, or the environment variable

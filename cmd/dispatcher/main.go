@@ -122,6 +122,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	plane.Logger = log
 	var d *scheduler.Dispatcher
 	m := metrics.NewScheduler(func() (int, int) { return d.Counts() })
+	m.ReadQueues(func() []scheduler.QueueStat { return d.Queues() })
 	plane.Hooks = m.Hooks()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -83,11 +83,14 @@ var dispatchCases = []struct {
 	{"RestartWithSameID", testDispatchRestartSameID},
 	{"NodesGoingAwaySpendNoAttempts", testDispatchNodesGoingAway},
 	{"QueueTimeoutSpansRequeues", testDispatchQueueTimeoutSpansRequeues},
+	{"Overload", testDispatchOverload},
 	{"Soak", testDispatchSoak},
 }
 
 // DispatchTestConfig is the configuration of the suite's instances: short
-// deadlines, so failures are noticed in well under a second.
+// deadlines, so failures are noticed in well under a second, and queues
+// that refuse nothing (the soak offers its 10,000 jobs at once; the
+// overload case sets its own bound).
 func DispatchTestConfig(instanceID string) scheduler.Config {
 	ms := time.Millisecond
 	return scheduler.Config{
@@ -99,7 +102,7 @@ func DispatchTestConfig(instanceID string) scheduler.Config {
 		Dispatch: scheduler.DispatchConfig{
 			AckTimeout: time.Second, RunTimeout: 8 * time.Second, Lease: 600 * ms, QueueTimeout: 4 * time.Second,
 			RetryInterval: 50 * ms, SweepInterval: 50 * ms, MaxAttempts: 3, DefaultCapacity: 8,
-			RequestTimeout: 30 * time.Second,
+			RequestTimeout: 30 * time.Second, QueueLimit: scheduler.MaxQueueLimit,
 		},
 	}
 }

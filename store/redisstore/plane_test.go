@@ -16,6 +16,7 @@ import (
 func TestPlaneConformance(t *testing.T) {
 	for _, srv := range testServers(t) {
 		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel() // the two servers side by side: each test has its own prefix
 			storetest.TestPlaneStores(t, planeAdapter(srv.client))
 		})
 	}

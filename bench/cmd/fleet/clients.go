@@ -268,6 +268,7 @@ type request struct {
 	sent     time.Time
 	answered time.Time // zero while unanswered
 	failed   string    // the reason code of a job_failed or a refusal
+	resent   []string  // when and where it was sent again, for explain
 }
 
 // fleetSession is a session: it sends job requests and collects their
@@ -279,6 +280,7 @@ type fleetSession struct {
 	urls []string
 	home int
 	dial *dialer
+	errs *counter
 
 	mu      sync.Mutex
 	conn    *websocket.Conn
@@ -299,6 +301,7 @@ func (s *fleetSession) run(ctx context.Context) {
 			resend := make([]*request, 0, len(s.open))
 			for _, r := range s.open {
 				resend = append(resend, r)
+				r.resent = append(r.resent, time.Now().Format("15:04:05.000")+" to "+s.urls[cur])
 			}
 			s.mu.Unlock()
 			if s.readyOK.CompareAndSwap(false, true) {
@@ -344,6 +347,8 @@ func (s *fleetSession) read(ctx context.Context, c *websocket.Conn) {
 		case "error":
 			if m.RequestID != "" {
 				s.answer(m.RequestID, "refused:"+m.Code)
+			} else {
+				s.errs.add("session:" + m.Code)
 			}
 		case "ping":
 			writeJSON(ctx, c, message{Type: "pong"})

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ksana-dev/ksana/scheduler"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -59,7 +60,7 @@ type report struct {
 	Load          loadReport     `json:"load"`
 	CPUPerJobMS   float64        `json:"cpu_ms_per_job"`
 	KillPhase     *killReport    `json:"kill,omitempty"`
-	NodeErrors    map[string]int `json:"node_errors,omitempty"`
+	NodeErrors    map[string]int `json:"errors,omitempty"` // error frames without a request id, by code
 }
 
 type commandRate struct {
@@ -76,6 +77,8 @@ type loadReport struct {
 	P50MS      float64        `json:"p50_ms"`
 	P99MS      float64        `json:"p99_ms"`
 	MaxMS      float64        `json:"max_ms"`
+	Over1S     int            `json:"over_1s"`                  // results that took more than a second
+	Open       []string       `json:"unanswered_ids,omitempty"` // up to 10
 	Failures   map[string]int `json:"failures,omitempty"`
 }
 
@@ -382,7 +385,7 @@ func (f *fleet) measure(ctx context.Context) (*report, error) {
 
 	// Sessions.
 	for i := range o.Sessions {
-		s := &fleetSession{id: sessionID(i), urls: f.urls, home: i % o.Instances, dial: f.dial,
+		s := &fleetSession{id: sessionID(i), urls: f.urls, home: i % o.Instances, dial: f.dial, errs: &f.nodeErrs,
 			reqs: map[string]*request{}, open: map[string]*request{}, ready: make(chan struct{})}
 		f.sessions = append(f.sessions, s)
 		f.wg.Add(1)
@@ -456,6 +459,7 @@ func (f *fleet) measure(ctx context.Context) (*report, error) {
 	}
 	loadS := time.Since(tA).Seconds()
 	f.locked(func() { rep.Load = summarize(reqs, o.Duration) })
+	f.explain(ctx, rep.Load.Open)
 	if rep.Load.Answered > 0 {
 		rep.CPUPerJobMS = 1000 * max(0, cpuB-cpuA-idleCPU*loadS) / float64(rep.Load.Answered)
 	}
@@ -566,6 +570,9 @@ func summarize(reqs []*request, d time.Duration) loadReport {
 	for _, r := range reqs {
 		if r.answered.IsZero() {
 			lr.Unanswered++
+			if len(lr.Open) < 10 {
+				lr.Open = append(lr.Open, r.id)
+			}
 			continue
 		}
 		lr.Answered++
@@ -575,6 +582,9 @@ func summarize(reqs []*request, d time.Duration) loadReport {
 		}
 		lr.Results++
 		lat = append(lat, r.answered.Sub(r.sent))
+		if r.answered.Sub(r.sent) > time.Second {
+			lr.Over1S++
+		}
 		if first.IsZero() || r.sent.Before(first) {
 			first = r.sent
 		}
@@ -645,6 +655,7 @@ func (f *fleet) killPhase(ctx context.Context) (*killReport, error) {
 	kr.NodesBack, kr.NodesBackS = k, last.Seconds()
 	f.drain(ctx, reqs)
 	f.locked(func() { kr.Load = summarize(reqs, o.Duration) })
+	f.explain(ctx, kr.Load.Open)
 	f.locked(func() {
 		for _, r := range inflight {
 			if r.answered.IsZero() {
@@ -658,4 +669,45 @@ func (f *fleet) killPhase(ctx context.Context) (*killReport, error) {
 		}
 	})
 	return kr, nil
+}
+
+// explain logs, for requests left unanswered, their job's record in Redis
+// (without the payload) and the end of the live instances' logs.
+func (f *fleet) explain(ctx context.Context, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	sent := map[string]string{}
+	f.locked(func() {
+		for _, s := range f.sessions {
+			for _, id := range ids {
+				if r := s.reqs[id]; r != nil {
+					sent[id] = fmt.Sprintf("session %s, sent %s, again %v", s.id, r.sent.Format("15:04:05.000"), r.resent)
+				}
+			}
+		}
+	})
+	for _, id := range ids {
+		f.o.logf("unanswered %s: %s", id, sent[id])
+		job := scheduler.JobIDFor(id)
+		keys, _, err := f.rdb.Scan(ctx, 0, f.prefix+":v1:jobs:*{job:"+job+"}:fsm", 100000).Result()
+		if err != nil || len(keys) == 0 {
+			f.o.logf("unanswered %s: no job record %s (%v)", id, job, err)
+			continue
+		}
+		rec, err := f.rdb.HGetAll(ctx, keys[0]).Result()
+		if err != nil {
+			f.o.logf("unanswered %s: %v", id, err)
+			continue
+		}
+		delete(rec, "payload")
+		f.o.logf("unanswered %s: job %s: %v", id, job, rec)
+	}
+	for _, in := range f.insts {
+		select {
+		case <-in.exited:
+		default:
+			f.o.logf("log of %s (warnings):\n%s", in.id, in.tail())
+		}
+	}
 }

@@ -17,8 +17,9 @@
 //     nodes attached to after, over the nodes;
 //   - load: -rate requests a second for -duration, spread over the
 //     sessions and the pools; answered jobs a second, the latency
-//     (request sent to job_result received) p50, p99 and max, the
-//     requests unanswered after -drain and the failures by reason;
+//     (request sent to job_result received) p50, p99 and max and how many
+//     took over a second, the requests unanswered after -drain (and up to
+//     10 of their ids) and the failures by reason;
 //   - cpu_ms_per_job: the instances' utime+stime over the load phase (sent
 //     to drained), less the idle rate over as long, over the answered
 //     requests;
@@ -26,6 +27,10 @@
 //     half-time; the time until every node that was on it registered on
 //     another instance, and how many of the requests in flight at the
 //     kill were answered, the last one how long after the kill.
+//
+// For each request left unanswered it logs when and where it was sent
+// (and sent again) and its job's record in Redis, and the warnings of the
+// live instances' logs.
 //
 // Nodes serve one of 10 pools (node i: pool i mod 10) with -capacity jobs
 // at once; each acks and starts a job at once and sends its result after
@@ -75,7 +80,7 @@ func mainRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.Idle, "idle", 10e9, "idle phase (Redis commands and processor time at rest)")
 	fs.Float64Var(&o.Rate, "rate", 100, "job requests a second during the load")
 	fs.DurationVar(&o.Duration, "duration", 10e9, "load phase")
-	fs.DurationVar(&o.Drain, "drain", 15e9, "longest wait for the last answers after a load phase")
+	fs.DurationVar(&o.Drain, "drain", 30e9, "longest wait for the last answers after a load phase")
 	fs.BoolVar(&o.Kill, "kill", false, "then kill -9 one instance in the middle of a second load phase")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of a table")
 	if err := fs.Parse(args); err != nil {
@@ -121,7 +126,7 @@ func printTable(w io.Writer, r *report) {
 		row("kill.in_flight", "%d answered of %d (%d results), the last %.2f s after the kill", k.InFlightAnswered, k.InFlight, k.InFlightResults, k.InFlightLastS)
 	}
 	if len(r.NodeErrors) > 0 {
-		row("node_errors", "%s", counts(r.NodeErrors))
+		row("errors", "%s (error frames without a request id)", counts(r.NodeErrors))
 	}
 	tw.Flush()
 }
@@ -129,7 +134,10 @@ func printTable(w io.Writer, r *report) {
 func loadRows(row func(string, string, ...any), name string, l loadReport, rate, dur float64) {
 	row(name, "%d sent at %.0f/s for %.0f s: %d answered (%d results), %d unanswered", l.Sent, rate, dur, l.Answered, l.Results, l.Unanswered)
 	row(name+".jobs_per_s", "%.1f", l.JobsPerS)
-	row(name+".latency_ms", "p50 %.1f  p99 %.1f  max %.1f", l.P50MS, l.P99MS, l.MaxMS)
+	row(name+".latency_ms", "p50 %.1f  p99 %.1f  max %.1f  (%d over 1 s)", l.P50MS, l.P99MS, l.MaxMS, l.Over1S)
+	if len(l.Open) > 0 {
+		row(name+".unanswered", "%s", strings.Join(l.Open, " "))
+	}
 	if len(l.Failures) > 0 {
 		row(name+".failures", "%s", counts(l.Failures))
 	}

@@ -61,6 +61,7 @@ func startRedis(ctx context.Context) (*redisServer, error) {
 	}
 	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--maxclients", "10000")
+	cmd.SysProcAttr = ownGroup()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start redis-server (install it, or pass -redis): %w", err)
 	}
@@ -130,6 +131,7 @@ log_level = "warn"
 	}
 	defer errOut.Close()
 	cmd := exec.Command(bin, "-config", path)
+	cmd.SysProcAttr = ownGroup()
 	cmd.Stderr = errOut
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -305,3 +307,8 @@ func deleteKeys(ctx context.Context, c *redis.Client, prefix string) (int, error
 	}
 	return n, flush()
 }
+
+// ownGroup puts a child in a process group of its own: a Ctrl-C in the
+// terminal reaches this program only, which then stops its children in
+// order (clients, instances, keys, Redis).
+func ownGroup() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

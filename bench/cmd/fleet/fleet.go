@@ -176,7 +176,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	if err := raiseFileLimit(uint64(2*(o.Nodes+o.Sessions) + 1024)); err != nil {
+	if err := raiseFileLimit(uint64(o.Nodes + o.Sessions + 1024)); err != nil {
 		return nil, err
 	}
 	f := &fleet{o: o, regLast: map[string]regEvent{}}

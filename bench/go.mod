@@ -3,9 +3,11 @@ module github.com/ksana-dev/ksana/bench
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/hibiken/asynq v0.26.0
 	github.com/ksana-dev/ksana v0.0.0
+	github.com/redis/go-redis/v9 v9.14.1
 	github.com/robfig/cron/v3 v3.0.1
 )
 
@@ -15,7 +17,6 @@ require (
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jonboulle/clockwork v0.5.0 // indirect
-	github.com/redis/go-redis/v9 v9.14.1 // indirect
 	github.com/redis/rueidis v1.0.79 // indirect
 	github.com/spf13/cast v1.10.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect

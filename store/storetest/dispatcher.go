@@ -61,6 +61,7 @@ var dispatchCases = []struct {
 	{"TwoInstancesTurns", testDispatchTurns},
 	{"NodeDetachedMidJob", testDispatchNodeDetached},
 	{"InstanceDies", testDispatchInstanceDies},
+	{"SessionMovesAfterCrash", testDispatchSessionMoves},
 	{"DuplicateRequests", testDispatchDuplicates},
 	{"ModelNotAvailable", testDispatchModelNotAvailable},
 	{"TurnNodeTriedIsLeft", testDispatchTurnNodeTried},
@@ -734,6 +735,36 @@ func testDispatchInstanceDies(t *testing.T, h DispatcherHarness) {
 		return err == nil && n == 0
 	})
 	checkQuiet(t, h.Stores(), reqs, []string{"n1"}, []string{"inst-a", "inst-b"})
+}
+
+// testDispatchSessionMoves: the instance of a session dies, its presence
+// still alive for a minute; the session sends its request again through
+// another instance, and the answer of the job, finished on a third, reaches
+// it there at once, not once the dead instance's inbox is adopted.
+func testDispatchSessionMoves(t *testing.T, h DispatcherHarness) {
+	p := NewTestPlane(t, h)
+	a := p.Start("inst-a", true, func(c *scheduler.Config) { c.OwnerTTL = time.Minute })
+	b := p.Start("inst-b", false, nil)
+	c := p.Start("inst-c", false, nil)
+	n1 := NewTestNode(scheduler.NodeInfo{NodeID: "n1", Capacity: 4})
+	n1.Decide = func(scheduler.Envelope) NodeAction { return Hold }
+	n1.Attach(t, c)
+	waitFleet(t, a, "n1")
+	s := NewTestSession("s1")
+	s.Attach(t, a)
+	req := scheduler.Request{RequestID: "r0", Payload: []byte("r0")}
+	s.Submit(t, req)
+	Eventually(t, "n1 holds the job", 10*time.Second, func() bool { return n1.Held() == 1 })
+	p.Stop("inst-a")
+	s.Attach(t, b)
+	s.Submit(t, req)
+	for job, err := range n1.ReleaseHeld() {
+		if err != nil {
+			t.Errorf("result of %s: %v", job, err)
+		}
+	}
+	s.WaitAnswers(t, []string{"r0"}, 5*time.Second)
+	checkAnsweredOnce(t, s, map[string]string{"r0": "r0"})
 }
 
 func testDispatchDuplicates(t *testing.T, h DispatcherHarness) {

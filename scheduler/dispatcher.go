@@ -286,6 +286,9 @@ type pendingKey struct{ session, job string }
 type pendingReq struct {
 	requestID string
 	deadline  time.Time
+	// moved: the job was made through another instance, so its answer is
+	// routed there first (see watchMoved).
+	moved bool
 }
 
 // NewDispatcher returns the dispatcher of cfg.InstanceID over st. cfg gets

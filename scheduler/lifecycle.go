@@ -97,7 +97,7 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 		d.mu.Unlock()
 		return "", fmt.Errorf("session %q: %w", sessionID, ErrNotAttached)
 	}
-	d.pending[pendingKey{sessionID, jobID}] = pendingReq{req.RequestID, now.Add(d.dc.RequestTimeout)}
+	d.pending[pendingKey{sessionID, jobID}] = pendingReq{requestID: req.RequestID, deadline: now.Add(d.dc.RequestTimeout)}
 	d.mu.Unlock()
 	admitted, behind, admitDone := d.admit(req.Pool, req.Model)
 	if !admitted {
@@ -180,6 +180,14 @@ func (d *Dispatcher) Submit(ctx context.Context, sessionID string, req Request) 
 		if done {
 			d.deliver(ctx, sessionID, answerOf(jobID, entry.Spec, sessionID, out))
 			return jobID, nil
+		}
+		if entry.Spec.Instance != d.id {
+			d.mu.Lock()
+			if p, ok := d.pending[pendingKey{sessionID, jobID}]; ok {
+				p.moved = true
+				d.pending[pendingKey{sessionID, jobID}] = p
+			}
+			d.mu.Unlock()
 		}
 		d.awaitTurnNode(ctx, req, jobID)
 		return jobID, nil

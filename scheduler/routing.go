@@ -176,9 +176,8 @@ const (
 )
 
 // answer routes an answer to a session: on this instance directly, else
-// through the inbox of the instance that holds the session by its owner
-// binding (or, when none holds it, of via, the instance the request came
-// through). A
+// through the inbox of the instance holding the session (or, when no
+// instance holds it, of via, the instance the request came through). A
 // session connected nowhere is not answered now: the outcome stays
 // stored, and the session gets it when it sends the request again.
 func (d *Dispatcher) answer(ctx context.Context, sessionID, via string, m Envelope) {
@@ -190,10 +189,14 @@ func (d *Dispatcher) answer(ctx context.Context, sessionID, via string, m Envelo
 		return
 	}
 	m.Hops++
-	// The owner binding, not via, says where the session is: a session whose
-	// instance died sends its request again through another one, while the
-	// dead instance still counts as alive until its presence runs out (and
-	// an answer sent to its inbox would wait for the adoption of the inbox).
+	// The instance the request came through most likely still holds the
+	// session: send there without asking the owner binding (it passes the
+	// answer on if the session moved).
+	if via != "" && via != d.id && m.Hops == 1 && d.instanceAlive(ctx, via) {
+		if _, err := d.st.Sender.Send(ctx, via, m.Fields()); err == nil {
+			return
+		}
+	}
 	owner, err := d.st.Owners.Owner(ctx, OwnerSession, sessionID)
 	if errors.Is(err, ErrNoOwner) && via != "" {
 		owner, err = via, nil

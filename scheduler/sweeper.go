@@ -194,6 +194,7 @@ func (d *Dispatcher) leaseUntil(now, assigned time.Time) time.Time {
 // expireRequests answers job_failed to requests whose answer is overdue,
 // and forgets old answers.
 func (d *Dispatcher) expireRequests(ctx context.Context) {
+	d.watchMoved(ctx)
 	now := time.Now()
 	type late struct {
 		k    pendingKey
@@ -223,5 +224,36 @@ func (d *Dispatcher) expireRequests(ctx context.Context) {
 		if d.hooks.Answered != nil {
 			d.hooks.Answered(m.Type)
 		}
+	}
+}
+
+// watchMoved looks, every SweepInterval, for the outcome of the jobs that
+// sessions attached here asked for again after their job was made through
+// another instance, and answers those that ended. The job's end routes the
+// answer first to the instance the request came through: when that
+// instance died, it still counts as alive until its presence runs out, and
+// the answer waits in its inbox for the adoption. A session that moved
+// here is answered within SweepInterval instead; the answer that comes
+// later through the inbox is dropped as given twice. Only such requests
+// cost a read, one each per sweep, so the usual answer costs nothing more.
+func (d *Dispatcher) watchMoved(ctx context.Context) {
+	var moved []pendingKey
+	d.mu.Lock()
+	for k, p := range d.pending {
+		if p.moved {
+			moved = append(moved, k)
+		}
+	}
+	d.mu.Unlock()
+	for _, k := range moved {
+		out, done, err := d.st.Jobs.Watch(ctx, k.job, k.session)
+		if err != nil || !done {
+			continue
+		}
+		entry, err := d.st.Jobs.Entry(ctx, k.job)
+		if err != nil {
+			continue
+		}
+		d.deliver(ctx, k.session, answerOf(k.job, entry.Spec, k.session, out))
 	}
 }

@@ -825,12 +825,17 @@ func testDispatchModelNotAvailable(t *testing.T, h DispatcherHarness) {
 	s.Attach(t, a)
 	payloads := map[string]string{}
 	var reqs []string
-	for i := range 10 {
+	// Selection is random: ten more requests once n1 had one (it gets one
+	// within the first 40 unless the random choice passes it over 40 times).
+	for i, after := 0, -1; i < 40 && (after < 0 || i < after+10); i++ {
 		r := fmt.Sprintf("m%d", i)
 		payloads[r] = r
 		reqs = append(reqs, r)
 		s.Submit(t, scheduler.Request{RequestID: r, Model: "m", Payload: []byte(r)})
 		s.WaitAnswers(t, reqs, 5*time.Second)
+		if after < 0 && len(n1.Ran()) > 0 {
+			after = i
+		}
 	}
 	checkAnsweredOnce(t, s, payloads)
 	// Once n1 said model_not_available it is marked and not selected for m.

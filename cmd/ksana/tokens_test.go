@@ -259,8 +259,16 @@ func TestTokensFileProcess(t *testing.T) {
 	}
 	hup("bad lines", "line 2: unknown role: want viewer, operator or admin (in lower case) as the first word",
 		"line 3: the token is shorter than 16 bytes")
-	if logs := c.logs.String(); !strings.Contains(logs, `"level":"ERROR","msg":"ksana: SIGHUP: KSANA_API_TOKENS_FILE has bad lines`) ||
-		!strings.Contains(logs, "line 2: unknown role") {
+	// The log line comes through a pipe: it may reach the test a moment
+	// after /health shows the reload.
+	logged := func(logs string) bool {
+		return strings.Contains(logs, `"level":"ERROR","msg":"ksana: SIGHUP: KSANA_API_TOKENS_FILE has bad lines`) &&
+			strings.Contains(logs, "line 2: unknown role")
+	}
+	for deadline := time.Now().Add(5 * time.Second); !logged(c.logs.String()) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if logs := c.logs.String(); !logged(logs) {
 		t.Errorf("the bad lines are not logged as an ERROR naming them:\n%s", logs)
 	}
 	for tok, want := range map[string]int{"viewer-secret-0002": 200, "operator-secret-01": 200, "admin-secret-00001": 401,

@@ -168,7 +168,10 @@ func TestStartEnvLogAndStop(t *testing.T) {
 	if err := r.Start(ctx, spec); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	waitFor(t, "output in the log file", func() bool { return strings.Contains(readLog(t, r, "web/1"), "\n") })
+	// The child may write before the runner has recorded its pid.
+	waitFor(t, "output in the log file and the pid", func() bool {
+		return strings.Contains(readLog(t, r, "web/1"), "\n") && pidOf(r, "web/1") != 0
+	})
 	if got, want := readLog(t, r, "web/1"), "hello from parent\n"; got != want {
 		t.Errorf("log = %q, want %q", got, want)
 	}

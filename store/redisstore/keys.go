@@ -126,7 +126,9 @@ func (k Keys) NodesInstances() string { return k.key("v1", "nodes", "instances")
 // JSON snapshot of each node the instance publishes, by node id, and the
 // fields ~seen (ms of its last upsert), ~ttl (presence TTL in ms) and
 // ~off:<node_id> (last-seen ms of a node taken offline).
-func (k Keys) NodesOf(instanceID string) string { return k.key("v1", "nodes", "by_instance", instanceID) }
+func (k Keys) NodesOf(instanceID string) string {
+	return k.key("v1", "nodes", "by_instance", instanceID)
+}
 
 // NodesAlive is {prefix}:v1:nodes:alive:<instance_id> (string, TTL): the
 // instance's nodes are online while it lives.

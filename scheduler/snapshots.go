@@ -10,7 +10,8 @@ import (
 
 // NodeSnapshot is what one instance publishes about a node it holds, so
 // that every instance shares one view of the fleet. It is stored as JSON
-// in {prefix}:v1:nodes:snapshot:<node_id>.
+// (in Redis a field of its instance's hash
+// {prefix}:v1:nodes:by_instance:<instance_id>).
 type NodeSnapshot struct {
 	// NodeID identifies the node; required.
 	NodeID string `json:"node_id"`
@@ -37,7 +38,9 @@ type NodeSnapshot struct {
 
 // NodeSnapshots stores the fleet view: {prefix}:v1:nodes:all (SET of ids),
 // {prefix}:v1:nodes:last_seen (ZSET of ids scored by last-seen ms), and
-// per node a presence key and a JSON snapshot, each with a TTL.
+// each node's presence (online for presenceTTL) and snapshot (kept for
+// snapshotTTL). The Redis store keeps presence and snapshots per instance,
+// not per node, so that its cost grows with the instances.
 type NodeSnapshots interface {
 	// Upsert records snaps as seen at now: adds their ids to the set, sets
 	// their last-seen score, their presence key for presenceTTL and their

@@ -29,10 +29,16 @@
 // [Owners] binds {prefix}:nodes:owner:{node:<node_id>} and
 // {prefix}:sessions:owner:{session:<session_id>}; renewal and release are
 // scripts whose one key is the owner key (compare-and-pexpire,
-// compare-and-delete). [NodeSnapshots] keeps {prefix}:v1:nodes:all,
-// {prefix}:v1:nodes:last_seen and the per-node presence and JSON snapshot
-// keys, reads the fleet in pipelined batches and removes stale nodes from
-// all of them.
+// compare-and-delete). [NodeSnapshots] keeps {prefix}:v1:nodes:all and
+// {prefix}:v1:nodes:last_seen for every node, and per instance one hash of
+// its nodes' JSON snapshots, {prefix}:v1:nodes:by_instance:<instance_id>
+// (kept for RemoveStaleAfter), and one key alive for PresenceTTL,
+// {prefix}:v1:nodes:alive:<instance_id>, listed in the set
+// {prefix}:v1:nodes:instances. An idle refresh so costs a few commands per
+// instance however many nodes there are. These replace the per-node keys
+// {prefix}:v1:nodes:presence:<node_id> and {prefix}:v1:nodes:snapshot:<node_id>
+// of earlier versions, which nothing reads any more (they expire on their
+// own). Stale nodes are removed from every structure.
 //
 // # Streams and the dead-letter queue
 //

@@ -40,13 +40,13 @@ func ExampleKeys_jobsAndTurns() {
 	fmt.Println(k.NodeReserved("n1"))
 	fmt.Println(k.Turn("t1"))
 	fmt.Println(k.Session("s1"))
-	fmt.Println(k.NodePresence("n1"))
+	fmt.Println(k.NodesOf("i1"))
 	// Output:
 	// prod:v1:jobs:{due:4}:{job:j1}:fsm
 	// prod:v1:nodes:{node:n1}:reserved
 	// prod:scheduler:turn:t1
 	// prod:scheduler:session:s1
-	// prod:v1:nodes:presence:n1
+	// prod:v1:nodes:by_instance:i1
 }
 
 // Wiring the job store and the reservations on one client (a standalone

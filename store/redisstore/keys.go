@@ -118,11 +118,21 @@ func (k Keys) NodesAll() string { return k.key("v1", "nodes", "all") }
 // NodesLastSeen is {prefix}:v1:nodes:last_seen (zset: node id scored by last-seen ms).
 func (k Keys) NodesLastSeen() string { return k.key("v1", "nodes", "last_seen") }
 
-// NodePresence is {prefix}:v1:nodes:presence:<node_id> (string, TTL): the node is online.
-func (k Keys) NodePresence(nodeID string) string { return k.key("v1", "nodes", "presence", nodeID) }
+// NodesInstances is {prefix}:v1:nodes:instances (set of the instance ids
+// that publish nodes).
+func (k Keys) NodesInstances() string { return k.key("v1", "nodes", "instances") }
 
-// NodeSnapshot is {prefix}:v1:nodes:snapshot:<node_id> (JSON string, TTL).
-func (k Keys) NodeSnapshot(nodeID string) string { return k.key("v1", "nodes", "snapshot", nodeID) }
+// NodesOf is {prefix}:v1:nodes:by_instance:<instance_id> (hash, TTL): the
+// JSON snapshot of each node the instance publishes, by node id, and the
+// fields ~seen (ms of its last upsert), ~ttl (presence TTL in ms) and
+// ~off:<node_id> (last-seen ms of a node taken offline).
+func (k Keys) NodesOf(instanceID string) string {
+	return k.key("v1", "nodes", "by_instance", instanceID)
+}
+
+// NodesAlive is {prefix}:v1:nodes:alive:<instance_id> (string, TTL): the
+// instance's nodes are online while it lives.
+func (k Keys) NodesAlive(instanceID string) string { return k.key("v1", "nodes", "alive", instanceID) }
 
 // Requests have no keys of their own. A request id names its job through
 // scheduler.JobIDFor (a hash of the request id), so however many

@@ -110,16 +110,19 @@ func planeAdapter(c rueidis.Client) storetest.PlaneAdapter {
 }
 
 // redisStructures probes the raw layout: SISMEMBER nodes:all, ZSCORE
-// nodes:last_seen, EXISTS of the presence and snapshot keys.
+// nodes:last_seen, HEXISTS of the node in each instance's hash (its
+// snapshot) and EXISTS of that instance's alive key (its presence).
 func redisStructures(c rueidis.Client, k Keys) func(ctx context.Context, ids []string) (map[string]storetest.NodeStructures, error) {
 	return func(ctx context.Context, ids []string) (map[string]storetest.NodeStructures, error) {
 		out := map[string]storetest.NodeStructures{}
+		insts, err := c.Do(ctx, c.B().Smembers().Key(k.NodesInstances()).Build()).AsStrSlice()
+		if err != nil {
+			return nil, err
+		}
 		for _, id := range ids {
 			rs := c.DoMulti(ctx,
 				c.B().Sismember().Key(k.NodesAll()).Member(id).Build(),
-				c.B().Zscore().Key(k.NodesLastSeen()).Member(id).Build(),
-				c.B().Exists().Key(k.NodePresence(id)).Build(),
-				c.B().Exists().Key(k.NodeSnapshot(id)).Build())
+				c.B().Zscore().Key(k.NodesLastSeen()).Member(id).Build())
 			var n storetest.NodeStructures
 			var err error
 			if n.InAll, err = rs[0].AsBool(); err != nil {
@@ -130,15 +133,18 @@ func redisStructures(c rueidis.Client, k Keys) func(ctx context.Context, ids []s
 			} else if !isNil(err) {
 				return nil, err
 			}
-			p, err := rs[2].AsInt64()
-			if err != nil {
-				return nil, err
+			for _, inst := range insts {
+				has, err := c.Do(ctx, c.B().Hexists().Key(k.NodesOf(inst)).Field(id).Build()).AsBool()
+				if err != nil {
+					return nil, err
+				}
+				alive, err := c.Do(ctx, c.B().Exists().Key(k.NodesAlive(inst)).Build()).AsInt64()
+				if err != nil {
+					return nil, err
+				}
+				n.HasSnapshot = n.HasSnapshot || has
+				n.HasPresence = n.HasPresence || has && alive == 1
 			}
-			sn, err := rs[3].AsInt64()
-			if err != nil {
-				return nil, err
-			}
-			n.HasPresence, n.HasSnapshot = p == 1, sn == 1
 			out[id] = n
 		}
 		return out, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ksana-dev/ksana/scheduler"
@@ -25,14 +26,20 @@ type SnapshotsConfig struct {
 	OpHook OpHook
 }
 
-// NodeSnapshots is the Redis [scheduler.NodeSnapshots] over the layout
-// {prefix}:v1:nodes:all (SET), {prefix}:v1:nodes:last_seen (ZSET of ms),
-// {prefix}:v1:nodes:presence:<node_id> and {prefix}:v1:nodes:snapshot:<node_id>
-// (JSON), both with PX TTLs. On a cluster these keys live in different
-// slots, so every operation is a pipeline of single-key commands in batches
-// (rueidis splits it per node); no script spans them. The one atomic step
-// is taking stale ids out of nodes:last_seen (a script on that key alone),
-// so that two instances cleaning at once remove each node once.
+// NodeSnapshots is the Redis [scheduler.NodeSnapshots]. Each instance
+// keeps its nodes in one hash, {prefix}:v1:nodes:by_instance:<instance_id>
+// (node id to JSON snapshot, kept for the snapshot TTL), and one key,
+// {prefix}:v1:nodes:alive:<instance_id>, alive for the presence TTL; the
+// set {prefix}:v1:nodes:instances lists the instances. {prefix}:v1:nodes:all
+// (SET) and {prefix}:v1:nodes:last_seen (ZSET of ms) list every node. So an
+// upsert is a few commands per instance and a fleet read two per instance,
+// however many nodes there are. A node is online while its instance's alive
+// key lives, it was upserted within the presence TTL of its instance's last
+// upsert, and it was not taken offline since. A node listed by two
+// instances (it moved) is the one seen last. Every command touches one key,
+// so the layout works on a cluster; the one atomic step across nodes is
+// taking stale ids out of nodes:last_seen (a script on that key alone), so
+// that two instances cleaning at once remove each node once.
 type NodeSnapshots struct {
 	c     rueidis.Client
 	keys  Keys
@@ -41,6 +48,13 @@ type NodeSnapshots struct {
 }
 
 var _ scheduler.NodeSnapshots = (*NodeSnapshots)(nil)
+
+// Hash fields of an instance's nodes that are not node ids.
+const (
+	fieldSeen   = "~seen"
+	fieldTTL    = "~ttl"
+	fieldOffPfx = "~off:"
+)
 
 // forgetStaleScript removes from KEYS[1] those of ARGV[2:] still scored
 // below ARGV[1] and returns them.
@@ -69,16 +83,22 @@ func NewNodeSnapshots(c rueidis.Client, cfg SnapshotsConfig) (*NodeSnapshots, er
 	return &NodeSnapshots{c: c, keys: NewKeys(cfg.Prefix), batch: cfg.Batch, hook: cfg.OpHook}, nil
 }
 
-// offlineScript deletes the presence key KEYS[1] if it holds ARGV[1].
+// offlineScript marks the node ARGV[1] of the hash KEYS[1] offline as of
+// its last-seen time, if the hash holds it.
 var offlineScript = rueidis.NewLuaScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`)
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v then return 0 end
+local ok, n = pcall(cjson.decode, v)
+if not ok or type(n) ~= 'table' or not n.last_seen_ms then return 0 end
+redis.call('HSET', KEYS[1], '` + fieldOffPfx + `' .. ARGV[1], string.format('%d', n.last_seen_ms))
+return 1`)
 
-// Offline implements [scheduler.NodeSnapshots] with a compare-and-delete
-// script on the node's presence key.
+// Offline implements [scheduler.NodeSnapshots] with a script on
+// instanceID's hash: the node stays offline until the instance upserts it
+// again.
 func (s *NodeSnapshots) Offline(ctx context.Context, nodeID, instanceID string) error {
 	start := time.Now()
-	err := offlineScript.Exec(ctx, s.c, []string{s.keys.NodePresence(nodeID)}, []string{instanceID}).Error()
+	err := offlineScript.Exec(ctx, s.c, []string{s.keys.NodesOf(instanceID)}, []string{nodeID}).Error()
 	s.hook.observe("snapshot_offline", start, err)
 	if err != nil {
 		return fmt.Errorf("redisstore: take node %s offline: %w", nodeID, err)
@@ -86,32 +106,54 @@ func (s *NodeSnapshots) Offline(ctx context.Context, nodeID, instanceID string) 
 	return nil
 }
 
-// Upsert implements [scheduler.NodeSnapshots].
+// Upsert implements [scheduler.NodeSnapshots]: per instance of snaps an
+// HSET of its hash, a PEXPIRE of it and a SET PX of its alive key, then an
+// SADD and a ZADD of every id, in one pipeline per batch.
 func (s *NodeSnapshots) Upsert(ctx context.Context, now time.Time, presenceTTL, snapshotTTL time.Duration, snaps ...scheduler.NodeSnapshot) error {
 	ms := now.UnixMilli()
+	msStr := strconv.FormatInt(ms, 10)
 	presPX := time.Duration(pxMS(presenceTTL)) * time.Millisecond
-	snapPX := time.Duration(pxMS(snapshotTTL)) * time.Millisecond
 	for lo := 0; lo < len(snaps); lo += s.batch {
 		part := snaps[lo:min(lo+s.batch, len(snaps))]
-		cmds := make(rueidis.Commands, 0, 2+2*len(part))
+		byInst := map[string][]scheduler.NodeSnapshot{}
+		var order []string
 		sadd := s.c.B().Sadd().Key(s.keys.NodesAll()).Member()
 		zadd := s.c.B().Zadd().Key(s.keys.NodesLastSeen()).ScoreMember()
 		for _, n := range part {
 			if n.NodeID == "" {
 				return errors.New("redisstore: upsert node snapshot: empty node_id")
 			}
-			n.LastSeenMS = ms
-			b, err := json.Marshal(n)
-			if err != nil {
-				return fmt.Errorf("redisstore: encode snapshot of %s: %w", n.NodeID, err)
+			if strings.HasPrefix(n.NodeID, "~") {
+				return fmt.Errorf("redisstore: upsert node snapshot: node_id %q starts with ~", n.NodeID)
 			}
+			if n.InstanceID == "" {
+				return fmt.Errorf("redisstore: upsert node snapshot of %s: empty instance_id", n.NodeID)
+			}
+			if _, ok := byInst[n.InstanceID]; !ok {
+				order = append(order, n.InstanceID)
+			}
+			byInst[n.InstanceID] = append(byInst[n.InstanceID], n)
 			sadd = sadd.Member(n.NodeID)
 			zadd = zadd.ScoreMember(float64(ms), n.NodeID)
-			cmds = append(cmds,
-				s.c.B().Set().Key(s.keys.NodePresence(n.NodeID)).Value(n.InstanceID).Px(presPX).Build(),
-				s.c.B().Set().Key(s.keys.NodeSnapshot(n.NodeID)).Value(string(b)).Px(snapPX).Build())
 		}
-		cmds = append(cmds, sadd.Build(), zadd.Build())
+		cmds := make(rueidis.Commands, 0, 3+4*len(order))
+		for _, inst := range order {
+			hset := s.c.B().Hset().Key(s.keys.NodesOf(inst)).FieldValue().
+				FieldValue(fieldSeen, msStr).FieldValue(fieldTTL, strconv.FormatInt(pxMS(presenceTTL), 10))
+			for _, n := range byInst[inst] {
+				n.LastSeenMS = ms
+				n.Online = false
+				b, err := json.Marshal(n)
+				if err != nil {
+					return fmt.Errorf("redisstore: encode snapshot of %s: %w", n.NodeID, err)
+				}
+				hset = hset.FieldValue(n.NodeID, string(b))
+			}
+			cmds = append(cmds, hset.Build(),
+				s.c.B().Pexpire().Key(s.keys.NodesOf(inst)).Milliseconds(pxMS(snapshotTTL)).Build(),
+				s.c.B().Set().Key(s.keys.NodesAlive(inst)).Value(msStr).Px(presPX).Build())
+		}
+		cmds = append(cmds, sadd.Build(), zadd.Build(), s.c.B().Sadd().Key(s.keys.NodesInstances()).Member(order...).Build())
 		start := time.Now()
 		err := firstError(s.c.DoMulti(ctx, cmds...))
 		s.hook.observe("snapshot_upsert", start, err)
@@ -131,105 +173,121 @@ func firstError(rs []rueidis.RedisResult) error {
 	return nil
 }
 
-// members returns every id of nodes:all, read with SSCAN.
-func (s *NodeSnapshots) members(ctx context.Context) ([]string, error) {
-	var ids []string
-	cursor := uint64(0)
-	for {
-		start := time.Now()
-		e, err := s.c.Do(ctx, s.c.B().Sscan().Key(s.keys.NodesAll()).Cursor(cursor).Count(int64(s.batch)).Build()).AsScanEntry()
-		s.hook.observe("snapshot_members", start, err)
-		if err != nil {
-			return nil, fmt.Errorf("redisstore: read %s: %w", s.keys.NodesAll(), err)
-		}
-		ids = append(ids, e.Elements...)
-		if cursor = e.Cursor; cursor == 0 {
-			break
-		}
+// instances returns the ids of nodes:instances.
+func (s *NodeSnapshots) instances(ctx context.Context) ([]string, error) {
+	start := time.Now()
+	ids, err := s.c.Do(ctx, s.c.B().Smembers().Key(s.keys.NodesInstances()).Build()).AsStrSlice()
+	s.hook.observe("snapshot_members", start, err)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: read %s: %w", s.keys.NodesInstances(), err)
 	}
 	sort.Strings(ids)
-	// SSCAN may return an element twice.
-	out := ids[:0]
-	for i, id := range ids {
-		if i == 0 || id != ids[i-1] {
-			out = append(out, id)
-		}
-	}
-	return out, nil
+	return ids, nil
 }
 
-// Fleet implements [scheduler.NodeSnapshots]: SSCAN of nodes:all, then GET
-// of each snapshot and EXISTS of each presence in pipelined batches.
-// Snapshots that do not decode are skipped and reported to the OpHook as
-// "snapshot_decode" errors.
+// Fleet implements [scheduler.NodeSnapshots]: SMEMBERS of nodes:instances,
+// then HGETALL of each instance's hash and EXISTS of its alive key, in one
+// pipeline. Snapshots that do not decode are skipped and reported to the
+// OpHook as "snapshot_decode" errors. An instance whose hash and alive key
+// are both gone leaves nodes:instances.
 func (s *NodeSnapshots) Fleet(ctx context.Context) ([]scheduler.NodeSnapshot, error) {
-	ids, err := s.members(ctx)
+	insts, err := s.instances(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]scheduler.NodeSnapshot, 0, len(ids))
-	for lo := 0; lo < len(ids); lo += s.batch {
-		part := ids[lo:min(lo+s.batch, len(ids))]
-		cmds := make(rueidis.Commands, 0, 2*len(part))
-		for _, id := range part {
-			cmds = append(cmds,
-				s.c.B().Get().Key(s.keys.NodeSnapshot(id)).Build(),
-				s.c.B().Exists().Key(s.keys.NodePresence(id)).Build())
+	cmds := make(rueidis.Commands, 0, 2*len(insts))
+	for _, id := range insts {
+		cmds = append(cmds,
+			s.c.B().Hgetall().Key(s.keys.NodesOf(id)).Build(),
+			s.c.B().Exists().Key(s.keys.NodesAlive(id)).Build())
+	}
+	start := time.Now()
+	rs := s.c.DoMulti(ctx, cmds...)
+	best := map[string]scheduler.NodeSnapshot{}
+	var gone []string
+	var opErr error
+	for i, inst := range insts {
+		h, err := rs[2*i].AsStrMap()
+		if err != nil {
+			opErr = err
+			break
 		}
-		start := time.Now()
-		rs := s.c.DoMulti(ctx, cmds...)
-		var opErr error
-		for i, id := range part {
-			raw, err := rs[2*i].ToString()
-			if isNil(err) {
-				continue // expired: stale removal will take the id out
-			}
-			if err != nil {
-				opErr = err
-				break
-			}
-			online, err := rs[2*i+1].AsInt64()
-			if err != nil {
-				opErr = err
-				break
+		alive, err := rs[2*i+1].AsInt64()
+		if err != nil {
+			opErr = err
+			break
+		}
+		if len(h) == 0 && alive == 0 {
+			gone = append(gone, inst)
+			continue
+		}
+		seen, _ := strconv.ParseInt(h[fieldSeen], 10, 64)
+		ttl, _ := strconv.ParseInt(h[fieldTTL], 10, 64)
+		for f, raw := range h {
+			if strings.HasPrefix(f, "~") {
+				continue
 			}
 			var n scheduler.NodeSnapshot
-			if derr := json.Unmarshal([]byte(raw), &n); derr != nil || n.NodeID != id {
+			if derr := json.Unmarshal([]byte(raw), &n); derr != nil || n.NodeID != f {
 				s.hook.observe("snapshot_decode", time.Now(), errors.New("bad snapshot"))
 				continue
 			}
-			n.Online = online == 1
-			out = append(out, n)
-		}
-		s.hook.observe("snapshot_read", start, opErr)
-		if opErr != nil {
-			return nil, fmt.Errorf("redisstore: read node snapshots: %w", opErr)
+			n.Online = alive == 1 && n.LastSeenMS+ttl > seen
+			if off, ok := h[fieldOffPfx+f]; ok {
+				if offMS, err := strconv.ParseInt(off, 10, 64); err == nil && offMS >= n.LastSeenMS {
+					n.Online = false
+				}
+			}
+			if b, ok := best[f]; ok && (b.LastSeenMS > n.LastSeenMS || b.LastSeenMS == n.LastSeenMS && b.Online) {
+				continue
+			}
+			best[f] = n
 		}
 	}
+	s.hook.observe("snapshot_read", start, opErr)
+	if opErr != nil {
+		return nil, fmt.Errorf("redisstore: read node snapshots: %w", opErr)
+	}
+	if len(gone) > 0 {
+		start := time.Now()
+		err := s.c.Do(ctx, s.c.B().Srem().Key(s.keys.NodesInstances()).Member(gone...).Build()).Error()
+		s.hook.observe("snapshot_remove_stale", start, err)
+	}
+	out := make([]scheduler.NodeSnapshot, 0, len(best))
+	for _, n := range best {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].NodeID < out[j].NodeID })
 	return out, nil
 }
 
 // RemoveStale implements [scheduler.NodeSnapshots]. A batch at a time, it
 // reads the ids scored below cutoff in nodes:last_seen, removes them from
-// nodes:all and deletes their presence and snapshot keys, and last takes
-// them out of nodes:last_seen with a script that skips ids seen again
-// meanwhile. An interrupted round leaves the ids in nodes:last_seen, so the
-// next round finishes the job; rounds of several instances may overlap.
+// nodes:all and from every instance's hash, and last takes them out of
+// nodes:last_seen with a script that skips ids seen again meanwhile. An
+// interrupted round leaves the ids in nodes:last_seen, so the next round
+// finishes the job; rounds of several instances may overlap.
 func (s *NodeSnapshots) RemoveStale(ctx context.Context, cutoff time.Time) ([]string, error) {
 	removed := []string{}
 	ms := strconv.FormatInt(cutoff.UnixMilli(), 10)
+	var insts []string
 	for {
 		start := time.Now()
 		ids, err := s.c.Do(ctx, s.c.B().Zrangebyscore().Key(s.keys.NodesLastSeen()).Min("-inf").Max("("+ms).
 			Limit(0, int64(s.batch)).Build()).AsStrSlice()
 		var gone []string
+		if err == nil && len(ids) > 0 && insts == nil {
+			insts, err = s.instances(ctx)
+		}
 		if err == nil && len(ids) > 0 {
-			cmds := make(rueidis.Commands, 0, 1+2*len(ids))
-			cmds = append(cmds, s.c.B().Srem().Key(s.keys.NodesAll()).Member(ids...).Build())
+			fields := make([]string, 0, 2*len(ids))
 			for _, id := range ids {
-				cmds = append(cmds,
-					s.c.B().Del().Key(s.keys.NodePresence(id)).Build(),
-					s.c.B().Del().Key(s.keys.NodeSnapshot(id)).Build())
+				fields = append(fields, id, fieldOffPfx+id)
+			}
+			cmds := make(rueidis.Commands, 0, 1+len(insts))
+			cmds = append(cmds, s.c.B().Srem().Key(s.keys.NodesAll()).Member(ids...).Build())
+			for _, inst := range insts {
+				cmds = append(cmds, s.c.B().Hdel().Key(s.keys.NodesOf(inst)).Field(fields...).Build())
 			}
 			if err = firstError(s.c.DoMulti(ctx, cmds...)); err == nil {
 				gone, err = forgetStaleScript.Exec(ctx, s.c, []string{s.keys.NodesLastSeen()}, append([]string{ms}, ids...)).AsStrSlice()

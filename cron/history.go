@@ -235,21 +235,22 @@ func notCalled(e *entry, after, until time.Time, st Status, reason string, now t
 }
 
 // endPause records, when e is resumed at now, the slots that passed since
-// it was paused at from (its paused_at, Unix ns) as one skipped run of
-// reason [ReasonPaused]. A pause whose start is not known (from 0: the
-// job was paused before paused_at was kept) records nothing. mu is held.
-func (r *Runner) endPause(e *entry, from, now int64) {
-	if run, ok := pausedRun(e, from, now); ok {
+// it was paused at from (its paused_at, Unix ns) up to until (at most
+// now) as one skipped run of reason [ReasonPaused]. A pause whose start is
+// not known (from 0: the job was paused before paused_at was kept)
+// records nothing. mu is held.
+func (r *Runner) endPause(e *entry, from, until, now int64) {
+	if run, ok := pausedRun(e, from, until, now); ok {
 		r.finish(run, false)
 	}
 }
 
-// pausedRun builds the record of the slots of e that passed while it was
-// paused, from from (Unix ns) to its resume at now: false when none did,
-// or when from is 0.
-func pausedRun(e *entry, from, now int64) (Run, bool) {
-	if from == 0 || from >= now {
+// pausedRun builds the record, made at now, of the slots of e that passed
+// while it was paused, after from (Unix ns) and up to until: false when
+// none did, or when from is 0.
+func pausedRun(e *entry, from, until, now int64) (Run, bool) {
+	if from == 0 || from >= until {
 		return Run{}, false
 	}
-	return notCalled(e, fromNano(from), fromNano(now), StatusSkipped, ReasonPaused, fromNano(now))
+	return notCalled(e, fromNano(from), fromNano(until), StatusSkipped, ReasonPaused, fromNano(now))
 }

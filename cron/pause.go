@@ -448,7 +448,7 @@ func (r *Runner) setPause(ctx context.Context, id string, paused bool, until tim
 			e.setHealth(health{})
 		}
 		r.schedule(idx, e, e.next)
-		r.endPause(e, from, nowNs)
+		r.endPause(e, from, nowNs, nowNs)
 	} else {
 		r.unschedule(e)
 	}

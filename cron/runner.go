@@ -928,7 +928,7 @@ func (r *Runner) update(ctx context.Context, id string, change func(*Job) error)
 		}
 	}
 	if !was && e.enabled {
-		r.endPause(e, from, nowNs)
+		r.endPause(e, from, nowNs, nowNs)
 	}
 	r.markDirty(e)
 	return e.job(true), nil

@@ -558,7 +558,14 @@ func (r *Runner) Hold(j Job, version int64) error {
 		e.setBookkeeping(c.bookkeeping())
 		r.notePause(e)
 		if resumedFrom != 0 {
-			r.endPause(e, resumedFrom, nowNs)
+			// The resume was made before the next run it stored: a slot
+			// from that one on came after the resume and is called, even
+			// when this runner learns of the resume only after its time.
+			until := nowNs
+			if e.next != 0 && e.next <= nowNs {
+				until = e.next - 1
+			}
+			r.endPause(e, resumedFrom, until, nowNs)
 		}
 	} else {
 		var ne *entry

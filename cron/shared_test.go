@@ -460,6 +460,64 @@ func TestConcurrentResumeRecordsOnce(t *testing.T) {
 	}
 }
 
+// TestResumeSeenAfterItsSlot: a resume made by another runner just
+// before a slot reaches the holder only after that slot's time. The slot
+// came after the resume, so the holder calls it, and its record of the
+// pause stands for the slots before the resume only: every slot appears
+// once, called or in the record.
+func TestResumeSeenAfterItsSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSharedStore()
+		h := newTestRunner(t, &ownerView{st, "c"}, &fakeExec{}, Config{})
+		other := newTestRunner(t, &ownerView{st, ""}, &fakeExec{}, Config{})
+		ctx := context.Background()
+		t0 := time.Now()
+		mustAdd(t, h, httpJob("c", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)}))
+		deliver := func() {
+			j, ver, err := st.Read(ctx, "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Hold(j, ver); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stops := []func() error{start(t, h), start(t, other)}
+		if _, err := other.Pause(ctx, "c", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		deliver()
+		time.Sleep(5*time.Second - 10*time.Millisecond)
+		if _, err := other.Resume(ctx, "c"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // the slot of t0+5s passes before the holder learns
+		deliver()
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		for _, stop := range stops {
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runs, err := st.Runs(ctx, "c", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[time.Duration]int{}
+		for _, r := range runs {
+			for k := range max(r.Slots, 1) {
+				seen[r.ScheduledAt.Sub(t0)+time.Duration(k)*time.Second]++
+			}
+		}
+		for at := time.Second; at <= 7*time.Second; at += time.Second {
+			if seen[at] != 1 {
+				t.Errorf("the slot of t0+%v appears %d times, want once; runs: %+v", at, seen[at], runs)
+			}
+		}
+	})
+}
+
 // ownerView is one runner's view of a sharedStore shared by several: it
 // owns the one job id mine ("": none), whatever the store's owned says,
 // as each process on a database holds the leases of its own partitions.

@@ -11,7 +11,11 @@
 // sqlite:PATH, file:PATH or a plain path for SQLite. It connects, then
 // brings the schema up to date with [DB.Migrate]. An SQLite database runs
 // in WAL mode with a busy timeout and transactions that begin IMMEDIATE, so
-// several node-unit processes can share one file.
+// several node-unit processes can share one file. Its connection keeps
+// the statements it runs compiled, by text (the 128 most recently used),
+// statements of the caller's own through [DB.SQL] included: a text run
+// again is not parsed again, which makes a read by key about twice as
+// fast.
 //
 //	db, err := sqlstore.Open(ctx, "sqlite:data/nodeunit.db")
 //	...

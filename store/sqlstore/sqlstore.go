@@ -117,10 +117,11 @@ func Connect(ctx context.Context, url string) (*DB, error) {
 		}
 		db = openPostgres(cfg)
 	} else {
-		x, err := sqlx.Open(d.driver, dsn)
+		sdb, err := openSQLiteCached(d.driver, dsn)
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: open sqlite: %w", err)
 		}
+		x := sqlx.NewDb(sdb, d.driver)
 		x.SetMaxOpenConns(1)
 		x.SetMaxIdleConns(1)
 		db = &DB{x: x, d: d}

@@ -5,12 +5,11 @@
 # Debian's packages where they are missing), gives the run a PostgreSQL
 # database, a standalone Redis and a 3-master Redis Cluster of its own,
 # exports their addresses for the tests, and runs the race-enabled test
-# suite; beside it, one after the other at the lowest priority, go vet, a
-# pinned staticcheck and the builds for macOS and Windows. Their output
-# follows the tests', each
-# under its name. Then, alone among the tests (the checks may still run,
-# at the lowest CPU and I/O priority), it runs the tests of shared mode's
-# lease timing that the first phase skipped. At the end it checks that the tests left no schema and
+# suite; beside it, the tests of shared mode's lease timing in a test
+# process of their own and, one after the other at the lowest priority,
+# go vet, a pinned staticcheck and the builds for macOS and Windows. The
+# output of the lease-timing tests and of each check follows the suite's,
+# under its name. At the end it checks that the tests left no schema and
 # no Redis key of their own behind, then stops the servers it started and
 # drops its database. It fails if any of this fails, and says which.
 #
@@ -282,7 +281,7 @@ check() {
 }
 run_checks() {
   # The lowest CPU priority, and the idle I/O class where there is one:
-  # the lease-timing tests run beside them once the others are done.
+  # the tests keep their pace.
   local low="nice -n 19"
   if command -v ionice >/dev/null 2>&1 && ionice -c 3 true 2>/dev/null; then low="ionice -c 3 $low"; fi
   (
@@ -332,24 +331,35 @@ done
 run_checks
 log "beside the tests, one after the other: $(printf '%s; ' "${checks[@]}")"
 
-# The tests of shared mode's lease timing run alone, once the rest is
-# done (the checks yield to them): on the 2 cores, beside the other
-# packages, their members miss heartbeats and the leases flap. TestSharedLoad makes that load
-# itself, on purpose, and must not make it beside the others. A full run
-# skips them in the first phase and runs them last; a run of given
+# The tests of shared mode's lease timing (processes on one database,
+# TestSharedLoad with a load of its own making) run beside the suite in a
+# test process of their own, at the suite's priority: the leases must hold
+# on a machine that is busy, and in the suite's process they would run
+# one after the other, after the package's other tests. A run of given
 # packages runs them in place.
-alone_tests='^(TestClusterNoSlotLost|TestLeasesRunKeepsShare|TestSharedLoad)$'
-alone_pkgs=(./cmd/ksana/ ./store/sqlstore/)
+lease_tests='^(TestClusterNoSlotLost|TestLeasesRunKeepsShare|TestSharedLoad)$'
+lease_pkgs=(./cmd/ksana/ ./store/sqlstore/)
 args=("$@")
-if [ "$given" -eq 0 ]; then args+=(-skip "$alone_tests" ./...); fi
+if [ "$given" -eq 0 ]; then args+=(-skip "$lease_tests" ./...); fi
 # -race also turns on the compiler's checks of unsafe pointer conversions
 # (checkptr) in every package. modernc.org's SQLite is C translated to Go
 # that does pointer arithmetic throughout: the checks cost a quarter of the
 # SQL tests' processor time there and check none of this project's code,
 # which keeps them.
 nocheckptr='-gcflags=modernc.org/...=-d=checkptr=0'
-log "go test -race -p 4 $nocheckptr ${args[*]}"
 failed=()
+lease_pid=""
+if [ "$given" -eq 0 ]; then
+  log "beside the suite: go test -race -p 1 -run '$lease_tests' ${lease_pkgs[*]}"
+  (
+    start=$SECONDS; rc=0
+    go test -race -p 1 -timeout 10m "$nocheckptr" -run "$lease_tests" "${lease_pkgs[@]}" >"$run_dir/lease.out" 2>&1 || rc=$?
+    echo "$rc $((SECONDS - start))" >"$run_dir/lease.rc"
+  ) &
+  lease_pid=$!
+  check_pids+=("$lease_pid")
+fi
+log "go test -race -p 4 $nocheckptr ${args[*]}"
 start=$SECONDS
 # -p 4: four test binaries at once on the 2 cores. Most packages' tests
 # wait on processes, servers and timers more than they compute (the whole
@@ -357,15 +367,16 @@ start=$SECONDS
 # time), so two at a time left the cores half idle.
 go test -race -p 4 -timeout 30m "$nocheckptr" "${args[@]}" || failed+=("go test -race")
 log "go test -race: $( [ "${#failed[@]}" -eq 0 ] && echo ok || echo FAILED ) in $(elapsed $((SECONDS - start)))"
-
-# The checks may still run, at the lowest priorities: they take the CPU
-# only when the lease-timing tests leave it idle.
-if [ "$given" -eq 0 ]; then
-  log "go test -race -p 1 -run '$alone_tests' ${alone_pkgs[*]} (alone)"
-  start=$SECONDS
-  alone=ok
-  go test -race -p 1 -timeout 10m "$nocheckptr" -run "$alone_tests" "${alone_pkgs[@]}" || { alone=FAILED; failed+=("the lease-timing tests, alone"); }
-  log "the lease-timing tests: $alone in $(elapsed $((SECONDS - start)))"
+if [ -n "$lease_pid" ]; then
+  wait "$lease_pid" || true
+  read -r rc took <"$run_dir/lease.rc" || { rc=1; took=0; }
+  if [ "$rc" = 0 ]; then
+    log "--- the lease-timing tests: ok in $(elapsed "$took")"
+  else
+    log "--- the lease-timing tests: FAILED (exit $rc) in $(elapsed "$took")"
+    failed+=("the lease-timing tests")
+  fi
+  sed 's/^/    /' "$run_dir/lease.out" >&2
 fi
 for pid in "${check_pids[@]}"; do wait "$pid" || true; done
 for n in "${!checks[@]}"; do

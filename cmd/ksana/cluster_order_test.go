@@ -36,20 +36,17 @@ import (
 // /jobs/{id}/runs with the instance that claimed them; and enabled and
 // last_status are those of the last acknowledged write.
 //
-// It runs alone (not parallel: go test runs it before the package's
-// parallel tests start, and test.sh runs it last, after the other
-// packages): beside them, on a loaded machine, slots went uncalled while
-// a live instance held their partition and claimed rows stayed without a
-// status, the lease flapping that shared mode still has.
+// It is not parallel: go test runs it before the package's parallel
+// tests start. test.sh runs it beside the other packages, in a test
+// process of its own with TestSharedLoad, so its leases are tried on a
+// busy machine.
 func TestClusterNoSlotLost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL and SQLite")
 	}
 	bin := buildKsana(t)
-	// The two databases side by side, alone: under the load of the other
-	// packages' tests, slots went uncalled while a live instance held their
-	// partition, but the two runs (seven processes, 48 jobs a second each)
-	// leave the 2 cores most of their time.
+	// The two databases side by side (seven processes, 48 jobs a second
+	// each).
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		testClusterNoSlotLost(t, bin, postgresSchemaURL(t, "ksana_order_test"))

@@ -48,7 +48,9 @@ run_dir=$(mktemp -d /tmp/ksana-test.XXXXXX)
 redis_ports=()   # the run's own standalone server and cluster nodes
 check_pids=()
 cleanup() {
-  for pid in "${check_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  # Each background job leads a process group of its own (set -m where it
+  # starts): its go commands and test processes end with it.
+  for pid in "${check_pids[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
   for p in "${redis_ports[@]}"; do redis-cli -p "$p" shutdown nosave >/dev/null 2>&1 || true; done
   [ -z "$pg_db" ] || psql "$pg_admin_url" -Atqc "DROP DATABASE IF EXISTS $pg_db WITH (FORCE)" >/dev/null 2>&1 || true
   rm -rf "$run_dir"
@@ -284,6 +286,7 @@ run_checks() {
   # the tests keep their pace.
   local low="nice -n 19"
   if command -v ionice >/dev/null 2>&1 && ionice -c 3 true 2>/dev/null; then low="ionice -c 3 $low"; fi
+  set -m
   (
     for n in "${!checks[@]}"; do
       start=$SECONDS; rc=0
@@ -292,6 +295,7 @@ run_checks() {
     done
   ) &
   check_pids+=($!)
+  set +m
 }
 elapsed() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
@@ -351,12 +355,14 @@ failed=()
 lease_pid=""
 if [ "$given" -eq 0 ]; then
   log "beside the suite: go test -race -p 1 -run '$lease_tests' ${lease_pkgs[*]}"
+  set -m
   (
     start=$SECONDS; rc=0
     go test -race -p 1 -timeout 10m "$nocheckptr" -run "$lease_tests" "${lease_pkgs[@]}" >"$run_dir/lease.out" 2>&1 || rc=$?
     echo "$rc $((SECONDS - start))" >"$run_dir/lease.rc"
   ) &
   lease_pid=$!
+  set +m
   check_pids+=("$lease_pid")
 fi
 log "go test -race -p 4 $nocheckptr ${args[*]}"
@@ -365,7 +371,12 @@ start=$SECONDS
 # wait on processes, servers and timers more than they compute (the whole
 # phase needs about 430 s of CPU against some 650 s of its packages' wall
 # time), so two at a time left the cores half idle.
-go test -race -p 4 -timeout 30m "$nocheckptr" "${args[@]}" || failed+=("go test -race")
+set -m
+go test -race -p 4 -timeout 30m "$nocheckptr" "${args[@]}" &
+suite_pid=$!
+set +m
+check_pids+=("$suite_pid")
+wait "$suite_pid" || failed+=("go test -race")
 log "go test -race: $( [ "${#failed[@]}" -eq 0 ] && echo ok || echo FAILED ) in $(elapsed $((SECONDS - start)))"
 if [ -n "$lease_pid" ]; then
   wait "$lease_pid" || true

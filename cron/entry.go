@@ -61,10 +61,13 @@ type jobConfig struct {
 
 // same reports whether c and d hold the same values (header maps equal in
 // content, and both nil or both not).
-func (c *jobConfig) same(d *jobConfig) bool {
+func (c *jobConfig) same(d *jobConfig) bool { return c.sameWith(d, d.fn) }
+
+// sameWith is same with fn in place of d.fn.
+func (c *jobConfig) sameWith(d *jobConfig, fn *fnJob) bool {
 	return c.method == d.method && c.retries == d.retries && c.timeout == d.timeout && c.backoff == d.backoff &&
 		c.url == d.url && c.body == d.body && (c.headers == nil) == (d.headers == nil) && maps.Equal(c.headers, d.headers) &&
-		c.fn.same(d.fn) && c.alert.same(d.alert) && c.keep == d.keep
+		c.fn.same(fn) && c.alert.same(d.alert) && c.keep == d.keep
 }
 
 // configs keeps the jobConfigs built last, one per slot chosen by a hash

@@ -485,12 +485,19 @@ func (e *entry) setBookkeeping(b Bookkeeping) {
 // job rebuilds the Job. cloneHeaders copies the header map, for values that
 // leave the runner.
 func (e *entry) job(cloneHeaders bool) Job {
+	var j Job
+	e.fillJob(&j, cloneHeaders)
+	return j
+}
+
+// fillJob sets *j to the job of e, as job does, in place.
+func (e *entry) fillJob(j *Job, cloneHeaders bool) {
 	c := e.cfg
 	h := c.headers
 	if cloneHeaders && h != nil {
 		h = maps.Clone(h)
 	}
-	j := Job{
+	*j = Job{
 		ID: e.id, Name: e.name, Paused: !e.enabled, Type: JobTypeHTTP,
 		Timeout: Duration(c.timeout), MaxRetries: int(c.retries), RetryBackoff: Duration(c.backoff),
 		LastRunAt: fromNano(e.last), NextRunAt: fromNano(e.next), LastStatus: statusNames[e.status],
@@ -525,5 +532,4 @@ func (e *entry) job(cloneHeaders bool) Job {
 		j.Alert = &a
 	}
 	j.KeepRuns = int(c.keep)
-	return j
 }

@@ -406,24 +406,54 @@ func (cfg Config) withDefaults() Config {
 // generator instead of one per id), each byte handed out once.
 func newID() string {
 	src := idSources.Get().(*idSource)
-	if src.off == len(src.buf) {
-		_, _ = rand.Read(src.buf[:]) // never fails (crypto/rand)
-		src.off = 0
-	}
 	var out [32]byte
-	hex.Encode(out[:], src.buf[src.off:src.off+16])
-	clear(src.buf[src.off : src.off+16])
-	src.off += 16
+	src.take(out[:])
 	idSources.Put(src)
 	return string(out[:])
 }
 
-const idBlock = 64
+// newJobID is newID for the id of a new job. The ids are made idChunk at
+// a time in one string, and each is a part of it: one allocation (and one
+// object for the garbage collector to mark) instead of idChunk. A chunk
+// stays in memory while one of its ids does.
+func newJobID() string {
+	src := idSources.Get().(*idSource)
+	if src.next == len(src.ids) {
+		var out [32 * idChunk]byte
+		for i := range idChunk {
+			src.take(out[32*i : 32*i+32])
+		}
+		src.ids, src.next = string(out[:]), 0
+	}
+	id := src.ids[src.next : src.next+32]
+	src.next += 32
+	idSources.Put(src)
+	return id
+}
 
-// idSource is a block of random bytes, buf[off:] not handed out yet.
+const (
+	idBlock = 64
+	idChunk = 8
+)
+
+// idSource is a block of random bytes, buf[off:] not handed out yet, and
+// a chunk of job ids, ids[next:] not handed out yet.
 type idSource struct {
-	buf [16 * idBlock]byte
-	off int
+	buf  [16 * idBlock]byte
+	off  int
+	ids  string
+	next int
+}
+
+// take writes the next 16 random bytes of the block to out in hex.
+func (src *idSource) take(out []byte) {
+	if src.off == len(src.buf) {
+		_, _ = rand.Read(src.buf[:]) // never fails (crypto/rand)
+		src.off = 0
+	}
+	hex.Encode(out, src.buf[src.off:src.off+16])
+	clear(src.buf[src.off : src.off+16])
+	src.off += 16
 }
 
 var idSources = sync.Pool{New: func() any { return &idSource{off: 16 * idBlock} }}
@@ -758,7 +788,7 @@ func (r *Runner) add(ctx context.Context, j *Job) error {
 	}
 	generated := e.id == ""
 	if generated {
-		e.id = newID() // 128 random bits: no check for a clash
+		e.id = newJobID() // 128 random bits: no check for a clash
 	} else if err := validID(e.id); err != nil {
 		return err
 	}
@@ -800,7 +830,7 @@ func (r *Runner) add(ctx context.Context, j *Job) error {
 	} else {
 		e.next = due
 	}
-	*j = e.job(false)
+	e.fillJob(j, false)
 	var ver int64
 	if r.store != nil || !r.alone {
 		// Without a store there is nothing to write (solo's Write of no

@@ -92,13 +92,19 @@ func (x *idIndex) place() {
 			at[k] = sum
 			sum += c
 		}
-		sorted := make([]uint64, len(p), cap(p))
+		sorted := make([]uint64, len(p))
 		for _, s := range p {
 			k := uint32(s>>32) >> sh
 			sorted[at[k]] = s
 			at[k]++
 		}
-		p = sorted
+		for _, s := range sorted {
+			x.insert(s)
+		}
+		// Both arrays go: the next ids pending grow a new one, so that
+		// an index that is not growing keeps none.
+		x.pending = nil
+		return
 	}
 	for _, s := range p {
 		x.insert(s)

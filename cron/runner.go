@@ -648,6 +648,7 @@ func (r *Runner) Load(ctx context.Context) error {
 		}
 	}
 	r.loaded = true
+	r.jobs.place() // the ids added before the runner starts
 	r.logRolled()
 	saves := make([]Job, len(toSave))
 	held := make([]int64, len(toSave))

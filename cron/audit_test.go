@@ -15,7 +15,6 @@ import (
 type refAudit struct {
 	keep    int
 	entries []AuditEntry
-	lastID  int64
 }
 
 func (r *refAudit) put(e AuditEntry) {

@@ -59,11 +59,8 @@ type jobConfig struct {
 	keep    uint32       // keep_runs; 0 for the store's
 }
 
-// same reports whether c and d hold the same values (header maps equal in
-// content, and both nil or both not).
-func (c *jobConfig) same(d *jobConfig) bool { return c.sameWith(d, d.fn) }
-
-// sameWith is same with fn in place of d.fn.
+// sameWith reports whether c and d hold the same values (header maps
+// equal in content, and both nil or both not), with fn in place of d.fn.
 func (c *jobConfig) sameWith(d *jobConfig, fn *fnJob) bool {
 	return c.method == d.method && c.retries == d.retries && c.timeout == d.timeout && c.backoff == d.backoff &&
 		c.url == d.url && c.body == d.body && (c.headers == nil) == (d.headers == nil) && maps.Equal(c.headers, d.headers) &&

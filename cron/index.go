@@ -9,12 +9,12 @@ import "hash/maphash"
 //
 // A slot's home is given by the top bits of its hash, so the table is
 // ordered by hash (but for probe runs). An id put is not placed at once:
-// it waits in pending, in no order, until pending holds a sixteenth of
-// the table's length or an id is looked up or deleted; then the pending ids
-// are ordered by the top bits of their hash and placed in that order. A
-// table of a million ids is 16 MB, and an id placed alone at a random
-// home misses the processor's caches; placed in order, a sixteenth of the
-// table at a time, the ids of one region are placed together.
+// it waits in pending, in no order, until pending holds a 64th of the
+// table's length or an id is looked up or deleted (or the runner loads);
+// then the pending ids are ordered by the top bits of their hash and
+// placed in that order. A table of a million ids is 16 MB, and an id
+// placed alone at a random home misses the processor's caches; placed in
+// order, the ids bound for one region of the table are placed together.
 type idIndex struct {
 	slots   []uint64 // 0: empty; else hash32<<32 | (idx+1)
 	shift   uint8    // home = hash32 >> shift; len(slots) = 1 << (32-shift)
@@ -60,7 +60,7 @@ func (x *idIndex) put(id string, idx int32) {
 	}
 	x.pending = append(x.pending, uint64(x.hash(id))<<32|uint64(uint32(idx+1)))
 	x.n++
-	if len(x.pending) >= len(x.slots)/16 {
+	if len(x.pending) >= len(x.slots)/64 {
 		x.place()
 	}
 }

@@ -62,8 +62,8 @@ func TestIDIndexBatched(t *testing.T) {
 		e.id = ids[i]
 		x.put(ids[i], idx)
 	}
-	if len(x.pending) == 0 || len(x.pending) >= len(x.slots)/16 {
-		t.Fatalf("%d ids pending in a table of %d: want some, fewer than a sixteenth", len(x.pending), len(x.slots))
+	if len(x.pending) == 0 || len(x.pending) >= len(x.slots)/64 {
+		t.Fatalf("%d ids pending in a table of %d: want some, fewer than a 64th", len(x.pending), len(x.slots))
 	}
 	check := func(from int) {
 		t.Helper()

@@ -102,7 +102,9 @@ func (c *auditCoder) idField(dst []byte, id string) []byte {
 	dst, _ = hex.AppendDecode(dst, []byte(id))
 	base := len(c.stream)
 	c.stream = append(c.stream, id...)
-	for q := base; q+auditMinMatch <= len(c.stream); q++ {
+	// The JSON that follows holds the id after some bytes that repeat
+	// earlier ones: a copy of those may take its first digits too.
+	for q := base; q < base+4; q++ {
 		c.table[c.hash(q)] = int32(q + 1)
 	}
 	return dst
@@ -146,6 +148,9 @@ func (c *auditCoder) field(dst, b []byte, present bool, bias uint64) []byte {
 			continue
 		}
 		m := auditMinMatch
+		for p+m+8 <= end && binary.LittleEndian.Uint64(c.stream[cand+m:]) == binary.LittleEndian.Uint64(c.stream[p+m:]) {
+			m += 8
+		}
 		for p+m < end && c.stream[cand+m] == c.stream[p+m] {
 			m++
 		}
@@ -153,7 +158,11 @@ func (c *auditCoder) field(dst, b []byte, present bool, bias uint64) []byte {
 		dst = append(dst, c.stream[lit:p]...)
 		dst = binary.AppendUvarint(dst, uint64(m-auditMinMatch))
 		dst = binary.AppendUvarint(dst, uint64(p-cand))
-		for q := p + 1; q < p+m && q+auditMinMatch <= end; q++ {
+		// The positions inside the copy are not hashed (the bytes they
+		// start were hashed where they were copied from): the stream
+		// of an entry like the last one is mostly copies, and hashing
+		// each byte of them would cost more than the rest.
+		if q := p + m - 1; q+auditMinMatch <= end {
 			c.table[c.hash(q)] = int32(q + 1)
 		}
 		p += m

@@ -212,7 +212,8 @@ func (b *AuditBuffer) put(e *AuditEntry) {
 }
 
 // each calls fn with every entry kept whose ID is above after, oldest
-// first, until fn returns false. The entry is fn's to keep. mu is held.
+// first, until fn returns false. The JSON fields of the entry are valid
+// only during the call: fn copies an entry it keeps (see own). mu is held.
 func (b *AuditBuffer) each(after int64, fn func(e *AuditEntry) bool) {
 	var dec auditCoder
 	for k := range b.blocks {
@@ -253,7 +254,7 @@ func (b *AuditBuffer) Audit(_ context.Context, q AuditQuery) ([]AuditEntry, bool
 			more = true
 			return false
 		}
-		out = append(out, *e)
+		out = append(out, own(e))
 		return true
 	})
 	return out, more, nil
@@ -272,8 +273,15 @@ func (b *AuditBuffer) Entries() []AuditEntry {
 	defer b.mu.Unlock()
 	out := make([]AuditEntry, 0, b.n)
 	b.each(0, func(e *AuditEntry) bool {
-		out = append(out, *e)
+		out = append(out, own(e))
 		return true
 	})
 	return out
+}
+
+// own returns e with JSON fields of its own.
+func own(e *AuditEntry) AuditEntry {
+	c := *e
+	c.Overrides, c.Before, c.After = cloneRaw(e.Overrides), cloneRaw(e.Before), cloneRaw(e.After)
+	return c
 }

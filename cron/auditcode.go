@@ -173,7 +173,9 @@ func (c *auditCoder) field(dst, b []byte, present bool, bias uint64) []byte {
 }
 
 // decode reads the next entry of the block from src into e and returns
-// the rest of src. The block was made by encode, so it is not checked.
+// the rest of src. The JSON fields of e are in the coder's stream: valid
+// until the coder is reset. The block was made by encode, so it is not
+// checked.
 func (c *auditCoder) decode(src []byte, e *AuditEntry) []byte {
 	flags := src[0]
 	src = src[1:]
@@ -224,14 +226,25 @@ func (c *auditCoder) idUnfield(src []byte) (string, []byte) {
 	return string(b), src
 }
 
-// rawField is unfield for a JSON field: a copy of its bytes, nil when
-// absent.
+// rawField is unfield for a JSON field: its bytes in the stream (valid
+// until the coder is reset), nil when absent, empty (not nil) when empty.
 func (c *auditCoder) rawField(src []byte) (json.RawMessage, bool, []byte) {
 	b, ok, src := c.unfield(src, 1)
-	if !ok {
+	switch {
+	case !ok:
 		return nil, false, src
+	case len(b) == 0:
+		return json.RawMessage{}, true, src
 	}
-	return append(make(json.RawMessage, 0, len(b)), b...), true, src
+	return b, true, src
+}
+
+// cloneRaw returns a copy of m: nil for nil, empty (not nil) for empty.
+func cloneRaw(m json.RawMessage) json.RawMessage {
+	if m == nil {
+		return nil
+	}
+	return append(make(json.RawMessage, 0, len(m)), m...)
 }
 
 // unfield reads one field and returns its bytes (in the stream, valid

@@ -99,16 +99,44 @@ type AuditLog interface {
 // AuditBuffer is an [AuditLog] in memory that keeps the newest Keep
 // entries. The zero value is ready to use; it is safe for concurrent use.
 // [MemStore] keeps its audit log in one.
+//
+// Its memory grows with the entries it keeps, and an entry is kept
+// compactly: entries are encoded in blocks of up to 64, and within a
+// block each entry's job id, run id, overrides and JSON are stored as
+// the differences from what came before them in the block (the JSON of
+// jobs made from one template, or of one job before and after a change,
+// differ in a few fields). A block is dropped once all its entries are
+// beyond Keep. An entry is decoded when it is read, and reads the same
+// as it was appended.
 type AuditBuffer struct {
 	// Keep is how many entries are kept (the newest). Set it before first
 	// use. Default (0) [DefaultAuditKeep].
 	Keep int
 
-	mu      sync.Mutex
-	entries []AuditEntry // ring, oldest at start once full
-	start   int
-	lastID  int64
+	mu     sync.Mutex
+	blocks []auditBlock // oldest first; the last one is open while not full
+	skip   int          // entries of blocks[0] dropped (beyond Keep)
+	n      int          // entries kept
+	lastID int64
+	enc    auditCoder // the state of the open block
+	// times holds, by ID, the times of the entries kept whose time is
+	// not in UTC (a Restore may give any), for the block keeps only the
+	// instant.
+	times map[int64]time.Time
 }
+
+// auditBlock is a run of encoded entries (see auditCoder.encode).
+type auditBlock struct {
+	data            []byte
+	count           int
+	firstID, lastID int64
+	open            bool // the data is the coder's buffer
+}
+
+const (
+	auditBlockLen    = 64       // entries per block at most
+	auditBlockStream = 64 << 10 // bytes of fields per block beyond which it closes
+)
 
 var _ AuditLog = (*AuditBuffer)(nil)
 
@@ -120,7 +148,7 @@ func (b *AuditBuffer) AppendAudit(_ context.Context, e AuditEntry) (AuditEntry, 
 	b.lastID++
 	e.ID = b.lastID
 	e.Time = e.Time.UTC()
-	b.put(e)
+	b.put(&e)
 	return e, nil
 }
 
@@ -134,22 +162,81 @@ func (b *AuditBuffer) Restore(e AuditEntry) error {
 		return fmt.Errorf("cron: audit entry %d follows entry %d", e.ID, b.lastID)
 	}
 	b.lastID = e.ID
-	b.put(e)
+	b.put(&e)
 	return nil
 }
 
-// put keeps e in the ring. mu is held.
-func (b *AuditBuffer) put(e AuditEntry) {
+// put keeps e, dropping the oldest entry beyond Keep. mu is held.
+func (b *AuditBuffer) put(e *AuditEntry) {
 	keep := b.Keep
 	if keep <= 0 {
 		keep = DefaultAuditKeep
 	}
-	if len(b.entries) < keep {
-		b.entries = append(b.entries, e)
-		return
+	if k := len(b.blocks); k == 0 || !b.blocks[k-1].open {
+		b.enc.reset()
+		b.blocks = append(b.blocks, auditBlock{firstID: e.ID, open: true})
 	}
-	b.entries[b.start] = e
-	b.start = (b.start + 1) % len(b.entries)
+	blk := &b.blocks[len(b.blocks)-1]
+	if e.Time.Location() != time.UTC {
+		if b.times == nil {
+			b.times = map[int64]time.Time{}
+		}
+		b.times[e.ID] = e.Time
+	}
+	b.enc.buf = b.enc.encode(b.enc.buf, e)
+	blk.data = b.enc.buf
+	blk.count++
+	blk.lastID = e.ID
+	if blk.count == auditBlockLen || len(b.enc.stream) > auditBlockStream {
+		// Closed: its data gets an array of its own size, and the
+		// coder's buffer serves the next block.
+		blk.data = append(make([]byte, 0, len(blk.data)), blk.data...)
+		blk.open = false
+		b.enc.buf = b.enc.buf[:0]
+	}
+	b.n++
+	for b.n > keep {
+		b.n--
+		b.skip++
+		if first := &b.blocks[0]; b.skip == first.count && !first.open {
+			for id := range b.times {
+				if id <= first.lastID {
+					delete(b.times, id)
+				}
+			}
+			b.blocks[0] = auditBlock{}
+			b.blocks = b.blocks[1:]
+			b.skip = 0
+		}
+	}
+}
+
+// each calls fn with every entry kept whose ID is above after, oldest
+// first, until fn returns false. The JSON fields of the entry are valid
+// only during the call: fn copies an entry it keeps (see own). mu is held.
+func (b *AuditBuffer) each(after int64, fn func(e *AuditEntry) bool) {
+	var dec auditCoder
+	for k := range b.blocks {
+		blk := &b.blocks[k]
+		if blk.lastID <= after {
+			continue
+		}
+		dec.reset()
+		data := blk.data
+		for i := range blk.count {
+			var e AuditEntry
+			data = dec.decode(data, &e)
+			if k == 0 && i < b.skip || e.ID <= after {
+				continue
+			}
+			if t, ok := b.times[e.ID]; ok {
+				e.Time = t
+			}
+			if !fn(&e) {
+				return
+			}
+		}
+	}
 }
 
 // Audit returns the page of entries q selects, oldest first.
@@ -158,35 +245,43 @@ func (b *AuditBuffer) Audit(_ context.Context, q AuditQuery) ([]AuditEntry, bool
 	defer b.mu.Unlock()
 	limit := q.limit()
 	out := []AuditEntry{}
-	n := len(b.entries)
-	for i := range n {
-		e := &b.entries[(b.start+i)%n]
+	more := false
+	b.each(q.After, func(e *AuditEntry) bool {
 		if !q.Matches(e) {
-			continue
+			return true
 		}
 		if len(out) == limit {
-			return out, true, nil
+			more = true
+			return false
 		}
-		out = append(out, *e)
-	}
-	return out, false, nil
+		out = append(out, own(e))
+		return true
+	})
+	return out, more, nil
 }
 
 // Len returns the number of entries kept.
 func (b *AuditBuffer) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.entries)
+	return b.n
 }
 
 // Entries returns every entry kept, oldest first.
 func (b *AuditBuffer) Entries() []AuditEntry {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n := len(b.entries)
-	out := make([]AuditEntry, 0, n)
-	for i := range n {
-		out = append(out, b.entries[(b.start+i)%n])
-	}
+	out := make([]AuditEntry, 0, b.n)
+	b.each(0, func(e *AuditEntry) bool {
+		out = append(out, own(e))
+		return true
+	})
 	return out
+}
+
+// own returns e with JSON fields of its own.
+func own(e *AuditEntry) AuditEntry {
+	c := *e
+	c.Overrides, c.Before, c.After = cloneRaw(e.Overrides), cloneRaw(e.Before), cloneRaw(e.After)
+	return c
 }

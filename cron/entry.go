@@ -59,12 +59,12 @@ type jobConfig struct {
 	keep    uint32       // keep_runs; 0 for the store's
 }
 
-// same reports whether c and d hold the same values (header maps equal in
-// content, and both nil or both not).
-func (c *jobConfig) same(d *jobConfig) bool {
+// sameWith reports whether c and d hold the same values (header maps
+// equal in content, and both nil or both not), with fn in place of d.fn.
+func (c *jobConfig) sameWith(d *jobConfig, fn *fnJob) bool {
 	return c.method == d.method && c.retries == d.retries && c.timeout == d.timeout && c.backoff == d.backoff &&
 		c.url == d.url && c.body == d.body && (c.headers == nil) == (d.headers == nil) && maps.Equal(c.headers, d.headers) &&
-		c.fn.same(d.fn) && c.alert.same(d.alert) && c.keep == d.keep
+		c.fn.same(fn) && c.alert.same(d.alert) && c.keep == d.keep
 }
 
 // configs keeps the jobConfigs built last, one per slot chosen by a hash
@@ -482,12 +482,19 @@ func (e *entry) setBookkeeping(b Bookkeeping) {
 // job rebuilds the Job. cloneHeaders copies the header map, for values that
 // leave the runner.
 func (e *entry) job(cloneHeaders bool) Job {
+	var j Job
+	e.fillJob(&j, cloneHeaders)
+	return j
+}
+
+// fillJob sets *j to the job of e, as job does, in place.
+func (e *entry) fillJob(j *Job, cloneHeaders bool) {
 	c := e.cfg
 	h := c.headers
 	if cloneHeaders && h != nil {
 		h = maps.Clone(h)
 	}
-	j := Job{
+	*j = Job{
 		ID: e.id, Name: e.name, Paused: !e.enabled, Type: JobTypeHTTP,
 		Timeout: Duration(c.timeout), MaxRetries: int(c.retries), RetryBackoff: Duration(c.backoff),
 		LastRunAt: fromNano(e.last), NextRunAt: fromNano(e.next), LastStatus: statusNames[e.status],
@@ -522,5 +529,4 @@ func (e *entry) job(cloneHeaders bool) Job {
 		j.Alert = &a
 	}
 	j.KeepRuns = int(c.keep)
-	return j
 }

@@ -671,6 +671,9 @@ func validateURL(field, raw string) error {
 // names the virtual host the request asks for (the connection still goes
 // to the URL's host).
 func validateHeaders(h map[string]string) error {
+	if len(h) == 0 {
+		return nil // no iterator to set up
+	}
 	for k, v := range h {
 		if k == "" {
 			return invalid("http.headers", "a header name is empty")

@@ -406,24 +406,54 @@ func (cfg Config) withDefaults() Config {
 // generator instead of one per id), each byte handed out once.
 func newID() string {
 	src := idSources.Get().(*idSource)
-	if src.off == len(src.buf) {
-		_, _ = rand.Read(src.buf[:]) // never fails (crypto/rand)
-		src.off = 0
-	}
 	var out [32]byte
-	hex.Encode(out[:], src.buf[src.off:src.off+16])
-	clear(src.buf[src.off : src.off+16])
-	src.off += 16
+	src.take(out[:])
 	idSources.Put(src)
 	return string(out[:])
 }
 
-const idBlock = 64
+// newJobID is newID for the id of a new job. The ids are made idChunk at
+// a time in one string, and each is a part of it: one allocation (and one
+// object for the garbage collector to mark) instead of idChunk. A chunk
+// stays in memory while one of its ids does.
+func newJobID() string {
+	src := idSources.Get().(*idSource)
+	if src.next == len(src.ids) {
+		var out [32 * idChunk]byte
+		for i := range idChunk {
+			src.take(out[32*i : 32*i+32])
+		}
+		src.ids, src.next = string(out[:]), 0
+	}
+	id := src.ids[src.next : src.next+32]
+	src.next += 32
+	idSources.Put(src)
+	return id
+}
 
-// idSource is a block of random bytes, buf[off:] not handed out yet.
+const (
+	idBlock = 64
+	idChunk = 8
+)
+
+// idSource is a block of random bytes, buf[off:] not handed out yet, and
+// a chunk of job ids, ids[next:] not handed out yet.
 type idSource struct {
-	buf [16 * idBlock]byte
-	off int
+	buf  [16 * idBlock]byte
+	off  int
+	ids  string
+	next int
+}
+
+// take writes the next 16 random bytes of the block to out in hex.
+func (src *idSource) take(out []byte) {
+	if src.off == len(src.buf) {
+		_, _ = rand.Read(src.buf[:]) // never fails (crypto/rand)
+		src.off = 0
+	}
+	hex.Encode(out, src.buf[src.off:src.off+16])
+	clear(src.buf[src.off : src.off+16])
+	src.off += 16
 }
 
 var idSources = sync.Pool{New: func() any { return &idSource{off: 16 * idBlock} }}
@@ -462,20 +492,28 @@ func (r *Runner) compile(j *Job, now time.Time, e *entry, stored bool) error {
 	if err != nil {
 		return err
 	}
-	cfg := &jobConfig{
+	// Built on the stack and compared with the one kept: a job like the
+	// last one allocates nothing here.
+	built := jobConfig{
 		method: methodID(j.HTTP.Method), retries: uint16(j.MaxRetries), timeout: int64(j.Timeout), backoff: int64(j.RetryBackoff),
 		url: j.HTTP.URL, body: j.HTTP.Body, headers: j.HTTP.Headers, keep: uint32(j.KeepRuns),
 	}
+	var fn *fnJob
 	if !isHTTP {
-		cfg.fn = &fnJob{typ: j.Type, args: j.Args}
+		fn = &fnJob{typ: j.Type, args: j.Args}
 	}
-	if j.Alert != nil {
-		a := *j.Alert
-		cfg.alert = &a
-	}
-	if last != nil && last.same(cfg) {
-		cfg = last
-	} else {
+	built.alert = j.Alert
+	cfg := last
+	if last == nil || !last.sameWith(&built, fn) {
+		cfg = new(jobConfig)
+		*cfg = built
+		if fn != nil {
+			cfg.fn = &fnJob{typ: fn.typ, args: fn.args}
+		}
+		if j.Alert != nil {
+			a := *j.Alert
+			cfg.alert = &a
+		}
 		slot.Store(cfg)
 	}
 	*e = entry{id: j.ID, name: j.Name, cfg: cfg, enabled: !j.Paused}
@@ -610,6 +648,7 @@ func (r *Runner) Load(ctx context.Context) error {
 		}
 	}
 	r.loaded = true
+	r.jobs.place() // the ids added before the runner starts
 	r.logRolled()
 	saves := make([]Job, len(toSave))
 	held := make([]int64, len(toSave))
@@ -724,34 +763,35 @@ func (r *Runner) Add(ctx context.Context, j Job) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	out, err := r.add(ctx, j)
-	if err != nil {
+	if err := r.add(ctx, &j); err != nil {
 		return Job{}, err
 	}
 	if r.auditOn() {
-		r.audit(ctx, change{actor: a, action: ActionCreate, jobID: out.ID, after: out})
+		r.audit(ctx, change{actor: a, action: ActionCreate, jobID: j.ID, after: j})
 	}
-	return out, nil
+	return j, nil
 }
 
-func (r *Runner) add(ctx context.Context, j Job) (Job, error) {
+// add creates job j and sets *j to the job stored. j is the caller's own
+// copy: the job is large, and an add passes it on without copying it.
+func (r *Runner) add(ctx context.Context, j *Job) error {
 	now := r.now()
 	var c entry
 	e := &c
-	if err := r.compile(&j, now, e, false); err != nil {
-		return Job{}, err
+	if err := r.compile(j, now, e, false); err != nil {
+		return err
 	}
-	if err := r.checkHandled(&j); err != nil {
-		return Job{}, err
+	if err := r.checkHandled(j); err != nil {
+		return err
 	}
 	if e.x != nil {
 		e.x.pausedAt = 0 // a system field: a new job was never paused
 	}
 	generated := e.id == ""
 	if generated {
-		e.id = newID() // 128 random bits: no check for a clash
+		e.id = newJobID() // 128 random bits: no check for a clash
 	} else if err := validID(e.id); err != nil {
-		return Job{}, err
+		return err
 	}
 	nowNs := toNano(now)
 
@@ -764,7 +804,7 @@ func (r *Runner) add(ctx context.Context, j Job) (Job, error) {
 		_, exists := r.jobs.get(&r.tab, e.id)
 		r.mu.Unlock()
 		if exists {
-			return Job{}, fmt.Errorf("%w: %q", ErrExists, e.id)
+			return fmt.Errorf("%w: %q", ErrExists, e.id)
 		}
 	}
 	var due int64
@@ -791,10 +831,16 @@ func (r *Runner) add(ctx context.Context, j Job) (Job, error) {
 	} else {
 		e.next = due
 	}
-	stored := e.job(false)
-	ver, err := r.create(ctx, stored)
-	if err != nil {
-		return Job{}, err
+	e.fillJob(j, false)
+	var ver int64
+	if r.store != nil || !r.alone {
+		// Without a store there is nothing to write (solo's Write of no
+		// store does nothing).
+		v, err := r.create(ctx, *j)
+		if err != nil {
+			return err
+		}
+		ver = v
 	}
 	r.mu.Lock()
 	if ev != nil {
@@ -804,7 +850,7 @@ func (r *Runner) add(ctx context.Context, j Job) (Job, error) {
 		// A shared store's runner holds only the jobs it fires: the one
 		// that fires this one loads it from the store.
 		r.mu.Unlock()
-		return stored, nil
+		return nil
 	}
 	idx, se := r.tab.alloc()
 	c.gen = se.gen
@@ -818,7 +864,7 @@ func (r *Runner) add(ctx context.Context, j Job) (Job, error) {
 		r.enqueue(se, task{scheduled: slot})
 	}
 	r.mu.Unlock()
-	return stored, nil
+	return nil
 }
 
 // Update changes job id: under the job's lock, so that concurrent changes

@@ -541,7 +541,10 @@ func (r *Runner) Load(ctx context.Context) error {
 	}
 	now := r.now()
 	nowNs := toNano(now)
-	last := r.lastSlots(ctx, overdue(jobs, now, r.cfg.MisfireTolerance))
+	var last map[string]Run
+	if !r.alone {
+		last = r.lastSlots(ctx, overdue(jobs, now, r.cfg.MisfireTolerance))
+	}
 	var toSave []int32 // slots of jobs to save
 	r.mu.Lock()
 	for i := range jobs {

@@ -557,7 +557,8 @@ func (r *Runner) pageStored(ctx context.Context, q JobQuery) ([]Job, bool, error
 // and takes j's otherwise; when its version changed, the runner writes
 // that bookkeeping again at the new version. A job the runner fires is
 // scheduled at j's next_run_at, through the misfire rules when that has
-// passed; one it held paused that j resumes has its pause recorded here
+// passed (then after the latest slot the store has a row for, should
+// that be later: see [SharedStore.LastSlots]); one it held paused that j resumes has its pause recorded here
 // (the slots it did not call, as one skipped run). An invalid j is an
 // error and changes nothing. Hold is how a runner over a [SharedStore]
 // learns of the other runners' writes (see store/sqlstore); an

@@ -593,3 +593,155 @@ func slotRecords(runs []Run, t0 time.Time, every time.Duration) map[time.Duratio
 	}
 	return out
 }
+
+// gatedView is a switchView whose runner's bookkeeping and run records
+// wait while gate is set: a runner held up (its recorder behind, or its
+// process stopped) with its writes on their way.
+type gatedView struct {
+	*switchView
+	mu   sync.Mutex
+	gate chan struct{}
+}
+
+func (v *gatedView) hold() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.gate = make(chan struct{})
+}
+
+func (v *gatedView) open() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	close(v.gate)
+	v.gate = nil
+}
+
+func (v *gatedView) RecordBatch(ctx context.Context, recs []Recorded) error {
+	v.mu.Lock()
+	g := v.gate
+	v.mu.Unlock()
+	if g != nil {
+		<-g
+	}
+	return v.switchView.RecordBatch(ctx, recs)
+}
+
+// TestTakeoverAfterMovedBack: a job's partition moves from b to c after
+// slots passed without a holder, and back to b while c's writes are held
+// up (its next_run_at past the slots it called is not stored yet). b,
+// taking the job over again from the stale next_run_at, records as
+// missed none of the slots c called or recorded: each slot has one row.
+func TestTakeoverAfterMovedBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSharedStore()
+		bv, cv := &switchView{sharedStore: st}, &gatedView{switchView: &switchView{sharedStore: st}}
+		bv.owns.Store(true)
+		b := newTestRunner(t, bv, &fakeExec{}, Config{})
+		c := newTestRunner(t, cv, &fakeExec{}, Config{})
+		ctx := context.Background()
+		t0 := time.Now()
+		mustAdd(t, b, httpJob("m", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)}))
+		stopB, stopC := start(t, b), start(t, c)
+		// deliver hands the stored job to the runner of view, as its
+		// watcher does when it gains the job's partition.
+		deliver := func(r *Runner) {
+			j, ver, err := st.Read(ctx, "m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Hold(j, ver); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(2500 * time.Millisecond) // b calls the slots at 1s and 2s
+		bv.owns.Store(false)                // b loses the partition; no runner holds it
+		b.Drop("m")
+		time.Sleep(2 * time.Second) // the slots at 3s and 4s pass
+		cv.hold()                   // c's writes are held up from here
+		cv.owns.Store(true)         // c takes the job over at 4.5s
+		deliver(c)
+		time.Sleep(3 * time.Second) // c calls the slots at 5s, 6s and 7s
+		cv.owns.Store(false)        // and the partition goes back to b at 7.5s
+		c.Drop("m")
+		bv.owns.Store(true)
+		deliver(b)
+		synctest.Wait()
+		cv.open()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if err := errors.Join(stopB(), stopC()); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := st.Runs(ctx, "m", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		covered := slotRecords(runs, t0, time.Second)
+		for at := time.Second; at <= 9*time.Second; at += time.Second {
+			if len(covered[at]) != 1 {
+				t.Errorf("slot %v has %d rows, want 1: %v", at, len(covered[at]), covered[at])
+			}
+		}
+	})
+}
+
+// TestTakeoverAfterStaleWrite: a runner b whose bookkeeping write, made
+// while it held the job, is held up (its process stopped) until after c
+// took the job over, called slots and stored its next_run_at, moves the
+// stored next_run_at back; when the job comes back to b, b records as
+// missed none of the slots c called or recorded: each slot has one row.
+func TestTakeoverAfterStaleWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSharedStore()
+		bv, cv := &gatedView{switchView: &switchView{sharedStore: st}}, &switchView{sharedStore: st}
+		bv.owns.Store(true)
+		b := newTestRunner(t, bv, &fakeExec{}, Config{})
+		c := newTestRunner(t, cv, &fakeExec{}, Config{})
+		ctx := context.Background()
+		t0 := time.Now()
+		mustAdd(t, b, httpJob("s", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)}))
+		stopB, stopC := start(t, b), start(t, c)
+		deliver := func(r *Runner) {
+			j, ver, err := st.Read(ctx, "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Hold(j, ver); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(2600 * time.Millisecond) // b calls the slots at 1s and 2s
+		bv.hold()                           // b's write of next_run_at 4s, after its claim of 3s, waits
+		time.Sleep(300 * time.Millisecond)
+		bv.owns.Store(false) // b loses the partition at 2.9s (and calls the slot at 3s it claimed)
+		b.Drop("s")
+		time.Sleep(3600 * time.Millisecond) // the slots at 4s, 5s and 6s pass with no holder
+		cv.owns.Store(true)                 // c takes the job over at 6.5s
+		deliver(c)
+		time.Sleep(2 * time.Second) // c calls the slots at 7s and 8s
+		cv.owns.Store(false)        // and the partition goes back to b at 8.5s,
+		c.Drop("s")
+		bv.open() // after b's held-up write of next_run_at 4s landed
+		synctest.Wait()
+		if got, _, _ := st.Read(ctx, "s"); !got.NextRunAt.Equal(t0.Add(4 * time.Second)) {
+			t.Fatalf("stored next_run_at %v, want the held-up write's %v: the test did not reproduce it", got.NextRunAt.Sub(t0), 4*time.Second)
+		}
+		bv.owns.Store(true)
+		deliver(b)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if err := errors.Join(stopB(), stopC()); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := st.Runs(ctx, "s", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		covered := slotRecords(runs, t0, time.Second)
+		for at := time.Second; at <= 10*time.Second; at += time.Second {
+			if len(covered[at]) != 1 {
+				t.Errorf("slot %v has %d rows, want 1: %v", at, len(covered[at]), covered[at])
+			}
+		}
+	})
+}

@@ -237,7 +237,11 @@ type Runner struct {
 	holds map[*entry]slotHold
 	// resync are the ids of the jobs whose lease came back after a lapse,
 	// for the claiming goroutine to read as stored (see resyncLapsed).
-	resync    []string
+	resync []string
+	// takeovers are the jobs taken over (Hold) whose next_run_at has
+	// passed, for the claiming goroutine to place after the latest slot
+	// the store has a row for (see takeOver).
+	takeovers []takeover
 	ready     readyHeap     // slots claimed, waiting for their time
 	claimWake chan struct{} // ahead grew
 	claimNow  chan struct{} // a slot due within half the lead was taken
@@ -575,6 +579,10 @@ func (r *Runner) Load(ctx context.Context) error {
 	}
 	now := r.now()
 	nowNs := toNano(now)
+	var last map[string]Run
+	if !r.alone {
+		last = r.lastSlots(ctx, overdue(jobs, now, r.cfg.MisfireTolerance))
+	}
 	var toSave []int32 // slots of jobs to save
 	r.mu.Lock()
 	for i := range jobs {
@@ -625,6 +633,9 @@ func (r *Runner) Load(ctx context.Context) error {
 				} else {
 					due = e.nextAfter(nowNs)
 				}
+			}
+			if l, ok := last[j.ID]; ok && nowNs-due > int64(r.cfg.MisfireTolerance) {
+				due = afterSlots(e, due, l)
 			}
 			var ev *Run
 			slot, ev = r.settle(idx, e, due, nowNs)

@@ -72,7 +72,7 @@ type claimBufs struct {
 // was any slot to claim.
 func (r *Runner) claimSlots(ctx context.Context, c *claimBufs) bool {
 	r.mu.Lock()
-	resync := len(r.resync) > 0
+	resync := len(r.resync) > 0 || len(r.takeovers) > 0
 	r.mu.Unlock()
 	if resync {
 		r.resyncLapsed(ctx)

@@ -88,6 +88,18 @@ type SharedStore interface {
 	// [RunStore.AppendRun] does; a run of a job no longer stored is
 	// skipped.
 	AppendRuns(ctx context.Context, runs []Run) error
+	// LastSlots returns, for each job of ids that has one, the latest row
+	// of its schedule's slots in the history: of the runs claimed with
+	// slot true ([SharedStore.ClaimRun], ClaimSlots) and the skipped or
+	// missed slots recorded, not the runs of [Runner.RunNow], the one
+	// with the latest ScheduledAt, with at least its ID, JobID,
+	// ScheduledAt and Slots. The runner calls it once for the jobs it
+	// takes over at a time whose next_run_at has passed, and starts each
+	// after the slots of that row: the stored next_run_at may lag behind
+	// the runner that held the job before (its writes come in batches),
+	// and the runner never records as missed a slot that another runner
+	// claimed or recorded.
+	LastSlots(ctx context.Context, ids []string) (map[string]Run, error)
 }
 
 // RunCounter is an optional capability of a [SharedStore]: the runs in
@@ -401,15 +413,48 @@ func (r *Runner) ownerBack(idx int32, e *entry, due, now int64) bool {
 }
 
 // resyncLapsed reads as stored the jobs whose lease came back after a
-// lapse (see ownerBack), and moves each on to its stored next_run_at
-// when another runner got further; otherwise the job goes on from the
-// slot it waited at (called late or recorded missed, by the misfire
-// rules). It runs in the claiming goroutine.
+// lapse (see ownerBack), and moves each on to its stored next_run_at, or
+// past the latest slot the store has a row for, when another runner got
+// further; otherwise the job goes on from the slot it waited at (called
+// late or recorded missed, by the misfire rules). It places the jobs
+// taken over (see takeOver) after that slot too. The latest slots of all
+// these jobs are one read ([SharedStore.LastSlots]). It runs in the
+// claiming goroutine.
 func (r *Runner) resyncLapsed(ctx context.Context) {
 	r.mu.Lock()
-	ids := r.resync
-	r.resync = nil
+	ids, taken := r.resync, r.takeovers
+	r.resync, r.takeovers = nil, nil
 	r.mu.Unlock()
+	all := make([]string, 0, len(ids)+len(taken))
+	all = append(all, ids...)
+	for _, t := range taken {
+		all = append(all, t.id)
+	}
+	last := r.lastSlots(ctx, all)
+	if len(taken) > 0 {
+		r.mu.Lock()
+		now := toNano(r.now())
+		for _, t := range taken {
+			idx, e, ok := r.lookup(t.id)
+			if !ok || e.gen != t.gen || !e.enabled || e.queuedAt != 0 || e.next != t.due {
+				continue // dropped, changed or placed since
+			}
+			due := t.due
+			if l, ok := last[t.id]; ok {
+				due = afterSlots(e, due, l)
+			}
+			if !r.mine(t.id) {
+				if due != 0 {
+					r.awaitOwner(idx, e, due, now)
+				} else {
+					e.next = 0
+				}
+				continue
+			}
+			r.settleHeld(idx, e, due, now)
+		}
+		r.mu.Unlock()
+	}
 	for _, id := range ids {
 		rctx, cancel := context.WithTimeout(ctx, storeTimeout)
 		j, _, err := r.sh.Read(rctx, id)
@@ -418,6 +463,9 @@ func (r *Runner) resyncLapsed(ctx context.Context) {
 		if idx, e, ok := r.lookup(id); ok && e.enabled && !e.lapsed {
 			if err == nil && toNano(j.NextRunAt) > e.next {
 				e.next = toNano(j.NextRunAt)
+			}
+			if l, ok := last[id]; ok && e.next != 0 {
+				e.next = afterSlots(e, e.next, l)
 			}
 			r.schedule(idx, e, e.next)
 		}
@@ -509,7 +557,8 @@ func (r *Runner) pageStored(ctx context.Context, q JobQuery) ([]Job, bool, error
 // and takes j's otherwise; when its version changed, the runner writes
 // that bookkeeping again at the new version. A job the runner fires is
 // scheduled at j's next_run_at, through the misfire rules when that has
-// passed; one it held paused that j resumes has its pause recorded here
+// passed (then after the latest slot the store has a row for, should
+// that be later: see [SharedStore.LastSlots]); one it held paused that j resumes has its pause recorded here
 // (the slots it did not call, as one skipped run). An invalid j is an
 // error and changes nothing. Hold is how a runner over a [SharedStore]
 // learns of the other runners' writes (see store/sqlstore); an
@@ -526,6 +575,11 @@ func (r *Runner) Hold(j Job, version int64) error {
 	c.setBookkeeping(j.Bookkeeping())
 	nowNs := toNano(now)
 	defer r.lockJob(j.ID)()
+	var last map[string]Run
+	if r.lead <= 0 && r.mine(j.ID) {
+		// No claiming goroutine to read it with others (see takeOver).
+		last = r.lastSlots(context.Background(), overdue([]Job{j}, now, r.cfg.MisfireTolerance))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	idx, e, ok := r.lookup(j.ID)
@@ -590,18 +644,112 @@ func (r *Runner) Hold(j Job, version int64) error {
 		}
 		return nil
 	}
-	slot, ev := r.settle(idx, e, due, nowNs)
+	if due != 0 && nowNs-due > int64(r.cfg.MisfireTolerance) {
+		if r.lead > 0 {
+			r.takeOver(e, due)
+			return nil
+		}
+		if l, ok := last[j.ID]; ok {
+			due = afterSlots(e, due, l)
+		}
+	}
+	r.settleHeld(idx, e, due, nowNs)
+	return nil
+}
+
+// settleHeld places e, a job this runner holds and fires, at due as
+// settle does, and handles the slot to run at once and the record of
+// the slots passed. mu is held.
+func (r *Runner) settleHeld(idx int32, e *entry, due, now int64) {
+	slot, ev := r.settle(idx, e, due, now)
 	if ev != nil {
 		r.finish(*ev, false)
 	}
 	switch {
 	case slot == 0:
 	case r.servicePaused(slot):
-		r.skipPaused(e, slot, nowNs)
+		r.skipPaused(e, slot, now)
 	case r.state == stateRunning:
 		r.enqueue(e, task{scheduled: slot})
 	}
-	return nil
+}
+
+// takeover is a job taken over whose next_run_at (due) had passed, at
+// the generation of its entry then.
+type takeover struct {
+	id  string
+	gen uint32
+	due int64
+}
+
+// takeOver defers the placing of e, a job this runner takes over whose
+// next_run_at due has passed, to the claiming goroutine (see
+// resyncLapsed): the stored next_run_at may lag behind the runner that
+// held the job before, which writes it in batches, or which a stop held
+// up with a write on its way; the slots from due on may have rows
+// already, claimed (and called) or recorded by it. The claiming
+// goroutine reads the latest of those rows of every job taken over at
+// once ([SharedStore.LastSlots]) and places each job after it. Until
+// then the job is not in the heap. mu is held.
+func (r *Runner) takeOver(e *entry, due int64) {
+	e.next = due
+	r.unschedule(e)
+	r.takeovers = append(r.takeovers, takeover{id: e.id, gen: e.gen, due: due})
+	select {
+	case r.claimWake <- struct{}{}:
+	default:
+	}
+}
+
+// overdue returns the ids of the enabled jobs whose next_run_at passed
+// before now by more than tol.
+func overdue(jobs []Job, now time.Time, tol time.Duration) []string {
+	var ids []string
+	for i := range jobs {
+		if j := &jobs[i]; !j.Paused && !j.NextRunAt.IsZero() && now.Sub(j.NextRunAt) > tol {
+			ids = append(ids, j.ID)
+		}
+	}
+	return ids
+}
+
+// lastSlots reads from a shared store the latest row of a slot of each
+// job of ids ([SharedStore.LastSlots]); alone, or when the read fails
+// (logged), it answers none.
+func (r *Runner) lastSlots(ctx context.Context, ids []string) map[string]Run {
+	if r.alone || len(ids) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	last, err := r.sh.LastSlots(ctx, ids)
+	if err != nil {
+		r.log.Warn("cron: reading the latest slots of jobs taken over failed; they start at their stored next_run_at", "jobs", len(ids), "error", err)
+		return nil
+	}
+	return last
+}
+
+// afterSlots returns where e, due at due, starts when l is the latest row
+// of its slots in the store: after the slots l stands for when that is
+// later (0 when the schedule has none after them), due otherwise.
+func afterSlots(e *entry, due int64, l Run) int64 {
+	if l.ScheduledAt.IsZero() {
+		return due
+	}
+	s := e.schedule()
+	end := l.ScheduledAt
+	for k := 1; k < l.Slots; k++ {
+		n := s.Next(end)
+		if n.IsZero() {
+			break
+		}
+		end = n
+	}
+	if toNano(end) < due {
+		return due
+	}
+	return e.nextAfter(toNano(end))
 }
 
 // Drop makes the runner forget job id without deleting it from the

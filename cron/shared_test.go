@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -215,8 +216,15 @@ func (s *sharedStore) RecordBatch(ctx context.Context, recs []Recorded) error {
 
 func (s *sharedStore) AppendRuns(ctx context.Context, runs []Run) error {
 	for _, r := range runs {
+		key := r.JobID + " " + r.ScheduledAt.Format(time.RFC3339Nano)
 		s.mu.Lock()
-		id, taken := s.rows[r.JobID+" "+r.ScheduledAt.Format(time.RFC3339Nano)]
+		id, taken := s.rows[key]
+		if !taken && !s.claimed[r.ID] { // a slot recorded without a claim, not a run-now
+			if s.rows == nil {
+				s.rows = map[string]string{}
+			}
+			s.rows[key] = r.ID
+		}
 		s.mu.Unlock()
 		if taken && id != r.ID {
 			// The row of that slot is another run's: dropped, as a SQL
@@ -226,6 +234,38 @@ func (s *sharedStore) AppendRuns(ctx context.Context, runs []Run) error {
 		s.AppendRun(ctx, r)
 	}
 	return nil
+}
+
+// LastSlots answers from the rows of the slots claimed or recorded
+// (rows), with the Slots of the run when it is in the history.
+func (s *sharedStore) LastSlots(ctx context.Context, ids []string) (map[string]Run, error) {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	out := map[string]Run{}
+	s.mu.Lock()
+	for key, runID := range s.rows {
+		job, at, _ := strings.Cut(key, " ")
+		t, err := time.Parse(time.RFC3339Nano, at)
+		if err != nil || !want[job] {
+			continue
+		}
+		if l, ok := out[job]; !ok || t.After(l.ScheduledAt) {
+			out[job] = Run{ID: runID, JobID: job, ScheduledAt: t}
+		}
+	}
+	s.mu.Unlock()
+	for job, l := range out {
+		runs, _ := s.Runs(ctx, job, 0)
+		for _, r := range runs {
+			if r.ID == l.ID {
+				l.Slots = r.Slots
+				out[job] = l
+			}
+		}
+	}
+	return out, nil
 }
 
 func newSharedStore() *sharedStore {

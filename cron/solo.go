@@ -79,6 +79,10 @@ func (s solo) Flush(ctx context.Context) error {
 
 func (s solo) Owns(string) bool { return true }
 
+// LastSlots answers nothing: no other runner claims or records a slot,
+// and the runner alone never asks.
+func (s solo) LastSlots(context.Context, []string) (map[string]Run, error) { return nil, nil }
+
 // held reports whether the runner holds job id: whether it exists.
 func (s solo) held(id string) bool {
 	s.r.mu.Lock()

@@ -389,3 +389,51 @@ func (s *Jobs) insertClaims(ctx context.Context, runs []cron.Run, slots []bool) 
 	}
 	return won, nil
 }
+
+// lastSlotsChunk bounds the job ids of one query of LastSlots on SQLite
+// (one placeholder each).
+const lastSlotsChunk = 500
+
+// LastSlots implements [cron.SharedStore]: the latest row of a slot
+// (slot = TRUE) of each job of ids. On PostgreSQL it is one query that
+// reads the last entry of each job in the unique index of the slots; on
+// SQLite one query per 500 jobs.
+func (s *Jobs) LastSlots(ctx context.Context, ids []string) (map[string]cron.Run, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	type row struct {
+		ID          string `db:"id"`
+		JobID       string `db:"job_id"`
+		ScheduledAt int64  `db:"scheduled_at"`
+		Slots       int    `db:"slots"`
+	}
+	var rows []row
+	if s.db.d == postgresDialect {
+		if err := s.db.x.SelectContext(ctx, &rows, `SELECT r.id, r.job_id, r.scheduled_at, r.slots FROM unnest($1::text[]) AS v(job_id)
+			CROSS JOIN LATERAL (SELECT id, job_id, scheduled_at, slots FROM ksana_run
+				WHERE slot AND job_id = v.job_id ORDER BY scheduled_at DESC LIMIT 1) AS r`, ids); err != nil {
+			return nil, fmt.Errorf("sqlstore: last slots of %d jobs: %w", len(ids), err)
+		}
+	} else {
+		for start := 0; start < len(ids); start += lastSlotsChunk {
+			chunk := ids[start:min(start+lastSlotsChunk, len(ids))]
+			// SQLite takes the other columns from the row of the MAX.
+			q, args, err := s.db.d.in(`SELECT id, job_id, MAX(scheduled_at) AS scheduled_at, slots FROM ksana_run
+				WHERE slot AND job_id IN (?) GROUP BY job_id`, chunk)
+			if err != nil {
+				return nil, fmt.Errorf("sqlstore: last slots of %d jobs: %w", len(ids), err)
+			}
+			var part []row
+			if err := s.db.x.SelectContext(ctx, &part, q, args...); err != nil {
+				return nil, fmt.Errorf("sqlstore: last slots of %d jobs: %w", len(ids), err)
+			}
+			rows = append(rows, part...)
+		}
+	}
+	out := make(map[string]cron.Run, len(rows))
+	for _, r := range rows {
+		out[r.JobID] = cron.Run{ID: r.ID, JobID: r.JobID, ScheduledAt: fromNanos(r.ScheduledAt), Slots: r.Slots}
+	}
+	return out, nil
+}

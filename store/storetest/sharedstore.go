@@ -23,7 +23,8 @@ import (
 // last-run fields of an older run are kept, LastOnly keeps next_run_at),
 // claims (one winner per slot across the two, a run-now by its id, a
 // batch answering each slot), the completion of claimed runs, the pages
-// and counts of every job, and LoadHeld with versions.
+// and counts of every job, LoadHeld with versions, and LastSlots (the
+// latest row of a slot of each job, claimed or recorded, not a run-now).
 func TestSharedStore(t *testing.T, open func(t *testing.T) (a, b cron.SharedStore)) {
 	t.Helper()
 	cases := []struct {
@@ -35,6 +36,7 @@ func TestSharedStore(t *testing.T, open func(t *testing.T) (a, b cron.SharedStor
 		{"Claims", sharedCaseClaims},
 		{"PageAndCount", sharedCasePageAndCount},
 		{"LoadHeld", sharedCaseLoadHeld},
+		{"LastSlots", sharedCaseLastSlots},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -311,6 +313,55 @@ func sharedCaseLoadHeld(t *testing.T, a, b cron.SharedStore) {
 	for _, j := range js {
 		if !a.Owns(j.ID) {
 			t.Errorf("Owns(%s) = false on a store that owns every job", j.ID)
+		}
+	}
+}
+
+// sharedCaseLastSlots: LastSlots answers, through either runner, the
+// latest row of a slot of each job asked for: a claim not finished yet,
+// or a missed record of several slots that was never claimed; a run-now
+// at a later time is no slot, and a job with no row has no answer.
+func sharedCaseLastSlots(t *testing.T, a, b cron.SharedStore) {
+	ctx := context.Background()
+	jobs := cronJobs()
+	for _, j := range jobs[:3] {
+		sharedWrite(t, a, j, 0)
+	}
+	at := func(i int) time.Time { return cronTime.Add(time.Duration(i) * time.Minute) }
+	// Job 0: slots claimed at 1 and 2 (2 not finished), a run-now at 5.
+	if won, err := a.ClaimSlots(ctx, []cron.Run{{ID: "s1", JobID: jobs[0].ID, ScheduledAt: at(1), TriggeredAt: at(1)},
+		{ID: "s2", JobID: jobs[0].ID, ScheduledAt: at(2), TriggeredAt: at(2)}}); err != nil || !won[0] || !won[1] {
+		t.Fatalf("ClaimSlots: %v, %v", won, err)
+	}
+	if ok, err := b.ClaimRun(ctx, cron.Run{ID: "now", JobID: jobs[0].ID, ScheduledAt: at(5), TriggeredAt: at(5)}, false); err != nil || !ok {
+		t.Fatalf("claim of a run-now: %v, %v", ok, err)
+	}
+	if err := a.AppendRuns(ctx, []cron.Run{{ID: "s1", JobID: jobs[0].ID, ScheduledAt: at(1), TriggeredAt: at(1), FinishedAt: at(1), Status: cron.StatusSuccess, Attempts: 1},
+		{ID: "now", JobID: jobs[0].ID, ScheduledAt: at(5), TriggeredAt: at(5), FinishedAt: at(5), Status: cron.StatusSuccess, Attempts: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	// Job 1: a missed slot at 1, then a record of three slots from 2.
+	if err := b.AppendRuns(ctx, []cron.Run{
+		{ID: "m1", JobID: jobs[1].ID, ScheduledAt: at(1), TriggeredAt: at(1), FinishedAt: at(1), Status: cron.StatusMissed, Reason: cron.ReasonNoHolder},
+		{ID: "m2", JobID: jobs[1].ID, ScheduledAt: at(2), TriggeredAt: at(4), FinishedAt: at(4), Status: cron.StatusMissed, Reason: cron.ReasonNoHolder, Slots: 3},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]cron.SharedStore{"a": a, "b": b} {
+		got, err := s.LastSlots(ctx, []string{jobs[0].ID, jobs[1].ID, jobs[2].ID, "nope"})
+		if err != nil {
+			t.Fatalf("LastSlots through %s: %v", name, err)
+		}
+		brief := map[string]string{}
+		for id, r := range got {
+			brief[id] = fmt.Sprintf("%s %s slots=%d", r.ID, r.ScheduledAt.UTC().Format(time.RFC3339), r.Slots)
+		}
+		want := map[string]string{
+			jobs[0].ID: "s2 " + at(2).UTC().Format(time.RFC3339) + " slots=0",
+			jobs[1].ID: "m2 " + at(2).UTC().Format(time.RFC3339) + " slots=3",
+		}
+		if diff := cmp.Diff(want, brief); diff != "" {
+			t.Errorf("LastSlots through %s (-want +got):\n%s", name, diff)
 		}
 	}
 }

@@ -569,9 +569,22 @@ func (r *Runner) Load(ctx context.Context) error {
 	if r.loaded {
 		return errors.New("cron: Load: the store was already loaded")
 	}
-	jobs, vers, err := r.sh.LoadHeld(ctx)
-	if err != nil {
-		return fmt.Errorf("cron: load jobs: %w", err)
+	// A store that can hand its jobs one at a time (see loadEacher) spares
+	// the slice of every job, which at a million jobs is most of the cost
+	// of loading.
+	var (
+		jobs []Job
+		vers []int64
+		each loadEacher
+	)
+	if so, ok := r.sh.(solo); ok && so.st != nil {
+		each, _ = so.st.(loadEacher)
+	}
+	if each == nil {
+		var err error
+		if jobs, vers, err = r.sh.LoadHeld(ctx); err != nil {
+			return fmt.Errorf("cron: load jobs: %w", err)
+		}
 	}
 	if err := r.loadPause(ctx); err != nil {
 		// The pause timer reads it again within PauseRefresh.
@@ -585,8 +598,9 @@ func (r *Runner) Load(ctx context.Context) error {
 	}
 	var toSave []int32 // slots of jobs to save
 	r.mu.Lock()
-	for i := range jobs {
-		j := &jobs[i]
+	loaded := 0
+	add := func(j *Job, ver int64) {
+		loaded++
 		if f := j.Schedule.ClearUnused(); len(f) > 0 {
 			r.log.Warn("cron: stored job has schedule fields its kind does not use; ignoring them", "job_id", j.ID, "name", j.Name, "fields", f)
 		}
@@ -594,7 +608,7 @@ func (r *Runner) Load(ctx context.Context) error {
 		var c entry
 		if err := r.compile(j, now, &c, true); err != nil {
 			r.log.Warn("cron: skipping invalid job", "job_id", j.ID, "name", j.Name, "error", err)
-			continue
+			return
 		}
 		if min := (Rules{MinInterval: r.cfg.MinInterval}).minInterval(); c.kind == kindEveryID && time.Duration(c.interval) < min {
 			r.log.Warn("cron: stored job runs more often than MinInterval allows new jobs to", "job_id", j.ID, "name", j.Name,
@@ -602,11 +616,11 @@ func (r *Runner) Load(ctx context.Context) error {
 		}
 		if j.ID == "" {
 			r.log.Warn("cron: skipping job without id", "name", j.Name)
-			continue
+			return
 		}
 		if _, dup := r.jobs.get(&r.tab, j.ID); dup {
 			r.log.Warn("cron: skipping job: id already in use", "job_id", j.ID, "name", j.Name)
-			continue
+			return
 		}
 		if !j.IsHTTP() && r.handler(j.Type) == nil {
 			r.log.Warn("cron: stored job has a type with no handler; it is kept, and its runs fail until one is registered",
@@ -617,7 +631,7 @@ func (r *Runner) Load(ctx context.Context) error {
 		*e = c
 		e.setBookkeeping(j.Bookkeeping())
 		if vers != nil {
-			r.vers.set(idx, vers[i])
+			r.vers.set(idx, ver)
 		}
 		before := e.bookkeeping()
 		var slot int64
@@ -658,6 +672,20 @@ func (r *Runner) Load(ctx context.Context) error {
 			r.markDirty(e)
 		}
 	}
+	if each != nil {
+		if err := each.LoadEach(ctx, func(j *Job) { add(j, 0) }); err != nil {
+			r.mu.Unlock()
+			return fmt.Errorf("cron: load jobs: %w", err)
+		}
+	} else {
+		for i := range jobs {
+			var ver int64
+			if vers != nil {
+				ver = vers[i]
+			}
+			add(&jobs[i], ver)
+		}
+	}
 	r.loaded = true
 	r.jobs.place() // the ids added before the runner starts
 	r.logRolled()
@@ -685,8 +713,15 @@ func (r *Runner) Load(ctx context.Context) error {
 		}
 		r.mu.Unlock()
 	}
-	r.log.Info("cron: jobs loaded", "jobs", len(jobs), "scheduled", r.scheduled())
+	r.log.Info("cron: jobs loaded", "jobs", loaded, "scheduled", r.scheduled())
 	return errors.Join(errs...)
+}
+
+// loadEacher is a [Store] that can hand its jobs to the runner one at a
+// time, in creation order, instead of in one slice: fn may keep the job's
+// strings, maps and slices but not j itself, and must not call the store.
+type loadEacher interface {
+	LoadEach(ctx context.Context, fn func(j *Job)) error
 }
 
 func (r *Runner) scheduled() int {

@@ -1,38 +1,46 @@
 package jsonstore
 
 import (
+	"math"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
 )
 
-// entry is the store's record of one job: the fields of [cron.Job], less
-// the ones most jobs leave empty (behind x), and where its runs are in
-// runs.jsonl. It holds no copy of the job's JSON: a rewrite of jobs.json
-// encodes it again. Entries live in slabs (no object per job for the
-// garbage collector); their strings are those the decoder or the caller
-// gave, which a runner loading from the store shares.
+// entry is the store's record of one job: the fields of [cron.Job] in a
+// compact form, less the ones most jobs leave empty (behind x), and where
+// its runs are in runs.jsonl. It holds no copy of the job's JSON: a
+// rewrite of jobs.json encodes it again. Entries live in slabs (no object
+// per job for the garbage collector); their strings are those the decoder
+// or the caller gave, which a runner loading from the store shares.
+//
+// The compact form keeps a million jobs small: the times are nanoseconds
+// since 1970 (a time in another location than UTC, with a monotonic
+// reading or beyond the range, goes to x as it is), and the job type,
+// method, schedule kind and status are codes into the usual values (any
+// other goes to x).
 type entry struct {
-	id, name, typ, method, url, body, kind string
-	headers                                map[string]string
-	every, timeout, backoff                cron.Duration
-	startAt                                time.Time // schedule.start_at
-	last, next                             time.Time // last_run_at, next_run_at
-	status                                 cron.Status
-	retries                                int32
-	enabled                                bool
-	deleted                                bool // guarded by Store.mu
+	id, name, url, body     string
+	headers                 map[string]string
+	every, timeout, backoff cron.Duration
+	startAt, last, next     int64 // schedule.start_at, last_run_at, next_run_at: see packTime
 
 	// The job's lines in runs.jsonl (of this incarnation of its id),
 	// guarded by Store.mu; offsets are the line's offset + 1, 0 = none.
-	rcount uint32 // lines from rfirst on
 	rhead  int64  // the newest line
 	rfirst int64  // the oldest line
+	rcount uint32 // lines from rfirst on
+
+	retries                   int32
+	typ, method, kind, status uint8 // codes: see the tables below; codeExt = in x
+	enabled                   bool
+	deleted                   bool // guarded by Store.mu
 
 	x *entryExt // nil when all its fields are empty
 }
 
-// entryExt holds the fields of a job that most jobs leave empty.
+// entryExt holds the fields of a job that most jobs leave empty, and the
+// values the compact form of entry cannot hold.
 type entryExt struct {
 	runAt        time.Time
 	pausedUntil  time.Time
@@ -49,15 +57,103 @@ type entryExt struct {
 	failures  int
 	lastAlert string
 	keepRuns  int
+
+	// The fields whose entry code or time is codeExt or timeExt.
+	typ, method, kind string
+	status            cron.Status
+	startAt, last     time.Time
+	next              time.Time
+}
+
+// codeExt is the code of a value kept in entryExt.
+const codeExt = math.MaxUint8
+
+var (
+	typCodes    = [...]string{"", "http"}
+	methodCodes = [...]string{"", "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
+	kindCodes   = [...]string{"", cron.KindEvery, cron.KindCron, cron.KindOnce}
+	statusCodes = [...]cron.Status{"", cron.StatusSuccess, cron.StatusFailed, cron.StatusTimeout,
+		cron.StatusSkipped, cron.StatusPaused, cron.StatusMissed}
+)
+
+// code returns the index of v in table, or codeExt.
+func code[T ~string](table []T, v T) uint8 {
+	for i, s := range table {
+		if s == v {
+			return uint8(i)
+		}
+	}
+	return codeExt
+}
+
+// The int64 of a zero time and of a time kept in entryExt.
+const (
+	timeZero = math.MinInt64
+	timeExt  = math.MinInt64 + 1
+)
+
+// packTime returns the compact form of t: timeZero, its nanoseconds since
+// 1970 when unpackTime gives t back exactly, else timeExt.
+func packTime(t time.Time) int64 {
+	if t.IsZero() && t == (time.Time{}) {
+		return timeZero
+	}
+	if t.Location() != time.UTC || t != t.Round(0) || t.Year() < 1700 || t.Year() > 2200 {
+		return timeExt
+	}
+	n := t.UnixNano()
+	if unpackTime(n) != t {
+		return timeExt
+	}
+	return n
+}
+
+// unpackTime reverses packTime (timeExt is the caller's).
+func unpackTime(n int64) time.Time {
+	if n == timeZero {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// ext returns e.x, making it when nil.
+func (e *entry) ext() *entryExt {
+	if e.x == nil {
+		e.x = &entryExt{}
+	}
+	return e.x
+}
+
+// setTimes sets the compact times of e, the ones that do not fit in e.x.
+func (e *entry) setTime(dst *int64, t time.Time, ext func(*entryExt) *time.Time) {
+	*dst = packTime(t)
+	if *dst == timeExt {
+		*ext(e.ext()) = t
+	} else if e.x != nil {
+		*ext(e.x) = time.Time{}
+	}
+}
+
+func extStartAt(x *entryExt) *time.Time { return &x.startAt }
+func extLast(x *entryExt) *time.Time    { return &x.last }
+func extNext(x *entryExt) *time.Time    { return &x.next }
+
+// setStatus sets e's status.
+func (e *entry) setStatus(s cron.Status) {
+	e.status = code(statusCodes[:], s)
+	if e.status == codeExt {
+		e.ext().status = s
+	} else if e.x != nil {
+		e.x.status = ""
+	}
 }
 
 // set makes e hold j (the run fields stay).
 func (e *entry) set(j *cron.Job) {
-	e.id, e.name, e.typ, e.method, e.url, e.body, e.kind = j.ID, j.Name, j.Type, j.HTTP.Method, j.HTTP.URL, j.HTTP.Body, j.Schedule.Kind
+	e.id, e.name, e.url, e.body = j.ID, j.Name, j.HTTP.URL, j.HTTP.Body
 	e.headers = j.HTTP.Headers
 	e.every, e.timeout, e.backoff = j.Schedule.Every, j.Timeout, j.RetryBackoff
-	e.startAt, e.last, e.next = j.Schedule.StartAt, j.LastRunAt, j.NextRunAt
-	e.status, e.enabled = j.LastStatus, !j.Paused
+	e.enabled = !j.Paused
 	e.retries = int32(j.MaxRetries)
 	e.x = nil
 	if !j.Schedule.RunAt.IsZero() || !j.PausedUntil.IsZero() || !j.PausedAt.IsZero() || j.Schedule.Jitter != 0 || j.MisfireGrace != 0 || j.Schedule.Cron != "" ||
@@ -75,19 +171,64 @@ func (e *entry) set(j *cron.Job) {
 		}
 		e.x = x
 	}
+	if e.typ = code(typCodes[:], j.Type); e.typ == codeExt {
+		e.ext().typ = j.Type
+	}
+	if e.method = code(methodCodes[:], j.HTTP.Method); e.method == codeExt {
+		e.ext().method = j.HTTP.Method
+	}
+	if e.kind = code(kindCodes[:], j.Schedule.Kind); e.kind == codeExt {
+		e.ext().kind = j.Schedule.Kind
+	}
+	e.setStatus(j.LastStatus)
+	e.setTime(&e.startAt, j.Schedule.StartAt, extStartAt)
+	e.setTime(&e.last, j.LastRunAt, extLast)
+	e.setTime(&e.next, j.NextRunAt, extNext)
+}
+
+// time returns the time of compact n, or of the field of e.x.
+func (e *entry) time(n int64, ext func(*entryExt) *time.Time) time.Time {
+	if n == timeExt {
+		return *ext(e.x)
+	}
+	return unpackTime(n)
 }
 
 // job returns the job e holds. Its headers map is e's: callers that hand
 // it out copy it.
 func (e *entry) job() cron.Job {
 	j := cron.Job{
-		ID: e.id, Name: e.name, Paused: !e.enabled, Type: e.typ,
-		HTTP:     cron.HTTPConfig{Method: e.method, URL: e.url, Headers: e.headers, Body: e.body},
-		Schedule: cron.ScheduleSpec{Kind: e.kind, Every: e.every, StartAt: e.startAt},
+		ID: e.id, Name: e.name, Paused: !e.enabled,
+		HTTP:     cron.HTTPConfig{URL: e.url, Headers: e.headers, Body: e.body},
+		Schedule: cron.ScheduleSpec{Every: e.every, StartAt: e.time(e.startAt, extStartAt)},
 		Timeout:  e.timeout, MaxRetries: int(e.retries), RetryBackoff: e.backoff,
-		LastRunAt: e.last, NextRunAt: e.next, LastStatus: e.status,
+		LastRunAt: e.time(e.last, extLast), NextRunAt: e.time(e.next, extNext),
+	}
+	if e.typ != codeExt {
+		j.Type = typCodes[e.typ]
+	}
+	if e.method != codeExt {
+		j.HTTP.Method = methodCodes[e.method]
+	}
+	if e.kind != codeExt {
+		j.Schedule.Kind = kindCodes[e.kind]
+	}
+	if e.status != codeExt {
+		j.LastStatus = statusCodes[e.status]
 	}
 	if x := e.x; x != nil {
+		if e.typ == codeExt {
+			j.Type = x.typ
+		}
+		if e.method == codeExt {
+			j.HTTP.Method = x.method
+		}
+		if e.kind == codeExt {
+			j.Schedule.Kind = x.kind
+		}
+		if e.status == codeExt {
+			j.LastStatus = x.status
+		}
 		j.Schedule.RunAt, j.Schedule.Jitter, j.MisfireGrace = x.runAt, x.jitter, x.misfireGrace
 		j.PausedUntil, j.PausedAt = x.pausedUntil, x.pausedAt
 		j.KeepRuns = x.keepRuns
@@ -109,15 +250,15 @@ func (e *entry) job() cron.Job {
 
 // apply copies bookkeeping b into e.
 func (e *entry) apply(b *cron.Bookkeeping) {
-	e.last, e.next, e.status = b.LastRunAt, b.NextRunAt, b.LastStatus
+	e.setTime(&e.last, b.LastRunAt, extLast)
+	e.setTime(&e.next, b.NextRunAt, extNext)
+	e.setStatus(b.LastStatus)
 	if e.x == nil && b.LastError == "" && b.Failures == 0 && b.LastAlert == "" {
 		return
 	}
-	if e.x == nil {
-		e.x = &entryExt{}
-	}
-	e.x.lastError, e.x.failures, e.x.lastAlert = b.LastError, b.Failures, b.LastAlert
-	if *e.x == (entryExt{}) {
+	x := e.ext()
+	x.lastError, x.failures, x.lastAlert = b.LastError, b.Failures, b.LastAlert
+	if *x == (entryExt{}) {
 		e.x = nil
 	}
 }

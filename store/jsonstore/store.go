@@ -393,6 +393,28 @@ func (s *Store) Load(ctx context.Context) ([]cron.Job, error) {
 	return jobs, nil
 }
 
+// LoadEach calls fn with every job, in creation order, as [Store.Load]
+// returns them but without building the slice of them all: a runner
+// loading a million jobs uses it. fn may keep the job's strings, maps and
+// slices (they are its own copies) but not the pointer, and must not call
+// the store, which is locked meanwhile.
+func (s *Store) LoadEach(ctx context.Context, fn func(*cron.Job)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	var j cron.Job // one copy for all: fn does not keep it
+	for _, e := range s.order {
+		if !e.deleted {
+			j = e.job()
+			j = cloneJob(&j)
+			fn(&j)
+		}
+	}
+	return nil
+}
+
 // Get returns the stored job with id, or cron.ErrNotFound.
 func (s *Store) Get(id string) (cron.Job, error) {
 	s.mu.Lock()

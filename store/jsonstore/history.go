@@ -7,8 +7,10 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
@@ -105,7 +107,11 @@ func (s *Store) compareIDs(a, b *runRef) int {
 // on meanwhile; the lines appended during the read are read too, and the
 // index is complete (refsBuilt) when the read has caught up with the
 // file under mu. rmu is held (read), so no compaction swaps the file.
-func (s *Store) buildRefs() error {
+//
+// A background build (background) stops, with errYield, as soon as a
+// compaction waits for rmu, so that it never holds up the flush; the
+// compaction starts it again once the file is swapped.
+func (s *Store) buildRefs(background bool) error {
 	s.bmu.Lock()
 	defer s.bmu.Unlock()
 	s.mu.Lock()
@@ -137,9 +143,16 @@ func (s *Store) buildRefs() error {
 	seen := make(map[*entry]uint32)
 	batch := make([]line, 0, 4096)
 	// apply indexes the batch, under mu; it reports whether the read has
-	// caught up with the file, and then leaves mu held.
+	// caught up with the file, and then leaves mu held. A store closed
+	// meanwhile stops the build (stopped).
+	stopped := false
 	apply := func(off int64) bool {
 		s.mu.Lock()
+		if s.closed || background && s.swapping.Load() > 0 {
+			s.mu.Unlock()
+			stopped = true
+			return false
+		}
 		for i := range batch {
 			l := &batch[i]
 			if e := s.index[l.id]; e != nil && e.rfirst != 0 && l.off+1 >= e.rfirst && l.off+1 <= e.rhead {
@@ -163,11 +176,15 @@ func (s *Store) buildRefs() error {
 			b, err := readLine(r)
 			if len(b) > 0 && b[len(b)-1] == '\n' {
 				var l line
-				fields.ID, fields.Status, fields.Instance = "", "", ""
-				if id, ok := lineJobID(b); ok && json.Unmarshal(b, &fields) == nil {
-					l.id, l.off = id, off
-					l.run = cron.Run{ID: fields.ID, ScheduledAt: fields.ScheduledAt, Status: fields.Status, Instance: fields.Instance}
-					batch = append(batch, l)
+				if id, ok := lineJobID(b); ok {
+					if run, ok := refFields(b); ok {
+						l.id, l.off, l.run = id, off, run
+						batch = append(batch, l)
+					} else if fields.ID, fields.Status, fields.Instance = "", "", ""; json.Unmarshal(b, &fields) == nil {
+						l.id, l.off = id, off
+						l.run = cron.Run{ID: fields.ID, ScheduledAt: fields.ScheduledAt, Status: fields.Status, Instance: fields.Instance}
+						batch = append(batch, l)
+					}
 				}
 				off += int64(len(b))
 			}
@@ -183,6 +200,9 @@ func (s *Store) buildRefs() error {
 					s.mu.Unlock()
 					return nil
 				}
+				if stopped {
+					return errYield
+				}
 			}
 		}
 		if apply(off) {
@@ -190,6 +210,80 @@ func (s *Store) buildRefs() error {
 			s.mu.Unlock()
 			return nil
 		}
+		if stopped {
+			return errYield
+		}
+	}
+}
+
+// refFields reads the fields of a line of runs.jsonl the index holds
+// (run_id, scheduled_at, status, instance) without decoding the line,
+// for a line as the store writes it: the fields in that order, before
+// any attempt_log, and no escape in their values. It reports false for
+// any other line, which json.Unmarshal then reads.
+//
+// In a JSON text a quote inside a string is escaped, so `"key":` is
+// found only where an object has that key.
+func refFields(b []byte) (cron.Run, bool) {
+	var r cron.Run
+	// value returns the string value of key in b from, and the rest.
+	value := func(b []byte, key string) (string, []byte, bool) {
+		i := bytes.Index(b, []byte(key))
+		if i < 0 {
+			return "", nil, false
+		}
+		b = b[i+len(key):]
+		j := bytes.IndexByte(b, '"')
+		if j < 0 || bytes.IndexByte(b[:j], '\\') >= 0 {
+			return "", nil, false
+		}
+		return string(b[:j]), b[j+1:], true
+	}
+	if i := bytes.Index(b, []byte(`"attempt_log":`)); i >= 0 {
+		b = b[:i] // nested objects have a status of their own
+	}
+	var at string
+	var ok bool
+	if r.ID, b, ok = value(b, `"run_id":"`); !ok {
+		return r, false
+	}
+	if at, b, ok = value(b, `"scheduled_at":"`); !ok {
+		return r, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return r, false
+	}
+	r.ScheduledAt = t
+	var st string
+	if st, b, ok = value(b, `"status":"`); !ok {
+		return r, false
+	}
+	r.Status = cron.Status(st)
+	if bytes.Contains(b, []byte(`"instance":`)) {
+		if r.Instance, _, ok = value(b, `"instance":"`); !ok {
+			return r, false
+		}
+	}
+	return r, true
+}
+
+// errYield is the error of a build of the history index stopped because
+// the store closed or a compaction waits.
+var errYield = errors.New("jsonstore: history index build stopped")
+
+// counter is a count safe for concurrent use.
+type counter struct{ atomic.Int32 }
+
+// prebuildRefs builds the history index in the background after a start,
+// so that the first query does not wait for a read of runs.jsonl; a query
+// asked meanwhile waits for the build that runs. A store closed meanwhile
+// stops it.
+func (s *Store) prebuildRefs() {
+	s.rmu.RLock()
+	defer s.rmu.RUnlock()
+	if err := s.buildRefs(true); err != nil && err != errYield {
+		s.log.Warn("jsonstore: history index not built; the first query builds it", "error", err)
 	}
 }
 
@@ -280,7 +374,9 @@ func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cro
 	// A query of a few jobs reads their chains and needs no index.
 	chains := len(q.JobIDs) > 0 && len(q.JobIDs) <= chainJobs
 	if !built && !chains {
-		if err := s.buildRefs(); err != nil {
+		if err := s.buildRefs(false); err == errYield {
+			return nil, cron.RunCursor{}, ErrClosed
+		} else if err != nil {
 			return nil, cron.RunCursor{}, fmt.Errorf("jsonstore: index %s: %w", RunsFile, err)
 		}
 	}
@@ -450,7 +546,9 @@ func (s *Store) RunByID(ctx context.Context, runID string) (cron.Run, error) {
 		return cron.Run{}, ErrClosed
 	}
 	if !built {
-		if err := s.buildRefs(); err != nil {
+		if err := s.buildRefs(false); err == errYield {
+			return cron.Run{}, ErrClosed
+		} else if err != nil {
 			return cron.Run{}, fmt.Errorf("jsonstore: index %s: %w", RunsFile, err)
 		}
 	}

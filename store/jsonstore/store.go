@@ -142,6 +142,7 @@ type Store struct {
 	refMax    []int64 // [b]: the latest scheduled_at of refs[:(b+1)*refBlock]
 	refsBuilt bool
 	bmu       sync.Mutex // one build of refs at a time (held before mu)
+	swapping  counter    // compactions waiting for rmu: a background build gives way
 	longIDs   []string   // the run ids that are not 32 hex digits
 	instances []string   // the instance names of runs
 	instIdx   map[string]uint16
@@ -283,6 +284,7 @@ func New(dir string, cfg Config) (_ *Store, err error) {
 		}
 	}
 	go s.loop()
+	go s.prebuildRefs()
 	return s, nil
 }
 

@@ -119,7 +119,10 @@ func (s *Store) buildRefs(background bool) error {
 		s.mu.Unlock()
 		return nil
 	}
-	s.refs, s.refMax, s.longIDs = nil, nil, nil
+	// As many refs as lines, and the lines appended meanwhile: the
+	// index does not grow by copies.
+	s.refs = make([]runRef, 0, s.runLines+s.runLines/16)
+	s.refMax, s.longIDs = nil, nil
 	f, end := s.rf, s.rsize
 	s.mu.Unlock()
 	if f == nil {

@@ -242,15 +242,13 @@ func refFields(b []byte) (cron.Run, bool) {
 		}
 		return string(b[:j]), b[j+1:], true
 	}
-	if i := bytes.Index(b, []byte(`"attempt_log":`)); i >= 0 {
-		b = b[:i] // nested objects have a status of their own
-	}
 	var at string
 	var ok bool
-	if r.ID, b, ok = value(b, `"run_id":"`); !ok {
+	rest := b
+	if r.ID, rest, ok = value(rest, `"run_id":"`); !ok {
 		return r, false
 	}
-	if at, b, ok = value(b, `"scheduled_at":"`); !ok {
+	if at, rest, ok = value(rest, `"scheduled_at":"`); !ok {
 		return r, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, at)
@@ -259,12 +257,20 @@ func refFields(b []byte) (cron.Run, bool) {
 	}
 	r.ScheduledAt = t
 	var st string
-	if st, b, ok = value(b, `"status":"`); !ok {
+	if st, rest, ok = value(rest, `"status":"`); !ok {
 		return r, false
 	}
 	r.Status = cron.Status(st)
-	if bytes.Contains(b, []byte(`"instance":`)) {
-		if r.Instance, _, ok = value(b, `"instance":"`); !ok {
+	// The fields read come before any attempt_log: nested objects have
+	// a status of their own.
+	if bytes.Contains(b[:len(b)-len(rest)], []byte(`"attempt_log":`)) {
+		return r, false
+	}
+	if i := bytes.Index(rest, []byte(`"instance":`)); i >= 0 {
+		if bytes.Contains(rest[:i], []byte(`"attempt_log":`)) {
+			return r, false
+		}
+		if r.Instance, _, ok = value(rest[i:], `"instance":"`); !ok {
 			return r, false
 		}
 	}

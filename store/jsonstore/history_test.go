@@ -205,6 +205,8 @@ func TestRefFields(t *testing.T) {
 		`{"prev":0,"run_id":"a\"b","job_id":"j","scheduled_at":"2026-01-01T00:00:00Z","status":"success"}`,
 		`{"prev":0,"run_id":"a","job_id":"j","scheduled_at":"yesterday","status":"success"}`,
 		`{"prev":0,"job_id":"j","status":"success","run_id":"a","scheduled_at":"2026-01-01T00:00:00Z"}`,
+		`{"prev":0,"run_id":"a","job_id":"j","scheduled_at":"2026-01-01T00:00:00Z","attempt_log":[{"status":"failed"}],"status":"success"}`,
+		`{"prev":0,"run_id":"a","job_id":"j","scheduled_at":"2026-01-01T00:00:00Z","status":"success","attempt_log":[{"instance":"b"}],"instance":"c"}`,
 	} {
 		if r, ok := refFields([]byte(line)); ok {
 			t.Errorf("read %+v from %s", r, line)

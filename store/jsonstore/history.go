@@ -101,8 +101,9 @@ func (s *Store) compareIDs(a, b *runRef) int {
 	return 0
 }
 
-// buildRefs indexes runs.jsonl, once after a start or a compaction, when
-// the history is first asked for: one sequential read of the file,
+// buildRefs indexes runs.jsonl, once after a start or a compaction (in
+// the background, or for a query that finds no index): one sequential
+// read of the file,
 // taking mu only for each batch of lines it indexes, so that writes go
 // on meanwhile; the lines appended during the read are read too, and the
 // index is complete (refsBuilt) when the read has caught up with the
@@ -366,9 +367,9 @@ func (s *Store) compareRefs(a, b *runRef) int {
 
 // QueryRuns returns a page of the runs kept of every job, as
 // [cron.RunStore.QueryRuns] describes. The store keeps an index of runs.jsonl
-// in memory (48 bytes a run), built by one read of the file when the
-// history of more than 16 jobs is first asked for after a start or a
-// compaction; a page scans it, newest appended first, and reads its runs
+// in memory (48 bytes a run), built in the background by one read of
+// the file right after a start or a compaction (a query of more than 16
+// jobs asked before it is done waits for it); a page scans it, newest appended first, and reads its runs
 // from the file. A query of at most 16 jobs needs no index: it reads
 // their runs along each job's chain in the file, newest first.
 func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cron.RunCursor, error) {

@@ -304,7 +304,7 @@ func (s *Store) compactRuns(strict bool) error {
 		return err
 	}
 	r := bufio.NewReaderSize(io.NewSectionReader(src, 0, end), 1<<20)
-	w := bufio.NewWriterSize(out, 1<<20)
+	w := bufio.NewWriterSize(&syncingWriter{f: out}, 1<<20)
 	var off, wsize int64
 	var nb []byte
 	lines := 0

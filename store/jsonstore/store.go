@@ -794,6 +794,7 @@ func (s *Store) writeJobsFile(now time.Time) (size int64, jobs int, err error) {
 			_ = os.Remove(tmp)
 		}
 	}()
+	sw := &syncingWriter{f: f}
 	buf := appendHeader(s.buf[:0], now)
 	for i := 0; ; i += rewriteChunk {
 		s.mu.Lock()
@@ -816,7 +817,7 @@ func (s *Store) writeJobsFile(now time.Time) (size int64, jobs int, err error) {
 		}
 		s.mu.Unlock()
 		if len(buf) >= 1<<20 {
-			if _, err = f.Write(buf); err != nil {
+			if _, err = sw.Write(buf); err != nil {
 				return 0, 0, err
 			}
 			size += int64(len(buf))

@@ -222,58 +222,76 @@ func (s *Store) buildRefs(background bool) error {
 
 // refFields reads the fields of a line of runs.jsonl the index holds
 // (run_id, scheduled_at, status, instance) without decoding the line,
-// for a line as the store writes it: the fields in that order, before
-// any attempt_log, and no escape in their values. It reports false for
-// any other line, which json.Unmarshal then reads.
+// for a line as the store writes it: "prev" and then the fields of a run
+// in their order (run_id, job_id, scheduled_at, triggered_at,
+// finished_at, status, ...), the first six as strings with no escape,
+// and any instance before any attempt_log. It reports false for any other
+// line, which json.Unmarshal then reads.
 //
-// In a JSON text a quote inside a string is escaped, so `"key":` is
-// found only where an object has that key.
+// The fields are matched where they must be, not searched for: a search
+// stops at every quote of the line. In a JSON text a quote inside a
+// string is escaped, so `"instance":` is found only where an object has
+// that key.
 func refFields(b []byte) (cron.Run, bool) {
 	var r cron.Run
-	// value returns the string value of key in b from, and the rest.
-	value := func(b []byte, key string) (string, []byte, bool) {
-		i := bytes.Index(b, []byte(key))
-		if i < 0 {
-			return "", nil, false
+	// str returns the string value after key at the start of b (a value
+	// with no escape), and the rest after its closing quote.
+	str := func(b []byte, key string) ([]byte, []byte, bool) {
+		if len(b) < len(key) || string(b[:len(key)]) != key {
+			return nil, nil, false
 		}
-		b = b[i+len(key):]
+		b = b[len(key):]
 		j := bytes.IndexByte(b, '"')
 		if j < 0 || bytes.IndexByte(b[:j], '\\') >= 0 {
-			return "", nil, false
+			return nil, nil, false
 		}
-		return string(b[:j]), b[j+1:], true
+		return b[:j], b[j+1:], true
 	}
-	var at string
+	const prev = `{"prev":`
+	if len(b) < len(prev) || string(b[:len(prev)]) != prev {
+		return r, false
+	}
+	i := bytes.IndexByte(b, ',')
+	if i < 0 {
+		return r, false
+	}
+	var id, at, st []byte
 	var ok bool
-	rest := b
-	if r.ID, rest, ok = value(rest, `"run_id":"`); !ok {
+	rest := b[i:]
+	if id, rest, ok = str(rest, `,"run_id":"`); !ok {
 		return r, false
 	}
-	if at, rest, ok = value(rest, `"scheduled_at":"`); !ok {
+	if _, rest, ok = str(rest, `,"job_id":"`); !ok {
 		return r, false
 	}
-	t, err := time.Parse(time.RFC3339Nano, at)
+	if at, rest, ok = str(rest, `,"scheduled_at":"`); !ok {
+		return r, false
+	}
+	if _, rest, ok = str(rest, `,"triggered_at":"`); !ok {
+		return r, false
+	}
+	if _, rest, ok = str(rest, `,"finished_at":"`); !ok {
+		return r, false
+	}
+	if st, rest, ok = str(rest, `,"status":"`); !ok {
+		return r, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(at))
 	if err != nil {
 		return r, false
 	}
-	r.ScheduledAt = t
-	var st string
-	if st, rest, ok = value(rest, `"status":"`); !ok {
-		return r, false
-	}
-	r.Status = cron.Status(st)
-	// The fields read come before any attempt_log: nested objects have
-	// a status of their own.
-	if bytes.Contains(b[:len(b)-len(rest)], []byte(`"attempt_log":`)) {
-		return r, false
-	}
+	r.ID, r.ScheduledAt, r.Status = string(id), t, cron.Status(st)
 	if i := bytes.Index(rest, []byte(`"instance":`)); i >= 0 {
+		// Only the run's own instance, before any attempt_log (whose
+		// attempts may name one of their own).
 		if bytes.Contains(rest[:i], []byte(`"attempt_log":`)) {
 			return r, false
 		}
-		if r.Instance, _, ok = value(rest[i:], `"instance":"`); !ok {
+		var inst []byte
+		if inst, _, ok = str(rest[i:], `"instance":"`); !ok {
 			return r, false
 		}
+		r.Instance = string(inst)
 	}
 	return r, true
 }

@@ -207,6 +207,8 @@ func TestRefFields(t *testing.T) {
 		`{"prev":0,"job_id":"j","status":"success","run_id":"a","scheduled_at":"2026-01-01T00:00:00Z"}`,
 		`{"prev":0,"run_id":"a","job_id":"j","scheduled_at":"2026-01-01T00:00:00Z","attempt_log":[{"status":"failed"}],"status":"success"}`,
 		`{"prev":0,"run_id":"a","job_id":"j","scheduled_at":"2026-01-01T00:00:00Z","status":"success","attempt_log":[{"instance":"b"}],"instance":"c"}`,
+		`{"prev":0,"run_id":"a","job_id":"j","scheduled_at":"2026-01-01T00:00:00Z","triggered_at":"0001-01-01T00:00:00Z","finished_at":"0001-01-01T00:00:00Z","status":"success","attempt_log":[{"instance":"b"}],"instance":"c"}`,
+		`{"prev":0,"run_id":"a","job_id":"j\"k","scheduled_at":"2026-01-01T00:00:00Z","triggered_at":"0001-01-01T00:00:00Z","finished_at":"0001-01-01T00:00:00Z","status":"success"}`,
 	} {
 		if r, ok := refFields([]byte(line)); ok {
 			t.Errorf("read %+v from %s", r, line)

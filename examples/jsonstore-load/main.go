@@ -121,6 +121,7 @@ func run(bin, dir string, n, runs, rate int, duration, warmup time.Duration, res
 	var apiMu sync.Mutex
 	var getMax, patchMax, apiWorst time.Duration
 	var gets, patches int
+	var patchLat []time.Duration
 	stopProbe := make(chan struct{})
 	var pw sync.WaitGroup
 	client := &http.Client{Timeout: 30 * time.Second}
@@ -158,6 +159,7 @@ func run(bin, dir string, n, runs, rate int, duration, warmup time.Duration, res
 			apiWorst = max(apiWorst, g, p)
 			gets++
 			patches++
+			patchLat = append(patchLat, p)
 			apiMu.Unlock()
 		}
 	})
@@ -218,7 +220,14 @@ func run(bin, dir string, n, runs, rate int, duration, warmup time.Duration, res
 	fmt.Printf("disk written (/proc write_bytes): %.2f MB/s; store appends (journal + runs.jsonl growth): %.2f MB/s; ratio %.1f\n",
 		float64(w1-w0)/sec/1e6, float64(appended)/sec/1e6, float64(w1-w0)/max(float64(appended), 1))
 	fmt.Printf("firing lag: p50 %s p99 %s max %s (%d samples)\n", pct(0.5).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), pct(1).Round(10*time.Microsecond), len(d))
-	fmt.Printf("API: GET /jobs/{id} max %s (%d), PATCH max %s (%d)\n", getMax.Round(10*time.Microsecond), gets, patchMax.Round(10*time.Microsecond), patches)
+	apiMu.Lock()
+	slices.Sort(patchLat)
+	var patch99 time.Duration
+	if len(patchLat) > 0 {
+		patch99 = patchLat[int(0.99*float64(len(patchLat)-1))]
+	}
+	apiMu.Unlock()
+	fmt.Printf("API: GET /jobs/{id} max %s (%d), PATCH p99 %s max %s (%d)\n", getMax.Round(10*time.Microsecond), gets, patch99.Round(10*time.Microsecond), patchMax.Round(10*time.Microsecond), patches)
 	rss, _ := procRSS(pid)
 	fmt.Printf("RSS: %.1f MB now, %.1f MB max: %.0f B a job (max)\n", float64(rss)/1e6, float64(rssMax)/1e6, float64(rssMax)/float64(n))
 	if !restarts {

@@ -34,12 +34,13 @@ func main() {
 	dir := flag.String("dir", "", "data directory (default: a fresh temporary one)")
 	restarts := flag.Bool("restarts", true, "time restarts after SIGTERM and SIGKILL at the end")
 	timeline := flag.Bool("timeline", false, "print each second's worst firing lag and API latency, and the rewrites of jobs.json")
+	runs := flag.Int("runs", 0, "runs to write into runs.jsonl before the first start (the jobs' in turn), for the timing of the first history query")
 	flag.Parse()
 	if *bin == "" {
 		fmt.Fprintln(os.Stderr, "jsonstore-load: -bin is required (go build -o /tmp/ksana ./cmd/ksana)")
 		os.Exit(2)
 	}
-	if err := run(*bin, *dir, *jobs, *rate, *duration, *warmup, *restarts, *timeline); err != nil {
+	if err := run(*bin, *dir, *jobs, *runs, *rate, *duration, *warmup, *restarts, *timeline); err != nil {
 		fmt.Fprintln(os.Stderr, "jsonstore-load:", err)
 		os.Exit(1)
 	}
@@ -69,7 +70,7 @@ func (l *lags) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts, timeline bool) error {
+func run(bin, dir string, n, runs, rate int, duration, warmup time.Duration, restarts, timeline bool) error {
 	if dir == "" {
 		var err error
 		if dir, err = os.MkdirTemp("", "jsonstore-load-"); err != nil {
@@ -92,6 +93,14 @@ func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts,
 	}
 	st, _ := os.Stat(filepath.Join(dir, "jobs.json"))
 	fmt.Printf("jobs: %d every %s (%d/s), jobs.json %.1f MB, written in %s\n", n, every, rate, float64(st.Size())/1e6, time.Since(t0).Round(time.Millisecond))
+	if runs > 0 {
+		t := time.Now()
+		if err := writeRuns(dir, n, runs, t0.Add(-24*time.Hour)); err != nil {
+			return err
+		}
+		st, _ := os.Stat(filepath.Join(dir, "runs.jsonl"))
+		fmt.Printf("runs: %d, runs.jsonl %.1f MB, written in %s\n", runs, float64(st.Size())/1e6, time.Since(t).Round(time.Millisecond))
+	}
 
 	c, startDur, err := start(bin, dir)
 	if err != nil {
@@ -99,6 +108,9 @@ func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts,
 	}
 	defer func() { c.cmd.Process.Kill(); c.cmd.Wait() }()
 	fmt.Printf("first start to /health: %s\n", startDur.Round(time.Millisecond))
+	if err := firstQuery(c.url); err != nil {
+		return err
+	}
 
 	time.Sleep(warmup)
 	lg.mu.Lock()
@@ -109,6 +121,7 @@ func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts,
 	var apiMu sync.Mutex
 	var getMax, patchMax, apiWorst time.Duration
 	var gets, patches int
+	var patchLat []time.Duration
 	stopProbe := make(chan struct{})
 	var pw sync.WaitGroup
 	client := &http.Client{Timeout: 30 * time.Second}
@@ -146,6 +159,7 @@ func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts,
 			apiWorst = max(apiWorst, g, p)
 			gets++
 			patches++
+			patchLat = append(patchLat, p)
 			apiMu.Unlock()
 		}
 	})
@@ -206,7 +220,14 @@ func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts,
 	fmt.Printf("disk written (/proc write_bytes): %.2f MB/s; store appends (journal + runs.jsonl growth): %.2f MB/s; ratio %.1f\n",
 		float64(w1-w0)/sec/1e6, float64(appended)/sec/1e6, float64(w1-w0)/max(float64(appended), 1))
 	fmt.Printf("firing lag: p50 %s p99 %s max %s (%d samples)\n", pct(0.5).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), pct(1).Round(10*time.Microsecond), len(d))
-	fmt.Printf("API: GET /jobs/{id} max %s (%d), PATCH max %s (%d)\n", getMax.Round(10*time.Microsecond), gets, patchMax.Round(10*time.Microsecond), patches)
+	apiMu.Lock()
+	slices.Sort(patchLat)
+	var patch99 time.Duration
+	if len(patchLat) > 0 {
+		patch99 = patchLat[int(0.99*float64(len(patchLat)-1))]
+	}
+	apiMu.Unlock()
+	fmt.Printf("API: GET /jobs/{id} max %s (%d), PATCH p99 %s max %s (%d)\n", getMax.Round(10*time.Microsecond), gets, patch99.Round(10*time.Microsecond), patchMax.Round(10*time.Microsecond), patches)
 	rss, _ := procRSS(pid)
 	fmt.Printf("RSS: %.1f MB now, %.1f MB max: %.0f B a job (max)\n", float64(rss)/1e6, float64(rssMax)/1e6, float64(rssMax)/float64(n))
 	if !restarts {
@@ -223,6 +244,9 @@ func run(bin, dir string, n, rate int, duration, warmup time.Duration, restarts,
 			return err
 		}
 		fmt.Printf("restart after %s: stop %s + start to /health %s = %s\n", sig, stopped.Round(time.Millisecond), sd.Round(time.Millisecond), time.Since(t).Round(time.Millisecond))
+		if err := firstQuery(c.url); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -236,6 +260,64 @@ func fileSizes(dir string) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// firstQuery times the first history query across jobs (GET /runs, the
+// newest page), asked as soon as /health answers, and a second one.
+func firstQuery(url string) error {
+	var d [2]time.Duration
+	for i := range d {
+		t := time.Now()
+		resp, err := http.Get(url + "/runs")
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("GET /runs: %s", resp.Status)
+		}
+		d[i] = time.Since(t)
+	}
+	fmt.Printf("history query (GET /runs) right after start: first %s, second %s\n", d[0].Round(10*time.Microsecond), d[1].Round(10*time.Microsecond))
+	return nil
+}
+
+// writeRuns writes runs.jsonl with runs successful runs of the n jobs in
+// turn, a second apart from first, each line linked to its job's previous
+// one as the store links them.
+func writeRuns(dir string, n, runs int, first time.Time) error {
+	f, err := os.Create(filepath.Join(dir, "runs.jsonl"))
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	prev := make([]int64, n) // 1 + offset of each job's last line; 0: none
+	var off int64
+	var b []byte
+	first = first.UTC().Truncate(time.Millisecond)
+	for i := range runs {
+		at := first.Add(time.Duration(i) * time.Second)
+		r := cron.Run{ID: fmt.Sprintf("%032x", uint64(i+1)*2654435761), JobID: jobID(i % n), ScheduledAt: at,
+			TriggeredAt: at.Add(time.Millisecond), FinishedAt: at.Add(50 * time.Millisecond), Status: cron.StatusSuccess,
+			Attempts: 1, HTTPStatus: 200, Latency: cron.Duration(49 * time.Millisecond)}
+		enc, err := json.Marshal(&r)
+		if err != nil {
+			return err
+		}
+		b = append(b[:0], `{"prev":`...)
+		b = strconv.AppendInt(b, prev[i%n], 10)
+		b = append(b, ',')
+		b = append(b, enc[1:]...)
+		b = append(b, '\n')
+		w.Write(b)
+		prev[i%n] = off + 1
+		off += int64(len(b))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 func jobID(i int) string { return fmt.Sprintf("job-%08d", i) }

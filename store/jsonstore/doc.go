@@ -148,9 +148,9 @@
 // [Store.QueryRuns] (the history across jobs) scans an index of
 // runs.jsonl held in memory, 48 bytes a run (with run ids of 32 hex
 // digits, as a runner makes them): about 48 MB for 1M runs. It is built
-// by one read of the file when the history is first asked for after a
-// start or a compaction (batch by batch: writes go on meanwhile), then
-// kept up by each write of runs. A page reads the index from its newest
+// in the background by one read of the file right after a start or a
+// compaction (batch by batch: writes go on meanwhile; a query asked
+// before it is done waits for it), then kept up by each write of runs. A page reads the index from its newest
 // end and stops as soon as no older entry can enter it (runs are
 // appended about in time order): the newest runs cost little, a page
 // deep in the past or of a rare status up to a scan of the index; a

@@ -7,8 +7,10 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/ksana-dev/ksana/cron"
@@ -99,13 +101,18 @@ func (s *Store) compareIDs(a, b *runRef) int {
 	return 0
 }
 
-// buildRefs indexes runs.jsonl, once after a start or a compaction, when
-// the history is first asked for: one sequential read of the file,
+// buildRefs indexes runs.jsonl, once after a start or a compaction (in
+// the background, or for a query that finds no index): one sequential
+// read of the file,
 // taking mu only for each batch of lines it indexes, so that writes go
 // on meanwhile; the lines appended during the read are read too, and the
 // index is complete (refsBuilt) when the read has caught up with the
 // file under mu. rmu is held (read), so no compaction swaps the file.
-func (s *Store) buildRefs() error {
+//
+// A background build (background) stops, with errYield, as soon as a
+// compaction waits for rmu, so that it never holds up the flush; the
+// compaction starts it again once the file is swapped.
+func (s *Store) buildRefs(background bool) error {
 	s.bmu.Lock()
 	defer s.bmu.Unlock()
 	s.mu.Lock()
@@ -113,7 +120,10 @@ func (s *Store) buildRefs() error {
 		s.mu.Unlock()
 		return nil
 	}
-	s.refs, s.refMax, s.longIDs = nil, nil, nil
+	// As many refs as lines, and the lines appended meanwhile: the
+	// index does not grow by copies.
+	s.refs = make([]runRef, 0, s.runLines+s.runLines/16)
+	s.refMax, s.longIDs = nil, nil
 	f, end := s.rf, s.rsize
 	s.mu.Unlock()
 	if f == nil {
@@ -137,9 +147,16 @@ func (s *Store) buildRefs() error {
 	seen := make(map[*entry]uint32)
 	batch := make([]line, 0, 4096)
 	// apply indexes the batch, under mu; it reports whether the read has
-	// caught up with the file, and then leaves mu held.
+	// caught up with the file, and then leaves mu held. A store closed
+	// meanwhile stops the build (stopped).
+	stopped := false
 	apply := func(off int64) bool {
 		s.mu.Lock()
+		if s.closed || background && s.swapping.Load() > 0 {
+			s.mu.Unlock()
+			stopped = true
+			return false
+		}
 		for i := range batch {
 			l := &batch[i]
 			if e := s.index[l.id]; e != nil && e.rfirst != 0 && l.off+1 >= e.rfirst && l.off+1 <= e.rhead {
@@ -163,11 +180,15 @@ func (s *Store) buildRefs() error {
 			b, err := readLine(r)
 			if len(b) > 0 && b[len(b)-1] == '\n' {
 				var l line
-				fields.ID, fields.Status, fields.Instance = "", "", ""
-				if id, ok := lineJobID(b); ok && json.Unmarshal(b, &fields) == nil {
-					l.id, l.off = id, off
-					l.run = cron.Run{ID: fields.ID, ScheduledAt: fields.ScheduledAt, Status: fields.Status, Instance: fields.Instance}
-					batch = append(batch, l)
+				if id, ok := lineJobID(b); ok {
+					if run, ok := refFields(b); ok {
+						l.id, l.off, l.run = id, off, run
+						batch = append(batch, l)
+					} else if fields.ID, fields.Status, fields.Instance = "", "", ""; json.Unmarshal(b, &fields) == nil {
+						l.id, l.off = id, off
+						l.run = cron.Run{ID: fields.ID, ScheduledAt: fields.ScheduledAt, Status: fields.Status, Instance: fields.Instance}
+						batch = append(batch, l)
+					}
 				}
 				off += int64(len(b))
 			}
@@ -183,6 +204,9 @@ func (s *Store) buildRefs() error {
 					s.mu.Unlock()
 					return nil
 				}
+				if stopped {
+					return errYield
+				}
 			}
 		}
 		if apply(off) {
@@ -190,6 +214,104 @@ func (s *Store) buildRefs() error {
 			s.mu.Unlock()
 			return nil
 		}
+		if stopped {
+			return errYield
+		}
+	}
+}
+
+// refFields reads the fields of a line of runs.jsonl the index holds
+// (run_id, scheduled_at, status, instance) without decoding the line,
+// for a line as the store writes it: "prev" and then the fields of a run
+// in their order (run_id, job_id, scheduled_at, triggered_at,
+// finished_at, status, ...), the first six as strings with no escape,
+// and any instance before any attempt_log. It reports false for any other
+// line, which json.Unmarshal then reads.
+//
+// The fields are matched where they must be, not searched for: a search
+// stops at every quote of the line. In a JSON text a quote inside a
+// string is escaped, so `"instance":` is found only where an object has
+// that key.
+func refFields(b []byte) (cron.Run, bool) {
+	var r cron.Run
+	// str returns the string value after key at the start of b (a value
+	// with no escape), and the rest after its closing quote.
+	str := func(b []byte, key string) ([]byte, []byte, bool) {
+		if len(b) < len(key) || string(b[:len(key)]) != key {
+			return nil, nil, false
+		}
+		b = b[len(key):]
+		j := bytes.IndexByte(b, '"')
+		if j < 0 || bytes.IndexByte(b[:j], '\\') >= 0 {
+			return nil, nil, false
+		}
+		return b[:j], b[j+1:], true
+	}
+	const prev = `{"prev":`
+	if len(b) < len(prev) || string(b[:len(prev)]) != prev {
+		return r, false
+	}
+	i := bytes.IndexByte(b, ',')
+	if i < 0 {
+		return r, false
+	}
+	var id, at, st []byte
+	var ok bool
+	rest := b[i:]
+	if id, rest, ok = str(rest, `,"run_id":"`); !ok {
+		return r, false
+	}
+	if _, rest, ok = str(rest, `,"job_id":"`); !ok {
+		return r, false
+	}
+	if at, rest, ok = str(rest, `,"scheduled_at":"`); !ok {
+		return r, false
+	}
+	if _, rest, ok = str(rest, `,"triggered_at":"`); !ok {
+		return r, false
+	}
+	if _, rest, ok = str(rest, `,"finished_at":"`); !ok {
+		return r, false
+	}
+	if st, rest, ok = str(rest, `,"status":"`); !ok {
+		return r, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(at))
+	if err != nil {
+		return r, false
+	}
+	r.ID, r.ScheduledAt, r.Status = string(id), t, cron.Status(st)
+	if i := bytes.Index(rest, []byte(`"instance":`)); i >= 0 {
+		// Only the run's own instance, before any attempt_log (whose
+		// attempts may name one of their own).
+		if bytes.Contains(rest[:i], []byte(`"attempt_log":`)) {
+			return r, false
+		}
+		var inst []byte
+		if inst, _, ok = str(rest[i:], `"instance":"`); !ok {
+			return r, false
+		}
+		r.Instance = string(inst)
+	}
+	return r, true
+}
+
+// errYield is the error of a build of the history index stopped because
+// the store closed or a compaction waits.
+var errYield = errors.New("jsonstore: history index build stopped")
+
+// counter is a count safe for concurrent use.
+type counter struct{ atomic.Int32 }
+
+// prebuildRefs builds the history index in the background after a start,
+// so that the first query does not wait for a read of runs.jsonl; a query
+// asked meanwhile waits for the build that runs. A store closed meanwhile
+// stops it.
+func (s *Store) prebuildRefs() {
+	s.rmu.RLock()
+	defer s.rmu.RUnlock()
+	if err := s.buildRefs(true); err != nil && err != errYield {
+		s.log.Warn("jsonstore: history index not built; the first query builds it", "error", err)
 	}
 }
 
@@ -263,9 +385,9 @@ func (s *Store) compareRefs(a, b *runRef) int {
 
 // QueryRuns returns a page of the runs kept of every job, as
 // [cron.RunStore.QueryRuns] describes. The store keeps an index of runs.jsonl
-// in memory (48 bytes a run), built by one read of the file when the
-// history of more than 16 jobs is first asked for after a start or a
-// compaction; a page scans it, newest appended first, and reads its runs
+// in memory (48 bytes a run), built in the background by one read of
+// the file right after a start or a compaction (a query of more than 16
+// jobs asked before it is done waits for it); a page scans it, newest appended first, and reads its runs
 // from the file. A query of at most 16 jobs needs no index: it reads
 // their runs along each job's chain in the file, newest first.
 func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cron.RunCursor, error) {
@@ -280,7 +402,9 @@ func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cro
 	// A query of a few jobs reads their chains and needs no index.
 	chains := len(q.JobIDs) > 0 && len(q.JobIDs) <= chainJobs
 	if !built && !chains {
-		if err := s.buildRefs(); err != nil {
+		if err := s.buildRefs(false); err == errYield {
+			return nil, cron.RunCursor{}, ErrClosed
+		} else if err != nil {
 			return nil, cron.RunCursor{}, fmt.Errorf("jsonstore: index %s: %w", RunsFile, err)
 		}
 	}
@@ -450,7 +574,9 @@ func (s *Store) RunByID(ctx context.Context, runID string) (cron.Run, error) {
 		return cron.Run{}, ErrClosed
 	}
 	if !built {
-		if err := s.buildRefs(); err != nil {
+		if err := s.buildRefs(false); err == errYield {
+			return cron.Run{}, ErrClosed
+		} else if err != nil {
 			return cron.Run{}, fmt.Errorf("jsonstore: index %s: %w", RunsFile, err)
 		}
 	}

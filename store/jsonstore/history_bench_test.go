@@ -1,8 +1,11 @@
 package jsonstore
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -73,6 +76,37 @@ func BenchmarkQueryRuns(b *testing.B) {
 			}
 		})
 	}
+	// The first query's wait: the build of the index from runs.jsonl,
+	// against one read of the file, line by line, in the same run. Goal:
+	// the build within 10 reads.
+	b.Run("baseline_read_file", func(b *testing.B) {
+		for b.Loop() {
+			f, err := os.Open(filepath.Join(s.dir, RunsFile))
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := bufio.NewReaderSize(f, 1<<20)
+			for {
+				if _, err := readLine(r); err != nil {
+					break
+				}
+			}
+			f.Close()
+		}
+	})
+	b.Run("index_build", func(b *testing.B) {
+		for b.Loop() {
+			s.mu.Lock()
+			s.refs, s.refMax, s.longIDs, s.refsBuilt = nil, nil, nil, false
+			s.mu.Unlock()
+			s.rmu.RLock()
+			err := s.buildRefs(false)
+			s.rmu.RUnlock()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("baseline_runs_of_one_job", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := s.Runs(ctx, jobID(4242), 50); err != nil {

@@ -174,3 +174,44 @@ func TestJobQueryNeedsNoIndex(t *testing.T) {
 		t.Errorf("a query of every job built no index")
 	}
 }
+
+// TestRefFields checks that the fields the index reads from a line
+// without decoding it are those json.Unmarshal reads, and that a line it
+// cannot read so is left to json.Unmarshal.
+func TestRefFields(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 30, 0, 123456789, time.FixedZone("x", 3600))
+	runs := []cron.Run{
+		{ID: "0123456789abcdef0123456789abcdef", JobID: "j", ScheduledAt: at, Status: cron.StatusSuccess},
+		{ID: "r2", JobID: "j", ScheduledAt: at.UTC(), Status: cron.StatusFailed, Instance: "node-1", Error: `"status":"x"`},
+		{ID: "r3", JobID: "j", ScheduledAt: at, Status: cron.StatusTimeout,
+			AttemptLog: []cron.Attempt{{StartedAt: at, Status: cron.StatusFailed}}},
+		{ID: "r4", JobID: "j", ScheduledAt: at, Status: cron.StatusSkipped, Instance: "a",
+			AttemptLog: []cron.Attempt{{StartedAt: at, Status: cron.StatusFailed, Error: `"instance":"b"`}}},
+	}
+	for _, r := range runs {
+		line, err := appendRunLine(nil, 42, &r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := refFields(line)
+		if !ok {
+			t.Fatalf("%s: not read: %s", r.ID, line)
+		}
+		if got.ID != r.ID || !got.ScheduledAt.Equal(r.ScheduledAt) || got.Status != r.Status || got.Instance != r.Instance {
+			t.Errorf("%s: read %+v from %s", r.ID, got, line)
+		}
+	}
+	for _, line := range []string{
+		`{"prev":0,"run_id":"a\"b","job_id":"j","scheduled_at":"2026-01-01T00:00:00Z","status":"success"}`,
+		`{"prev":0,"run_id":"a","job_id":"j","scheduled_at":"yesterday","status":"success"}`,
+		`{"prev":0,"job_id":"j","status":"success","run_id":"a","scheduled_at":"2026-01-01T00:00:00Z"}`,
+		`{"prev":0,"run_id":"a","job_id":"j","scheduled_at":"2026-01-01T00:00:00Z","attempt_log":[{"status":"failed"}],"status":"success"}`,
+		`{"prev":0,"run_id":"a","job_id":"j","scheduled_at":"2026-01-01T00:00:00Z","status":"success","attempt_log":[{"instance":"b"}],"instance":"c"}`,
+		`{"prev":0,"run_id":"a","job_id":"j","scheduled_at":"2026-01-01T00:00:00Z","triggered_at":"0001-01-01T00:00:00Z","finished_at":"0001-01-01T00:00:00Z","status":"success","attempt_log":[{"instance":"b"}],"instance":"c"}`,
+		`{"prev":0,"run_id":"a","job_id":"j\"k","scheduled_at":"2026-01-01T00:00:00Z","triggered_at":"0001-01-01T00:00:00Z","finished_at":"0001-01-01T00:00:00Z","status":"success"}`,
+	} {
+		if r, ok := refFields([]byte(line)); ok {
+			t.Errorf("read %+v from %s", r, line)
+		}
+	}
+}

@@ -304,7 +304,7 @@ func (s *Store) compactRuns(strict bool) error {
 		return err
 	}
 	r := bufio.NewReaderSize(io.NewSectionReader(src, 0, end), 1<<20)
-	w := bufio.NewWriterSize(out, 1<<20)
+	w := bufio.NewWriterSize(&syncingWriter{f: out}, 1<<20)
 	var off, wsize int64
 	var nb []byte
 	lines := 0
@@ -370,9 +370,15 @@ func (s *Store) compactRuns(strict bool) error {
 	if err := out.Sync(); err != nil {
 		return fail(err)
 	}
-	// The swap: no Runs reads the old file from here on.
+	// The swap: no Runs reads the old file from here on. A background
+	// build of the history index gives way, and starts again after.
+	s.swapping.Add(1)
 	s.rmu.Lock()
-	defer s.rmu.Unlock()
+	s.swapping.Add(-1)
+	defer func() {
+		s.rmu.Unlock()
+		go s.prebuildRefs()
+	}()
 	if err := os.Rename(tmp, filepath.Join(s.dir, RunsFile)); err != nil {
 		return fail(err)
 	}

@@ -142,6 +142,7 @@ type Store struct {
 	refMax    []int64 // [b]: the latest scheduled_at of refs[:(b+1)*refBlock]
 	refsBuilt bool
 	bmu       sync.Mutex // one build of refs at a time (held before mu)
+	swapping  counter    // compactions waiting for rmu: a background build gives way
 	longIDs   []string   // the run ids that are not 32 hex digits
 	instances []string   // the instance names of runs
 	instIdx   map[string]uint16
@@ -283,6 +284,7 @@ func New(dir string, cfg Config) (_ *Store, err error) {
 		}
 	}
 	go s.loop()
+	go s.prebuildRefs()
 	return s, nil
 }
 
@@ -814,6 +816,7 @@ func (s *Store) writeJobsFile(now time.Time) (size int64, jobs int, err error) {
 			_ = os.Remove(tmp)
 		}
 	}()
+	sw := &syncingWriter{f: f}
 	buf := appendHeader(s.buf[:0], now)
 	for i := 0; ; i += rewriteChunk {
 		s.mu.Lock()
@@ -836,7 +839,7 @@ func (s *Store) writeJobsFile(now time.Time) (size int64, jobs int, err error) {
 		}
 		s.mu.Unlock()
 		if len(buf) >= 1<<20 {
-			if _, err = f.Write(buf); err != nil {
+			if _, err = sw.Write(buf); err != nil {
 				return 0, 0, err
 			}
 			size += int64(len(buf))

@@ -364,12 +364,15 @@ func TestLeasesRunKeepsShare(t *testing.T) {
 // partitions it took, and a heartbeat held up (the member table locked by
 // another transaction, as a commit stuck behind a slow disk) shows as a
 // long round and a long gap between renewals, the first signs that the
-// keeper is about to lose its leases although it is alive.
+// keeper is about to lose its leases although it is alive. It runs at
+// the smallest TTL a keeper takes (MinLeaseTTL): the rounds before the
+// stall must not lapse, and a shorter TTL lapsed on a busy machine.
 func TestLeaseStatsShowStall(t *testing.T) {
 	t.Parallel()
 	u := postgresTestURL(t)
 	db := mustOpen(t, u)
-	l, err := db.leases(LeasesConfig{Instance: "s", TTL: 600 * time.Millisecond, Partitions: 64}, 300*time.Millisecond)
+	const ttl = MinLeaseTTL
+	l, err := db.leases(LeasesConfig{Instance: "s", TTL: ttl, Partitions: 64}, MinLeaseTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,11 +393,11 @@ func TestLeaseStatsShowStall(t *testing.T) {
 	if before.Gained != 64 || before.Lost != 0 || before.Failures != 0 {
 		t.Errorf("alone: stats %+v, want 64 partitions gained, none lost, no failure", before)
 	}
-	if before.MaxGap >= 600*time.Millisecond {
-		t.Errorf("unhindered rounds: longest gap between renewals %v, want under the 600ms TTL (about a third of it)", before.MaxGap)
+	if before.MaxGap >= ttl {
+		t.Errorf("unhindered rounds: longest gap between renewals %v, want under the %v TTL (about a third of it)", before.MaxGap, ttl)
 	}
 
-	const stall = 900 * time.Millisecond
+	const stall = ttl + ttl/2
 	tx, err := mustOpen(t, u).SQL().BeginTx(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -417,8 +420,10 @@ func TestLeaseStatsShowStall(t *testing.T) {
 	if after.MaxRound < stall/2 {
 		t.Errorf("after a heartbeat held %v: longest round %v, want it to show the wait", stall, after.MaxRound)
 	}
-	if after.Lost != 64 || after.Gained != 128 {
-		t.Errorf("after a stall past the TTL: %d partitions gained and %d lost, want 128 and 64 (each ran out and was taken again)", after.Gained, after.Lost)
+	// Each partition ran out and was taken again (on a busy machine a
+	// round after the stall may run out too: then again).
+	if after.Lost < 64 || after.Gained-after.Lost != 64 {
+		t.Errorf("after a stall past the TTL: %d partitions gained and %d lost, want 64 or more lost and each taken again (64 held)", after.Gained, after.Lost)
 	}
 	if after.MaxGap < stall {
 		t.Errorf("after a heartbeat held %v: longest gap between renewals %v, want at least that", stall, after.MaxGap)

@@ -184,7 +184,7 @@ func (s *Store) buildRefs(background bool) error {
 					if run, ok := refFields(b); ok {
 						l.id, l.off, l.run = id, off, run
 						batch = append(batch, l)
-					} else if fields.ID, fields.Status, fields.Instance = "", "", ""; json.Unmarshal(b, &fields) == nil {
+					} else if fields.ID, fields.ScheduledAt, fields.Status, fields.Instance = "", (time.Time{}), "", ""; json.Unmarshal(b, &fields) == nil {
 						l.id, l.off = id, off
 						l.run = cron.Run{ID: fields.ID, ScheduledAt: fields.ScheduledAt, Status: fields.Status, Instance: fields.Instance}
 						batch = append(batch, l)

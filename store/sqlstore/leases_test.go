@@ -16,7 +16,13 @@ import (
 
 func mustLeases(t *testing.T, db *DB, name string) *Leases {
 	t.Helper()
-	l, err := db.leases(LeasesConfig{Instance: name, TTL: 600 * time.Millisecond, Partitions: 64}, 300*time.Millisecond)
+	return mustLeasesTTL(t, db, name, 600*time.Millisecond)
+}
+
+// mustLeasesTTL is mustLeases at another TTL.
+func mustLeasesTTL(t *testing.T, db *DB, name string, ttl time.Duration) *Leases {
+	t.Helper()
+	l, err := db.leases(LeasesConfig{Instance: name, TTL: ttl, Partitions: 64}, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +315,9 @@ func TestWatcher(t *testing.T) {
 
 // TestLeasesRunKeepsShare: two keepers' Run loops, once settled, hold
 // every partition between them at every moment for several TTLs (no
-// renewal comes late), and a keeper that stops hands its share over.
+// renewal comes late), and a keeper that stops hands its share over. The
+// keepers run at the smallest TTL a keeper takes (MinLeaseTTL), which
+// test.sh tries beside the rest of the suite.
 func TestLeasesRunKeepsShare(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
@@ -318,7 +326,8 @@ func TestLeasesRunKeepsShare(t *testing.T) {
 			u := b.url(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			a, c := mustLeases(t, mustOpen(t, u), "a"), mustLeases(t, mustOpen(t, u), "c")
+			const ttl = MinLeaseTTL
+			a, c := mustLeasesTTL(t, mustOpen(t, u), "a", ttl), mustLeasesTTL(t, mustOpen(t, u), "c", ttl)
 			actx, stopA := context.WithCancel(ctx)
 			var wg sync.WaitGroup
 			wg.Go(func() { a.Run(actx) })
@@ -343,7 +352,7 @@ func TestLeasesRunKeepsShare(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			for end := time.Now().Add(5 * 600 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			for end := time.Now().Add(3 * ttl); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 				if na, nc, all := covered(); na == 0 || nc == 0 || all != 64 {
 					t.Fatalf("after settling: a holds %d, c %d, %d of 64 covered", na, nc, all)
 				}

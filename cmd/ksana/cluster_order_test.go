@@ -36,10 +36,10 @@ import (
 // /jobs/{id}/runs with the instance that claimed them; and enabled and
 // last_status are those of the last acknowledged write.
 //
-// It is not parallel: go test runs it before the package's parallel
-// tests start. test.sh runs it beside the other packages, in a test
-// process of its own with TestSharedLoad, so its leases are tried on a
-// busy machine.
+// It runs alone (not parallel: go test runs it before the package's
+// parallel tests start, and test.sh runs it last, after the other
+// packages), so that the slots and statuses it checks depend on the
+// leases, not on how busy the other packages keep the 2 cores.
 func TestClusterNoSlotLost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("processes on PostgreSQL and SQLite")

@@ -58,9 +58,7 @@ import (
 // Each phase lasts 10s by default (five of the short TTL); -ksana.load sets it, and -ksana.loadttl
 // runs one TTL instead of loadTTLs (any value KSANA_LEASE_TTL accepts). It needs
 // KSANA_TEST_POSTGRES_URL (test.sh sets it) and keeps both cores busy:
-// test.sh runs it beside the other packages, in a test process of its own
-// (in this package's process it would wait for the package's other
-// process tests, see runAs). The flags go after the
+// test.sh runs it alone, after everything else. The flags go after the
 // package. The short run, the long one, and one at another TTL:
 //
 //	go test -run 'TestSharedLoad$' -v ./cmd/ksana/

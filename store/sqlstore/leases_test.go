@@ -316,8 +316,8 @@ func TestWatcher(t *testing.T) {
 // TestLeasesRunKeepsShare: two keepers' Run loops, once settled, hold
 // every partition between them at every moment for several TTLs (no
 // renewal comes late), and a keeper that stops hands its share over. The
-// keepers run at the smallest TTL a keeper takes (MinLeaseTTL), which
-// test.sh tries beside the rest of the suite.
+// keepers run at the smallest TTL a keeper takes (MinLeaseTTL): at a
+// shorter one a renewal on a busy machine came late.
 func TestLeasesRunKeepsShare(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {

@@ -30,7 +30,11 @@ type Tab struct {
 // when t ends.
 func New(t *testing.T, exe, base, shots, prefix string) *Tab {
 	t.Helper()
+	// Chromium leaves a directory of its own in TMPDIR (its singleton
+	// socket) when it is stopped: give it one of t's, removed with it.
+	tmp := t.TempDir()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.Env("TMPDIR="+tmp),
 		chromedp.ExecPath(exe),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true),

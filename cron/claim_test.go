@@ -642,29 +642,18 @@ func TestTakeoverAfterMovedBack(t *testing.T) {
 		t0 := time.Now()
 		mustAdd(t, b, httpJob("m", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)}))
 		stopB, stopC := start(t, b), start(t, c)
-		// deliver hands the stored job to the runner of view, as its
-		// watcher does when it gains the job's partition.
-		deliver := func(r *Runner) {
-			j, ver, err := st.Read(ctx, "m")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Hold(j, ver); err != nil {
-				t.Fatal(err)
-			}
-		}
 		time.Sleep(2500 * time.Millisecond) // b calls the slots at 1s and 2s
 		bv.owns.Store(false)                // b loses the partition; no runner holds it
 		b.Drop("m")
 		time.Sleep(2 * time.Second) // the slots at 3s and 4s pass
 		cv.hold()                   // c's writes are held up from here
 		cv.owns.Store(true)         // c takes the job over at 4.5s
-		deliver(c)
+		deliver(t, st, c, "m")
 		time.Sleep(3 * time.Second) // c calls the slots at 5s, 6s and 7s
 		cv.owns.Store(false)        // and the partition goes back to b at 7.5s
 		c.Drop("m")
 		bv.owns.Store(true)
-		deliver(b)
+		deliver(t, st, b, "m")
 		synctest.Wait()
 		cv.open()
 		time.Sleep(2 * time.Second)
@@ -701,15 +690,6 @@ func TestTakeoverAfterStaleWrite(t *testing.T) {
 		t0 := time.Now()
 		mustAdd(t, b, httpJob("s", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)}))
 		stopB, stopC := start(t, b), start(t, c)
-		deliver := func(r *Runner) {
-			j, ver, err := st.Read(ctx, "s")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Hold(j, ver); err != nil {
-				t.Fatal(err)
-			}
-		}
 		time.Sleep(2600 * time.Millisecond) // b calls the slots at 1s and 2s
 		bv.hold()                           // b's write of next_run_at 4s, after its claim of 3s, waits
 		time.Sleep(300 * time.Millisecond)
@@ -717,7 +697,7 @@ func TestTakeoverAfterStaleWrite(t *testing.T) {
 		b.Drop("s")
 		time.Sleep(3600 * time.Millisecond) // the slots at 4s, 5s and 6s pass with no holder
 		cv.owns.Store(true)                 // c takes the job over at 6.5s
-		deliver(c)
+		deliver(t, st, c, "s")
 		time.Sleep(2 * time.Second) // c calls the slots at 7s and 8s
 		cv.owns.Store(false)        // and the partition goes back to b at 8.5s,
 		c.Drop("s")
@@ -727,7 +707,7 @@ func TestTakeoverAfterStaleWrite(t *testing.T) {
 			t.Fatalf("stored next_run_at %v, want the held-up write's %v: the test did not reproduce it", got.NextRunAt.Sub(t0), 4*time.Second)
 		}
 		bv.owns.Store(true)
-		deliver(b)
+		deliver(t, st, b, "s")
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		if err := errors.Join(stopB(), stopC()); err != nil {

@@ -268,6 +268,19 @@ func (s *sharedStore) LastSlots(ctx context.Context, ids []string) (map[string]R
 	return out, nil
 }
 
+// deliver hands job id, as stored in st, to r, as a runner's watcher does
+// when it learns of a change or gains the job's partition.
+func deliver(t *testing.T, st *sharedStore, r *Runner, id string) {
+	t.Helper()
+	j, ver, err := st.Read(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Hold(j, ver); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func newSharedStore() *sharedStore {
 	return &sharedStore{MemStore: NewMemStore(), claimed: map[string]bool{}, vers: map[string]int64{}}
 }
@@ -434,17 +447,6 @@ func TestConcurrentResumeRecordsOnce(t *testing.T) {
 				other := newTestRunner(t, &ownerView{st, ""}, &fakeExec{}, Config{})
 				ctx := context.Background()
 				mustAdd(t, h, httpJob("c", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: time.Now().Add(time.Second)}))
-				// deliver hands the stored job to the holder, as its
-				// watcher does.
-				deliver := func() {
-					j, ver, err := st.Read(ctx, "c")
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := h.Hold(j, ver); err != nil {
-						t.Fatal(err)
-					}
-				}
 				resumers := []*Runner{other, h}
 				stops := []func() error{start(t, h), start(t, other)}
 				if !holderResumes {
@@ -454,7 +456,7 @@ func TestConcurrentResumeRecordsOnce(t *testing.T) {
 				if _, err := other.Pause(ctx, "c", time.Time{}); err != nil {
 					t.Fatal(err)
 				}
-				deliver()
+				deliver(t, st, h, "c")
 				time.Sleep(time.Minute)
 				// Both resumes read the job paused, then write.
 				arrived := lineUpWrites(st)
@@ -471,7 +473,7 @@ func TestConcurrentResumeRecordsOnce(t *testing.T) {
 				if arrived() < 2 {
 					t.Fatalf("only %d writes lined up: the test did not race the resumes", arrived())
 				}
-				deliver()
+				deliver(t, st, h, "c")
 				synctest.Wait()
 				for _, stop := range stops {
 					if err := stop(); err != nil {
@@ -513,26 +515,17 @@ func TestResumeSeenAfterItsSlot(t *testing.T) {
 		ctx := context.Background()
 		t0 := time.Now()
 		mustAdd(t, h, httpJob("c", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)}))
-		deliver := func() {
-			j, ver, err := st.Read(ctx, "c")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := h.Hold(j, ver); err != nil {
-				t.Fatal(err)
-			}
-		}
 		stops := []func() error{start(t, h), start(t, other)}
 		if _, err := other.Pause(ctx, "c", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		deliver()
+		deliver(t, st, h, "c")
 		time.Sleep(5*time.Second - 10*time.Millisecond)
 		if _, err := other.Resume(ctx, "c"); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(20 * time.Millisecond) // the slot of t0+5s passes before the holder learns
-		deliver()
+		deliver(t, st, h, "c")
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
 		for _, stop := range stops {

@@ -567,21 +567,28 @@ func TestLapsedLeaseTakenOver(t *testing.T) {
 		if err := errors.Join(stopB(), stopC()); err != nil {
 			t.Fatal(err)
 		}
-		runs, err := st.Runs(ctx, "l", 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		covered := slotRecords(runs, t0, time.Second)
-		for at := time.Second; at <= 10*time.Second; at += time.Second {
-			if len(covered[at]) != 1 {
-				t.Errorf("slot %v has %d rows, want 1: %v", at, len(covered[at]), covered[at])
-			}
-		}
+		slotsOnce(t, st, "l", t0, 10*time.Second)
 	})
 }
 
 // slotRecords maps each slot of a job every interval, as its offset from
 // t0, to the records of runs that stand for it ("status reason" each), a
+// slotsOnce fails t unless each slot of job id, every second from t0+1s
+// to t0+last, has exactly one row in st: called, skipped or missed.
+func slotsOnce(t *testing.T, st *sharedStore, id string, t0 time.Time, last time.Duration) {
+	t.Helper()
+	runs, err := st.Runs(context.Background(), id, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := slotRecords(runs, t0, time.Second)
+	for at := time.Second; at <= last; at += time.Second {
+		if len(covered[at]) != 1 {
+			t.Errorf("slot %v has %d rows, want 1: %v", at, len(covered[at]), covered[at])
+		}
+	}
+}
+
 // run standing for max(Slots, 1) slots from its ScheduledAt.
 func slotRecords(runs []Run, t0 time.Time, every time.Duration) map[time.Duration][]string {
 	out := map[time.Duration][]string{}
@@ -638,7 +645,6 @@ func TestTakeoverAfterMovedBack(t *testing.T) {
 		bv.owns.Store(true)
 		b := newTestRunner(t, bv, &fakeExec{}, Config{})
 		c := newTestRunner(t, cv, &fakeExec{}, Config{})
-		ctx := context.Background()
 		t0 := time.Now()
 		mustAdd(t, b, httpJob("m", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Second), StartAt: t0.Add(time.Second)}))
 		stopB, stopC := start(t, b), start(t, c)
@@ -661,16 +667,7 @@ func TestTakeoverAfterMovedBack(t *testing.T) {
 		if err := errors.Join(stopB(), stopC()); err != nil {
 			t.Fatal(err)
 		}
-		runs, err := st.Runs(ctx, "m", 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		covered := slotRecords(runs, t0, time.Second)
-		for at := time.Second; at <= 9*time.Second; at += time.Second {
-			if len(covered[at]) != 1 {
-				t.Errorf("slot %v has %d rows, want 1: %v", at, len(covered[at]), covered[at])
-			}
-		}
+		slotsOnce(t, st, "m", t0, 9*time.Second)
 	})
 }
 
@@ -713,15 +710,6 @@ func TestTakeoverAfterStaleWrite(t *testing.T) {
 		if err := errors.Join(stopB(), stopC()); err != nil {
 			t.Fatal(err)
 		}
-		runs, err := st.Runs(ctx, "s", 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		covered := slotRecords(runs, t0, time.Second)
-		for at := time.Second; at <= 10*time.Second; at += time.Second {
-			if len(covered[at]) != 1 {
-				t.Errorf("slot %v has %d rows, want 1: %v", at, len(covered[at]), covered[at])
-			}
-		}
+		slotsOnce(t, st, "s", t0, 10*time.Second)
 	})
 }

@@ -182,7 +182,7 @@ func TestCrashDuringRewrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			want = append(want[:1], want[2:]...)
-			if _, err := s.rotateJournal(); err != nil {
+			if _, _, err := s.rotateJournal(); err != nil {
 				t.Fatal(err)
 			}
 			// Changes made during the rewrite go to the new journal.

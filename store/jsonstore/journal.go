@@ -173,24 +173,27 @@ func (s *Store) journalTooBig() bool {
 // it, renames it jobs.journal.<seq> and starts an empty one. It returns
 // the sequence of the last record in the renamed file: every change up to
 // it is in the journal files, and a rewrite that starts after it holds
-// them all. Without the journal it only returns the current sequence.
-func (s *Store) rotateJournal() (uint64, error) {
+// them all. It also returns the change count at that point: a change
+// counted after it is in the new journal, so the rewrite may mark only
+// that count durable, or a Close would leave the new journal unreplayed
+// into jobs.json. Without the journal it only returns the current sequence
+// and count.
+func (s *Store) rotateJournal() (upto, gen uint64, err error) {
 	s.jmu.Lock()
 	defer s.jmu.Unlock()
 	s.waitJournalIdle()
 	if s.jf == nil {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.jseq, nil
+		return s.jseq, s.gen, nil
 	}
 	s.jbusy = true
 	f := s.jf
 	s.jmu.Unlock()
 	s.mu.Lock()
-	buf, upto := s.jpend, s.jseq
+	buf, upto, gen := s.jpend, s.jseq, s.gen
 	s.jpend = nil
 	s.mu.Unlock()
-	var err error
 	if len(buf) > 0 {
 		_, err = f.Write(buf)
 	}
@@ -218,14 +221,14 @@ func (s *Store) rotateJournal() (uint64, error) {
 		}
 		s.jfailed, s.jerr = upto, fmt.Errorf("jsonstore: rotate %s: %w", JournalFile, err)
 		s.jsynced = upto
-		return 0, s.jerr
+		return 0, 0, s.jerr
 	}
 	f.Close()
 	s.jf = nf
 	s.jsize += int64(len(buf))
 	s.jsynced = max(s.jsynced, upto)
 	s.jold = append(s.jold, old)
-	return upto, nil
+	return upto, gen, nil
 }
 
 // dropRotated removes the rotated journal files that jobs.json now holds

@@ -368,3 +368,56 @@ func atoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// TestCloseEmptiesJournalAfterRewrites saves from four goroutines while
+// jobs.json is rewritten over and over (every flush passes the threshold),
+// so that saves land between a rewrite's journal rotation and its snapshot
+// of the jobs; then it stops saving and closes. Close must leave every
+// change in jobs.json and the journal empty: a change counted durable by a
+// rewrite that started after it went to the new journal would otherwise
+// stay there, unmerged.
+func TestCloseEmptiesJournalAfterRewrites(t *testing.T) {
+	t.Parallel()
+	for round := range 20 {
+		dir := t.TempDir()
+		ctx := context.Background()
+		s, err := New(dir, Config{Journal: true, FlushInterval: time.Millisecond, CompactMin: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range 40 {
+					j := testJob(fmt.Sprintf("r%d-%d", g, i%7))
+					j.Name = fmt.Sprint(i)
+					if err := s.Save(ctx, j); err != nil {
+						t.Errorf("Save: %v", err)
+						return
+					}
+					mu.Lock()
+					want[j.ID] = j.Name
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := os.Stat(filepath.Join(dir, JournalFile)); err != nil {
+			t.Fatal(err)
+		} else if st.Size() != 0 {
+			t.Fatalf("round %d: %s holds %d bytes after a clean stop, want none", round, JournalFile, st.Size())
+		}
+		got := map[string]string{}
+		for _, j := range readFileJobs(t, dir) {
+			got[j.ID] = j.Name
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("round %d: jobs.json after a clean stop (-want +got):\n%s", round, diff)
+		}
+	}
+}

@@ -739,15 +739,21 @@ func (s *Store) flush(final bool) error {
 func (s *Store) rewriteJobs() error {
 	start := time.Now()
 	s.lastStart = start
-	var upto uint64
+	var upto, rotatedGen uint64
 	if s.cfg.Journal {
 		var err error
-		if upto, err = s.rotateJournal(); err != nil {
+		if upto, rotatedGen, err = s.rotateJournal(); err != nil {
 			return err
 		}
 	}
 	s.mu.Lock()
 	gen := s.gen
+	if s.cfg.Journal {
+		// A change between the rotation and here is in jobs.json and in
+		// the new journal: count only what the rotation left behind, so
+		// that the final rewrite at Close empties the new journal too.
+		gen = rotatedGen
+	}
 	if s.tombs > 0 {
 		live := s.order[:0]
 		for _, e := range s.order {

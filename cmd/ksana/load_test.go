@@ -28,8 +28,11 @@ import (
 // phase keeps the machine busy (four busy loops, each a shell process,
 // and two writers that each write 256 MiB to a file of the test's
 // temporary directory and fsync it, over and over), then a quiet phase
-// follows with the load stopped. It runs at each TTL of loadTTLs: the
-// short TTL of the timing tests and the default.
+// follows with the load stopped. It runs at each TTL of loadTTLs (the
+// short TTL of the timing tests and the default) side by side, each on a
+// schema and three processes of its own, in step: each waits for the
+// others at the end of its warm-up, so that one load makes the loaded
+// phase of all and the quiet phase is quiet for all.
 //
 // No instance dies and none is stopped, so from the end of the warm-up to
 // the end of the quiet phase, at each TTL:
@@ -78,9 +81,76 @@ func TestSharedLoad(t *testing.T) {
 	if *loadTTLFlag > 0 {
 		ttls = []time.Duration{*loadTTLFlag}
 	}
+	step := newLockstep(len(ttls))
 	for _, ttl := range ttls {
 		t.Run("ttl="+ttl.String(), func(t *testing.T) {
-			testSharedLoad(t, bin, postgresSchemaURL(t, "ksana_load_test"), ttl, *loadPhase)
+			t.Parallel()
+			defer step.leave()
+			testSharedLoad(t, bin, postgresSchemaURL(t, "ksana_load_test"), ttl, *loadPhase, step)
+		})
+	}
+}
+
+// lockstep keeps TestSharedLoad's subtests in step: meet returns once
+// every subtest still running has called it, and load starts the load
+// at the first call of a phase and stops it at the last stop.
+type lockstep struct {
+	mu       sync.Mutex
+	members  int // the subtests still running
+	arrived  int
+	release  chan struct{}
+	loads    int
+	stopLoad func()
+}
+
+func newLockstep(n int) *lockstep {
+	return &lockstep{members: n, release: make(chan struct{})}
+}
+
+// meet returns once every member still running has called it.
+func (l *lockstep) meet() {
+	l.mu.Lock()
+	l.arrived++
+	ch := l.release
+	l.openLocked()
+	l.mu.Unlock()
+	<-ch
+}
+
+// leave takes an ended subtest (passed, or failed anywhere) out of the
+// count, so that the others do not wait for it.
+func (l *lockstep) leave() {
+	l.mu.Lock()
+	l.members--
+	l.openLocked()
+	l.mu.Unlock()
+}
+
+func (l *lockstep) openLocked() {
+	if l.arrived > 0 && l.arrived >= l.members {
+		close(l.release)
+		l.release = make(chan struct{})
+		l.arrived = 0
+	}
+}
+
+// load starts the load unless a member already has, and returns the
+// member's stop: the load stops at the last member's.
+func (l *lockstep) load(t *testing.T) (stop func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.loads == 0 {
+		l.stopLoad = startLoad(t)
+	}
+	l.loads++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if l.loads--; l.loads == 0 {
+				l.stopLoad()
+			}
 		})
 	}
 }
@@ -95,7 +165,7 @@ var (
 	loadTTLFlag = flag.Duration("ksana.loadttl", 0, "the one lease TTL TestSharedLoad runs at (0: each of loadTTLs)")
 )
 
-func testSharedLoad(t *testing.T, bin, dbURL string, ttl, phase time.Duration) {
+func testSharedLoad(t *testing.T, bin, dbURL string, ttl, phase time.Duration, step *lockstep) {
 	const jobs = 300
 	cb := newArrivals(t)
 	db, err := sqlstore.Open(context.Background(), dbURL)
@@ -132,10 +202,13 @@ func testSharedLoad(t *testing.T, bin, dbURL string, ttl, phase time.Duration) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The other TTLs' warm-ups end too: the phases start together.
+	step.meet()
 	start := time.Now()
 
 	// Loaded phase.
-	stopLoad := startLoad(t)
+	stopLoad := step.load(t)
+	defer stopLoad()
 	time.Sleep(phase)
 	stopLoad()
 	loadEnd := time.Now()

@@ -66,7 +66,8 @@ func fleetIdle(t testing.TB, c rueidis.Client, nodes, insts int, window, ownerTT
 // TestFleetIdleCommands: the idle fleet view costs the server commands in
 // proportion to the instances, not to the nodes times the instances. 300
 // nodes over 1 and over 3 instances, on the standalone server and the
-// cluster (each run alone on its servers). The bindings' renewals (one per
+// cluster side by side (each alone on its servers: the test is not
+// parallel, so the package's other tests wait). The bindings' renewals (one per
 // node every OwnerTTL/3, a cost of the nodes alone) are put out of the
 // window with a long OwnerTTL. Three instances may cost at most 25
 // commands a second more per instance than one, and nothing in proportion
@@ -79,6 +80,7 @@ func TestFleetIdleCommands(t *testing.T) {
 	const nodes = 300
 	for _, srv := range testServers(t) {
 		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
 			one, c1 := fleetIdle(t, srv.client, nodes, 1, 5*time.Second, 10*time.Minute)
 			three, c3 := fleetIdle(t, srv.client, nodes, 3, 5*time.Second, 10*time.Minute)
 			t.Logf("%d nodes: 1 instance %.0f commands/s (%v); 3 instances %.0f commands/s (%v)", nodes, one, c1, three, c3)

@@ -377,7 +377,9 @@ func (s *Store) compactRuns(strict bool) error {
 	s.swapping.Add(-1)
 	defer func() {
 		s.rmu.Unlock()
-		go s.prebuildRefs()
+		if !s.cfg.noPrebuild {
+			go s.prebuildRefs()
+		}
 	}()
 	if err := os.Rename(tmp, filepath.Join(s.dir, RunsFile)); err != nil {
 		return fail(err)

@@ -72,6 +72,10 @@ type Config struct {
 	// Logger receives the recovery messages (backups made, entries
 	// skipped) and flush failures. Default nil: discard.
 	Logger *slog.Logger
+
+	// noPrebuild leaves the history index to the first query that needs
+	// it (tests of what a query reads without it).
+	noPrebuild bool
 }
 
 // Compile-time proof of the interfaces the Store implements.
@@ -284,7 +288,9 @@ func New(dir string, cfg Config) (_ *Store, err error) {
 		}
 	}
 	go s.loop()
-	go s.prebuildRefs()
+	if !cfg.noPrebuild {
+		go s.prebuildRefs()
+	}
 	return s, nil
 }
 

@@ -384,11 +384,11 @@ log "go test -race: $( [ "${#failed[@]}" -eq 0 ] && echo ok || echo FAILED ) in 
 # The checks may still run, at the lowest priorities: they take the CPU
 # only when the lease-timing tests leave it idle.
 if [ "$given" -eq 0 ]; then
-  log "go test -race -p 1 -run '$lease_tests' ${lease_pkgs[*]} (alone)"
+  log "go test -race -p 2 -run '$lease_tests' ${lease_pkgs[*]} (alone)"
   start=$SECONDS
   lease=ok
   set -m
-  go test -race -p 1 -timeout 10m "$nocheckptr" -run "$lease_tests" "${lease_pkgs[@]}" &
+  go test -race -p 2 -timeout 10m "$nocheckptr" -run "$lease_tests" "${lease_pkgs[@]}" &
   lease_pid=$!
   set +m
   check_pids+=("$lease_pid")

@@ -105,7 +105,7 @@ var built struct {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	parallelByDefault(2)
+	parallelByDefault(4)
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
@@ -116,9 +116,9 @@ func TestMain(m *testing.M) {
 // parallelByDefault sets -parallel to n unless it was given. The process
 // tests spend most of their time waiting (for a slot, a lease, a callback
 // that answers in 6s, a process to start), not running on the CPU, and
-// may run side by side. By default two run at once: with four, on a
-// 2-core machine, the timing tests of other packages running beside them
-// (leases, placement) missed their bounds.
+// may run side by side. By default four run at once (with two, the
+// package's tests waited for each other about half of their time; test.sh
+// runs the lease-timing tests apart, after the rest).
 func parallelByDefault(n int) {
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })

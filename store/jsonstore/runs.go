@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/ksana-dev/ksana/cron"
 )
@@ -262,6 +263,51 @@ func lineJobID(line []byte) (string, bool) {
 	return r.JobID, true
 }
 
+// lineHead reads the "prev" and "job_id" fields of a line of runs.jsonl
+// as the store writes it, {"prev":N,"run_id":"...","job_id":"...",...
+// with strings that hold no escape (and a job id of valid UTF-8), without
+// decoding the line. It reports
+// false for any other line.
+func lineHead(b []byte) (prev int64, jobID []byte, ok bool) {
+	const p = `{"prev":`
+	if !bytes.HasPrefix(b, []byte(p)) {
+		return 0, nil, false
+	}
+	b = b[len(p):]
+	i := 0
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		if i == 18 { // past what an int64 surely holds
+			return 0, nil, false
+		}
+		prev = prev*10 + int64(b[i]-'0')
+	}
+	if i == 0 {
+		return 0, nil, false
+	}
+	b = b[i:]
+	str := func(key string) []byte {
+		if !bytes.HasPrefix(b, []byte(key)) {
+			return nil
+		}
+		b = b[len(key):]
+		j := bytes.IndexByte(b, '"')
+		if j < 0 || bytes.IndexByte(b[:j], '\\') >= 0 {
+			return nil
+		}
+		v := b[:j]
+		b = b[j+1:]
+		return v
+	}
+	if str(`,"run_id":"`) == nil {
+		return 0, nil, false
+	}
+	// Invalid UTF-8 decodes to U+FFFD: the decoding path has it.
+	if jobID = str(`,"job_id":"`); jobID == nil || !utf8.Valid(jobID) {
+		return 0, nil, false
+	}
+	return prev, jobID, true
+}
+
 // lineBody returns a line of runs.jsonl without its opening brace and its
 // "prev" field: what follows them in a rewritten line.
 func lineBody(line []byte) []byte {
@@ -490,20 +536,28 @@ func (s *Store) scanRuns(f *os.File, from, size int64) (good int64, compact bool
 			continue
 		}
 		s.runLines++
-		var rl struct {
-			Prev *int64 `json:"prev"`
-			cron.Run
+		// A line as the store writes it gives its two fields without a
+		// decoding (checked whole, still); any other line is decoded.
+		var e *entry
+		var prev *int64
+		if p, id, ok := lineHead(body); ok && json.Valid(body) {
+			e, prev = s.index[string(id)], &p
+		} else {
+			var rl struct {
+				Prev *int64 `json:"prev"`
+				cron.Run
+			}
+			if err := json.Unmarshal(body, &rl); err != nil {
+				compact = true
+				continue
+			}
+			e, prev = s.index[rl.JobID], rl.Prev
 		}
-		if err := json.Unmarshal(body, &rl); err != nil {
-			compact = true
-			continue
-		}
-		e := s.index[rl.JobID]
 		if e == nil {
 			compact = true
 			continue
 		}
-		if rl.Prev == nil || *rl.Prev != e.rhead || len(body) != len(line)-1 {
+		if prev == nil || *prev != e.rhead || len(body) != len(line)-1 {
 			compact = true // relinked by the compaction
 		}
 		if e.rfirst == 0 {

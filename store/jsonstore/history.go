@@ -152,6 +152,11 @@ func (s *Store) buildRefs(background bool) error {
 	stopped := false
 	apply := func(off int64) bool {
 		s.mu.Lock()
+		for background && s.iterating > 0 && !s.closed {
+			// A runner loads its jobs: the index waits, as the
+			// runner's start matters more than the first query's.
+			s.loadEnded.Wait()
+		}
 		if s.closed || background && s.swapping.Load() > 0 {
 			s.mu.Unlock()
 			stopped = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/ksana-dev/ksana/cron"
 )
@@ -59,4 +60,67 @@ func TestLoadEachMatchesLoad(t *testing.T) {
 	if err := s.LoadEach(ctx, func(*cron.Job) {}); err != ErrClosed {
 		t.Fatalf("LoadEach after Close: %v, want ErrClosed", err)
 	}
+}
+
+// TestLoadEachLetsWritesIn: LoadEach lets the lock go between chunks of
+// jobs, so that writes go through while it runs. Here, as it passes the
+// first job, two goroutines delete the sixth job and the last (each chunk
+// ends with a pause, so that writers waiting for the lock get it at the
+// next release): LoadEach must pass the sixth (its turn came first) and
+// not the last. Without the journal each Delete starts a rewrite of
+// jobs.json, which drops deleted jobs from memory but must not while
+// LoadEach runs, or the jobs still to pass would shift: every other job
+// comes once, in creation order.
+func TestLoadEachLetsWritesIn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const n = 8 * loadChunk
+	s := open(t, seedDir(t, n), Config{FlushInterval: time.Millisecond})
+	early, gone := jobID(5), jobID(n-1)
+	deleted := make(chan error, 2)
+	var got []string
+	if err := s.LoadEach(ctx, func(j *cron.Job) {
+		switch i := len(got); {
+		case i == 0:
+			go func() { deleted <- s.Delete(ctx, early) }()
+			go func() { deleted <- s.Delete(ctx, gone) }()
+		case i%loadChunk == loadChunk-10:
+			time.Sleep(2 * time.Millisecond)
+		}
+		got = append(got, j.ID)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-deleted; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want []string
+	for i := range n - 1 {
+		want = append(want, jobID(i))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("LoadEach passed %d jobs, want %d (every job once, in order, the last deleted while it ran); first difference at %d",
+			len(got), len(want), firstDiff(got, want))
+	}
+	// Once LoadEach is done, a rewrite drops them.
+	if err := s.Save(ctx, testJob(jobID(0))); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	left, tombs := len(s.order), s.tombs
+	s.mu.Unlock()
+	if left != n-2 || tombs != 0 {
+		t.Errorf("after LoadEach and a rewrite: %d entries, %d deleted; want %d, 0", left, tombs, n-2)
+	}
+}
+
+func firstDiff(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }

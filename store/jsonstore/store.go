@@ -103,6 +103,8 @@ type Store struct {
 	mu        sync.Mutex
 	order     []*entry // creation order, with deleted entries until compaction
 	tombs     int
+	iterating int       // LoadEach calls under way: s.order keeps its deleted entries
+	loadEnded sync.Cond // on mu: iterating fell to 0, or the store closed
 	index     map[string]*entry
 	slab      []entry    // where new entries are allocated
 	newRuns   []cron.Run // runs not yet taken by the flusher
@@ -233,6 +235,7 @@ func New(dir string, cfg Config) (_ *Store, err error) {
 		done:  make(chan struct{}),
 	}
 	s.jcond.L = &s.jmu
+	s.loadEnded.L = &s.mu
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -405,16 +408,37 @@ func (s *Store) Load(ctx context.Context) ([]cron.Job, error) {
 // returns them but without building the slice of them all: a runner
 // loading a million jobs uses it. fn may keep the job's strings, maps and
 // slices (they are its own copies) but not the pointer, and must not call
-// the store, which is locked meanwhile.
+// the store, which is locked while fn runs. The lock is let go between
+// chunks of jobs, so that writes go on meanwhile (the history index,
+// built in the background after a start, waits for the end, so as not to
+// slow the loading of a runner down): a job saved or deleted during the
+// call is passed as it is when its turn comes, or not at all if it was
+// deleted before. It returns ctx's error if ctx ends first.
 func (s *Store) LoadEach(ctx context.Context, fn func(*cron.Job)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
 	}
+	s.iterating++ // no rewrite drops the deleted entries from s.order meanwhile
+	defer func() {
+		if s.iterating--; s.iterating == 0 {
+			s.loadEnded.Broadcast()
+		}
+	}()
 	var j cron.Job // one copy for all: fn does not keep it
-	for _, e := range s.order {
-		if !e.deleted {
+	for i := 0; i < len(s.order); i++ {
+		if i%loadChunk == loadChunk-1 {
+			s.mu.Unlock()
+			s.mu.Lock()
+			if s.closed {
+				return ErrClosed
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if e := s.order[i]; !e.deleted {
 			j = e.job()
 			j = cloneJob(&j)
 			fn(&j)
@@ -422,6 +446,10 @@ func (s *Store) LoadEach(ctx context.Context, fn func(*cron.Job)) error {
 	}
 	return nil
 }
+
+// loadChunk is the number of jobs LoadEach passes between two releases of
+// the lock.
+const loadChunk = 1024
 
 // Get returns the stored job with id, or cron.ErrNotFound.
 func (s *Store) Get(id string) (cron.Job, error) {
@@ -582,6 +610,7 @@ func (s *Store) Close() error {
 		// every change a caller was told of.
 		s.mu.Lock()
 		s.closed = true
+		s.loadEnded.Broadcast()
 		s.mu.Unlock()
 		close(s.stop)
 		<-s.done
@@ -760,7 +789,7 @@ func (s *Store) rewriteJobs() error {
 		// that the final rewrite at Close empties the new journal too.
 		gen = rotatedGen
 	}
-	if s.tombs > 0 {
+	if s.tombs > 0 && s.iterating == 0 {
 		live := s.order[:0]
 		for _, e := range s.order {
 			if !e.deleted {

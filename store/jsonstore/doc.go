@@ -31,9 +31,12 @@
 //     compacted when it holds more than twice as many lines as are kept,
 //     plus 4096.
 //   - runs.idx ([RunsIndexFile]): written by Close, where each job's newest
-//     and oldest lines are in runs.jsonl, so that a start does not read the
-//     history; removed at start. Without it (after a crash) a start reads
-//     runs.jsonl whole.
+//     and oldest lines are in runs.jsonl and the history index (each
+//     line's time, status, run id and instance, about 30 bytes a run), so
+//     that a start neither reads the history nor builds the index; removed
+//     at start, and not used if its checksum fails. Without it (after a
+//     crash) a start reads runs.jsonl whole, and the index is built in the
+//     background: a history query across jobs waits for it.
 //   - pause.json ([PauseFile]): the service-wide pause ([cron.PauseStore]),
 //     replaced whole (written, synced, renamed) by each change. One that
 //     does not parse is renamed pause.json.bad and the service starts

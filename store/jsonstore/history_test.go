@@ -3,6 +3,8 @@ package jsonstore
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -120,8 +122,8 @@ func TestQueryRunsAfterReopen(t *testing.T) {
 	}
 }
 
-// TestJobQueryNeedsNoIndex: after a start, before the index of the whole
-// file is built (here: never in the background), a history query of one
+// TestJobQueryNeedsNoIndex: after a start without runs.idx, before the
+// index of the whole file is built (here: never in the background), a history query of one
 // job reads that job's chain in runs.jsonl and builds no index; a query of
 // every job builds it.
 func TestJobQueryNeedsNoIndex(t *testing.T) {
@@ -146,6 +148,10 @@ func TestJobQueryNeedsNoIndex(t *testing.T) {
 		}
 	}
 	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// As after a crash: no runs.idx, which would restore the index.
+	if err := os.Remove(filepath.Join(dir, RunsIndexFile)); err != nil {
 		t.Fatal(err)
 	}
 	if s, err = New(dir, cfg); err != nil {

@@ -476,7 +476,7 @@ func (s *Store) loadRuns() error {
 		return fmt.Errorf("jsonstore: open %s: %w", path, err)
 	}
 	s.rf = f
-	from, err := s.readRunsIndex(f, st.Size())
+	from, refs, err := s.readRunsIndex(f, st.Size())
 	if err != nil {
 		s.log.Warn("jsonstore: runs index not used; reading runs.jsonl whole", "error", err)
 		for _, e := range s.index {
@@ -487,6 +487,12 @@ func (s *Store) loadRuns() error {
 	good, compact, err := s.scanRuns(f, from, st.Size())
 	if err != nil {
 		return fmt.Errorf("jsonstore: read %s: %w", path, err)
+	}
+	if refs && good == from && !compact {
+		// The history index covers the whole file.
+		s.refsBuilt = true
+	} else {
+		s.refs, s.refMax, s.longIDs = nil, nil, nil
 	}
 	if good < st.Size() {
 		// A last line cut short by a crash.

@@ -6,18 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 )
 
 // RunsIndexFile holds, after a clean stop, where each job's lines are in
-// runs.jsonl, so that a start does not read the run history. It is removed
-// at start (runs are then appended) and written again by Close; without it
-// a start reads runs.jsonl whole.
+// runs.jsonl and, when it was built, the history index (the scheduled
+// time, status, run id and instance of each line), so that a start reads
+// neither the run history nor builds the index, and the first history
+// query after it is answered at once. It is removed at start (runs are
+// then appended) and written again by Close; without it a start reads
+// runs.jsonl whole and builds the history index in the background.
 const RunsIndexFile = "runs.idx"
 
-const runsIndexMagic = "ksana runs.idx 1\n"
+const runsIndexMagic = "ksana runs.idx 2\n"
 
 // tailSum is the checksum of the last bytes of runs.jsonl before end: an
 // index applies to the file it was written for only.
@@ -49,7 +53,9 @@ func (s *Store) writeRunsIndex() error {
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
+	// A checksum of the whole file ends it: a damaged index is not used.
+	sumw := crc32.NewIEEE()
+	w := bufio.NewWriterSize(io.MultiWriter(f, sumw), 1<<20)
 	var b []byte
 	b = append(b, runsIndexMagic...)
 	b = binary.AppendUvarint(b, uint64(s.rsize))
@@ -63,9 +69,16 @@ func (s *Store) writeRunsIndex() error {
 	}
 	b = binary.AppendUvarint(b, uint64(n))
 	w.Write(b)
+	var ord map[*entry]uint64 // a job's place in the table, for the refs
+	if s.refsBuilt {
+		ord = make(map[*entry]uint64, n)
+	}
 	for id, e := range s.index {
 		if e.rcount == 0 {
 			continue
+		}
+		if ord != nil {
+			ord[e] = uint64(len(ord))
 		}
 		b = binary.AppendUvarint(b[:0], uint64(len(id)))
 		b = append(b, id...)
@@ -74,7 +87,11 @@ func (s *Store) writeRunsIndex() error {
 		b = binary.AppendUvarint(b, uint64(e.rcount))
 		w.Write(b)
 	}
+	s.writeRefs(w, ord)
 	err = w.Flush()
+	if err == nil {
+		_, err = f.Write(binary.LittleEndian.AppendUint32(nil, sumw.Sum32()))
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -91,21 +108,77 @@ func (s *Store) writeRunsIndex() error {
 	return syncDir(s.dir)
 }
 
+// writeRefs writes the history index after the table of jobs: 0 when it
+// is not built (ord is nil), else 1, the long run ids, the instance names
+// and the refs in file order, each with its job's place in the table
+// (ord); the refs of jobs not in the table (deleted) are left out, as a
+// build leaves them out.
+func (s *Store) writeRefs(w *bufio.Writer, ord map[*entry]uint64) {
+	var b []byte
+	if ord == nil {
+		w.Write(binary.AppendUvarint(b, 0))
+		return
+	}
+	b = binary.AppendUvarint(b, 1)
+	strs := func(l []string) {
+		b = binary.AppendUvarint(b, uint64(len(l)))
+		for _, v := range l {
+			b = binary.AppendUvarint(b, uint64(len(v)))
+			b = append(b, v...)
+		}
+	}
+	strs(s.longIDs)
+	strs(s.instances)
+	n := 0
+	for i := range s.refs {
+		if _, ok := ord[s.refs[i].e]; ok {
+			n++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	w.Write(b)
+	var off, at int64
+	for i := range s.refs {
+		r := &s.refs[i]
+		o, ok := ord[r.e]
+		if !ok {
+			continue
+		}
+		b = binary.AppendUvarint(b[:0], uint64(r.off-off))
+		b = binary.AppendUvarint(b, o)
+		b = binary.AppendVarint(b, r.at-at)
+		b = binary.AppendUvarint(b, uint64(r.seq))
+		b = append(b, r.status)
+		b = binary.AppendUvarint(b, uint64(r.inst))
+		b = binary.AppendUvarint(b, uint64(r.long))
+		if r.long == 0 {
+			b = append(b, r.id[:]...)
+		}
+		off, at = r.off, r.at
+		w.Write(b)
+	}
+}
+
 // readRunsIndex applies runs.idx to the jobs loaded and returns the offset
-// of runs.jsonl it covers (0 when there is no index). An index that does
-// not match runs.jsonl is an error: the caller then reads the file whole.
-func (s *Store) readRunsIndex(f *os.File, size int64) (int64, error) {
+// of runs.jsonl it covers (0 when there is no index), and whether it
+// restored the history index (s.refs, complete for that part of the file).
+// An index that does not match runs.jsonl is an error: the caller then
+// reads the file whole, and nothing of it is applied to the history index.
+func (s *Store) readRunsIndex(f *os.File, size int64) (int64, bool, error) {
 	data, err := os.ReadFile(filepath.Join(s.dir, RunsIndexFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	if len(data) < len(runsIndexMagic) || string(data[:len(runsIndexMagic)]) != runsIndexMagic {
-		return 0, fmt.Errorf("%s: not an index", RunsIndexFile)
+	if len(data) < len(runsIndexMagic)+4 || string(data[:len(runsIndexMagic)]) != runsIndexMagic {
+		return 0, false, fmt.Errorf("%s: not an index", RunsIndexFile)
 	}
-	p := data[len(runsIndexMagic):]
+	if sum := data[len(data)-4:]; binary.LittleEndian.Uint32(sum) != crc32.ChecksumIEEE(data[:len(data)-4]) {
+		return 0, false, fmt.Errorf("%s: damaged (checksum)", RunsIndexFile)
+	}
+	p := data[len(runsIndexMagic) : len(data)-4]
 	bad := errors.New(RunsIndexFile + ": cut short")
 	next := func() uint64 {
 		v, n := binary.Uvarint(p)
@@ -118,30 +191,127 @@ func (s *Store) readRunsIndex(f *os.File, size int64) (int64, error) {
 	}
 	covered, sum, lines, n := int64(next()), uint32(next()), int(next()), next()
 	if p == nil {
-		return 0, bad
+		return 0, false, bad
 	}
 	if covered > size {
-		return 0, fmt.Errorf("%s covers %d bytes, %s has %d", RunsIndexFile, covered, RunsFile, size)
+		return 0, false, fmt.Errorf("%s covers %d bytes, %s has %d", RunsIndexFile, covered, RunsFile, size)
 	}
 	if got, err := tailSum(f, covered); err != nil || got != sum {
-		return 0, fmt.Errorf("%s was written for another %s", RunsIndexFile, RunsFile)
+		return 0, false, fmt.Errorf("%s was written for another %s", RunsIndexFile, RunsFile)
 	}
-	for range n {
+	if n > uint64(len(p)) {
+		return 0, false, bad
+	}
+	ents := make([]*entry, n) // the table's jobs, for the refs
+	for i := range ents {
 		l := next()
 		if p == nil || uint64(len(p)) < l {
-			return 0, bad
+			return 0, false, bad
 		}
 		key := p[:l]
 		p = p[l:]
 		head, first, count := int64(next()), int64(next()), uint32(next())
 		if p == nil {
-			return 0, bad
+			return 0, false, bad
 		}
 		// The runs of a job gone stay counted in lines: a compaction drops them.
 		if e := s.index[string(key)]; e != nil {
 			e.rhead, e.rfirst, e.rcount = head, first, count
+			ents[i] = e
 		}
 	}
 	s.runLines = lines
-	return covered, nil
+	refs, err := s.readRefs(p, ents)
+	if err != nil {
+		return 0, false, err
+	}
+	return covered, refs, nil
+}
+
+// readRefs restores the history index that writeRefs wrote to p, the rest
+// of runs.idx, with ents the jobs of the table (nil: a job not loaded).
+// It reports false when the index was not built at Close.
+func (s *Store) readRefs(p []byte, ents []*entry) (bool, error) {
+	bad := errors.New(RunsIndexFile + ": history index cut short or damaged")
+	next := func() uint64 {
+		v, n := binary.Uvarint(p)
+		if n <= 0 {
+			p = nil
+			return 0
+		}
+		p = p[n:]
+		return v
+	}
+	strs := func() []string {
+		n := next()
+		if p == nil || n > uint64(len(p)) {
+			p = nil
+			return nil
+		}
+		var l []string
+		for range n {
+			k := next()
+			if p == nil || k > uint64(len(p)) {
+				p = nil
+				return nil
+			}
+			l = append(l, string(p[:k]))
+			p = p[k:]
+		}
+		return l
+	}
+	if built := next(); p == nil || built != 1 {
+		return false, nil // written without it (or by an older version)
+	}
+	longIDs, instances := strs(), strs()
+	n := next()
+	if p == nil || n > uint64(len(p)) || len(instances) >= 1<<16 {
+		return false, bad
+	}
+	refs := make([]runRef, 0, n+n/16)
+	var off, at int64
+	for range n {
+		doff, o := next(), next()
+		dat, k := binary.Varint(p)
+		if p == nil || k <= 0 || o >= uint64(len(ents)) {
+			return false, bad
+		}
+		p = p[k:]
+		seq := next()
+		if p == nil || len(p) < 1 {
+			return false, bad
+		}
+		status := p[0]
+		p = p[1:]
+		inst, long := next(), next()
+		if p == nil || seq > 1<<32-1 || int(status) >= len(refStatuses) || inst > uint64(len(instances)) || long > uint64(len(longIDs)) {
+			return false, bad
+		}
+		off, at = off+int64(doff), at+dat
+		r := runRef{at: at, off: off, e: ents[o], seq: uint32(seq), status: status, inst: uint16(inst), long: int32(long)}
+		if long == 0 {
+			if len(p) < len(r.id) {
+				return false, bad
+			}
+			copy(r.id[:], p)
+			p = p[len(r.id):]
+		}
+		if r.e != nil {
+			refs = append(refs, r)
+		}
+	}
+	if len(p) != 0 {
+		return false, bad
+	}
+	// addRef appends in place: the i-th ref is written over itself or an
+	// earlier one.
+	s.refs, s.refMax, s.longIDs = refs[:0], nil, longIDs
+	for _, r := range refs {
+		s.addRef(r)
+	}
+	s.instances, s.instIdx = instances, make(map[string]uint16, len(instances))
+	for i, v := range instances {
+		s.instIdx[v] = uint16(i + 1)
+	}
+	return true, nil
 }

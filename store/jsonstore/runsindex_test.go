@@ -1,0 +1,182 @@
+package jsonstore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ksana-dev/ksana/cron"
+)
+
+// refView is a ref as a query sees it: its job by id, its run id and
+// instance by value.
+type refView struct {
+	At       int64
+	Off      int64
+	Job      string
+	ID, Inst string
+	Seq      uint32
+	Status   cron.Status
+}
+
+// refViews returns the history index, refs of deleted jobs left out.
+func refViews(s *Store) (bool, []refView) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var v []refView
+	for i := range s.refs {
+		r := &s.refs[i]
+		if r.e.deleted {
+			continue
+		}
+		inst := ""
+		if r.inst > 0 {
+			inst = s.instances[r.inst-1]
+		}
+		v = append(v, refView{At: r.at, Off: r.off, Job: r.e.id, ID: s.runID(r), Inst: inst, Seq: r.seq, Status: refStatuses[r.status]})
+	}
+	return s.refsBuilt, v
+}
+
+// TestRunsIndexKeepsHistoryIndex: Close writes the history index into
+// runs.idx and the next start restores it, the same as a build reads it
+// from runs.jsonl, so that the first history query waits for nothing. A
+// runs.idx cut short anywhere, or a runs.jsonl grown since, is not used:
+// the start reads runs.jsonl and the background build gives the same
+// index and the same answers.
+func TestRunsIndexKeepsHistoryIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := Config{FlushInterval: time.Millisecond, RunHistory: 5}
+	s := open(t, dir, cfg)
+	for _, id := range []string{"a", "b", "c", "gone"} {
+		if err := s.Save(ctx, testJob(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 60 {
+		r := cron.Run{ID: fmt.Sprintf("%032x", i), JobID: []string{"a", "b", "c", "gone"}[i%4],
+			ScheduledAt: t0.Add(time.Duration(i*7%60) * time.Second), Status: refStatuses[1+i%5]}
+		if i%3 == 0 {
+			r.Instance = fmt.Sprintf("inst-%d", i%2)
+		}
+		if i%11 == 0 {
+			r.ID = fmt.Sprintf("run-%d", i) // not 32 hex digits
+		}
+		if err := s.AppendRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Delete(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	query := func(s *Store) []cron.Run {
+		t.Helper()
+		runs, _, err := s.QueryRuns(ctx, cron.RunQuery{Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runs
+	}
+	wantRuns := query(s)
+	_, want := refViews(s)
+	if len(want) == 0 || len(wantRuns) != 15 {
+		t.Fatalf("before Close: %d refs, %d runs in the history; want some, and 15", len(want), len(wantRuns))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := os.ReadFile(filepath.Join(dir, RunsIndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	noBuild := cfg
+	noBuild.noPrebuild = true
+	s = open(t, dir, noBuild)
+	built, got := refViews(s)
+	if !built {
+		t.Fatalf("after a clean stop the history index is not restored")
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("restored history index (-built +restored):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantRuns, query(s)); diff != "" {
+		t.Errorf("history after a restart (-before +after):\n%s", diff)
+	}
+	// It goes on: a new run is indexed and the next Close writes it.
+	extra := cron.Run{ID: fmt.Sprintf("%032x", 999), JobID: "a", ScheduledAt: t0.Add(time.Hour), Status: cron.StatusSuccess, Instance: "inst-new"}
+	if err := s.AppendRun(ctx, extra); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantRuns = query(s)
+	if len(wantRuns) == 0 || wantRuns[0].ID != extra.ID || wantRuns[0].Instance != "inst-new" {
+		t.Fatalf("newest run after an append: %+v, want %s", wantRuns[:1], extra.ID)
+	}
+	_, want = refViews(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir, noBuild)
+	if built, got := refViews(s); !built || !cmp.Equal(want, got) {
+		t.Errorf("after a second restart: built %v, index differs: %s", built, cmp.Diff(want, got))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	idx, _ = os.ReadFile(filepath.Join(dir, RunsIndexFile))
+
+	// Cut short at every length, or with a byte changed in the history
+	// index: the start reads runs.jsonl, and the build gives the same.
+	check := func(name string, data []byte) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, RunsIndexFile), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := open(t, dir, cfg)
+		defer s.Close()
+		if diff := cmp.Diff(wantRuns, query(s)); diff != "" {
+			t.Fatalf("%s: history (-want +got):\n%s", name, diff)
+		}
+		if built, got := refViews(s); !built || !cmp.Equal(want, got) {
+			t.Fatalf("%s: built %v, index differs: %s", name, built, cmp.Diff(want, got))
+		}
+	}
+	for n := 0; n < len(idx); n += max(1, len(idx)/40) {
+		check(fmt.Sprintf("runs.idx cut to %d of %d bytes", n, len(idx)), idx[:n])
+	}
+	for i := len(idx) - 1; i > 0; i -= max(1, len(idx)/40) {
+		bad := append([]byte(nil), idx...)
+		bad[i] ^= 0xff
+		check(fmt.Sprintf("byte %d of runs.idx changed", i), bad)
+	}
+
+	// runs.jsonl grown since (here by an empty line, which a start
+	// compacts away): the index is built anew.
+	if err := os.WriteFile(filepath.Join(dir, RunsIndexFile), idx, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, RunsFile), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("\n"))
+	f.Close()
+	s = open(t, dir, cfg)
+	defer s.Close()
+	if diff := cmp.Diff(wantRuns, query(s)); diff != "" {
+		t.Fatalf("runs.jsonl grown: history (-want +got):\n%s", diff)
+	}
+	// The compaction kept the lines of the history only.
+	if built, got := refViews(s); !built || len(got) != len(wantRuns) {
+		t.Fatalf("runs.jsonl grown: built %v, %d refs, want %d", built, len(got), len(wantRuns))
+	}
+}

@@ -278,7 +278,7 @@ func (s *Store) readRefs(p []byte, ents []*entry) (bool, error) {
 		}
 		p = p[k:]
 		seq := next()
-		if p == nil || len(p) < 1 {
+		if len(p) < 1 { // also when next failed
 			return false, bad
 		}
 		status := p[0]

@@ -221,7 +221,7 @@ func (s *Store) readRunsIndex(f *os.File, size int64) (int64, bool, error) {
 		}
 	}
 	s.runLines = lines
-	refs, err := s.readRefs(p, ents)
+	refs, err := s.readRefs(p, ents, covered)
 	if err != nil {
 		return 0, false, err
 	}
@@ -229,9 +229,11 @@ func (s *Store) readRunsIndex(f *os.File, size int64) (int64, bool, error) {
 }
 
 // readRefs restores the history index that writeRefs wrote to p, the rest
-// of runs.idx, with ents the jobs of the table (nil: a job not loaded).
-// It reports false when the index was not built at Close.
-func (s *Store) readRefs(p []byte, ents []*entry) (bool, error) {
+// of runs.idx, with ents the jobs of the table (nil: a job not loaded)
+// and covered the bytes of runs.jsonl the index covers (every line's
+// offset is below it). It reports false when the index was not built at
+// Close.
+func (s *Store) readRefs(p []byte, ents []*entry, covered int64) (bool, error) {
 	bad := errors.New(RunsIndexFile + ": history index cut short or damaged")
 	next := func() uint64 {
 		v, n := binary.Uvarint(p)
@@ -286,6 +288,9 @@ func (s *Store) readRefs(p []byte, ents []*entry) (bool, error) {
 		inst, long := next(), next()
 		if p == nil || seq > 1<<32-1 || int(status) >= len(refStatuses) || inst > uint64(len(instances)) || long > uint64(len(longIDs)) {
 			return false, bad
+		}
+		if doff >= uint64(covered-off) || len(refs) > 0 && doff == 0 {
+			return false, bad // past the file, or not after the line before
 		}
 		off, at = off+int64(doff), at+dat
 		r := runRef{at: at, off: off, e: ents[o], seq: uint32(seq), status: status, inst: uint16(inst), long: int32(long)}

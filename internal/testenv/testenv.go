@@ -9,7 +9,6 @@ import (
 	neturl "net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -184,13 +183,13 @@ func Chromium(t testing.TB) string {
 }
 
 // ScreenshotDir is where the browser tests save their screenshots:
-// KSANA_SCREENSHOTS, else ksana-console-screenshots in the temporary
-// directory.
+// KSANA_SCREENSHOTS, to keep them, else a temporary directory of the test,
+// removed when it ends.
 func ScreenshotDir(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("KSANA_SCREENSHOTS")
 	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "ksana-console-screenshots")
+		return t.TempDir()
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

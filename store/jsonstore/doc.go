@@ -33,10 +33,12 @@
 //   - runs.idx ([RunsIndexFile]): written by Close, where each job's newest
 //     and oldest lines are in runs.jsonl and the history index (each
 //     line's time, status, run id and instance, about 30 bytes a run), so
-//     that a start neither reads the history nor builds the index; removed
-//     at start, and not used if its checksum fails. Without it (after a
-//     crash) a start reads runs.jsonl whole, and the index is built in the
-//     background: a history query across jobs waits for it.
+//     that a start reads and indexes only the lines appended after it, also
+//     after a crash. It stays until the next Close, unless a compaction of
+//     runs.jsonl or the deletion of a job with runs removes it first; it is
+//     not used if its checksum fails or the part of runs.jsonl it covers
+//     changed. Without it a start reads runs.jsonl whole, and the index is
+//     built in the background: a history query across jobs waits for it.
 //   - pause.json ([PauseFile]): the service-wide pause ([cron.PauseStore]),
 //     replaced whole (written, synced, renamed) by each change. One that
 //     does not parse is renamed pause.json.bad and the service starts

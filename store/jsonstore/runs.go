@@ -416,6 +416,11 @@ func (s *Store) compactRuns(strict bool) error {
 	if err := out.Sync(); err != nil {
 		return fail(err)
 	}
+	// runs.idx describes the old file: it goes first, so that no start
+	// applies it to the new one.
+	s.mu.Lock()
+	s.dropRunsIndex()
+	s.mu.Unlock()
 	// The swap: no Runs reads the old file from here on. A background
 	// build of the history index gives way, and starts again after.
 	s.swapping.Add(1)
@@ -477,6 +482,7 @@ func (s *Store) loadRuns() error {
 	}
 	s.rf = f
 	from, refs, err := s.readRunsIndex(f, st.Size())
+	idxErr := err
 	if err != nil {
 		s.log.Warn("jsonstore: runs index not used; reading runs.jsonl whole", "error", err)
 		for _, e := range s.index {
@@ -484,12 +490,13 @@ func (s *Store) loadRuns() error {
 		}
 		s.runLines, from = 0, 0
 	}
-	good, compact, err := s.scanRuns(f, from, st.Size())
+	good, compact, err := s.scanRuns(f, from, st.Size(), refs)
 	if err != nil {
 		return fmt.Errorf("jsonstore: read %s: %w", path, err)
 	}
-	if refs && good == from && !compact {
-		// The history index covers the whole file.
+	if refs && !compact {
+		// The history index covers the whole file: runs.idx up to from,
+		// and the lines scanned after it.
 		s.refsBuilt = true
 	} else {
 		s.refs, s.refMax, s.longIDs = nil, nil, nil
@@ -500,9 +507,15 @@ func (s *Store) loadRuns() error {
 			return fmt.Errorf("jsonstore: cut the torn end of %s: %w", path, err)
 		}
 	}
-	// From here on runs are appended: the next start must not trust the
-	// index until Close writes it again.
-	_ = os.Remove(filepath.Join(s.dir, RunsIndexFile))
+	// runs.idx stays for the next start, even after a crash: runs are
+	// only appended to the part it covers (it checks that part is
+	// unchanged), and what would make it wrong for that part removes it
+	// first (a compaction, the deletion of a job with runs).
+	if idxErr == nil {
+		s.runsIdx = true
+	} else {
+		s.dropRunsIndex()
+	}
 	s.rsize = good
 	s.runKept = 0
 	for _, e := range s.index {
@@ -520,10 +533,11 @@ func (s *Store) loadRuns() error {
 }
 
 // scanRuns reads the lines of runs.jsonl from offset from to size and
-// links them to their jobs. It returns the end of the last whole line and
-// whether a compaction is needed (lines that do not parse, of unknown jobs
-// or without a right "prev").
-func (s *Store) scanRuns(f *os.File, from, size int64) (good int64, compact bool, err error) {
+// links them to their jobs, and with index adds them to the history index
+// (restored from runs.idx up to from). It returns the end of the last
+// whole line and whether a compaction is needed (lines that do not parse,
+// of unknown jobs or without a right "prev").
+func (s *Store) scanRuns(f *os.File, from, size int64, index bool) (good int64, compact bool, err error) {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, from, size-from), 1<<20)
 	off := from
 	for {
@@ -546,8 +560,13 @@ func (s *Store) scanRuns(f *os.File, from, size int64) (good int64, compact bool
 		// decoding (checked whole, still); any other line is decoded.
 		var e *entry
 		var prev *int64
+		var run cron.Run
+		fast := false
 		if p, id, ok := lineHead(body); ok && json.Valid(body) {
 			e, prev = s.index[string(id)], &p
+			if index {
+				run, fast = refFields(body)
+			}
 		} else {
 			var rl struct {
 				Prev *int64 `json:"prev"`
@@ -557,14 +576,30 @@ func (s *Store) scanRuns(f *os.File, from, size int64) (good int64, compact bool
 				compact = true
 				continue
 			}
-			e, prev = s.index[rl.JobID], rl.Prev
+			e, prev, run, fast = s.index[rl.JobID], rl.Prev, rl.Run, true
 		}
 		if e == nil {
 			compact = true
 			continue
 		}
+		if prev != nil && *prev == 0 && e.rhead != 0 {
+			// A new chain: the job was deleted and made again with its id,
+			// and a crash came before a compaction dropped the old job's
+			// lines. They are not its runs: the compaction drops them.
+			e.rfirst, e.rhead, e.rcount = 0, 0, 0
+			compact = true
+		}
 		if prev == nil || *prev != e.rhead || len(body) != len(line)-1 {
 			compact = true // relinked by the compaction
+		}
+		if index && !compact {
+			if !fast {
+				if err := json.Unmarshal(body, &run); err != nil {
+					compact = true
+					continue
+				}
+			}
+			s.addRef(s.newRef(&run, e, lineOff, e.rcount))
 		}
 		if e.rfirst == 0 {
 			e.rfirst = lineOff + 1

@@ -16,9 +16,11 @@ import (
 // runs.jsonl and, when it was built, the history index (the scheduled
 // time, status, run id and instance of each line), so that a start reads
 // neither the run history nor builds the index, and the first history
-// query after it is answered at once. It is removed at start (runs are
-// then appended) and written again by Close; without it a start reads
-// runs.jsonl whole and builds the history index in the background.
+// query after it is answered at once. It stays after a start, so that a
+// start after a crash reads only the lines appended since, until Close
+// writes it again; a compaction of runs.jsonl or the deletion of a job
+// with runs removes it first. Without it a start reads runs.jsonl whole
+// and builds the history index in the background.
 const RunsIndexFile = "runs.idx"
 
 const runsIndexMagic = "ksana runs.idx 2\n"
@@ -106,6 +108,23 @@ func (s *Store) writeRunsIndex() error {
 		return err
 	}
 	return syncDir(s.dir)
+}
+
+// dropRunsIndex removes runs.idx, if the store kept it from its start,
+// durably (the directory is synced). A start after a crash then reads
+// runs.jsonl whole. mu is held.
+func (s *Store) dropRunsIndex() {
+	if !s.runsIdx {
+		return
+	}
+	s.runsIdx = false
+	if err := os.Remove(filepath.Join(s.dir, RunsIndexFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.log.Warn("jsonstore: runs index not removed", "error", err)
+		return
+	}
+	if err := syncDir(s.dir); err != nil {
+		s.log.Warn("jsonstore: runs index removal not synced", "error", err)
+	}
 }
 
 // writeRefs writes the history index after the table of jobs: 0 when it

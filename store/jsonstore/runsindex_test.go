@@ -185,3 +185,130 @@ func TestRunsIndexKeepsHistoryIndex(t *testing.T) {
 		t.Fatalf("runs.jsonl grown: built %v, %d refs, want %d", built, len(got), len(wantRuns))
 	}
 }
+
+// copyWithoutIndex copies dir's files but runs.idx (and the lock) into a
+// new directory: a store opened there builds the history index from
+// runs.jsonl alone.
+func copyWithoutIndex(t *testing.T, dir string) string {
+	t.Helper()
+	out := t.TempDir()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() || e.Name() == RunsIndexFile || e.Name() == "jobs.lock" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(out, e.Name()), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// TestRunsIndexAfterCrash: runs.idx stays after a start, so that a start
+// after a crash restores the history index for the part of runs.jsonl it
+// covers and indexes only the lines appended since: the index and the
+// answers are those of a build from runs.jsonl alone. A deletion of a job
+// with runs removes runs.idx first, so that a job made again with the id
+// after a crash does not get the old job's runs.
+func TestRunsIndexAfterCrash(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := Config{FlushInterval: time.Millisecond, Journal: true}
+	noBuild := cfg
+	noBuild.noPrebuild = true
+	s := open(t, dir, cfg)
+	n := 0
+	appendRuns := func(s *Store, jobs ...string) {
+		t.Helper()
+		for _, id := range jobs {
+			r := cron.Run{ID: fmt.Sprintf("%032x", n), JobID: id, ScheduledAt: t0.Add(time.Duration(n) * time.Second),
+				Status: refStatuses[1+n%5], Instance: fmt.Sprintf("i%d", n%3)}
+			n++
+			if err := s.AppendRun(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if err := s.Save(ctx, testJob(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	query := func(s *Store, q cron.RunQuery) []cron.Run {
+		t.Helper()
+		runs, _, err := s.QueryRuns(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runs
+	}
+	appendRuns(s, "a", "b", "c", "a", "b", "c")
+	query(s, cron.RunQuery{}) // the index is built: Close writes it
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Runs appended after a start, then a crash.
+	s = open(t, dir, cfg)
+	appendRuns(s, "a", "a", "c")
+	crash(t, s)
+	same := func(name string) {
+		t.Helper()
+		ref := open(t, copyWithoutIndex(t, dir), cfg)
+		defer ref.Close()
+		wantRuns := query(ref, cron.RunQuery{Limit: 1000})
+		_, want := refViews(ref)
+		s := open(t, dir, noBuild)
+		defer crash(t, s)
+		built, got := refViews(s)
+		if !built {
+			t.Fatalf("%s: the history index is not restored", name)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: history index (-built from runs.jsonl +restored):\n%s", name, diff)
+		}
+		if diff := cmp.Diff(wantRuns, query(s, cron.RunQuery{Limit: 1000})); diff != "" {
+			t.Errorf("%s: history (-built +restored):\n%s", name, diff)
+		}
+	}
+	same("after a crash")
+
+	// A job with runs deleted and made again, then a crash.
+	s = open(t, dir, cfg)
+	if err := s.Delete(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, RunsIndexFile)); !os.IsNotExist(err) {
+		t.Fatalf("runs.idx after the deletion of a job with runs: %v, want it gone", err)
+	}
+	if err := s.Save(ctx, testJob("b")); err != nil {
+		t.Fatal(err)
+	}
+	appendRuns(s, "b")
+	crash(t, s)
+	s = open(t, dir, cfg)
+	if runs := query(s, cron.RunQuery{JobIDs: []string{"b"}}); len(runs) != 1 || runs[0].ID != fmt.Sprintf("%032x", n-1) {
+		t.Errorf("runs of b made again: %d, want its one new run", len(runs))
+	}
+	// That start read runs.jsonl whole; its Close writes runs.idx anew.
+	appendRuns(s, "c")
+	query(s, cron.RunQuery{})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir, cfg)
+	appendRuns(s, "b", "a")
+	crash(t, s)
+	same("after a second crash")
+}

@@ -104,6 +104,7 @@ type Store struct {
 	order     []*entry // creation order, with deleted entries until compaction
 	tombs     int
 	iterating int       // LoadEach calls under way: s.order keeps its deleted entries
+	runsIdx   bool      // runs.idx, read at the start, is still there (see dropRunsIndex)
 	loadEnded sync.Cond // on mu: iterating fell to 0, or the store closed
 	index     map[string]*entry
 	slab      []entry    // where new entries are allocated
@@ -517,6 +518,11 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if !ok {
 		s.mu.Unlock()
 		return cron.ErrNotFound
+	}
+	if e.rcount > 0 {
+		// runs.idx holds this job's lines: a job made again with this id
+		// after a crash must not get them.
+		s.dropRunsIndex()
 	}
 	e.deleted = true
 	s.runKept -= int(min(e.rcount, uint32(max(s.cfg.RunHistory, 0))))

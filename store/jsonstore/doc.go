@@ -62,11 +62,13 @@
 // # Locking
 //
 // A data directory belongs to one open [Store] at a time. [New] takes an
-// exclusive lock on jobs.lock, without waiting, before it reads or changes
-// anything else in the directory (it only creates the directory and
-// jobs.lock when they are missing), and [Store.Close] releases it. A second [New]
-// on the same directory while the first store is open, from another process
-// or from this one, fails at once with an error that names the directory
+// exclusive lock on jobs.lock before it reads or changes anything else in
+// the directory (it only creates the directory and jobs.lock when they are
+// missing), and [Store.Close] releases it. A second [New] on the same
+// directory while the first store is open, from another process or from
+// this one, fails within 200ms (it tries again that long, as a process
+// started by another goroutine holds the lock of a store just closed
+// until it runs its program) with an error that names the directory
 // and wraps [ErrLocked] (test it with errors.Is), and leaves every file as
 // it found it: no journal replay, no rewrite, no cleanup. So two services
 // started on one directory cannot overwrite each other's jobs.json: the

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -217,5 +218,36 @@ func TestLockAcrossProcesses(t *testing.T) {
 	}
 	if got := child(); got != "child: opened" {
 		t.Errorf("another process opening the directory after Close: %q, want %q", got, "child: opened")
+	}
+}
+
+// TestReopenWhileForking: a store closed and opened again in a loop while
+// another goroutine starts processes over and over. A process being
+// started holds a copy of the lock's descriptor until it runs its
+// program; New waits that out instead of failing with ErrLocked.
+func TestReopenWhileForking(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			exec.Command("true").Run()
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+	for i := range 200 {
+		s, err := New(dir, Config{})
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

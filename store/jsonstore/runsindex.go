@@ -197,19 +197,10 @@ func (s *Store) readRunsIndex(f *os.File, size int64) (int64, bool, error) {
 	if sum := data[len(data)-4:]; binary.LittleEndian.Uint32(sum) != crc32.ChecksumIEEE(data[:len(data)-4]) {
 		return 0, false, fmt.Errorf("%s: damaged (checksum)", RunsIndexFile)
 	}
-	p := data[len(runsIndexMagic) : len(data)-4]
+	r := &idxReader{p: data[len(runsIndexMagic) : len(data)-4]}
 	bad := errors.New(RunsIndexFile + ": cut short")
-	next := func() uint64 {
-		v, n := binary.Uvarint(p)
-		if n <= 0 {
-			p = nil
-			return 0
-		}
-		p = p[n:]
-		return v
-	}
-	covered, sum, lines, n := int64(next()), uint32(next()), int(next()), next()
-	if p == nil {
+	covered, sum, lines, n := int64(r.uvarint()), uint32(r.uvarint()), int(r.uvarint()), r.uvarint()
+	if r.failed() {
 		return 0, false, bad
 	}
 	if covered > size {
@@ -218,19 +209,14 @@ func (s *Store) readRunsIndex(f *os.File, size int64) (int64, bool, error) {
 	if got, err := tailSum(f, covered); err != nil || got != sum {
 		return 0, false, fmt.Errorf("%s was written for another %s", RunsIndexFile, RunsFile)
 	}
-	if n > uint64(len(p)) {
+	if n > uint64(len(r.p)) {
 		return 0, false, bad
 	}
 	ents := make([]*entry, n) // the table's jobs, for the refs
 	for i := range ents {
-		l := next()
-		if p == nil || uint64(len(p)) < l {
-			return 0, false, bad
-		}
-		key := p[:l]
-		p = p[l:]
-		head, first, count := int64(next()), int64(next()), uint32(next())
-		if p == nil {
+		key := r.bytes(r.uvarint())
+		head, first, count := int64(r.uvarint()), int64(r.uvarint()), uint32(r.uvarint())
+		if r.failed() {
 			return 0, false, bad
 		}
 		// The runs of a job gone stay counted in lines: a compaction drops them.
@@ -240,91 +226,104 @@ func (s *Store) readRunsIndex(f *os.File, size int64) (int64, bool, error) {
 		}
 	}
 	s.runLines = lines
-	refs, err := s.readRefs(p, ents, covered)
+	refs, err := s.readRefs(r, ents, covered)
 	if err != nil {
 		return 0, false, err
 	}
 	return covered, refs, nil
 }
 
-// readRefs restores the history index that writeRefs wrote to p, the rest
-// of runs.idx, with ents the jobs of the table (nil: a job not loaded)
+// idxReader reads runs.idx: varints and byte strings. A read past the end
+// sets p to nil, and every later read gives zero values.
+type idxReader struct{ p []byte }
+
+func (r *idxReader) failed() bool { return r.p == nil }
+
+func (r *idxReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.p)
+	if n <= 0 {
+		r.p = nil
+		return 0
+	}
+	r.p = r.p[n:]
+	return v
+}
+
+func (r *idxReader) varint() int64 {
+	v, n := binary.Varint(r.p)
+	if n <= 0 {
+		r.p = nil
+		return 0
+	}
+	r.p = r.p[n:]
+	return v
+}
+
+// bytes returns the next n bytes (valid while the file's data is).
+func (r *idxReader) bytes(n uint64) []byte {
+	if n > uint64(len(r.p)) {
+		r.p = nil
+		return nil
+	}
+	b := r.p[:n]
+	r.p = r.p[n:]
+	return b
+}
+
+// readRefs restores the history index that writeRefs wrote, the rest of
+// runs.idx in r, with ents the jobs of the table (nil: a job not loaded)
 // and covered the bytes of runs.jsonl the index covers (every line's
 // offset is below it). It reports false when the index was not built at
 // Close.
-func (s *Store) readRefs(p []byte, ents []*entry, covered int64) (bool, error) {
+func (s *Store) readRefs(r *idxReader, ents []*entry, covered int64) (bool, error) {
 	bad := errors.New(RunsIndexFile + ": history index cut short or damaged")
-	next := func() uint64 {
-		v, n := binary.Uvarint(p)
-		if n <= 0 {
-			p = nil
-			return 0
-		}
-		p = p[n:]
-		return v
-	}
 	strs := func() []string {
-		n := next()
-		if p == nil || n > uint64(len(p)) {
-			p = nil
+		n := r.uvarint()
+		if n > uint64(len(r.p)) {
+			r.p = nil
 			return nil
 		}
 		var l []string
 		for range n {
-			k := next()
-			if p == nil || k > uint64(len(p)) {
-				p = nil
-				return nil
-			}
-			l = append(l, string(p[:k]))
-			p = p[k:]
+			l = append(l, string(r.bytes(r.uvarint())))
 		}
 		return l
 	}
-	if built := next(); p == nil || built != 1 {
+	if built := r.uvarint(); r.failed() || built != 1 {
 		return false, nil // written without it (or by an older version)
 	}
 	longIDs, instances := strs(), strs()
-	n := next()
-	if p == nil || n > uint64(len(p)) || len(instances) >= 1<<16 {
+	n := r.uvarint()
+	if r.failed() || n > uint64(len(r.p)) || len(instances) >= 1<<16 {
 		return false, bad
 	}
 	refs := make([]runRef, 0, n+n/16)
 	var off, at int64
 	for range n {
-		doff, o := next(), next()
-		dat, k := binary.Varint(p)
-		if p == nil || k <= 0 || o >= uint64(len(ents)) {
-			return false, bad
-		}
-		p = p[k:]
-		seq := next()
-		if len(p) < 1 { // also when next failed
-			return false, bad
-		}
-		status := p[0]
-		p = p[1:]
-		inst, long := next(), next()
-		if p == nil || seq > 1<<32-1 || int(status) >= len(refStatuses) || inst > uint64(len(instances)) || long > uint64(len(longIDs)) {
+		doff, o, dat, seq := r.uvarint(), r.uvarint(), r.varint(), r.uvarint()
+		status := r.bytes(1)
+		inst, long := r.uvarint(), r.uvarint()
+		if r.failed() || o >= uint64(len(ents)) || seq > 1<<32-1 || int(status[0]) >= len(refStatuses) ||
+			inst > uint64(len(instances)) || long > uint64(len(longIDs)) {
 			return false, bad
 		}
 		if doff >= uint64(covered-off) || len(refs) > 0 && doff == 0 {
 			return false, bad // past the file, or not after the line before
 		}
 		off, at = off+int64(doff), at+dat
-		r := runRef{at: at, off: off, e: ents[o], seq: uint32(seq), status: status, inst: uint16(inst), long: int32(long)}
+		ref := runRef{at: at, off: off, e: ents[o], seq: uint32(seq), status: status[0], inst: uint16(inst), long: int32(long)}
 		if long == 0 {
-			if len(p) < len(r.id) {
+			id := r.bytes(uint64(len(ref.id)))
+			if r.failed() {
 				return false, bad
 			}
-			copy(r.id[:], p)
-			p = p[len(r.id):]
+			copy(ref.id[:], id)
 		}
-		if r.e != nil {
-			refs = append(refs, r)
+		if ref.e != nil {
+			refs = append(refs, ref)
 		}
 	}
-	if len(p) != 0 {
+	if r.failed() || len(r.p) != 0 {
 		return false, bad
 	}
 	// addRef appends in place: the i-th ref is written over itself or an

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -601,9 +602,19 @@ var allowedMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PA
 // does not look at the system fields.
 func (j *Job) Validate() error {
 	c := *j
-	_, err := prepare(&c, validateNow, Rules{MinInterval: -1}, nil, nil)
+	known := validated.Load()
+	_, err := prepare(&c, validateNow, Rules{MinInterval: -1}, known, nil)
+	if err == nil && c.IsHTTP() && (known == nil || known.url != c.HTTP.URL || known.body != c.HTTP.Body) {
+		validated.Store(&jobConfig{url: c.HTTP.URL, body: c.HTTP.Body})
+	}
 	return err
 }
+
+// validated holds the URL and body of the last HTTP job Validate passed:
+// a job with the same ones (jobs made from one template, as a store
+// checks them at its start) is not checked for them again. Whether a URL
+// or a body passes depends on it alone.
+var validated atomic.Pointer[jobConfig]
 
 // validateNow stands for the current time in Validate: it is only the
 // start_at an every schedule would get.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -229,4 +230,58 @@ func TestValidID(t *testing.T) {
 	if _, err := r.Add(context.Background(), httpJob("a/b", ScheduleSpec{Kind: KindEvery, Every: Duration(time.Hour)})); !errors.As(err, &ve) || ve.Field != "id" {
 		t.Errorf("Add(id a/b) error = %v, want a *ValidationError on id", err)
 	}
+}
+
+// TestValidateTemplates checks Validate over jobs made from templates, in
+// turn and from several goroutines at once: a URL or body that passed is
+// not checked again, and nothing else is taken for granted, so each job
+// gets the answer it gets alone.
+func TestValidateTemplates(t *testing.T) {
+	good := Job{Name: "t", HTTP: HTTPConfig{Method: "POST", URL: "http://example.com/hook", Body: `{"n":1}`},
+		Schedule: ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute)}}
+	cases := []struct {
+		name   string
+		change func(j *Job)
+		field  string // "" for valid
+	}{
+		{"template", func(j *Job) {}, ""},
+		{"same URL, bad timeout", func(j *Job) { j.Timeout = -1 }, "timeout"},
+		{"same URL, bad method", func(j *Job) { j.HTTP.Method = "BREW" }, "http.method"},
+		{"bad URL", func(j *Job) { j.HTTP.URL = "ftp://example.com/x" }, "http.url"},
+		{"no host", func(j *Job) { j.HTTP.URL = "http:///x" }, "http.url"},
+		{"other good URL", func(j *Job) { j.HTTP.URL = "https://example.org/" }, ""},
+		{"bad body", func(j *Job) { j.HTTP.Body = "{{nope}}" }, "http.body"},
+		{"typed job with the template's URL", func(j *Job) { j.Type = "report" }, "http"},
+		{"same URL, bad headers", func(j *Job) { j.HTTP.Headers = map[string]string{"Bad Name": "x"} }, "http.headers"},
+	}
+	check := func(t *testing.T, name string, j Job, field string) {
+		err := j.Validate()
+		var ve *ValidationError
+		switch {
+		case field == "" && err != nil:
+			t.Errorf("%s: %v, want valid", name, err)
+		case field != "" && (!errors.As(err, &ve) || ve.Field != field):
+			t.Errorf("%s: %v, want an error on %s", name, err, field)
+		}
+	}
+	// Each case right after the template passed, and twice in a row.
+	for _, c := range cases {
+		check(t, "template then "+c.name, good, "")
+		j := good
+		c.change(&j)
+		check(t, c.name, j, c.field)
+		check(t, c.name+" again", j, c.field)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				c := cases[(g+i)%len(cases)]
+				j := good
+				c.change(&j)
+				check(t, c.name+" (concurrent)", j, c.field)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -166,6 +166,7 @@ func run(bin, dir string, n, runs, rate int, duration, warmup time.Duration, res
 
 	pid := c.cmd.Process.Pid
 	w0, _ := procWriteBytes(pid)
+	cpu0, _ := procCPU(pid)
 	appended := int64(0)
 	last := fileSizes(dir)
 	var rssMax int64
@@ -201,6 +202,7 @@ func run(bin, dir string, n, runs, rate int, duration, warmup time.Duration, res
 	}
 	elapsed := time.Since(began)
 	w1, _ := procWriteBytes(pid)
+	cpu1, _ := procCPU(pid)
 	close(stopProbe)
 	pw.Wait()
 	lg.mu.Lock()
@@ -228,6 +230,7 @@ func run(bin, dir string, n, runs, rate int, duration, warmup time.Duration, res
 	}
 	apiMu.Unlock()
 	fmt.Printf("API: GET /jobs/{id} max %s (%d), PATCH p99 %s max %s (%d)\n", getMax.Round(10*time.Microsecond), gets, patch99.Round(10*time.Microsecond), patchMax.Round(10*time.Microsecond), patches)
+	fmt.Printf("CPU of ksana: %.1f s in %.0f s (%.0f%% of one core)\n", (cpu1 - cpu0).Seconds(), sec, 100*(cpu1-cpu0).Seconds()/sec)
 	rss, _ := procRSS(pid)
 	fmt.Printf("RSS: %.1f MB now, %.1f MB max: %.0f B a job (max)\n", float64(rss)/1e6, float64(rssMax)/1e6, float64(rssMax)/float64(n))
 	if !restarts {
@@ -416,6 +419,28 @@ func start(bin, dir string) (*child, time.Duration, error) {
 // caused to be sent to the storage layer.
 func procWriteBytes(pid int) (int64, error) {
 	return procField(fmt.Sprintf("/proc/%d/io", pid), "write_bytes:", 1)
+}
+
+// procCPU returns the processor time pid has used, user and system, from
+// /proc/pid/stat (in clock ticks of 10 ms, as on Linux's usual builds).
+func procCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command, which is in parentheses and may hold
+	// spaces: state is the first, utime the 12th and stime the 13th.
+	i := bytes.LastIndexByte(data, ')')
+	f := strings.Fields(string(data[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond, nil
 }
 
 // procRSS returns VmRSS of /proc/pid/status in bytes.

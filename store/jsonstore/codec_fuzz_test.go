@@ -62,7 +62,8 @@ func FuzzCodecs(f *testing.F) {
 		}
 		// What the store keeps in memory gives the job back as well.
 		var e entry
-		e.set(&want)
+		var c shapes
+		e.set(&want, &c)
 		check(t, "the store's entry", want, e.job())
 	})
 }

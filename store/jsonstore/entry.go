@@ -1,6 +1,8 @@
 package jsonstore
 
 import (
+	"hash/maphash"
+	"maps"
 	"math"
 	"time"
 
@@ -14,16 +16,17 @@ import (
 // per job for the garbage collector); their strings are those the decoder
 // or the caller gave, which a runner loading from the store shares.
 //
-// The compact form keeps a million jobs small: the times are nanoseconds
-// since 1970 (a time in another location than UTC, with a monotonic
-// reading or beyond the range, goes to x as it is), and the job type,
-// method, schedule kind and status are codes into the usual values (any
-// other goes to x).
+// The compact form keeps a million jobs small: what jobs made from one
+// template have in common (the callback, timeouts, retries, interval) is
+// one shape that they share (see shapes); the times are nanoseconds since
+// 1970 (a time in another location than UTC, with a monotonic reading or
+// beyond the range, goes to x as it is), and the job type, method,
+// schedule kind and status are codes into the usual values (any other
+// goes to x).
 type entry struct {
-	id, name, url, body     string
-	headers                 map[string]string
-	every, timeout, backoff cron.Duration
-	startAt, last, next     int64 // schedule.start_at, last_run_at, next_run_at: see packTime
+	id, name            string
+	sh                  *shape // never nil once set; shared, never modified
+	startAt, last, next int64  // schedule.start_at, last_run_at, next_run_at: see packTime
 
 	// The job's lines in runs.jsonl (of this incarnation of its id),
 	// guarded by Store.mu; offsets are the line's offset + 1, 0 = none.
@@ -31,12 +34,61 @@ type entry struct {
 	rfirst int64  // the oldest line
 	rcount uint32 // lines from rfirst on
 
-	retries                   int32
-	typ, method, kind, status uint8 // codes: see the tables below; codeExt = in x
-	enabled                   bool
-	deleted                   bool // guarded by Store.mu
+	status  uint8 // code: see the tables below; codeExt = in x
+	enabled bool
+	deleted bool // guarded by Store.mu
 
 	x *entryExt // nil when all its fields are empty
+}
+
+// shape is the part of a job that jobs made from one template share: 72
+// bytes held once for all of them instead of once a job. A shape is never
+// modified: an entry whose job changes takes another one.
+type shape struct {
+	url, body               string
+	headers                 map[string]string
+	every, timeout, backoff cron.Duration
+	retries                 int32
+	typ, method, kind       uint8 // codes: see the tables below; codeExt = in the entry's x
+}
+
+// same reports whether a and b hold the same values.
+func (a *shape) same(b *shape) bool {
+	return a.url == b.url && a.body == b.body && a.every == b.every && a.timeout == b.timeout && a.backoff == b.backoff &&
+		a.retries == b.retries && a.typ == b.typ && a.method == b.method && a.kind == b.kind &&
+		len(a.headers) == len(b.headers) && (a.headers == nil) == (b.headers == nil) && maps.Equal(a.headers, b.headers)
+}
+
+// shapes hands out shared shapes: it keeps the last shape made for each
+// of 64 hashes of their values, and an entry whose shape equals the one
+// kept takes it (and the copy it was given, its strings and headers map
+// included, is left to the garbage collector). Jobs made from up to a few
+// dozen templates share a shape each; any other job has its own. Not
+// safe for concurrent use: the decoder's parts have one each, the store
+// one under mu.
+type shapes struct {
+	seed  maphash.Seed
+	slots [64]*shape
+}
+
+// get returns the shape kept that equals v, else a new copy of v, kept.
+func (c *shapes) get(v *shape) *shape {
+	if c.seed == (maphash.Seed{}) {
+		c.seed = maphash.MakeSeed()
+	}
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(v.url)
+	h.WriteString(v.body)
+	k := (h.Sum64() ^ uint64(v.every) ^ uint64(v.timeout)<<1 ^ uint64(v.backoff)<<2 ^ uint64(v.retries)<<3 ^
+		uint64(v.typ)<<8 ^ uint64(v.method)<<16 ^ uint64(v.kind)<<24 ^ uint64(len(v.headers))<<32) % uint64(len(c.slots))
+	if p := c.slots[k]; p != nil && p.same(v) {
+		return p
+	}
+	p := new(shape)
+	*p = *v
+	c.slots[k] = p
+	return p
 }
 
 // entryExt holds the fields of a job that most jobs leave empty, and the
@@ -148,16 +200,15 @@ func (e *entry) setStatus(s cron.Status) {
 	}
 }
 
-// set makes e hold j (the run fields stay).
-func (e *entry) set(j *cron.Job) {
-	e.id, e.name, e.url, e.body = j.ID, j.Name, j.HTTP.URL, j.HTTP.Body
-	e.headers = j.HTTP.Headers
-	e.every, e.timeout, e.backoff = j.Schedule.Every, j.Timeout, j.RetryBackoff
+// set makes e hold j (the run fields stay), its shape from c.
+func (e *entry) set(j *cron.Job, c *shapes) {
+	sh := shape{url: j.HTTP.URL, body: j.HTTP.Body, headers: j.HTTP.Headers,
+		every: j.Schedule.Every, timeout: j.Timeout, backoff: j.RetryBackoff, retries: int32(j.MaxRetries)}
+	e.id, e.name = j.ID, j.Name
 	e.enabled = !j.Paused
-	e.retries = int32(j.MaxRetries)
 	e.x = nil
 	if !j.Schedule.RunAt.IsZero() || !j.PausedUntil.IsZero() || !j.PausedAt.IsZero() || j.Schedule.Jitter != 0 || j.MisfireGrace != 0 || j.Schedule.Cron != "" ||
-		j.Schedule.TZ != "" || j.LastError != "" || int(e.retries) != j.MaxRetries || len(j.Args) > 0 ||
+		j.Schedule.TZ != "" || j.LastError != "" || int(sh.retries) != j.MaxRetries || len(j.Args) > 0 ||
 		j.Alert != nil || j.Failures != 0 || j.LastAlert != "" || j.KeepRuns != 0 {
 		x := &entryExt{runAt: j.Schedule.RunAt, pausedUntil: j.PausedUntil, pausedAt: j.PausedAt, jitter: j.Schedule.Jitter, misfireGrace: j.MisfireGrace,
 			cron: j.Schedule.Cron, tz: j.Schedule.TZ, lastError: j.LastError, args: string(j.Args),
@@ -166,20 +217,21 @@ func (e *entry) set(j *cron.Job) {
 			a := *j.Alert
 			x.alert = &a
 		}
-		if int(e.retries) != j.MaxRetries {
+		if int(sh.retries) != j.MaxRetries {
 			x.retries = j.MaxRetries
 		}
 		e.x = x
 	}
-	if e.typ = code(typCodes[:], j.Type); e.typ == codeExt {
+	if sh.typ = code(typCodes[:], j.Type); sh.typ == codeExt {
 		e.ext().typ = j.Type
 	}
-	if e.method = code(methodCodes[:], j.HTTP.Method); e.method == codeExt {
+	if sh.method = code(methodCodes[:], j.HTTP.Method); sh.method == codeExt {
 		e.ext().method = j.HTTP.Method
 	}
-	if e.kind = code(kindCodes[:], j.Schedule.Kind); e.kind == codeExt {
+	if sh.kind = code(kindCodes[:], j.Schedule.Kind); sh.kind == codeExt {
 		e.ext().kind = j.Schedule.Kind
 	}
+	e.sh = c.get(&sh)
 	e.setStatus(j.LastStatus)
 	e.setTime(&e.startAt, j.Schedule.StartAt, extStartAt)
 	e.setTime(&e.last, j.LastRunAt, extLast)
@@ -197,33 +249,34 @@ func (e *entry) time(n int64, ext func(*entryExt) *time.Time) time.Time {
 // job returns the job e holds. Its headers map is e's: callers that hand
 // it out copy it.
 func (e *entry) job() cron.Job {
+	sh := e.sh
 	j := cron.Job{
 		ID: e.id, Name: e.name, Paused: !e.enabled,
-		HTTP:     cron.HTTPConfig{URL: e.url, Headers: e.headers, Body: e.body},
-		Schedule: cron.ScheduleSpec{Every: e.every, StartAt: e.time(e.startAt, extStartAt)},
-		Timeout:  e.timeout, MaxRetries: int(e.retries), RetryBackoff: e.backoff,
+		HTTP:     cron.HTTPConfig{URL: sh.url, Headers: sh.headers, Body: sh.body},
+		Schedule: cron.ScheduleSpec{Every: sh.every, StartAt: e.time(e.startAt, extStartAt)},
+		Timeout:  sh.timeout, MaxRetries: int(sh.retries), RetryBackoff: sh.backoff,
 		LastRunAt: e.time(e.last, extLast), NextRunAt: e.time(e.next, extNext),
 	}
-	if e.typ != codeExt {
-		j.Type = typCodes[e.typ]
+	if sh.typ != codeExt {
+		j.Type = typCodes[sh.typ]
 	}
-	if e.method != codeExt {
-		j.HTTP.Method = methodCodes[e.method]
+	if sh.method != codeExt {
+		j.HTTP.Method = methodCodes[sh.method]
 	}
-	if e.kind != codeExt {
-		j.Schedule.Kind = kindCodes[e.kind]
+	if sh.kind != codeExt {
+		j.Schedule.Kind = kindCodes[sh.kind]
 	}
 	if e.status != codeExt {
 		j.LastStatus = statusCodes[e.status]
 	}
 	if x := e.x; x != nil {
-		if e.typ == codeExt {
+		if sh.typ == codeExt {
 			j.Type = x.typ
 		}
-		if e.method == codeExt {
+		if sh.method == codeExt {
 			j.HTTP.Method = x.method
 		}
-		if e.kind == codeExt {
+		if sh.kind == codeExt {
 			j.Schedule.Kind = x.kind
 		}
 		if e.status == codeExt {

@@ -106,7 +106,7 @@ func decodeFile(data []byte) ([]cron.Job, []*EntryError, error) {
 		}
 		parts[part][k] = j
 		return j.ID
-	})
+	}, newSeenSet)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,12 +127,16 @@ type jobPos struct{ part, k int }
 // returns its id. It returns the positions of the good jobs, in file
 // order: part 0's, then part 1's.
 //
+// The first of the jobs of one id is kept: once every entry is decoded,
+// seen(n) gives the set that tells, for each good job in file order,
+// whether its id is new (n is how many there are at most).
+//
 // The file is read by a decoder without reflection when it can
 // (fastDecodeEach, on two goroutines for a large file, each converting
 // the jobs it reads); else the top level is read as a token stream that
 // only splits the jobs array into its entries, which are then decoded
 // strictly (unknown fields are errors).
-func decodeFileTo(data []byte, put func(part, k int, j cron.Job, ok bool) string) ([]jobPos, []*EntryError, error) {
+func decodeFileTo(data []byte, put func(part, k int, j cron.Job, ok bool) string, seen func(n int) firstSet) ([]jobPos, []*EntryError, error) {
 	var ids [2][]string
 	var errs [2][]*EntryError
 	version, n, ok := fastDecodeEach(data, func(part, k int, fj *fileJob) {
@@ -154,7 +158,7 @@ func decodeFileTo(data []byte, put func(part, k int, j cron.Job, ok bool) string
 				ee.Index += n[0]
 			}
 		}
-		good, bad := dropRepeated(n, ids, errs, put)
+		good, bad := dropRepeated(n, ids, errs, put, seen(n[0]+n[1]))
 		return good, bad, nil
 	}
 	version, raws, err := splitFile(data)
@@ -175,32 +179,47 @@ func decodeFileTo(data []byte, put func(part, k int, j cron.Job, ok bool) string
 		}
 		errs[0] = append(errs[0], ee)
 	}
-	good, bad := dropRepeated([2]int{len(raws), 0}, ids, errs, put)
+	good, bad := dropRepeated([2]int{len(raws), 0}, ids, errs, put, seen(len(raws)))
 	return good, bad, nil
+}
+
+// firstSet records the ids of the jobs kept: first reports whether id,
+// that of the k-th job of part, is new, and records it.
+type firstSet interface {
+	first(part, k int, id string) bool
+}
+
+// seenSet is a firstSet of its own.
+type seenSet map[string]struct{}
+
+func newSeenSet(n int) firstSet { return make(seenSet, n) }
+
+func (m seenSet) first(_, _ int, id string) bool {
+	if _, dup := m[id]; dup {
+		return false
+	}
+	m[id] = struct{}{}
+	return true
 }
 
 // dropRepeated returns the positions of the good jobs and the errors of
 // the bad ones, in file order, dropping (through put) a job whose id an
 // earlier one has.
-func dropRepeated(n [2]int, ids [2][]string, errs [2][]*EntryError, put func(part, k int, j cron.Job, ok bool) string) ([]jobPos, []*EntryError) {
+func dropRepeated(n [2]int, ids [2][]string, errs [2][]*EntryError, put func(part, k int, j cron.Job, ok bool) string, seen firstSet) ([]jobPos, []*EntryError) {
 	var bad []*EntryError
-	seen := make(map[string]struct{}, n[0]+n[1])
 	good := make([]jobPos, 0, n[0]+n[1])
 	for part := range 2 {
 		for k := range n[part] {
 			ee := errs[part][k]
 			id := ids[part][k]
-			if ee == nil {
-				if _, dup := seen[id]; dup {
-					ee = &EntryError{Index: k + part*n[0], ID: id, Field: "id", Err: errors.New("appears twice; the first entry is kept")}
-					put(part, k, cron.Job{}, false)
-				}
+			if ee == nil && !seen.first(part, k, id) {
+				ee = &EntryError{Index: k + part*n[0], ID: id, Field: "id", Err: errors.New("appears twice; the first entry is kept")}
+				put(part, k, cron.Job{}, false)
 			}
 			if ee != nil {
 				bad = append(bad, ee)
 				continue
 			}
-			seen[id] = struct{}{}
 			good = append(good, jobPos{part, k})
 		}
 	}

@@ -164,7 +164,7 @@ func (s *Store) buildRefs(background bool) error {
 		}
 		for i := range batch {
 			l := &batch[i]
-			if e := s.index[l.id]; e != nil && e.rfirst != 0 && l.off+1 >= e.rfirst && l.off+1 <= e.rhead {
+			if e := s.index.get(l.id); e != nil && e.rfirst != 0 && l.off+1 >= e.rfirst && l.off+1 <= e.rhead {
 				n := seen[e]
 				seen[e] = n + 1
 				s.addRef(s.newRef(&l.run, e, l.off, n))
@@ -436,7 +436,7 @@ func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cro
 	if len(q.JobIDs) > 0 {
 		jobs = make(map[*entry]bool, len(q.JobIDs))
 		for _, id := range q.JobIDs {
-			if e := s.index[id]; e != nil {
+			if e := s.index.get(id); e != nil {
 				jobs[e] = true
 			}
 		}
@@ -532,7 +532,7 @@ func (s *Store) queryChains(q cron.RunQuery, pending []cron.Run) ([]cron.Run, cr
 	}
 	var chains []chain
 	for _, id := range q.JobIDs {
-		if e := s.index[id]; e != nil && e.rcount > 0 {
+		if e := s.index.get(id); e != nil && e.rcount > 0 {
 			chains = append(chains, chain{id: id, head: e.rhead, first: e.rfirst, n: min(e.rcount, s.histOf(e))})
 		}
 	}
@@ -597,7 +597,7 @@ func (s *Store) RunByID(ctx context.Context, runID string) (cron.Run, error) {
 	}
 	for _, rs := range [][]cron.Run{s.newRuns, s.writing} {
 		for i := len(rs) - 1; i >= 0; i-- {
-			if rs[i].ID == runID && s.index[rs[i].JobID] != nil {
+			if rs[i].ID == runID && s.index.get(rs[i].JobID) != nil {
 				r := rs[i]
 				s.mu.Unlock()
 				return r, nil

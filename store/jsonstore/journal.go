@@ -413,9 +413,9 @@ func (s *Store) applyRecord(i int, r *journalRecord) bool {
 	s.jseq = max(s.jseq, r.Seq)
 	switch r.Op {
 	case "delete":
-		if e, ok := s.index[r.ID]; ok {
+		if e := s.index.get(r.ID); e != nil {
 			e.deleted = true
-			delete(s.index, r.ID)
+			s.index.del(r.ID)
 			s.tombs++
 		}
 	case "save":
@@ -424,14 +424,14 @@ func (s *Store) applyRecord(i int, r *journalRecord) bool {
 			s.log.Error("jsonstore: invalid journal record skipped", "job_id", ee.ID, "field", ee.Field, "error", ee.Err)
 			return false
 		}
-		if e, ok := s.index[j.ID]; ok {
-			e.set(&j)
+		if e := s.index.get(j.ID); e != nil {
+			e.set(&j, &s.shapes)
 		} else {
 			s.newEntryLocked(j)
 		}
 	case "record":
-		e, ok := s.index[r.ID]
-		if !ok {
+		e := s.index.get(r.ID)
+		if e == nil {
 			return false
 		}
 		var b cron.Bookkeeping

@@ -62,7 +62,7 @@ func (s *Store) AppendRun(ctx context.Context, r cron.Run) error {
 	if s.closed {
 		return ErrClosed
 	}
-	if _, ok := s.index[r.JobID]; !ok {
+	if s.index.get(r.JobID) == nil {
 		return cron.ErrNotFound
 	}
 	if s.cfg.RunHistory < 0 {
@@ -85,8 +85,8 @@ func (s *Store) Runs(ctx context.Context, id string, limit int) ([]cron.Run, err
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
-	e, ok := s.index[id]
-	if !ok {
+	e := s.index.get(id)
+	if e == nil {
 		s.mu.Unlock()
 		return nil, cron.ErrNotFound
 	}
@@ -167,7 +167,7 @@ func (s *Store) appendRuns() error {
 	offs := make([]int64, len(runs)) // of each run's line, -1: none
 	for i := range runs {
 		offs[i] = -1
-		e := s.index[runs[i].JobID]
+		e := s.index.get(runs[i].JobID)
 		if e == nil {
 			continue // deleted since
 		}
@@ -207,7 +207,7 @@ func (s *Store) appendRuns() error {
 	if err == nil && s.refsBuilt {
 		seen := make(map[*entry]uint32, len(touched))
 		for i := range runs {
-			if e := s.index[runs[i].JobID]; e != nil && offs[i] >= 0 && scr[e] != nil {
+			if e := s.index.get(runs[i].JobID); e != nil && offs[i] >= 0 && scr[e] != nil {
 				n := seen[e]
 				seen[e] = n + 1
 				s.addRef(s.newRef(&runs[i], e, offs[i], e.rcount+n))
@@ -330,8 +330,8 @@ func lineBody(line []byte) []byte {
 // else the job id is all that is read.
 func (s *Store) compactRuns(strict bool) error {
 	s.mu.Lock()
-	scr := make(map[*entry]*runScratch, len(s.index))
-	for _, e := range s.index {
+	scr := make(map[*entry]*runScratch, s.index.len())
+	for e := range s.index.all() {
 		if e.rcount > 0 {
 			scr[e] = &runScratch{}
 		}
@@ -377,7 +377,7 @@ func (s *Store) compactRuns(strict bool) error {
 					s.mu.Lock()
 					locked = true
 				}
-				e := s.index[id]
+				e := s.index.get(id)
 				if c := scr[e]; c != nil && e.rcount > 0 && lineOff+1 >= e.rfirst {
 					hist := s.histOf(e)
 					keep := e.rcount <= hist || c.seen >= e.rcount-hist
@@ -440,7 +440,7 @@ func (s *Store) compactRuns(strict bool) error {
 	}
 	s.mu.Lock()
 	kept, keptLines := 0, 0
-	for _, e := range s.index {
+	for e := range s.index.all() {
 		var c runScratch
 		if p := scr[e]; p != nil {
 			c = *p
@@ -485,7 +485,7 @@ func (s *Store) loadRuns() error {
 	idxErr := err
 	if err != nil {
 		s.log.Warn("jsonstore: runs index not used; reading runs.jsonl whole", "error", err)
-		for _, e := range s.index {
+		for e := range s.index.all() {
 			e.rhead, e.rfirst, e.rcount = 0, 0, 0
 		}
 		s.runLines, from = 0, 0
@@ -518,7 +518,7 @@ func (s *Store) loadRuns() error {
 	}
 	s.rsize = good
 	s.runKept = 0
-	for _, e := range s.index {
+	for e := range s.index.all() {
 		s.runKept += int(min(e.rcount, s.histOf(e)))
 	}
 	if compact || s.runLines > 2*s.runKept+4096 {
@@ -563,7 +563,7 @@ func (s *Store) scanRuns(f *os.File, from, size int64, index bool) (good int64, 
 		var run cron.Run
 		fast := false
 		if p, id, ok := lineHead(body); ok && json.Valid(body) {
-			e, prev = s.index[string(id)], &p
+			e, prev = s.index.get(string(id)), &p
 			if index {
 				run, fast = refFields(body)
 			}
@@ -576,7 +576,7 @@ func (s *Store) scanRuns(f *os.File, from, size int64, index bool) (good int64, 
 				compact = true
 				continue
 			}
-			e, prev, run, fast = s.index[rl.JobID], rl.Prev, rl.Run, true
+			e, prev, run, fast = s.index.get(rl.JobID), rl.Prev, rl.Run, true
 		}
 		if e == nil {
 			compact = true

@@ -64,7 +64,7 @@ func (s *Store) writeRunsIndex() error {
 	b = binary.AppendUvarint(b, uint64(sum))
 	b = binary.AppendUvarint(b, uint64(s.runLines))
 	n := 0
-	for _, e := range s.index {
+	for e := range s.index.all() {
 		if e.rcount > 0 {
 			n++
 		}
@@ -75,10 +75,11 @@ func (s *Store) writeRunsIndex() error {
 	if s.refsBuilt {
 		ord = make(map[*entry]uint64, n)
 	}
-	for id, e := range s.index {
+	for e := range s.index.all() {
 		if e.rcount == 0 {
 			continue
 		}
+		id := e.id
 		if ord != nil {
 			ord[e] = uint64(len(ord))
 		}
@@ -220,7 +221,7 @@ func (s *Store) readRunsIndex(f *os.File, size int64) (int64, bool, error) {
 			return 0, false, bad
 		}
 		// The runs of a job gone stay counted in lines: a compaction drops them.
-		if e := s.index[string(key)]; e != nil {
+		if e := s.index.get(string(key)); e != nil {
 			e.rhead, e.rfirst, e.rcount = head, first, count
 			ents[i] = e
 		}

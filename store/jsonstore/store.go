@@ -106,8 +106,9 @@ type Store struct {
 	iterating int       // LoadEach calls under way: s.order keeps its deleted entries
 	runsIdx   bool      // runs.idx, read at the start, is still there (see dropRunsIndex)
 	loadEnded sync.Cond // on mu: iterating fell to 0, or the store closed
-	index     map[string]*entry
+	index     jobIndex
 	slab      []entry    // where new entries are allocated
+	shapes    shapes     // the shapes of the jobs saved (see entry)
 	newRuns   []cron.Run // runs not yet taken by the flusher
 	writing   []cron.Run // runs the flusher is appending to runs.jsonl
 	gen       uint64     // changes made
@@ -177,9 +178,9 @@ func (s *Store) newEntryLocked(j cron.Job) *entry {
 	}
 	s.slab = append(s.slab, entry{})
 	e := &s.slab[len(s.slab)-1]
-	e.set(&j)
+	e.set(&j, &s.shapes)
 	s.order = append(s.order, e)
-	s.index[j.ID] = e
+	s.index.put(e)
 	return e
 }
 
@@ -229,7 +230,7 @@ func New(dir string, cfg Config) (_ *Store, err error) {
 	}
 	s := &Store{
 		dir: dir, cfg: cfg, log: cfg.Logger,
-		index: make(map[string]*entry),
+		index: newJobIndex(0),
 		kick:  make(chan struct{}, 1),
 		force: make(chan chan error),
 		stop:  make(chan struct{}),
@@ -341,6 +342,7 @@ func (s *Store) loadJobs() (bool, error) {
 	// file (no copy, no object per job, no one huge object for the
 	// collector); the two parts are filled concurrently.
 	var slabs [2][][]entry
+	var shared [2]shapes // each part's own: the parts are decoded side by side
 	at := func(part, k int) *entry { return &slabs[part][k>>10][k&1023] }
 	good, bad, err := decodeFileTo(data, func(part, k int, j cron.Job, ok bool) string {
 		if k>>10 == len(slabs[part]) {
@@ -351,8 +353,12 @@ func (s *Store) loadJobs() (bool, error) {
 			*e = entry{}
 			return ""
 		}
-		e.set(&j)
+		e.set(&j, &shared[part])
 		return e.id
+	}, func(n int) firstSet {
+		// The index of the jobs kept is the set of ids seen.
+		s.index = newJobIndex(n)
+		return indexSet{&s.index, at}
 	})
 	if err != nil {
 		backup, merr := moveAside(s.dir, now)
@@ -378,11 +384,8 @@ func (s *Store) loadJobs() (bool, error) {
 	// The entries stay where they were decoded (the bad ones' slots stay
 	// empty): no copy, no object per job.
 	s.order = make([]*entry, 0, len(good))
-	s.index = make(map[string]*entry, len(good))
 	for _, g := range good {
-		e := at(g.part, g.k)
-		s.order = append(s.order, e)
-		s.index[e.id] = e
+		s.order = append(s.order, at(g.part, g.k))
 	}
 	s.jobsSize = int64(len(data))
 	return len(bad) > 0, nil
@@ -395,7 +398,7 @@ func (s *Store) Load(ctx context.Context) ([]cron.Job, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	jobs := make([]cron.Job, 0, len(s.index))
+	jobs := make([]cron.Job, 0, s.index.len())
 	for _, e := range s.order {
 		if !e.deleted {
 			j := e.job()
@@ -456,8 +459,8 @@ const loadChunk = 1024
 func (s *Store) Get(id string) (cron.Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.index[id]
-	if !ok {
+	e := s.index.get(id)
+	if e == nil {
 		return cron.Job{}, cron.ErrNotFound
 	}
 	j := e.job()
@@ -468,7 +471,7 @@ func (s *Store) Get(id string) (cron.Job, error) {
 func (s *Store) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.index)
+	return s.index.len()
 }
 
 // Save creates or replaces the job with j.ID, durably: with
@@ -486,9 +489,9 @@ func (s *Store) Save(ctx context.Context, j cron.Job) error {
 		return ErrClosed
 	}
 	j = cloneJob(&j)
-	if e, ok := s.index[j.ID]; ok {
+	if e := s.index.get(j.ID); e != nil {
 		before := min(e.rcount, s.histOf(e))
-		e.set(&j)
+		e.set(&j, &s.shapes)
 		s.runKept += int(min(e.rcount, s.histOf(e))) - int(before)
 	} else {
 		s.newEntryLocked(j)
@@ -514,8 +517,8 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		s.mu.Unlock()
 		return ErrClosed
 	}
-	e, ok := s.index[id]
-	if !ok {
+	e := s.index.get(id)
+	if e == nil {
 		s.mu.Unlock()
 		return cron.ErrNotFound
 	}
@@ -528,7 +531,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	s.runKept -= int(min(e.rcount, uint32(max(s.cfg.RunHistory, 0))))
 	s.newRuns = dropRuns(s.newRuns, id)
 	s.writing = dropRuns(s.writing, id)
-	delete(s.index, id)
+	s.index.del(id)
 	s.tombs++
 	if s.cfg.Journal {
 		s.jseq++
@@ -553,8 +556,8 @@ func (s *Store) Record(ctx context.Context, id string, b cron.Bookkeeping) error
 	if s.closed {
 		return ErrClosed
 	}
-	e, ok := s.index[id]
-	if !ok {
+	e := s.index.get(id)
+	if e == nil {
 		return cron.ErrNotFound
 	}
 	e.apply(&b)

@@ -1,0 +1,132 @@
+package jsonstore
+
+import (
+	"hash/maphash"
+	"iter"
+)
+
+// jobIndex maps job ids to their entries: an open-addressing hash table
+// with linear probing whose slots hold only the entry (the id is read from
+// it), at most three quarters full. At a million jobs it takes 16 MB, a
+// third of a Go map of strings to pointers; a lookup compares the ids of
+// the entries it meets on its way, usually one.
+type jobIndex struct {
+	slots []*entry // nil: empty
+	n     int
+	seed  maphash.Seed
+}
+
+// newJobIndex returns an index sized for n entries.
+func newJobIndex(n int) jobIndex {
+	size := 16
+	for size*3 < n*4 {
+		size *= 2
+	}
+	return jobIndex{slots: make([]*entry, size), seed: maphash.MakeSeed()}
+}
+
+func (x *jobIndex) home(id string) int {
+	return int(maphash.String(x.seed, id) & uint64(len(x.slots)-1))
+}
+
+// find returns the slot of id, or the empty slot where it would go.
+func (x *jobIndex) find(id string) int {
+	mask := len(x.slots) - 1
+	i := x.home(id)
+	for x.slots[i] != nil && x.slots[i].id != id {
+		i = (i + 1) & mask
+	}
+	return i
+}
+
+// get returns the entry of id, nil when there is none.
+func (x *jobIndex) get(id string) *entry {
+	if x.n == 0 {
+		return nil
+	}
+	return x.slots[x.find(id)]
+}
+
+// put makes e the entry of its id, in place of any other.
+func (x *jobIndex) put(e *entry) {
+	if x.slots == nil {
+		*x = newJobIndex(0)
+	}
+	if (x.n+1)*4 > len(x.slots)*3 {
+		old := x.slots
+		x.slots = make([]*entry, 2*len(old))
+		for _, o := range old {
+			if o != nil {
+				x.slots[x.find(o.id)] = o
+			}
+		}
+	}
+	i := x.find(e.id)
+	if x.slots[i] == nil {
+		x.n++
+	}
+	x.slots[i] = e
+}
+
+// del removes id, shifting the later entries of its probe run back so
+// that no tombstone is left (Knuth 6.4, Algorithm R).
+func (x *jobIndex) del(id string) {
+	if x.n == 0 {
+		return
+	}
+	i := x.find(id)
+	if x.slots[i] == nil {
+		return
+	}
+	x.n--
+	mask := len(x.slots) - 1
+	for {
+		x.slots[i] = nil
+		j := i
+		for {
+			j = (j + 1) & mask
+			e := x.slots[j]
+			if e == nil {
+				return
+			}
+			// Move e into the hole at i unless its home lies cyclically
+			// in (i, j].
+			h := x.home(e.id)
+			if (i <= j && (h <= i || h > j)) || (i > j && h <= i && h > j) {
+				x.slots[i] = e
+				i = j
+				break
+			}
+		}
+	}
+}
+
+// len returns the number of entries.
+func (x *jobIndex) len() int { return x.n }
+
+// all yields every entry, in no order. The index must not change
+// meanwhile.
+func (x *jobIndex) all() iter.Seq[*entry] {
+	return func(yield func(*entry) bool) {
+		for _, e := range x.slots {
+			if e != nil && !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+// indexSet is the firstSet of a decoding of jobs.json that fills an index
+// with the entries kept, at(part, k) being the k-th of part.
+type indexSet struct {
+	x  *jobIndex
+	at func(part, k int) *entry
+}
+
+func (s indexSet) first(part, k int, id string) bool {
+	if s.x.get(id) != nil {
+		return false
+	}
+	s.x.put(s.at(part, k))
+	return true
+}

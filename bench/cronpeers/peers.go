@@ -22,6 +22,14 @@
 // and the robfig.Job, 16 bytes made per job by the caller and counted in
 // its bytes per job. ksana's is a once schedule (run_at).
 //
+// The row "ids-once" schedules nothing: it is the floor of what an add
+// of ksana does that robfig's does not, giving each job 128 random bits
+// from crypto/rand in hex as its id and indexing it, so that the job can
+// be found by its id (robfig hands out a counter and finds an entry by a
+// scan of them all): the ids are read from the system in blocks, as
+// ksana's are, and put in a Go map of id to position. It has no firing
+// lag.
+//
 // # What is measured
 //
 //   - Add: the seconds taken by the n add calls (before the scheduler
@@ -45,6 +53,8 @@ package cronpeers
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"runtime"
@@ -59,10 +69,10 @@ import (
 )
 
 // Libs are the schedulers measured, in the order they run.
-var Libs = []string{"robfig", "gocron", "ksana", "ksana-every", "robfig-once", "ksana-once"}
+var Libs = []string{"robfig", "gocron", "ksana", "ksana-every", "robfig-once", "ksana-once", "ids-once"}
 
 // once reports whether lib runs the workload of one-time jobs.
-func once(lib string) bool { return lib == "robfig-once" || lib == "ksana-once" }
+func once(lib string) bool { return lib == "robfig-once" || lib == "ksana-once" || lib == "ids-once" }
 
 // Params set a measurement. The zero value takes the defaults.
 type Params struct {
@@ -203,6 +213,10 @@ func Measure(lib string, n int, p Params) (Result, error) {
 	}
 	res.Ready = time.Since(began)
 	res.BytesPerJob = float64(liveHeap()-before) / float64(n)
+	if lib == "ids-once" {
+		runtime.KeepAlive(sch)
+		return res, nil // nothing fires
+	}
 
 	// The window: whole seconds from a second after now (and not before
 	// the first job's), within the span of the jobs' times.
@@ -272,6 +286,8 @@ func open(lib string, rec *recorder, p Params) (scheduler, error) {
 		return newKsana(rec, p, true)
 	case "robfig-once":
 		return &robfigOnceSched{c: robfig.New(robfig.WithSeconds()), rec: rec}, nil
+	case "ids-once":
+		return &idsFloor{ids: map[string]int32{}}, nil
 	case "ksana-once":
 		k, err := newKsana(rec, p, false)
 		if err == nil {
@@ -345,6 +361,30 @@ func (s *robfigOnceSched) add(_ string, _ int, at time.Time) error {
 func (s *robfigOnceSched) start() error { s.c.Start(); return nil }
 
 func (s *robfigOnceSched) stop() { <-s.c.Stop().Done() }
+
+// idsFloor gives each job a random id and indexes it, and does nothing
+// else (see the package documentation).
+type idsFloor struct {
+	ids   map[string]int32
+	block [16 * 64]byte
+	off   int
+}
+
+func (f *idsFloor) add(string, int, time.Time) error {
+	if f.off == 0 || f.off == len(f.block) {
+		if _, err := rand.Read(f.block[:]); err != nil {
+			return err
+		}
+		f.off = 0
+	}
+	f.ids[hex.EncodeToString(f.block[f.off:f.off+16])] = int32(len(f.ids))
+	f.off += 16
+	return nil
+}
+
+func (f *idsFloor) start() error { return nil }
+
+func (f *idsFloor) stop() {}
 
 // go-co-op/gocron v2, a CronJob with seconds. Each job's task is the
 // function of its second, made once.

@@ -85,7 +85,7 @@ var envVars = []envVar{
 	{"KSANA_CONSOLE", "on", "off: do not serve the web console at /ui/ (GET / is then the API's 404)"},
 	{"KSANA_CONSOLE_READONLY", "false", "true: the web console shows no button that writes and refuses every write"},
 	{"KSANA_CONSOLE_SECRET", "", "keys the web console's form tokens, at least 32 bytes; give the same one to every instance behind one address (unset: random per process)"},
-	{"GOGC", "50", "the Go collector's target: how far the heap grows between collections, in percent of what is live (Go's own default is 100; off: no collection)"},
+	{"GOGC", "50", "the Go collector's target once the jobs are loaded: how far the heap grows between collections, in percent of what is live (Go's own default is 100, which the start uses; off: no collection)"},
 	{"KSANA_LEASE_TTL", "6s", "with DATABASE_URL: how long an instance's leases last without renewal (at least 2s); a dead instance's jobs fire again elsewhere within it plus a third"},
 }
 

@@ -118,10 +118,10 @@
 // DRAIN_TIMEOUT (30s), MIN_INTERVAL (1s, the shortest every interval),
 // LOG_LEVEL (info), LOG_FORMAT (text),
 // KSANA_API_TOKEN and KSANA_CALLBACK_ALLOW (unset), DATABASE_URL and
-// KSANA_INSTANCE (unset), KSANA_LEASE_TTL (6s), and GOGC (50: the
-// service sets the Go collector's target to half of Go's own default,
-// as its heap is mostly its jobs, which live as long as it does; a GOGC
-// of the environment wins). A bad value stops the
+// KSANA_INSTANCE (unset), KSANA_LEASE_TTL (6s), and GOGC (50: once its
+// jobs are loaded, the service sets the Go collector's target to half of
+// Go's own default, as its heap is mostly its jobs, which live as long
+// as it does; a GOGC of the environment wins). A bad value stops the
 // start with a message naming the variable, and exit status 2; so does a
 // DATABASE_URL that cannot be opened. Any other failure to start exits 1.
 // KSANA_API_TOKEN guards every endpoint but GET /health, /openapi.json

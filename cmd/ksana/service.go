@@ -342,6 +342,9 @@ func (s *service) run(ctx context.Context, ln net.Listener) error {
 	go func() { serveDone <- srv.Serve(ln) }()
 	s.log.Info("ksana: listening", "addr", ln.Addr().String())
 	s.reportExposure(ln.Addr())
+	if lowerGOGC {
+		debug.SetGCPercent(defaultGOGC)
+	}
 	// Loading left garbage several times the size of what it kept (the
 	// file, its decoded form, the copies handed to the runner): give it
 	// back to the system now rather than as the scavenger gets to it.

@@ -4,6 +4,12 @@
 // changes not yet in it, and the run history in runs.jsonl, all in a data
 // directory.
 //
+// In memory a job takes about 100 bytes and its id and name: jobs made
+// from one template (the same URL, body, headers, method, timeouts,
+// retries and interval) share one copy of those, and the index of ids
+// holds a pointer a job. At a million jobs of a few templates the store
+// holds about 155 bytes a job.
+//
 // # Files
 //
 // The data directory given to [New] (cmd/ksana: $KSANA_DATA, else

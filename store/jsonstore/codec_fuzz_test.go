@@ -2,8 +2,11 @@ package jsonstore
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -49,6 +52,9 @@ func FuzzCodecs(f *testing.F) {
 					t.Fatalf("%s read by the fast decoder: field %s: %v\n%s", in.name, field, err, in.b)
 				}
 				check(t, in.name+" read by the fast decoder", want, got)
+				if where := pointInto(reflect.ValueOf(got), doc, "job"); where != "" {
+					t.Fatalf("%s read by the fast decoder: %s points into the file's bytes, which it would keep alive", in.name, where)
+				}
 			}
 			fj, err := strictFileJob(in.b)
 			if err != nil {
@@ -66,6 +72,52 @@ func FuzzCodecs(f *testing.F) {
 		e.set(&want, &c)
 		check(t, "the store's entry", want, e.job())
 	})
+}
+
+// pointInto returns the path of a string, byte slice or map key held in v
+// whose bytes lie in buf, or "".
+func pointInto(v reflect.Value, buf []byte, path string) string {
+	if len(buf) == 0 {
+		return ""
+	}
+	lo, hi := uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&buf[len(buf)-1]))
+	in := func(p unsafe.Pointer) bool { return p != nil && uintptr(p) >= lo && uintptr(p) <= hi }
+	switch v.Kind() {
+	case reflect.String:
+		if s := v.String(); s != "" && in(unsafe.Pointer(unsafe.StringData(s))) {
+			return path
+		}
+	case reflect.Slice:
+		if v.Len() > 0 && in(v.UnsafePointer()) {
+			return path
+		}
+		for i := range v.Len() {
+			if w := pointInto(v.Index(i), buf, fmt.Sprintf("%s[%d]", path, i)); w != "" {
+				return w
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			k := fmt.Sprint(it.Key())
+			if w := pointInto(it.Key(), buf, path+" key "+k); w != "" {
+				return w
+			}
+			if w := pointInto(it.Value(), buf, path+"["+k+"]"); w != "" {
+				return w
+			}
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return pointInto(v.Elem(), buf, path)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if w := pointInto(v.Field(i), buf, path+"."+v.Type().Field(i).Name); w != "" {
+				return w
+			}
+		}
+	}
+	return ""
 }
 
 func check(t *testing.T, what string, want, got cron.Job) {
@@ -91,5 +143,33 @@ func TestFastDecodeTyped(t *testing.T) {
 	got, _, err := fjs[0].job()
 	if err != nil || got.Type != "report" || !jobfuzz.SameJSON(got.Args, j.Args) || got.WritesHTTP() {
 		t.Errorf("read back: %+v, %v", got, err)
+	}
+}
+
+// TestDecodedJobsHoldNoView checks, on a job with headers, an alert and
+// the usual fields, that the fast decoder hands on no string that points
+// into the file's bytes (its views are for what it parses and drops).
+func TestDecodedJobsHoldNoView(t *testing.T) {
+	j := cron.Job{ID: "job-1", Name: "nightly report", Type: "http",
+		HTTP: cron.HTTPConfig{Method: "POST", URL: "http://example.com/hook", Body: `{"n":1}`,
+			Headers: map[string]string{"X-Token": "abc", "Content-Type": "application/json"}},
+		Schedule:   cron.ScheduleSpec{Kind: cron.KindCron, Cron: "0 3 * * *", TZ: "Europe/Paris"},
+		Timeout:    cron.Duration(time.Second),
+		LastStatus: cron.StatusFailed, LastError: "boom", LastAlert: "failing",
+		Alert: &cron.AlertConfig{URL: "http://example.com/alert", Notify: "failing"}}
+	doc := appendDocument(nil, t0, [][]byte{appendJob(nil, &j)})
+	_, fjs, ok := fastDecode(doc)
+	if !ok {
+		t.Fatal("the fast decoder did not read the document")
+	}
+	got, field, err := fjs[0].job()
+	if err != nil {
+		t.Fatalf("field %s: %v", field, err)
+	}
+	if got.HTTP.Headers["X-Token"] != "abc" || got.Name != j.Name || got.ID != j.ID {
+		t.Fatalf("decoded %+v", got)
+	}
+	if where := pointInto(reflect.ValueOf(got), doc, "job"); where != "" {
+		t.Fatalf("%s points into the file's bytes, which it would keep alive", where)
 	}
 }

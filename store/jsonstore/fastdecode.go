@@ -3,6 +3,7 @@ package jsonstore
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -184,10 +185,13 @@ type scanner struct {
 	intern map[string]string
 }
 
-// view reads a string that is parsed and dropped (a time): in the common
-// case it is not copied but points into the file's bytes, which the
-// decoder neither changes nor keeps. convertJob parses such fields into
-// values and never keeps the string itself (its errors quote a copy).
+// view reads a string that is parsed and dropped (a time, an object's
+// key) or copied before the job is handed on (its id and name, see job):
+// in the common case it is not copied but points into the file's bytes,
+// which the decoder neither changes nor keeps. convertJob parses such
+// fields into values and never keeps the string itself (its errors quote
+// a copy). No string of a decoded job points into the file (FuzzCodecs
+// and TestDecodedJobsHoldNoView check it).
 func (s *scanner) view(dst *string) bool {
 	if !s.consume('"') {
 		return false
@@ -282,7 +286,8 @@ func (s *scanner) consume(c byte) bool {
 }
 
 // object reads {"key": value, ...}, calling field for each key with the
-// scanner before the value.
+// scanner before the value. A key is most often a view of the buffer
+// (see view), valid while it is read: a field that keeps it copies it.
 func (s *scanner) object(field func(key string) bool) bool {
 	if !s.consume('{') {
 		return false
@@ -291,8 +296,8 @@ func (s *scanner) object(field func(key string) bool) bool {
 		return true
 	}
 	for {
-		key, ok := s.str()
-		if !ok || !s.consume(':') || !field(key) {
+		var key string
+		if !s.view(&key) || !s.consume(':') || !field(key) {
 			return false
 		}
 		if s.consume(',') {
@@ -470,12 +475,12 @@ scan:
 }
 
 func (s *scanner) job(j *fileJob) bool {
-	return s.object(func(key string) bool {
+	ok := s.object(func(key string) bool {
 		switch key {
 		case "id":
-			return s.into(&j.ID)
+			return s.view(&j.ID)
 		case "name":
-			return s.into(&j.Name)
+			return s.view(&j.Name)
 		case "enabled":
 			v, ok := s.boolean()
 			j.Enabled = v
@@ -502,7 +507,7 @@ func (s *scanner) job(j *fileJob) bool {
 					j.HTTP.Headers = map[string]string{}
 					return s.object(func(key string) bool {
 						v, ok := s.str()
-						j.HTTP.Headers[key] = v
+						j.HTTP.Headers[strings.Clone(key)] = v // key is a view
 						return ok
 					})
 				}
@@ -597,4 +602,13 @@ func (s *scanner) job(j *fileJob) bool {
 		}
 		return false
 	})
+	// The id and name were read as views of the file: both are copied
+	// into one string, one allocation a job instead of two.
+	var b strings.Builder
+	b.Grow(len(j.ID) + len(j.Name))
+	b.WriteString(j.ID)
+	b.WriteString(j.Name)
+	both := b.String()
+	j.ID, j.Name = both[:len(j.ID)], both[len(j.ID):]
+	return ok
 }

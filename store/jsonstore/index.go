@@ -49,6 +49,30 @@ func (x *jobIndex) get(id string) *entry {
 
 // put makes e the entry of its id, in place of any other.
 func (x *jobIndex) put(e *entry) {
+	x.room()
+	i := x.find(e.id)
+	if x.slots[i] == nil {
+		x.n++
+	}
+	x.slots[i] = e
+}
+
+// add makes e the entry of its id and reports true, unless the id has
+// one already (which stays).
+func (x *jobIndex) add(e *entry) bool {
+	x.room()
+	i := x.find(e.id)
+	if x.slots[i] != nil {
+		return false
+	}
+	x.n++
+	x.slots[i] = e
+	return true
+}
+
+// room grows the table, when one more entry would fill it past three
+// quarters.
+func (x *jobIndex) room() {
 	if x.slots == nil {
 		*x = newJobIndex(0)
 	}
@@ -61,11 +85,6 @@ func (x *jobIndex) put(e *entry) {
 			}
 		}
 	}
-	i := x.find(e.id)
-	if x.slots[i] == nil {
-		x.n++
-	}
-	x.slots[i] = e
 }
 
 // del removes id, shifting the later entries of its probe run back so
@@ -123,10 +142,4 @@ type indexSet struct {
 	at func(part, k int) *entry
 }
 
-func (s indexSet) first(part, k int, id string) bool {
-	if s.x.get(id) != nil {
-		return false
-	}
-	s.x.put(s.at(part, k))
-	return true
-}
+func (s indexSet) first(part, k int, _ string) bool { return s.x.add(s.at(part, k)) }

@@ -16,12 +16,21 @@ func TestJobIndexAgreesWithMap(t *testing.T) {
 		model := map[string]*entry{}
 		for op := range 8 * ids {
 			id := "job-" + strconv.Itoa(rng.IntN(ids))
-			switch rng.IntN(3) {
+			switch rng.IntN(4) {
 			case 0, 1:
 				e := &entry{id: id}
 				x.put(e)
 				model[id] = e
 			case 2:
+				e := &entry{id: id}
+				_, had := model[id]
+				if added := x.add(e); added == had {
+					t.Fatalf("%d ids: add(%s) = %v with the id held: %v", ids, id, added, had)
+				}
+				if !had {
+					model[id] = e
+				}
+			case 3:
 				x.del(id)
 				delete(model, id)
 			}

@@ -3,6 +3,7 @@ package jsonstore
 import (
 	"hash/maphash"
 	"iter"
+	"unsafe"
 )
 
 // jobIndex maps job ids to their entries: an open-addressing hash table
@@ -45,6 +46,14 @@ func (x *jobIndex) get(id string) *entry {
 		return nil
 	}
 	return x.slots[x.find(id)]
+}
+
+// getBytes is get of an id held in bytes, without copying them.
+func (x *jobIndex) getBytes(id []byte) *entry {
+	if len(id) == 0 {
+		return x.get("")
+	}
+	return x.get(unsafe.String(&id[0], len(id))) // get keeps nothing of it
 }
 
 // put makes e the entry of its id, in place of any other.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/ksana-dev/ksana/cron"
@@ -538,75 +539,204 @@ func (s *Store) loadRuns() error {
 // whole line and whether a compaction is needed (lines that do not parse,
 // of unknown jobs or without a right "prev").
 func (s *Store) scanRuns(f *os.File, from, size int64, index bool) (good int64, compact bool, err error) {
-	r := bufio.NewReaderSize(io.NewSectionReader(f, from, size-from), 1<<20)
+	blocks, stop := checkRuns(f, from, size)
+	defer stop()
 	off := from
-	for {
-		line, rerr := readLine(r)
-		if rerr == io.EOF {
-			return off, compact || len(bytes.TrimSpace(line)) > 0, nil
+	for b := range blocks {
+		<-b.done
+		if b.err != nil {
+			return 0, false, b.err
 		}
-		if rerr != nil {
-			return 0, false, rerr
-		}
-		lineOff := off
-		off += int64(len(line))
-		body := bytes.TrimSpace(line)
-		if len(body) == 0 {
-			compact = true
-			continue
-		}
-		s.runLines++
-		// A line as the store writes it gives its two fields without a
-		// decoding (checked whole, still); any other line is decoded.
-		var e *entry
-		var prev *int64
-		var run cron.Run
-		fast := false
-		if p, id, ok := lineHead(body); ok && json.Valid(body) {
-			e, prev = s.index.get(string(id)), &p
-			if index {
-				run, fast = refFields(body)
-			}
-		} else {
-			var rl struct {
-				Prev *int64 `json:"prev"`
-				cron.Run
-			}
-			if err := json.Unmarshal(body, &rl); err != nil {
+		for i := range b.lines {
+			l := &b.lines[i]
+			line := l.line
+			lineOff := off
+			off += int64(len(line))
+			body := bytes.TrimSpace(line)
+			if len(body) == 0 {
 				compact = true
 				continue
 			}
-			e, prev, run, fast = s.index.get(rl.JobID), rl.Prev, rl.Run, true
-		}
-		if e == nil {
-			compact = true
-			continue
-		}
-		if prev != nil && *prev == 0 && e.rhead != 0 {
-			// A new chain: the job was deleted and made again with its id,
-			// and a crash came before a compaction dropped the old job's
-			// lines. They are not its runs: the compaction drops them.
-			e.rfirst, e.rhead, e.rcount = 0, 0, 0
-			compact = true
-		}
-		if prev == nil || *prev != e.rhead || len(body) != len(line)-1 {
-			compact = true // relinked by the compaction
-		}
-		if index && !compact {
-			if !fast {
-				if err := json.Unmarshal(body, &run); err != nil {
+			s.runLines++
+			// A line as the store writes it gives its two fields without a
+			// decoding (checked whole, still, by checkRuns); any other
+			// line is decoded.
+			var e *entry
+			var prev *int64
+			var run cron.Run
+			fast := false
+			if l.head {
+				e, prev = s.index.getBytes(l.id), &l.prev
+				if index {
+					run, fast = refFields(body)
+				}
+			} else {
+				var rl struct {
+					Prev *int64 `json:"prev"`
+					cron.Run
+				}
+				if err := json.Unmarshal(body, &rl); err != nil {
 					compact = true
 					continue
 				}
+				e, prev, run, fast = s.index.get(rl.JobID), rl.Prev, rl.Run, true
 			}
-			s.addRef(s.newRef(&run, e, lineOff, e.rcount))
+			if e == nil {
+				compact = true
+				continue
+			}
+			if prev != nil && *prev == 0 && e.rhead != 0 {
+				// A new chain: the job was deleted and made again with its id,
+				// and a crash came before a compaction dropped the old job's
+				// lines. They are not its runs: the compaction drops them.
+				e.rfirst, e.rhead, e.rcount = 0, 0, 0
+				compact = true
+			}
+			if prev == nil || *prev != e.rhead || len(body) != len(line)-1 {
+				compact = true // relinked by the compaction
+			}
+			if index && !compact {
+				if !fast {
+					if err := json.Unmarshal(body, &run); err != nil {
+						compact = true
+						continue
+					}
+				}
+				s.addRef(s.newRef(&run, e, lineOff, e.rcount))
+			}
+			if e.rfirst == 0 {
+				e.rfirst = lineOff + 1
+			}
+			e.rhead = lineOff + 1
+			e.rcount++
 		}
-		if e.rfirst == 0 {
-			e.rfirst = lineOff + 1
+		if b.tail != nil {
+			// The end of the file, with no newline: a line cut short.
+			return off, compact || len(bytes.TrimSpace(b.tail)) > 0, nil
 		}
-		e.rhead = lineOff + 1
-		e.rcount++
 	}
+	return off, compact, nil
+}
+
+// runBlock is a run of whole lines of runs.jsonl, checked by checkRuns:
+// done is closed once lines (or err) is set.
+type runBlock struct {
+	buf   []byte
+	lines []checkedLine
+	tail  []byte // the last block only: what follows the last newline
+	err   error
+	done  chan struct{}
+}
+
+// checkedLine is a line of a runBlock, its newline included, and what
+// lineHead read of it when it is a line as the store writes it and valid
+// JSON (head).
+type checkedLine struct {
+	line []byte
+	id   []byte
+	prev int64
+	head bool
+}
+
+// runBlockSize is how much of runs.jsonl a runBlock holds, or more for a
+// longer line.
+const runBlockSize = 4 << 20
+
+// checkRuns reads runs.jsonl from offset from to size in blocks of whole
+// lines, on a goroutine of its own, and checks each line (lineHead, and
+// json.Valid for the whole line, the costly part of a start) on two more:
+// a start over a million runs reads the file at the pace of the two
+// processors, and scanRuns only links the lines. The blocks come in file
+// order; stop ends the goroutines early (scanRuns calls it when it
+// returns).
+func checkRuns(f *os.File, from, size int64) (<-chan *runBlock, func()) {
+	const inFlight = 4
+	ordered := make(chan *runBlock, inFlight)
+	work := make(chan *runBlock, inFlight)
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for b := range work {
+				b.lines = splitRunLines(b.buf)
+				close(b.done)
+			}
+		})
+	}
+	go func() {
+		defer close(ordered)
+		defer close(work)
+		send := func(b *runBlock) bool {
+			select {
+			case ordered <- b:
+			case <-quit:
+				return false
+			}
+			if b.err != nil || b.tail != nil {
+				close(b.done)
+				return false
+			}
+			select {
+			case work <- b:
+				return true
+			case <-quit:
+				close(b.done)
+				return false
+			}
+		}
+		r := io.NewSectionReader(f, from, size-from)
+		var carry []byte // a line begun in the last block
+		for {
+			buf := make([]byte, len(carry), len(carry)+runBlockSize)
+			copy(buf, carry)
+			n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+n]
+			if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+				send(&runBlock{err: err, done: make(chan struct{})})
+				return
+			}
+			if err != nil { // the end of the section
+				cut := bytes.LastIndexByte(buf, '\n') + 1
+				b := &runBlock{buf: buf[:cut], done: make(chan struct{})}
+				if cut > 0 && !send(b) {
+					return
+				}
+				send(&runBlock{tail: append([]byte{}, buf[cut:]...), done: make(chan struct{})})
+				return
+			}
+			cut := bytes.LastIndexByte(buf, '\n') + 1
+			if cut == 0 {
+				carry = buf // one line longer than a block: read on
+				continue
+			}
+			carry = buf[cut:]
+			if !send(&runBlock{buf: buf[:cut:cut], done: make(chan struct{})}) {
+				return
+			}
+		}
+	}()
+	return ordered, func() {
+		close(quit)
+		for range ordered {
+		}
+		wg.Wait()
+	}
+}
+
+// splitRunLines cuts buf (whole lines) into its lines and reads each.
+func splitRunLines(buf []byte) []checkedLine {
+	lines := make([]checkedLine, 0, bytes.Count(buf, []byte{'\n'}))
+	for len(buf) > 0 {
+		i := bytes.IndexByte(buf, '\n') + 1
+		l := checkedLine{line: buf[:i]}
+		body := bytes.TrimSpace(l.line)
+		if p, id, ok := lineHead(body); ok && json.Valid(body) {
+			l.prev, l.id, l.head = p, id, true
+		}
+		lines = append(lines, l)
+		buf = buf[i:]
+	}
+	return lines
 }
 
 // closeRuns closes runs.jsonl.

@@ -221,7 +221,7 @@ func (s *Store) readRunsIndex(f *os.File, size int64) (int64, bool, error) {
 			return 0, false, bad
 		}
 		// The runs of a job gone stay counted in lines: a compaction drops them.
-		if e := s.index.get(string(key)); e != nil {
+		if e := s.index.getBytes(key); e != nil {
 			e.rhead, e.rfirst, e.rcount = head, first, count
 			ents[i] = e
 		}

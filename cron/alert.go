@@ -294,7 +294,7 @@ func (r *Runner) raiseMissed(runs []ended) {
 			r.missedAt = make(map[string]time.Time)
 		}
 		r.missedAt[e.id] = now
-		r.raiseAlert(e, ev.run, AlertMissed, cfg, e.health().failures, false)
+		r.raiseAlert(e, *ev.run, AlertMissed, cfg, e.health().failures, false)
 	}
 }
 

@@ -654,7 +654,7 @@ func (r *Runner) Load(ctx context.Context) error {
 			var ev *Run
 			slot, ev = r.settle(idx, e, due, nowNs)
 			if ev != nil {
-				r.ended = append(r.ended, ended{run: *ev})
+				r.ended = append(r.ended, ended{run: ev})
 			}
 		}
 		r.insert(idx, e)

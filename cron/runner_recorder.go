@@ -8,9 +8,12 @@ import (
 )
 
 // ended is a run record on its way to the recorder. drop marks the run
-// of a job removed while it ran: it goes to the observer only.
+// of a job removed while it ran: it goes to the observer only. The run is
+// held by pointer: a start after a long stop hands the recorder one
+// record a job, a million at a million jobs, and a slice of them by value
+// would be copied over and over as it grows.
 type ended struct {
-	run  Run
+	run  *Run
 	drop bool
 }
 
@@ -31,7 +34,7 @@ func (r *Runner) finish(run Run, drop bool) {
 	if run.ID == "" {
 		run.ID = newID()
 	}
-	r.ended = append(r.ended, ended{run: run, drop: drop})
+	r.ended = append(r.ended, ended{run: &run, drop: drop})
 	r.wakeRecorder()
 }
 
@@ -172,10 +175,10 @@ func (r *Runner) flushDirty(ctx context.Context, w *recorderBufs) {
 	r.enqueueAlerts(ctx, alerts)
 	for _, ev := range runs {
 		if r.cfg.Observer != nil {
-			r.cfg.Observer.RunFinished(ev.run)
+			r.cfg.Observer.RunFinished(*ev.run)
 		}
 		if ev.run.Status == StatusSkipped {
-			w.logSkip(r.log, ev.run)
+			w.logSkip(r.log, *ev.run)
 		}
 	}
 	clear(recs)
@@ -191,8 +194,14 @@ func (r *Runner) appendRun(ctx context.Context, run Run) {
 
 // writeBatch writes a pass through the [SharedStore]: one call for the
 // bookkeeping (recs, and last, that of the runs of jobs this runner does
-// not fire) and one for the runs. A batch whose call fails is written
-// again one row at a time, so that a bad row costs only itself.
+// not fire) and one for each runsPerCall runs. A batch whose call fails is
+// written again one row at a time, so that a bad row costs only itself.
+// runsPerCall bounds the runs of one AppendRuns call: a pass after a long
+// stop, which has a run record for each job whose slots passed, writes
+// them a few thousand at a time, not a million in one slice (and, on a
+// database, one transaction). A variable for the tests only.
+var runsPerCall = 4096
+
 func (r *Runner) writeBatch(ctx context.Context, w *recorderBufs, recs []record, last []Recorded, runs []ended) {
 	batch := w.batch[:0]
 	for _, rec := range recs {
@@ -230,19 +239,28 @@ func (r *Runner) writeBatch(ctx context.Context, w *recorderBufs, recs []record,
 	clear(batch)
 	w.batch = batch[:0]
 	list := w.runs[:0]
-	for _, ev := range runs {
-		if !ev.drop {
-			list = append(list, ev.run)
+	flush := func() {
+		if len(list) == 0 {
+			return
 		}
-	}
-	if len(list) > 0 {
 		if err := r.sh.AppendRuns(ctx, list); err != nil {
 			r.log.Warn("cron: append runs in a batch failed; writing them one by one", "runs", len(list), "error", err)
 			for _, run := range list {
 				r.appendRun(ctx, run)
 			}
 		}
+		clear(list)
+		list = list[:0]
 	}
-	clear(list)
-	w.runs = list[:0]
+	for _, ev := range runs {
+		if ev.drop {
+			continue
+		}
+		list = append(list, *ev.run)
+		if len(list) == runsPerCall {
+			flush()
+		}
+	}
+	flush()
+	w.runs = list
 }

@@ -32,6 +32,7 @@ type sharedStore struct {
 	// beforeRecord, when set, is called at the start of each RecordBatch,
 	// outside the store's lock (a test holds the recorder up there).
 	beforeRecord func()
+	appendCalls  []int // the number of runs of each AppendRuns call
 }
 
 var _ SharedStore = (*sharedStore)(nil)
@@ -215,6 +216,9 @@ func (s *sharedStore) RecordBatch(ctx context.Context, recs []Recorded) error {
 }
 
 func (s *sharedStore) AppendRuns(ctx context.Context, runs []Run) error {
+	s.mu.Lock()
+	s.appendCalls = append(s.appendCalls, len(runs))
+	s.mu.Unlock()
 	for _, r := range runs {
 		key := r.JobID + " " + r.ScheduledAt.Format(time.RFC3339Nano)
 		s.mu.Lock()
@@ -732,4 +736,40 @@ func lineUpWrites(st *sharedStore) (arrived func() int) {
 		defer mu.Unlock()
 		return n
 	}
+}
+
+// TestRunsWrittenInChunks: a start after a long stop has a run record for
+// each job whose slots passed; the recorder writes them all, in calls of
+// at most runsPerCall runs.
+func TestRunsWrittenInChunks(t *testing.T) {
+	defer func(n int) { runsPerCall = n }(runsPerCall)
+	runsPerCall = 40
+	synctest.Test(t, func(t *testing.T) {
+		st := newSharedStore()
+		n := 2*runsPerCall + 10
+		r1 := newTestRunner(t, st, &fakeExec{}, Config{})
+		for i := range n {
+			mustAdd(t, r1, httpJob(fmt.Sprintf("j%05d", i), ScheduleSpec{Kind: KindEvery, Every: Duration(time.Minute), StartAt: time.Now().Add(time.Minute)}))
+		}
+		time.Sleep(time.Hour) // no runner: every job's slots pass
+		st.mu.Lock()
+		st.appendCalls = nil
+		st.mu.Unlock()
+		r2 := newTestRunner(t, st, &fakeExec{}, Config{})
+		stop := start(t, r2)
+		synctest.Wait()
+		_ = stop()
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		total := 0
+		for _, c := range st.appendCalls {
+			if c > runsPerCall {
+				t.Errorf("an AppendRuns call of %d runs, want at most %d", c, runsPerCall)
+			}
+			total += c
+		}
+		if total < n || len(st.appendCalls) < 3 {
+			t.Errorf("%d runs written in %d calls %v, want at least %d (one a job) in at least 3", total, len(st.appendCalls), st.appendCalls, n)
+		}
+	})
 }

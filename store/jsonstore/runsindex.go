@@ -240,18 +240,14 @@ type idxReader struct{ p []byte }
 
 func (r *idxReader) failed() bool { return r.p == nil }
 
-func (r *idxReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.p)
-	if n <= 0 {
-		r.p = nil
-		return 0
-	}
-	r.p = r.p[n:]
-	return v
-}
+func (r *idxReader) uvarint() uint64 { return readVarint(r, binary.Uvarint) }
 
-func (r *idxReader) varint() int64 {
-	v, n := binary.Varint(r.p)
+func (r *idxReader) varint() int64 { return readVarint(r, binary.Varint) }
+
+// readVarint reads the next number of r with read (binary.Uvarint or
+// binary.Varint).
+func readVarint[T uint64 | int64](r *idxReader, read func([]byte) (T, int)) T {
+	v, n := read(r.p)
 	if n <= 0 {
 		r.p = nil
 		return 0

@@ -16,15 +16,23 @@ import (
 // file: their lines and the tail, put together, give back every byte from
 // the offset read from; each line is whole, and read as lineHead and
 // json.Valid read it alone. The files have lines across the blocks'
-// edges, a line longer than a block, blank and bad lines, and a last line
-// cut short or none.
+// edges, a line longer than a block, blank and bad lines, a last line
+// cut short or none, and more blocks than checkRuns holds at once (their
+// memory is recycled).
 func TestCheckRunsCutsWholeLines(t *testing.T) {
+	const runBlockSize = 64 << 10 // the store's blocks, smaller
 	line := func(i int, pad int) string {
 		return `{"prev":` + strconv.Itoa(i) + `,"run_id":"r","job_id":"job-` + strconv.Itoa(i%7) + `","x":"` + strings.Repeat("a", pad) + `"}` + "\n"
 	}
 	var many strings.Builder
 	for i := 0; many.Len() < 2*runBlockSize+1000; i++ {
 		many.WriteString(line(i, i%300))
+	}
+	// More blocks than are ever in flight: later blocks are read into the
+	// memory of earlier ones given back.
+	var lots strings.Builder
+	for i := 0; lots.Len() < 20*runBlockSize; i++ {
+		lots.WriteString(line(i, i%1000))
 	}
 	long := line(1, runBlockSize+10)
 	cases := map[string]string{
@@ -35,6 +43,7 @@ func TestCheckRunsCutsWholeLines(t *testing.T) {
 		"blank and bad lines": line(0, 0) + "\n  \n" + "{not json}\n" + `{"prev":1,"job_id":"a"` + "\n" + line(2, 3),
 		"many blocks":         many.String(),
 		"many, cut short":     many.String() + `{"prev":9`,
+		"lots, cut short":     lots.String() + `{"prev":9`,
 		"longer than a block": line(0, 0) + long + line(2, 0),
 		"long and cut short":  long + strings.Repeat("b", runBlockSize+5),
 		"block edge":          strings.Repeat(line(3, 0), runBlockSize/len(line(3, 0))),
@@ -53,7 +62,7 @@ func TestCheckRunsCutsWholeLines(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			blocks, stop := checkRuns(f, int64(from), int64(len(content)))
+			blocks, recycle, stop := checkRuns(f, int64(from), int64(len(content)), runBlockSize, nil)
 			var got bytes.Buffer
 			var tail []byte
 			for b := range blocks {
@@ -77,6 +86,7 @@ func TestCheckRunsCutsWholeLines(t *testing.T) {
 					}
 				}
 				tail = b.tail
+				recycle(b) // a later block reads into its memory
 			}
 			stop()
 			f.Close()
@@ -111,7 +121,7 @@ func TestCheckRunsStops(t *testing.T) {
 	}
 	defer f.Close()
 	before := runtime.NumGoroutine()
-	blocks, stop := checkRuns(f, 0, int64(b.Len()))
+	blocks, _, stop := checkRuns(f, 0, int64(b.Len()), runBlockSize, nil)
 	first := <-blocks
 	<-first.done
 	stop()

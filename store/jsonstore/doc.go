@@ -43,8 +43,8 @@
 //     after a crash. It stays until the next Close, unless a compaction of
 //     runs.jsonl or the deletion of a job with runs removes it first; it is
 //     not used if its checksum fails or the part of runs.jsonl it covers
-//     changed. Without it a start reads runs.jsonl whole, and the index is
-//     built in the background: a history query across jobs waits for it.
+//     changed. Without it a start reads runs.jsonl whole and builds the
+//     index in the same read.
 //   - pause.json ([PauseFile]): the service-wide pause ([cron.PauseStore]),
 //     replaced whole (written, synced, renamed) by each change. One that
 //     does not parse is renamed pause.json.bad and the service starts
@@ -137,8 +137,9 @@
 //
 // # Start
 //
-// [New] reads jobs.json (with a decoder that does not use reflection, on
-// two goroutines that each decode and convert half of the jobs array),
+// [New] reads jobs.json (mapped into memory where the platform can, with
+// a decoder that does not use reflection, on two goroutines that each
+// decode and convert half of the jobs array),
 // replays the journal files in sequence order over it, skipping records
 // cut short by a crash, and goes on appending to the journal: the start
 // does not rewrite jobs.json (unless it had to set entries aside, see
@@ -160,10 +161,11 @@
 // from runs.jsonl (the runs of the last FlushInterval come from memory).
 // [Store.QueryRuns] (the history across jobs) scans an index of
 // runs.jsonl held in memory, 48 bytes a run (with run ids of 32 hex
-// digits, as a runner makes them): about 48 MB for 1M runs. It is built
-// in the background by one read of the file right after a start or a
-// compaction (batch by batch: writes go on meanwhile; a query asked
-// before it is done waits for it), then kept up by each write of runs. A page reads the index from its newest
+// digits, as a runner makes them): about 48 MB for 1M runs. A start
+// restores it from runs.idx, or builds it in its read of runs.jsonl; after
+// a compaction it is built in the background by one read of the file
+// (batch by batch: writes go on meanwhile; a query asked before it is
+// done waits for it). Each write of runs keeps it up. A page reads the index from its newest
 // end and stops as soon as no older entry can enter it (runs are
 // appended about in time order): the newest runs cost little, a page
 // deep in the past or of a rare status up to a scan of the index; a

@@ -35,9 +35,9 @@ type runRef struct {
 
 var refStatuses = []cron.Status{"", cron.StatusSuccess, cron.StatusFailed, cron.StatusTimeout, cron.StatusSkipped, cron.StatusMissed}
 
-func statusRef(st cron.Status) uint8 {
+func statusRef[T ~string | ~[]byte](st T) uint8 {
 	for i, s := range refStatuses {
-		if s == st {
+		if string(s) == string(st) {
 			return uint8(i)
 		}
 	}
@@ -48,34 +48,49 @@ func statusRef(st cron.Status) uint8 {
 // of its job e. mu is held.
 func (s *Store) newRef(r *cron.Run, e *entry, off int64, seq uint32) runRef {
 	ref := runRef{at: r.ScheduledAt.UnixNano(), off: off, e: e, seq: seq, status: statusRef(r.Status)}
-	if len(r.ID) == 32 && isLowerHex(r.ID) {
-		hex.Decode(ref.id[:], []byte(r.ID))
-	} else {
-		s.longIDs = append(s.longIDs, r.ID)
+	var long []byte
+	if !hexRunID(&ref, []byte(r.ID)) {
+		long = []byte(r.ID)
+	}
+	s.nameRef(&ref, long, []byte(r.Instance))
+	return ref
+}
+
+// hexRunID holds id in ref.id and reports true when it is 32 lowercase
+// hex digits (as a runner makes them).
+func hexRunID(ref *runRef, id []byte) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for _, c := range id {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	hex.Decode(ref.id[:], id)
+	return true
+}
+
+// nameRef sets the run id of ref that hexRunID could not hold (long, nil
+// when it did) and its instance (inst, empty for none), kept once in the
+// store's lists. mu is held.
+func (s *Store) nameRef(ref *runRef, long, inst []byte) {
+	if long != nil {
+		s.longIDs = append(s.longIDs, string(long))
 		ref.long = int32(len(s.longIDs))
 	}
-	if r.Instance != "" {
-		i := s.instIdx[r.Instance]
+	if len(inst) > 0 {
+		i := s.instIdx[string(inst)]
 		if i == 0 && len(s.instances) < 1<<16-1 {
 			if s.instIdx == nil {
 				s.instIdx = make(map[string]uint16)
 			}
-			s.instances = append(s.instances, r.Instance)
+			s.instances = append(s.instances, string(inst))
 			i = uint16(len(s.instances))
-			s.instIdx[r.Instance] = i
+			s.instIdx[s.instances[i-1]] = i
 		}
 		ref.inst = i
 	}
-	return ref
-}
-
-func isLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // runID returns the run id of ref.
@@ -134,9 +149,9 @@ func (s *Store) buildRefs(background bool) error {
 	}
 	// A line's fields the index holds; the others are not decoded.
 	type line struct {
-		id  string
-		run cron.Run
-		off int64
+		id         string
+		ref        runRef
+		long, inst []byte // for nameRef
 	}
 	var fields struct {
 		ID          string      `json:"run_id"`
@@ -164,10 +179,12 @@ func (s *Store) buildRefs(background bool) error {
 		}
 		for i := range batch {
 			l := &batch[i]
-			if e := s.index.get(l.id); e != nil && e.rfirst != 0 && l.off+1 >= e.rfirst && l.off+1 <= e.rhead {
+			if e := s.index.get(l.id); e != nil && e.rfirst != 0 && l.ref.off+1 >= e.rfirst && l.ref.off+1 <= e.rhead {
 				n := seen[e]
 				seen[e] = n + 1
-				s.addRef(s.newRef(&l.run, e, l.off, n))
+				l.ref.e, l.ref.seq = e, n
+				s.nameRef(&l.ref, l.long, l.inst)
+				s.addRef(l.ref)
 			}
 		}
 		batch = batch[:0]
@@ -184,14 +201,19 @@ func (s *Store) buildRefs(background bool) error {
 		for {
 			b, err := readLine(r)
 			if len(b) > 0 && b[len(b)-1] == '\n' {
-				var l line
 				if id, ok := lineJobID(b); ok {
-					if run, ok := refFields(b); ok {
-						l.id, l.off, l.run = id, off, run
-						batch = append(batch, l)
-					} else if fields.ID, fields.ScheduledAt, fields.Status, fields.Instance = "", (time.Time{}), "", ""; json.Unmarshal(b, &fields) == nil {
-						l.id, l.off = id, off
-						l.run = cron.Run{ID: fields.ID, ScheduledAt: fields.ScheduledAt, Status: fields.Status, Instance: fields.Instance}
+					f, ok := refFields(b)
+					if !ok {
+						fields.ID, fields.ScheduledAt, fields.Status, fields.Instance = "", time.Time{}, "", ""
+						ok = json.Unmarshal(b, &fields) == nil
+						f = lineFields{at: fields.ScheduledAt, id: []byte(fields.ID), status: []byte(fields.Status), inst: []byte(fields.Instance)}
+					}
+					if ok {
+						// b is read over: what the batch keeps is copied.
+						l := line{id: id, inst: bytes.Clone(f.inst)}
+						l.ref, l.long = f.ref()
+						l.long = bytes.Clone(l.long)
+						l.ref.off = off
 						batch = append(batch, l)
 					}
 				}
@@ -225,6 +247,25 @@ func (s *Store) buildRefs(background bool) error {
 	}
 }
 
+// lineFields is what the history index holds of a line of runs.jsonl,
+// as refFields reads it: views of the line.
+type lineFields struct {
+	at         time.Time // scheduled_at
+	id, status []byte
+	inst       []byte // nil: none
+}
+
+// ref returns the ref of the line's fields (its job, offset and place
+// left to set) and the run id when the ref cannot hold it (nameRef keeps
+// it).
+func (f *lineFields) ref() (runRef, []byte) {
+	ref := runRef{at: f.at.UnixNano(), status: statusRef(f.status)}
+	if hexRunID(&ref, f.id) {
+		return ref, nil
+	}
+	return ref, f.id
+}
+
 // refFields reads the fields of a line of runs.jsonl the index holds
 // (run_id, scheduled_at, status, instance) without decoding the line,
 // for a line as the store writes it: "prev" and then the fields of a run
@@ -237,8 +278,8 @@ func (s *Store) buildRefs(background bool) error {
 // stops at every quote of the line. In a JSON text a quote inside a
 // string is escaped, so `"instance":` is found only where an object has
 // that key.
-func refFields(b []byte) (cron.Run, bool) {
-	var r cron.Run
+func refFields(b []byte) (lineFields, bool) {
+	var f lineFields
 	// str returns the string value after key at the start of b (a value
 	// with no escape), and the rest after its closing quote.
 	str := func(b []byte, key string) ([]byte, []byte, bool) {
@@ -254,51 +295,49 @@ func refFields(b []byte) (cron.Run, bool) {
 	}
 	const prev = `{"prev":`
 	if len(b) < len(prev) || string(b[:len(prev)]) != prev {
-		return r, false
+		return f, false
 	}
 	i := bytes.IndexByte(b, ',')
 	if i < 0 {
-		return r, false
+		return f, false
 	}
-	var id, at, st []byte
+	var at []byte
 	var ok bool
 	rest := b[i:]
-	if id, rest, ok = str(rest, `,"run_id":"`); !ok {
-		return r, false
+	if f.id, rest, ok = str(rest, `,"run_id":"`); !ok {
+		return f, false
 	}
 	if _, rest, ok = str(rest, `,"job_id":"`); !ok {
-		return r, false
+		return f, false
 	}
 	if at, rest, ok = str(rest, `,"scheduled_at":"`); !ok {
-		return r, false
+		return f, false
 	}
 	if _, rest, ok = str(rest, `,"triggered_at":"`); !ok {
-		return r, false
+		return f, false
 	}
 	if _, rest, ok = str(rest, `,"finished_at":"`); !ok {
-		return r, false
+		return f, false
 	}
-	if st, rest, ok = str(rest, `,"status":"`); !ok {
-		return r, false
+	if f.status, rest, ok = str(rest, `,"status":"`); !ok {
+		return f, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, string(at))
 	if err != nil {
-		return r, false
+		return f, false
 	}
-	r.ID, r.ScheduledAt, r.Status = string(id), t, cron.Status(st)
+	f.at = t
 	if i := bytes.Index(rest, []byte(`"instance":`)); i >= 0 {
 		// Only the run's own instance, before any attempt_log (whose
 		// attempts may name one of their own).
 		if bytes.Contains(rest[:i], []byte(`"attempt_log":`)) {
-			return r, false
+			return f, false
 		}
-		var inst []byte
-		if inst, _, ok = str(rest[i:], `"instance":"`); !ok {
-			return r, false
+		if f.inst, _, ok = str(rest[i:], `"instance":"`); !ok {
+			return f, false
 		}
-		r.Instance = string(inst)
 	}
-	return r, true
+	return f, true
 }
 
 // errYield is the error of a build of the history index stopped because
@@ -308,10 +347,11 @@ var errYield = errors.New("jsonstore: history index build stopped")
 // counter is a count safe for concurrent use.
 type counter struct{ atomic.Int32 }
 
-// prebuildRefs builds the history index in the background after a start,
-// so that the first query does not wait for a read of runs.jsonl; a query
-// asked meanwhile waits for the build that runs. A store closed meanwhile
-// stops it.
+// prebuildRefs builds the history index in the background when a start
+// or a compaction left it unbuilt (a start that compacted runs.jsonl, or
+// restored a runs.idx written without it), so that the first query does
+// not wait for a read of runs.jsonl; a query asked meanwhile waits for the
+// build that runs. A store closed meanwhile stops it.
 func (s *Store) prebuildRefs() {
 	s.rmu.RLock()
 	defer s.rmu.RUnlock()
@@ -389,11 +429,12 @@ func (s *Store) compareRefs(a, b *runRef) int {
 }
 
 // QueryRuns returns a page of the runs kept of every job, as
-// [cron.RunStore.QueryRuns] describes. The store keeps an index of runs.jsonl
-// in memory (48 bytes a run), built in the background by one read of
-// the file right after a start or a compaction (a query of more than 16
-// jobs asked before it is done waits for it); a page scans it, newest appended first, and reads its runs
-// from the file. A query of at most 16 jobs needs no index: it reads
+// [cron.RunStore.QueryRuns] describes. The store keeps an index of
+// runs.jsonl in memory (48 bytes a run), which a start restores from
+// runs.idx or builds in its read of runs.jsonl, and which is built again
+// in the background by one read of the file after a compaction (a query
+// of more than 16 jobs asked before it is done waits for it); a page
+// scans it, newest appended first, and reads its runs from the file. A query of at most 16 jobs needs no index: it reads
 // their runs along each job's chain in the file, newest first.
 func (s *Store) QueryRuns(ctx context.Context, q cron.RunQuery) ([]cron.Run, cron.RunCursor, error) {
 	s.rmu.RLock()
@@ -585,11 +626,9 @@ func (s *Store) RunByID(ctx context.Context, runID string) (cron.Run, error) {
 			return cron.Run{}, fmt.Errorf("jsonstore: index %s: %w", RunsFile, err)
 		}
 	}
-	var short [16]byte
-	isShort := len(runID) == 32 && isLowerHex(runID)
-	if isShort {
-		hex.Decode(short[:], []byte(runID))
-	}
+	var want runRef
+	isShort := hexRunID(&want, []byte(runID))
+	short := want.id
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

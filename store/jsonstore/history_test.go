@@ -122,10 +122,10 @@ func TestQueryRunsAfterReopen(t *testing.T) {
 	}
 }
 
-// TestJobQueryNeedsNoIndex: after a start without runs.idx, before the
-// index of the whole file is built (here: never in the background), a history query of one
-// job reads that job's chain in runs.jsonl and builds no index; a query of
-// every job builds it.
+// TestJobQueryNeedsNoIndex: after a start that compacted runs.jsonl,
+// before the index of the whole file is built (here: never in the
+// background), a history query of one job reads that job's chain in
+// runs.jsonl and builds no index; a query of every job builds it.
 func TestJobQueryNeedsNoIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -150,10 +150,21 @@ func TestJobQueryNeedsNoIndex(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// As after a crash: no runs.idx, which would restore the index.
+	// No runs.idx, which would restore the index, and a line to drop: the
+	// start compacts runs.jsonl instead of indexing it, and the index is
+	// left to build (in the background, which noPrebuild keeps from
+	// starting).
 	if err := os.Remove(filepath.Join(dir, RunsIndexFile)); err != nil {
 		t.Fatal(err)
 	}
+	rf, err := os.OpenFile(filepath.Join(dir, RunsFile), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rf.WriteString("not a run\n"); err != nil {
+		t.Fatal(err)
+	}
+	rf.Close()
 	if s, err = New(dir, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +215,7 @@ func TestRefFields(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: not read: %s", r.ID, line)
 		}
-		if got.ID != r.ID || !got.ScheduledAt.Equal(r.ScheduledAt) || got.Status != r.Status || got.Instance != r.Instance {
+		if string(got.id) != r.ID || !got.at.Equal(r.ScheduledAt) || string(got.status) != string(r.Status) || string(got.inst) != r.Instance {
 			t.Errorf("%s: read %+v from %s", r.ID, got, line)
 		}
 	}

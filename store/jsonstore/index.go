@@ -8,11 +8,14 @@ import (
 
 // jobIndex maps job ids to their entries: an open-addressing hash table
 // with linear probing whose slots hold only the entry (the id is read from
-// it), at most three quarters full. At a million jobs it takes 16 MB, a
-// third of a Go map of strings to pointers; a lookup compares the ids of
-// the entries it meets on its way, usually one.
+// it), at most three quarters full, and beside each slot a byte of its
+// id's hash, so that a probe reads the entry of a slot (at a random place
+// of the heap, and its id at another) only when that byte matches. At a
+// million jobs it takes 19 MB, a third of a Go map of strings to pointers;
+// a lookup usually reads one entry, an insertion of a new id none.
 type jobIndex struct {
 	slots []*entry // nil: empty
+	tags  []uint8  // tags[i]: the tag of the id of slots[i]
 	n     int
 	seed  maphash.Seed
 }
@@ -23,21 +26,29 @@ func newJobIndex(n int) jobIndex {
 	for size*3 < n*4 {
 		size *= 2
 	}
-	return jobIndex{slots: make([]*entry, size), seed: maphash.MakeSeed()}
+	return jobIndex{slots: make([]*entry, size), tags: make([]uint8, size), seed: maphash.MakeSeed()}
+}
+
+// hash returns the home slot of id and its tag (the hash's top byte).
+func (x *jobIndex) hash(id string) (int, uint8) {
+	h := maphash.String(x.seed, id)
+	return int(h & uint64(len(x.slots)-1)), uint8(h >> 56)
 }
 
 func (x *jobIndex) home(id string) int {
-	return int(maphash.String(x.seed, id) & uint64(len(x.slots)-1))
+	h, _ := x.hash(id)
+	return h
 }
 
-// find returns the slot of id, or the empty slot where it would go.
-func (x *jobIndex) find(id string) int {
+// find returns the slot of id, or the empty slot where it would go, and
+// the id's tag.
+func (x *jobIndex) find(id string) (int, uint8) {
 	mask := len(x.slots) - 1
-	i := x.home(id)
-	for x.slots[i] != nil && x.slots[i].id != id {
+	i, tag := x.hash(id)
+	for e := x.slots[i]; e != nil && (x.tags[i] != tag || e.id != id); e = x.slots[i] {
 		i = (i + 1) & mask
 	}
-	return i
+	return i, tag
 }
 
 // get returns the entry of id, nil when there is none.
@@ -45,7 +56,8 @@ func (x *jobIndex) get(id string) *entry {
 	if x.n == 0 {
 		return nil
 	}
-	return x.slots[x.find(id)]
+	i, _ := x.find(id)
+	return x.slots[i]
 }
 
 // getBytes is get of an id held in bytes, without copying them.
@@ -59,23 +71,23 @@ func (x *jobIndex) getBytes(id []byte) *entry {
 // put makes e the entry of its id, in place of any other.
 func (x *jobIndex) put(e *entry) {
 	x.room()
-	i := x.find(e.id)
+	i, tag := x.find(e.id)
 	if x.slots[i] == nil {
 		x.n++
 	}
-	x.slots[i] = e
+	x.slots[i], x.tags[i] = e, tag
 }
 
 // add makes e the entry of its id and reports true, unless the id has
 // one already (which stays).
 func (x *jobIndex) add(e *entry) bool {
 	x.room()
-	i := x.find(e.id)
+	i, tag := x.find(e.id)
 	if x.slots[i] != nil {
 		return false
 	}
 	x.n++
-	x.slots[i] = e
+	x.slots[i], x.tags[i] = e, tag
 	return true
 }
 
@@ -87,10 +99,11 @@ func (x *jobIndex) room() {
 	}
 	if (x.n+1)*4 > len(x.slots)*3 {
 		old := x.slots
-		x.slots = make([]*entry, 2*len(old))
+		x.slots, x.tags = make([]*entry, 2*len(old)), make([]uint8, 2*len(old))
 		for _, o := range old {
 			if o != nil {
-				x.slots[x.find(o.id)] = o
+				i, tag := x.find(o.id)
+				x.slots[i], x.tags[i] = o, tag
 			}
 		}
 	}
@@ -102,7 +115,7 @@ func (x *jobIndex) del(id string) {
 	if x.n == 0 {
 		return
 	}
-	i := x.find(id)
+	i, _ := x.find(id)
 	if x.slots[i] == nil {
 		return
 	}
@@ -121,7 +134,7 @@ func (x *jobIndex) del(id string) {
 			// in (i, j].
 			h := x.home(e.id)
 			if (i <= j && (h <= i || h > j)) || (i > j && h <= i && h > j) {
-				x.slots[i] = e
+				x.slots[i], x.tags[i] = e, x.tags[j]
 				i = j
 				break
 			}

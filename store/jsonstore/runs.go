@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -491,6 +492,9 @@ func (s *Store) loadRuns() error {
 		}
 		s.runLines, from = 0, 0
 	}
+	// Without runs.idx the scan builds the history index too (from 0):
+	// the first query after the start finds it built.
+	refs = refs || from == 0
 	good, compact, err := s.scanRuns(f, from, st.Size(), refs)
 	if err != nil {
 		return fmt.Errorf("jsonstore: read %s: %w", path, err)
@@ -539,13 +543,29 @@ func (s *Store) loadRuns() error {
 // whole line and whether a compaction is needed (lines that do not parse,
 // of unknown jobs or without a right "prev").
 func (s *Store) scanRuns(f *os.File, from, size int64, index bool) (good int64, compact bool, err error) {
-	blocks, stop := checkRuns(f, from, size)
+	// The checking goroutines also find each line's job and read what the
+	// history index holds of it: nothing changes the jobs meanwhile.
+	blocks, recycle, stop := checkRuns(f, from, size, runBlockSize, func(l *checkedLine, body []byte) {
+		l.e = s.index.getBytes(l.id)
+		if index && l.e != nil {
+			if fl, ok := refFields(body); ok {
+				l.ref, l.long = fl.ref()
+				l.inst, l.refOK = fl.inst, true
+			}
+		}
+	})
 	defer stop()
 	off := from
 	for b := range blocks {
 		<-b.done
 		if b.err != nil {
 			return 0, false, b.err
+		}
+		if index && cap(s.refs) == len(s.refs) && len(b.lines) > 0 {
+			// Room for the lines of the rest of the file (a guess from
+			// this block's), instead of growing by copies.
+			more := int(float64(size-off) / float64(len(b.buf)) * float64(len(b.lines)) * 1.05)
+			s.refs = slices.Grow(s.refs, more)
 		}
 		for i := range b.lines {
 			l := &b.lines[i]
@@ -564,12 +584,9 @@ func (s *Store) scanRuns(f *os.File, from, size int64, index bool) (good int64, 
 			var e *entry
 			var prev *int64
 			var run cron.Run
-			fast := false
+			decoded := false
 			if l.head {
-				e, prev = s.index.getBytes(l.id), &l.prev
-				if index {
-					run, fast = refFields(body)
-				}
+				e, prev = l.e, &l.prev
 			} else {
 				var rl struct {
 					Prev *int64 `json:"prev"`
@@ -579,7 +596,7 @@ func (s *Store) scanRuns(f *os.File, from, size int64, index bool) (good int64, 
 					compact = true
 					continue
 				}
-				e, prev, run, fast = s.index.get(rl.JobID), rl.Prev, rl.Run, true
+				e, prev, run, decoded = s.index.get(rl.JobID), rl.Prev, rl.Run, true
 			}
 			if e == nil {
 				compact = true
@@ -596,13 +613,18 @@ func (s *Store) scanRuns(f *os.File, from, size int64, index bool) (good int64, 
 				compact = true // relinked by the compaction
 			}
 			if index && !compact {
-				if !fast {
-					if err := json.Unmarshal(body, &run); err != nil {
-						compact = true
-						continue
-					}
+				switch {
+				case l.refOK:
+					ref := l.ref
+					ref.e, ref.off, ref.seq = e, lineOff, e.rcount
+					s.nameRef(&ref, l.long, l.inst)
+					s.addRef(ref)
+				case decoded || json.Unmarshal(body, &run) == nil:
+					s.addRef(s.newRef(&run, e, lineOff, e.rcount))
+				default:
+					compact = true
+					continue
 				}
-				s.addRef(s.newRef(&run, e, lineOff, e.rcount))
 			}
 			if e.rfirst == 0 {
 				e.rfirst = lineOff + 1
@@ -610,6 +632,7 @@ func (s *Store) scanRuns(f *os.File, from, size int64, index bool) (good int64, 
 			e.rhead = lineOff + 1
 			e.rcount++
 		}
+		recycle(b) // what the lines gave is copied
 		if b.tail != nil {
 			// The end of the file, with no newline: a line cut short.
 			return off, compact || len(bytes.TrimSpace(b.tail)) > 0, nil
@@ -626,16 +649,23 @@ type runBlock struct {
 	tail  []byte // the last block only: what follows the last newline
 	err   error
 	done  chan struct{}
+	mem   []byte // what buf is cut from, whole: for the next block
 }
 
 // checkedLine is a line of a runBlock, its newline included, and what
 // lineHead read of it when it is a line as the store writes it and valid
-// JSON (head).
+// JSON (head); scanRuns's check adds its job and, for the history index,
+// what refFields read (refOK: ref, without its job, offset and place,
+// and the run id and instance for nameRef).
 type checkedLine struct {
-	line []byte
-	id   []byte
-	prev int64
-	head bool
+	line       []byte
+	id         []byte
+	prev       int64
+	head       bool
+	refOK      bool
+	e          *entry
+	ref        runRef
+	long, inst []byte
 }
 
 // runBlockSize is how much of runs.jsonl a runBlock holds, or more for a
@@ -643,25 +673,46 @@ type checkedLine struct {
 const runBlockSize = 4 << 20
 
 // checkRuns reads runs.jsonl from offset from to size in blocks of whole
-// lines, on a goroutine of its own, and checks each line (lineHead, and
-// json.Valid for the whole line, the costly part of a start) on two more:
-// a start over a million runs reads the file at the pace of the two
-// processors, and scanRuns only links the lines. The blocks come in file
-// order; stop ends the goroutines early (scanRuns calls it when it
-// returns).
-func checkRuns(f *os.File, from, size int64) (<-chan *runBlock, func()) {
+// lines (of blockSize bytes, or more for a longer line), on a goroutine of its own, and checks each line (lineHead, and
+// json.Valid for the whole line, the costly part of a start) on two more,
+// which then call check (unless nil) with each line that passed and its
+// text without the newline: a start over a million runs reads the file at
+// the pace of the two processors, and scanRuns only links the lines. The
+// blocks come in file order; recycle gives a block done with (nothing
+// points into it any more) back for a later one, so that a read of the
+// file touches a few blocks' memory instead of the file's size of it.
+// stop ends the goroutines early (scanRuns calls it when it returns).
+func checkRuns(f *os.File, from, size int64, blockSize int, check func(l *checkedLine, body []byte)) (blocks <-chan *runBlock, recycle func(*runBlock), stop func()) {
 	const inFlight = 4
 	ordered := make(chan *runBlock, inFlight)
 	work := make(chan *runBlock, inFlight)
+	free := make(chan *runBlock, 2*inFlight+2)
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
 			for b := range work {
-				b.lines = splitRunLines(b.buf)
+				b.lines = splitRunLines(b.lines, b.buf, check)
 				close(b.done)
 			}
 		})
+	}
+	// block returns a block whose memory holds carry and then n bytes.
+	block := func(carry []byte, n int) *runBlock {
+		select {
+		case b := <-free:
+			if cap(b.mem) >= len(carry)+n {
+				// carry may lie in b.mem, past where it goes: append
+				// moves it as copy does.
+				b.mem = append(b.mem[:0], carry...)
+				b.buf, b.tail, b.err, b.done = nil, nil, nil, make(chan struct{})
+				return b
+			}
+		default:
+		}
+		mem := make([]byte, len(carry), len(carry)+n)
+		copy(mem, carry)
+		return &runBlock{mem: mem, done: make(chan struct{})}
 	}
 	go func() {
 		defer close(ordered)
@@ -687,8 +738,8 @@ func checkRuns(f *os.File, from, size int64) (<-chan *runBlock, func()) {
 		r := io.NewSectionReader(f, from, size-from)
 		var carry []byte // a line begun in the last block
 		for {
-			buf := make([]byte, len(carry), len(carry)+runBlockSize)
-			copy(buf, carry)
+			b := block(carry, blockSize)
+			buf := b.mem
 			n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
 			buf = buf[:len(buf)+n]
 			if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
@@ -697,7 +748,7 @@ func checkRuns(f *os.File, from, size int64) (<-chan *runBlock, func()) {
 			}
 			if err != nil { // the end of the section
 				cut := bytes.LastIndexByte(buf, '\n') + 1
-				b := &runBlock{buf: buf[:cut], done: make(chan struct{})}
+				b.buf = buf[:cut]
 				if cut > 0 && !send(b) {
 					return
 				}
@@ -706,34 +757,46 @@ func checkRuns(f *os.File, from, size int64) (<-chan *runBlock, func()) {
 			}
 			cut := bytes.LastIndexByte(buf, '\n') + 1
 			if cut == 0 {
-				carry = buf // one line longer than a block: read on
+				// One line longer than a block: read on, into more memory.
+				carry = buf
 				continue
 			}
 			carry = buf[cut:]
-			if !send(&runBlock{buf: buf[:cut:cut], done: make(chan struct{})}) {
+			b.mem, b.buf = buf, buf[:cut:cut]
+			if !send(b) {
 				return
 			}
 		}
 	}()
-	return ordered, func() {
-		close(quit)
-		for range ordered {
+	return ordered, func(b *runBlock) {
+			select {
+			case free <- b:
+			default:
+			}
+		}, func() {
+			close(quit)
+			for range ordered {
+			}
+			wg.Wait()
 		}
-		wg.Wait()
-	}
 }
 
-// splitRunLines cuts buf (whole lines) into its lines and reads each.
-func splitRunLines(buf []byte) []checkedLine {
-	lines := make([]checkedLine, 0, bytes.Count(buf, []byte{'\n'}))
-	for len(buf) > 0 {
+// splitRunLines cuts buf (whole lines) into its lines and reads each (see
+// checkRuns).
+func splitRunLines(lines []checkedLine, buf []byte, check func(l *checkedLine, body []byte)) []checkedLine {
+	lines = slices.Grow(lines[:0], bytes.Count(buf, []byte{'\n'}))[:bytes.Count(buf, []byte{'\n'})]
+	clear(lines)
+	for k := range lines {
 		i := bytes.IndexByte(buf, '\n') + 1
-		l := checkedLine{line: buf[:i]}
+		l := &lines[k]
+		l.line = buf[:i]
 		body := bytes.TrimSpace(l.line)
 		if p, id, ok := lineHead(body); ok && json.Valid(body) {
 			l.prev, l.id, l.head = p, id, true
+			if check != nil {
+				check(l, body)
+			}
 		}
-		lines = append(lines, l)
 		buf = buf[i:]
 	}
 	return lines

@@ -20,10 +20,11 @@ import (
 // start after a crash reads only the lines appended since, until Close
 // writes it again; a compaction of runs.jsonl or the deletion of a job
 // with runs removes it first. Without it a start reads runs.jsonl whole
-// and builds the history index in the background.
+// and builds the history index in that read. Its table of jobs follows
+// the order of jobs.json, where a start finds them without a lookup.
 const RunsIndexFile = "runs.idx"
 
-const runsIndexMagic = "ksana runs.idx 2\n"
+const runsIndexMagic = "ksana runs.idx 3\n"
 
 // tailSum is the checksum of the last bytes of runs.jsonl before end: an
 // index applies to the file it was written for only.
@@ -64,8 +65,8 @@ func (s *Store) writeRunsIndex() error {
 	b = binary.AppendUvarint(b, uint64(sum))
 	b = binary.AppendUvarint(b, uint64(s.runLines))
 	n := 0
-	for e := range s.index.all() {
-		if e.rcount > 0 {
+	for _, e := range s.order {
+		if !e.deleted && e.rcount > 0 {
 			n++
 		}
 	}
@@ -75,15 +76,25 @@ func (s *Store) writeRunsIndex() error {
 	if s.refsBuilt {
 		ord = make(map[*entry]uint64, n)
 	}
-	for e := range s.index.all() {
+	// The jobs come in the order of jobs.json, each with the number of
+	// jobs without runs before it (gap): a start finds most of them at
+	// that place in its own list instead of looking each up.
+	gap := 0
+	for _, e := range s.order {
+		if e.deleted {
+			continue
+		}
 		if e.rcount == 0 {
+			gap++
 			continue
 		}
 		id := e.id
 		if ord != nil {
 			ord[e] = uint64(len(ord))
 		}
-		b = binary.AppendUvarint(b[:0], uint64(len(id)))
+		b = binary.AppendUvarint(b[:0], uint64(gap))
+		gap = 0
+		b = binary.AppendUvarint(b, uint64(len(id)))
 		b = append(b, id...)
 		b = binary.AppendUvarint(b, uint64(e.rhead))
 		b = binary.AppendUvarint(b, uint64(e.rfirst))
@@ -185,13 +196,14 @@ func (s *Store) writeRefs(w *bufio.Writer, ord map[*entry]uint64) {
 // An index that does not match runs.jsonl is an error: the caller then
 // reads the file whole, and nothing of it is applied to the history index.
 func (s *Store) readRunsIndex(f *os.File, size int64) (int64, bool, error) {
-	data, err := os.ReadFile(filepath.Join(s.dir, RunsIndexFile))
+	data, release, err := mapFile(filepath.Join(s.dir, RunsIndexFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, err
 	}
+	defer release() // what the index keeps of it is copied
 	if len(data) < len(runsIndexMagic)+4 || string(data[:len(runsIndexMagic)]) != runsIndexMagic {
 		return 0, false, fmt.Errorf("%s: not an index", RunsIndexFile)
 	}
@@ -214,14 +226,24 @@ func (s *Store) readRunsIndex(f *os.File, size int64) (int64, bool, error) {
 		return 0, false, bad
 	}
 	ents := make([]*entry, n) // the table's jobs, for the refs
+	walk := &orderWalk{order: s.order}
 	for i := range ents {
+		gap := r.uvarint()
 		key := r.bytes(r.uvarint())
 		head, first, count := int64(r.uvarint()), int64(r.uvarint()), uint32(r.uvarint())
-		if r.failed() {
+		if r.failed() || gap > uint64(len(s.order)) {
 			return 0, false, bad
 		}
+		// The job is found where the table says in the order of the jobs
+		// loaded (reads of memory in its order), else looked up (a few
+		// reads at random places of the heap: a million of them took
+		// most of a start).
+		e := walk.find(int(gap), key)
+		if e == nil {
+			e = s.index.getBytes(key)
+		}
 		// The runs of a job gone stay counted in lines: a compaction drops them.
-		if e := s.index.getBytes(key); e != nil {
+		if e != nil {
 			e.rhead, e.rfirst, e.rcount = head, first, count
 			ents[i] = e
 		}
@@ -232,6 +254,38 @@ func (s *Store) readRunsIndex(f *os.File, size int64) (int64, bool, error) {
 		return 0, false, err
 	}
 	return covered, refs, nil
+}
+
+// orderWalk finds the jobs of runs.idx's table in s.order, whose order
+// the table keeps: at from on.
+type orderWalk struct {
+	order []*entry
+	from  int
+}
+
+// orderSlack is how many jobs past the expected place the walk looks.
+const orderSlack = 64
+
+// find returns the job with id key when it is among the next gap+1 jobs
+// after the last one found (deleted ones skipped), or a little further,
+// and then goes on after it; else nil, and the walk stays where it is.
+// The table's gap is the number of jobs before this one with no runs: a
+// job deleted or made since the table was written shifts the place by a
+// little, or the job is looked up.
+func (w *orderWalk) find(gap int, key []byte) *entry {
+	left := gap + 1 + orderSlack
+	for i := w.from; i < len(w.order) && left > 0; i++ {
+		e := w.order[i]
+		if e.deleted {
+			continue
+		}
+		left--
+		if e.id == string(key) {
+			w.from = i + 1
+			return e
+		}
+	}
+	return nil
 }
 
 // idxReader reads runs.idx: varints and byte strings. A read past the end

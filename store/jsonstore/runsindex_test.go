@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -240,7 +241,7 @@ func TestRunsIndexAfterCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, id := range []string{"a", "b", "c"} {
+	for _, id := range []string{"n1", "a", "n2", "b", "c"} { // n1, n2: never any run
 		if err := s.Save(ctx, testJob(id)); err != nil {
 			t.Fatal(err)
 		}
@@ -311,4 +312,142 @@ func TestRunsIndexAfterCrash(t *testing.T) {
 	appendRuns(s, "b", "a")
 	crash(t, s)
 	same("after a second crash")
+
+	// Jobs without runs deleted and made after runs.idx was written: its
+	// table's places are off by them.
+	s = open(t, dir, cfg)
+	query(s, cron.RunQuery{})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir, cfg)
+	for _, id := range []string{"n1", "n2"} {
+		if err := s.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Save(ctx, testJob("n3")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, RunsIndexFile)); err != nil {
+		t.Fatalf("runs.idx after deletions of jobs without runs: %v, want it kept", err)
+	}
+	appendRuns(s, "c", "n3")
+	crash(t, s)
+	same("after jobs without runs deleted")
+}
+
+// TestOrderWalk: runs.idx lists the jobs with runs in the order of
+// jobs.json, each with the number of jobs before it that have none; the
+// walk finds each at that place in the jobs loaded, or a little off it
+// when jobs were deleted since, and else reports nil (the start then looks
+// the job up) without losing its place for the next ones.
+func TestOrderWalk(t *testing.T) {
+	order := make([]*entry, 300)
+	for i := range order {
+		order[i] = &entry{id: fmt.Sprintf("j%03d", i)}
+	}
+	// Written when every job was there: runs for every third job.
+	type rec struct {
+		gap int
+		id  string
+	}
+	var table []rec
+	gap := 0
+	for i := range order {
+		if i%3 != 0 {
+			gap++
+			continue
+		}
+		table = append(table, rec{gap, order[i].id})
+		gap = 0
+	}
+	// Since then: two jobs without runs deleted early on, a hundred in a
+	// row (more than the walk looks past) later, and one job with runs
+	// gone altogether.
+	order[1].deleted, order[4].deleted = true, true
+	for i := 151; i < 300 && i < 151+150; i++ {
+		if i%3 != 0 {
+			order[i].deleted = true
+		}
+	}
+	order = slices.Delete(order, 99, 100) // j099, which had runs
+	w := &orderWalk{order: order}
+	found := 0
+	for _, r := range table {
+		e := w.find(r.gap, []byte(r.id))
+		if e != nil {
+			found++
+			if e.id != r.id || e.deleted {
+				t.Fatalf("find(%d, %s) = %s (deleted %v)", r.gap, r.id, e.id, e.deleted)
+			}
+		} else if r.id != "j099" {
+			t.Errorf("find(%d, %s): not found in order", r.gap, r.id)
+		}
+	}
+	if found != len(table)-1 {
+		t.Errorf("found %d of %d jobs in order, want all but the one gone", found, len(table))
+	}
+	// A table in another order: nothing found out of place, nothing wrong.
+	w = &orderWalk{order: order}
+	if e := w.find(0, []byte("j297")); e != nil {
+		t.Errorf("find(0, j297) at the start = %s, want nil", e.id)
+	}
+	if e := w.find(0, []byte("j000")); e == nil || e.id != "j000" {
+		t.Errorf("find(0, j000) after a miss = %v, want j000", e)
+	}
+}
+
+// TestStartBuildsHistoryIndex: a start without runs.idx reads runs.jsonl
+// and builds the history index in the same read, the same index a build
+// of the file gives (lines of every form: run ids of hex digits and not,
+// instances, escapes), so that the first query waits for nothing.
+func TestStartBuildsHistoryIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := Config{FlushInterval: time.Millisecond, noPrebuild: true}
+	s := open(t, dir, cfg)
+	for _, id := range []string{"a", "b", `c"q`} {
+		if err := s.Save(ctx, testJob(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 40 {
+		r := cron.Run{ID: fmt.Sprintf("%032x", i), JobID: []string{"a", "b", `c"q`}[i%3], ScheduledAt: t0.Add(time.Duration(i*7%40) * time.Second),
+			Status: refStatuses[1+i%5], Instance: []string{"", "n1", "n2"}[i%3]}
+		if i%4 == 1 {
+			r.ID = fmt.Sprintf("run-%d", i)
+		}
+		if i%5 == 2 {
+			r.Error = `"instance":"x"`
+			r.AttemptLog = []cron.Attempt{{StartedAt: t0, Status: cron.StatusFailed, Error: `"instance":"y"`}}
+		}
+		if err := s.AppendRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s) // no runs.idx: a crash before the first Close
+
+	s = open(t, dir, cfg)
+	built, got := refViews(s)
+	if !built || len(got) != 40 {
+		t.Fatalf("after the start: built %v, %d refs; want the index of 40 runs", built, len(got))
+	}
+	s.mu.Lock()
+	s.refsBuilt, s.refs, s.refMax, s.longIDs = false, nil, nil, nil
+	s.mu.Unlock()
+	s.rmu.RLock()
+	err := s.buildRefs(false)
+	s.rmu.RUnlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, want := refViews(s)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("history index (-built from runs.jsonl +built by the start):\n%s", diff)
+	}
 }

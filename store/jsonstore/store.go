@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -330,13 +331,16 @@ func (s *Store) Recovered() *Recovery { return s.recovery }
 // written at once (it was missing, moved aside or had entries skipped).
 func (s *Store) loadJobs() (bool, error) {
 	path := filepath.Join(s.dir, JobsFile)
-	data, err := os.ReadFile(path)
+	data, release, err := mapFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return true, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("jsonstore: read %s: %w", path, err)
 	}
+	// Nothing decoded points into data (the decoder copies what it keeps),
+	// and the errors of bad entries are copied below.
+	defer release()
 	now := time.Now()
 	// The entries are decoded in place, in slabs of 1024 per part of the
 	// file (no copy, no object per job, no one huge object for the
@@ -376,6 +380,8 @@ func (s *Store) loadJobs() (bool, error) {
 			return false, fmt.Errorf("jsonstore: copy %s aside before dropping bad entries: %w", path, cerr)
 		}
 		for _, e := range bad {
+			// Their text only, in memory of their own (Recovered keeps them).
+			e.ID, e.Err = strings.Clone(e.ID), errors.New(e.Err.Error())
 			s.log.Error("jsonstore: invalid job skipped", "job_id", e.ID, "index", e.Index,
 				"field", e.Field, "error", e.Err, "backup", backup)
 		}

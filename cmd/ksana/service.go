@@ -345,10 +345,6 @@ func (s *service) run(ctx context.Context, ln net.Listener) error {
 	if lowerGOGC {
 		debug.SetGCPercent(defaultGOGC)
 	}
-	// Loading left garbage several times the size of what it kept (the
-	// file, its decoded form, the copies handed to the runner): give it
-	// back to the system now rather than as the scavenger gets to it.
-	debug.FreeOSMemory()
 
 	var serveErr error
 	select {

@@ -334,7 +334,7 @@ func (s *Store) readRefs(r *idxReader, ents []*entry, covered int64) (bool, erro
 			r.p = nil
 			return nil
 		}
-		var l []string
+		l := make([]string, 0, min(n, 1<<16))
 		for range n {
 			l = append(l, string(r.bytes(r.uvarint())))
 		}

@@ -48,11 +48,11 @@ func statusRef[T ~string | ~[]byte](st T) uint8 {
 // of its job e. mu is held.
 func (s *Store) newRef(r *cron.Run, e *entry, off int64, seq uint32) runRef {
 	ref := runRef{at: r.ScheduledAt.UnixNano(), off: off, e: e, seq: seq, status: statusRef(r.Status)}
-	var long []byte
-	if !hexRunID(&ref, []byte(r.ID)) {
-		long = []byte(r.ID)
+	id := []byte(r.ID)
+	if hexRunID(&ref, id) {
+		id = nil
 	}
-	s.nameRef(&ref, long, []byte(r.Instance))
+	s.nameRef(&ref, id, []byte(r.Instance))
 	return ref
 }
 

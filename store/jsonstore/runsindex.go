@@ -226,7 +226,7 @@ func (s *Store) readRunsIndex(f *os.File, size int64) (int64, bool, error) {
 		return 0, false, bad
 	}
 	ents := make([]*entry, n) // the table's jobs, for the refs
-	walk := &orderWalk{order: s.order}
+	walk := newOrderWalk(s.order)
 	for i := range ents {
 		gap := r.uvarint()
 		key := r.bytes(r.uvarint())
@@ -261,6 +261,14 @@ func (s *Store) readRunsIndex(f *os.File, size int64) (int64, bool, error) {
 type orderWalk struct {
 	order []*entry
 	from  int
+	// budget is how many more jobs the walk may read: a table that does
+	// not match the order (jobs.json restored from elsewhere, say) costs
+	// lookups then, not a read of the jobs for each of its lines.
+	budget int
+}
+
+func newOrderWalk(order []*entry) *orderWalk {
+	return &orderWalk{order: order, budget: 2*len(order) + 1024}
 }
 
 // orderSlack is how many jobs past the expected place the walk looks.
@@ -274,7 +282,8 @@ const orderSlack = 64
 // little, or the job is looked up.
 func (w *orderWalk) find(gap int, key []byte) *entry {
 	left := gap + 1 + orderSlack
-	for i := w.from; i < len(w.order) && left > 0; i++ {
+	for i := w.from; i < len(w.order) && left > 0 && w.budget > 0; i++ {
+		w.budget--
 		e := w.order[i]
 		if e.deleted {
 			continue

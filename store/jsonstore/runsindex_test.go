@@ -372,7 +372,7 @@ func TestOrderWalk(t *testing.T) {
 		}
 	}
 	order = slices.Delete(order, 99, 100) // j099, which had runs
-	w := &orderWalk{order: order}
+	w := newOrderWalk(order)
 	found := 0
 	for _, r := range table {
 		e := w.find(r.gap, []byte(r.id))
@@ -389,12 +389,24 @@ func TestOrderWalk(t *testing.T) {
 		t.Errorf("found %d of %d jobs in order, want all but the one gone", found, len(table))
 	}
 	// A table in another order: nothing found out of place, nothing wrong.
-	w = &orderWalk{order: order}
+	w = newOrderWalk(order)
 	if e := w.find(0, []byte("j297")); e != nil {
 		t.Errorf("find(0, j297) at the start = %s, want nil", e.id)
 	}
 	if e := w.find(0, []byte("j000")); e == nil || e.id != "j000" {
 		t.Errorf("find(0, j000) after a miss = %v, want j000", e)
+	}
+	// A table that skips far more jobs than there are: the walk gives up
+	// (the start looks the jobs up) once it has read the jobs twice over.
+	w = newOrderWalk(order)
+	for range 10 * len(order) {
+		w.find(len(order), []byte("none"))
+	}
+	if w.budget > 0 {
+		t.Errorf("the walk read %d jobs for a table of misses and goes on", 2*len(order)+1024-w.budget)
+	}
+	if e := w.find(0, []byte("j000")); e != nil {
+		t.Errorf("find after the budget = %s, want nil (a lookup)", e.id)
 	}
 }
 

@@ -10,8 +10,8 @@
 # follows the tests', each under its name. Then, alone among the tests
 # (the checks may still run, at the lowest CPU and I/O priority), it runs
 # the timing tests that the first phase skipped: shared mode's leases,
-# the convergence of SQLite's node-units and runners, the fleet's idle
-# command count.
+# then the convergence of SQLite's node-units and runners and the fleet's
+# idle command count.
 # At the end it checks that the tests left no schema and
 # no Redis key of their own behind, then stops the servers it started and
 # drops its database. It fails if any of this fails, and says which.
@@ -344,16 +344,21 @@ log "beside the tests, one after the other: $(printf '%s; ' "${checks[@]}")"
 # is done (the checks yield to them). Beside the suite, they passed in
 # most runs and saved some 100 s, but the load they add (TestSharedLoad's
 # busy loops, fourteen ksana processes) made other packages' timing
-# tests miss their bounds now and then. With them run three more whose
-# bounds are heartbeats, TTLs or the server's own counters, and which
-# missed them beside the suite on a machine running at half its speed:
-# two node-units on SQLite reaching 5/5 (TestSQLiteTwoProcesses), three
-# runners holding a third of the jobs each (TestJobsHeldByPartition), and
-# the idle fleet's commands read from INFO commandstats, which count every
-# client of the server (TestFleetIdleCommands). A run of given packages
-# runs them in place.
-lease_tests='^(TestClusterNoSlotLost|TestLeasesRunKeepsShare|TestSharedLoad|TestSQLiteTwoProcesses|TestJobsHeldByPartition|TestFleetIdleCommands)$'
-lease_pkgs=(./cmd/ksana/ ./store/sqlstore/ ./store/redisstore/)
+# tests miss their bounds now and then. After them, alone too, three more
+# whose bounds are heartbeats, TTLs or the server's own counters, and
+# which missed them beside the suite on a machine running at half its
+# speed: two node-units on SQLite reaching 5/5 (TestSQLiteTwoProcesses),
+# three runners holding a third of the jobs each (TestJobsHeldByPartition),
+# and the idle fleet's commands read from INFO commandstats, which count
+# every client of the server (TestFleetIdleCommands). A run of given
+# packages runs them in place.
+lease_names='TestClusterNoSlotLost|TestLeasesRunKeepsShare|TestSharedLoad'
+settle_names='TestSQLiteTwoProcesses|TestJobsHeldByPartition|TestFleetIdleCommands'
+lease_tests="^($lease_names)\$"
+lease_pkgs=(./cmd/ksana/ ./store/sqlstore/)
+settle_tests="^($settle_names)\$"
+settle_pkgs=(./store/sqlstore/ ./store/redisstore/)
+alone_tests="^($lease_names|$settle_names)\$" # skipped by the suite
 args=("$@")
 if [ "$given" -eq 0 ]; then
   # Every package, the three longest first: go test starts the packages'
@@ -363,7 +368,7 @@ if [ "$given" -eq 0 ]; then
   mod=$(go list -m)
   slow=("$mod/cmd/ksana" "$mod/store/redisstore" "$mod/store/sqlstore")
   mapfile -t rest < <(go list ./... | grep -vxF "$(printf '%s\n' "${slow[@]}")")
-  args+=(-skip "$lease_tests" "${slow[@]}" "${rest[@]}")
+  args+=(-skip "$alone_tests" "${slow[@]}" "${rest[@]}")
 fi
 # -race also turns on the compiler's checks of unsafe pointer conversions
 # (checkptr) in every package. modernc.org's SQLite is C translated to Go
@@ -373,7 +378,7 @@ fi
 nocheckptr='-gcflags=modernc.org/...=-d=checkptr=0'
 failed=()
 if [ "$given" -eq 0 ]; then
-  log "go test -race -p 4 $nocheckptr -skip '$lease_tests' ${slow[*]#$mod/} and the rest of ./..."
+  log "go test -race -p 4 $nocheckptr -skip '$alone_tests' ${slow[*]#$mod/} and the rest of ./..."
 else
   log "go test -race -p 4 $nocheckptr ${args[*]}"
 fi
@@ -401,8 +406,18 @@ if [ "$given" -eq 0 ]; then
   lease_pid=$!
   set +m
   check_pids+=("$lease_pid")
-  wait "$lease_pid" || { lease=FAILED; failed+=("the timing tests, alone"); }
-  log "the timing tests: $lease in $(elapsed $((SECONDS - start)))"
+  wait "$lease_pid" || { lease=FAILED; failed+=("the lease-timing tests, alone"); }
+  log "the lease-timing tests: $lease in $(elapsed $((SECONDS - start)))"
+  log "go test -race -p 2 -run '$settle_tests' ${settle_pkgs[*]} (alone)"
+  start=$SECONDS
+  settle=ok
+  set -m
+  go test -race -p 2 -timeout 10m "$nocheckptr" -run "$settle_tests" "${settle_pkgs[@]}" &
+  settle_pid=$!
+  set +m
+  check_pids+=("$settle_pid")
+  wait "$settle_pid" || { settle=FAILED; failed+=("the settling tests, alone"); }
+  log "the settling tests: $settle in $(elapsed $((SECONDS - start)))"
 fi
 for pid in "${check_pids[@]}"; do wait "$pid" || true; done
 for n in "${!checks[@]}"; do

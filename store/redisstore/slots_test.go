@@ -244,19 +244,22 @@ func TestClusterOpenOnSlotCrashBound(t *testing.T) {
 	}
 	const ttl = 300 * time.Millisecond
 	// The first half of an OpenOnSlot whose process died before the open.
-	start := time.Now()
+	// The server reserved between sent and done: the slot is surely held
+	// until sent+ttl, and surely free from done+ttl on.
+	sent := time.Now()
 	if err := res.Reserve(ctx, "node-1", "lost", 1, ttl); err != nil {
 		t.Fatal(err)
 	}
+	done := time.Now()
 	spec := scheduler.JobSpec{RequestID: "r", SessionID: "s"}
 	_, _, _, err = s.OpenOnSlot(ctx, "next", spec, "node-1", 1, time.Minute, time.Now().Add(time.Hour))
 	if !errors.Is(err, scheduler.ErrNodeFull) {
-		if time.Since(start) < ttl {
+		if time.Since(sent) < ttl {
 			t.Fatalf("open on the node holding the lost slot: %v; want %v", err, scheduler.ErrNodeFull)
 		}
-		t.Skipf("the machine took %v, past the ttl, to open", time.Since(start))
+		t.Skipf("the machine took %v, past the ttl, to open", time.Since(sent))
 	}
-	time.Sleep(ttl - time.Since(start) + 20*time.Millisecond)
+	time.Sleep(time.Until(done.Add(ttl + 20*time.Millisecond)))
 	if _, _, created, err := s.OpenOnSlot(ctx, "next", spec, "node-1", 1, time.Minute, time.Now().Add(time.Hour)); err != nil || !created {
 		t.Fatalf("open once the lost slot's ttl passed: created %v, %v", created, err)
 	}

@@ -395,29 +395,26 @@ check_pids+=("$suite_pid")
 wait "$suite_pid" || failed+=("go test -race")
 log "go test -race: $( [ "${#failed[@]}" -eq 0 ] && echo ok || echo FAILED ) in $(elapsed $((SECONDS - start)))"
 
+# run_alone NAME REGEX PACKAGE...: the tests matching REGEX in the
+# packages, two packages at a time, with nothing of the suite beside them.
+run_alone() {
+  local name=$1 tests=$2 result=ok pid
+  shift 2
+  log "go test -race -p 2 -run '$tests' $* (alone)"
+  start=$SECONDS
+  set -m
+  go test -race -p 2 -timeout 10m "$nocheckptr" -run "$tests" "$@" &
+  pid=$!
+  set +m
+  check_pids+=("$pid")
+  wait "$pid" || { result=FAILED; failed+=("$name, alone"); }
+  log "$name: $result in $(elapsed $((SECONDS - start)))"
+}
 # The checks may still run, at the lowest priorities: they take the CPU
 # only when the timing tests leave it idle.
 if [ "$given" -eq 0 ]; then
-  log "go test -race -p 2 -run '$lease_tests' ${lease_pkgs[*]} (alone)"
-  start=$SECONDS
-  lease=ok
-  set -m
-  go test -race -p 2 -timeout 10m "$nocheckptr" -run "$lease_tests" "${lease_pkgs[@]}" &
-  lease_pid=$!
-  set +m
-  check_pids+=("$lease_pid")
-  wait "$lease_pid" || { lease=FAILED; failed+=("the lease-timing tests, alone"); }
-  log "the lease-timing tests: $lease in $(elapsed $((SECONDS - start)))"
-  log "go test -race -p 2 -run '$settle_tests' ${settle_pkgs[*]} (alone)"
-  start=$SECONDS
-  settle=ok
-  set -m
-  go test -race -p 2 -timeout 10m "$nocheckptr" -run "$settle_tests" "${settle_pkgs[@]}" &
-  settle_pid=$!
-  set +m
-  check_pids+=("$settle_pid")
-  wait "$settle_pid" || { settle=FAILED; failed+=("the settling tests, alone"); }
-  log "the settling tests: $settle in $(elapsed $((SECONDS - start)))"
+  run_alone "the lease-timing tests" "$lease_tests" "${lease_pkgs[@]}"
+  run_alone "the settling tests" "$settle_tests" "${settle_pkgs[@]}"
 fi
 for pid in "${check_pids[@]}"; do wait "$pid" || true; done
 for n in "${!checks[@]}"; do

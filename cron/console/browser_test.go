@@ -131,7 +131,12 @@ func TestBrowser(t *testing.T) {
 		admin.Screenshot("run-with-overrides")
 		admin.Do("run", chromedp.Click(chromedp.CSS("#run-with-submit")),
 			chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf("#history tr.run:nth-child(%d)", before+1))))
-		if flash := browsertest.Eval[string](admin, `document.querySelector("#flash").textContent`); !strings.Contains(flash, "run queued") {
+		// The history refreshes itself: its new row can come before the
+		// answer to the form, which brings the flash. Wait up to 10 s for it.
+		flash := browsertest.Eval[string](admin, `new Promise(done => { const t0 = Date.now(); (function look() {
+			const f = document.querySelector("#flash"), s = f ? f.textContent : "";
+			if (s.includes("run queued") || Date.now() - t0 > 10000) done(s); else setTimeout(look, 50) })() })`)
+		if !strings.Contains(flash, "run queued") {
 			t.Errorf("flash %q", flash)
 		}
 	})

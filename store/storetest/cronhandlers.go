@@ -149,8 +149,18 @@ func handlersScheduled(t *testing.T, s cron.Store) {
 		t.Errorf("stored: type %q args %s last_status %q last_run_at %v; want report, the compact args, success, set",
 			j.Type, j.Args, j.LastStatus, j.LastRunAt)
 	}
-	if runs := storedRuns(t, s, "rep"); runs != nil && (len(runs) < 2 || runs[0].Status != cron.StatusSuccess) {
-		t.Errorf("stored runs %+v, want at least 2 successes", runs)
+	// At a 50 ms interval on a loaded machine, slots that came while a
+	// call was in flight are stored too, as skipped; two calls were made.
+	if runs := storedRuns(t, s, "rep"); runs != nil {
+		ok := 0
+		for _, r := range runs {
+			if r.Status == cron.StatusSuccess {
+				ok++
+			}
+		}
+		if ok < 2 {
+			t.Errorf("stored runs %+v, want at least 2 successes", runs)
+		}
 	}
 }
 
